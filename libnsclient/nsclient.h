@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nsclient.h: talk to nsd, the per-user mount namespace daemon.
+ *
+ * Every function returns >= 0 on success and a negative errno value on failure; nothing
+ * here logs or exits. Output parameters (ret_*) are written only on success. Every
+ * descriptor the library creates or receives is O_CLOEXEC. One connection may be used from
+ * several threads (calls on it are serialised); connections share no state.
+ * See libnsclient(3).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nsc_conn nsc_conn;
+
+/* Connect to nsd. socket_path NULL means $NSD_SOCKET if set, else /run/nsd/socket. */
+int nsc_connect(const char *socket_path, nsc_conn **ret_conn);
+/* Close the connection and free it; NULL is fine. */
+void nsc_disconnect(nsc_conn *conn);
+
+/* When the last call failed because nsd refused it, nsd's reason ("only root may ...");
+ * otherwise NULL. Valid until the next call on this connection. */
+const char *nsc_last_error_message(nsc_conn *conn);
+
+/* ---- JOIN -------------------------------------------------------------------------- */
+
+#define NSC_JOIN_NO_CREATE 0x1u /* fail with -ENOENT instead of creating the namespace */
+
+#define NSC_NS_CREATED 0x1u  /* created by this request */
+#define NSC_NS_PINNED 0x2u   /* pinned: survives nsd restarts */
+#define NSC_NS_ADOPTED 0x4u  /* re-adopted from a pin when nsd started */
+
+struct nsc_join_result {
+        int root_fd;           /* O_PATH directory: the namespace's root (fchdir + chroot) */
+        int ns_fd;             /* nsfs descriptor (setns(ns_fd, CLONE_NEWNS)) */
+        uid_t uid;
+        uint32_t ns_flags;     /* NSC_NS_* */
+        uint64_t ns_inode;     /* as in stat(/proc/PID/ns/mnt).st_ino */
+        uint64_t created_usec; /* CLOCK_REALTIME */
+};
+
+/* Get descriptors of uid's namespace (created on first use unless NSC_JOIN_NO_CREATE).
+ * The caller owns both descriptors in *ret. -EPERM: not root and not one's own uid. */
+int nsc_join(nsc_conn *conn, uid_t uid, unsigned flags, struct nsc_join_result *ret);
+
+/* Enter a joined namespace: setns(ns_fd) (mode setns), or on a kernel that supports it
+ * setns(root_fd), else fchdir(root_fd) + chroot(".") (mode chroot). These do not talk to
+ * nsd; they are here so that the PAM module and nsctl enter the same way. */
+int nsc_enter_setns(const struct nsc_join_result *j);
+int nsc_enter_chroot(const struct nsc_join_result *j, int *ret_used_setns);
+
+/* ---- sessions ---------------------------------------------------------------------- */
+
+/* Register a session of uid led by pid (a pidfd of it is sent when the kernel has
+ * pidfd_open, so nsd notices when it dies without a close). service: PAM service name or
+ * NULL. */
+int nsc_session_open(nsc_conn *conn, uid_t uid, pid_t pid, const char *service,
+                     uint64_t *ret_session_id, unsigned *ret_sessions);
+/* session_id 0 means "the session of uid led by pid". */
+int nsc_session_close(nsc_conn *conn, uid_t uid, pid_t pid, uint64_t session_id,
+                      unsigned *ret_sessions_left);
+
+/* ---- status and inspection --------------------------------------------------------- */
+
+#define NSC_FEATURE_SETNS_DIRFD 0x1u
+#define NSC_FEATURE_PROC_MOUNTS_ROOT 0x2u
+#define NSC_FEATURE_FSPICK_CHECK 0x4u
+#define NSC_FEATURE_OWNER_PRIVATE 0x8u
+#define NSC_FEATURE_PIN_NAMESPACE 0x100u
+
+struct nsc_status {
+        char version[32];
+        uint64_t started_usec;
+        uint32_t features; /* NSC_FEATURE_* */
+        uint32_t namespaces;
+        uint32_t pinned;
+        uint32_t sessions;
+        uint32_t connections;
+        uint32_t max_namespaces;
+        uint32_t max_sessions_per_uid;
+        uint32_t max_connections_per_uid;
+        pid_t pid;
+        unsigned proto_major, proto_minor; /* nsd's protocol version */
+};
+
+int nsc_status(nsc_conn *conn, struct nsc_status *ret);
+
+struct nsc_ns_info {
+        uid_t uid;
+        uint32_t ns_flags; /* NSC_NS_* */
+        uint32_t sessions;
+        int32_t mounts;    /* -1 when unknown */
+        uint64_t ns_inode;
+        uint64_t created_usec;
+        char pin[64];
+};
+
+/* All namespaces the caller may see (root: all; others: their own). *ret_entries is one
+ * malloc()ed array; free() it. */
+int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n);
+
+/* The namespace's mountinfo text (as /proc/self/mountinfo inside it); free() it. */
+int nsc_show(nsc_conn *conn, uid_t uid, char **ret_text, size_t *ret_len);
+
+#define NSC_RELEASE_FORCE 0x1u
+
+/* Unpin and forget uid's namespace. -EBUSY: it has live sessions and no FORCE. */
+int nsc_release(nsc_conn *conn, uid_t uid, unsigned flags);
+
+#ifdef __cplusplus
+}
+#endif

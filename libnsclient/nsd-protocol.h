@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nsd-protocol.h: the wire protocol between nsd and its clients.
+ *
+ * This is the ONE place where the protocol is defined; nsd and libnsclient both include it.
+ * It is private: not installed. Applications use libnsclient's nsclient.h.
+ *
+ * Transport: AF_UNIX SOCK_SEQPACKET, one message per datagram (no framing), descriptors only
+ * by SCM_RIGHTS. Every message starts with struct nsd_msg_header. All integers are host
+ * endian (the socket never leaves the machine). Structs are fixed-width with explicit padding,
+ * and their sizes are checked below, so 32- and 64-bit builds agree.
+ *
+ * Identity: nsd takes the caller's uid and pid from SO_PEERCRED, never from a message. A uid
+ * inside a request names the namespace asked for; only root may name another user's.
+ *
+ * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
+ * AND to the exact size of that request type; strings must be NUL-terminated inside their
+ * field; reserved fields must be zero. Anything else gets an NSD_REP_ERROR with a reason and
+ * the connection is closed.
+ *
+ * Changelog
+ *   1.0  first version: JOIN, SESSION_OPEN, SESSION_CLOSE, STATUS, LIST, SHOW, RELEASE.
+ *        Type 8 (HIDE, owner-private mounts) is reserved for the kernel-patch work.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#define NSD_SOCKET_PATH_DEFAULT "/run/nsd/socket"
+
+#define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
+#define NSD_PROTO_MAJOR 1
+#define NSD_PROTO_MINOR 0
+
+/* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
+ * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
+#define NSD_MSG_SIZE_MAX 4096u
+
+/* The most descriptors one message carries (JOIN reply: root + nsfs). */
+#define NSD_MSG_FDS_MAX 2
+
+enum nsd_msg_type {
+        /* requests: client -> nsd */
+        NSD_REQ_JOIN = 1,
+        NSD_REQ_SESSION_OPEN = 2,
+        NSD_REQ_SESSION_CLOSE = 3,
+        NSD_REQ_STATUS = 4,
+        NSD_REQ_LIST = 5,
+        NSD_REQ_SHOW = 6,
+        NSD_REQ_RELEASE = 7,
+        NSD_REQ_HIDE = 8, /* reserved */
+        _NSD_REQ_MAX,
+
+        /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
+         * NSD_REP_ERROR which may answer any request, and the streamed LIST/SHOW parts. */
+        NSD_REPLY_BIT = 0x8000,
+        NSD_REP_JOIN = NSD_REQ_JOIN | NSD_REPLY_BIT,
+        NSD_REP_SESSION_OPEN = NSD_REQ_SESSION_OPEN | NSD_REPLY_BIT,
+        NSD_REP_SESSION_CLOSE = NSD_REQ_SESSION_CLOSE | NSD_REPLY_BIT,
+        NSD_REP_STATUS = NSD_REQ_STATUS | NSD_REPLY_BIT,
+        NSD_REP_LIST_ENTRY = NSD_REQ_LIST | NSD_REPLY_BIT, /* zero or more ... */
+        NSD_REP_LIST_END = 0x8100,                          /* ... then exactly one end */
+        NSD_REP_SHOW_DATA = NSD_REQ_SHOW | NSD_REPLY_BIT,   /* zero or more ... */
+        NSD_REP_SHOW_END = 0x8101,                          /* ... then exactly one end */
+        NSD_REP_RELEASE = NSD_REQ_RELEASE | NSD_REPLY_BIT,
+        NSD_REP_ERROR = 0xffff,
+};
+
+struct nsd_msg_header {
+        uint32_t magic;         /* NSD_PROTO_MAGIC */
+        uint16_t version_major; /* NSD_PROTO_MAJOR; a different major is refused */
+        uint16_t version_minor; /* NSD_PROTO_MINOR; informational */
+        uint16_t type;          /* enum nsd_msg_type */
+        uint16_t flags;         /* per type; 0 where none are defined */
+        uint32_t length;        /* whole datagram in bytes, header included */
+        uint32_t seq;           /* chosen by the client, echoed in every reply part */
+        int32_t error;          /* replies: 0 or -errno; requests: 0 */
+};
+_Static_assert(sizeof(struct nsd_msg_header) == 24, "nsd_msg_header layout");
+
+/* ---- JOIN: get descriptors of a user's namespace, creating it on first use ----------- */
+
+#define NSD_JOIN_NO_CREATE 0x1u /* request flag: -ENOENT instead of creating */
+
+struct nsd_req_join {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t flags; /* NSD_JOIN_* */
+};
+_Static_assert(sizeof(struct nsd_req_join) == 32, "nsd_req_join layout");
+
+/* namespace state flags, used in JOIN replies and LIST entries */
+#define NSD_NS_CREATED 0x1u  /* created by this very request */
+#define NSD_NS_PINNED 0x2u   /* pinned by a bind mount: survives nsd restarts */
+#define NSD_NS_ADOPTED 0x4u  /* re-adopted from a pin when nsd started */
+
+/* Carries two descriptors by SCM_RIGHTS, in this order: [0] the namespace's root directory
+ * (O_PATH|O_DIRECTORY; Lokier's /proc/PID/root), [1] the nsfs descriptor (for setns). */
+struct nsd_rep_join {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t ns_flags;    /* NSD_NS_* */
+        uint64_t ns_inode;    /* inode number of the nsfs file, as in /proc/PID/ns/mnt */
+        uint64_t created_usec; /* CLOCK_REALTIME, microseconds */
+};
+_Static_assert(sizeof(struct nsd_rep_join) == 48, "nsd_rep_join layout");
+
+/* ---- SESSION_OPEN / SESSION_CLOSE: count a login's lifetime ------------------------- */
+
+#define NSD_SERVICE_MAX 32 /* PAM service name, NUL-terminated inside the field */
+
+#define NSD_SESSION_PIDFD 0x1u /* request flag: a pidfd of `pid` comes by SCM_RIGHTS */
+
+struct nsd_req_session_open {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t pid;   /* session leader; must be the caller's own pid unless caller is root */
+        uint32_t flags; /* NSD_SESSION_* */
+        uint32_t reserved; /* 0 */
+        char service[NSD_SERVICE_MAX];
+};
+_Static_assert(sizeof(struct nsd_req_session_open) == 72, "nsd_req_session_open layout");
+
+struct nsd_rep_session_open {
+        struct nsd_msg_header hdr;
+        uint64_t session_id; /* nsd's handle for SESSION_CLOSE; never 0 */
+        uint32_t sessions;   /* live sessions of this uid, this one included */
+        uint32_t reserved;
+};
+_Static_assert(sizeof(struct nsd_rep_session_open) == 40, "nsd_rep_session_open layout");
+
+struct nsd_req_session_close {
+        struct nsd_msg_header hdr;
+        uint64_t session_id; /* from SESSION_OPEN; 0 = find by uid+pid */
+        uint32_t uid;
+        uint32_t pid;
+};
+_Static_assert(sizeof(struct nsd_req_session_close) == 40, "nsd_req_session_close layout");
+
+struct nsd_rep_session_close {
+        struct nsd_msg_header hdr;
+        uint32_t sessions; /* live sessions of this uid left */
+        uint32_t reserved;
+};
+_Static_assert(sizeof(struct nsd_rep_session_close) == 32, "nsd_rep_session_close layout");
+
+/* ---- STATUS -------------------------------------------------------------------------- */
+
+struct nsd_req_status {
+        struct nsd_msg_header hdr;
+};
+_Static_assert(sizeof(struct nsd_req_status) == 24, "nsd_req_status layout");
+
+/* kernel features, found by probing at nsd start (never by version number) */
+#define NSD_FEATURE_SETNS_DIRFD 0x1u     /* F1: setns() takes a directory descriptor */
+#define NSD_FEATURE_PROC_MOUNTS_ROOT 0x2u /* F2: /proc/PID/mount* follow the task's root */
+#define NSD_FEATURE_FSPICK_CHECK 0x4u    /* F3: fspick honours check_mnt */
+#define NSD_FEATURE_OWNER_PRIVATE 0x8u   /* F4: owner-private mount attribute */
+#define NSD_FEATURE_PIN_NAMESPACE 0x100u /* pins held in nsd's own pin namespace */
+
+#define NSD_VERSION_MAX 32
+
+struct nsd_rep_status {
+        struct nsd_msg_header hdr;
+        char version[NSD_VERSION_MAX]; /* nsd's package version, NUL-terminated */
+        uint64_t started_usec;         /* CLOCK_REALTIME when this nsd process started */
+        uint32_t features;             /* NSD_FEATURE_* */
+        uint32_t namespaces;           /* live user namespaces */
+        uint32_t pinned;               /* of which pinned */
+        uint32_t sessions;             /* live sessions in all */
+        uint32_t connections;          /* open client connections */
+        uint32_t max_namespaces;       /* limits in force */
+        uint32_t max_sessions_per_uid;
+        uint32_t max_connections_per_uid;
+        uint32_t pid;                  /* nsd's pid */
+        uint32_t reserved;
+};
+_Static_assert(sizeof(struct nsd_rep_status) == 104, "nsd_rep_status layout");
+
+/* ---- LIST: one NSD_REP_LIST_ENTRY per visible namespace, then NSD_REP_LIST_END -------- */
+
+struct nsd_req_list {
+        struct nsd_msg_header hdr;
+};
+_Static_assert(sizeof(struct nsd_req_list) == 24, "nsd_req_list layout");
+
+#define NSD_PIN_PATH_MAX 64
+
+struct nsd_rep_list_entry {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t ns_flags;     /* NSD_NS_* */
+        uint32_t sessions;     /* live sessions */
+        int32_t mounts;        /* mounts in the namespace, -1 when unknown */
+        uint64_t ns_inode;
+        uint64_t created_usec;
+        char pin[NSD_PIN_PATH_MAX]; /* where the pin is, human readable, or "" */
+};
+_Static_assert(sizeof(struct nsd_rep_list_entry) == 120, "nsd_rep_list_entry layout");
+
+struct nsd_rep_list_end {
+        struct nsd_msg_header hdr;
+        uint32_t count; /* entries sent */
+        uint32_t reserved;
+};
+_Static_assert(sizeof(struct nsd_rep_list_end) == 32, "nsd_rep_list_end layout");
+
+/* ---- SHOW: the namespace's /proc/self/mountinfo text in NSD_REP_SHOW_DATA parts -------- */
+
+#define NSD_SHOW_TEXT_MAX (1u << 20) /* nsd sends at most this much mountinfo text */
+
+struct nsd_req_show {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t reserved;
+};
+_Static_assert(sizeof(struct nsd_req_show) == 32, "nsd_req_show layout");
+
+/* NSD_REP_SHOW_DATA: the header followed by (length - header) bytes of text, no NUL.
+ * NSD_REP_SHOW_END: the header alone. */
+
+/* ---- RELEASE: unpin and forget a namespace --------------------------------------------- */
+
+#define NSD_RELEASE_FORCE 0x1u /* even with live sessions (root only) */
+
+struct nsd_req_release {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t flags; /* NSD_RELEASE_* */
+};
+_Static_assert(sizeof(struct nsd_req_release) == 32, "nsd_req_release layout");
+
+/* NSD_REP_RELEASE: the header alone. */
+
+/* ---- ERROR: the answer to a refused request ------------------------------------------ */
+
+#define NSD_ERROR_MESSAGE_MAX 200
+
+struct nsd_rep_error {
+        struct nsd_msg_header hdr; /* hdr.error < 0 */
+        uint16_t request_type;     /* what was refused (0 when it could not be read) */
+        uint16_t reserved;
+        char message[NSD_ERROR_MESSAGE_MAX]; /* why, NUL-terminated, for humans */
+        uint32_t reserved2;
+};
+_Static_assert(sizeof(struct nsd_rep_error) == 232, "nsd_rep_error layout");
+
+/* ---- helpers shared by both sides ------------------------------------------------------ */
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+static inline void nsd_msg_init(struct nsd_msg_header *h, uint16_t type, uint32_t length,
+                                uint32_t seq) {
+        memset(h, 0, length);
+        h->magic = NSD_PROTO_MAGIC;
+        h->version_major = NSD_PROTO_MAJOR;
+        h->version_minor = NSD_PROTO_MINOR;
+        h->type = type;
+        h->length = length;
+        h->seq = seq;
+}
+
+/* The exact size of a request of this type, or 0 for a type that is not a request. */
+static inline size_t nsd_request_size(uint16_t type) {
+        switch (type) {
+        case NSD_REQ_JOIN: return sizeof(struct nsd_req_join);
+        case NSD_REQ_SESSION_OPEN: return sizeof(struct nsd_req_session_open);
+        case NSD_REQ_SESSION_CLOSE: return sizeof(struct nsd_req_session_close);
+        case NSD_REQ_STATUS: return sizeof(struct nsd_req_status);
+        case NSD_REQ_LIST: return sizeof(struct nsd_req_list);
+        case NSD_REQ_SHOW: return sizeof(struct nsd_req_show);
+        case NSD_REQ_RELEASE: return sizeof(struct nsd_req_release);
+        default: return 0;
+        }
+}
+
+/* The size of a reply of this type: exact for fixed replies; for NSD_REP_SHOW_DATA the
+ * smallest (header + 1 byte). 0 for a type that is not a reply. */
+static inline size_t nsd_reply_size(uint16_t type) {
+        switch (type) {
+        case NSD_REP_JOIN: return sizeof(struct nsd_rep_join);
+        case NSD_REP_SESSION_OPEN: return sizeof(struct nsd_rep_session_open);
+        case NSD_REP_SESSION_CLOSE: return sizeof(struct nsd_rep_session_close);
+        case NSD_REP_STATUS: return sizeof(struct nsd_rep_status);
+        case NSD_REP_LIST_ENTRY: return sizeof(struct nsd_rep_list_entry);
+        case NSD_REP_LIST_END: return sizeof(struct nsd_rep_list_end);
+        case NSD_REP_SHOW_DATA: return sizeof(struct nsd_msg_header) + 1;
+        case NSD_REP_SHOW_END: return sizeof(struct nsd_msg_header);
+        case NSD_REP_RELEASE: return sizeof(struct nsd_msg_header);
+        case NSD_REP_ERROR: return sizeof(struct nsd_rep_error);
+        default: return 0;
+        }
+}
+
+/* Is a NUL inside the field? */
+static inline int nsd_field_is_string(const char *field, size_t size) {
+        return memchr(field, 0, size) != NULL;
+}
+
+/*
+ * Check a received datagram of n bytes (n may exceed NSD_MSG_SIZE_MAX when the receiver saw
+ * MSG_TRUNC). is_request selects which side's types are valid. Returns 0 when the header is
+ * sound and the size is right for the type, else -errno with *ret_why naming what was
+ * wrong (a static string):
+ *   -EMSGSIZE        longer than NSD_MSG_SIZE_MAX
+ *   -EBADMSG         shorter than a header, bad magic, length field != datagram size,
+ *                    wrong size for the type, error set in a request
+ *   -EPROTONOSUPPORT another major version
+ *   -EOPNOTSUPP      unknown or reserved type
+ */
+static inline int nsd_msg_check(const void *buf, size_t n, int is_request, const char **ret_why) {
+        const struct nsd_msg_header *h = buf;
+        size_t want;
+
+        if (n > NSD_MSG_SIZE_MAX)
+                return *ret_why = "message larger than the protocol allows", -EMSGSIZE;
+        if (n < sizeof(*h))
+                return *ret_why = "message shorter than a header", -EBADMSG;
+        if (h->magic != NSD_PROTO_MAGIC)
+                return *ret_why = "bad magic (not an nsd protocol message)", -EBADMSG;
+        if (h->version_major != NSD_PROTO_MAJOR)
+                return *ret_why = "unsupported protocol major version", -EPROTONOSUPPORT;
+        if (h->length != n)
+                return *ret_why = "length field does not match the message size", -EBADMSG;
+        if (is_request) {
+                if (h->error != 0)
+                        return *ret_why = "error field set in a request", -EBADMSG;
+                want = nsd_request_size(h->type);
+                if (want == 0)
+                        return *ret_why = "unknown request type", -EOPNOTSUPP;
+                if (n != want)
+                        return *ret_why = "wrong size for the request type", -EBADMSG;
+        } else {
+                want = nsd_reply_size(h->type);
+                if (want == 0)
+                        return *ret_why = "unknown reply type", -EOPNOTSUPP;
+                if (h->type == NSD_REP_SHOW_DATA ? n < want : n != want)
+                        return *ret_why = "wrong size for the reply type", -EBADMSG;
+        }
+        *ret_why = NULL;
+        return 0;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsd's logging: to the journal when stderr is connected to it (or --log-target=journal),
+ * otherwise to stderr with <N> syslog prefixes. Error helpers return -abs(error), so
+ *     return log_error_errno(r, "Failed to pin namespace of uid %u: %m", uid);
+ * logs and propagates in one line; %m prints strerror(abs(error)). */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <syslog.h>
+
+enum log_target { LOG_TARGET_AUTO, LOG_TARGET_STDERR, LOG_TARGET_JOURNAL };
+
+void log_setup(enum log_target target, int max_level);
+bool log_to_journal(void);
+
+int log_internal(int level, int error, const char *file, int line, const char *func,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* A structured event: MESSAGE plus USER_ID=uid (when uid != (uid_t)-1) and NSD_EVENT=event
+ * in the journal; on stderr the same message. Returns -abs(error) (0 when error is 0). */
+int log_event(int level, int error, uid_t uid, const char *event, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+
+#define log_full_errno(level, error, ...) \
+        log_internal((level), (error), __FILE__, __LINE__, __func__, __VA_ARGS__)
+#define log_error_errno(error, ...) log_full_errno(LOG_ERR, (error), __VA_ARGS__)
+#define log_warning_errno(error, ...) log_full_errno(LOG_WARNING, (error), __VA_ARGS__)
+#define log_notice_errno(error, ...) log_full_errno(LOG_NOTICE, (error), __VA_ARGS__)
+#define log_info_errno(error, ...) log_full_errno(LOG_INFO, (error), __VA_ARGS__)
+#define log_debug_errno(error, ...) log_full_errno(LOG_DEBUG, (error), __VA_ARGS__)
+#define log_error(...) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
+#define log_warning(...) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
+#define log_notice(...) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
+#define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
