@@ -105,6 +105,14 @@ struct nsd_rep_join {
 };
 _Static_assert(sizeof(struct nsd_rep_join) == 48, "nsd_rep_join layout");
 
+/* Errors a JOIN may carry besides the usual ones:
+ *   -EPERM    the caller may not have that uid's namespace (not root, not itself)
+ *   -ENXIO    nsd's policy does not manage that uid (e.g. a system user): no namespace; a PAM
+ *             module should leave such a login alone
+ *   -ENOENT   NSD_JOIN_NO_CREATE and there is no namespace yet
+ *   -EUSERS   the limit on namespaces in all is reached */
+#define NSD_ERRNO_NOT_MANAGED ENXIO
+
 /* ---- SESSION_OPEN / SESSION_CLOSE: count a login's lifetime ------------------------- */
 
 #define NSD_SERVICE_MAX 32 /* PAM service name, NUL-terminated inside the field */
