@@ -35,7 +35,7 @@
 
 /* What open_session registered, for close_session. */
 struct nsjoin_session {
-        uid_t uid = (uid_t) -1;
+        uid_t uid;
         pid_t pid;
         uint64_t id;
 };
