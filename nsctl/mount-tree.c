@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+
+#include <libmount.h>
+
+#include "cleanup.h"
+#include "mount-tree.h"
+
+const struct column_info mount_columns[_MOUNT_COL_MAX] = {
+        [MOUNT_COL_TARGET] = { "TARGET", 0.3, SCOLS_FL_TREE | SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING, "mount point" },
+        [MOUNT_COL_SOURCE] = { "SOURCE", 0.25, SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING, "mounted device or source, [subdirectory] for a bind mount" },
+        [MOUNT_COL_FSTYPE] = { "FSTYPE", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "filesystem type" },
+        [MOUNT_COL_OPTIONS] = { "OPTIONS", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "all mount options" },
+        [MOUNT_COL_VFS_OPTIONS] = { "VFS-OPTIONS", 0.2, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "VFS (per mount) options" },
+        [MOUNT_COL_FS_OPTIONS] = { "FS-OPTIONS", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "filesystem (superblock) options" },
+        [MOUNT_COL_FSROOT] = { "FSROOT", 0.25, SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING, "root of the mount inside its filesystem" },
+        [MOUNT_COL_PROPAGATION] = { "PROPAGATION", 0.1, 0, SCOLS_JSON_STRING, "shared, slave, private, unbindable" },
+        [MOUNT_COL_ID] = { "ID", 2, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "mount id" },
+        [MOUNT_COL_PARENT] = { "PARENT", 2, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "parent mount id" },
+};
+
+const size_t mount_columns_default[] = {
+        MOUNT_COL_TARGET, MOUNT_COL_SOURCE, MOUNT_COL_FSTYPE, MOUNT_COL_OPTIONS,
+};
+const size_t mount_columns_default_n = sizeof(mount_columns_default) / sizeof(mount_columns_default[0]);
+
+struct parse_state {
+        int bad_line;
+};
+
+static int parser_error(struct libmnt_table *mt, const char *filename, int line) {
+        struct parse_state *st = mnt_table_get_userdata(mt);
+
+        if (st && st->bad_line == 0)
+                st->bad_line = line;
+        return -EINVAL; /* stop: a namespace's mount table is either right or useless */
+}
+
+static char *propagation_text(struct libmnt_fs *fs) {
+        unsigned long fl = 0;
+        char buf[64] = "";
+
+        if (mnt_fs_get_propagation(fs, &fl) < 0)
+                return NULL;
+        if (fl & MS_SHARED)
+                strcat(buf, "shared");
+        if (fl & MS_SLAVE)
+                strcat(buf, buf[0] ? ",slave" : "slave");
+        if (fl & MS_UNBINDABLE)
+                strcat(buf, buf[0] ? ",unbindable" : "unbindable");
+        if (!buf[0])
+                strcat(buf, "private");
+        return strdup(buf);
+}
+
+static char *cell_text(struct libmnt_fs *fs, size_t col) {
+        const char *s = NULL;
+        char *r = NULL;
+
+        switch (col) {
+        case MOUNT_COL_TARGET:
+                s = mnt_fs_get_target(fs);
+                break;
+        case MOUNT_COL_SOURCE: {
+                const char *root = mnt_fs_get_root(fs);
+                const char *src = mnt_fs_get_srcpath(fs) ?: mnt_fs_get_source(fs);
+
+                if (src && root && strcmp(root, "/") != 0) {
+                        if (asprintf(&r, "%s[%s]", src, root) < 0)
+                                return NULL;
+                        return r;
+                }
+                s = src;
+                break;
+        }
+        case MOUNT_COL_FSTYPE:
+                s = mnt_fs_get_fstype(fs);
+                break;
+        case MOUNT_COL_OPTIONS:
+                s = mnt_fs_get_options(fs);
+                break;
+        case MOUNT_COL_VFS_OPTIONS:
+                s = mnt_fs_get_vfs_options(fs);
+                break;
+        case MOUNT_COL_FS_OPTIONS:
+                s = mnt_fs_get_fs_options(fs);
+                break;
+        case MOUNT_COL_FSROOT:
+                s = mnt_fs_get_root(fs);
+                break;
+        case MOUNT_COL_PROPAGATION:
+                return propagation_text(fs);
+        case MOUNT_COL_ID:
+                if (asprintf(&r, "%d", mnt_fs_get_id(fs)) < 0)
+                        return NULL;
+                return r;
+        case MOUNT_COL_PARENT:
+                if (asprintf(&r, "%d", mnt_fs_get_parent_id(fs)) < 0)
+                        return NULL;
+                return r;
+        }
+        return s ? strdup(s) : NULL;
+}
+
+static int add_line(struct libscols_table *tb, struct libscols_line *parent,
+                    struct libmnt_fs *fs, const size_t *ids, size_t n_ids,
+                    struct libscols_line **ret_line) {
+        struct libscols_line *ln = scols_table_new_line(tb, parent);
+
+        if (!ln)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_ids; i++) {
+                char *text = cell_text(fs, ids[i]);
+
+                /* NULL data is fine: an empty cell (null in JSON) */
+                if (text && scols_line_refer_data(ln, i, text) < 0) {
+                        free(text);
+                        return -ENOMEM;
+                }
+        }
+        /* userdata marks the mount as placed, so a broken table cannot make us loop */
+        mnt_fs_set_userdata(fs, ln);
+        *ret_line = ln;
+        return 0;
+}
+
+static int add_subtree(struct libmnt_table *mt, struct libscols_table *tb,
+                       struct libscols_line *parent, struct libmnt_fs *fs,
+                       const size_t *ids, size_t n_ids) {
+        struct libscols_line *ln;
+        struct libmnt_iter *itr;
+        struct libmnt_fs *child;
+        int r;
+
+        r = add_line(tb, parent, fs, ids, n_ids, &ln);
+        if (r < 0)
+                return r;
+
+        itr = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!itr)
+                return -ENOMEM;
+        while (mnt_table_next_child_fs(mt, itr, fs, &child) == 0) {
+                if (mnt_fs_get_userdata(child))
+                        continue;
+                r = add_subtree(mt, tb, ln, child, ids, n_ids);
+                if (r < 0)
+                        break;
+        }
+        mnt_free_iter(itr);
+        return r;
+}
+
+static int fill_table(struct libmnt_table *mt, struct libscols_table *tb,
+                      const size_t *ids, size_t n_ids, bool tree) {
+        struct libmnt_iter *itr;
+        struct libmnt_fs *fs;
+        int r = 0;
+
+        if (tree && mnt_table_get_root_fs(mt, &fs) == 0 && fs) {
+                r = add_subtree(mt, tb, NULL, fs, ids, n_ids);
+                if (r < 0)
+                        return r;
+        }
+
+        /* flat output, or what the tree from the root did not reach */
+        itr = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!itr)
+                return -ENOMEM;
+        while (mnt_table_next_fs(mt, itr, &fs) == 0) {
+                struct libscols_line *ln;
+
+                if (mnt_fs_get_userdata(fs))
+                        continue;
+                if (tree)
+                        r = add_subtree(mt, tb, NULL, fs, ids, n_ids);
+                else
+                        r = add_line(tb, NULL, fs, ids, n_ids, &ln);
+                if (r < 0)
+                        break;
+        }
+        mnt_free_iter(itr);
+        return r;
+}
+
+int mount_tree_print(const char *text, size_t len, const size_t *ids, size_t n_ids,
+                     const struct table_options *opts, bool tree, FILE *out,
+                     int *ret_bad_line) {
+        struct parse_state st = { 0 };
+        struct libmnt_table *mt = NULL;
+        struct libscols_table *tb = NULL;
+        FILE *f = NULL;
+        int r;
+
+        if (!text || !ids || n_ids == 0 || !opts || !out)
+                return -EINVAL;
+        if (opts->raw)
+                tree = false;
+
+        mt = mnt_new_table();
+        if (!mt)
+                return -ENOMEM;
+        mnt_table_set_userdata(mt, &st);
+        mnt_table_set_parser_errcb(mt, parser_error);
+
+        if (len > 0) {
+                /* fmemopen() of a zero-length buffer fails; an empty table is fine. A memory
+                 * stream has no descriptor, so O_CLOEXEC does not apply. */
+                f = fmemopen((void *) text, len, "r");
+                if (!f) {
+                        r = NEG_ERRNO();
+                        goto finish;
+                }
+                r = mnt_table_parse_stream(mt, f, "mountinfo");
+                if (r < 0 || st.bad_line > 0) {
+                        if (ret_bad_line)
+                                *ret_bad_line = st.bad_line;
+                        r = -EINVAL;
+                        goto finish;
+                }
+        }
+
+        tb = table_new("filesystems", mount_columns, ids, n_ids, opts);
+        if (!tb) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        scols_table_set_stream(tb, out);
+
+        r = fill_table(mt, tb, ids, n_ids, tree);
+        if (r < 0)
+                goto finish;
+        r = scols_print_table(tb);
+        if (r < 0)
+                r = -EIO;
+
+finish:
+        if (f)
+                fclose(f);
+        scols_unref_table(tb);
+        mnt_unref_table(mt);
+        return r;
+}

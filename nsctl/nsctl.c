@@ -1,0 +1,854 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * nsctl: show and steer nsd, the daemon that keeps one mount namespace per user.
+ * See nsctl(1).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <locale.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libsmartcols.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "mount-tree.h"
+#include "nsclient.h"
+#include "nsd-protocol.h"
+#include "output.h"
+
+#define EXIT_EXEC_FAILED 126
+#define EXIT_EXEC_ENOENT 127
+
+/* options that every command accepts */
+enum {
+        ARG_SOCKET = 0x100,
+        ARG_MODE,
+};
+
+static const char *arg_socket = NULL;
+
+/* ---- messages -------------------------------------------------------------------------- */
+
+static const char *socket_path_shown(void) {
+        const char *e;
+
+        if (arg_socket)
+                return arg_socket;
+        e = getenv("NSD_SOCKET");
+        return e && *e ? e : NSD_SOCKET_PATH_DEFAULT;
+}
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("nsctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs("\nTry 'nsctl --help' for more information.\n", stderr);
+        return EXIT_FAILURE;
+}
+
+/* "nsctl: cannot <what>: <strerror> (<nsd's reason>)"; returns EXIT_FAILURE */
+__attribute__((format(printf, 3, 4))) static int fail(nsc_conn *conn, int r, const char *fmt, ...) {
+        const char *why = conn ? nsc_last_error_message(conn) : NULL;
+        va_list ap;
+
+        fputs("nsctl: cannot ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, ": %s", strerror(-r));
+        if (why && *why)
+                fprintf(stderr, " (%s)", why);
+        fputc('\n', stderr);
+        return EXIT_FAILURE;
+}
+
+/* getopt_long() with opterr = 0 returned '?' or ':'; say what was wrong */
+static int option_error(int c, char **argv) {
+        const char *arg = argv[optind - 1];
+
+        if (c == ':') {
+                if (strncmp(arg, "--", 2) == 0)
+                        return usage_error("option '%s' requires an argument", arg);
+                return usage_error("option requires an argument -- '%c'", optopt);
+        }
+        if (optopt > 0 && optopt < 0x100 && strncmp(arg, "--", 2) != 0)
+                return usage_error("invalid option -- '%c'", optopt);
+        return usage_error("unrecognized option '%s'", arg);
+}
+
+/* ---- users and connections ------------------------------------------------------------- */
+
+/* A user name or a numeric uid. -ENOENT: no such user; -ERANGE: not a valid uid. */
+static int parse_user(const char *s, uid_t *ret_uid) {
+        struct passwd *pw;
+
+        if (!s || !*s)
+                return -EINVAL;
+        if (strspn(s, "0123456789") == strlen(s)) {
+                unsigned long long v;
+                char *end;
+
+                errno = 0;
+                v = strtoull(s, &end, 10);
+                if (errno != 0 || *end != '\0' || v >= (uid_t) -1)
+                        return -ERANGE;
+                *ret_uid = (uid_t) v;
+                return 0;
+        }
+        errno = 0;
+        pw = getpwnam(s);
+        if (!pw)
+                return errno > 0 && errno != ENOENT && errno != ESRCH ? -errno : -ENOENT;
+        *ret_uid = pw->pw_uid;
+        return 0;
+}
+
+static int user_arg(const char *verb, int argc, char **argv, uid_t *ret_uid) {
+        int r;
+
+        if (optind >= argc)
+                return usage_error("%s: missing user", verb);
+        r = parse_user(argv[optind], ret_uid);
+        if (r == -ENOENT)
+                return usage_error("unknown user '%s'", argv[optind]);
+        if (r == -ERANGE || r == -EINVAL)
+                return usage_error("invalid user '%s'", argv[optind]);
+        if (r < 0) {
+                fprintf(stderr, "nsctl: cannot look up user '%s': %s\n", argv[optind], strerror(-r));
+                return EXIT_FAILURE;
+        }
+        return 0;
+}
+
+static int no_more_args(const char *verb, int argc, char **argv, int first) {
+        if (first < argc)
+                return usage_error("%s: unexpected argument '%s'", verb, argv[first]);
+        return 0;
+}
+
+static int connect_nsd(nsc_conn **ret_conn) {
+        int r = nsc_connect(arg_socket, ret_conn);
+
+        if (r < 0) {
+                fprintf(stderr, "nsctl: cannot connect to nsd at %s: %s%s\n", socket_path_shown(),
+                        strerror(-r),
+                        r == -ENOENT || r == -ECONNREFUSED ? " (is nsd running?)" : "");
+                return EXIT_FAILURE;
+        }
+        return 0;
+}
+
+static void user_name(uid_t uid, char *buf, size_t size) {
+        struct passwd *pw = getpwuid(uid);
+
+        if (pw && pw->pw_name && *pw->pw_name)
+                snprintf(buf, size, "%s", pw->pw_name);
+        else
+                snprintf(buf, size, "%u", (unsigned) uid);
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* ---- status ---------------------------------------------------------------------------- */
+
+static const struct feature_info {
+        uint32_t flag;
+        const char *name; /* short, also the JSON key */
+        const char *what;
+} features[] = {
+        { NSC_FEATURE_SETNS_DIRFD, "setns-dirfd", "F1: setns() on a directory descriptor" },
+        { NSC_FEATURE_PROC_MOUNTS_ROOT, "proc-mounts-root", "F2: /proc mounts follow the root" },
+        { NSC_FEATURE_FSPICK_CHECK, "fspick-check", "F3: fspick checked like other mount calls" },
+        { NSC_FEATURE_OWNER_PRIVATE, "owner-private", "F4: owner-private mounts" },
+        { NSC_FEATURE_PIN_NAMESPACE, "pin-namespace", "pins kept in nsd's own pin namespace" },
+};
+
+static void limit_text(uint32_t v, char *buf, size_t size) {
+        if (v == 0)
+                snprintf(buf, size, "no limit");
+        else
+                snprintf(buf, size, "limit %u", v);
+}
+
+static void status_print_human(const struct nsc_status *st) {
+        char since[64], up[64], lim[32];
+        uint64_t now = now_usec();
+
+        format_timestamp(st->started_usec, since, sizeof(since));
+        format_duration(now > st->started_usec ? now - st->started_usec : 0, up, sizeof(up));
+
+        printf("nsd version:     %.*s\n", (int) strnlen(st->version, sizeof(st->version)), st->version);
+        printf("pid:             %ld\n", (long) st->pid);
+        printf("running since:   %s (up %s)\n", since, up);
+        printf("protocol:        %u.%u (nsctl speaks %d.%d)\n", st->proto_major, st->proto_minor,
+               NSD_PROTO_MAJOR, NSD_PROTO_MINOR);
+        printf("kernel features:\n");
+        for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
+                printf("  %-17s %-3s  (%s)\n", features[i].name,
+                       st->features & features[i].flag ? "yes" : "no", features[i].what);
+        limit_text(st->max_namespaces, lim, sizeof(lim));
+        printf("namespaces:      %u (%u pinned; %s)\n", st->namespaces, st->pinned, lim);
+        limit_text(st->max_sessions_per_uid, lim, sizeof(lim));
+        printf("sessions:        %u (%s per user)\n", st->sessions, lim);
+        limit_text(st->max_connections_per_uid, lim, sizeof(lim));
+        printf("connections:     %u (%s per user)\n", st->connections, lim);
+}
+
+static void status_print_json(const struct nsc_status *st) {
+        char version[sizeof(st->version) + 1], since[64];
+        uint64_t now = now_usec();
+
+        snprintf(version, sizeof(version), "%.*s", (int) strnlen(st->version, sizeof(st->version)),
+                 st->version);
+        format_timestamp(st->started_usec, since, sizeof(since));
+
+        printf("{\n   \"version\": ");
+        json_write_string(stdout, version);
+        printf(",\n   \"pid\": %ld,\n", (long) st->pid);
+        printf("   \"started_usec\": %llu,\n", (unsigned long long) st->started_usec);
+        printf("   \"started\": ");
+        json_write_string(stdout, since);
+        printf(",\n   \"uptime_sec\": %llu,\n",
+               (unsigned long long) (now > st->started_usec ? (now - st->started_usec) / 1000000u : 0));
+        printf("   \"protocol\": \"%u.%u\",\n", st->proto_major, st->proto_minor);
+        printf("   \"features\": {\n");
+        for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
+                printf("      \"%s\": %s%s\n", features[i].name,
+                       st->features & features[i].flag ? "true" : "false",
+                       i + 1 < sizeof(features) / sizeof(features[0]) ? "," : "");
+        printf("   },\n");
+        printf("   \"namespaces\": %u,\n   \"pinned\": %u,\n   \"sessions\": %u,\n"
+               "   \"connections\": %u,\n",
+               st->namespaces, st->pinned, st->sessions, st->connections);
+        printf("   \"limits\": {\n      \"namespaces\": %u,\n      \"sessions_per_user\": %u,\n"
+               "      \"connections_per_user\": %u\n   }\n}\n",
+               st->max_namespaces, st->max_sessions_per_uid, st->max_connections_per_uid);
+}
+
+static int help_status(void) {
+        printf("Usage:\n"
+               " nsctl status [options]\n"
+               "\n"
+               "Show nsd's version, pid, uptime, protocol version, the kernel features it\n"
+               "found, the numbers of namespaces, sessions and connections, and its limits.\n"
+               "\n"
+               "Options:\n"
+               " -J, --json           use JSON output format\n"
+               "     --socket <path>  nsd's socket\n"
+               " -h, --help           display this help\n"
+               "\n"
+               "See nsctl(1).\n");
+        return EXIT_SUCCESS;
+}
+
+static int verb_status(int argc, char **argv) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'J' },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        struct nsc_status st;
+        nsc_conn *conn = NULL;
+        bool json = false;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, ":Jh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'J': json = true; break;
+                case ARG_SOCKET: arg_socket = optarg; break;
+                case 'h': return help_status();
+                default: return option_error(c, argv);
+                }
+        }
+        if ((r = no_more_args("status", argc, argv, optind)))
+                return r;
+        if ((r = connect_nsd(&conn)))
+                return r;
+
+        memset(&st, 0, sizeof(st));
+        r = nsc_status(conn, &st);
+        if (r < 0) {
+                r = fail(conn, r, "get status from nsd");
+                nsc_disconnect(conn);
+                return r;
+        }
+        nsc_disconnect(conn);
+
+        if (json)
+                status_print_json(&st);
+        else
+                status_print_human(&st);
+        return EXIT_SUCCESS;
+}
+
+/* ---- list ------------------------------------------------------------------------------ */
+
+enum {
+        LIST_COL_USER,
+        LIST_COL_UID,
+        LIST_COL_SESSIONS,
+        LIST_COL_MOUNTS,
+        LIST_COL_CREATED,
+        LIST_COL_PINNED,
+        LIST_COL_ADOPTED,
+        LIST_COL_NS,
+        _LIST_COL_MAX,
+};
+
+static const struct column_info list_columns[_LIST_COL_MAX] = {
+        [LIST_COL_USER] = { "USER", 0.1, 0, SCOLS_JSON_STRING, "user name (or uid when it has none)" },
+        [LIST_COL_UID] = { "UID", 5, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "user id" },
+        [LIST_COL_SESSIONS] = { "SESSIONS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "live sessions (logins) in the namespace" },
+        [LIST_COL_MOUNTS] = { "MOUNTS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "mounts in the namespace ('-' when unknown)" },
+        [LIST_COL_CREATED] = { "CREATED", 19, 0, SCOLS_JSON_STRING, "when nsd created the namespace (local time)" },
+        [LIST_COL_PINNED] = { "PINNED", 0.2, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "where it is pinned, or \"fd only\" when kept by a descriptor" },
+        [LIST_COL_ADOPTED] = { "ADOPTED", 3, 0, SCOLS_JSON_BOOLEAN, "re-adopted from its pin when nsd started" },
+        [LIST_COL_NS] = { "NS", 10, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "inode number of the namespace (as lsns)" },
+};
+
+static int help_list(void) {
+        printf("Usage:\n"
+               " nsctl list [options]\n"
+               "\n"
+               "List the per-user mount namespaces that nsd keeps (without privilege: only\n"
+               "your own).\n"
+               "\n"
+               "Options:\n"
+               " -J, --json              use JSON output format\n"
+               " -r, --raw               use raw output format\n"
+               " -n, --noheadings        don't print headings\n"
+               " -o, --output <list>     output columns (comma separated)\n"
+               "     --socket <path>     nsd's socket\n"
+               " -h, --help              display this help\n"
+               "\n"
+               "Available output columns:\n");
+        columns_help(stdout, list_columns, _LIST_COL_MAX);
+        printf("\nSee nsctl(1).\n");
+        return EXIT_SUCCESS;
+}
+
+static int cmp_ns_info(const void *a, const void *b) {
+        const struct nsc_ns_info *x = a, *y = b;
+
+        return x->uid < y->uid ? -1 : x->uid > y->uid;
+}
+
+static char *list_cell(const struct nsc_ns_info *e, size_t col, bool json) {
+        char buf[128];
+
+        switch (col) {
+        case LIST_COL_USER:
+                user_name(e->uid, buf, sizeof(buf));
+                break;
+        case LIST_COL_UID:
+                snprintf(buf, sizeof(buf), "%u", (unsigned) e->uid);
+                break;
+        case LIST_COL_SESSIONS:
+                snprintf(buf, sizeof(buf), "%u", e->sessions);
+                break;
+        case LIST_COL_MOUNTS:
+                if (e->mounts < 0)
+                        return json ? NULL : strdup("-");
+                snprintf(buf, sizeof(buf), "%d", e->mounts);
+                break;
+        case LIST_COL_CREATED:
+                format_timestamp(e->created_usec, buf, sizeof(buf));
+                break;
+        case LIST_COL_PINNED:
+                if (!(e->ns_flags & NSC_NS_PINNED))
+                        snprintf(buf, sizeof(buf), "fd only");
+                else if (strnlen(e->pin, sizeof(e->pin)) == 0)
+                        snprintf(buf, sizeof(buf), "yes");
+                else
+                        snprintf(buf, sizeof(buf), "%.*s", (int) strnlen(e->pin, sizeof(e->pin)), e->pin);
+                break;
+        case LIST_COL_ADOPTED:
+                snprintf(buf, sizeof(buf), "%s", e->ns_flags & NSC_NS_ADOPTED ? "yes" : "no");
+                break;
+        case LIST_COL_NS:
+                snprintf(buf, sizeof(buf), "%llu", (unsigned long long) e->ns_inode);
+                break;
+        default:
+                return NULL;
+        }
+        return strdup(buf);
+}
+
+static int list_print(const struct nsc_ns_info *entries, size_t n, const size_t *ids, size_t n_ids,
+                      const struct table_options *opts) {
+        struct libscols_table *tb = table_new("namespaces", list_columns, ids, n_ids, opts);
+        int r = 0;
+
+        if (!tb)
+                return -ENOMEM;
+        for (size_t i = 0; i < n && r == 0; i++) {
+                struct libscols_line *ln = scols_table_new_line(tb, NULL);
+
+                if (!ln) {
+                        r = -ENOMEM;
+                        break;
+                }
+                for (size_t k = 0; k < n_ids; k++) {
+                        char *text = list_cell(&entries[i], ids[k], opts->json);
+
+                        if (text && scols_line_refer_data(ln, k, text) < 0) {
+                                free(text);
+                                r = -ENOMEM;
+                                break;
+                        }
+                }
+        }
+        if (r == 0 && scols_print_table(tb) < 0)
+                r = -EIO;
+        scols_unref_table(tb);
+        return r;
+}
+
+static int parse_columns_arg(const char *arg, const struct column_info *infos, size_t n_infos,
+                             size_t *ids, size_t *ret_n) {
+        const char *bad = NULL;
+        size_t bad_len = 0;
+        int r = columns_parse(arg, infos, n_infos, ids, COLUMNS_MAX, ret_n, &bad, &bad_len);
+
+        if (r == -E2BIG)
+                return usage_error("too many columns in '%s'", arg);
+        if (r < 0) {
+                if (bad_len == 0)
+                        return usage_error("no columns in '%s'", arg);
+                return usage_error("unknown column: %.*s", (int) bad_len, bad);
+        }
+        return 0;
+}
+
+static int verb_list(int argc, char **argv) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'J' },
+                { "raw", no_argument, NULL, 'r' },
+                { "noheadings", no_argument, NULL, 'n' },
+                { "output", required_argument, NULL, 'o' },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        struct table_options opts = {};
+        size_t ids[COLUMNS_MAX], n_ids = 0;
+        struct nsc_ns_info *entries = NULL;
+        nsc_conn *conn = NULL;
+        size_t n = 0;
+        int c, r;
+
+        for (size_t i = 0; i < _LIST_COL_MAX; i++)
+                ids[n_ids++] = i;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, ":Jrno:h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'J': opts.json = true; break;
+                case 'r': opts.raw = true; break;
+                case 'n': opts.noheadings = true; break;
+                case 'o':
+                        if ((r = parse_columns_arg(optarg, list_columns, _LIST_COL_MAX, ids, &n_ids)))
+                                return r;
+                        break;
+                case ARG_SOCKET: arg_socket = optarg; break;
+                case 'h': return help_list();
+                default: return option_error(c, argv);
+                }
+        }
+        if ((r = no_more_args("list", argc, argv, optind)))
+                return r;
+        if ((r = connect_nsd(&conn)))
+                return r;
+
+        r = nsc_list(conn, &entries, &n);
+        if (r < 0) {
+                r = fail(conn, r, "list namespaces");
+                nsc_disconnect(conn);
+                return r;
+        }
+        nsc_disconnect(conn);
+
+        if (n > 1)
+                qsort(entries, n, sizeof(entries[0]), cmp_ns_info);
+        r = list_print(entries, n, ids, n_ids, &opts);
+        free(entries);
+        if (r < 0)
+                return fail(NULL, r, "print the list");
+        return EXIT_SUCCESS;
+}
+
+/* ---- show ------------------------------------------------------------------------------ */
+
+static int help_show(void) {
+        printf("Usage:\n"
+               " nsctl show [options] <user>\n"
+               "\n"
+               "Show the mounts of a user's namespace as a tree, like findmnt(8).\n"
+               "<user> is a user name or a numeric uid.\n"
+               "\n"
+               "Options:\n"
+               " -J, --json              use JSON output format\n"
+               " -r, --raw               use raw output format (implies --list)\n"
+               " -l, --list              use list format output (no tree)\n"
+               " -n, --noheadings        don't print headings\n"
+               " -o, --output <list>     output columns (comma separated)\n"
+               "     --socket <path>     nsd's socket\n"
+               " -h, --help              display this help\n"
+               "\n"
+               "Available output columns:\n");
+        columns_help(stdout, mount_columns, _MOUNT_COL_MAX);
+        printf("\nSee nsctl(1).\n");
+        return EXIT_SUCCESS;
+}
+
+static int verb_show(int argc, char **argv) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'J' },
+                { "raw", no_argument, NULL, 'r' },
+                { "list", no_argument, NULL, 'l' },
+                { "noheadings", no_argument, NULL, 'n' },
+                { "output", required_argument, NULL, 'o' },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        struct table_options opts = {};
+        size_t ids[COLUMNS_MAX], n_ids = 0;
+        _cleanup_free_ char *text = NULL;
+        nsc_conn *conn = NULL;
+        const char *user;
+        bool tree = true;
+        int bad_line = 0;
+        size_t len = 0;
+        uid_t uid;
+        int c, r;
+
+        for (size_t i = 0; i < mount_columns_default_n; i++)
+                ids[n_ids++] = mount_columns_default[i];
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, ":Jrlno:h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'J': opts.json = true; break;
+                case 'r': opts.raw = true; break;
+                case 'l': tree = false; break;
+                case 'n': opts.noheadings = true; break;
+                case 'o':
+                        if ((r = parse_columns_arg(optarg, mount_columns, _MOUNT_COL_MAX, ids, &n_ids)))
+                                return r;
+                        break;
+                case ARG_SOCKET: arg_socket = optarg; break;
+                case 'h': return help_show();
+                default: return option_error(c, argv);
+                }
+        }
+        if ((r = user_arg("show", argc, argv, &uid)))
+                return r;
+        user = argv[optind];
+        if ((r = no_more_args("show", argc, argv, optind + 1)))
+                return r;
+        if ((r = connect_nsd(&conn)))
+                return r;
+
+        r = nsc_show(conn, uid, &text, &len);
+        if (r < 0) {
+                r = fail(conn, r, "show %s", user);
+                nsc_disconnect(conn);
+                return r;
+        }
+        nsc_disconnect(conn);
+
+        r = mount_tree_print(text, len, ids, n_ids, &opts, tree, stdout, &bad_line);
+        if (r == -EINVAL) {
+                fprintf(stderr, "nsctl: cannot parse the mount table of %s: line %d is not mountinfo\n",
+                        user, bad_line);
+                return EXIT_FAILURE;
+        }
+        if (r < 0)
+                return fail(NULL, r, "show %s", user);
+        return EXIT_SUCCESS;
+}
+
+/* ---- enter ----------------------------------------------------------------------------- */
+
+static int help_enter(void) {
+        printf("Usage:\n"
+               " nsctl enter [options] <user> [--] [<command> [<argument>...]]\n"
+               "\n"
+               "Run a command in a user's mount namespace, as root (the administrator's\n"
+               "view). Without a command, run $SHELL (or /bin/sh). Root only.\n"
+               "\n"
+               "Options:\n"
+               "     --mode <mode>    how to enter: setns (default) or chroot\n"
+               "     --socket <path>  nsd's socket\n"
+               " -h, --help           display this help\n"
+               "\n"
+               "See nsctl(1).\n");
+        return EXIT_SUCCESS;
+}
+
+static int verb_enter(int argc, char **argv) {
+        static const struct option options[] = {
+                { "mode", required_argument, NULL, ARG_MODE },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+        _cleanup_free_ char *cwd = NULL;
+        char *shell_argv[2] = {};
+        nsc_conn *conn = NULL;
+        bool mode_chroot = false;
+        const char *user;
+        char **cmd;
+        uid_t uid;
+        int c, r;
+
+        optind = 0;
+        /* '+': the options end at <user>; what follows belongs to the command */
+        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) >= 0) {
+                switch (c) {
+                case ARG_MODE:
+                        if (strcmp(optarg, "setns") == 0)
+                                mode_chroot = false;
+                        else if (strcmp(optarg, "chroot") == 0)
+                                mode_chroot = true;
+                        else
+                                return usage_error("unknown mode '%s' (setns or chroot)", optarg);
+                        break;
+                case ARG_SOCKET: arg_socket = optarg; break;
+                case 'h': return help_enter();
+                default: return option_error(c, argv);
+                }
+        }
+        if ((r = user_arg("enter", argc, argv, &uid)))
+                return r;
+        user = argv[optind++];
+        if (optind < argc && strcmp(argv[optind], "--") == 0)
+                optind++;
+        if (optind < argc) {
+                cmd = argv + optind;
+        } else {
+                const char *shell = getenv("SHELL");
+
+                shell_argv[0] = (char *) (shell && *shell ? shell : "/bin/sh");
+                cmd = shell_argv;
+        }
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "nsctl: cannot enter: only root may enter another user's namespace\n");
+                return EXIT_FAILURE;
+        }
+
+        if ((r = connect_nsd(&conn)))
+                return r;
+        r = nsc_join(conn, uid, 0, &j);
+        if (r < 0) {
+                r = fail(conn, r, "join %s", user);
+                nsc_disconnect(conn);
+                return r;
+        }
+        nsc_disconnect(conn);
+
+        /* keep the working directory by name where the namespace has it, like a login would */
+        cwd = getcwd(NULL, 0);
+
+        if (mode_chroot) {
+                int used_setns = 0;
+
+                r = nsc_enter_chroot(&j, &used_setns);
+        } else
+                r = nsc_enter_setns(&j);
+        cleanup_closep(&j.root_fd);
+        cleanup_closep(&j.ns_fd);
+        if (r < 0)
+                return fail(NULL, r, "enter the namespace of %s (mode %s)", user,
+                            mode_chroot ? "chroot" : "setns");
+
+        if (!cwd || chdir(cwd) < 0)
+                (void) chdir("/");
+
+        execvp(cmd[0], cmd);
+        r = errno;
+        fprintf(stderr, "nsctl: cannot execute %s: %s\n", cmd[0], strerror(r));
+        return r == ENOENT ? EXIT_EXEC_ENOENT : EXIT_EXEC_FAILED;
+}
+
+/* ---- release --------------------------------------------------------------------------- */
+
+static int help_release(void) {
+        printf("Usage:\n"
+               " nsctl release [options] <user>\n"
+               "\n"
+               "Unpin and forget a user's namespace. Its mounts go away with the last process\n"
+               "still inside it.\n"
+               "\n"
+               "Options:\n"
+               " -f, --force          release even while the user has live sessions\n"
+               "     --socket <path>  nsd's socket\n"
+               " -h, --help           display this help\n"
+               "\n"
+               "See nsctl(1).\n");
+        return EXIT_SUCCESS;
+}
+
+/* the number of live sessions nsd reports for uid, or -errno */
+static long live_sessions(nsc_conn *conn, uid_t uid) {
+        struct nsc_ns_info *entries = NULL;
+        long found = -ENOENT;
+        size_t n = 0;
+        int r;
+
+        r = nsc_list(conn, &entries, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (entries[i].uid == uid)
+                        found = entries[i].sessions;
+        free(entries);
+        return found;
+}
+
+static int verb_release(int argc, char **argv) {
+        static const struct option options[] = {
+                { "force", no_argument, NULL, 'f' },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        nsc_conn *conn = NULL;
+        bool force = false;
+        const char *user;
+        uid_t uid;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, ":fh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'f': force = true; break;
+                case ARG_SOCKET: arg_socket = optarg; break;
+                case 'h': return help_release();
+                default: return option_error(c, argv);
+                }
+        }
+        if ((r = user_arg("release", argc, argv, &uid)))
+                return r;
+        user = argv[optind];
+        if ((r = no_more_args("release", argc, argv, optind + 1)))
+                return r;
+        if ((r = connect_nsd(&conn)))
+                return r;
+
+        r = nsc_release(conn, uid, force ? NSC_RELEASE_FORCE : 0);
+        if (r == -EBUSY && !force) {
+                long sessions = live_sessions(conn, uid);
+
+                if (sessions >= 0)
+                        fprintf(stderr, "nsctl: cannot release %s: %ld live session%s (use --force)\n",
+                                user, sessions, sessions == 1 ? "" : "s");
+                else
+                        fprintf(stderr, "nsctl: cannot release %s: %s (use --force)\n", user,
+                                strerror(EBUSY));
+                nsc_disconnect(conn);
+                return EXIT_FAILURE;
+        }
+        if (r < 0) {
+                r = fail(conn, r, "release %s", user);
+                nsc_disconnect(conn);
+                return r;
+        }
+        nsc_disconnect(conn);
+        return EXIT_SUCCESS;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+static const struct verb {
+        const char *name;
+        int (*run)(int argc, char **argv);
+} verbs[] = {
+        { "status", verb_status },
+        { "list", verb_list },
+        { "show", verb_show },
+        { "enter", verb_enter },
+        { "release", verb_release },
+};
+
+static int help(void) {
+        printf("Usage:\n"
+               " nsctl [options] <command> [<args>]\n"
+               "\n"
+               "Show and steer nsd, the daemon that keeps one mount namespace per user.\n"
+               "\n"
+               "Commands:\n"
+               " status                       nsd's version, kernel features, counts, limits\n"
+               " list                         list the per-user namespaces\n"
+               " show <user>                  the mount tree of a user's namespace\n"
+               " enter <user> [-- <cmd>...]   run a command (default $SHELL) in a user's namespace\n"
+               " release <user>               unpin and forget a user's namespace\n"
+               "\n"
+               "<user> is a user name or a numeric uid.\n"
+               "\n"
+               "Options:\n"
+               "     --socket <path>  nsd's socket (default: $NSD_SOCKET, else %s)\n"
+               " -h, --help           display this help\n"
+               " -V, --version        display version\n"
+               "\n"
+               "Run 'nsctl <command> --help' for the options of a command.\n"
+               "\n"
+               "See nsctl(1).\n",
+               NSD_SOCKET_PATH_DEFAULT);
+        return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {}
+        };
+        int c;
+
+        setlocale(LC_ALL, "");
+        opterr = 0;
+
+        while ((c = getopt_long(argc, argv, "+:hV", options, NULL)) >= 0) {
+                switch (c) {
+                case ARG_SOCKET: arg_socket = optarg; break;
+                case 'h': return help();
+                case 'V':
+                        printf("nsctl %s (nsd protocol %d.%d)\n", PACKAGE_VERSION, NSD_PROTO_MAJOR,
+                               NSD_PROTO_MINOR);
+                        return EXIT_SUCCESS;
+                default: return option_error(c, argv);
+                }
+        }
+        if (optind >= argc)
+                return usage_error("no command given");
+
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                if (strcmp(argv[optind], verbs[i].name) == 0)
+                        return verbs[i].run(argc - optind, argv + optind);
+
+        return usage_error("unknown command '%s'", argv[optind]);
+}

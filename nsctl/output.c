@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "output.h"
+
+int columns_parse(const char *list, const struct column_info *infos, size_t n_infos,
+                  size_t *ret_ids, size_t max, size_t *ret_n,
+                  const char **ret_bad, size_t *ret_bad_len) {
+        size_t ids[COLUMNS_MAX];
+        size_t n = 0;
+        const char *p = list;
+
+        if (!list || !infos || !ret_ids || !ret_n || max > COLUMNS_MAX)
+                return -EINVAL;
+
+        for (;;) {
+                size_t len = strcspn(p, ",");
+                size_t i;
+
+                if (len > 0) {
+                        for (i = 0; i < n_infos; i++)
+                                if (strlen(infos[i].name) == len &&
+                                    strncasecmp(infos[i].name, p, len) == 0)
+                                        break;
+                        if (i == n_infos) {
+                                if (ret_bad)
+                                        *ret_bad = p;
+                                if (ret_bad_len)
+                                        *ret_bad_len = len;
+                                return -EINVAL;
+                        }
+                        if (n >= max)
+                                return -E2BIG;
+                        ids[n++] = i;
+                }
+                if (p[len] == '\0')
+                        break;
+                p += len + 1;
+        }
+        if (n == 0) {
+                if (ret_bad)
+                        *ret_bad = list;
+                if (ret_bad_len)
+                        *ret_bad_len = 0;
+                return -EINVAL;
+        }
+
+        memcpy(ret_ids, ids, n * sizeof(ids[0]));
+        *ret_n = n;
+        return 0;
+}
+
+struct libscols_table *table_new(const char *json_name, const struct column_info *infos,
+                                 const size_t *ids, size_t n_ids,
+                                 const struct table_options *opts) {
+        struct libscols_table *tb = scols_new_table();
+
+        if (!tb)
+                return NULL;
+
+        scols_table_set_name(tb, json_name);
+        scols_table_enable_json(tb, opts->json);
+        scols_table_enable_raw(tb, opts->raw);
+        scols_table_enable_noheadings(tb, opts->noheadings);
+
+        for (size_t i = 0; i < n_ids; i++) {
+                const struct column_info *ci = &infos[ids[i]];
+                int flags = ci->flags;
+                struct libscols_column *cl;
+
+                /* a tree only makes sense in the human and JSON forms */
+                if (opts->raw)
+                        flags &= ~SCOLS_FL_TREE;
+                cl = scols_table_new_column(tb, ci->name, ci->whint, flags);
+                if (!cl) {
+                        scols_unref_table(tb);
+                        return NULL;
+                }
+                if (opts->json)
+                        scols_column_set_json_type(cl, ci->json_type);
+        }
+        return tb;
+}
+
+void columns_help(FILE *out, const struct column_info *infos, size_t n_infos) {
+        for (size_t i = 0; i < n_infos; i++)
+                fprintf(out, " %12s  %s\n", infos[i].name, infos[i].help);
+}
+
+void json_write_string(FILE *out, const char *s) {
+        fputc('"', out);
+        for (const unsigned char *p = (const unsigned char *) (s ?: ""); *p; p++) {
+                switch (*p) {
+                case '"': fputs("\\\"", out); break;
+                case '\\': fputs("\\\\", out); break;
+                case '\n': fputs("\\n", out); break;
+                case '\t': fputs("\\t", out); break;
+                case '\r': fputs("\\r", out); break;
+                case '\b': fputs("\\b", out); break;
+                case '\f': fputs("\\f", out); break;
+                default:
+                        if (*p < 0x20)
+                                fprintf(out, "\\u%04x", *p);
+                        else
+                                fputc(*p, out);
+                }
+        }
+        fputc('"', out);
+}
+
+void format_timestamp(uint64_t usec, char *buf, size_t size) {
+        time_t t = (time_t) (usec / 1000000u);
+        struct tm tm;
+
+        if (usec == 0 || !localtime_r(&t, &tm) ||
+            strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+                snprintf(buf, size, "-");
+}
+
+void format_duration(uint64_t usec, char *buf, size_t size) {
+        static const struct {
+                const char *suffix;
+                uint64_t usec;
+        } units[] = {
+                { "d", 86400ull * 1000000 },
+                { "h", 3600ull * 1000000 },
+                { "min", 60ull * 1000000 },
+                { "s", 1000000ull },
+        };
+        size_t off = 0;
+        int shown = 0;
+
+        if (size == 0)
+                return;
+        buf[0] = '\0';
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]) && shown < 3; i++) {
+                uint64_t n = usec / units[i].usec;
+                int w;
+
+                if (n == 0 && !(shown > 0))
+                        continue;
+                usec -= n * units[i].usec;
+                w = snprintf(buf + off, size - off, "%s%llu%s", shown ? " " : "",
+                             (unsigned long long) n, units[i].suffix);
+                if (w < 0 || (size_t) w >= size - off)
+                        return;
+                off += (size_t) w;
+                shown++;
+        }
+        if (shown == 0)
+                snprintf(buf, size, "0s");
+}

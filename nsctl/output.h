@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* nsctl: shared helpers for tables (libsmartcols) and plain output. Private to nsctl. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <libsmartcols.h>
+
+/* One column a table command can show. */
+struct column_info {
+        const char *name;   /* as in -o and in the header */
+        double whint;       /* libsmartcols width hint */
+        int flags;          /* SCOLS_FL_* */
+        int json_type;      /* SCOLS_JSON_* */
+        const char *help;   /* one line for --help */
+};
+
+#define COLUMNS_MAX 32
+
+/* Parse a comma separated list of column names (case-insensitive) into indexes of infos.
+ * -EINVAL with *ret_bad pointing at the unknown name inside list (not terminated: its length
+ * is *ret_bad_len); -E2BIG when more than max names. */
+int columns_parse(const char *list, const struct column_info *infos, size_t n_infos,
+                  size_t *ret_ids, size_t max, size_t *ret_n,
+                  const char **ret_bad, size_t *ret_bad_len);
+
+/* Output flags shared by list and show. */
+struct table_options {
+        bool json;
+        bool raw;
+        bool noheadings;
+};
+
+/* A new table with the chosen columns (ids index infos); NULL on ENOMEM. A column with
+ * SCOLS_FL_TREE carries the tree, except in raw output, which is always flat. */
+struct libscols_table *table_new(const char *json_name, const struct column_info *infos,
+                                 const size_t *ids, size_t n_ids,
+                                 const struct table_options *opts);
+
+/* Print the help lines of every column ("  NAME  help"). */
+void columns_help(FILE *out, const struct column_info *infos, size_t n_infos);
+
+/* Write s as a JSON string (with the quotes). */
+void json_write_string(FILE *out, const char *s);
+
+/* CLOCK_REALTIME microseconds as local "YYYY-MM-DD HH:MM:SS"; "-" for 0. */
+void format_timestamp(uint64_t usec, char *buf, size_t size);
+
+/* A duration in microseconds as "3d 4h 5min 6s" (largest units, at most three). */
+void format_duration(uint64_t usec, char *buf, size_t size);
