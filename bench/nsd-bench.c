@@ -1,0 +1,874 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nsd-bench: measure nsd through libnsclient. A benchmark, not a test: it asserts nothing
+ * about time, it prints figures.
+ *
+ *   nsd-bench [OPTIONS] -- NSD-COMMAND [ARG...]
+ *
+ * Starts NSD-COMMAND (which must listen on --socket), waits until it answers STATUS, then:
+ *   create      first-login JOIN latency, one new uid per request (uids from --uid-base)
+ *   join_reuse  JOIN + setns() of an existing namespace, one connection reused
+ *   join_login  connect + JOIN + setns() + disconnect, as a PAM login does (and the same with
+ *               SESSION_OPEN, plus connect + SESSION_CLOSE + disconnect for the logout)
+ *   tput_P      JOINs per second from P concurrent client processes, one connection each
+ *   scale_N     with N namespaces held: nsd's VmRSS and descriptors, kernel memory, this
+ *               mount namespace's mountinfo lines, pins
+ * and stops nsd with SIGTERM. Results go to stdout as "key value" lines (bench/run turns them
+ * into a table); progress to stderr.
+ *
+ * Run it only where mounting is harmless: inside `unshare -m --propagation private` on a
+ * host, or in the VM. It changes no mount itself, nsd does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nsclient.h"
+
+static const char *arg_socket = "/run/nsd/socket";
+static const char *arg_nsd_log = NULL;
+static uid_t arg_uid_base = 100000;
+static unsigned arg_iterations = 2000;
+static unsigned arg_creates = 200;
+static unsigned arg_max_namespaces = 10000;
+static unsigned arg_scale_budget = 300; /* seconds for growing to arg_max_namespaces */
+static unsigned arg_seconds = 3;
+static unsigned arg_procs[8] = { 1, 2, 8 };
+static unsigned arg_n_procs = 3;
+static bool arg_sessions = true;
+
+static pid_t nsd_pid = -1;
+static const char *join_reuse_prefix = "join_reuse";
+
+/* ---- small helpers ------------------------------------------------------------------ */
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void progress(const char *fmt, ...) {
+        va_list ap;
+        fputs("nsd-bench: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+static void result(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void result(const char *key, const char *fmt, ...) {
+        va_list ap;
+        printf("%s ", key);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+        fflush(stdout);
+}
+
+static void stop_nsd(void) {
+        if (nsd_pid <= 0)
+                return;
+        kill(nsd_pid, SIGTERM);
+        for (int i = 0; i < 500; i++) {
+                if (waitpid(nsd_pid, NULL, WNOHANG) == nsd_pid) {
+                        nsd_pid = -1;
+                        return;
+                }
+                usleep(10000);
+        }
+        kill(nsd_pid, SIGKILL);
+        waitpid(nsd_pid, NULL, 0);
+        nsd_pid = -1;
+}
+
+static void die(const char *what, int r) __attribute__((noreturn));
+static void die(const char *what, int r) {
+        fprintf(stderr, "nsd-bench: %s: %s\n", what, strerror(r < 0 ? -r : r));
+        result("error", "'%s: %s'", what, strerror(r < 0 ? -r : r));
+        stop_nsd();
+        exit(1);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double pct_us(const uint64_t *v, size_t n, unsigned p) {
+        size_t k;
+        if (n == 0)
+                return 0;
+        k = (n * p + 99) / 100; /* ceil(n*p/100), 1-based */
+        if (k == 0)
+                k = 1;
+        return v[k - 1] / 1000.0;
+}
+
+/* Print <prefix>.{n,min,p50,p90,p99,max,mean}_us for the samples (sorted in place). */
+static void report_latency(const char *prefix, uint64_t *v, size_t n) {
+        char key[128];
+        double sum = 0;
+
+        qsort(v, n, sizeof(*v), cmp_u64);
+        for (size_t i = 0; i < n; i++)
+                sum += v[i];
+#define R(name, val)                                                   \
+        do {                                                           \
+                snprintf(key, sizeof(key), "%s.%s", prefix, name);     \
+                result(key, "%.1f", (double) (val));                   \
+        } while (0)
+        snprintf(key, sizeof(key), "%s.n", prefix);
+        result(key, "%zu", n);
+        R("min_us", n ? v[0] / 1000.0 : 0);
+        R("p50_us", pct_us(v, n, 50));
+        R("p90_us", pct_us(v, n, 90));
+        R("p99_us", pct_us(v, n, 99));
+        R("max_us", n ? v[n - 1] / 1000.0 : 0);
+        R("mean_us", n ? sum / n / 1000.0 : 0);
+#undef R
+}
+
+static void close_join(struct nsc_join_result *j) {
+        if (j->root_fd >= 0)
+                close(j->root_fd);
+        if (j->ns_fd >= 0)
+                close(j->ns_fd);
+        j->root_fd = j->ns_fd = -1;
+}
+
+/* One value in kB from /proc/meminfo, or -1. */
+static long meminfo_kb(const char *name) {
+        char line[256];
+        size_t len = strlen(name);
+        long v = -1;
+        FILE *f = fopen("/proc/meminfo", "re");
+
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, name, len) == 0 && line[len] == ':') {
+                        v = strtol(line + len + 1, NULL, 10);
+                        break;
+                }
+        fclose(f);
+        return v;
+}
+
+/* VmRSS (or another field) of a pid in kB, or -1. */
+static long proc_status_kb(pid_t pid, const char *name) {
+        char path[64], line[256];
+        size_t len = strlen(name);
+        long v = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, name, len) == 0 && line[len] == ':') {
+                        v = strtol(line + len + 1, NULL, 10);
+                        break;
+                }
+        fclose(f);
+        return v;
+}
+
+static long count_lines(const char *path) {
+        char buf[65536];
+        long n = 0;
+        ssize_t k;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -1;
+        while ((k = read(fd, buf, sizeof(buf))) > 0)
+                for (ssize_t i = 0; i < k; i++)
+                        n += buf[i] == '\n';
+        close(fd);
+        return n;
+}
+
+static long count_fds(pid_t pid) {
+        char path[64];
+        long n = 0;
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
+        /* a directory listing without opendir noise */
+        FILE *p;
+        char cmd[96];
+        snprintf(cmd, sizeof(cmd), "ls -1 %s 2>/dev/null | wc -l", path);
+        p = popen(cmd, "re");
+        if (!p)
+                return -1;
+        if (fscanf(p, "%ld", &n) != 1)
+                n = -1;
+        pclose(p);
+        return n;
+}
+
+/* nsd's user+system CPU time in clock ticks, or 0. */
+static uint64_t proc_cpu_ticks(pid_t pid) {
+        char path[64], buf[1024];
+        unsigned long ut = 0, st = 0;
+        char *p;
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        p = strrchr(buf, ')');
+        if (!p)
+                return 0;
+        /* fields after ')': state(3) ... utime is field 14, stime 15 */
+        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+                return 0;
+        return ut + st;
+}
+
+/* The mount points of mountinfo lines not in `before` (a NUL-separated list of lines). */
+static char *read_file(const char *path) {
+        size_t cap = 65536, len = 0;
+        char *buf = malloc(cap);
+        ssize_t k;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0 || !buf) {
+                free(buf);
+                if (fd >= 0)
+                        close(fd);
+                return NULL;
+        }
+        for (;;) {
+                if (len + 4096 >= cap) {
+                        char *nb = realloc(buf, cap *= 2);
+                        if (!nb)
+                                break;
+                        buf = nb;
+                }
+                k = read(fd, buf + len, cap - len - 1);
+                if (k <= 0)
+                        break;
+                len += k;
+        }
+        buf[len] = 0;
+        close(fd);
+        return buf;
+}
+
+/* Report the mount points (field 5) of lines of `now` whose mount id (field 1) is not in
+ * `before`. */
+static void report_new_mounts(const char *key, const char *before, const char *now) {
+        char out[1024] = "";
+        size_t used = 0;
+        const char *line = now;
+
+        while (line && *line) {
+                const char *eol = strchr(line, '\n');
+                unsigned id, parent;
+                char mp[512], needle[32];
+                if (sscanf(line, "%u %u %*s %*s %511s", &id, &parent, mp) == 3) {
+                        snprintf(needle, sizeof(needle), "%u ", id);
+                        bool found = false;
+                        for (const char *b = before; b && *b;) {
+                                if (strncmp(b, needle, strlen(needle)) == 0) {
+                                        found = true;
+                                        break;
+                                }
+                                b = strchr(b, '\n');
+                                b = b ? b + 1 : NULL;
+                        }
+                        if (!found && used + strlen(mp) + 2 < sizeof(out))
+                                used += snprintf(out + used, sizeof(out) - used, "%s%s",
+                                                 used ? "," : "", mp);
+                }
+                line = eol ? eol + 1 : NULL;
+        }
+        result(key, "%s", used ? out : "-");
+}
+
+/* ---- phases ------------------------------------------------------------------------- */
+
+struct baseline {
+        long mountinfo_lines;
+        char *mountinfo;
+        long slab_kb, sunreclaim_kb, memavailable_kb;
+};
+
+static nsc_conn *connect_or_die(void) {
+        nsc_conn *c;
+        int r = nsc_connect(arg_socket, &c);
+        if (r < 0)
+                die("cannot connect to nsd", r);
+        return c;
+}
+
+static void start_nsd(char **argv, struct nsc_status *ret_status) {
+        nsc_conn *c;
+        int r = -ENOENT;
+        uint64_t t0 = now_ns();
+
+        nsd_pid = fork();
+        if (nsd_pid < 0)
+                die("fork", errno);
+        if (nsd_pid == 0) {
+                /* what systemd gives a service: soft 1024, hard 524288 */
+                struct rlimit rl = { .rlim_cur = 1024, .rlim_max = 524288 };
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+                if (arg_nsd_log) {
+                        int fd = open(arg_nsd_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+                        if (fd >= 0) {
+                                dup2(fd, STDOUT_FILENO);
+                                dup2(fd, STDERR_FILENO);
+                        }
+                }
+                execv(argv[0], argv);
+                fprintf(stderr, "nsd-bench: cannot execute %s: %m\n", argv[0]);
+                _exit(127);
+        }
+        for (int i = 0; i < 6000; i++) { /* 60 s: the VM under TCG is slow */
+                if (waitpid(nsd_pid, NULL, WNOHANG) == nsd_pid) {
+                        nsd_pid = -1;
+                        die("nsd exited at start (see its log)", ECHILD);
+                }
+                r = nsc_connect(arg_socket, &c);
+                if (r >= 0) {
+                        r = nsc_status(c, ret_status);
+                        nsc_disconnect(c);
+                        if (r >= 0)
+                                break;
+                }
+                usleep(10000);
+        }
+        if (r < 0)
+                die("nsd did not answer STATUS", r);
+        result("nsd.start_ms", "%.1f", (now_ns() - t0) / 1e6);
+}
+
+static void snapshot(const char *label, const struct baseline *b) {
+        char key[128];
+        struct nsc_status st;
+        nsc_conn *c = connect_or_die();
+        int r = nsc_status(c, &st);
+        char *mi;
+
+        nsc_disconnect(c);
+        if (r < 0)
+                die("STATUS", r);
+#define K(name) (snprintf(key, sizeof(key), "%s.%s", label, name), key)
+        result(K("namespaces"), "%u", st.namespaces);
+        result(K("pinned"), "%u", st.pinned);
+        result(K("nsd_rss_kb"), "%ld", proc_status_kb(nsd_pid, "VmRSS"));
+        result(K("nsd_fds"), "%ld", count_fds(nsd_pid));
+        result(K("slab_delta_kb"), "%ld", meminfo_kb("Slab") - b->slab_kb);
+        result(K("sunreclaim_delta_kb"), "%ld", meminfo_kb("SUnreclaim") - b->sunreclaim_kb);
+        result(K("memavailable_drop_kb"), "%ld", b->memavailable_kb - meminfo_kb("MemAvailable"));
+        result(K("mountinfo_lines"), "%ld", count_lines("/proc/self/mountinfo"));
+        result(K("mountinfo_delta"), "%ld",
+               count_lines("/proc/self/mountinfo") - b->mountinfo_lines);
+        mi = read_file("/proc/self/mountinfo");
+        report_new_mounts(K("mountinfo_new"), b->mountinfo, mi);
+        free(mi);
+#undef K
+        progress("%s: %u namespaces (%u pinned), nsd VmRSS %ld kB", label, st.namespaces,
+                 st.pinned, proc_status_kb(nsd_pid, "VmRSS"));
+}
+
+/* Create namespaces for uids [from, to) on connection c; record each latency into lat
+ * (which has room for to-from) when not NULL. Snapshots at the counts in `marks`. Stops
+ * early when the deadline (monotonic ns, 0 = none) passes; returns the uid reached. */
+static uid_t create_range(nsc_conn *c, uid_t from, uid_t to, uint64_t *lat, unsigned *ret_pinned,
+                          unsigned *ret_not_created, const unsigned *marks, size_t n_marks,
+                          const struct baseline *b, uint64_t deadline) {
+        unsigned pinned = 0, not_created = 0;
+        uid_t u;
+
+        for (u = from; u < to; u++) {
+                struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+                uint64_t t0 = now_ns();
+                int r = nsc_join(c, u, 0, &j);
+                uint64_t t1 = now_ns();
+                if (r < 0) {
+                        char what[128];
+                        const char *m = nsc_last_error_message(c);
+                        snprintf(what, sizeof(what), "JOIN (create) of uid %u%s%s%s", (unsigned) u,
+                                 m ? " ('" : "", m ? m : "", m ? "')" : "");
+                        die(what, r);
+                }
+                if (lat)
+                        lat[u - from] = t1 - t0;
+                pinned += !!(j.ns_flags & NSC_NS_PINNED);
+                not_created += !(j.ns_flags & NSC_NS_CREATED);
+                close_join(&j);
+                for (size_t m = 0; m < n_marks; m++)
+                        if (u - arg_uid_base + 1 == marks[m]) {
+                                char label[32];
+                                snprintf(label, sizeof(label), "scale_%u", marks[m]);
+                                snapshot(label, b);
+                        }
+                if (deadline && now_ns() > deadline) {
+                        u++;
+                        break;
+                }
+        }
+        *ret_pinned = pinned;
+        *ret_not_created = not_created;
+        return u;
+}
+
+/* Run fn in a forked child (it may setns() and die without harming this process). */
+static void in_child(void (*fn)(void)) {
+        pid_t p;
+        int status;
+
+        fflush(stdout);
+        fflush(stderr);
+        p = fork();
+        if (p < 0)
+                die("fork", errno);
+        if (p == 0) {
+                fn();
+                fflush(stdout);
+                _exit(0);
+        }
+        if (waitpid(p, &status, 0) != p || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                die("a measuring child failed", EIO);
+}
+
+static int open_own_mntns(void) {
+        int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die("open /proc/self/ns/mnt", errno);
+        return fd;
+}
+
+static uid_t existing_uid(unsigned i) {
+        return arg_uid_base + i % arg_creates;
+}
+
+/* (a) one connection reused: JOIN, setns() in, setns() back (untimed). */
+static void phase_join_reuse(void) {
+        uint64_t *tot = calloc(arg_iterations, sizeof(uint64_t));
+        uint64_t *join = calloc(arg_iterations, sizeof(uint64_t));
+        uint64_t *sns = calloc(arg_iterations, sizeof(uint64_t));
+        int home = open_own_mntns();
+        nsc_conn *c = connect_or_die();
+        bool checked = false;
+
+        if (!tot || !join || !sns)
+                die("calloc", ENOMEM);
+        for (unsigned i = 0; i < arg_iterations + 50; i++) { /* 50 warm-up rounds */
+                struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+                uint64_t t0 = now_ns(), t1, t2;
+                int r = nsc_join(c, existing_uid(i), NSC_JOIN_NO_CREATE, &j);
+                if (r < 0)
+                        die("JOIN (existing)", r);
+                t1 = now_ns();
+                if (setns(j.ns_fd, CLONE_NEWNS) < 0)
+                        die("setns into the user namespace", errno);
+                t2 = now_ns();
+                if (!checked) {
+                        struct stat s;
+                        if (stat("/proc/self/ns/mnt", &s) < 0 || s.st_ino != j.ns_inode)
+                                die("setns did not land in the namespace JOIN named", EIO);
+                        checked = true;
+                }
+                if (setns(home, CLONE_NEWNS) < 0)
+                        die("setns back", errno);
+                close_join(&j);
+                if (i >= 50) {
+                        tot[i - 50] = t2 - t0;
+                        join[i - 50] = t1 - t0;
+                        sns[i - 50] = t2 - t1;
+                }
+        }
+        nsc_disconnect(c);
+        char key[64];
+        snprintf(key, sizeof(key), "%s.join_setns", join_reuse_prefix);
+        report_latency(key, tot, arg_iterations);
+        snprintf(key, sizeof(key), "%s.join", join_reuse_prefix);
+        report_latency(key, join, arg_iterations);
+        snprintf(key, sizeof(key), "%s.setns", join_reuse_prefix);
+        report_latency(key, sns, arg_iterations);
+}
+
+/* (b) as a PAM login: connect + JOIN + setns + disconnect per iteration; then the same with
+ * SESSION_OPEN (pam_sm_open_session) and connect + SESSION_CLOSE + disconnect
+ * (pam_sm_close_session). */
+static void phase_join_login(void) {
+        uint64_t *tot = calloc(arg_iterations, sizeof(uint64_t));
+        uint64_t *open_s = calloc(arg_iterations, sizeof(uint64_t));
+        uint64_t *close_s = calloc(arg_iterations, sizeof(uint64_t));
+        int home = open_own_mntns();
+        unsigned n_sess = 0;
+        int sess_err = 0;
+
+        if (!tot || !open_s || !close_s)
+                die("calloc", ENOMEM);
+        for (unsigned i = 0; i < arg_iterations + 50; i++) {
+                struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+                nsc_conn *c;
+                uint64_t t0 = now_ns();
+                int r = nsc_connect(arg_socket, &c);
+                if (r < 0)
+                        die("connect", r);
+                r = nsc_join(c, existing_uid(i), 0, &j);
+                if (r < 0)
+                        die("JOIN (existing, new connection)", r);
+                if (setns(j.ns_fd, CLONE_NEWNS) < 0)
+                        die("setns into the user namespace", errno);
+                nsc_disconnect(c);
+                if (i >= 50)
+                        tot[i - 50] = now_ns() - t0;
+                if (setns(home, CLONE_NEWNS) < 0)
+                        die("setns back", errno);
+                close_join(&j);
+        }
+        report_latency("join_login.connect_join_setns_close", tot, arg_iterations);
+
+        if (!arg_sessions)
+                return;
+        for (unsigned i = 0; i < arg_iterations + 50; i++) {
+                struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+                uid_t uid = existing_uid(i);
+                uint64_t sid = 0, t0, t1;
+                unsigned n;
+                nsc_conn *c;
+                int r;
+
+                t0 = now_ns();
+                r = nsc_connect(arg_socket, &c);
+                if (r < 0)
+                        die("connect", r);
+                r = nsc_join(c, uid, 0, &j);
+                if (r < 0)
+                        die("JOIN (existing, new connection)", r);
+                if (setns(j.ns_fd, CLONE_NEWNS) < 0)
+                        die("setns into the user namespace", errno);
+                r = nsc_session_open(c, uid, getpid(), "nsd-bench", &sid, &n);
+                nsc_disconnect(c);
+                t1 = now_ns();
+                if (setns(home, CLONE_NEWNS) < 0)
+                        die("setns back", errno);
+                close_join(&j);
+                if (r < 0) {
+                        sess_err = r;
+                        break;
+                }
+                r = nsc_connect(arg_socket, &c);
+                if (r < 0)
+                        die("connect", r);
+                r = nsc_session_close(c, uid, getpid(), sid, &n);
+                nsc_disconnect(c);
+                if (r < 0) {
+                        sess_err = r;
+                        break;
+                }
+                if (i >= 50) {
+                        open_s[n_sess] = t1 - t0;
+                        close_s[n_sess] = now_ns() - t1;
+                        n_sess++;
+                }
+        }
+        if (sess_err < 0) {
+                result("login_session.error", "'%s'", strerror(-sess_err));
+                return;
+        }
+        report_latency("login_session.open", open_s, n_sess);
+        report_latency("login_session.close", close_s, n_sess);
+}
+
+/* Throughput: P processes, one connection each, JOIN + close descriptors in a loop. */
+static void phase_throughput(unsigned procs) {
+        int pfd[2];
+        uint64_t start, end, total = 0, cpu0, cpu1;
+        char key[64];
+        pid_t kids[64];
+
+        if (procs > 64)
+                procs = 64;
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                die("pipe", errno);
+        fflush(stdout);
+        fflush(stderr);
+        start = now_ns() + 300000000ull; /* every child connected by then */
+        end = start + (uint64_t) arg_seconds * 1000000000ull;
+        for (unsigned k = 0; k < procs; k++) {
+                kids[k] = fork();
+                if (kids[k] < 0)
+                        die("fork", errno);
+                if (kids[k] == 0) {
+                        uint64_t count = 0;
+                        nsc_conn *c;
+                        close(pfd[0]);
+                        if (nsc_connect(arg_socket, &c) < 0)
+                                _exit(2);
+                        while (now_ns() < start)
+                                ;
+                        for (unsigned i = k; now_ns() < end; i += procs) {
+                                struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+                                if (nsc_join(c, existing_uid(i), NSC_JOIN_NO_CREATE, &j) < 0)
+                                        _exit(3);
+                                close_join(&j);
+                                count++;
+                        }
+                        nsc_disconnect(c);
+                        if (write(pfd[1], &count, sizeof(count)) != sizeof(count))
+                                _exit(4);
+                        _exit(0);
+                }
+        }
+        close(pfd[1]);
+        while (now_ns() < start)
+                usleep(1000);
+        cpu0 = proc_cpu_ticks(nsd_pid);
+        for (unsigned k = 0; k < procs; k++) {
+                uint64_t n;
+                int status;
+                if (read(pfd[0], &n, sizeof(n)) == sizeof(n))
+                        total += n;
+                (void) status;
+        }
+        cpu1 = proc_cpu_ticks(nsd_pid);
+        for (unsigned k = 0; k < procs; k++) {
+                int status;
+                if (waitpid(kids[k], &status, 0) != kids[k] || !WIFEXITED(status) ||
+                    WEXITSTATUS(status) != 0)
+                        die("a throughput client failed", EIO);
+        }
+        close(pfd[0]);
+        snprintf(key, sizeof(key), "tput_%u.joins", procs);
+        result(key, "%" PRIu64, total);
+        snprintf(key, sizeof(key), "tput_%u.joins_per_s", procs);
+        result(key, "%.0f", total / (double) arg_seconds);
+        snprintf(key, sizeof(key), "tput_%u.nsd_cpu_pct", procs);
+        result(key, "%.0f", 100.0 * (cpu1 - cpu0) / sysconf(_SC_CLK_TCK) / arg_seconds);
+        progress("throughput with %u clients: %.0f JOIN/s", procs, total / (double) arg_seconds);
+}
+
+/* Pins as the LIST reply tells them. */
+static void report_list_pins(const char *label) {
+        struct nsc_ns_info *e = NULL;
+        size_t n = 0, pinned = 0;
+        char key[64];
+        nsc_conn *c = connect_or_die();
+        int r = nsc_list(c, &e, &n);
+
+        nsc_disconnect(c);
+        if (r < 0) {
+                snprintf(key, sizeof(key), "%s.list_error", label);
+                result(key, "'%s'", strerror(-r));
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                pinned += !!(e[i].ns_flags & NSC_NS_PINNED);
+        free(e);
+        snprintf(key, sizeof(key), "%s.list_namespaces", label);
+        result(key, "%zu", n);
+        snprintf(key, sizeof(key), "%s.list_pinned", label);
+        result(key, "%zu", pinned);
+}
+
+/* ---- main ----------------------------------------------------------------------------- */
+
+static void help(void) {
+        printf("Usage: nsd-bench [OPTIONS] -- NSD-COMMAND [ARG...]\n"
+               "Start nsd, measure JOIN latency, throughput and the cost of many namespaces,\n"
+               "print \"key value\" lines, stop nsd. Run it inside unshare -m or in the VM.\n\n"
+               "  --socket PATH        nsd's socket (default /run/nsd/socket)\n"
+               "  --nsd-log FILE       nsd's stdout and stderr (default: inherited)\n"
+               "  --uid-base UID       first synthetic uid (default 100000)\n"
+               "  --iterations N       JOINs of an existing namespace per latency set (2000)\n"
+               "  --creates N          first-login JOINs, one new uid each (200)\n"
+               "  --max-namespaces N   grow to N namespaces for the memory figures (10000)\n"
+               "  --scale-budget S     stop growing after S seconds (300)\n"
+               "  --seconds S          per throughput level (3)\n"
+               "  --procs LIST         client processes per throughput level (1,2,8)\n"
+               "  --no-sessions        skip SESSION_OPEN/CLOSE latency\n"
+               "See bench/README.md.\n");
+}
+
+static unsigned parse_uint(const char *s, const char *what) {
+        char *end;
+        unsigned long v;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || !*s || *end || v > UINT32_MAX) {
+                fprintf(stderr, "nsd-bench: %s wants a number, not '%s'\n", what, s);
+                exit(1);
+        }
+        return (unsigned) v;
+}
+
+int main(int argc, char *argv[]) {
+        enum { O_SOCKET = 256, O_NSDLOG, O_UIDBASE, O_ITER, O_CREATES, O_MAXNS, O_BUDGET,
+               O_SECONDS, O_PROCS, O_NOSESS };
+        static const struct option opts[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "socket", required_argument, NULL, O_SOCKET },
+                { "nsd-log", required_argument, NULL, O_NSDLOG },
+                { "uid-base", required_argument, NULL, O_UIDBASE },
+                { "iterations", required_argument, NULL, O_ITER },
+                { "creates", required_argument, NULL, O_CREATES },
+                { "max-namespaces", required_argument, NULL, O_MAXNS },
+                { "scale-budget", required_argument, NULL, O_BUDGET },
+                { "seconds", required_argument, NULL, O_SECONDS },
+                { "procs", required_argument, NULL, O_PROCS },
+                { "no-sessions", no_argument, NULL, O_NOSESS },
+                {}
+        };
+        static const unsigned marks[] = { 1, 100, 1000, 10000, 100000 };
+        struct baseline base = {};
+        struct nsc_status st;
+        struct utsname un;
+        unsigned pinned, not_created, reached;
+        uint64_t *lat, t_grow;
+        nsc_conn *c;
+        uid_t u;
+        int o;
+
+        while ((o = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+                switch (o) {
+                case 'h': help(); return 0;
+                case O_SOCKET: arg_socket = optarg; break;
+                case O_NSDLOG: arg_nsd_log = optarg; break;
+                case O_UIDBASE: arg_uid_base = parse_uint(optarg, "--uid-base"); break;
+                case O_ITER: arg_iterations = parse_uint(optarg, "--iterations"); break;
+                case O_CREATES: arg_creates = parse_uint(optarg, "--creates"); break;
+                case O_MAXNS: arg_max_namespaces = parse_uint(optarg, "--max-namespaces"); break;
+                case O_BUDGET: arg_scale_budget = parse_uint(optarg, "--scale-budget"); break;
+                case O_SECONDS: arg_seconds = parse_uint(optarg, "--seconds"); break;
+                case O_PROCS: {
+                        char *s = strdup(optarg), *save = NULL;
+                        arg_n_procs = 0;
+                        for (char *t = strtok_r(s, ",", &save); t && arg_n_procs < 8;
+                             t = strtok_r(NULL, ",", &save))
+                                arg_procs[arg_n_procs++] = parse_uint(t, "--procs");
+                        free(s);
+                        break;
+                }
+                case O_NOSESS: arg_sessions = false; break;
+                default: return 1;
+                }
+        }
+        if (optind >= argc) {
+                fprintf(stderr, "nsd-bench: no NSD-COMMAND given (see --help)\n");
+                return 1;
+        }
+        if (arg_creates == 0 || arg_iterations == 0 || arg_seconds == 0) {
+                fprintf(stderr, "nsd-bench: --creates, --iterations and --seconds must be > 0\n");
+                return 1;
+        }
+        if (arg_max_namespaces < arg_creates)
+                arg_max_namespaces = arg_creates;
+        signal(SIGPIPE, SIG_IGN);
+
+        uname(&un);
+        result("machine.kernel", "%s", un.release);
+        result("machine.nproc", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+        result("machine.memtotal_kb", "%ld", meminfo_kb("MemTotal"));
+
+        /* baseline, before nsd exists */
+        base.mountinfo_lines = count_lines("/proc/self/mountinfo");
+        base.mountinfo = read_file("/proc/self/mountinfo");
+        base.slab_kb = meminfo_kb("Slab");
+        base.sunreclaim_kb = meminfo_kb("SUnreclaim");
+        base.memavailable_kb = meminfo_kb("MemAvailable");
+        result("baseline.mountinfo_lines", "%ld", base.mountinfo_lines);
+
+        start_nsd(argv + optind, &st);
+        result("nsd.version", "%s", st.version);
+        result("nsd.max_namespaces", "%u", st.max_namespaces);
+        result("nsd.features", "0x%x", st.features);
+        result("nsd.pin_namespace", "%s", st.features & NSC_FEATURE_PIN_NAMESPACE ? "yes" : "no");
+        if (st.namespaces > 0)
+                progress("warning: nsd already holds %u namespaces (adopted pins?)", st.namespaces);
+        snapshot("scale_0", &base);
+
+        /* first-login creation */
+        progress("creating %u namespaces (first-login JOIN)", arg_creates);
+        lat = calloc(arg_creates, sizeof(uint64_t));
+        if (!lat)
+                die("calloc", ENOMEM);
+        c = connect_or_die();
+        create_range(c, arg_uid_base, arg_uid_base + arg_creates, lat, &pinned, &not_created,
+                     marks, sizeof(marks) / sizeof(marks[0]), &base, 0);
+        report_latency("create", lat, arg_creates);
+        result("create.pinned", "%u", pinned);
+        result("create.not_created", "%u", not_created);
+        free(lat);
+        nsc_disconnect(c);
+
+        progress("JOIN of existing namespaces, %u iterations each", arg_iterations);
+        in_child(phase_join_reuse);
+        in_child(phase_join_login);
+
+        for (unsigned k = 0; k < arg_n_procs; k++)
+                phase_throughput(arg_procs[k]);
+
+        /* grow to arg_max_namespaces */
+        if (arg_max_namespaces > arg_creates) {
+                unsigned n = arg_max_namespaces - arg_creates;
+                progress("growing to %u namespaces (budget %u s)", arg_max_namespaces,
+                         arg_scale_budget);
+                lat = calloc(n, sizeof(uint64_t));
+                if (!lat)
+                        die("calloc", ENOMEM);
+                c = connect_or_die();
+                t_grow = now_ns();
+                u = create_range(c, arg_uid_base + arg_creates, arg_uid_base + arg_max_namespaces,
+                                 lat, &pinned, &not_created, marks,
+                                 sizeof(marks) / sizeof(marks[0]), &base,
+                                 t_grow + (uint64_t) arg_scale_budget * 1000000000ull);
+                reached = u - arg_uid_base;
+                result("grow.seconds", "%.1f", (now_ns() - t_grow) / 1e9);
+                result("grow.reached", "%u", reached);
+                report_latency("grow.create", lat, reached - arg_creates);
+                result("grow.pinned", "%u", pinned);
+                nsc_disconnect(c);
+                free(lat);
+                /* a last snapshot where the budget stopped growth between marks */
+                bool at_mark = false;
+                for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++)
+                        at_mark |= marks[m] == reached;
+                if (!at_mark) {
+                        char label[32];
+                        snprintf(label, sizeof(label), "scale_%u", reached);
+                        snapshot(label, &base);
+                }
+                /* JOIN of an existing namespace with many held */
+                arg_creates = reached;
+                arg_iterations = arg_iterations > 1000 ? 1000 : arg_iterations;
+                join_reuse_prefix = "join_reuse_at_scale";
+                in_child(phase_join_reuse);
+        }
+        report_list_pins("final");
+        stop_nsd();
+        result("done", "1");
+        return 0;
+}
