@@ -411,6 +411,7 @@ int nsc_join(nsc_conn *conn, uid_t uid, unsigned flags, struct nsc_join_result *
 
 fail:
         reply_fds_close(&fds);
+        conn->broken = r;
         return r;
 }
 

@@ -1,0 +1,1201 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-protocol: nsd-protocol.h's shared checks, and libnsclient against a fake nsd.
+ *
+ * Part 1 feeds nsd_msg_check() every request and reply type at its exact size and at
+ * every kind of wrong one. Part 2 binds a fake nsd on a socket in a mkdtemp() folder; a
+ * thread plays a scripted conversation per case and records what it received, and the
+ * library's answers (return values, descriptors, messages, no leaked descriptors) are
+ * checked. Runs as root and as any other user; removes its folder at the end. TAP output.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nsclient.h"
+#include "nsd-protocol.h"
+
+/* ---- TAP ------------------------------------------------------------------------------- */
+
+static unsigned tap_n, tap_failed;
+
+static bool ok(bool pass, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool ok(bool pass, const char *fmt, ...) {
+        va_list ap;
+
+        printf("%s %u - ", pass ? "ok" : "not ok", ++tap_n);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+        if (!pass)
+                tap_failed++;
+        fflush(stdout);
+        return pass;
+}
+
+#define is_int(got, want, ...)                                                          \
+        ({                                                                              \
+                long long _g = (got), _w = (want);                                      \
+                if (!ok(_g == _w, __VA_ARGS__))                                         \
+                        printf("#   got %lld (%s), want %lld (%s)\n", _g,               \
+                               _g < 0 ? strerror((int) -_g) : "-", _w,                  \
+                               _w < 0 ? strerror((int) -_w) : "-");                     \
+        })
+
+static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void diag(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("# ", stdout);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+}
+
+static char tmpdir[PATH_MAX];
+static char sock_path[PATH_MAX + 16];
+
+/* Leave nothing behind, also when bailing out. */
+static void remove_tmpdir(void) {
+        char marker[PATH_MAX + 16];
+
+        if (!tmpdir[0])
+                return;
+        snprintf(marker, sizeof(marker), "%s/marker", tmpdir);
+        (void) unlink(marker);
+        (void) unlink(sock_path);
+        (void) rmdir(tmpdir);
+        tmpdir[0] = 0;
+}
+
+static void bail(const char *what) {
+        printf("Bail out! %s: %s\n", what, strerror(errno));
+        exit(1);
+}
+
+/* ---- part 1: nsd_msg_check ------------------------------------------------------------------ */
+
+static uint8_t msgbuf[NSD_MSG_SIZE_MAX + 64] __attribute__((aligned(8)));
+
+/* A sound message of this type and size in msgbuf. */
+static void *msg(uint16_t type, size_t size) {
+        memset(msgbuf, 0, sizeof(msgbuf));
+        nsd_msg_init((struct nsd_msg_header *) msgbuf, type,
+                     size < sizeof(struct nsd_msg_header) ? sizeof(struct nsd_msg_header) : size, 1);
+        ((struct nsd_msg_header *) msgbuf)->length = (uint32_t) size;
+        return msgbuf;
+}
+
+static int check(size_t n, int is_request) {
+        const char *why = "unset";
+        int r = nsd_msg_check(msgbuf, n, is_request, &why);
+
+        if ((r == 0) != (why == NULL))
+                diag("why is %s for r=%d", why ? why : "NULL", r);
+        return r;
+}
+
+static void test_msg_check(void) {
+        static const uint16_t requests[] = {
+                NSD_REQ_JOIN, NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
+                NSD_REQ_LIST, NSD_REQ_SHOW, NSD_REQ_RELEASE,
+        };
+        static const uint16_t replies[] = {
+                NSD_REP_JOIN, NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
+                NSD_REP_LIST_ENTRY, NSD_REP_LIST_END, NSD_REP_SHOW_END, NSD_REP_RELEASE,
+                NSD_REP_ERROR,
+        };
+        const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
+        const char *why;
+
+        for (size_t i = 0; i < sizeof(requests) / sizeof(requests[0]); i++) {
+                uint16_t t = requests[i];
+                size_t sz = nsd_request_size(t);
+
+                msg(t, sz);
+                is_int(check(sz, 1), 0, "request %u at its size %zu passes", t, sz);
+                msg(t, sz - 1);
+                is_int(check(sz - 1, 1), -EBADMSG, "request %u one byte short fails", t);
+                msg(t, sz + 1);
+                is_int(check(sz + 1, 1), -EBADMSG, "request %u one byte long fails", t);
+                msg(t, sz);
+                is_int(check(sz, 0), -EOPNOTSUPP, "request type %u is not a reply", t);
+                msg(t, sz);
+                ((struct nsd_msg_header *) msgbuf)->error = -EPERM;
+                is_int(check(sz, 1), -EBADMSG, "request %u with error set fails", t);
+                msg(t, sz);
+                ((struct nsd_msg_header *) msgbuf)->version_minor = 99;
+                is_int(check(sz, 1), 0, "request %u of another minor version passes", t);
+        }
+        for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++) {
+                uint16_t t = replies[i];
+                size_t sz = nsd_reply_size(t);
+
+                msg(t, sz);
+                is_int(check(sz, 0), 0, "reply 0x%x at its size %zu passes", t, sz);
+                msg(t, sz - 1);
+                is_int(check(sz - 1, 0), -EBADMSG, "reply 0x%x one byte short fails", t);
+                msg(t, sz + 1);
+                is_int(check(sz + 1, 0), -EBADMSG, "reply 0x%x one byte long fails", t);
+                msg(t, sz);
+                is_int(check(sz, 1), -EOPNOTSUPP, "reply type 0x%x is not a request", t);
+                msg(t, sz);
+                ((struct nsd_msg_header *) msgbuf)->error = -ENOENT;
+                is_int(check(sz, 0), 0, "reply 0x%x may carry an error", t);
+        }
+
+        /* SHOW_DATA: any size from header + 1 up to the maximum */
+        msg(NSD_REP_SHOW_DATA, sizeof(*h));
+        is_int(check(sizeof(*h), 0), -EBADMSG, "SHOW_DATA without text fails");
+        msg(NSD_REP_SHOW_DATA, sizeof(*h) + 1);
+        is_int(check(sizeof(*h) + 1, 0), 0, "SHOW_DATA with 1 byte passes");
+        msg(NSD_REP_SHOW_DATA, 1000);
+        is_int(check(1000, 0), 0, "SHOW_DATA with 976 bytes passes");
+        msg(NSD_REP_SHOW_DATA, NSD_MSG_SIZE_MAX);
+        is_int(check(NSD_MSG_SIZE_MAX, 0), 0, "SHOW_DATA of NSD_MSG_SIZE_MAX passes");
+        msg(NSD_REP_SHOW_DATA, NSD_MSG_SIZE_MAX + 1);
+        is_int(check(NSD_MSG_SIZE_MAX + 1, 0), -EMSGSIZE, "SHOW_DATA beyond the maximum: EMSGSIZE");
+        msg(NSD_REQ_JOIN, sizeof(struct nsd_req_join));
+        is_int(check(NSD_MSG_SIZE_MAX + 1, 1), -EMSGSIZE,
+               "any datagram beyond NSD_MSG_SIZE_MAX: EMSGSIZE (before anything else)");
+
+        /* shorter than a header */
+        msg(NSD_REQ_STATUS, sizeof(*h));
+        is_int(check(0, 1), -EBADMSG, "empty datagram fails");
+        is_int(check(1, 1), -EBADMSG, "1-byte datagram fails");
+        is_int(check(sizeof(*h) - 1, 0), -EBADMSG, "datagram one byte shorter than a header fails");
+        msg(NSD_REP_RELEASE, sizeof(*h));
+        is_int(check(sizeof(*h), 0), 0, "header-only RELEASE reply passes");
+
+        /* header fields */
+        msg(NSD_REQ_JOIN, sizeof(struct nsd_req_join));
+        ((struct nsd_msg_header *) msgbuf)->magic = 0x3044534fu;
+        is_int(check(sizeof(struct nsd_req_join), 1), -EBADMSG, "bad magic fails");
+        msg(NSD_REQ_JOIN, sizeof(struct nsd_req_join));
+        ((struct nsd_msg_header *) msgbuf)->version_major = NSD_PROTO_MAJOR + 1;
+        is_int(check(sizeof(struct nsd_req_join), 1), -EPROTONOSUPPORT, "another major version: EPROTONOSUPPORT");
+        msg(NSD_REP_STATUS, sizeof(struct nsd_rep_status));
+        ((struct nsd_msg_header *) msgbuf)->version_major = 0;
+        is_int(check(sizeof(struct nsd_rep_status), 0), -EPROTONOSUPPORT, "major version 0 reply: EPROTONOSUPPORT");
+        msg(NSD_REQ_JOIN, sizeof(struct nsd_req_join));
+        ((struct nsd_msg_header *) msgbuf)->length = sizeof(struct nsd_req_join) + 8;
+        is_int(check(sizeof(struct nsd_req_join), 1), -EBADMSG, "length field larger than the datagram fails");
+        msg(NSD_REQ_JOIN, sizeof(struct nsd_req_join));
+        ((struct nsd_msg_header *) msgbuf)->length = sizeof(struct nsd_req_join);
+        is_int(check(sizeof(struct nsd_req_join) + 8, 1), -EBADMSG, "datagram larger than its length field fails");
+
+        /* types */
+        msg(NSD_REQ_HIDE, 32);
+        is_int(check(32, 1), -EOPNOTSUPP, "reserved request type HIDE: EOPNOTSUPP");
+        msg(0, 24);
+        is_int(check(24, 1), -EOPNOTSUPP, "request type 0: EOPNOTSUPP");
+        msg(_NSD_REQ_MAX + 5, 24);
+        is_int(check(24, 1), -EOPNOTSUPP, "unknown request type: EOPNOTSUPP");
+        msg(0x8102, 24);
+        is_int(check(24, 0), -EOPNOTSUPP, "unknown reply type: EOPNOTSUPP");
+        msg(NSD_REQ_HIDE | NSD_REPLY_BIT, 24);
+        is_int(check(24, 0), -EOPNOTSUPP, "reply to the reserved HIDE: EOPNOTSUPP");
+
+        why = NULL;
+        msg(NSD_REQ_STATUS, 24);
+        ((struct nsd_msg_header *) msgbuf)->magic = 0;
+        nsd_msg_check(msgbuf, 24, 1, &why);
+        ok(why && *why, "a refusal names its reason ('%s')", why ? why : "");
+
+        /* the string helper */
+        {
+                char f[4] = { 'a', 'b', 'c', 'd' };
+
+                ok(!nsd_field_is_string(f, sizeof(f)), "field without NUL is no string");
+                f[3] = 0;
+                ok(nsd_field_is_string(f, sizeof(f)), "field with NUL at its end is a string");
+        }
+}
+
+/* ---- part 2: a fake nsd -------------------------------------------------------------------- */
+
+static int listen_fd = -1;
+
+struct srv_req {
+        union {
+                struct nsd_msg_header hdr;
+                struct nsd_req_join join;
+                struct nsd_req_session_open session_open;
+                struct nsd_req_session_close session_close;
+                struct nsd_req_show show;
+                struct nsd_req_release release;
+                uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
+        };
+        size_t n;
+        int check; /* nsd_msg_check(is_request=1) */
+        int fds[8];
+        size_t nfds;
+};
+
+/* What the fake nsd saw, for the main thread to check after the conversation. */
+static struct {
+        unsigned requests;
+        unsigned bad_requests; /* failed nsd_msg_check */
+        struct srv_req last;   /* the last request (its fds closed) */
+        bool pidfd_matches;    /* SESSION_OPEN: the fd is a pidfd of the request's pid */
+        bool send_failed;
+} seen;
+
+typedef void (*script_fn)(int cfd);
+static pthread_t srv_thread;
+static script_fn srv_script;
+
+/* Read one request; 0 at EOF. The caller closes r->fds. */
+static ssize_t srv_read(int cfd, struct srv_req *r) {
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * 8)];
+        } control;
+        struct iovec iov = { .iov_base = r->bytes, .iov_len = sizeof(r->bytes) };
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1,
+                .msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+        };
+        const char *why;
+        ssize_t n;
+
+        memset(r, 0, sizeof(*r));
+        n = recvmsg(cfd, &mh, MSG_CMSG_CLOEXEC);
+        if (n <= 0)
+                return n;
+        r->n = (size_t) n;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+                        for (size_t i = 0; i < k && r->nfds < 8; i++)
+                                memcpy(&r->fds[r->nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                }
+        r->check = nsd_msg_check(r->bytes, r->n, 1, &why);
+        seen.requests++;
+        if (r->check < 0)
+                seen.bad_requests++;
+        return n;
+}
+
+static void srv_close_fds(struct srv_req *r) {
+        for (size_t i = 0; i < r->nfds; i++)
+                close(r->fds[i]);
+        r->nfds = 0;
+}
+
+/* Read one request, remember it in seen.last, close its fds. */
+static bool srv_next(int cfd, struct srv_req *r) {
+        if (srv_read(cfd, r) <= 0)
+                return false;
+        srv_close_fds(r);
+        seen.last = *r;
+        return true;
+}
+
+static void srv_send(int cfd, const void *buf, size_t len, const int *fds, size_t nfds) {
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * 8)];
+        } control;
+        struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (nfds > 0) {
+                struct cmsghdr *cm;
+
+                memset(&control, 0, sizeof(control));
+                mh.msg_control = control.buf;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+                cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+                memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+        }
+        if (sendmsg(cfd, &mh, MSG_NOSIGNAL) != (ssize_t) len)
+                seen.send_failed = true;
+}
+
+/* Initialise a reply of this type and size answering r. */
+static void *rep(void *buf, uint16_t type, size_t size, const struct srv_req *r) {
+        nsd_msg_init(buf, type, (uint32_t) size, r->hdr.seq);
+        return buf;
+}
+
+static void *server_main(void *arg) {
+        struct timeval tv = { .tv_sec = 10 };
+        int cfd;
+
+        cfd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (cfd < 0)
+                return NULL;
+        (void) setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        (void) setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        srv_script(cfd);
+        close(cfd);
+        return NULL;
+}
+
+/* Start the fake nsd with a script and connect to it. */
+static nsc_conn *start(script_fn script) {
+        nsc_conn *c = NULL;
+        int r;
+
+        memset(&seen, 0, sizeof(seen));
+        srv_script = script;
+        if (pthread_create(&srv_thread, NULL, server_main, NULL) != 0)
+                bail("pthread_create");
+        r = nsc_connect(sock_path, &c);
+        if (r < 0) {
+                errno = -r;
+                bail("nsc_connect to the fake nsd");
+        }
+        return c;
+}
+
+static void finish(nsc_conn *c) {
+        nsc_disconnect(c);
+        pthread_join(srv_thread, NULL);
+}
+
+static int count_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        int n = 0;
+
+        if (!d)
+                bail("opendir /proc/self/fd");
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        return n;
+}
+
+static bool fd_is_cloexec(int fd) {
+        int f = fcntl(fd, F_GETFD);
+
+        return f >= 0 && (f & FD_CLOEXEC);
+}
+
+static bool pidfd_open_works(void) {
+        int fd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+
+        if (fd < 0)
+                return false;
+        close(fd);
+        return true;
+}
+
+/* ---- scripts ---- */
+
+static uint64_t own_ns_inode(void) {
+        struct stat st;
+
+        if (stat("/proc/self/ns/mnt", &st) < 0)
+                bail("stat /proc/self/ns/mnt");
+        return st.st_ino;
+}
+
+enum join_variant {
+        JOIN_GOOD,
+        JOIN_ONE_FD,
+        JOIN_THREE_FDS,
+        JOIN_SWAPPED,     /* nsfs first, directory second */
+        JOIN_WRONG_INODE,
+        JOIN_WRONG_UID,
+        JOIN_SHORT,       /* reply 8 bytes short, with both fds */
+};
+static enum join_variant join_variant;
+
+static void script_join(int cfd) {
+        struct srv_req r;
+        struct nsd_rep_join j;
+        int fds[3];
+
+        if (!srv_next(cfd, &r))
+                return;
+        fds[0] = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        fds[1] = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        fds[2] = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        rep(&j, NSD_REP_JOIN, sizeof(j), &r);
+        j.uid = r.join.uid;
+        j.ns_flags = NSD_NS_CREATED | NSD_NS_PINNED;
+        j.ns_inode = own_ns_inode();
+        j.created_usec = 1234567;
+        switch (join_variant) {
+        case JOIN_GOOD: srv_send(cfd, &j, sizeof(j), fds, 2); break;
+        case JOIN_ONE_FD: srv_send(cfd, &j, sizeof(j), fds, 1); break;
+        case JOIN_THREE_FDS: srv_send(cfd, &j, sizeof(j), fds, 3); break;
+        case JOIN_SWAPPED: {
+                int sw[2] = { fds[1], fds[0] };
+                srv_send(cfd, &j, sizeof(j), sw, 2);
+                break;
+        }
+        case JOIN_WRONG_INODE:
+                j.ns_inode++;
+                srv_send(cfd, &j, sizeof(j), fds, 2);
+                break;
+        case JOIN_WRONG_UID:
+                j.uid++;
+                srv_send(cfd, &j, sizeof(j), fds, 2);
+                break;
+        case JOIN_SHORT:
+                j.hdr.length = sizeof(j) - 8;
+                srv_send(cfd, &j, sizeof(j) - 8, fds, 2);
+                break;
+        }
+        for (int i = 0; i < 3; i++)
+                close(fds[i]);
+}
+
+/* an error reply, then a STATUS answered normally */
+static int32_t error_value;
+static uint32_t error_seq_delta; /* 0: echo seq; 1: answer with seq 0 */
+static void script_error_then_status(int cfd) {
+        struct srv_req r;
+        struct nsd_rep_error e;
+        struct nsd_rep_status s;
+
+        if (!srv_next(cfd, &r))
+                return;
+        rep(&e, NSD_REP_ERROR, sizeof(e), &r);
+        e.hdr.error = error_value;
+        if (error_seq_delta)
+                e.hdr.seq = 0;
+        e.request_type = r.hdr.type;
+        snprintf(e.message, sizeof(e.message), "only root may join another user's namespace");
+        srv_send(cfd, &e, sizeof(e), NULL, 0);
+
+        if (!srv_next(cfd, &r))
+                return;
+        rep(&s, NSD_REP_STATUS, sizeof(s), &r);
+        strcpy(s.version, "0.1.0");
+        srv_send(cfd, &s, sizeof(s), NULL, 0);
+}
+
+/* one bad answer to whatever comes, then answer everything else well */
+enum bad_variant { BAD_SEQ, BAD_TYPE, BAD_OVERSIZED, BAD_CLOSE, BAD_MAJOR, BAD_FD_ON_STATUS,
+                   BAD_ERROR_IN_REPLY, BAD_VERSION_STRING };
+static enum bad_variant bad_variant;
+static void script_bad_status(int cfd) {
+        static uint8_t big[NSD_MSG_SIZE_MAX + 100] __attribute__((aligned(8)));
+        struct srv_req r;
+        struct nsd_rep_status s;
+        struct nsd_msg_header h;
+        int fd;
+
+        if (!srv_next(cfd, &r))
+                return;
+        rep(&s, NSD_REP_STATUS, sizeof(s), &r);
+        strcpy(s.version, "0.1.0");
+        switch (bad_variant) {
+        case BAD_SEQ:
+                s.hdr.seq++;
+                srv_send(cfd, &s, sizeof(s), NULL, 0);
+                break;
+        case BAD_TYPE:
+                rep(&h, NSD_REP_RELEASE, sizeof(h), &r);
+                srv_send(cfd, &h, sizeof(h), NULL, 0);
+                break;
+        case BAD_OVERSIZED:
+                rep(big, NSD_REP_STATUS, sizeof(big), &r);
+                srv_send(cfd, big, sizeof(big), NULL, 0);
+                break;
+        case BAD_CLOSE:
+                return;
+        case BAD_MAJOR:
+                s.hdr.version_major = NSD_PROTO_MAJOR + 1;
+                srv_send(cfd, &s, sizeof(s), NULL, 0);
+                break;
+        case BAD_FD_ON_STATUS:
+                fd = open("/", O_PATH | O_CLOEXEC);
+                srv_send(cfd, &s, sizeof(s), &fd, 1);
+                close(fd);
+                break;
+        case BAD_ERROR_IN_REPLY:
+                s.hdr.error = -EPERM;
+                srv_send(cfd, &s, sizeof(s), NULL, 0);
+                break;
+        case BAD_VERSION_STRING:
+                memset(s.version, 'x', sizeof(s.version));
+                srv_send(cfd, &s, sizeof(s), NULL, 0);
+                break;
+        }
+        /* a second request must not arrive: the library marks the connection broken */
+        while (srv_next(cfd, &r)) {
+        }
+}
+
+static void script_status(int cfd) {
+        struct srv_req r;
+        struct nsd_rep_status s;
+
+        while (srv_next(cfd, &r)) {
+                rep(&s, NSD_REP_STATUS, sizeof(s), &r);
+                s.hdr.version_minor = 3;
+                strcpy(s.version, "0.1.0-test");
+                s.started_usec = 1700000000000000ull;
+                s.features = NSD_FEATURE_SETNS_DIRFD | NSD_FEATURE_PIN_NAMESPACE;
+                s.namespaces = 5;
+                s.pinned = 4;
+                s.sessions = 9;
+                s.connections = 2;
+                s.max_namespaces = 10000;
+                s.max_sessions_per_uid = 256;
+                s.max_connections_per_uid = 16;
+                s.pid = 4242;
+                srv_send(cfd, &s, sizeof(s), NULL, 0);
+        }
+}
+
+static uint32_t list_entries, list_end_count;
+static bool list_close_early;
+static void script_list(int cfd) {
+        struct srv_req r;
+        struct nsd_rep_list_entry e;
+        struct nsd_rep_list_end end;
+
+        if (!srv_next(cfd, &r))
+                return;
+        for (uint32_t i = 0; i < list_entries; i++) {
+                rep(&e, NSD_REP_LIST_ENTRY, sizeof(e), &r);
+                e.uid = 1000 + i;
+                e.ns_flags = NSD_NS_PINNED;
+                e.sessions = i;
+                e.mounts = i == 1 ? -1 : (int32_t) (30 + i);
+                e.ns_inode = 4026530000ull + i;
+                e.created_usec = 1000 * i;
+                snprintf(e.pin, sizeof(e.pin), "/run/nsd/pins/%u", 1000 + i);
+                srv_send(cfd, &e, sizeof(e), NULL, 0);
+                if (list_close_early && i == 1)
+                        return;
+        }
+        rep(&end, NSD_REP_LIST_END, sizeof(end), &r);
+        end.count = list_end_count;
+        srv_send(cfd, &end, sizeof(end), NULL, 0);
+        while (srv_next(cfd, &r)) {
+        }
+}
+
+/* SHOW: text in parts of these sizes, then END */
+static const size_t *show_parts;
+static size_t show_nparts;
+static char show_byte(size_t i) {
+        return (char) ('!' + (i * 7 + i / 93) % 90);
+}
+static void script_show(int cfd) {
+        static uint8_t buf[NSD_MSG_SIZE_MAX] __attribute__((aligned(8)));
+        struct nsd_msg_header *h = (struct nsd_msg_header *) buf;
+        struct srv_req r;
+        size_t pos = 0;
+
+        if (!srv_next(cfd, &r))
+                return;
+        for (size_t p = 0; p < show_nparts; p++) {
+                size_t part = show_parts[p];
+
+                rep(buf, NSD_REP_SHOW_DATA, sizeof(*h) + part, &r);
+                for (size_t i = 0; i < part; i++)
+                        buf[sizeof(*h) + i] = (uint8_t) show_byte(pos + i);
+                pos += part;
+                srv_send(cfd, buf, sizeof(*h) + part, NULL, 0);
+                if (seen.send_failed)
+                        return; /* the client gave up */
+        }
+        rep(buf, NSD_REP_SHOW_END, sizeof(*h), &r);
+        srv_send(cfd, buf, sizeof(*h), NULL, 0);
+}
+
+static uint64_t session_reply_id;
+static void script_sessions(int cfd) {
+        struct srv_req r;
+
+        while (srv_read(cfd, &r) > 0) {
+                seen.last = r;
+                if (r.hdr.type == NSD_REQ_SESSION_OPEN) {
+                        struct nsd_rep_session_open o;
+
+                        if (r.nfds == 1) {
+                                /* the pidfd names the request's pid in its fdinfo */
+                                char p[64], line[256], want[64];
+                                FILE *f;
+
+                                snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", r.fds[0]);
+                                snprintf(want, sizeof(want), "Pid:\t%u\n", r.session_open.pid);
+                                f = fopen(p, "re");
+                                while (f && fgets(line, sizeof(line), f))
+                                        if (strcmp(line, want) == 0)
+                                                seen.pidfd_matches = true;
+                                if (f)
+                                        fclose(f);
+                        }
+                        rep(&o, NSD_REP_SESSION_OPEN, sizeof(o), &r);
+                        o.session_id = session_reply_id;
+                        o.sessions = 2;
+                        srv_send(cfd, &o, sizeof(o), NULL, 0);
+                } else if (r.hdr.type == NSD_REQ_SESSION_CLOSE) {
+                        struct nsd_rep_session_close cl;
+
+                        rep(&cl, NSD_REP_SESSION_CLOSE, sizeof(cl), &r);
+                        cl.sessions = 1;
+                        srv_send(cfd, &cl, sizeof(cl), NULL, 0);
+                } else if (r.hdr.type == NSD_REQ_RELEASE) {
+                        struct nsd_msg_header h;
+
+                        rep(&h, NSD_REP_RELEASE, sizeof(h), &r);
+                        srv_send(cfd, &h, sizeof(h), NULL, 0);
+                }
+                srv_close_fds(&r);
+        }
+}
+
+/* ---- cases ---- */
+
+static void test_join(void) {
+        struct nsc_join_result j = { .root_fd = -7, .ns_fd = -7 };
+        struct stat st_root, st_got;
+        nsc_conn *c;
+        int before, r;
+
+        before = count_fds();
+        join_variant = JOIN_GOOD;
+        c = start(script_join);
+        r = nsc_join(c, 1000, NSC_JOIN_NO_CREATE, &j);
+        is_int(r, 0, "JOIN with 2 descriptors succeeds");
+        is_int(seen.last.check, 0, "the JOIN request passes nsd's check");
+        is_int(seen.last.hdr.type, NSD_REQ_JOIN, "it is a JOIN");
+        is_int(seen.last.join.uid, 1000, "it names uid 1000");
+        is_int(seen.last.join.flags, NSD_JOIN_NO_CREATE, "it carries NO_CREATE");
+        ok(seen.last.hdr.seq != 0, "it carries a sequence number");
+        if (r == 0) {
+                ok(fd_is_cloexec(j.root_fd) && fd_is_cloexec(j.ns_fd), "both descriptors are close-on-exec");
+                ok(fstat(j.root_fd, &st_got) == 0 && stat("/", &st_root) == 0 &&
+                   st_got.st_ino == st_root.st_ino && st_got.st_dev == st_root.st_dev,
+                   "root_fd is the directory that was sent");
+                is_int(j.ns_inode, own_ns_inode(), "ns_inode is the nsfs inode");
+                ok(fstat(j.ns_fd, &st_got) == 0 && st_got.st_ino == j.ns_inode, "ns_fd is the nsfs file");
+                is_int(j.uid, 1000, "uid");
+                is_int(j.ns_flags, NSC_NS_CREATED | NSC_NS_PINNED, "ns_flags");
+                is_int(j.created_usec, 1234567, "created_usec");
+                close(j.root_fd);
+                close(j.ns_fd);
+        }
+        finish(c);
+        is_int(count_fds(), before, "no descriptor left behind after a good JOIN");
+
+        static const struct {
+                enum join_variant v;
+                int want;
+                const char *what;
+        } bad[] = {
+                { JOIN_ONE_FD, -EBADMSG, "JOIN reply with 1 descriptor" },
+                { JOIN_THREE_FDS, -EBADMSG, "JOIN reply with 3 descriptors" },
+                { JOIN_SWAPPED, -EBADMSG, "JOIN reply with the descriptors swapped" },
+                { JOIN_WRONG_INODE, -EBADMSG, "JOIN reply naming another nsfs inode" },
+                { JOIN_WRONG_UID, -EBADMSG, "JOIN reply for another uid" },
+                { JOIN_SHORT, -EBADMSG, "truncated JOIN reply (8 bytes short) with descriptors" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                before = count_fds();
+                join_variant = bad[i].v;
+                j = (struct nsc_join_result) { .root_fd = -7, .ns_fd = -7 };
+                c = start(script_join);
+                is_int(nsc_join(c, 1000, 0, &j), bad[i].want, "%s is refused", bad[i].what);
+                ok(j.root_fd == -7 && j.ns_fd == -7, "%s: result untouched", bad[i].what);
+                is_int(nsc_join(c, 1000, 0, &j), -ENOTCONN, "%s: the connection is unusable after", bad[i].what);
+                finish(c);
+                is_int(count_fds(), before, "%s: no descriptor leaked", bad[i].what);
+        }
+}
+
+static void test_error_reply(void) {
+        struct nsc_join_result j;
+        struct nsc_status st;
+        nsc_conn *c;
+        const char *m;
+
+        error_value = -EPERM;
+        error_seq_delta = 0;
+        c = start(script_error_then_status);
+        is_int(nsc_join(c, 0, 0, &j), -EPERM, "error reply: its errno is returned");
+        m = nsc_last_error_message(c);
+        ok(m && strcmp(m, "only root may join another user's namespace") == 0,
+           "error reply: nsc_last_error_message gives nsd's reason");
+        is_int(nsc_status(c, &st), 0, "the connection stays usable after an error reply");
+        ok(nsc_last_error_message(c) == NULL, "the message is cleared by the next call");
+        finish(c);
+
+        error_value = -EUSERS;
+        error_seq_delta = 1;
+        c = start(script_error_then_status);
+        is_int(nsc_join(c, 1000, 0, &j), -EUSERS, "error reply with seq 0 (request not read) is accepted");
+        finish(c);
+
+        error_seq_delta = 0;
+        error_value = 5;
+        c = start(script_error_then_status);
+        is_int(nsc_join(c, 1000, 0, &j), -EBADMSG, "error reply with a positive error: EBADMSG");
+        ok(nsc_last_error_message(c) == NULL, "and no message");
+        finish(c);
+
+        error_value = 0;
+        c = start(script_error_then_status);
+        is_int(nsc_join(c, 1000, 0, &j), -EBADMSG, "error reply with error 0: EBADMSG");
+        finish(c);
+}
+
+static void test_bad_replies(void) {
+        static const struct {
+                enum bad_variant v;
+                int want;
+                const char *what;
+        } cases[] = {
+                { BAD_SEQ, -EBADMSG, "reply with a wrong seq" },
+                { BAD_TYPE, -EBADMSG, "reply of the wrong type" },
+                { BAD_OVERSIZED, -EMSGSIZE, "reply larger than NSD_MSG_SIZE_MAX" },
+                { BAD_CLOSE, -ECONNRESET, "nsd closing the connection" },
+                { BAD_MAJOR, -EPROTONOSUPPORT, "reply of another major version" },
+                { BAD_FD_ON_STATUS, -EBADMSG, "STATUS reply carrying a descriptor" },
+                { BAD_ERROR_IN_REPLY, -EBADMSG, "STATUS reply with its error field set" },
+                { BAD_VERSION_STRING, -EBADMSG, "STATUS reply with an unterminated version" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct nsc_status st;
+                int before = count_fds();
+                nsc_conn *c;
+
+                memset(&st, 0x5a, sizeof(st));
+                bad_variant = cases[i].v;
+                c = start(script_bad_status);
+                is_int(nsc_status(c, &st), cases[i].want, "%s", cases[i].what);
+                ok(st.namespaces == 0x5a5a5a5a, "%s: result untouched", cases[i].what);
+                is_int(nsc_status(c, &st), -ENOTCONN, "%s: later calls fail with ENOTCONN", cases[i].what);
+                finish(c);
+                is_int(seen.requests, 1, "%s: no request sent on a broken connection", cases[i].what);
+                is_int(count_fds(), before, "%s: no descriptor leaked", cases[i].what);
+        }
+}
+
+static void test_status(void) {
+        struct nsc_status st;
+        nsc_conn *c;
+
+        c = start(script_status);
+        is_int(nsc_status(c, &st), 0, "STATUS succeeds");
+        is_int(seen.last.check, 0, "the STATUS request passes nsd's check");
+        ok(strcmp(st.version, "0.1.0-test") == 0, "version string");
+        is_int(st.proto_major, NSD_PROTO_MAJOR, "proto_major from the reply header");
+        is_int(st.proto_minor, 3, "proto_minor from the reply header");
+        ok(st.started_usec == 1700000000000000ull, "started_usec");
+        is_int(st.features, NSC_FEATURE_SETNS_DIRFD | NSC_FEATURE_PIN_NAMESPACE, "features");
+        ok(st.namespaces == 5 && st.pinned == 4 && st.sessions == 9 && st.connections == 2,
+           "counters");
+        ok(st.max_namespaces == 10000 && st.max_sessions_per_uid == 256 &&
+           st.max_connections_per_uid == 16, "limits");
+        is_int(st.pid, 4242, "nsd's pid");
+        finish(c);
+}
+
+struct hammer {
+        nsc_conn *c;
+        int failures;
+};
+static void *hammer_main(void *arg) {
+        struct hammer *h = arg;
+
+        for (int i = 0; i < 200; i++) {
+                struct nsc_status st;
+
+                if (nsc_status(h->c, &st) != 0 || st.pid != 4242)
+                        h->failures++;
+        }
+        return NULL;
+}
+
+static void test_threads(void) {
+        struct hammer h[3];
+        pthread_t t[3];
+        nsc_conn *c;
+        int failures = 0;
+
+        c = start(script_status);
+        for (int i = 0; i < 3; i++) {
+                h[i] = (struct hammer) { .c = c };
+                pthread_create(&t[i], NULL, hammer_main, &h[i]);
+        }
+        for (int i = 0; i < 3; i++) {
+                pthread_join(t[i], NULL);
+                failures += h[i].failures;
+        }
+        finish(c);
+        is_int(failures, 0, "3 threads x 200 STATUS calls on one connection all succeed");
+        is_int(seen.requests, 600, "nsd saw 600 requests");
+        is_int(seen.bad_requests, 0, "none of them malformed");
+}
+
+static void test_list(void) {
+        struct nsc_ns_info *v = (void *) 0x1;
+        size_t n = 77;
+        nsc_conn *c;
+        int r;
+
+        list_entries = 3;
+        list_end_count = 3;
+        list_close_early = false;
+        c = start(script_list);
+        r = nsc_list(c, &v, &n);
+        is_int(r, 0, "LIST of 3 entries succeeds");
+        is_int(seen.last.check, 0, "the LIST request passes nsd's check");
+        if (r == 0) {
+                is_int(n, 3, "3 entries");
+                ok(v[0].uid == 1000 && v[1].uid == 1001 && v[2].uid == 1002, "uids in order");
+                ok(v[1].mounts == -1 && v[2].mounts == 32 && v[2].sessions == 2, "mounts and sessions");
+                ok(v[2].ns_inode == 4026530002ull && v[2].created_usec == 2000 &&
+                   v[2].ns_flags == NSC_NS_PINNED, "inode, time, flags");
+                ok(strcmp(v[2].pin, "/run/nsd/pins/1002") == 0, "pin path");
+                free(v);
+        }
+        finish(c);
+
+        list_entries = 0;
+        list_end_count = 0;
+        c = start(script_list);
+        v = NULL;
+        r = nsc_list(c, &v, &n);
+        ok(r == 0 && n == 0 && v != NULL, "empty LIST: 0 entries, a pointer to free()");
+        free(v);
+        finish(c);
+
+        list_entries = 3;
+        list_end_count = 2;
+        v = (void *) 0x1;
+        n = 77;
+        c = start(script_list);
+        is_int(nsc_list(c, &v, &n), -EBADMSG, "LIST with 3 entries and an END counting 2: EBADMSG");
+        ok(v == (void *) 0x1 && n == 77, "results untouched");
+        finish(c);
+
+        list_end_count = 4;
+        c = start(script_list);
+        is_int(nsc_list(c, &v, &n), -EBADMSG, "LIST with 3 entries and an END counting 4: EBADMSG");
+        finish(c);
+
+        list_end_count = 3;
+        list_close_early = true;
+        c = start(script_list);
+        is_int(nsc_list(c, &v, &n), -ECONNRESET, "nsd closing the connection in the middle of a LIST");
+        finish(c);
+        list_close_early = false;
+}
+
+static void test_show(void) {
+        static const size_t parts[] = { 1, 100, NSD_MSG_SIZE_MAX - sizeof(struct nsd_msg_header),
+                                        3, 4000, 17 };
+        /* 262 parts of 4000 bytes and one of the 576 left */
+        static size_t big[NSD_SHOW_TEXT_MAX / 4000 + 1];
+        char *text = (void *) 0x1;
+        size_t len = 0, total = 0;
+        bool same = true;
+        nsc_conn *c;
+        int r;
+
+        show_parts = parts;
+        show_nparts = sizeof(parts) / sizeof(parts[0]);
+        for (size_t i = 0; i < show_nparts; i++)
+                total += parts[i];
+        c = start(script_show);
+        r = nsc_show(c, 1000, &text, &len);
+        is_int(r, 0, "SHOW in 6 parts succeeds");
+        is_int(seen.last.check, 0, "the SHOW request passes nsd's check");
+        is_int(seen.last.show.uid, 1000, "it names uid 1000");
+        if (r == 0) {
+                is_int(len, total, "length is the sum of the parts");
+                for (size_t i = 0; i < total; i++)
+                        if (text[i] != show_byte(i))
+                                same = false;
+                ok(same, "the text is reassembled byte for byte");
+                is_int(text[len], 0, "and NUL-terminated");
+                free(text);
+        }
+        finish(c);
+
+        show_nparts = 0;
+        c = start(script_show);
+        text = NULL;
+        r = nsc_show(c, 1000, &text, &len);
+        ok(r == 0 && len == 0 && text && text[0] == 0, "empty SHOW: an empty string");
+        free(text);
+        finish(c);
+
+        /* exactly NSD_SHOW_TEXT_MAX passes, one byte more fails */
+        _Static_assert(NSD_SHOW_TEXT_MAX % 4000 != 0, "the last part is a short one");
+        for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++)
+                big[i] = 4000;
+        big[sizeof(big) / sizeof(big[0]) - 1] = NSD_SHOW_TEXT_MAX % 4000;
+        show_parts = big;
+        show_nparts = sizeof(big) / sizeof(big[0]);
+        c = start(script_show);
+        r = nsc_show(c, 1000, &text, &len);
+        is_int(r, 0, "SHOW of exactly NSD_SHOW_TEXT_MAX bytes succeeds");
+        if (r == 0) {
+                is_int(len, NSD_SHOW_TEXT_MAX, "all of it");
+                free(text);
+        }
+        finish(c);
+
+        big[sizeof(big) / sizeof(big[0]) - 1]++;
+        text = (void *) 0x1;
+        c = start(script_show);
+        is_int(nsc_show(c, 1000, &text, &len), -EFBIG, "SHOW of NSD_SHOW_TEXT_MAX + 1 bytes: EFBIG");
+        ok(text == (void *) 0x1, "result untouched");
+        finish(c);
+}
+
+static void test_sessions(void) {
+        uint64_t id = 0;
+        unsigned n = 0;
+        bool have_pidfd = pidfd_open_works();
+        nsc_conn *c;
+        int before = count_fds();
+
+        session_reply_id = 77;
+        c = start(script_sessions);
+        is_int(nsc_session_open(c, 1000, getpid(), "sshd", &id, &n), 0, "SESSION_OPEN succeeds");
+        is_int(seen.last.check, 0, "the SESSION_OPEN request passes nsd's check");
+        ok(id == 77 && n == 2, "session id and count");
+        ok(strcmp(seen.last.session_open.service, "sshd") == 0, "the service name arrives");
+        ok(seen.last.session_open.uid == 1000 && seen.last.session_open.pid == (uint32_t) getpid(),
+           "uid and pid arrive");
+        if (have_pidfd) {
+                is_int(seen.last.nfds, 1, "a pidfd comes with it (the kernel has pidfd_open)");
+                is_int(seen.last.session_open.flags, NSD_SESSION_PIDFD, "and NSD_SESSION_PIDFD is set");
+                ok(seen.pidfd_matches, "the pidfd is one of the session leader");
+        } else {
+                is_int(seen.last.nfds, 0, "no pidfd without pidfd_open");
+                is_int(seen.last.session_open.flags, 0, "and no flag");
+        }
+
+        is_int(nsc_session_open(c, 1000, getpid(), NULL, NULL, NULL), 0, "SESSION_OPEN without service and results");
+        is_int(seen.last.session_open.service[0], 0, "service is empty");
+
+        is_int(nsc_session_close(c, 1000, 0, 77, &n), 0, "SESSION_CLOSE by id succeeds");
+        ok(seen.last.hdr.type == NSD_REQ_SESSION_CLOSE && seen.last.session_close.session_id == 77 &&
+           seen.last.session_close.uid == 1000 && seen.last.check == 0, "it names session 77");
+        is_int(n, 1, "sessions left");
+        is_int(nsc_session_close(c, 1000, 1234, 0, NULL), 0, "SESSION_CLOSE by uid+pid succeeds");
+        ok(seen.last.session_close.session_id == 0 && seen.last.session_close.pid == 1234, "it names pid 1234");
+
+        is_int(nsc_release(c, 1001, NSC_RELEASE_FORCE), 0, "RELEASE succeeds");
+        ok(seen.last.hdr.type == NSD_REQ_RELEASE && seen.last.release.uid == 1001 &&
+           seen.last.release.flags == NSD_RELEASE_FORCE && seen.last.check == 0, "it names uid 1001 and FORCE");
+        finish(c);
+        is_int(count_fds(), before, "no descriptor left behind by sessions");
+
+        session_reply_id = 0;
+        c = start(script_sessions);
+        is_int(nsc_session_open(c, 1000, getpid(), "login", &id, &n), -EBADMSG, "session id 0 in a reply: EBADMSG");
+        finish(c);
+}
+
+static void test_arguments(void) {
+        char longpath[200], longservice[NSD_SERVICE_MAX + 1];
+        struct nsc_join_result j;
+        struct nsc_status st;
+        struct nsc_ns_info *v;
+        size_t n;
+        char *t;
+        nsc_conn *c = (void *) 0x1;
+
+        memset(longpath, 'a', sizeof(longpath) - 1);
+        longpath[0] = '/';
+        longpath[sizeof(longpath) - 1] = 0;
+        is_int(nsc_connect(longpath, &c), -ENAMETOOLONG, "socket path too long: ENAMETOOLONG");
+        longpath[sizeof(((struct sockaddr_un *) 0)->sun_path)] = 0;
+        is_int(nsc_connect(longpath, &c), -ENAMETOOLONG, "socket path of sizeof(sun_path) bytes: ENAMETOOLONG");
+        is_int(nsc_connect("", &c), -EINVAL, "empty socket path: EINVAL");
+        is_int(nsc_connect(sock_path, NULL), -EINVAL, "NULL ret_conn: EINVAL");
+        ok(c == (void *) 0x1, "ret_conn untouched on failure");
+        {
+                char missing[PATH_MAX + 16];
+
+                snprintf(missing, sizeof(missing), "%s/missing", tmpdir);
+                is_int(nsc_connect(missing, &c), -ENOENT, "nobody at the path: ENOENT");
+        }
+
+        is_int(nsc_join(NULL, 1000, 0, &j), -EINVAL, "nsc_join(NULL conn): EINVAL");
+        is_int(nsc_status(NULL, &st), -EINVAL, "nsc_status(NULL conn): EINVAL");
+        is_int(nsc_list(NULL, &v, &n), -EINVAL, "nsc_list(NULL conn): EINVAL");
+        is_int(nsc_show(NULL, 1000, &t, &n), -EINVAL, "nsc_show(NULL conn): EINVAL");
+        is_int(nsc_release(NULL, 1000, 0), -EINVAL, "nsc_release(NULL conn): EINVAL");
+        is_int(nsc_session_open(NULL, 1000, 1, NULL, NULL, NULL), -EINVAL, "nsc_session_open(NULL conn): EINVAL");
+        is_int(nsc_session_close(NULL, 1000, 1, 0, NULL), -EINVAL, "nsc_session_close(NULL conn): EINVAL");
+        ok(nsc_last_error_message(NULL) == NULL, "nsc_last_error_message(NULL) is NULL");
+        nsc_disconnect(NULL);
+        is_int(nsc_enter_setns(NULL), -EINVAL, "nsc_enter_setns(NULL): EINVAL");
+        is_int(nsc_enter_chroot(NULL, NULL), -EINVAL, "nsc_enter_chroot(NULL): EINVAL");
+
+        /* with a real connection: nothing may reach nsd */
+        c = start(script_status);
+        is_int(nsc_join(c, 1000, 0, NULL), -EINVAL, "nsc_join(NULL ret): EINVAL");
+        is_int(nsc_join(c, 1000, 0x100, &j), -EINVAL, "nsc_join with unknown flags: EINVAL");
+        is_int(nsc_join(c, (uid_t) -1, 0, &j), -EINVAL, "nsc_join of uid -1: EINVAL");
+        memset(longservice, 's', sizeof(longservice) - 1);
+        longservice[sizeof(longservice) - 1] = 0;
+        is_int(nsc_session_open(c, 1000, getpid(), longservice, NULL, NULL), -EINVAL,
+               "service of NSD_SERVICE_MAX bytes: EINVAL");
+        longservice[NSD_SERVICE_MAX - 1] = 0;
+        is_int(nsc_session_open(c, 1000, 0, longservice, NULL, NULL), -EINVAL, "session pid 0: EINVAL");
+        is_int(nsc_session_close(c, 1000, 0, 0, NULL), -EINVAL, "session close without id and pid: EINVAL");
+        is_int(nsc_release(c, 1000, 0x2), -EINVAL, "nsc_release with unknown flags: EINVAL");
+        is_int(nsc_list(c, NULL, &n), -EINVAL, "nsc_list(NULL ret): EINVAL");
+        is_int(nsc_show(c, 1000, NULL, &n), -EINVAL, "nsc_show(NULL ret): EINVAL");
+        is_int(nsc_status(c, NULL), -EINVAL, "nsc_status(NULL ret): EINVAL");
+        is_int(nsc_status(c, &st), 0, "the connection still works");
+        finish(c);
+        is_int(seen.requests, 1, "only the one good request reached nsd");
+}
+
+static void test_env(void) {
+        struct nsc_status st;
+        nsc_conn *c = NULL;
+
+        memset(&seen, 0, sizeof(seen));
+        srv_script = script_status;
+        pthread_create(&srv_thread, NULL, server_main, NULL);
+        setenv("NSD_SOCKET", sock_path, 1);
+        is_int(nsc_connect(NULL, &c), 0, "nsc_connect(NULL) uses $NSD_SOCKET");
+        unsetenv("NSD_SOCKET");
+        if (c)
+                is_int(nsc_status(c, &st), 0, "and talks to the server there");
+        else {
+                /* release the server */
+                nsc_connect(sock_path, &c);
+        }
+        finish(c);
+}
+
+/* In a child: enter a "namespace" whose root is a folder of ours (the own namespace, so
+ * nothing outside the child changes). Root gets in; anyone else gets EPERM. */
+static void test_enter(void) {
+        char marker[PATH_MAX + 16];
+        bool root = geteuid() == 0;
+        pid_t pid;
+        int status, fd;
+
+        snprintf(marker, sizeof(marker), "%s/marker", tmpdir);
+        fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0)
+                bail("create marker");
+        close(fd);
+
+        pid = fork();
+        if (pid < 0)
+                bail("fork");
+        if (pid == 0) {
+                struct nsc_join_result j = {
+                        .root_fd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC),
+                        .ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC),
+                };
+                int used = -1, r;
+
+                r = nsc_enter_setns(&j);
+                if (r != (root ? 0 : -EPERM))
+                        _exit(10);
+                r = nsc_enter_chroot(&j, &used);
+                if (!root)
+                        _exit(r == -EPERM && used == -1 ? 0 : 11);
+                if (r != 0 || (used != 0 && used != 1))
+                        _exit(12);
+                if (access("/marker", F_OK) != 0)
+                        _exit(13);
+                {
+                        char cwd[8];
+
+                        if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, "/") != 0)
+                                _exit(14);
+                }
+                _exit(used ? 1 : 0);
+        }
+        if (waitpid(pid, &status, 0) != pid)
+                bail("waitpid");
+        if (root) {
+                ok(WIFEXITED(status) && WEXITSTATUS(status) <= 1,
+                   "as root: nsc_enter_setns enters, nsc_enter_chroot puts / at the joined root (exit %d)",
+                   WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+                if (WIFEXITED(status) && WEXITSTATUS(status) <= 1)
+                        diag("nsc_enter_chroot used %s", WEXITSTATUS(status) ? "setns (F1 kernel)" : "fchdir+chroot");
+        } else
+                ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                   "unprivileged: both enter functions fail with EPERM (exit %d)",
+                   WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        unlink(marker);
+}
+
+int main(void) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = 10 };
+        const char *t = getenv("TMPDIR");
+
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        test_msg_check();
+
+        snprintf(tmpdir, sizeof(tmpdir), "%s/test-protocol.XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(tmpdir)) {
+                tmpdir[0] = 0;
+                bail("mkdtemp");
+        }
+        atexit(remove_tmpdir);
+        snprintf(sock_path, sizeof(sock_path), "%s/socket", tmpdir);
+        if (strlen(sock_path) >= sizeof(sa.sun_path)) {
+                errno = ENAMETOOLONG;
+                bail("socket path in $TMPDIR");
+        }
+        strcpy(sa.sun_path, sock_path);
+        listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ||
+            listen(listen_fd, 8) < 0)
+                bail("fake nsd socket");
+        (void) setsockopt(listen_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+        test_join();
+        test_error_reply();
+        test_bad_replies();
+        test_status();
+        test_threads();
+        test_list();
+        test_show();
+        test_sessions();
+        test_arguments();
+        test_env();
+        test_enter();
+
+        close(listen_fd);
+        unlink(sock_path);
+        if (rmdir(tmpdir) < 0)
+                ok(false, "remove %s: %s", tmpdir, strerror(errno));
+        else
+                tmpdir[0] = 0;
+
+        printf("1..%u\n", tap_n);
+        return tap_failed ? 1 : 0;
+}
