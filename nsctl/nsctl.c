@@ -43,7 +43,7 @@ static const char *socket_path_shown(void) {
 
         if (arg_socket)
                 return arg_socket;
-        e = getenv("NSD_SOCKET");
+        e = secure_getenv("NSD_SOCKET"); /* as libnsclient does */
         return e && *e ? e : NSD_SOCKET_PATH_DEFAULT;
 }
 
