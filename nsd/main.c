@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nsd: keeps one persistent mount namespace per user and hands it to that user's logins.
+ * main.c: arguments, configuration, capabilities, the listening socket, signals and the
+ * service manager (sd_notify). The protocol and the user table are server.c's. See nsd(8).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <glib-unix.h>
+#include <glib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "config.h" /* generated: PACKAGE_VERSION, NSD_CONFIG_PATH */
+#include "log.h"
+#include "nsd-protocol.h"
+#include "server.h"
+
+#define NSD_RUN_DIR_DEFAULT "/run/nsd"
+
+static const char *arg_config = NSD_CONFIG_PATH;
+static const char *arg_socket = NULL; /* default: <run dir>/socket */
+static const char *arg_run_dir = NSD_RUN_DIR_DEFAULT;
+static int arg_log_level = LOG_INFO;
+static enum log_target arg_log_target = LOG_TARGET_AUTO;
+
+static void help(void) {
+        printf("Usage: nsd [OPTIONS]\n"
+               "\n"
+               "Keep one persistent mount namespace per user and hand it to every login of\n"
+               "that user (through pam_nsjoin). Runs in the foreground, as root, in the\n"
+               "initial mount namespace.\n"
+               "\n"
+               "Options:\n"
+               "  --config FILE        configuration file (default %s)\n"
+               "  --socket PATH        listen here when the service manager passes no socket\n"
+               "                       (default <run dir>/socket, i.e. %s)\n"
+               "  --run-dir DIR        runtime folder for the pins (default %s)\n"
+               "  --log-level LEVEL    emerg, alert, crit, err, warning, notice, info, debug\n"
+               "                       or 0-7 (default info)\n"
+               "  --log-target TARGET  auto, stderr or journal (default auto)\n"
+               "  -h, --help           show this help and exit\n"
+               "  -V, --version        show the version and exit\n"
+               "\n"
+               "Signals: SIGTERM/SIGINT stop (namespaces stay pinned), SIGHUP reloads the\n"
+               "configuration.\n"
+               "\n"
+               "See nsd(8).\n",
+               NSD_CONFIG_PATH, NSD_SOCKET_PATH_DEFAULT, NSD_RUN_DIR_DEFAULT);
+}
+
+static int parse_log_level(const char *s) {
+        static const char *const names[] = { "emerg", "alert", "crit", "err",
+                                             "warning", "notice", "info", "debug" };
+
+        for (int i = 0; i < 8; i++)
+                if (strcmp(s, names[i]) == 0)
+                        return i;
+        if (strcmp(s, "error") == 0)
+                return LOG_ERR;
+        if (s[0] >= '0' && s[0] <= '7' && s[1] == '\0')
+                return s[0] - '0';
+        return -EINVAL;
+}
+
+/* 0: go on; 1: exit 0 (help, version); -EINVAL: a bad argument (already said). */
+static int parse_argv(int argc, char *argv[]) {
+        enum { ARG_CONFIG = 0x100, ARG_SOCKET, ARG_RUN_DIR, ARG_LOG_LEVEL, ARG_LOG_TARGET };
+        static const struct option options[] = {
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "run-dir", required_argument, NULL, ARG_RUN_DIR },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {}
+        };
+        int c;
+
+        opterr = 0; /* our own one-line messages */
+        while ((c = getopt_long(argc, argv, ":hV", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        help();
+                        return 1;
+                case 'V':
+                        printf("nsd %s\n", PACKAGE_VERSION);
+                        return 1;
+                case ARG_CONFIG:
+                        if (!*optarg)
+                                goto empty;
+                        arg_config = optarg;
+                        break;
+                case ARG_SOCKET:
+                        if (!*optarg)
+                                goto empty;
+                        if (strlen(optarg) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
+                                fprintf(stderr, "nsd: socket path '%s' is too long\n", optarg);
+                                return -EINVAL;
+                        }
+                        arg_socket = optarg;
+                        break;
+                case ARG_RUN_DIR:
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "nsd: --run-dir needs an absolute path, not '%s'\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        arg_run_dir = optarg;
+                        break;
+                case ARG_LOG_LEVEL:
+                        arg_log_level = parse_log_level(optarg);
+                        if (arg_log_level < 0) {
+                                fprintf(stderr, "nsd: unknown log level '%s' (emerg..debug or 0-7)\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_LOG_TARGET:
+                        if (strcmp(optarg, "auto") == 0)
+                                arg_log_target = LOG_TARGET_AUTO;
+                        else if (strcmp(optarg, "stderr") == 0)
+                                arg_log_target = LOG_TARGET_STDERR;
+                        else if (strcmp(optarg, "journal") == 0)
+                                arg_log_target = LOG_TARGET_JOURNAL;
+                        else {
+                                fprintf(stderr, "nsd: unknown log target '%s' (auto, stderr or "
+                                                "journal)\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ':':
+                        fprintf(stderr, "nsd: option '%s' needs an argument\n", argv[optind - 1]);
+                        return -EINVAL;
+                default:
+                        fprintf(stderr, "nsd: unknown option '%s' (see nsd --help)\n",
+                                argv[optind - 1]);
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "nsd: unexpected argument '%s' (see nsd --help)\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 0;
+empty:
+        fprintf(stderr, "nsd: option '%s' needs a non-empty argument\n", argv[optind - 1]);
+        return -EINVAL;
+}
+
+/*
+ * Keep only the capabilities nsd (and userns.c's forked helpers, which inherit them) use;
+ * the same set as nsd.service's CapabilityBoundingSet=:
+ *   CAP_SYS_ADMIN    unshare(CLONE_NEWNS), setns() into mount namespaces, mount(2) and the
+ *                    new mount API for pins, the pin namespace's tmpfs and PrivateTmp=
+ *   CAP_SYS_CHROOT   setns(CLONE_NEWNS) requires it besides CAP_SYS_ADMIN
+ *   CAP_SYS_PTRACE   open /proc/PID/ns/mnt and /proc/PID/root of nsd's own helper children
+ *                    after they changed namespace (ptrace access mode checks)
+ *   CAP_DAC_OVERRIDE read and manage /run/nsd and /proc files whatever their modes
+ *   CAP_FOWNER       chmod the socket and manage pin files not owned by root's fsuid
+ * Everything else (CAP_SETUID, CAP_KILL, CAP_NET_*, CAP_SYS_MODULE, ...) goes, from the
+ * bounding set too, so nothing nsd runs can get it back.
+ */
+static int drop_capabilities(void) {
+        static const cap_value_t keep[] = {
+                CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_FOWNER,
+        };
+        cap_t caps;
+        int r = 0;
+
+        for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++) {
+                bool kept = false;
+                for (size_t i = 0; i < G_N_ELEMENTS(keep); i++)
+                        kept = kept || keep[i] == c;
+                if (!kept && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+                        return log_error_errno(errno, "Failed to drop capability %d from the "
+                                                      "bounding set: %m", (int) c);
+        }
+        caps = cap_init();
+        if (!caps)
+                return log_error_errno(errno, "Failed to allocate capabilities: %m");
+        if (cap_set_flag(caps, CAP_PERMITTED, G_N_ELEMENTS(keep), keep, CAP_SET) < 0 ||
+            cap_set_flag(caps, CAP_EFFECTIVE, G_N_ELEMENTS(keep), keep, CAP_SET) < 0 ||
+            cap_set_proc(caps) < 0)
+                r = log_error_errno(errno, "Failed to drop capabilities: %m");
+        cap_free(caps);
+        (void) prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        return r;
+}
+
+/* A socket from the service manager (nsd.socket), or our own on path. */
+static int listen_socket_open(const char *path, int *ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+        int n, fd = -1;
+
+        n = sd_listen_fds(1);
+        if (n < 0)
+                return log_error_errno(n, "Failed to read the sockets passed by the service "
+                                          "manager: %m");
+        for (int i = 0; i < n; i++) {
+                int cand = SD_LISTEN_FDS_START + i;
+                if (fd < 0 && sd_is_socket_unix(cand, SOCK_SEQPACKET, 1, NULL, 0) > 0)
+                        fd = cand;
+                else {
+                        log_warning("Ignoring descriptor %d passed by the service manager: "
+                                    "not a listening SOCK_SEQPACKET Unix socket", cand);
+                        close(cand);
+                }
+        }
+        if (n > 0) {
+                if (fd < 0)
+                        return log_error_errno(-EBADF, "The service manager passed %d "
+                                                       "descriptors, none a listening "
+                                                       "SOCK_SEQPACKET Unix socket", n);
+                (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+                log_info("Serving on the socket passed by the service manager");
+                *ret = fd;
+                return 0;
+        }
+
+        g_strlcpy(sa.sun_path, path, sizeof sa.sun_path);
+        {
+                g_autofree char *dir = g_path_get_dirname(path);
+                if (g_mkdir_with_parents(dir, 0755) < 0)
+                        return log_error_errno(errno, "Failed to create '%s': %m", dir);
+        }
+        if (lstat(path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return log_error_errno(-EEXIST, "'%s' exists and is not a socket, "
+                                                        "refusing to replace it", path);
+                fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0) {
+                        close(fd);
+                        return log_error_errno(-EADDRINUSE, "Another nsd already serves '%s'",
+                                               path);
+                }
+                if (fd >= 0)
+                        close(fd);
+                if (unlink(path) < 0)
+                        return log_error_errno(errno, "Failed to remove stale socket '%s': %m",
+                                               path);
+                log_debug("Removed stale socket '%s'", path);
+        }
+
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return log_error_errno(errno, "Failed to create a socket: %m");
+        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                int r = log_error_errno(errno, "Failed to bind '%s': %m", path);
+                close(fd);
+                return r;
+        }
+        /* every user may connect; nsd decides from SO_PEERCRED what each may do */
+        if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
+                int r = log_error_errno(errno, "Failed to set up socket '%s': %m", path);
+                close(fd);
+                return r;
+        }
+        log_info("Listening on '%s'", path);
+        *ret = fd;
+        return 0;
+}
+
+static gboolean on_quit(gpointer userdata) {
+        GMainLoop *loop = userdata;
+
+        log_info("Stopping; namespaces stay pinned");
+        g_main_loop_quit(loop);
+        return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_reload(gpointer userdata) {
+        Server *s = userdata;
+
+        sd_notify(0, "RELOADING=1");
+        (void) server_reload_config(s);
+        sd_notify(0, "READY=1");
+        server_notify_status(s);
+        return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_watchdog(gpointer userdata) {
+        sd_notify(0, "WATCHDOG=1");
+        return G_SOURCE_CONTINUE;
+}
+
+int main(int argc, char *argv[]) {
+        g_autoptr(GMainLoop) loop = NULL;
+        g_autofree char *socket_path = NULL;
+        g_autofree char *error = NULL;
+        Config config = { 0 };
+        Server *server = NULL;
+        uint64_t watchdog_usec = 0;
+        bool missing = false;
+        int r, listen_fd = -1;
+
+        r = parse_argv(argc, argv);
+        if (r != 0)
+                return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+
+        log_setup(arg_log_target, arg_log_level);
+        umask(0022);
+        signal(SIGPIPE, SIG_IGN);
+
+        if (geteuid() != 0) {
+                log_error("nsd must run as root (it creates and pins mount namespaces)");
+                return EXIT_FAILURE;
+        }
+
+        r = config_load(arg_config, &config, &missing, &error);
+        if (r < 0) {
+                log_error("Bad configuration, refusing to start: %s", error);
+                return EXIT_FAILURE;
+        }
+        if (missing)
+                log_info("No config at '%s', using defaults", arg_config);
+
+        if (drop_capabilities() < 0)
+                goto fail;
+
+        if (mkdir(arg_run_dir, 0755) < 0 && errno != EEXIST) {
+                log_error_errno(errno, "Failed to create '%s': %m", arg_run_dir);
+                goto fail;
+        }
+        socket_path = arg_socket ? g_strdup(arg_socket)
+                                 : g_build_filename(arg_run_dir, "socket", NULL);
+        if (listen_socket_open(socket_path, &listen_fd) < 0)
+                goto fail;
+
+        loop = g_main_loop_new(NULL, FALSE);
+        r = server_new(&config, arg_config, arg_run_dir, listen_fd, &server);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start serving: %m");
+                close(listen_fd);
+                goto fail;
+        }
+
+        g_unix_signal_add(SIGTERM, on_quit, loop);
+        g_unix_signal_add(SIGINT, on_quit, loop);
+        g_unix_signal_add(SIGHUP, on_reload, server);
+        if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0)
+                g_timeout_add(MAX(watchdog_usec / 2000, 1), on_watchdog, NULL);
+
+        sd_notify(0, "READY=1");
+        server_notify_status(server);
+        log_info("nsd %s serving (pid %d)", PACKAGE_VERSION, (int) getpid());
+
+        g_main_loop_run(loop);
+
+        sd_notify(0, "STOPPING=1");
+        server_free(server);
+        return EXIT_SUCCESS;
+
+fail:
+        config_done(&config);
+        return EXIT_FAILURE;
+}
