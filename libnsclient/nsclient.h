@@ -5,7 +5,10 @@
  * Every function returns >= 0 on success and a negative errno value on failure; nothing
  * here logs or exits. Output parameters (ret_*) are written only on success. Every
  * descriptor the library creates or receives is O_CLOEXEC. One connection may be used from
- * several threads (calls on it are serialised); connections share no state.
+ * several threads (calls on it are serialised); connections share no state. A call that
+ * fails because nsd's answer was malformed or the connection broke (-EBADMSG, -EMSGSIZE,
+ * -ECONNRESET, ...) leaves the connection unusable: later calls on it return -ENOTCONN;
+ * an error that nsd itself sends (-EPERM, -ENXIO, ...) does not.
  * See libnsclient(3).
  */
 #pragma once
