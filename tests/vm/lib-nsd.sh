@@ -1,0 +1,87 @@
+# tests/vm/lib-nsd.sh: nsd fixtures for VM scenarios. Source after lib.sh, inside the VM.
+#   . tests/vm/lib.sh; . tests/vm/lib-nsd.sh "$1"    ($1: the meson build dir, default build)
+# shellcheck shell=bash
+
+NSD_BUILD=$(cd "${1:-build}" && pwd) || fail "build dir '${1:-build}' not found"
+NSD_BIN=$NSD_BUILD/nsd/nsd
+NSCTL=$NSD_BUILD/nsctl/nsctl
+PAM_NSJOIN=$NSD_BUILD/pam_nsjoin/pam_nsjoin.so
+NSD_SOCKET=/run/nsd/socket
+NSD_PID=
+for f in "$NSD_BIN" "$NSCTL" "$PAM_NSJOIN"; do
+        [ -e "$f" ] || fail "$f is not built (ninja -C $NSD_BUILD)"
+done
+NSD_TMP=$(vm_tmpdir)
+NSD_LOG=$NSD_TMP/nsd.log
+SYSLOG=$NSD_TMP/syslog
+
+# Like systemd on a real host: the initial namespace's mounts are shared, so the per-user
+# namespaces (slaves) receive new host mounts.
+mount --make-rshared /
+
+# A syslog sink, so pam_syslog lines can be asserted (no syslogd runs in the VM otherwise).
+syslog_start() {
+        busybox syslogd -n -O "$SYSLOG" -S &
+        for _ in $(seq 50); do [ -S /dev/log ] && return 0; sleep 0.1; done
+        fail "syslogd did not create /dev/log"
+}
+
+nsd_start() {
+        "$NSD_BIN" --log-target stderr --log-level debug "$@" >>"$NSD_LOG" 2>&1 &
+        NSD_PID=$!
+        for _ in $(seq 200); do
+                [ -S "$NSD_SOCKET" ] && "$NSCTL" status >/dev/null 2>&1 && return 0
+                kill -0 "$NSD_PID" 2>/dev/null || { cat "$NSD_LOG"; fail "nsd exited at start"; }
+                sleep 0.1
+        done
+        cat "$NSD_LOG"
+        fail "nsd did not answer on $NSD_SOCKET within 20 s"
+}
+
+nsd_stop() {
+        [ -n "$NSD_PID" ] || return 0
+        kill -TERM "$NSD_PID" 2>/dev/null
+        wait "$NSD_PID" 2>/dev/null
+        NSD_PID=
+}
+
+nsd_kill9() {
+        kill -KILL "$NSD_PID"
+        wait "$NSD_PID" 2>/dev/null
+        NSD_PID=
+}
+
+nsd_log() { cat "$NSD_LOG"; }
+
+# The session line for PAM stacks: nsd_pam_line [required|optional] [ARGS...]
+nsd_pam_line() {
+        local control=$1
+        shift
+        echo "session $control $PAM_NSJOIN $*"
+}
+
+# su -l with our module: /etc/pam.d/su-l of the VM (a writable overlay of the host's /etc).
+nsd_setup_su_pam() {
+        cat >/etc/pam.d/su-l <<PAM
+auth       sufficient pam_rootok.so
+auth       required   pam_unix.so
+account    required   pam_unix.so
+session    required   pam_unix.so
+$*
+PAM
+}
+
+# A user whose home others may look into (so "bob sees an empty directory" is a real test).
+nsd_user() {
+        vm_create_user "$@"
+        chmod 0755 "/home/$1"
+}
+
+# Mount a FUSE filesystem as USER in a fresh ssh session: bindfs of ~/src onto ~/mnt.
+fuse_mount_as() {
+        local user=$1
+        vm_ssh "$user" 'mkdir -p ~/src ~/mnt && echo "secret of $(id -un)" > ~/src/file &&
+                bindfs --no-allow-other ~/src ~/mnt && cat ~/mnt/file'
+}
+
+mnt_ns_of() { stat -L -c %i "/proc/$1/ns/mnt"; }

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Acceptance 4 of the broker: bob cannot get alice's namespace (nsctl enter, raw JOIN); bad
+# protocol input (garbage, truncated, wrong version, oversized, wrong length field, unknown
+# type) gets an error reply or a close, connections past the per-user limit are refused, and
+# after all that alice's next login still works.
+set -u
+. tests/vm/lib.sh
+. tests/vm/lib-nsd.sh "${1:-build}"
+raw="python3 tests/vm/nsd-rawclient.py --socket $NSD_SOCKET"
+
+nsd_user alice 1001
+nsd_user bob 1002
+cat >"$NSD_TMP/nsd.conf" <<CONF
+[Limits]
+MaxConnectionsPerUser=4
+CONF
+nsd_start --config "$NSD_TMP/nsd.conf"
+vm_start_sshd --pam-session "$(nsd_pam_line required)"
+assert_eq "secret of alice" "$(fuse_mount_as alice)"
+
+echo "# bob: nsctl enter alice"
+out=$(su bob -s /bin/sh -c "$NSCTL enter alice -- true" 2>&1) && fail "bob entered alice's namespace: $out"
+echo "$out"
+assert_contains "alice" "$out"
+echo "# bob: raw JOIN for alice's uid"
+out=$(su bob -s /bin/sh -c "$raw join 1001")
+echo "$out"
+assert_contains "EPERM" "$out"
+assert_contains "fds=0" "$out"
+echo "# bob: raw JOIN for his own uid works"
+out=$(su bob -s /bin/sh -c "$raw join 1002")
+assert_contains "fds=2" "$out"
+
+for what in garbage truncated wrong-version oversized bad-length unknown-type; do
+        out=$(su bob -s /bin/sh -c "$raw $what 1002")
+        echo "$out"
+        case "$out" in
+        *" 0 fds="*) fail "$what was answered as a success: $out" ;;
+        esac
+        assert_not_contains "fds=2" "$out"
+done
+assert_contains "EPROTONOSUPPORT" "$(su bob -s /bin/sh -c "$raw wrong-version 1002")"
+assert_contains "EBADMSG" "$(su bob -s /bin/sh -c "$raw truncated 1002")"
+
+echo "# bob opens 10 connections; the limit is 4 per user"
+out=$(su bob -s /bin/sh -c "$raw hold --count 10")
+echo "$out"
+assert_eq "hold opened=10 refused=6" "$out"
+
+echo "# nsd still serves: alice logs in and sees her mount"
+assert_eq "secret of alice" "$(vm_ssh alice 'cat ~/mnt/file')"
+kill -0 "$NSD_PID" || fail "nsd died"
+echo "# nsd's log names what was wrong"
+grep -iE "version|size|length|limit" "$NSD_LOG" | tail -8
+echo "PASS"
