@@ -231,7 +231,7 @@ static bool valid_name(const char *s) {
 }
 
 /* Users= and Groups=: words separated by spaces, commas or semicolons. */
-static int parse_names(const char *value, bool users, char ***ret, const char **ret_bad) {
+static int parse_names(const char *value, bool users, char ***ret, char **ret_bad) {
         g_auto(GStrv) words = g_strsplit_set(value, " \t,;", -1);
         g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
 
@@ -243,11 +243,11 @@ static int parse_names(const char *value, bool users, char ***ret, const char **
                 if (users && strcmp(*w, "@regular") == 0) {
                 } else if (g_ascii_isdigit(**w)) {
                         if (parse_uint(*w, 0, (uid_t) -2, &v) < 0) {
-                                *ret_bad = *w;
+                                *ret_bad = g_strdup(*w);
                                 return -EINVAL;
                         }
                 } else if (!valid_name(*w)) {
-                        *ret_bad = *w;
+                        *ret_bad = g_strdup(*w);
                         return -EINVAL;
                 }
                 g_ptr_array_add(out, g_strdup(*w));
@@ -293,7 +293,7 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
                 KeyLine *k = g_ptr_array_index(keys, i);
                 g_autofree char *value = NULL;
                 unsigned long long v;
-                const char *bad = NULL;
+                g_autofree char *bad = NULL;
 
                 g_clear_error(&error);
                 value = g_key_file_get_string(kf, k->group, k->key, &error);
