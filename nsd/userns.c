@@ -1003,14 +1003,10 @@ static int mountinfo_child(void *p) {
         return 0;
 }
 
-int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_len) {
-        struct mountinfo_args a = { .ns_fd = ns ? ns->ns_fd : -1, .fd = -1 };
-        size_t len = 0, cap = 0;
-        char *buf = NULL;
+/* /proc/self/mountinfo of a process inside ns, opened for reading. */
+static int mountinfo_open(const UserNs *ns) {
+        struct mountinfo_args a = { .ns_fd = ns->ns_fd, .fd = -1 };
         int r;
-
-        if (!ns || ns->ns_fd < 0 || !ret)
-                return -EINVAL;
 
         r = run_child(mountinfo_child, &a, &a.s);
         if (r < 0) {
@@ -1018,6 +1014,21 @@ int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_
                 return log_error_errno(r, "Failed to read the mount table of uid %u: %s: %m",
                                        (unsigned) ns->uid, child_step(&a.s));
         }
+        return a.fd;
+}
+
+int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_len) {
+        struct mountinfo_args a = { .fd = -1 };
+        size_t len = 0, cap = 0;
+        char *buf = NULL;
+        int r;
+
+        if (!ns || ns->ns_fd < 0 || !ret)
+                return -EINVAL;
+
+        a.fd = mountinfo_open(ns);
+        if (a.fd < 0)
+                return a.fd;
         for (;;) {
                 ssize_t n;
 
@@ -1068,16 +1079,28 @@ fail:
 }
 
 int userns_count_mounts(const UserNs *ns) {
-        char *text = NULL;
-        size_t len = 0;
-        int r, lines = 0;
+        char buf[16384];
+        int fd, lines = 0;
+        ssize_t n;
 
-        r = userns_read_mountinfo(ns, 64u << 20, &text, &len);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < len; i++)
-                lines += text[i] == '\n';
-        free(text);
+        if (!ns || ns->ns_fd < 0)
+                return -EINVAL;
+        fd = mountinfo_open(ns);
+        if (fd < 0)
+                return fd;
+        while ((n = read(fd, buf, sizeof buf)) != 0) {
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int r = log_error_errno(errno, "Failed to read the mount table of uid "
+                                                "%u: %m", (unsigned) ns->uid);
+                        close(fd);
+                        return r;
+                }
+                for (ssize_t i = 0; i < n; i++)
+                        lines += buf[i] == '\n';
+        }
+        close(fd);
         return lines;
 }
 
