@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -96,6 +97,18 @@ static void conn_unlock(nsc_conn **c) {
 #define CONN_LOCK_SCOPE(c) \
         __attribute__((cleanup(conn_unlock))) nsc_conn *_locked_ = (conn_lock(c), (c))
 
+static int socket_set_timeout(int fd, uint64_t usec) {
+        struct timeval tv = {
+                .tv_sec = (time_t) (usec / 1000000),
+                .tv_usec = (suseconds_t) (usec % 1000000),
+        };
+
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                return NEG_ERRNO();
+        return 0;
+}
+
 int nsc_connect(const char *socket_path, nsc_conn **ret_conn) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
@@ -122,6 +135,10 @@ int nsc_connect(const char *socket_path, nsc_conn **ret_conn) {
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return NEG_ERRNO();
+        /* SO_SNDTIMEO also bounds connect() to a listener whose backlog is full */
+        r = socket_set_timeout(fd, NSC_TIMEOUT_DEFAULT_USEC);
+        if (r < 0)
+                return r;
         for (;;) {
                 if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
                         break;
@@ -129,6 +146,8 @@ int nsc_connect(const char *socket_path, nsc_conn **ret_conn) {
                         continue;
                 if (errno == EISCONN) /* an interrupted connect that completed meanwhile */
                         break;
+                if (errno == EAGAIN || errno == EINPROGRESS)
+                        return -ETIMEDOUT;
                 return NEG_ERRNO();
         }
 
@@ -151,6 +170,14 @@ void nsc_disconnect(nsc_conn *conn) {
         cleanup_closep(&conn->fd);
         pthread_mutex_destroy(&conn->lock);
         free(conn);
+}
+
+int nsc_set_timeout(nsc_conn *conn, uint64_t usec) {
+        if (!conn || usec / 1000000 > INT_MAX)
+                return -EINVAL;
+
+        CONN_LOCK_SCOPE(conn);
+        return socket_set_timeout(conn->fd, usec);
 }
 
 const char *nsc_last_error_message(nsc_conn *conn) {
@@ -202,6 +229,8 @@ static int conn_send_request(nsc_conn *c, struct nsd_msg_header *req, int pass_f
 
                 if (r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED || r == -ENOTCONN)
                         r = -ECONNRESET;
+                else if (r == -EAGAIN)
+                        r = -ETIMEDOUT;
                 c->broken = r;
                 return r;
         }
@@ -250,6 +279,8 @@ static int conn_recv_raw(nsc_conn *c, size_t *ret_size, struct reply_fds *ret_fd
 
                 if (r == -ECONNRESET || r == -EPIPE || r == -ENOTCONN)
                         r = -ECONNRESET;
+                else if (r == -EAGAIN) /* SO_RCVTIMEO ran out */
+                        r = -ETIMEDOUT;
                 return r;
         }
 

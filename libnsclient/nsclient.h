@@ -28,6 +28,12 @@ int nsc_connect(const char *socket_path, nsc_conn **ret_conn);
 /* Close the connection and free it; NULL is fine. */
 void nsc_disconnect(nsc_conn *conn);
 
+/* How long one call waits for nsd to take a request or send each part of its answer;
+ * 0 waits forever. Default NSC_TIMEOUT_DEFAULT_USEC, also for nsc_connect() itself. A call
+ * that runs out of time fails with -ETIMEDOUT and leaves the connection unusable. */
+#define NSC_TIMEOUT_DEFAULT_USEC (25ull * 1000 * 1000)
+int nsc_set_timeout(nsc_conn *conn, uint64_t usec);
+
 /* When the last call failed because nsd refused it, nsd's reason ("only root may ...");
  * otherwise NULL. Valid until the next call on this connection. */
 const char *nsc_last_error_message(nsc_conn *conn);

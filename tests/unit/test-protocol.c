@@ -25,6 +25,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nsclient.h"
@@ -796,6 +797,32 @@ static void test_bad_replies(void) {
         }
 }
 
+/* read requests, answer none */
+static void script_silent(int cfd) {
+        struct srv_req r;
+
+        while (srv_next(cfd, &r)) {
+        }
+}
+
+static void test_timeout(void) {
+        struct timespec t0, t1;
+        struct nsc_status st;
+        nsc_conn *c;
+        long ms;
+
+        is_int(nsc_set_timeout(NULL, 1000), -EINVAL, "nsc_set_timeout(NULL): EINVAL");
+        c = start(script_silent);
+        is_int(nsc_set_timeout(c, 200 * 1000), 0, "timeout set to 200 ms");
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        is_int(nsc_status(c, &st), -ETIMEDOUT, "a silent nsd: ETIMEDOUT");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        ok(ms >= 150 && ms < 5000, "after about 200 ms (%ld ms)", ms);
+        is_int(nsc_status(c, &st), -ENOTCONN, "the connection is unusable after a timeout");
+        finish(c);
+}
+
 static void test_status(void) {
         struct nsc_status st;
         nsc_conn *c;
@@ -1181,6 +1208,7 @@ int main(void) {
         test_error_reply();
         test_bad_replies();
         test_status();
+        test_timeout();
         test_threads();
         test_list();
         test_show();
