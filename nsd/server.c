@@ -251,7 +251,10 @@ static void user_arm_linger(UserState *u, int64_t min_sec) {
                 return;
         if (sec < min_sec)
                 sec = min_sec;
-        u->linger_timer = g_timeout_add_seconds((guint) sec, on_linger, u);
+        /* g_timeout_add_seconds() may fire up to a second late (it batches wakeups): fine
+         * for a linger time, but 0 means at once */
+        u->linger_timer = sec == 0 ? g_idle_add(on_linger, u)
+                                   : g_timeout_add_seconds((guint) sec, on_linger, u);
 }
 
 /* A session is over: closed, or its leader died. */
@@ -1086,8 +1089,10 @@ int server_reload_config(Server *s) {
                 return log_error_errno(r, "Failed to reload the configuration, keeping the "
                                           "old one: %s", error ? error : g_strerror(-r));
         config_move(&s->config, &c);
-        log_info("Reloaded the configuration%s", missing ? ": no config, using defaults" :
-                                                           " from the config file");
+        if (missing)
+                log_info("Reloaded the configuration: no '%s', using defaults", s->config_path);
+        else
+                log_info("Reloaded the configuration from '%s'", s->config_path);
         /* a changed Linger= applies to countdowns that start from now on */
         return 0;
 }
