@@ -16,6 +16,7 @@
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
@@ -200,6 +201,24 @@ static int drop_capabilities(void) {
         return r;
 }
 
+/* Every namespace costs two descriptors (nsfs + root), every session a pidfd: with the
+ * default MaxNamespaces=10000 the usual soft limit of 1024 is far too low. Raise the soft
+ * limit to the hard one (no privilege needed); MaxNamespaces is checked against it. */
+static void raise_nofile_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return (void) log_warning_errno(errno, "Failed to read RLIMIT_NOFILE, ignoring: %m");
+        if (rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return (void) log_warning_errno(errno, "Failed to raise RLIMIT_NOFILE to %llu, "
+                                                       "ignoring: %m",
+                                                (unsigned long long) rl.rlim_max);
+        log_debug("RLIMIT_NOFILE raised to %llu", (unsigned long long) rl.rlim_max);
+}
+
 /* A socket from the service manager (nsd.socket), or our own on path. */
 static int listen_socket_open(const char *path, int *ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -329,6 +348,7 @@ int main(int argc, char *argv[]) {
         if (missing)
                 log_info("No config at '%s', using defaults", arg_config);
 
+        raise_nofile_limit();
         if (drop_capabilities() < 0)
                 goto fail;
 

@@ -57,7 +57,8 @@ int pinstore_adopt_all(PinStore *ps, void (*cb)(UserNs *ns, void *userdata), voi
  * logged. ps may be NULL (no pin store): then nothing is pinned. */
 int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret);
 
-/* Remove uid's pin (if any) and free ns (closing its descriptors). The namespace dies when
+/* Remove uid's pin (if any) and free ns (closing its descriptors). ns is freed whatever
+ * this returns; a failed unpin is reported by the return value. The namespace dies when
  * the last process in it and the last descriptor of it are gone. */
 int userns_release(PinStore *ps, UserNs *ns);
 void userns_free(UserNs *ns);
