@@ -85,6 +85,25 @@ static void result(const char *key, const char *fmt, ...) {
         fflush(stdout);
 }
 
+/* The soft "Max open files" of a process, as it is now, or -1. */
+static long proc_nofile(pid_t pid) {
+        char path[64], line[256];
+        long v = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/limits", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "Max open files", 14) == 0) {
+                        v = strtol(line + 14, NULL, 10);
+                        break;
+                }
+        fclose(f);
+        return v;
+}
+
 static void stop_nsd(void) {
         if (nsd_pid <= 0)
                 return;
@@ -337,9 +356,14 @@ static void start_nsd(char **argv, struct nsc_status *ret_status) {
         if (nsd_pid < 0)
                 die("fork", errno);
         if (nsd_pid == 0) {
-                /* what systemd gives a service: soft 1024, hard 524288 */
+                /* what systemd gives a service: soft 1024, hard 524288; where raising the
+                 * hard limit is not allowed (no CAP_SYS_RESOURCE), soft 1024 and the hard
+                 * limit we have */
                 struct rlimit rl = { .rlim_cur = 1024, .rlim_max = 524288 };
-                (void) setrlimit(RLIMIT_NOFILE, &rl);
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
+                        rl.rlim_cur = rl.rlim_max < 1024 ? rl.rlim_max : 1024;
+                        (void) setrlimit(RLIMIT_NOFILE, &rl);
+                }
                 if (arg_nsd_log) {
                         int fd = open(arg_nsd_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
                         if (fd >= 0) {
@@ -809,6 +833,20 @@ int main(int argc, char *argv[]) {
         if (st.namespaces > 0)
                 progress("warning: nsd already holds %u namespaces (adopted pins?)", st.namespaces);
         snapshot("scale_0", &base);
+
+        /* nsd holds descriptors per namespace; it raises its soft limit to the hard one. Do
+         * not ask for more namespaces than that allows: say so instead. */
+        long nofile = proc_nofile(nsd_pid);
+        long per_ns = 2; /* ns_fd + root_fd, see nsd/userns.h */
+        result("nsd.nofile_limit", "%ld", nofile);
+        if (nofile > 0 && (long) arg_max_namespaces * per_ns + 64 > nofile) {
+                unsigned cap = (unsigned) ((nofile - 64) / per_ns);
+                cap -= cap % 100;
+                result("grow.capped_by_nofile", "%u", cap);
+                progress("nsd may open only %ld descriptors (RLIMIT_NOFILE): growing to %u "
+                         "namespaces instead of %u", nofile, cap, arg_max_namespaces);
+                arg_max_namespaces = cap > arg_creates ? cap : arg_creates;
+        }
 
         /* first-login creation */
         progress("creating %u namespaces (first-login JOIN)", arg_creates);
