@@ -437,6 +437,14 @@ static uid_t create_range(nsc_conn *c, uid_t from, uid_t to, uint64_t *lat, unsi
                 uint64_t t0 = now_ns();
                 int r = nsc_join(c, u, 0, &j);
                 uint64_t t1 = now_ns();
+                if (r < 0 && deadline) {
+                        /* growing: a limit was hit; say which and keep what we have */
+                        const char *m = nsc_last_error_message(c);
+                        result("grow.stopped_by", "'%s'", m ? m : strerror(-r));
+                        progress("growth stopped at %u namespaces: %s", (unsigned) (u - arg_uid_base),
+                                 m ? m : strerror(-r));
+                        break;
+                }
                 if (r < 0) {
                         char what[128];
                         const char *m = nsc_last_error_message(c);
@@ -816,6 +824,11 @@ int main(int argc, char *argv[]) {
         result("machine.kernel", "%s", un.release);
         result("machine.nproc", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
         result("machine.memtotal_kb", "%ld", meminfo_kb("MemTotal"));
+        {
+                char *v = read_file("/proc/sys/user/max_mnt_namespaces");
+                result("machine.max_mnt_namespaces", "%ld", v ? strtol(v, NULL, 10) : -1L);
+                free(v);
+        }
 
         /* baseline, before nsd exists */
         base.mountinfo_lines = count_lines("/proc/self/mountinfo");
