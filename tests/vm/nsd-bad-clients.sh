@@ -21,15 +21,15 @@ assert_eq "secret of alice" "$(fuse_mount_as alice)"
 echo "# bob: nsctl enter alice"
 out=$(su bob -s /bin/sh -c "$NSCTL enter alice -- true" 2>&1) && fail "bob entered alice's namespace: $out"
 echo "$out"
-assert_contains "alice" "$out"
+assert_contains "$out" "alice"
 echo "# bob: raw JOIN for alice's uid"
 out=$(su bob -s /bin/sh -c "$raw join 1001")
 echo "$out"
-assert_contains "EPERM" "$out"
-assert_contains "fds=0" "$out"
+assert_contains "$out" "EPERM"
+assert_contains "$out" "fds=0"
 echo "# bob: raw JOIN for his own uid works"
 out=$(su bob -s /bin/sh -c "$raw join 1002")
-assert_contains "fds=2" "$out"
+assert_contains "$out" "fds=2"
 
 for what in garbage truncated wrong-version oversized bad-length unknown-type; do
         out=$(su bob -s /bin/sh -c "$raw $what 1002")
@@ -37,10 +37,10 @@ for what in garbage truncated wrong-version oversized bad-length unknown-type; d
         case "$out" in
         *" 0 fds="*) fail "$what was answered as a success: $out" ;;
         esac
-        assert_not_contains "fds=2" "$out"
+        assert_not_contains "$out" "fds=2"
 done
-assert_contains "EPROTONOSUPPORT" "$(su bob -s /bin/sh -c "$raw wrong-version 1002")"
-assert_contains "EBADMSG" "$(su bob -s /bin/sh -c "$raw truncated 1002")"
+assert_contains "$(su bob -s /bin/sh -c "$raw wrong-version 1002")" "EPROTONOSUPPORT"
+assert_contains "$(su bob -s /bin/sh -c "$raw truncated 1002")" "EBADMSG"
 
 echo "# bob opens 10 connections; the limit is 4 per user"
 out=$(su bob -s /bin/sh -c "$raw hold --count 10")
@@ -51,5 +51,5 @@ echo "# nsd still serves: alice logs in and sees her mount"
 assert_eq "secret of alice" "$(vm_ssh alice 'cat ~/mnt/file')"
 kill -0 "$NSD_PID" || fail "nsd died"
 echo "# nsd's log names what was wrong"
-grep -iE "version|size|length|limit" "$NSD_LOG" | tail -8
+grep -iE "version|size|length|limit" "$NSD_LOG" | tail -8 || true
 echo "PASS"

@@ -13,10 +13,10 @@ vm_start_sshd --pam-session "$(nsd_pam_line required)"
 out=$(vm_ssh alice 'echo logged-in' 2>&1) && fail "login succeeded without nsd: $out"
 sleep 0.5
 log=$(cat "$SYSLOG")
-echo "$log" | grep pam_nsjoin
-assert_contains "pam_nsjoin" "$log"
-assert_contains "alice" "$log"
-assert_contains "$NSD_SOCKET" "$log"
+echo "$log" | grep pam_nsjoin || true
+assert_contains "$log" "pam_nsjoin"
+assert_contains "$log" "alice"
+assert_contains "$log" "$NSD_SOCKET"
 
 echo "# optional, nsd down: the login goes on, in the initial namespace"
 pkill -x sshd; sleep 0.5

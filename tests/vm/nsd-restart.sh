@@ -27,7 +27,7 @@ nsd_kill9
 nsd_start
 "$NSCTL" list
 out=$("$NSCTL" list --raw --noheadings -o USER,NS)
-assert_contains "alice $ns_before" "$out"
+assert_contains "$out" "alice $ns_before"
 assert_eq "$host_lines" "$(wc -l </proc/self/mountinfo)"
 
 echo "# alice's next login: same namespace, mount still there"
@@ -39,5 +39,5 @@ echo "# a clean stop (SIGTERM) and start: the same"
 nsd_stop
 nsd_start
 assert_eq "secret of alice" "$(vm_ssh alice 'cat ~/mnt/file')"
-grep -i "adopt" "$NSD_LOG" | tail -2
+grep -i "adopt" "$NSD_LOG" | tail -2 || true
 echo "PASS"
