@@ -41,13 +41,13 @@ nsd_start() {
 nsd_stop() {
         [ -n "$NSD_PID" ] || return 0
         kill -TERM "$NSD_PID" 2>/dev/null
-        wait "$NSD_PID" 2>/dev/null
+        wait "$NSD_PID" 2>/dev/null || true
         NSD_PID=
 }
 
 nsd_kill9() {
         kill -KILL "$NSD_PID"
-        wait "$NSD_PID" 2>/dev/null
+        wait "$NSD_PID" 2>/dev/null || true
         NSD_PID=
 }
 
