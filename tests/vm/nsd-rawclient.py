@@ -91,11 +91,11 @@ def main():
             s.connect(a.socket)
             socks.append(s)
         for s in socks:
-            s.send(hdr(REQ_STATUS, HDR.size))
             s.settimeout(5)
             try:
+                s.send(hdr(REQ_STATUS, HDR.size))
                 data = s.recv(8192)
-            except (ConnectionResetError, socket.timeout):
+            except (BrokenPipeError, ConnectionResetError, socket.timeout):
                 data = b""
             if len(data) < HDR.size or HDR.unpack_from(data)[3] == REP_ERROR:
                 refused += 1
