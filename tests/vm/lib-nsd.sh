@@ -85,3 +85,18 @@ fuse_mount_as() {
 }
 
 mnt_ns_of() { stat -L -c %i "/proc/$1/ns/mnt"; }
+
+# nsd_has_feature NAME: does the running kernel have it, as nsd probed it (nsctl status)?
+# NAME as in `nsctl status`: setns-dirfd, proc-mounts-root, fspick-check, owner-private.
+nsd_has_feature() {
+        "$NSCTL" status --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+f = d.get("features") or d.get("status", {}).get("features")
+sys.exit(0 if f[sys.argv[1]] else 1)' "$1"
+}
+
+# The NS column of `nsctl list` for USER: the inode of that user's namespace.
+nsd_ns_inode() {
+        "$NSCTL" list --raw --noheadings -o USER,NS | awk -v u="$1" '$1 == u { print $2 }'
+}
