@@ -150,6 +150,7 @@ VM_SSHD_PORT=22
 # UsePAM yes and key logins only. The PAM stack of service 'sshd' (/etc/pam.d/sshd) is written
 # here: pam_unix for auth, account and session, then each --pam-session LINE in order (e.g.
 # 'session required pam_nsjoin.so debug'). Returns once sshd accepts connections; stopped at exit.
+# VM_SSHD_LISTEN=0.0.0.0 makes it listen on every address (tools/demo --shell).
 vm_start_sshd() {
     local extra=() key=/etc/ssh/ssh_host_ed25519_key_nsd-vm conf=$VM_SSHD_DIR/sshd_config i
     while [ $# -gt 0 ]; do
@@ -174,7 +175,7 @@ vm_start_sshd() {
     } > /etc/pam.d/sshd
 
     cat > "$conf" <<EOF
-ListenAddress 127.0.0.1:$VM_SSHD_PORT
+ListenAddress ${VM_SSHD_LISTEN:-127.0.0.1}:$VM_SSHD_PORT
 HostKey $key
 PidFile $VM_SSHD_DIR/sshd.pid
 UsePAM yes
