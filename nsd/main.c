@@ -185,7 +185,11 @@ static int drop_capabilities(void) {
                 bool kept = false;
                 for (size_t i = 0; i < G_N_ELEMENTS(keep); i++)
                         kept = kept || keep[i] == c;
-                if (!kept && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+                /* Under systemd's CapabilityBoundingSet= the rest is gone already, and
+                 * dropping needs CAP_SETPCAP, which that set does not keep: skip what is out. */
+                if (kept || prctl(PR_CAPBSET_READ, c, 0, 0, 0) <= 0)
+                        continue;
+                if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
                         return log_error_errno(errno, "Failed to drop capability %d from the "
                                                       "bounding set: %m", (int) c);
         }
