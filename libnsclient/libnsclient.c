@@ -39,7 +39,11 @@ _Static_assert(NSC_FEATURE_SETNS_DIRFD == NSD_FEATURE_SETNS_DIRFD &&
                NSC_FEATURE_PROC_MOUNTS_ROOT == NSD_FEATURE_PROC_MOUNTS_ROOT &&
                NSC_FEATURE_FSPICK_CHECK == NSD_FEATURE_FSPICK_CHECK &&
                NSC_FEATURE_OWNER_PRIVATE == NSD_FEATURE_OWNER_PRIVATE &&
-               NSC_FEATURE_PIN_NAMESPACE == NSD_FEATURE_PIN_NAMESPACE, "feature flags");
+               NSC_FEATURE_PIN_NAMESPACE == NSD_FEATURE_PIN_NAMESPACE &&
+               NSC_FEATURE_PRIVATE_MODE == NSD_FEATURE_PRIVATE_MODE &&
+               NSC_FEATURE_PRIVATE_UNAVAILABLE == NSD_FEATURE_PRIVATE_UNAVAILABLE,
+               "feature flags");
+_Static_assert(NSC_HIDE_UNHIDE == NSD_HIDE_UNHIDE, "hide flags");
 _Static_assert(NSC_RELEASE_FORCE == NSD_RELEASE_FORCE, "release flags");
 _Static_assert(sizeof(((struct nsc_status *) 0)->version) == NSD_VERSION_MAX, "version size");
 _Static_assert(sizeof(((struct nsc_ns_info *) 0)->pin) == NSD_PIN_PATH_MAX, "pin size");
@@ -717,5 +721,25 @@ int nsc_release(nsc_conn *conn, uid_t uid, unsigned flags) {
         nsd_msg_init(&req.hdr, NSD_REQ_RELEASE, sizeof(req), 0);
         req.uid = uid;
         req.flags = flags;
+        return conn_call(conn, &req.hdr, -1, NULL);
+}
+
+/* ---- HIDE (1.1) ---------------------------------------------------------------------------- */
+
+int nsc_hide(nsc_conn *conn, uid_t uid, const char *path, unsigned flags) {
+        struct nsd_req_hide req;
+        size_t n;
+
+        if (!conn || uid == (uid_t) -1 || !path || path[0] != '/' || (flags & ~NSC_HIDE_UNHIDE))
+                return -EINVAL;
+        n = strlen(path);
+        if (n >= sizeof(req.path))
+                return -ENAMETOOLONG;
+
+        CONN_LOCK_SCOPE(conn);
+        nsd_msg_init(&req.hdr, NSD_REQ_HIDE, sizeof(req), 0);
+        req.uid = uid;
+        req.flags = flags;
+        memcpy(req.path, path, n + 1);
         return conn_call(conn, &req.hdr, -1, NULL);
 }

@@ -83,6 +83,10 @@ int nsc_session_close(nsc_conn *conn, uid_t uid, pid_t pid, uint64_t session_id,
 #define NSC_FEATURE_FSPICK_CHECK 0x4u
 #define NSC_FEATURE_OWNER_PRIVATE 0x8u
 #define NSC_FEATURE_PIN_NAMESPACE 0x100u
+/* nsd >= 1.1: mode private is on (nsd.conf [Private] Enable=yes) ... */
+#define NSC_FEATURE_PRIVATE_MODE 0x200u
+/* ... or was asked for and refused: the kernel lacks owner-private mounts */
+#define NSC_FEATURE_PRIVATE_UNAVAILABLE 0x400u
 
 struct nsc_status {
         char version[32];
@@ -122,6 +126,17 @@ int nsc_show(nsc_conn *conn, uid_t uid, char **ret_text, size_t *ret_len);
 
 /* Unpin and forget uid's namespace. -EBUSY: it has live sessions and no FORCE. */
 int nsc_release(nsc_conn *conn, uid_t uid, unsigned flags);
+
+/* ---- owner-private mounts (since NSCLIENT_1.1, nsd protocol 1.1) -------------------- */
+
+#define NSC_HIDE_UNHIDE 0x1u /* clear the attribute instead of setting it */
+
+/* Make the mount whose root is path (absolute, in the initial mount namespace, no symbolic
+ * links) owner-private for uid: only processes with that fsuid see it or walk into it
+ * (kernel patch F4). A user may ask for its own FUSE mounts; root for any mount and any uid
+ * nsd manages. -ENOENT no such path, -EINVAL not a mount root, -EPERM not yours,
+ * -EOPNOTSUPP the kernel (or an nsd older than 1.1) cannot. */
+int nsc_hide(nsc_conn *conn, uid_t uid, const char *path, unsigned flags);
 
 #ifdef __cplusplus
 }

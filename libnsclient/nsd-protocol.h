@@ -21,6 +21,10 @@
  * Changelog
  *   1.0  first version: JOIN, SESSION_OPEN, SESSION_CLOSE, STATUS, LIST, SHOW, RELEASE.
  *        Type 8 (HIDE, owner-private mounts) is reserved for the kernel-patch work.
+ *   1.1  HIDE (type 8): give a mount the owner-private attribute (kernel patch F4) for a user,
+ *        or take it away (NSD_HIDE_UNHIDE). STATUS features gain NSD_FEATURE_PRIVATE_MODE and
+ *        NSD_FEATURE_PRIVATE_UNAVAILABLE (nsd.conf [Private] Enable=). A 1.0 nsd answers HIDE
+ *        with -EOPNOTSUPP ("unknown request type").
  */
 #pragma once
 
@@ -30,7 +34,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 0
+#define NSD_PROTO_MINOR 1
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -48,7 +52,7 @@ enum nsd_msg_type {
         NSD_REQ_LIST = 5,
         NSD_REQ_SHOW = 6,
         NSD_REQ_RELEASE = 7,
-        NSD_REQ_HIDE = 8, /* reserved */
+        NSD_REQ_HIDE = 8,
         _NSD_REQ_MAX,
 
         /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
@@ -63,6 +67,7 @@ enum nsd_msg_type {
         NSD_REP_SHOW_DATA = NSD_REQ_SHOW | NSD_REPLY_BIT,   /* zero or more ... */
         NSD_REP_SHOW_END = 0x8101,                          /* ... then exactly one end */
         NSD_REP_RELEASE = NSD_REQ_RELEASE | NSD_REPLY_BIT,
+        NSD_REP_HIDE = NSD_REQ_HIDE | NSD_REPLY_BIT,
         NSD_REP_ERROR = 0xffff,
 };
 
@@ -165,6 +170,11 @@ _Static_assert(sizeof(struct nsd_req_status) == 24, "nsd_req_status layout");
 #define NSD_FEATURE_FSPICK_CHECK 0x4u    /* F3: fspick honours check_mnt */
 #define NSD_FEATURE_OWNER_PRIVATE 0x8u   /* F4: owner-private mount attribute */
 #define NSD_FEATURE_PIN_NAMESPACE 0x100u /* pins held in nsd's own pin namespace */
+/* 1.1: mode private (nsd.conf [Private] Enable=yes) is on: user FUSE mounts in the initial
+ * namespace get the owner-private attribute as they appear */
+#define NSD_FEATURE_PRIVATE_MODE 0x200u
+/* 1.1: Enable=yes, but refused: the kernel lacks F4 (or nsd cannot take a user's fsuid) */
+#define NSD_FEATURE_PRIVATE_UNAVAILABLE 0x400u
 
 #define NSD_VERSION_MAX 32
 
@@ -240,6 +250,31 @@ _Static_assert(sizeof(struct nsd_req_release) == 32, "nsd_req_release layout");
 
 /* NSD_REP_RELEASE: the header alone. */
 
+/* ---- HIDE (1.1): owner-private mounts, kernel patch F4 ------------------------------------ */
+
+#define NSD_HIDE_UNHIDE 0x1u /* request flag: clear the attribute instead of setting it */
+#define NSD_HIDE_PATH_MAX 1024 /* absolute path, NUL-terminated inside the field */
+
+/* Give the mount whose root is `path` (in the initial mount namespace, symlinks refused) the
+ * owner-private attribute with owner `uid`: only processes with that fsuid see it or walk
+ * into it. Anyone may ask for their own uid and a FUSE mount of theirs (user_id=uid); root
+ * for any uid nsd manages and any mount. Errors besides the usual ones:
+ *   -ENOENT      no such path (or a component the caller may not search: -EACCES)
+ *   -ELOOP       a symbolic link in the path
+ *   -EINVAL      the path is not the root of a mount
+ *   -EPERM       not root and not a FUSE mount of the caller's; or (UNHIDE) not the owner
+ *   -ENXIO       nsd's policy does not manage uid
+ *   -EOPNOTSUPP  the kernel lacks owner-private mounts (or nsd cannot take a user's fsuid) */
+struct nsd_req_hide {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t flags; /* NSD_HIDE_* */
+        char path[NSD_HIDE_PATH_MAX];
+};
+_Static_assert(sizeof(struct nsd_req_hide) == 1056, "nsd_req_hide layout");
+
+/* NSD_REP_HIDE: the header alone. */
+
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
 #define NSD_ERROR_MESSAGE_MAX 200
@@ -280,6 +315,7 @@ static inline size_t nsd_request_size(uint16_t type) {
         case NSD_REQ_LIST: return sizeof(struct nsd_req_list);
         case NSD_REQ_SHOW: return sizeof(struct nsd_req_show);
         case NSD_REQ_RELEASE: return sizeof(struct nsd_req_release);
+        case NSD_REQ_HIDE: return sizeof(struct nsd_req_hide);
         default: return 0;
         }
 }
@@ -297,6 +333,7 @@ static inline size_t nsd_reply_size(uint16_t type) {
         case NSD_REP_SHOW_DATA: return sizeof(struct nsd_msg_header) + 1;
         case NSD_REP_SHOW_END: return sizeof(struct nsd_msg_header);
         case NSD_REP_RELEASE: return sizeof(struct nsd_msg_header);
+        case NSD_REP_HIDE: return sizeof(struct nsd_msg_header);
         case NSD_REP_ERROR: return sizeof(struct nsd_rep_error);
         default: return 0;
         }

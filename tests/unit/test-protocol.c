@@ -116,12 +116,12 @@ static int check(size_t n, int is_request) {
 static void test_msg_check(void) {
         static const uint16_t requests[] = {
                 NSD_REQ_JOIN, NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
-                NSD_REQ_LIST, NSD_REQ_SHOW, NSD_REQ_RELEASE,
+                NSD_REQ_LIST, NSD_REQ_SHOW, NSD_REQ_RELEASE, NSD_REQ_HIDE,
         };
         static const uint16_t replies[] = {
                 NSD_REP_JOIN, NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
                 NSD_REP_LIST_ENTRY, NSD_REP_LIST_END, NSD_REP_SHOW_END, NSD_REP_RELEASE,
-                NSD_REP_ERROR,
+                NSD_REP_HIDE, NSD_REP_ERROR,
         };
         const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
         const char *why;
@@ -202,17 +202,31 @@ static void test_msg_check(void) {
         ((struct nsd_msg_header *) msgbuf)->length = sizeof(struct nsd_req_join);
         is_int(check(sizeof(struct nsd_req_join) + 8, 1), -EBADMSG, "datagram larger than its length field fails");
 
+        /* every request type has a size and a reply, and the tables above cover them all */
+        _Static_assert(sizeof(requests) / sizeof(requests[0]) == _NSD_REQ_MAX - 1,
+                       "every request type is in the table");
+        for (uint16_t t = 1; t < _NSD_REQ_MAX; t++) {
+                bool listed = false;
+
+                for (size_t i = 0; i < sizeof(requests) / sizeof(requests[0]); i++)
+                        listed = listed || requests[i] == t;
+                ok(listed && nsd_request_size(t) > 0 &&
+                   (t == NSD_REQ_LIST || t == NSD_REQ_SHOW || nsd_reply_size(t | NSD_REPLY_BIT) > 0),
+                   "request type %u is tested, has a size and a reply", t);
+        }
+        ok(nsd_request_size(NSD_REQ_HIDE) <= NSD_MSG_SIZE_MAX, "a HIDE request fits in a datagram");
+
         /* types */
         msg(NSD_REQ_HIDE, 32);
-        is_int(check(32, 1), -EOPNOTSUPP, "reserved request type HIDE: EOPNOTSUPP");
+        is_int(check(32, 1), -EBADMSG, "HIDE of the size of a JOIN: EBADMSG");
         msg(0, 24);
         is_int(check(24, 1), -EOPNOTSUPP, "request type 0: EOPNOTSUPP");
         msg(_NSD_REQ_MAX + 5, 24);
         is_int(check(24, 1), -EOPNOTSUPP, "unknown request type: EOPNOTSUPP");
         msg(0x8102, 24);
         is_int(check(24, 0), -EOPNOTSUPP, "unknown reply type: EOPNOTSUPP");
-        msg(NSD_REQ_HIDE | NSD_REPLY_BIT, 24);
-        is_int(check(24, 0), -EOPNOTSUPP, "reply to the reserved HIDE: EOPNOTSUPP");
+        msg(NSD_REP_HIDE, 32);
+        is_int(check(32, 0), -EBADMSG, "HIDE reply with a body: EBADMSG");
 
         why = NULL;
         msg(NSD_REQ_STATUS, 24);
@@ -242,6 +256,7 @@ struct srv_req {
                 struct nsd_req_session_close session_close;
                 struct nsd_req_show show;
                 struct nsd_req_release release;
+                struct nsd_req_hide hide;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         };
         size_t n;
@@ -664,6 +679,11 @@ static void script_sessions(int cfd) {
 
                         rep(&h, NSD_REP_RELEASE, sizeof(h), &r);
                         srv_send(cfd, &h, sizeof(h), NULL, 0);
+                } else if (r.hdr.type == NSD_REQ_HIDE) {
+                        struct nsd_msg_header h;
+
+                        rep(&h, NSD_REP_HIDE, sizeof(h), &r);
+                        srv_send(cfd, &h, sizeof(h), NULL, 0);
                 }
                 srv_close_fds(&r);
         }
@@ -1035,6 +1055,12 @@ static void test_sessions(void) {
         is_int(nsc_release(c, 1001, NSC_RELEASE_FORCE), 0, "RELEASE succeeds");
         ok(seen.last.hdr.type == NSD_REQ_RELEASE && seen.last.release.uid == 1001 &&
            seen.last.release.flags == NSD_RELEASE_FORCE && seen.last.check == 0, "it names uid 1001 and FORCE");
+
+        is_int(nsc_hide(c, 1001, "/home/alice/mnt", NSC_HIDE_UNHIDE), 0, "HIDE succeeds");
+        ok(seen.last.hdr.type == NSD_REQ_HIDE && seen.last.hide.uid == 1001 &&
+           seen.last.hide.flags == NSD_HIDE_UNHIDE && seen.last.check == 0 &&
+           strcmp(seen.last.hide.path, "/home/alice/mnt") == 0 && seen.last.hide.hdr.version_minor == 1,
+           "it names uid 1001, the path and UNHIDE, protocol 1.1");
         finish(c);
         is_int(count_fds(), before, "no descriptor left behind by sessions");
 
@@ -1074,6 +1100,7 @@ static void test_arguments(void) {
         is_int(nsc_list(NULL, &v, &n), -EINVAL, "nsc_list(NULL conn): EINVAL");
         is_int(nsc_show(NULL, 1000, &t, &n), -EINVAL, "nsc_show(NULL conn): EINVAL");
         is_int(nsc_release(NULL, 1000, 0), -EINVAL, "nsc_release(NULL conn): EINVAL");
+        is_int(nsc_hide(NULL, 1000, "/mnt", 0), -EINVAL, "nsc_hide(NULL conn): EINVAL");
         is_int(nsc_session_open(NULL, 1000, 1, NULL, NULL, NULL), -EINVAL, "nsc_session_open(NULL conn): EINVAL");
         is_int(nsc_session_close(NULL, 1000, 1, 0, NULL), -EINVAL, "nsc_session_close(NULL conn): EINVAL");
         ok(nsc_last_error_message(NULL) == NULL, "nsc_last_error_message(NULL) is NULL");
@@ -1094,6 +1121,18 @@ static void test_arguments(void) {
         is_int(nsc_session_open(c, 1000, 0, longservice, NULL, NULL), -EINVAL, "session pid 0: EINVAL");
         is_int(nsc_session_close(c, 1000, 0, 0, NULL), -EINVAL, "session close without id and pid: EINVAL");
         is_int(nsc_release(c, 1000, 0x2), -EINVAL, "nsc_release with unknown flags: EINVAL");
+        is_int(nsc_hide(c, 1000, "/mnt", 0x2), -EINVAL, "nsc_hide with unknown flags: EINVAL");
+        is_int(nsc_hide(c, 1000, "mnt", 0), -EINVAL, "nsc_hide of a relative path: EINVAL");
+        is_int(nsc_hide(c, 1000, NULL, 0), -EINVAL, "nsc_hide of NULL: EINVAL");
+        {
+                char longhide[NSD_HIDE_PATH_MAX + 1];
+
+                memset(longhide, 'h', sizeof(longhide) - 1);
+                longhide[0] = '/';
+                longhide[sizeof(longhide) - 1] = 0;
+                is_int(nsc_hide(c, 1000, longhide, 0), -ENAMETOOLONG,
+                       "nsc_hide of a path of NSD_HIDE_PATH_MAX bytes: ENAMETOOLONG");
+        }
         is_int(nsc_list(c, NULL, &n), -EINVAL, "nsc_list(NULL ret): EINVAL");
         is_int(nsc_show(c, 1000, NULL, &n), -EINVAL, "nsc_show(NULL ret): EINVAL");
         is_int(nsc_status(c, NULL), -EINVAL, "nsc_status(NULL ret): EINVAL");
