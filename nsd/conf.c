@@ -22,12 +22,16 @@
 
 #define GROUP_NAMESPACES "Namespaces"
 #define GROUP_LIMITS "Limits"
+#define GROUP_PRIVATE "Private"
 
 /* uid 65534 (nobody / overflow uid) never gets a namespace, whatever the config says. */
 #define UID_NOBODY ((uid_t) 65534)
 
 static const char *const namespaces_keys[] = {
         "Users", "Groups", "MinUid", "MaxUid", "Propagation", "PrivateTmp", "Linger", NULL,
+};
+static const char *const private_keys[] = {
+        "Enable", NULL,
 };
 static const char *const limits_keys[] = {
         "MaxNamespaces", "MaxSessionsPerUser", "MaxConnectionsPerUser", "MaxConnections", NULL,
@@ -48,6 +52,7 @@ void config_init_defaults(Config *ret) {
                 .max_sessions_per_user = 64,
                 .max_connections_per_user = 8,
                 .max_connections = 512,
+                .private_mode = false,
         };
 }
 
@@ -84,6 +89,8 @@ static const char *const *group_keys(const char *group) {
                 return namespaces_keys;
         if (strcmp(group, GROUP_LIMITS) == 0)
                 return limits_keys;
+        if (strcmp(group, GROUP_PRIVATE) == 0)
+                return private_keys;
         return NULL;
 }
 
@@ -143,7 +150,8 @@ static int scan_lines(const char *text, size_t len, const char *filename, GPtrAr
                         if (!group_keys(s + 1))
                                 return fail(ret_error, filename, lineno,
                                             "unknown group [%s] (known: [" GROUP_NAMESPACES
-                                            "], [" GROUP_LIMITS "])", s + 1);
+                                            "], [" GROUP_LIMITS "], [" GROUP_PRIVATE "])",
+                                            s + 1);
                         g_free(group);
                         group = g_strdup(s + 1);
                         continue;
@@ -346,6 +354,13 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
                         if (parse_bool(value, &c.private_tmp) < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "PrivateTmp=%s: expected yes or no", value);
+                                goto fail;
+                        }
+                } else if (KEY("Enable")) {
+                        g_assert(strcmp(k->group, GROUP_PRIVATE) == 0);
+                        if (parse_bool(value, &c.private_mode) < 0) {
+                                r = fail(ret_error, filename, k->line,
+                                         "Enable=%s: expected yes or no", value);
                                 goto fail;
                         }
                 } else if (KEY("Linger")) {

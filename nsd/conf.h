@@ -26,6 +26,8 @@ typedef struct Config {
         unsigned max_sessions_per_user;
         unsigned max_connections_per_user;
         unsigned max_connections;
+        /* [Private] */
+        bool private_mode;         /* Enable=: mode private, owner-private user FUSE mounts */
 } Config;
 
 /* Fill ret with the defaults (the commented values of the installed nsd.conf). */

@@ -39,6 +39,7 @@
 #include "config.h" /* generated: PACKAGE_VERSION, NSD_CONFIG_PATH */
 #include "log.h"
 #include "nsd-protocol.h"
+#include "private.h"
 #include "userns.h"
 
 /* LIST computes each entry's mount count (a fork per namespace) only up to this many
@@ -89,6 +90,8 @@ struct Server {
         char *run_dir;
         PinStore *pins; /* NULL: running without pins */
         uint32_t features;
+        PrivateWatch *private_watch; /* mode private on ([Private] Enable=yes) */
+        bool private_unavailable;    /* Enable=yes, refused: see server_private_mode_apply() */
         uint64_t started_usec;
         int listen_fd;
         guint listen_watch;
@@ -591,7 +594,9 @@ static int handle_status(Conn *c, const void *msg, int *fds, size_t n_fds, char 
         nsd_msg_init(&rep.hdr, NSD_REP_STATUS, sizeof rep, hdr->seq);
         g_strlcpy(rep.version, PACKAGE_VERSION, sizeof rep.version);
         rep.started_usec = s->started_usec;
-        rep.features = s->features | (s->pins ? NSD_FEATURE_PIN_NAMESPACE : 0);
+        rep.features = s->features | (s->pins ? NSD_FEATURE_PIN_NAMESPACE : 0) |
+                       (s->private_watch ? NSD_FEATURE_PRIVATE_MODE : 0) |
+                       (s->private_unavailable ? NSD_FEATURE_PRIVATE_UNAVAILABLE : 0);
         rep.namespaces = g_hash_table_size(s->users);
         rep.pinned = count_pinned(s);
         rep.sessions = g_hash_table_size(s->sessions);
@@ -721,6 +726,36 @@ static int handle_release(Conn *c, const void *msg, int *fds, size_t n_fds, char
         return 0;
 }
 
+/* ---- HIDE (owner-private mounts) ---------------------------------------------------------- */
+
+static int handle_hide(Conn *c, const void *msg, int *fds, size_t n_fds, char **why) {
+        const struct nsd_req_hide *req = msg;
+        Server *s = c->server;
+        bool unhide = req->flags & NSD_HIDE_UNHIDE;
+        struct nsd_msg_header rep;
+        const char *reason = NULL;
+        uint64_t mnt_id = 0;
+        int r;
+
+        if (!may_ask_for(c, req->uid))
+                return REFUSE(EPERM, "only root may %s a mount for another user",
+                              unhide ? "unhide" : "hide");
+        if (!config_uid_managed(&s->config, req->uid, why))
+                return -NSD_ERRNO_NOT_MANAGED;
+        if (private_supported(s->features, &reason) < 0)
+                return REFUSE(EOPNOTSUPP, "%s", reason);
+        r = private_hide(c->uid, req->uid, req->path, unhide, &mnt_id, why);
+        if (r < 0)
+                return r;
+        /* the owner wants it visible: the watch must not hide it again */
+        if (unhide)
+                private_watch_exempt(s->private_watch, mnt_id);
+
+        nsd_msg_init(&rep, NSD_REP_HIDE, sizeof rep, req->hdr.seq);
+        (void) conn_send(c, &rep, sizeof rep, NULL, 0);
+        return 0;
+}
+
 /* ---- validation and dispatch ----------------------------------------------------------- */
 
 /* Per-type checks beyond nsd_msg_check(): flags, reserved fields, strings, descriptors.
@@ -768,6 +803,16 @@ static int request_validate(const void *msg, const char **why) {
                         return *why = "unknown RELEASE flags", -EINVAL;
                 return 0;
         }
+        case NSD_REQ_HIDE: {
+                const struct nsd_req_hide *r = msg;
+                if (r->flags & ~NSD_HIDE_UNHIDE)
+                        return *why = "unknown HIDE flags", -EINVAL;
+                if (!nsd_field_is_string(r->path, sizeof r->path))
+                        return *why = "path not NUL-terminated in its field", -EINVAL;
+                if (r->path[0] != '/')
+                        return *why = "path not absolute", -EINVAL;
+                return 0;
+        }
         case NSD_REQ_STATUS:
         case NSD_REQ_LIST:
                 return 0;
@@ -785,6 +830,7 @@ static handler_fn request_handler(uint16_t type) {
         case NSD_REQ_LIST: return handle_list;
         case NSD_REQ_SHOW: return handle_show;
         case NSD_REQ_RELEASE: return handle_release;
+        case NSD_REQ_HIDE: return handle_hide;
         default: return NULL;
         }
 }
@@ -1010,6 +1056,50 @@ static const char *yes_no(bool b) {
         return b ? "yes" : "no";
 }
 
+static bool private_uid_managed(uid_t uid, void *userdata) {
+        Server *s = userdata;
+
+        return config_uid_managed(&s->config, uid, NULL);
+}
+
+/* Start or stop mode private as [Private] Enable= says (at start and after a reload). On a
+ * kernel without F4 the mode is refused with an error in the log and in `nsctl status`;
+ * nsd goes on serving namespaces: refusing to start would refuse every PAM login. */
+static void server_private_mode_apply(Server *s) {
+        const char *why = NULL;
+        int r;
+
+        if (!s->config.private_mode) {
+                s->private_unavailable = false;
+                if (s->private_watch) {
+                        private_watch_free(g_steal_pointer(&s->private_watch));
+                        log_info("Mode private off: new FUSE mounts of users are no longer "
+                                 "hidden (those hidden stay so)");
+                }
+                return;
+        }
+        if (s->private_watch)
+                return;
+        r = private_supported(s->features, &why);
+        if (r < 0) {
+                s->private_unavailable = true;
+                log_error("Mode private ([Private] Enable=yes) is unavailable: %s. nsd serves "
+                          "namespaces only; FUSE mounts in the initial namespace stay visible "
+                          "to everyone", why);
+                return;
+        }
+        r = private_watch_new(private_uid_managed, s, &s->private_watch);
+        if (r < 0) {
+                s->private_unavailable = true;
+                log_error_errno(r, "Mode private ([Private] Enable=yes) is unavailable: cannot "
+                                   "watch the mount table: %m");
+                return;
+        }
+        s->private_unavailable = false;
+        log_info("Mode private on: FUSE mounts of managed users in the initial namespace are "
+                 "made owner-private (kernel patch F4)");
+}
+
 int server_new(Config *config, const char *config_path, const char *run_dir, int listen_fd,
                Server **ret) {
         Server *s = g_new0(Server, 1);
@@ -1046,6 +1136,8 @@ int server_new(Config *config, const char *config_path, const char *run_dir, int
         }
         log_info("Adopted %u namespaces", g_hash_table_size(s->users));
 
+        server_private_mode_apply(s);
+
         s->listen_watch = g_unix_fd_add(listen_fd, G_IO_IN, on_listen_io, s);
         *ret = s;
         return 0;
@@ -1056,6 +1148,7 @@ void server_free(Server *s) {
                 return;
         if (s->listen_watch)
                 g_source_remove(s->listen_watch);
+        private_watch_free(s->private_watch);
         g_hash_table_destroy(s->conns);
         g_hash_table_destroy(s->conns_per_uid);
         /* sessions first (they point into users); namespaces stay pinned */
@@ -1094,5 +1187,6 @@ int server_reload_config(Server *s) {
         else
                 log_info("Reloaded the configuration from '%s'", s->config_path);
         /* a changed Linger= applies to countdowns that start from now on */
+        server_private_mode_apply(s);
         return 0;
 }
