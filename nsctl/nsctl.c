@@ -32,6 +32,7 @@
 enum {
         ARG_SOCKET = 0x100,
         ARG_MODE,
+        ARG_UNHIDE,
 };
 
 static const char *arg_socket = NULL;
@@ -180,6 +181,25 @@ static const struct feature_info {
         { NSC_FEATURE_PIN_NAMESPACE, "pin-namespace", "pins kept in nsd's own pin namespace" },
 };
 
+/* [Private] Enable= of nsd.conf and whether the kernel lets nsd do it */
+static const char *private_mode_name(uint32_t f) {
+        if (f & NSC_FEATURE_PRIVATE_MODE)
+                return "on";
+        if (f & NSC_FEATURE_PRIVATE_UNAVAILABLE)
+                return "unavailable";
+        return "off";
+}
+
+static const char *private_mode_text(uint32_t f) {
+        if (f & NSC_FEATURE_PRIVATE_MODE)
+                return "on (users' FUSE mounts are made owner-private)";
+        if (f & NSC_FEATURE_PRIVATE_UNAVAILABLE)
+                return (f & NSC_FEATURE_OWNER_PRIVATE)
+                               ? "unavailable (nsd cannot take a user's fsuid: CAP_SETUID)"
+                               : "unavailable (enabled, but the kernel lacks owner-private mounts, F4)";
+        return "off";
+}
+
 static void limit_text(uint32_t v, char *buf, size_t size) {
         if (v == 0)
                 snprintf(buf, size, "no limit");
@@ -203,6 +223,7 @@ static void status_print_human(const struct nsc_status *st) {
         for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
                 printf("  %-17s %-3s  (%s)\n", features[i].name,
                        st->features & features[i].flag ? "yes" : "no", features[i].what);
+        printf("private mode:    %s\n", private_mode_text(st->features));
         limit_text(st->max_namespaces, lim, sizeof(lim));
         printf("namespaces:      %u (%u pinned; %s)\n", st->namespaces, st->pinned, lim);
         limit_text(st->max_sessions_per_uid, lim, sizeof(lim));
@@ -234,6 +255,7 @@ static void status_print_json(const struct nsc_status *st) {
                        st->features & features[i].flag ? "true" : "false",
                        i + 1 < sizeof(features) / sizeof(features[0]) ? "," : "");
         printf("   },\n");
+        printf("   \"private_mode\": \"%s\",\n", private_mode_name(st->features));
         printf("   \"namespaces\": %u,\n   \"pinned\": %u,\n   \"sessions\": %u,\n"
                "   \"connections\": %u,\n",
                st->namespaces, st->pinned, st->sessions, st->connections);
@@ -780,6 +802,91 @@ static int verb_release(int argc, char **argv) {
         return EXIT_SUCCESS;
 }
 
+/* ---- hide ------------------------------------------------------------------------------ */
+
+static int help_hide(void) {
+        printf("Usage:\n"
+               " nsctl hide [options] <path>\n"
+               "\n"
+               "Make the mount at <path> owner-private (kernel patch F4): only processes of its\n"
+               "owner see it and walk into it; everyone else, root included, sees the directory\n"
+               "below. You may hide your own FUSE mounts; root may hide any mount for any user\n"
+               "nsd manages. <path> is in the initial mount namespace and may contain no\n"
+               "symbolic link.\n"
+               "\n"
+               "Options:\n"
+               " -u, --user <user>    the owner (default: you)\n"
+               "     --unhide         make it visible to everyone again (the owner only)\n"
+               "     --socket <path>  nsd's socket\n"
+               " -h, --help           display this help\n"
+               "\n"
+               "See nsctl(1).\n");
+        return EXIT_SUCCESS;
+}
+
+static int verb_hide(int argc, char **argv) {
+        static const struct option options[] = {
+                { "user", required_argument, NULL, 'u' },
+                { "unhide", no_argument, NULL, ARG_UNHIDE },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        _cleanup_free_ char *abs_path = NULL;
+        const char *user = NULL, *path;
+        nsc_conn *conn = NULL;
+        bool unhide = false;
+        char name[64];
+        uid_t uid = getuid();
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, ":u:h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'u': user = optarg; break;
+                case ARG_UNHIDE: unhide = true; break;
+                case ARG_SOCKET: arg_socket = optarg; break;
+                case 'h': return help_hide();
+                default: return option_error(c, argv);
+                }
+        }
+        if (optind >= argc)
+                return usage_error("hide: missing path");
+        path = argv[optind];
+        if ((r = no_more_args("hide", argc, argv, optind + 1)))
+                return r;
+        if (!user && uid == 0)
+                return usage_error("hide: root must name the owner with --user");
+        if (user) {
+                r = parse_user(user, &uid);
+                if (r == -ENOENT)
+                        return usage_error("unknown user '%s'", user);
+                if (r < 0)
+                        return usage_error("invalid user '%s'", user);
+        }
+        /* relative to the working directory, by name: nsd resolves it (symlinks refused) */
+        if (path[0] != '/') {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+
+                if (!cwd)
+                        return fail(NULL, -errno, "hide %s: no working directory", path);
+                if (asprintf(&abs_path, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) < 0)
+                        return fail(NULL, -ENOMEM, "hide %s", path);
+                path = abs_path;
+        }
+        if ((r = connect_nsd(&conn)))
+                return r;
+        user_name(uid, name, sizeof(name));
+        r = nsc_hide(conn, uid, path, unhide ? NSC_HIDE_UNHIDE : 0);
+        if (r < 0) {
+                r = fail(conn, r, "%s %s for %s", unhide ? "unhide" : "hide", path, name);
+                nsc_disconnect(conn);
+                return r;
+        }
+        nsc_disconnect(conn);
+        return EXIT_SUCCESS;
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 static const struct verb {
@@ -791,6 +898,7 @@ static const struct verb {
         { "show", verb_show },
         { "enter", verb_enter },
         { "release", verb_release },
+        { "hide", verb_hide },
 };
 
 static int help(void) {
@@ -805,6 +913,7 @@ static int help(void) {
                " show <user>                  the mount tree of a user's namespace\n"
                " enter <user> [-- <cmd>...]   run a command (default $SHELL) in a user's namespace\n"
                " release <user>               unpin and forget a user's namespace\n"
+               " hide <path> [--user <user>]  make a mount owner-private (kernel patch F4)\n"
                "\n"
                "<user> is a user name or a numeric uid.\n"
                "\n"
