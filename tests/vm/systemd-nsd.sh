@@ -1,0 +1,95 @@
+#!/bin/bash
+# systemd-nsd: nsd as it runs on a host, under systemd as PID 1 (tests/vm/run --init systemd).
+# Issue 5, acceptance 1-3:
+#  1. nsd.socket and nsd.service (the built units) in /etc/systemd/system; `systemctl start
+#     nsd.socket`; alice's first ssh login activates nsd through the socket; `systemctl status
+#     nsd` shows the STATUS= line; the journal has the join event with USER_ID= and NSD_EVENT=.
+#  2. `systemctl restart nsd`, then `systemctl kill -s KILL nsd` (systemd restarts it): alice's
+#     namespace and FUSE mount stay, her next login sees them.
+#  3. the watchdog: nsd stopped with SIGSTOP is restarted by systemd; nothing is lost.
+set -u
+. tests/vm/lib.sh
+. tests/vm/lib-nsd.sh "${1:-build}"
+
+[ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
+
+units=/etc/systemd/system
+main_pid() { systemctl show -p MainPID --value nsd.service; }
+journal_dump() { journalctl -u nsd.service --no-pager -n 60 >&2 || true; }
+nsd_active_new() { # nsd_active_new OLDPID: active again with another main pid
+        [ "$(systemctl is-active nsd.service)" = active ] && [ "$(main_pid)" != 0 ] &&
+                [ "$(main_pid)" != "$1" ]
+}
+assert_alice_kept() { # assert_alice_kept WHAT
+        local out
+        out=$("$NSCTL" list --raw --noheadings -o USER,NS) || { journal_dump; fail "$1: nsctl list"; }
+        assert_contains "$out" "alice $ns_before" "$1: nsctl list"
+        out=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt; cat ~/mnt/file') ||
+                { journal_dump; fail "$1: alice cannot log in: $out"; }
+        assert_eq "$ns_before
+secret of alice" "$out" "$1: alice's next login"
+}
+
+say "the built units, with ExecStart= pointing at the build"
+sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > "$units/nsd.service"
+cp systemd/nsd.socket "$units/nsd.socket"
+cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
+systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
+assert_eq "755 root" "$(stat -c '%a %U' /run/nsd)" "/run/nsd from tmpfiles.d"
+systemctl daemon-reload
+systemctl start nsd.socket
+assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket"
+assert_eq inactive "$(systemctl is-active nsd.service || true)" "nsd.service before any login"
+assert_eq "666 socket" "$(stat -c '%a %F' "$NSD_SOCKET" | sed 's/^666 .*socket$/666 socket/')" \
+        "socket mode"
+
+say "alice's first login activates nsd through the socket"
+nsd_user alice 1001
+vm_start_sshd --pam-session "$(nsd_pam_line required)"
+out=$(fuse_mount_as alice) || { journal_dump; fail "alice could not mount: $out"; }
+assert_eq "secret of alice" "$out" "alice's FUSE mount"
+assert_eq active "$(systemctl is-active nsd.service)" "nsd.service after the login"
+assert_eq "$(stat -L -c %i /proc/1/ns/mnt)" "$(stat -L -c %i "/proc/$(main_pid)/ns/mnt")" \
+        "nsd's mount namespace (must be the initial one)"
+ns_before=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt')
+assert_ne "$(stat -L -c %i /proc/1/ns/mnt)" "$ns_before" "alice's namespace"
+
+status=$(systemctl status --no-pager nsd.service || true)
+echo "$status" | sed -n '1,6p'
+assert_contains "$status" 'Status: "1 namespaces, ' "systemctl status nsd"
+journalctl --sync
+out=$(journalctl -u nsd.service --no-pager -o verbose NSD_EVENT=join USER_ID=1001)
+assert_contains "$out" "MESSAGE=JOIN for uid 1001" "journal join event"
+assert_contains "$(journalctl -u nsd.service --no-pager -o cat NSD_EVENT=namespace-created)" \
+        "Created the namespace of uid 1001" "journal namespace-created event"
+
+say "systemctl restart nsd"
+pid=$(main_pid)
+systemctl restart nsd.service
+vm_wait_for 30 nsd_active_new "$pid"
+assert_alice_kept "after systemctl restart"
+
+say "systemctl kill -s KILL nsd: systemd restarts it (Restart=on-failure)"
+pid=$(main_pid)
+systemctl kill -s KILL nsd.service
+vm_wait_for 30 nsd_active_new "$pid"
+assert_ne 0 "$(systemctl show -p NRestarts --value nsd.service)" "NRestarts"
+assert_alice_kept "after SIGKILL"
+
+say "the watchdog: SIGSTOP, systemd aborts and restarts nsd"
+mkdir -p "$units/nsd.service.d"
+printf '[Service]\nWatchdogSec=3s\nTimeoutAbortSec=5s\n' > "$units/nsd.service.d/watchdog.conf"
+systemctl daemon-reload
+systemctl restart nsd.service
+pid=$(main_pid)
+vm_wait_for 30 nsd_active_new 0
+assert_eq 3000000 "$(systemctl show -p WatchdogUSec --value nsd.service | sed 's/^3s$/3000000/')" \
+        "WatchdogUSec"
+kill -STOP "$pid"
+vm_wait_for 40 nsd_active_new "$pid"
+journalctl --sync
+journalctl -u nsd.service --no-pager -n 12 -o short-monotonic | grep -i -e watchdog -e adopted
+assert_contains "$(journalctl -u nsd.service --no-pager -o cat)" "Failed with result 'watchdog'" \
+        "systemd's watchdog message"
+assert_alice_kept "after the watchdog restart"
+say "ok"
