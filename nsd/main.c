@@ -171,12 +171,16 @@ empty:
  *                    after they changed namespace (ptrace access mode checks)
  *   CAP_DAC_OVERRIDE read and manage /run/nsd and /proc files whatever their modes
  *   CAP_FOWNER       chmod the socket and manage pin files not owned by root's fsuid
- * Everything else (CAP_SETUID, CAP_KILL, CAP_NET_*, CAP_SYS_MODULE, ...) goes, from the
+ *   CAP_SETUID       setfsuid() to a user in a helper child before mount_setattr(), since
+ *                    the kernel makes the caller's fsuid the owner of an owner-private mount
+ *                    (mode private, HIDE); nsd never changes its real or effective uid
+ * Everything else (CAP_SETGID, CAP_KILL, CAP_NET_*, CAP_SYS_MODULE, ...) goes, from the
  * bounding set too, so nothing nsd runs can get it back.
  */
 static int drop_capabilities(void) {
         static const cap_value_t keep[] = {
                 CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_FOWNER,
+                CAP_SETUID,
         };
         cap_t caps;
         int r = 0;
