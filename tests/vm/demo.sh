@@ -38,8 +38,8 @@ run "$NSCTL" list
 as bob "$NSCTL list"
 say "alice's mount tree as nsd sees it:"
 run "$NSCTL" show alice
-say "The host's mount table grew by one line in all: the pin of nsd's pin namespace"
-run grep nsd /proc/self/mountinfo
+say "The host's mount table grew by two lines in all, whatever the number of users: /run/nsd (private) and the pin of nsd's pin namespace"
+run grep " /run/nsd" /proc/self/mountinfo
 
 say "nsd is killed with SIGKILL and started again: nothing is lost"
 nsd_kill9
