@@ -5,23 +5,9 @@
  * "Lifetime and restarts" for why.
  *
  * Helper processes. Every operation that must happen inside another mount namespace (create
- * one, pin into the pin namespace, unpin, read a table) runs in a short-lived child made with
- * clone(CLONE_VM | CLONE_VFORK | CLONE_FILES), the way glibc's posix_spawn() makes its
- * children:
- *   - CLONE_FILES: the child shares nsd's descriptor table, so a descriptor it opens inside a
- *     namespace (/proc/self/ns/mnt, "/") is nsd's at once: no SCM_RIGHTS round trip, no
- *     /proc/<pid> lookups, nothing to leak when the child dies (the arguments record every
- *     descriptor it opened).
- *   - CLONE_VM | CLONE_VFORK: no copy of nsd's page tables (fork cost grows with nsd's size,
- *     10,000 namespaces make it big); the calling thread sleeps until the child exits, and the
- *     child reports through the argument struct.
- *   - no CLONE_FS: the child has its own root, cwd and fs_struct, so setns()/unshare()/chroot()
- *     there change nothing in nsd (setns(CLONE_NEWNS) requires an unshared fs_struct anyway).
- *   - exit signal 0: GLib's SIGCHLD handling never sees these children; we reap them with
- *     __WCLONE.
- * The child runs on a stack in the caller's frame, with every signal blocked, and calls only
- * plain system calls (no malloc, no stdio, no logging): it stores the failing step and errno,
- * and the parent logs them.
+ * one, pin into the pin namespace, unpin, read a table) runs in a helper child (helper.c):
+ * clone(CLONE_VM | CLONE_VFORK | CLONE_FILES), so a descriptor it opens there is nsd's at once,
+ * and setns()/unshare()/chroot() in it change nothing in nsd.
  */
 #include "userns.h"
 
@@ -33,7 +19,6 @@
 #include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +27,10 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "helper.h"
 #include "kernel-abi.h"
 #include "log.h"
 #include "nsd-protocol.h"
@@ -62,7 +47,6 @@
 #define PINSTORE_TMPFS_OPTIONS "mode=0700,size=72m,nr_inodes=32800"
 /* CPUs tried for one create (see pin_cpus below) */
 #define PIN_CPUS_MAX 16
-#define CHILD_STACK_SIZE (64 * 1024)
 #define INFO_MAX 128
 
 struct PinStore {
@@ -123,18 +107,6 @@ static const char *const step_text[_STEP_MAX] = {
         [STEP_PROBE_MOUNT] = "mount a probe tmpfs",
 };
 
-/* Every child argument struct starts with this. */
-struct child_status {
-        int step; /* enum step that failed */
-        int err;  /* its errno */
-};
-
-static int child_fail(struct child_status *s, enum step step) {
-        s->step = step;
-        s->err = errno > 0 ? errno : EIO;
-        return 1;
-}
-
 /* Async-signal-safe "/proc/self/fd/<fd>" for a child. */
 static void format_fd_path(char buf[static 32], int fd) {
         static const char prefix[] = "/proc/self/fd/";
@@ -152,44 +124,7 @@ static void format_fd_path(char buf[static 32], int fd) {
         buf[i] = '\0';
 }
 
-/* Run fn(arg) in a clone(CLONE_VM|CLONE_VFORK|CLONE_FILES) child and wait for it. Returns 0
- * when fn returned 0, -errno of the failing step (recorded in *status) otherwise; a child
- * killed by a signal gives -EPROTO. Never logs. */
-static int run_child(int (*fn)(void *), void *arg, struct child_status *status) {
-        /* The child's stack: the caller sleeps (CLONE_VFORK) while the child uses it. */
-        _Alignas(16) char stack[CHILD_STACK_SIZE];
-        sigset_t all, saved;
-        int wstatus, r;
-        pid_t pid;
-
-        status->step = STEP_NONE;
-        status->err = 0;
-
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &saved);
-        pid = clone(fn, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_FILES, arg);
-        r = pid < 0 ? -errno : 0;
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        if (r < 0) {
-                status->err = -r;
-                return r;
-        }
-
-        while (waitpid(pid, &wstatus, __WCLONE) < 0)
-                if (errno != EINTR) {
-                        status->err = errno;
-                        return -status->err;
-                }
-        if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
-                return 0;
-        if (status->err == 0) {
-                status->step = STEP_NONE;
-                status->err = EPROTO;
-        }
-        return -status->err;
-}
-
-static const char *child_step(const struct child_status *s) {
+static const char *child_step(const struct helper_status *s) {
         return s->step >= 0 && s->step < _STEP_MAX && step_text[s->step] ? step_text[s->step] :
                                                                             "run helper process";
 }
@@ -215,7 +150,7 @@ static bool bind_cpu(int cpu) {
 
 /* Enter the namespace of nsfs descriptor fd; used by children. */
 struct enter_args {
-        struct child_status s;
+        struct helper_status s;
         int ns_fd;
         int dir_fd;         /* fchdir() here after entering, or -1 */
         const char *target; /* umount2(target, MNT_DETACH) relative to dir_fd, or NULL */
@@ -228,15 +163,15 @@ static int enter_child(void *p) {
         struct enter_args *a = p;
 
         if (setns(a->ns_fd, CLONE_NEWNS) < 0)
-                return child_fail(&a->s, STEP_SETNS);
+                return helper_fail(&a->s, STEP_SETNS);
         if (a->dir_fd >= 0 && fchdir(a->dir_fd) < 0)
-                return child_fail(&a->s, STEP_CHDIR);
+                return helper_fail(&a->s, STEP_CHDIR);
         if (a->target && umount2(a->target, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-                return child_fail(&a->s, STEP_UNPIN);
+                return helper_fail(&a->s, STEP_UNPIN);
         if (a->open_path) {
                 a->ret_fd = open(a->open_path, a->open_flags | O_CLOEXEC);
                 if (a->ret_fd < 0)
-                        return child_fail(&a->s, STEP_OPEN_DIR);
+                        return helper_fail(&a->s, STEP_OPEN_DIR);
         }
         return 0;
 }
@@ -312,7 +247,7 @@ static int pinstore_cpu(const PinStore *ps, size_t attempt) {
 /* ---- the pin namespace ------------------------------------------------------------------- */
 
 struct pinns_args {
-        struct child_status s;
+        struct helper_status s;
         int cpu;
         const char *run_dir;
         int ns_fd;
@@ -323,23 +258,23 @@ static int pinns_child(void *p) {
         struct pinns_args *a = p;
 
         if (!bind_cpu(a->cpu))
-                return child_fail(&a->s, STEP_AFFINITY);
+                return helper_fail(&a->s, STEP_AFFINITY);
         if (unshare(CLONE_NEWNS) < 0)
-                return child_fail(&a->s, STEP_UNSHARE);
+                return helper_fail(&a->s, STEP_UNSHARE);
         /* Slave, not private: a filesystem the host unmounts (a USB stick) is unmounted here
          * too, so the pin namespace never keeps one busy. run_dir is private in the host, so
          * the tmpfs below and the pins on it are private. */
         if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-                return child_fail(&a->s, STEP_PROPAGATION);
+                return helper_fail(&a->s, STEP_PROPAGATION);
         if (mount("nsd-pins", a->run_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   PINSTORE_TMPFS_OPTIONS) < 0)
-                return child_fail(&a->s, STEP_PIN_TMPFS);
+                return helper_fail(&a->s, STEP_PIN_TMPFS);
         a->dir_fd = open(a->run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (a->dir_fd < 0)
-                return child_fail(&a->s, STEP_OPEN_DIR);
+                return helper_fail(&a->s, STEP_OPEN_DIR);
         a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (a->ns_fd < 0)
-                return child_fail(&a->s, STEP_OPEN_NS);
+                return helper_fail(&a->s, STEP_OPEN_NS);
         return 0;
 }
 
@@ -371,7 +306,7 @@ static int pinstore_open_dir(PinStore *ps) {
         struct statfs sfs;
         int r;
 
-        r = run_child(enter_child, &a, &a.s);
+        r = helper_run(enter_child, &a, &a.s);
         if (r < 0) {
                 close_fdp(&a.ret_fd);
                 return log_error_errno(r, "Failed to open '%s' in the pin namespace: %s: %m",
@@ -406,7 +341,7 @@ static int pinstore_create(PinStore *ps) {
                                           .ns_fd = -1, .dir_fd = -1 };
                 if (i == ps->n_cpus)
                         a.cpu = -1;
-                r = run_child(pinns_child, &a, &a.s);
+                r = helper_run(pinns_child, &a, &a.s);
                 if (r < 0) {
                         close_fdp(&a.ns_fd);
                         close_fdp(&a.dir_fd);
@@ -531,7 +466,7 @@ void pinstore_pin_name(const PinStore *ps, uid_t uid, char *buf, size_t size) {
 /* ---- user namespaces --------------------------------------------------------------------- */
 
 struct create_args {
-        struct child_status s;
+        struct helper_status s;
         int cpu;
         bool propagation_private;
         bool private_tmp;
@@ -547,33 +482,33 @@ static int create_child(void *p) {
         char src[32];
 
         if (!bind_cpu(a->cpu))
-                return child_fail(&a->s, STEP_AFFINITY);
+                return helper_fail(&a->s, STEP_AFFINITY);
         if (unshare(CLONE_NEWNS) < 0)
-                return child_fail(&a->s, STEP_UNSHARE);
+                return helper_fail(&a->s, STEP_UNSHARE);
         if (mount(NULL, "/", NULL, MS_REC | (a->propagation_private ? MS_PRIVATE : MS_SLAVE),
                   NULL) < 0)
-                return child_fail(&a->s, STEP_PROPAGATION);
+                return helper_fail(&a->s, STEP_PROPAGATION);
         if (a->private_tmp &&
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
-                return child_fail(&a->s, STEP_PRIVATE_TMP);
+                return helper_fail(&a->s, STEP_PRIVATE_TMP);
         a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (a->ns_fd < 0)
-                return child_fail(&a->s, STEP_OPEN_NS);
+                return helper_fail(&a->s, STEP_OPEN_NS);
         a->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (a->root_fd < 0)
-                return child_fail(&a->s, STEP_OPEN_ROOT);
+                return helper_fail(&a->s, STEP_OPEN_ROOT);
         if (a->pinns_fd < 0)
                 return 0;
 
         /* The pin: a mount whose target lies in the pin namespace must be made from inside
          * it (check_mnt), and the pin namespace is older than this one (mnt_ns_loop). */
         if (setns(a->pinns_fd, CLONE_NEWNS) < 0)
-                return child_fail(&a->s, STEP_SETNS);
+                return helper_fail(&a->s, STEP_SETNS);
         if (fchdir(a->dir_fd) < 0)
-                return child_fail(&a->s, STEP_CHDIR);
+                return helper_fail(&a->s, STEP_CHDIR);
         format_fd_path(src, a->ns_fd);
         if (mount(src, a->pin_name, NULL, MS_BIND, NULL) < 0)
-                return child_fail(&a->s, STEP_PIN_MOUNT);
+                return helper_fail(&a->s, STEP_PIN_MOUNT);
         return 0;
 }
 
@@ -666,7 +601,7 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                         .ns_fd = -1,
                         .root_fd = -1,
                 };
-                r = run_child(create_child, &a, &a.s);
+                r = helper_run(create_child, &a, &a.s);
                 if (r >= 0)
                         break;
                 if (a.s.step == STEP_AFFINITY)
@@ -765,7 +700,7 @@ int userns_release(PinStore *ps, UserNs *ns) {
 
         struct enter_args a = { .ns_fd = ps->pinns_fd, .dir_fd = ps->dir_fd, .target = name,
                                 .ret_fd = -1 };
-        r = run_child(enter_child, &a, &a.s);
+        r = helper_run(enter_child, &a, &a.s);
         if (r < 0) {
                 log_error_errno(r, "Failed to unpin the mount namespace of uid %u: %s: %m",
                                 (unsigned) ns->uid, child_step(&a.s));
@@ -788,7 +723,7 @@ done:
 
 /* One child enters every namespace in turn and opens its root. */
 struct roots_args {
-        struct child_status s;
+        struct helper_status s;
         size_t n;
         const int *ns_fds;
         int *root_fds; /* -1 and errs[i] set on failure */
@@ -922,7 +857,7 @@ int pinstore_adopt_all(PinStore *ps, void (*cb)(UserNs *ns, void *userdata), voi
                 root_fds[i] = -1;
         }
         struct roots_args ra = { .n = n, .ns_fds = ns_fds, .root_fds = root_fds, .errs = errs };
-        r = run_child(roots_child, &ra, &ra.s);
+        r = helper_run(roots_child, &ra, &ra.s);
         for (size_t i = 0; i < n; i++) {
                 e[i].root_fd = root_fds[i];
                 e[i].err = root_fds[i] < 0 ? (errs[i] ? errs[i] : EIO) : 0;
@@ -978,7 +913,7 @@ finish:
 /* ---- mount tables ------------------------------------------------------------------------ */
 
 struct mountinfo_args {
-        struct child_status s;
+        struct helper_status s;
         int ns_fd;
         int fd;
 };
@@ -990,16 +925,16 @@ static int mountinfo_child(void *p) {
         /* /proc from the caller's namespace: the user may have none of their own. */
         proc_fd = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (proc_fd < 0)
-                return child_fail(&a->s, STEP_OPEN_MOUNTINFO);
+                return helper_fail(&a->s, STEP_OPEN_MOUNTINFO);
         if (setns(a->ns_fd, CLONE_NEWNS) < 0) {
                 close(proc_fd);
-                return child_fail(&a->s, STEP_SETNS);
+                return helper_fail(&a->s, STEP_SETNS);
         }
         /* the seq file takes namespace and root at open: the parent reads it */
         a->fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
         close(proc_fd);
         if (a->fd < 0)
-                return child_fail(&a->s, STEP_OPEN_MOUNTINFO);
+                return helper_fail(&a->s, STEP_OPEN_MOUNTINFO);
         return 0;
 }
 
@@ -1008,7 +943,7 @@ static int mountinfo_open(const UserNs *ns) {
         struct mountinfo_args a = { .ns_fd = ns->ns_fd, .fd = -1 };
         int r;
 
-        r = run_child(mountinfo_child, &a, &a.s);
+        r = helper_run(mountinfo_child, &a, &a.s);
         if (r < 0) {
                 close_fdp(&a.fd);
                 return log_error_errno(r, "Failed to read the mount table of uid %u: %s: %m",
@@ -1107,7 +1042,7 @@ int userns_count_mounts(const UserNs *ns) {
 /* ---- kernel feature probes --------------------------------------------------------------- */
 
 struct probe_args {
-        struct child_status s;
+        struct helper_status s;
         const char *dir; /* a directory to mount a probe tmpfs on */
         int root_fd;     /* out: root of the throwaway namespace */
         int ns_fd;       /* out: keeps it alive */
@@ -1118,9 +1053,9 @@ struct probe_args {
 
 static int probe_throwaway_ns(struct probe_args *a) {
         if (unshare(CLONE_NEWNS) < 0)
-                return child_fail(&a->s, STEP_UNSHARE);
+                return helper_fail(&a->s, STEP_UNSHARE);
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                return child_fail(&a->s, STEP_PROPAGATION);
+                return helper_fail(&a->s, STEP_PROPAGATION);
         return 0;
 }
 
@@ -1135,12 +1070,12 @@ static int probe_setns_child(void *p) {
                 return 1;
         fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return child_fail(&a->s, STEP_OPEN_ROOT);
+                return helper_fail(&a->s, STEP_OPEN_ROOT);
         a->lines = setns(fd, CLONE_NEWNS) < 0 ? errno : 0;
         close(fd);
         fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return child_fail(&a->s, STEP_OPEN_ROOT);
+                return helper_fail(&a->s, STEP_OPEN_ROOT);
         a->result = setns(fd, CLONE_NEWNS) < 0 ? errno : 0;
         close(fd);
         return 0;
@@ -1154,7 +1089,7 @@ static int probe_ns_child(void *p) {
                 return 1;
         if (mount("nsd-probe", a->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   "size=4k,nr_inodes=16") < 0)
-                return child_fail(&a->s, STEP_PROBE_MOUNT);
+                return helper_fail(&a->s, STEP_PROBE_MOUNT);
         if (a->owner_private) {
                 struct mount_attr attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
                 a->result = mount_setattr(AT_FDCWD, a->dir, 0, &attr, sizeof attr) < 0 ? errno : 0;
@@ -1162,10 +1097,10 @@ static int probe_ns_child(void *p) {
         }
         a->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (a->root_fd < 0)
-                return child_fail(&a->s, STEP_OPEN_ROOT);
+                return helper_fail(&a->s, STEP_OPEN_ROOT);
         a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (a->ns_fd < 0)
-                return child_fail(&a->s, STEP_OPEN_NS);
+                return helper_fail(&a->s, STEP_OPEN_NS);
         return 0;
 }
 
@@ -1177,19 +1112,19 @@ static int probe_chroot_child(void *p) {
         int fd;
 
         if (fchdir(a->root_fd) < 0)
-                return child_fail(&a->s, STEP_CHDIR);
+                return helper_fail(&a->s, STEP_CHDIR);
         if (chroot(".") < 0)
-                return child_fail(&a->s, STEP_CHROOT);
+                return helper_fail(&a->s, STEP_CHROOT);
         fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                return child_fail(&a->s, STEP_OPEN_MOUNTINFO);
+                return helper_fail(&a->s, STEP_OPEN_MOUNTINFO);
         a->lines = 0;
         while ((n = read(fd, buf, sizeof buf)) != 0) {
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         close(fd);
-                        return child_fail(&a->s, STEP_READ);
+                        return helper_fail(&a->s, STEP_READ);
                 }
                 for (ssize_t i = 0; i < n; i++)
                         a->lines += buf[i] == '\n';
@@ -1216,7 +1151,7 @@ uint32_t kernel_features_probe(void) {
 
         /* F1 */
         a = (struct probe_args) { .root_fd = -1, .ns_fd = -1 };
-        r = run_child(probe_setns_child, &a, &a.s);
+        r = helper_run(probe_setns_child, &a, &a.s);
         if (r < 0)
                 log_warning_errno(r, "Kernel probe F1 (setns on a directory) failed: %s: %m, "
                                   "assuming absent", child_step(&a.s));
@@ -1239,7 +1174,7 @@ uint32_t kernel_features_probe(void) {
 
         /* F2 and F3 share one throwaway namespace with a tmpfs on dir */
         a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1 };
-        r = run_child(probe_ns_child, &a, &a.s);
+        r = helper_run(probe_ns_child, &a, &a.s);
         if (r < 0)
                 log_warning_errno(r, "Kernel probes F2, F3 failed: %s: %m, assuming absent",
                                   child_step(&a.s));
@@ -1247,7 +1182,7 @@ uint32_t kernel_features_probe(void) {
                 int root_fd = a.root_fd, ns_fd = a.ns_fd;
 
                 a = (struct probe_args) { .root_fd = root_fd, .ns_fd = -1 };
-                r = run_child(probe_chroot_child, &a, &a.s);
+                r = helper_run(probe_chroot_child, &a, &a.s);
                 if (r < 0)
                         log_warning_errno(r, "Kernel probe F2 (mount table after chroot) "
                                           "failed: %s: %m, assuming absent", child_step(&a.s));
@@ -1282,7 +1217,7 @@ uint32_t kernel_features_probe(void) {
 
         /* F4 */
         a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1, .owner_private = true };
-        r = run_child(probe_ns_child, &a, &a.s);
+        r = helper_run(probe_ns_child, &a, &a.s);
         if (r < 0)
                 log_warning_errno(r, "Kernel probe F4 (owner-private mounts) failed: %s: %m, "
                                   "assuming absent", child_step(&a.s));
