@@ -4,10 +4,9 @@
  *
  * Helper children. setfsuid() changes the credentials of the calling thread only, and nsd
  * must not walk paths or set attributes with a user's fsuid by accident, so every step that
- * needs another fsuid runs in a short-lived child made like userns.c's: clone(CLONE_VM |
- * CLONE_VFORK | CLONE_FILES), every signal blocked, exit signal 0, reaped with __WCLONE. The
- * child shares nsd's descriptor table (a descriptor it opens is nsd's at once), has its own
- * credentials, calls only plain system calls and reports through its argument struct.
+ * needs another fsuid runs in a helper child (helper.c), as userns.c's do: it shares nsd's
+ * descriptor table (a descriptor it opens is nsd's at once), has its own credentials, calls
+ * only plain system calls and reports through its argument struct.
  *
  * How a mount is found and hidden, safely against a user who changes paths under nsd:
  *  1. resolve: openat2(path, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) with the
@@ -29,8 +28,6 @@
 #include <glib.h>
 #include <libmount.h>
 #include <linux/openat2.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +35,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "helper.h"
 #include "kernel-abi.h"
 #include "log.h"
 #include "nsd-protocol.h"
@@ -49,7 +46,6 @@
 #define STATX_ATTR_MOUNT_ROOT 0x00002000
 #endif
 
-#define CHILD_STACK_SIZE (64 * 1024)
 #define MOUNTINFO_PATH "/proc/self/mountinfo"
 /* any uid that is neither 0 nor a real user's: for the CAP_SETUID probe */
 #define PROBE_FSUID ((uid_t) 65534)
@@ -74,8 +70,7 @@ static const char *const step_text[_STEP_MAX] = {
 };
 
 struct op {
-        int step; /* enum step that failed */
-        int err;  /* its errno */
+        struct helper_status s;
         /* in */
         uid_t fsuid; /* run with this fsuid; 0: stay root */
         const char *path;
@@ -87,19 +82,13 @@ struct op {
         uid_t probed_fsuid;
 };
 
-static int op_fail(struct op *o, enum step step) {
-        o->step = step;
-        o->err = errno > 0 ? errno : EIO;
-        return 1;
-}
-
 static int op_take_fsuid(struct op *o) {
         if (o->fsuid == 0)
                 return 0;
         (void) setfsuid(o->fsuid);
         if ((uid_t) setfsuid((uid_t) -1) != o->fsuid) {
                 errno = EPERM;
-                return op_fail(o, STEP_FSUID);
+                return helper_fail(&o->s, STEP_FSUID);
         }
         return 0;
 }
@@ -117,9 +106,9 @@ static int resolve_child(void *p) {
                 return 1;
         o->fd = (int) syscall(SYS_openat2, AT_FDCWD, o->path, &how, sizeof how);
         if (o->fd < 0)
-                return op_fail(o, STEP_OPEN);
+                return helper_fail(&o->s, STEP_OPEN);
         if (statx(o->fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, 0, &stx) < 0)
-                return op_fail(o, STEP_STATX);
+                return helper_fail(&o->s, STEP_STATX);
         o->mnt_id = stx.stx_mnt_id;
         o->mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
                         (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
@@ -138,7 +127,7 @@ static int setattr_child(void *p) {
         else
                 attr.attr_set = MOUNT_ATTR_OWNER_PRIVATE;
         if (mount_setattr(o->fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                return op_fail(o, STEP_SETATTR);
+                return helper_fail(&o->s, STEP_SETATTR);
         return 0;
 }
 
@@ -152,32 +141,12 @@ static int probe_fsuid_child(void *p) {
 
 /* Run fn(o) in a helper child and wait; 0, or -errno of the failing step (in o). */
 static int run_op(int (*fn)(void *), struct op *o) {
-        _Alignas(16) char stack[CHILD_STACK_SIZE];
-        sigset_t all, saved;
-        int wstatus, r;
-        pid_t pid;
-
-        o->step = STEP_NONE;
-        o->err = 0;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &saved);
-        pid = clone(fn, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_FILES, o);
-        r = pid < 0 ? -errno : 0;
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        if (r < 0)
-                return o->err = -r, r;
-        while (waitpid(pid, &wstatus, __WCLONE) < 0)
-                if (errno != EINTR)
-                        return o->err = errno, -errno;
-        if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
-                return 0;
-        if (o->err == 0)
-                o->err = EPROTO;
-        return -o->err;
+        return helper_run(fn, o, &o->s);
 }
 
 static const char *op_step(const struct op *o) {
-        return o->step > STEP_NONE && o->step < _STEP_MAX ? step_text[o->step] : step_text[0];
+        return o->s.step > STEP_NONE && o->s.step < _STEP_MAX ? step_text[o->s.step] :
+                                                               step_text[0];
 }
 
 /* ---- support ------------------------------------------------------------------------------ */
@@ -294,7 +263,7 @@ int private_hide(uid_t caller, uid_t uid, const char *path, bool unhide, uint64_
         if (r < 0) {
                 if (o.fd >= 0)
                         close(o.fd);
-                if (o.step == STEP_FSUID)
+                if (o.s.step == STEP_FSUID)
                         *ret_why = g_strdup_printf("nsd cannot take uid %u's fsuid to resolve "
                                                    "the path", (unsigned) o.fsuid);
                 else
