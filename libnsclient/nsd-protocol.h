@@ -25,16 +25,28 @@
  *        or take it away (NSD_HIDE_UNHIDE). STATUS features gain NSD_FEATURE_PRIVATE_MODE and
  *        NSD_FEATURE_PRIVATE_UNAVAILABLE (nsd.conf [Private] Enable=). A 1.0 nsd answers HIDE
  *        with -EOPNOTSUPP ("unknown request type").
+ *   1.2  A second socket for root only (NSD_ROOT_SOCKET_PATH_DEFAULT, mode 0600; nsd also
+ *        refuses any peer but uid 0 there), so no number of unprivileged clients can take
+ *        root's connection slots or time. JOIN_SESSION (type 9): JOIN and SESSION_OPEN in one
+ *        round trip, the pidfd riding along; a 1.1 nsd answers it with -EOPNOTSUPP and a
+ *        client falls back to JOIN + SESSION_OPEN. JOIN and JOIN_SESSION may answer -EAGAIN
+ *        ("not yet available": the uid's pinned namespace is not adopted yet; retry, never
+ *        a fresh namespace in its place). STATUS: `max_namespaces` is the effective limit
+ *        (MaxNamespaces= capped by what RLIMIT_NOFILE and user.max_mnt_namespaces allow) and
+ *        the former reserved field is `max_namespaces_config`; an unprivileged caller gets
+ *        its own figures only (namespaces, pinned, sessions and connections of its uid).
  */
 #pragma once
 
 #include <stdint.h>
 
 #define NSD_SOCKET_PATH_DEFAULT "/run/nsd/socket"
+/* 1.2: root's own door, mode 0600; pam_nsjoin (which runs as root) uses it */
+#define NSD_ROOT_SOCKET_PATH_DEFAULT "/run/nsd/root.socket"
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 1
+#define NSD_PROTO_MINOR 2
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -53,6 +65,7 @@ enum nsd_msg_type {
         NSD_REQ_SHOW = 6,
         NSD_REQ_RELEASE = 7,
         NSD_REQ_HIDE = 8,
+        NSD_REQ_JOIN_SESSION = 9, /* 1.2 */
         _NSD_REQ_MAX,
 
         /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
@@ -68,6 +81,7 @@ enum nsd_msg_type {
         NSD_REP_SHOW_END = 0x8101,                          /* ... then exactly one end */
         NSD_REP_RELEASE = NSD_REQ_RELEASE | NSD_REPLY_BIT,
         NSD_REP_HIDE = NSD_REQ_HIDE | NSD_REPLY_BIT,
+        NSD_REP_JOIN_SESSION = NSD_REQ_JOIN_SESSION | NSD_REPLY_BIT,
         NSD_REP_ERROR = 0xffff,
 };
 
@@ -115,8 +129,11 @@ _Static_assert(sizeof(struct nsd_rep_join) == 48, "nsd_rep_join layout");
  *   -ENXIO    nsd's policy does not manage that uid (e.g. a system user): no namespace; a PAM
  *             module should leave such a login alone
  *   -ENOENT   NSD_JOIN_NO_CREATE and there is no namespace yet
- *   -EUSERS   the limit on namespaces in all is reached */
+ *   -EUSERS   the limit on namespaces in all is reached
+ *   -EAGAIN   (1.2) not yet available: the uid's pinned namespace is not adopted yet (nsd
+ *             retries with backoff); ask again shortly, never treat it as "no namespace" */
 #define NSD_ERRNO_NOT_MANAGED ENXIO
+#define NSD_ERRNO_NOT_YET EAGAIN
 
 /* ---- SESSION_OPEN / SESSION_CLOSE: count a login's lifetime ------------------------- */
 
@@ -191,7 +208,7 @@ struct nsd_rep_status {
         uint32_t max_sessions_per_uid;
         uint32_t max_connections_per_uid;
         uint32_t pid;                  /* nsd's pid */
-        uint32_t reserved;
+        uint32_t max_namespaces_config; /* 1.2: MaxNamespaces= as configured (1.1: 0) */
 };
 _Static_assert(sizeof(struct nsd_rep_status) == 104, "nsd_rep_status layout");
 
@@ -275,6 +292,38 @@ _Static_assert(sizeof(struct nsd_req_hide) == 1056, "nsd_req_hide layout");
 
 /* NSD_REP_HIDE: the header alone. */
 
+/* ---- JOIN_SESSION (1.2): JOIN + SESSION_OPEN in one round trip -------------------------- */
+
+/* Flags: NSD_JOIN_NO_CREATE as for JOIN, and NSD_JOIN_SESSION_PIDFD when a pidfd of `pid`
+ * comes by SCM_RIGHTS (the only descriptor the request carries). The rules of JOIN (who may
+ * ask for which uid, policy, limits) and of SESSION_OPEN (pid must be the caller's own
+ * unless root, MaxSessionsPerUser=) both apply; the session is opened only if the JOIN part
+ * succeeds, and a refused session refuses the whole request (nothing is left open). */
+#define NSD_JOIN_SESSION_PIDFD 0x2u
+
+struct nsd_req_join_session {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t flags;    /* NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD */
+        uint32_t pid;      /* session leader */
+        uint32_t reserved; /* 0 */
+        char service[NSD_SERVICE_MAX];
+};
+_Static_assert(sizeof(struct nsd_req_join_session) == 72, "nsd_req_join_session layout");
+
+/* Carries the descriptors of a JOIN reply (same order and rules). */
+struct nsd_rep_join_session {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t ns_flags;     /* NSD_NS_* */
+        uint64_t ns_inode;
+        uint64_t created_usec;
+        uint64_t session_id;   /* never 0 */
+        uint32_t sessions;     /* live sessions of this uid, this one included */
+        uint32_t reserved;
+};
+_Static_assert(sizeof(struct nsd_rep_join_session) == 64, "nsd_rep_join_session layout");
+
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
 #define NSD_ERROR_MESSAGE_MAX 200
@@ -316,6 +365,7 @@ static inline size_t nsd_request_size(uint16_t type) {
         case NSD_REQ_SHOW: return sizeof(struct nsd_req_show);
         case NSD_REQ_RELEASE: return sizeof(struct nsd_req_release);
         case NSD_REQ_HIDE: return sizeof(struct nsd_req_hide);
+        case NSD_REQ_JOIN_SESSION: return sizeof(struct nsd_req_join_session);
         default: return 0;
         }
 }
@@ -334,6 +384,7 @@ static inline size_t nsd_reply_size(uint16_t type) {
         case NSD_REP_SHOW_END: return sizeof(struct nsd_msg_header);
         case NSD_REP_RELEASE: return sizeof(struct nsd_msg_header);
         case NSD_REP_HIDE: return sizeof(struct nsd_msg_header);
+        case NSD_REP_JOIN_SESSION: return sizeof(struct nsd_rep_join_session);
         case NSD_REP_ERROR: return sizeof(struct nsd_rep_error);
         default: return 0;
         }

@@ -116,12 +116,12 @@ static int check(size_t n, int is_request) {
 static void test_msg_check(void) {
         static const uint16_t requests[] = {
                 NSD_REQ_JOIN, NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
-                NSD_REQ_LIST, NSD_REQ_SHOW, NSD_REQ_RELEASE, NSD_REQ_HIDE,
+                NSD_REQ_LIST, NSD_REQ_SHOW, NSD_REQ_RELEASE, NSD_REQ_HIDE, NSD_REQ_JOIN_SESSION,
         };
         static const uint16_t replies[] = {
                 NSD_REP_JOIN, NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
                 NSD_REP_LIST_ENTRY, NSD_REP_LIST_END, NSD_REP_SHOW_END, NSD_REP_RELEASE,
-                NSD_REP_HIDE, NSD_REP_ERROR,
+                NSD_REP_HIDE, NSD_REP_JOIN_SESSION, NSD_REP_ERROR,
         };
         const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
         const char *why;
@@ -1059,8 +1059,8 @@ static void test_sessions(void) {
         is_int(nsc_hide(c, 1001, "/home/alice/mnt", NSC_HIDE_UNHIDE), 0, "HIDE succeeds");
         ok(seen.last.hdr.type == NSD_REQ_HIDE && seen.last.hide.uid == 1001 &&
            seen.last.hide.flags == NSD_HIDE_UNHIDE && seen.last.check == 0 &&
-           strcmp(seen.last.hide.path, "/home/alice/mnt") == 0 && seen.last.hide.hdr.version_minor == 1,
-           "it names uid 1001, the path and UNHIDE, protocol 1.1");
+           strcmp(seen.last.hide.path, "/home/alice/mnt") == 0 && seen.last.hide.hdr.version_minor == NSD_PROTO_MINOR,
+           "it names uid 1001, the path and UNHIDE, the current protocol minor");
         finish(c);
         is_int(count_fds(), before, "no descriptor left behind by sessions");
 
