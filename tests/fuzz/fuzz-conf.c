@@ -10,6 +10,9 @@
  *     "@regular", a number or a valid name, MinUid <= MaxUid, limits within 1..1000000,
  *     MaxConnectionsPerUser <= MaxConnections, Linger forever or 0..INT32_MAX;
  *   - parsing is deterministic: the same text parses the same way twice;
+ *   - a text whose values GKeyFile itself cannot read (an invalid escape such as a trailing
+ *     backslash: g_key_file_get_string() sets an error, yet returns what it could read) is
+ *     refused, not accepted with a value cut short;
  *   - config_uid_managed(), where it needs no NSS (no user names in Users=, no Groups=):
  *     root, nobody and (uid_t) -1 are never managed, a listed uid always is, @regular is
  *     exactly MinUid..MaxUid, and a "why" comes with every "no";
@@ -115,6 +118,28 @@ static void check_config(const Config *c) {
                         check_managed(c, (uid_t) strtoull(*u, NULL, 10));
 }
 
+/* Does GKeyFile, on its own, read every value of the text without an error? */
+static bool keyfile_reads_all(const uint8_t *data, size_t size) {
+        g_autoptr(GKeyFile) kf = g_key_file_new();
+        g_auto(GStrv) groups = NULL;
+
+        if (size == 0)
+                return true;
+        if (!g_key_file_load_from_data(kf, (const char *) data, size, G_KEY_FILE_NONE, NULL))
+                return false;
+        groups = g_key_file_get_groups(kf, NULL);
+        for (char **g = groups; *g; g++) {
+                g_auto(GStrv) keys = g_key_file_get_keys(kf, *g, NULL, NULL);
+                for (char **k = keys; k && *k; k++) {
+                        g_autoptr(GError) error = NULL;
+                        g_autofree char *v = g_key_file_get_string(kf, *g, *k, &error);
+                        if (!v || error)
+                                return false;
+                }
+        }
+        return true;
+}
+
 static bool same_config(const Config *a, const Config *b) {
         return g_strv_equal((const char *const *) a->users, (const char *const *) b->users) &&
                g_strv_equal((const char *const *) a->groups, (const char *const *) b->groups) &&
@@ -156,6 +181,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
 
         fuzz_assert(err == NULL, "error message '%s' on success", err);
+        fuzz_assert(keyfile_reads_all(data, size),
+                    "accepted a text with a value GKeyFile cannot read (an invalid escape?)");
         check_config(&c);
         fuzz_assert(same_config(&c, &again), "two parses of the same text differ");
         config_move(&moved, &c);

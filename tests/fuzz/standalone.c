@@ -9,15 +9,29 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fuzz.h"
 #include "tap.h"
 
 __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* the input being run, for the line on stderr when it aborts */
+static char current[4096];
+
+static void on_abort(int sig) {
+        static const char pre[] = "fuzz: the input that failed: ";
+        (void) !write(STDERR_FILENO, pre, sizeof pre - 1);
+        (void) !write(STDERR_FILENO, current, strlen(current));
+        (void) !write(STDERR_FILENO, "\n", 1);
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
 
 static int run_file(const char *path) {
         FILE *f = fopen(path, "rbe");
@@ -53,6 +67,7 @@ static int run_file(const char *path) {
         free(buf);
         printf("# input %s (%zu bytes)\n", path, n);
         fflush(stdout);
+        snprintf(current, sizeof current, "%s", path);
         LLVMFuzzerTestOneInput(exact, n);
         free(exact);
         return 0;
@@ -63,6 +78,7 @@ static int by_name(const struct dirent **a, const struct dirent **b) {
 }
 
 int main(int argc, char **argv) {
+        signal(SIGABRT, on_abort);
         if (LLVMFuzzerInitialize)
                 LLVMFuzzerInitialize(&argc, &argv);
 
