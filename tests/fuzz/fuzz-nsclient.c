@@ -19,8 +19,9 @@
  *                  variants from the low bits)
  *   then up to 64 reply datagrams, queued on the connection before the first call:
  *                  u8 ctl, u8 type, u8 fds, u8 owner, u16 size, size bytes of datagram;
- *                  owner bits 0-1: the call whose seq FIX_SEQ uses, bits 2-7: R, the
- *                  datagram is queued 1 + 8 R times (long LIST and SHOW streams).
+ *                  owner bits 0-1: the call whose seq FIX_SEQ uses; bits 2-7 all set: the
+ *                  datagram is queued REPEAT_LONG times, 111110: REPEAT_SHORT times, else
+ *                  once (long LIST and SHOW streams, rare for random bytes: they are slow).
  *                  ctl bits fix up the datagram so that the fuzzer gets past the header
  *                  checks: FIX_HDR magic and version, FIX_LEN length = size, FIX_SEQ the seq
  *                  of call `owner`, SEQ_ZERO seq 0, FIX_ERR a sound error field, FIX_BODY
@@ -69,6 +70,8 @@ enum { OP_JOIN, OP_SESSION_OPEN, OP_SESSION_CLOSE, OP_STATUS, OP_LIST, OP_SHOW, 
 #define DATAGRAMS_MAX 64
 #define DATAGRAM_SIZE_MAX 4400 /* past NSD_MSG_SIZE_MAX + 1: the MSG_TRUNC path */
 #define FDS_PER_DATAGRAM_MAX 20 /* past libnsclient's RECV_FDS_MAX: the MSG_CTRUNC path */
+#define REPEAT_LONG 300 /* 300 full SHOW_DATA parts are past NSD_SHOW_TEXT_MAX */
+#define REPEAT_SHORT 20
 
 static const uint16_t types[] = {
         NSD_REP_JOIN, NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
@@ -160,7 +163,8 @@ static uint32_t nth_seq(uint32_t start, unsigned k) {
 static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *calls,
                            unsigned ncalls, uint32_t seq_start, unsigned *list_entries) {
         uint8_t ctl = fuzz_u8(in), tsel = fuzz_u8(in), fdspec = fuzz_u8(in), o = fuzz_u8(in);
-        unsigned owner = (o & 3) % ncalls, copies = 1 + 8 * (o >> 2);
+        unsigned owner = (o & 3) % ncalls;
+        unsigned copies = (o >> 2) == 0x3f ? REPEAT_LONG : (o >> 2) == 0x3e ? REPEAT_SHORT : 1;
         size_t size = fuzz_u16(in) % DATAGRAM_SIZE_MAX;
         _cleanup_free_ uint8_t *buf = calloc(1, size ? size : 1);
         struct nsd_msg_header *h = (struct nsd_msg_header *) buf;
