@@ -40,10 +40,7 @@ struct nsjoin_session {
         uint64_t id;
 };
 
-static void nsc_disconnectp(nsc_conn **c) {
-        nsc_disconnect(*c);
-}
-#define _cleanup_nsc_disconnect_ __attribute__((cleanup(nsc_disconnectp)))
+#define _cleanup_nsc_disconnect_ _nsc_cleanup_disconnect_
 
 static void session_data_free(pam_handle_t *pamh, void *data, int error_status) {
         free(data);
