@@ -171,7 +171,10 @@ static int log_join_failure(pam_handle_t *pamh, const struct nsjoin_args *a, con
         int code = nsjoin_errno_to_pam(step, r, &expl);
         char extra[160] = "", t[32];
 
-        if (r == -ETIMEDOUT)
+        if (r == -ETIMEDOUT && step == NSJOIN_STEP_JOIN)
+                snprintf(extra, sizeof(extra), "; gave up after timeout=%s, socket %s",
+                         format_seconds(a->timeout_usec, t), path);
+        else if (r == -ETIMEDOUT)
                 snprintf(extra, sizeof(extra), "; gave up after timeout=%s",
                          format_seconds(a->timeout_usec, t));
         else if (r == -NSD_ERRNO_NOT_YET)

@@ -648,7 +648,7 @@ static void case_nsd_stuck(void) {
         ok(!child_killed, "nsd stuck: the login returned by itself");
         CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
         is_int(rec.requests, 1, "nsd stuck: it got the request");
-        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd did not answer in time (Connection timed out); gave up after timeout=0.5 s");
+        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd did not answer in time (Connection timed out); gave up after timeout=0.5 s, socket /tmp/test-pam.");
         is_int(log_lines(), 1, "nsd stuck: ONE line");
 
         /* stopped with a full backlog: the connect itself would wait */
