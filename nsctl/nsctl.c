@@ -45,7 +45,11 @@ static const char *socket_path_shown(void) {
         if (arg_socket)
                 return arg_socket;
         e = secure_getenv("NSD_SOCKET"); /* as libnsclient does */
-        return e && *e ? e : NSD_SOCKET_PATH_DEFAULT;
+        if (e && *e)
+                return e;
+        if (geteuid() == 0 && access(NSD_ROOT_SOCKET_PATH_DEFAULT, F_OK) == 0)
+                return NSD_ROOT_SOCKET_PATH_DEFAULT;
+        return NSD_SOCKET_PATH_DEFAULT;
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
@@ -288,7 +292,7 @@ static int verb_status(int argc, char **argv) {
                 {}
         };
         struct nsc_status st;
-        nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         bool json = false;
         int c, r;
 
@@ -308,12 +312,9 @@ static int verb_status(int argc, char **argv) {
 
         memset(&st, 0, sizeof(st));
         r = nsc_status(conn, &st);
-        if (r < 0) {
-                r = fail(conn, r, "get status from nsd");
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+        if (r < 0)
+                return fail(conn, r, "get status from nsd");
+        nsc_disconnect(TAKE_PTR(conn)); /* done with nsd */
 
         if (json)
                 status_print_json(&st);
@@ -474,7 +475,7 @@ static int verb_list(int argc, char **argv) {
         struct table_options opts = {};
         size_t ids[COLUMNS_MAX], n_ids = 0;
         struct nsc_ns_info *entries = NULL;
-        nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         size_t n = 0;
         int c, r;
 
@@ -502,12 +503,9 @@ static int verb_list(int argc, char **argv) {
                 return r;
 
         r = nsc_list(conn, &entries, &n);
-        if (r < 0) {
-                r = fail(conn, r, "list namespaces");
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+        if (r < 0)
+                return fail(conn, r, "list namespaces");
+        nsc_disconnect(TAKE_PTR(conn)); /* done with nsd */
 
         if (n > 1)
                 qsort(entries, n, sizeof(entries[0]), cmp_ns_info);
@@ -556,7 +554,7 @@ static int verb_show(int argc, char **argv) {
         struct table_options opts = {};
         size_t ids[COLUMNS_MAX], n_ids = 0;
         _cleanup_free_ char *text = NULL;
-        nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         const char *user;
         bool tree = true;
         int bad_line = 0;
@@ -592,12 +590,9 @@ static int verb_show(int argc, char **argv) {
                 return r;
 
         r = nsc_show(conn, uid, &text, &len);
-        if (r < 0) {
-                r = fail(conn, r, "show %s", user);
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+        if (r < 0)
+                return fail(conn, r, "show %s", user);
+        nsc_disconnect(TAKE_PTR(conn)); /* done with nsd */
 
         r = mount_tree_print(text, len, ids, n_ids, &opts, tree, stdout, &bad_line);
         if (r == -EINVAL) {
@@ -638,7 +633,7 @@ static int verb_enter(int argc, char **argv) {
         struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
         _cleanup_free_ char *cwd = NULL;
         char *shell_argv[2] = {};
-        nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         bool mode_chroot = false;
         const char *user;
         char **cmd;
@@ -684,12 +679,9 @@ static int verb_enter(int argc, char **argv) {
         if ((r = connect_nsd(&conn)))
                 return r;
         r = nsc_join(conn, uid, 0, &j);
-        if (r < 0) {
-                r = fail(conn, r, "join %s", user);
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+        if (r < 0)
+                return fail(conn, r, "join %s", user);
+        nsc_disconnect(TAKE_PTR(conn)); /* done with nsd */
 
         /* keep the working directory by name where the namespace has it, like a login would */
         cwd = getcwd(NULL, 0);
@@ -757,7 +749,7 @@ static int verb_release(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         bool force = false;
         const char *user;
         uid_t uid;
@@ -790,15 +782,10 @@ static int verb_release(int argc, char **argv) {
                 else
                         fprintf(stderr, "nsctl: cannot release %s: %s (use --force)\n", user,
                                 strerror(EBUSY));
-                nsc_disconnect(conn);
                 return EXIT_FAILURE;
         }
-        if (r < 0) {
-                r = fail(conn, r, "release %s", user);
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+        if (r < 0)
+                return fail(conn, r, "release %s", user);
         return EXIT_SUCCESS;
 }
 
@@ -834,7 +821,7 @@ static int verb_hide(int argc, char **argv) {
         };
         _cleanup_free_ char *abs_path = NULL;
         const char *user = NULL, *path;
-        nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         bool unhide = false;
         char name[64];
         uid_t uid = getuid();
@@ -878,12 +865,8 @@ static int verb_hide(int argc, char **argv) {
                 return r;
         user_name(uid, name, sizeof(name));
         r = nsc_hide(conn, uid, path, unhide ? NSC_HIDE_UNHIDE : 0);
-        if (r < 0) {
-                r = fail(conn, r, "%s %s for %s", unhide ? "unhide" : "hide", path, name);
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+        if (r < 0)
+                return fail(conn, r, "%s %s for %s", unhide ? "unhide" : "hide", path, name);
         return EXIT_SUCCESS;
 }
 
