@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Unit test (TAP): nsctl's command line without nsd: --help, --version, usage errors and
- * connection errors. argv[1] is the nsctl binary. No root needed, nothing left behind.
+ * test-nsctl-cli: nsctl's command line without nsd: --help, --version, usage errors and
+ * connection errors. Argument 1: the nsctl binary. No root needed, nothing left behind.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,28 +14,14 @@
 
 #include "config.h"
 #include "nsd-protocol.h"
+#include "tap.h"
 
 static const char *nsctl;
-static int n_test;
-static int n_failed;
-
 struct run {
         int status; /* exit status, or -1 */
         char out[16384];
         char err[4096];
 };
-
-__attribute__((format(printf, 2, 3))) static void ok(int cond, const char *fmt, ...) {
-        va_list ap;
-
-        printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        if (!cond)
-                n_failed++;
-}
 
 static void read_all(int fd, char *buf, size_t size) {
         size_t off = 0;
@@ -99,8 +84,8 @@ int main(int argc, char **argv) {
         struct run r;
 
         if (argc != 2) {
-                printf("1..0 # SKIP usage: test-nsctl-cli PATH-TO-NSCTL\n");
-                return 0;
+                tap_skip("usage: test-nsctl-cli PATH-TO-NSCTL");
+                return tap_done();
         }
         nsctl = argv[1];
 
@@ -196,6 +181,5 @@ int main(int argc, char **argv) {
                    "enter as root: connection error, command not run");
         }
 
-        printf("1..%d\n", n_test);
-        return n_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return tap_done();
 }

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Unit test (TAP): nsctl's mountinfo -> findmnt-like tree/list/JSON, on a fixed text. */
+/*
+ * test-nsctl-mount-tree: nsctl's output pieces, in process, on fixed input: mountinfo text
+ * as a findmnt-like tree, list, raw table and JSON (libmount + libsmartcols); the column
+ * list of -o; durations.
+ */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mount-tree.h"
+#include "tap.h"
 
 static const char mountinfo[] =
         "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
@@ -19,21 +23,6 @@ static const char mountinfo[] =
         "32 25 0:51 / /mnt/with\\040space rw,relatime unbindable - tmpfs tmpfs rw,size=1024k\n"
         /* parent 99 is not in the table: must still be shown, at the top level */
         "40 99 0:60 / /orphan rw,relatime - tmpfs none rw\n";
-
-static int n_test;
-static int n_failed;
-
-__attribute__((format(printf, 2, 3))) static void ok(int cond, const char *fmt, ...) {
-        va_list ap;
-
-        printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        if (!cond)
-                n_failed++;
-}
 
 /* run mount_tree_print into a string; returns its result, *ret_out malloc()ed */
 static int render(const char *text, const size_t *ids, size_t n_ids, struct table_options o,
@@ -184,6 +173,5 @@ int main(void) {
                 ok(strcmp(buf, "1min 1s") == 0, "duration 61s: '%s'", buf);
         }
 
-        printf("1..%d\n", n_test);
-        return n_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return tap_done();
 }
