@@ -2,13 +2,14 @@
 /*
  * test-nsctl-mount-tree: nsctl's output pieces, in process, on fixed input: mountinfo text
  * as a findmnt-like tree, list, raw table and JSON (libmount + libsmartcols); the column
- * list of -o; durations.
+ * list of -o; durations; the JSON writer of status and its UTF-8 repair.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "mount-tree.h"
 #include "tap.h"
 
@@ -68,6 +69,75 @@ static int starts_with(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+static void test_json_writer(void) {
+        struct json_writer w;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f) {
+                tap_skip("open_memstream: %s", strerror(errno));
+                return;
+        }
+        json_open(&w, f);
+        json_object_open(&w, "status");
+        json_string(&w, "s", "a\"b\\c\n\x01\xff");
+        json_string(&w, "null", NULL);
+        json_object_open(&w, "o");
+        json_bool(&w, "t", true);
+        json_bool(&w, "f", false);
+        json_object_close(&w);
+        json_object_open(&w, "empty");
+        json_object_close(&w);
+        json_uint(&w, "big", UINT64_MAX);
+        json_object_close(&w);
+        json_close(&w);
+        fclose(f);
+        is_str(buf,
+               "{\n"
+               "   \"status\": {\n"
+               "      \"s\": \"a\\\"b\\\\c\\n\\u0001\xef\xbf\xbd\",\n"
+               "      \"null\": null,\n"
+               "      \"o\": {\n"
+               "         \"t\": true,\n"
+               "         \"f\": false\n"
+               "      },\n"
+               "      \"empty\": {\n"
+               "      },\n"
+               "      \"big\": 18446744073709551615\n"
+               "   }\n"
+               "}\n",
+               "JSON writer: libsmartcols' layout, escapes, U+FFFD, nesting, null, bool, u64");
+        free(buf);
+}
+
+static void test_utf8(void) {
+        static const struct {
+                const char *in, *out, *what;
+        } cases[] = {
+                { "plain", "plain", "ASCII unchanged" },
+                { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                  "two, three and four byte sequences unchanged" },
+                { "a\xff", "a\xef\xbf\xbd", "0xff replaced" },
+                { "\x80x", "\xef\xbf\xbdx", "a stray continuation byte replaced" },
+                { "\xc3", "\xef\xbf\xbd", "a sequence cut short at the end" },
+                { "\xe2\x82x", "\xef\xbf\xbd\xef\xbf\xbdx", "a sequence cut short before ASCII: each byte" },
+                { "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd", "an overlong '/' refused" },
+                { "\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", "a three byte overlong refused" },
+                { "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", "a surrogate refused" },
+                { "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+                  "beyond U+10FFFF refused" },
+                { "", "", "empty" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *got = utf8_escape_invalid(cases[i].in);
+
+                is_str(got, cases[i].out, "utf8_escape_invalid: %s", cases[i].what);
+                free(got);
+        }
+}
+
 int main(void) {
         const size_t all[] = { MOUNT_COL_TARGET, MOUNT_COL_SOURCE, MOUNT_COL_FSTYPE, MOUNT_COL_OPTIONS };
         const size_t prop[] = { MOUNT_COL_ID, MOUNT_COL_PROPAGATION, MOUNT_COL_FSROOT };
@@ -114,6 +184,18 @@ int main(void) {
         ok(r == 0 && strstr(out, "\"filesystems\": [") && strstr(out, "\"children\": [") &&
            strstr(out, "\"target\": \"/mnt/with space\""),
            "json: tree with children and decoded target");
+        free(out);
+
+        /* JSON of a mount point that is not UTF-8: U+FFFD, never the raw byte (invalid JSON) */
+        r = render("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n26 25 0:50 / /m\xff rw - tmpfs t\xfe rw\n",
+                   all, 4, (struct table_options) { .json = 1 }, 1, &out, &bad);
+        ok(r == 0 && strstr(out, "\"target\": \"/m\xef\xbf\xbd\"") && strstr(out, "\"source\": \"t\xef\xbf\xbd\"") &&
+           !strchr(out, '\xff') && !strchr(out, '\xfe'), "json: bytes that are not UTF-8 become U+FFFD");
+        free(out);
+        r = render("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n26 25 0:50 / /m\xff rw - tmpfs t\xfe rw\n",
+                   all, 4, (struct table_options) { .raw = 1, .noheadings = 1 }, 1, &out, &bad);
+        ok(r == 0 && strstr(out, "/m\\xff t\\xfe tmpfs"), "raw: the same bytes hex-escaped by libsmartcols: '%s'",
+           line(out, 1));
         free(out);
 
         /* other columns: ID as JSON number, propagation, fs root */
@@ -173,5 +255,7 @@ int main(void) {
                 ok(strcmp(buf, "1min 1s") == 0, "duration 61s: '%s'", buf);
         }
 
+        test_json_writer();
+        test_utf8();
         return tap_done();
 }
