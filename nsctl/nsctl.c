@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libsmartcols.h>
@@ -602,13 +603,52 @@ static int help_enter(void) {
                " nsctl enter [options] <user> [--] [<command> [<argument>...]]\n"
                "\n"
                "Run a command in a user's mount namespace, as root (the administrator's\n"
-               "view). Without a command, run $SHELL (or /bin/sh). Root only.\n"
+               "view). Without a command, run $SHELL (or /bin/sh). Root only, but for a\n"
+               "process already inside that namespace (then the command just runs); others\n"
+               "see their namespace's mounts with 'nsctl show <user>'.\n"
                "\n"
                "Options:\n"
                "     --mode <mode>    how to enter: setns (default) or chroot\n"
                USAGE_COMMON_OPTIONS("")
                USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
+}
+
+/* After EPERM from nsd or the kernel, for a caller without privilege: what it can do. */
+static void enter_refused_hint(uid_t uid, const char *user) {
+        if (uid != getuid()) {
+                fprintf(stderr, "nsctl: only root may enter another user's namespace\n");
+                return;
+        }
+        fprintf(stderr,
+                "nsctl: only root may enter a namespace from outside it; 'nsctl show %s' shows its\n"
+                "nsctl: mounts, and a new login (ssh, su -l, a new session) runs inside it\n",
+                user);
+}
+
+/* Is ns_fd the mount namespace this process is in? */
+static bool in_namespace(int ns_fd) {
+        struct stat a, b;
+
+        return fstat(ns_fd, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 && a.st_dev == b.st_dev &&
+               a.st_ino == b.st_ino;
+}
+
+/* Ask nsd for uid's namespace; 0 or EXIT_FAILURE after saying why. */
+static int join_namespace(uid_t uid, const char *user, struct nsc_join_result *ret) {
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
+        int r;
+
+        if ((r = connect_nsd(&conn)))
+                return r;
+        r = nsc_join(conn, uid, 0, ret);
+        if (r < 0) {
+                fail(conn, r, "enter the namespace of %s", user);
+                if (r == -EPERM && geteuid() != 0)
+                        enter_refused_hint(uid, user);
+                return EXIT_FAILURE;
+        }
+        return 0;
 }
 
 static int verb_enter(int argc, char **argv) {
@@ -619,9 +659,9 @@ static int verb_enter(int argc, char **argv) {
                 {}
         };
         struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+        _cleanup_close_ int root_fd = -1, ns_fd = -1;
         _cleanup_free_ char *cwd = NULL;
         char *shell_argv[2] = {};
-        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         bool mode_chroot = false;
         const char *user;
         char **cmd;
@@ -659,35 +699,35 @@ static int verb_enter(int argc, char **argv) {
                 cmd = shell_argv;
         }
 
-        if (geteuid() != 0) {
-                fprintf(stderr, "nsctl: cannot enter: only root may enter another user's namespace\n");
-                return EXIT_FAILURE;
-        }
-
-        if ((r = connect_nsd(&conn)))
+        /* nsd decides who gets the namespace's descriptors (root, or a process already in it) */
+        if ((r = join_namespace(uid, user, &j)))
                 return r;
-        r = nsc_join(conn, uid, 0, &j);
-        if (r < 0)
-                return fail(conn, r, "join %s", user);
-        nsc_disconnect(TAKE_PTR(conn)); /* done with nsd */
+        root_fd = j.root_fd;
+        ns_fd = j.ns_fd;
 
-        /* keep the working directory by name where the namespace has it, like a login would */
-        cwd = getcwd(NULL, 0);
+        if (geteuid() != 0 && in_namespace(ns_fd)) {
+                /* already there (a login session of the user): nothing to enter, and entering
+                 * anew would need privileges this process does not have */
+        } else {
+                /* keep the working directory by name where the namespace has it, as a login */
+                cwd = getcwd(NULL, 0);
 
-        if (mode_chroot) {
-                int used_setns = 0;
+                if (mode_chroot) {
+                        int used_setns = 0;
 
-                r = nsc_enter_chroot(&j, &used_setns);
-        } else
-                r = nsc_enter_setns(&j);
-        cleanup_closep(&j.root_fd);
-        cleanup_closep(&j.ns_fd);
-        if (r < 0)
-                return fail(NULL, r, "enter the namespace of %s (mode %s)", user,
-                            mode_chroot ? "chroot" : "setns");
-
-        if (!cwd || chdir(cwd) < 0)
-                (void) chdir("/");
+                        r = nsc_enter_chroot(&j, &used_setns);
+                } else
+                        r = nsc_enter_setns(&j);
+                if (r < 0) {
+                        fail(NULL, r, "enter the namespace of %s (mode %s)", user,
+                             mode_chroot ? "chroot" : "setns");
+                        if (r == -EPERM && geteuid() != 0)
+                                enter_refused_hint(uid, user);
+                        return EXIT_FAILURE;
+                }
+                if (!cwd || chdir(cwd) < 0)
+                        (void) chdir("/");
+        }
 
         execvp(cmd[0], cmd);
         r = errno;

@@ -7,18 +7,24 @@
  *  - every --json is valid JSON (python3's json module), also for bytes that are not UTF-8;
  *  - the tables of list and show, user names through nss_wrapper's files (written here), so
  *    the host's accounts play no part;
+ *  - enter: what a user without privilege is told when nsd (or the kernel) refuses, the
+ *    command run when the caller already is in the namespace, and, as root, a command run in
+ *    another mount namespace (a sandbox child's: unshare(CLONE_NEWNS), private) in both modes;
  *  - release and hide: what reaches nsd and what nsd's refusals look like.
+ * As root, the "user" cases run nsctl as uid 1500 (alice of the passwd file here).
  * Argument 1: the nsctl binary. Nothing is left behind.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,6 +152,7 @@ static void run(struct run *r, const struct run_opts *o, ...) {
                 r->status = WEXITSTATUS(st);
 }
 
+static const struct run_opts as_alice = { .uid = ALICE };
 static const struct run_opts to_full = { .stdout_path = "/dev/full" };
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -277,6 +284,9 @@ static void test_help_version(void) {
         }
         run(&r, NULL, "list", "--help", NULL);
         ok(strstr(r.out, "PINNED") && strstr(r.out, "ADOPTED"), "list --help lists the columns");
+        run(&r, NULL, "enter", "--help", NULL);
+        ok(strstr(r.out, "nsctl show <user>") != NULL,
+           "enter --help names what a user can do instead");
 
         run(&r, NULL, "--version", NULL);
         snprintf(want, sizeof(want), "nsctl %s (nsd protocol %d.%d)\n", PACKAGE_VERSION,
@@ -588,6 +598,141 @@ static void test_release_hide(void) {
                 tap_skip("unknown user names need nss_wrapper");
 }
 
+/* ---- enter ----------------------------------------------------------------------------- */
+
+/* A child in a mount namespace of its own (private, so nothing reaches the host) with a
+ * tmpfs on tmpdir/mnt holding a file 'marker'; it lives until *ret_fd is closed. */
+static pid_t sandbox_start(int *ret_fd) {
+        int ready[2], hold[2];
+        char c = 0;
+        pid_t pid;
+
+        if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0)
+                bail("pipe2");
+        pid = fork_or_bail();
+        if (pid == 0) {
+                char path[256];
+                FILE *f;
+
+                close(ready[0]);
+                close(hold[1]);
+                snprintf(path, sizeof(path), "%s/mnt", tmpdir);
+                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                    mount("tmpfs", path, "tmpfs", 0, "size=64k") < 0)
+                        _exit(1);
+                snprintf(path, sizeof(path), "%s/mnt/marker", tmpdir);
+                f = fopen(path, "we");
+                if (!f || fputs("in the sandbox\n", f) < 0 || fclose(f) != 0)
+                        _exit(1);
+                if (write(ready[1], "1", 1) != 1)
+                        _exit(1);
+                (void) read(hold[0], &c, 1); /* until the parent closes its end */
+                _exit(0);
+        }
+        close(ready[1]);
+        close(hold[0]);
+        if (read(ready[0], &c, 1) != 1) {
+                close(ready[0]);
+                close(hold[1]);
+                (void) waitpid(pid, NULL, 0);
+                return -1;
+        }
+        close(ready[0]);
+        *ret_fd = hold[1];
+        return pid;
+}
+
+static void test_enter_refused(void) {
+        static const char own_hint[] =
+                "nsctl: only root may enter a namespace from outside it; 'nsctl show 1500' shows its\n"
+                "nsctl: mounts, and a new login (ssh, su -l, a new session) runs inside it\n";
+        const struct run_opts *user = is_root ? &as_alice : NULL;
+        char want[512], uid[16];
+        struct run r;
+
+        if (!is_root && getuid() != ALICE) {
+                /* the messages name uid 1500 as "yours": be it, or skip */
+                tap_skip("enter as a user: needs root (to run nsctl as uid 1500)");
+                return;
+        }
+        snprintf(uid, sizeof(uid), "%u", ALICE);
+
+        /* what nsd answers a user outside its namespace (after the descriptor policy) */
+        serve(&(struct fake_nsd_config) {
+                .join_error = -EPERM,
+                .join_message = "only root and processes already in it get a namespace's descriptors" });
+        run(&r, user, "--socket", sock_path, "enter", uid, "--", "echo", "ran", NULL);
+        snprintf(want, sizeof(want),
+                 "nsctl: cannot enter the namespace of 1500: Operation not permitted (only root and "
+                 "processes already in it get a namespace's descriptors)\n%s", own_hint);
+        is_str(r.err, want, "user outside its namespace, nsd says EPERM: the reason and what to do instead");
+        ok(r.status == 1 && r.out[0] == '\0', "... exit 1, the command not run");
+        ok(served_stop()->joins == 1, "... nsd was asked");
+
+        serve(&(struct fake_nsd_config) {
+                .join_error = -EPERM, .join_message = "only root may ask for another user's namespace" });
+        run(&r, user, "--socket", sock_path, "enter", "1600", NULL);
+        is_str(r.err, "nsctl: cannot enter the namespace of 1600: Operation not permitted (only root may ask "
+                      "for another user's namespace)\nnsctl: only root may enter another user's namespace\n",
+               "user asking for another user's namespace: refused, said so");
+        is_int(r.status, 1, "... exit 1");
+        (void) served_stop();
+
+        /* a user already in the namespace (its login session): the command just runs */
+        serve(&(struct fake_nsd_config) {});
+        run(&r, user, "--socket", sock_path, "enter", uid, "--", "echo", "ran inside", NULL);
+        ok(r.status == 0 && strcmp(r.out, "ran inside\n") == 0 && r.err[0] == '\0',
+           "user already in the namespace: the command runs (exit %d, '%s')", r.status, line1(r.err));
+        run(&r, user, "--socket", sock_path, "enter", "--mode", "chroot", uid, "echo", "chroot too", NULL);
+        ok(r.status == 0 && strcmp(r.out, "chroot too\n") == 0, "... also with --mode chroot");
+        (void) served_stop();
+}
+
+static void test_enter_sandbox(void) {
+        char marker[256], want[512];
+        int hold = -1;
+        struct run r;
+        pid_t pid;
+
+        if (!is_root) {
+                tap_skip("enter another mount namespace: needs root");
+                return;
+        }
+        pid = sandbox_start(&hold);
+        if (pid < 0) {
+                tap_skip("enter another mount namespace: no unshare(CLONE_NEWNS) here");
+                return;
+        }
+        snprintf(marker, sizeof(marker), "%s/mnt/marker", tmpdir);
+        ok(access(marker, F_OK) < 0, "the sandbox's tmpfs is not seen outside it");
+
+        serve(&(struct fake_nsd_config) { .ns_pid = pid });
+        run(&r, NULL, "--socket", sock_path, "enter", "0", "--", "cat", marker, NULL);
+        ok(r.status == 0 && strcmp(r.out, "in the sandbox\n") == 0,
+           "root, mode setns: the command sees the namespace's mounts (exit %d, '%s')", r.status, line1(r.err));
+        run(&r, NULL, "--socket", sock_path, "enter", "--mode", "chroot", "0", "cat", marker, NULL);
+        ok(r.status == 0 && strcmp(r.out, "in the sandbox\n") == 0,
+           "root, mode chroot: the same (exit %d, '%s')", r.status, line1(r.err));
+        run(&r, NULL, "--socket", sock_path, "enter", "0", "--", "/nonexistent/nsctl-test/cmd", NULL);
+        ok(r.status == 127 && starts_with(r.err, "nsctl: cannot execute /nonexistent/nsctl-test/cmd: "),
+           "a command that is not there: exit 127 (%d)", r.status);
+
+        /* with the descriptors of a namespace it is not in (an nsd before the descriptor
+         * policy gives them), a user is stopped by the kernel: the same advice */
+        run(&r, &as_alice, "--socket", sock_path, "enter", "1500", "--", "cat", marker, NULL);
+        snprintf(want, sizeof(want), "nsctl: cannot enter the namespace of 1500 (mode setns): Operation not permitted\n"
+                                     "nsctl: only root may enter a namespace from outside it;");
+        ok(r.status == 1 && starts_with(r.err, want) && r.out[0] == '\0',
+           "user, descriptors of another namespace, setns: EPERM and the advice: '%s'", line1(r.err));
+        run(&r, &as_alice, "--socket", sock_path, "enter", "--mode", "chroot", "1500", "cat", marker, NULL);
+        ok(r.status == 1 && strstr(r.err, "(mode chroot): Operation not permitted\nnsctl: only root may enter") &&
+           r.out[0] == '\0', "user, mode chroot: the same: '%s'", line1(r.err));
+        ok(served_stop()->joins == 5, "nsd was asked five times");
+
+        close(hold);
+        (void) waitpid(pid, NULL, 0);
+}
+
 /* ---- setup ----------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -638,6 +783,8 @@ int main(int argc, char **argv) {
         test_list();
         test_show();
         test_release_hide();
+        test_enter_refused();
+        test_enter_sandbox();
 
         close(lfd);
         unlink(sock_path);
