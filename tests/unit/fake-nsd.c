@@ -138,8 +138,9 @@ bool fake_fd_is_pidfd_of(int fd, pid_t pid) {
 
 /* ---- a behaving nsd ------------------------------------------------------------------- */
 
-/* The peer's own namespace: [0] its root directory (O_PATH), [1] its nsfs file. */
-static int peer_namespace(int cfd, int fds[2], uint64_t *ret_ino) {
+/* The peer's own namespace (or pid's, when not 0): [0] its root directory (O_PATH), [1] its
+ * nsfs file. */
+static int peer_namespace(int cfd, pid_t pid, int fds[2], uint64_t *ret_ino) {
         struct ucred cred;
         socklen_t len = sizeof(cred);
         char p[64];
@@ -148,6 +149,8 @@ static int peer_namespace(int cfd, int fds[2], uint64_t *ret_ino) {
         fds[0] = fds[1] = -1;
         if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return -errno;
+        if (pid > 0)
+                cred.pid = pid;
         snprintf(p, sizeof(p), "/proc/%d/root", (int) cred.pid);
         fds[0] = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
         snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int) cred.pid);
@@ -217,6 +220,65 @@ static void record_session(struct fake_nsd_record *rec, uint32_t uid, uint32_t p
         rec->so_service[sizeof(rec->so_service) - 1] = 0;
 }
 
+static const char *refused(const struct fake_nsd_config *cfg) {
+        return cfg->error_message ?: "fake nsd: refused";
+}
+
+static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
+        struct nsd_rep_list_end end;
+
+        for (size_t i = 0; i < cfg->n_list; i++) {
+                const struct fake_ns *ns = &cfg->list[i];
+                struct nsd_rep_list_entry e;
+
+                fake_nsd_reply_init(&e, NSD_REP_LIST_ENTRY, sizeof(e), r);
+                e.uid = ns->uid;
+                e.ns_flags = ns->ns_flags;
+                e.sessions = ns->sessions;
+                e.mounts = ns->mounts;
+                e.ns_inode = ns->ns_inode;
+                e.created_usec = ns->created_usec;
+                snprintf(e.pin, sizeof(e.pin), "%s", ns->pin ?: "");
+                if (fake_nsd_send(cfd, &e, sizeof(e), NULL, 0) < 0)
+                        return;
+        }
+        fake_nsd_reply_init(&end, NSD_REP_LIST_END, sizeof(end), r);
+        end.count = (uint32_t) cfg->n_list;
+        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+}
+
+/* text in NSD_REP_SHOW_DATA parts as large as a datagram may be, then NSD_REP_SHOW_END */
+static void answer_show(int cfd, const struct fake_req *r, const char *text) {
+        static uint8_t buf[NSD_MSG_SIZE_MAX];
+        const size_t room = NSD_MSG_SIZE_MAX - sizeof(struct nsd_msg_header);
+        size_t len = strlen(text);
+        struct nsd_msg_header end;
+
+        for (size_t off = 0; off < len; off += room) {
+                size_t n = len - off < room ? len - off : room;
+
+                fake_nsd_reply_init(buf, NSD_REP_SHOW_DATA, sizeof(struct nsd_msg_header) + n, r);
+                memcpy(buf + sizeof(struct nsd_msg_header), text + off, n);
+                if (fake_nsd_send(cfd, buf, sizeof(struct nsd_msg_header) + n, NULL, 0) < 0)
+                        return;
+        }
+        fake_nsd_reply_init(&end, NSD_REP_SHOW_END, sizeof(end), r);
+        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+}
+
+/* a reply that is the header alone, or the error */
+static void answer_empty(int cfd, const struct fake_req *r, uint16_t type, int error,
+                         const struct fake_nsd_config *cfg) {
+        struct nsd_msg_header h;
+
+        if (error) {
+                (void) fake_nsd_send_error(cfd, r, error, refused(cfg));
+                return;
+        }
+        fake_nsd_reply_init(&h, type, sizeof(h), r);
+        (void) fake_nsd_send(cfd, &h, sizeof(h), NULL, 0);
+}
+
 int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_record *rec) {
         unsigned minor = cfg->minor ? cfg->minor : NSD_PROTO_MINOR;
         uint64_t session_id = cfg->session_id ? cfg->session_id : 4242;
@@ -282,7 +344,7 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                                                    "fake nsd: no more sessions");
                         break;
                 }
-                if (peer_namespace(cfd, fds, &ino) < 0) {
+                if (peer_namespace(cfd, cfg->ns_pid, fds, &ino) < 0) {
                         (void) fake_nsd_send_error(cfd, &r, -EIO, "fake nsd cannot open the namespace");
                         break;
                 }
@@ -347,11 +409,44 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 rec->statuses++;
                 fake_nsd_reply_init(&rep, NSD_REP_STATUS, sizeof(rep), &r);
                 rep.hdr.version_minor = (uint16_t) minor;
-                snprintf(rep.version, sizeof(rep.version), "fake-1.%u", minor);
+                if (cfg->status_version)
+                        snprintf(rep.version, sizeof(rep.version), "%s", cfg->status_version);
+                else
+                        snprintf(rep.version, sizeof(rep.version), "fake-1.%u", minor);
                 rep.pid = (uint32_t) getpid();
+                rep.features = cfg->status_features;
                 (void) fake_nsd_send(cfd, &rep, sizeof(rep), NULL, 0);
                 break;
         }
+        case NSD_REQ_LIST:
+                rec->lists++;
+                if (cfg->list_error)
+                        (void) fake_nsd_send_error(cfd, &r, cfg->list_error, refused(cfg));
+                else
+                        answer_list(cfd, &r, cfg);
+                break;
+        case NSD_REQ_SHOW:
+                rec->shows++;
+                rec->show_uid = r.show.uid;
+                if (cfg->show_error)
+                        (void) fake_nsd_send_error(cfd, &r, cfg->show_error, refused(cfg));
+                else
+                        answer_show(cfd, &r, cfg->show_text ?: "");
+                break;
+        case NSD_REQ_RELEASE:
+                rec->releases++;
+                rec->release_uid = r.release.uid;
+                rec->release_flags = r.release.flags;
+                answer_empty(cfd, &r, NSD_REP_RELEASE, cfg->release_error, cfg);
+                break;
+        case NSD_REQ_HIDE:
+                rec->hides++;
+                rec->hide_uid = r.hide.uid;
+                rec->hide_flags = r.hide.flags;
+                memcpy(rec->hide_path, r.hide.path, sizeof(rec->hide_path));
+                rec->hide_path[sizeof(rec->hide_path) - 1] = 0;
+                answer_empty(cfd, &r, NSD_REP_HIDE, cfg->hide_error, cfg);
+                break;
         default:
                 (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "fake nsd: not implemented");
                 ret = -1;
@@ -404,4 +499,35 @@ int fake_nsd_serve(int lfd, int stop_fd, int timeout_ms, const struct fake_nsd_c
         for (int i = 0; i < n_conns; i++)
                 close(conns[i]);
         return ret;
+}
+
+static void *serve_thread(void *arg) {
+        struct fake_nsd_thread *t = arg;
+
+        t->result = fake_nsd_serve(t->lfd, t->stop[0], 20000, &t->cfg, &t->rec);
+        return NULL;
+}
+
+int fake_nsd_thread_start(struct fake_nsd_thread *t, int lfd, const struct fake_nsd_config *cfg) {
+        int r;
+
+        *t = (struct fake_nsd_thread) { .lfd = lfd, .cfg = *cfg };
+        if (pipe2(t->stop, O_CLOEXEC) < 0)
+                return -errno;
+        r = pthread_create(&t->thread, NULL, serve_thread, t);
+        if (r != 0) {
+                close(t->stop[0]);
+                close(t->stop[1]);
+                return -r;
+        }
+        return 0;
+}
+
+int fake_nsd_thread_stop(struct fake_nsd_thread *t) {
+        int r = write(t->stop[1], "x", 1) == 1 ? 0 : -errno;
+
+        pthread_join(t->thread, NULL);
+        close(t->stop[0]);
+        close(t->stop[1]);
+        return r < 0 ? r : t->result;
 }

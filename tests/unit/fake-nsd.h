@@ -13,10 +13,14 @@
  *    stop.
  *
  * The namespace it hands out is the CALLER'S own (by SO_PEERCRED: /proc/<peer>/root and
- * /proc/<peer>/ns/mnt), so entering it changes nothing for the client, wherever it runs.
+ * /proc/<peer>/ns/mnt), so entering it changes nothing for the client, wherever it runs;
+ * or, with fake_nsd_config.ns_pid, that process's namespace.
+ *
+ * LIST, SHOW, RELEASE and HIDE (nsctl's tests) answer from the config too.
  */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +81,23 @@ struct fake_nsd_config {
         int session_open_error;  /* SESSION_OPEN, or the session part of JOIN_SESSION */
         int session_close_error;
         uint64_t session_id;     /* 0 means 4242 */
+        /* for nsctl's tests */
+        pid_t ns_pid;            /* JOIN hands out this process's namespace; 0: the caller's */
+        const char *status_version; /* STATUS's version; NULL means "fake-1.<minor>" */
+        uint32_t status_features;   /* STATUS's NSD_FEATURE_* */
+        const struct fake_ns *list; /* LIST's entries */
+        size_t n_list;
+        const char *show_text;   /* SHOW's mountinfo text; NULL: none (an empty table) */
+        int list_error, show_error, release_error, hide_error; /* 0 or -errno */
+        const char *error_message; /* with those; NULL means "fake nsd: refused" */
+};
+
+/* One LIST entry. */
+struct fake_ns {
+        uint32_t uid, ns_flags, sessions;
+        int32_t mounts;
+        uint64_t ns_inode, created_usec;
+        const char *pin;
 };
 
 struct fake_nsd_record {
@@ -90,6 +111,10 @@ struct fake_nsd_record {
         char so_service[NSD_SERVICE_MAX];
         uint64_t sc_id;
         uint32_t sc_uid, sc_pid;
+        /* LIST, SHOW, RELEASE, HIDE */
+        unsigned lists, shows, releases, hides;
+        uint32_t show_uid, release_uid, release_flags, hide_uid, hide_flags;
+        char hide_path[NSD_HIDE_PATH_MAX];
 };
 
 /* Answer one request on cfd. Returns 0 to go on, < 0 when the connection is to be closed
@@ -100,3 +125,15 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
  * timeout_ms pass (-ETIMEDOUT). Closes the connections it accepted. */
 int fake_nsd_serve(int lfd, int stop_fd, int timeout_ms, const struct fake_nsd_config *cfg,
                    struct fake_nsd_record *rec);
+
+/* fake_nsd_serve() in a thread of its own (timeout 20 s), until fake_nsd_thread_stop(); the
+ * record is that thread's until then. Both return 0 or -errno. */
+struct fake_nsd_thread {
+        int lfd, stop[2], result;
+        struct fake_nsd_config cfg;
+        struct fake_nsd_record rec;
+        pthread_t thread;
+};
+
+int fake_nsd_thread_start(struct fake_nsd_thread *t, int lfd, const struct fake_nsd_config *cfg);
+int fake_nsd_thread_stop(struct fake_nsd_thread *t); /* fake_nsd_serve()'s result */
