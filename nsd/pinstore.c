@@ -21,6 +21,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "helper.h"
 #include "log.h"
 #include "pinstore-internal.h"
@@ -33,15 +34,6 @@
  * for 16384 users. */
 #define PINSTORE_TMPFS_OPTIONS "mode=0700,size=72m,nr_inodes=32800"
 #define INFO_MAX 128
-
-static void close_fdp(int *fd) {
-        if (*fd >= 0) {
-                int saved = errno;
-                close(*fd);
-                errno = saved;
-                *fd = -1;
-        }
-}
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
@@ -162,12 +154,12 @@ static int pinstore_open_dir(PinStore *ps) {
 
         r = helper_run(helper_enter_child, &a, &a.s);
         if (r < 0) {
-                close_fdp(&a.ret_fd);
+                CLOSE_FD(a.ret_fd);
                 return log_error_errno(r, "Failed to open '%s' in the pin namespace: %s: %m",
                                        ps->run_dir, helper_status_step(&a.s));
         }
         if (fstatfs(a.ret_fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC) {
-                close_fdp(&a.ret_fd);
+                CLOSE_FD(a.ret_fd);
                 return log_warning_errno(EUCLEAN, "'%s' in the pin namespace is not its tmpfs",
                                          ps->run_dir);
         }
@@ -178,13 +170,14 @@ static int pinstore_open_dir(PinStore *ps) {
 static int pinstore_create(PinStore *ps) {
         struct pinns_args a = { .ns_fd = -1, .dir_fd = -1 };
         size_t attempts = ps->n_cpus + 1, i;
+        _cleanup_close_ int fd = -1;
         char src[32];
-        int r = -EIO, fd;
+        int r = -EIO;
 
         fd = open(ps->pins_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return log_error_errno(errno, "Failed to create '%s': %m", ps->pins_path);
-        close(fd);
+        CLOSE_FD(fd);
 
         /* Each CPU once, then once unbound. The host pin is refused (EINVAL, mnt_ns_loop) when
          * nsd's own namespace has a larger id than the new one: never for the initial
@@ -197,8 +190,8 @@ static int pinstore_create(PinStore *ps) {
                         a.cpu = -1;
                 r = helper_run(pinns_child, &a, &a.s);
                 if (r < 0) {
-                        close_fdp(&a.ns_fd);
-                        close_fdp(&a.dir_fd);
+                        CLOSE_FD(a.ns_fd);
+                        CLOSE_FD(a.dir_fd);
                         if (a.s.step == HELPER_STEP_AFFINITY)
                                 continue;
                         return log_error_errno(r, "Failed to create the pin namespace: %s: %m",
@@ -208,8 +201,8 @@ static int pinstore_create(PinStore *ps) {
                 if (mount(src, ps->pins_path, NULL, MS_BIND, NULL) >= 0)
                         break;
                 r = -errno;
-                close_fdp(&a.ns_fd);
-                close_fdp(&a.dir_fd);
+                CLOSE_FD(a.ns_fd);
+                CLOSE_FD(a.dir_fd);
                 if (r != -EINVAL)
                         break;
                 log_debug("Pin of the pin namespace refused on CPU %d (namespace ids out of "
@@ -264,7 +257,7 @@ int pinstore_open(const char *run_dir, PinStore **ret) {
                         }
                         log_warning("The pin namespace on '%s' is unusable, replacing it; "
                                     "pins in it are lost", ps->pins_path);
-                        close_fdp(&ps->pinns_fd);
+                        CLOSE_FD(ps->pinns_fd);
                         if (umount2(ps->pins_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
                                 log_warning_errno(errno, "Failed to unmount '%s', ignoring: %m",
                                                   ps->pins_path);
@@ -301,8 +294,8 @@ void pinstore_free(PinStore *ps) {
         if (!ps)
                 return;
         /* The pins stay: they are what survives a restart. */
-        close_fdp(&ps->pinns_fd);
-        close_fdp(&ps->dir_fd);
+        CLOSE_FD(ps->pinns_fd);
+        CLOSE_FD(ps->dir_fd);
         free(ps->run_dir);
         free(ps->pins_path);
         free(ps);
@@ -346,8 +339,9 @@ int pin_file_prepare(PinStore *ps, uid_t uid, const char *name) {
 
 void pin_info_write(PinStore *ps, uid_t uid, const char *name, uint64_t created) {
         char path[32], text[INFO_MAX];
-        int fd, n;
+        _cleanup_close_ int fd = -1;
         ssize_t w;
+        int n;
 
         snprintf(path, sizeof path, "%s.info", name);
         n = snprintf(text, sizeof text, "created_usec=%" PRIu64 "\n", created);
@@ -362,7 +356,6 @@ void pin_info_write(PinStore *ps, uid_t uid, const char *name, uint64_t created)
         if (w != n)
                 log_warning_errno(w < 0 ? errno : EIO, "Failed to write '%s:%s' of uid %u, "
                                   "ignoring: %m", ps->pins_path, path, (unsigned) uid);
-        close(fd);
 }
 
 
@@ -394,9 +387,9 @@ static int roots_child(void *p) {
 
 static uint64_t pin_info_read(PinStore *ps, const char *name) {
         char path[32], text[INFO_MAX];
+        _cleanup_close_ int fd = -1;
         uint64_t v = 0;
         ssize_t n;
-        int fd;
 
         snprintf(path, sizeof path, "%s.info", name);
         fd = openat(ps->dir_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -406,7 +399,6 @@ static uint64_t pin_info_read(PinStore *ps, const char *name) {
                 return 0;
         }
         n = read(fd, text, sizeof text - 1);
-        close(fd);
         if (n <= 0)
                 return 0;
         text[n] = '\0';
@@ -428,8 +420,8 @@ int pinstore_adopt_all(PinStore *ps, void (*cb)(UserNs *ns, void *userdata), voi
         struct pin_entry *e = NULL;
         size_t n = 0, cap = 0;
         int *ns_fds = NULL, *root_fds = NULL, *errs = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
-        DIR *d;
         int fd, r = 0, adopted = 0;
 
         if (!ps || !cb)
@@ -546,13 +538,12 @@ int pinstore_adopt_all(PinStore *ps, void (*cb)(UserNs *ns, void *userdata), voi
         r = adopted;
 finish:
         for (size_t i = 0; i < n; i++) {
-                close_fdp(&e[i].ns_fd);
-                close_fdp(&e[i].root_fd);
+                CLOSE_FD(e[i].ns_fd);
+                CLOSE_FD(e[i].root_fd);
         }
         free(e);
         free(ns_fds);
         free(root_fds);
         free(errs);
-        closedir(d);
         return r;
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "helper.h"
 #include "kernel-abi.h"
 #include "log.h"
@@ -157,7 +158,7 @@ uint32_t kernel_features_probe(void) {
                 log_warning_errno(r, "Kernel probes F2, F3 failed: %s: %m, assuming absent",
                                   helper_status_step(&a.s));
         else {
-                int root_fd = a.root_fd, ns_fd = a.ns_fd;
+                _cleanup_close_ int root_fd = a.root_fd, ns_fd = a.ns_fd;
 
                 a = (struct probe_args) { .root_fd = root_fd, .ns_fd = -1 };
                 r = helper_run(probe_chroot_child, &a, &a.s);
@@ -174,13 +175,11 @@ uint32_t kernel_features_probe(void) {
 
                 /* F3: fspick from nsd's namespace a mount of the throwaway one (ns_fd keeps
                  * that namespace alive until here) */
-                int pfd = fspick(root_fd, dir + 1, FSPICK_CLOEXEC | FSPICK_NO_AUTOMOUNT);
+                _cleanup_close_ int pfd = fspick(root_fd, dir + 1,
+                                                 FSPICK_CLOEXEC | FSPICK_NO_AUTOMOUNT);
                 int err = pfd < 0 ? errno : 0;
-                if (pfd >= 0) {
-                        if (fsconfig(pfd, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
-                                err = errno;
-                        close(pfd);
-                }
+                if (pfd >= 0 && fsconfig(pfd, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
+                        err = errno;
                 if (err == EINVAL)
                         features |= NSD_FEATURE_FSPICK_CHECK;
                 else if (err != 0)
@@ -189,8 +188,6 @@ uint32_t kernel_features_probe(void) {
                 log_debug("Kernel probe F3: fspick reconfigure of another namespace's mount "
                           "%s", err == 0 ? "succeeds: absent" :
                                 err == EINVAL ? "refused: present" : "failed: absent");
-                close(root_fd);
-                close(ns_fd);
         }
 
         /* F4 */

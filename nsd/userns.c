@@ -22,18 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "helper.h"
 #include "log.h"
 #include "pinstore-internal.h"
-
-static void close_fdp(int *fd) {
-        if (*fd >= 0) {
-                int saved = errno;
-                close(*fd);
-                errno = saved;
-                *fd = -1;
-        }
-}
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -147,12 +139,12 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                  * namespace. Throw it away and make it again on another CPU. */
                 log_debug("Pin of uid %u refused on CPU %d (namespace ids out of order), "
                           "retrying on another CPU", (unsigned) uid, a.cpu);
-                close_fdp(&a.ns_fd);
-                close_fdp(&a.root_fd);
+                CLOSE_FD(a.ns_fd);
+                CLOSE_FD(a.root_fd);
         }
         if (r < 0 && a.s.step != HELPER_STEP_PIN_MOUNT) {
-                close_fdp(&a.ns_fd);
-                close_fdp(&a.root_fd);
+                CLOSE_FD(a.ns_fd);
+                CLOSE_FD(a.root_fd);
                 if (ps)
                         (void) unlinkat(ps->dir_fd, name, 0);
                 return log_error_errno(r, "Failed to create the mount namespace of uid %u: "
@@ -161,8 +153,8 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
 
         ns = userns_new(uid);
         if (!ns) {
-                close_fdp(&a.ns_fd);
-                close_fdp(&a.root_fd);
+                CLOSE_FD(a.ns_fd);
+                CLOSE_FD(a.root_fd);
                 if (ps)
                         (void) unlinkat(ps->dir_fd, name, 0);
                 return -ENOMEM;
@@ -197,8 +189,8 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
 void userns_free(UserNs *ns) {
         if (!ns)
                 return;
-        close_fdp(&ns->ns_fd);
-        close_fdp(&ns->root_fd);
+        CLOSE_FD(ns->ns_fd);
+        CLOSE_FD(ns->root_fd);
         free(ns);
 }
 
@@ -287,7 +279,7 @@ static int mountinfo_open(const UserNs *ns) {
 
         r = helper_run(mountinfo_child, &a, &a.s);
         if (r < 0) {
-                close_fdp(&a.fd);
+                cleanup_closep(&a.fd);
                 return log_error_errno(r, "Failed to read the mount table of uid %u: %s: %m",
                                        (unsigned) ns->uid, helper_status_step(&a.s));
         }
@@ -295,17 +287,16 @@ static int mountinfo_open(const UserNs *ns) {
 }
 
 int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_len) {
-        struct mountinfo_args a = { .fd = -1 };
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
-        char *buf = NULL;
-        int r;
 
         if (!ns || ns->ns_fd < 0 || !ret)
                 return -EINVAL;
 
-        a.fd = mountinfo_open(ns);
-        if (a.fd < 0)
-                return a.fd;
+        fd = mountinfo_open(ns);
+        if (fd < 0)
+                return fd;
         for (;;) {
                 ssize_t n;
 
@@ -315,49 +306,38 @@ int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_
 
                         if (ncap > max + 4097)
                                 ncap = max + 4097;
-                        if (ncap <= cap) {
-                                r = -EFBIG;
-                                goto fail;
-                        }
+                        if (ncap <= cap)
+                                return -EFBIG;
                         nb = realloc(buf, ncap);
-                        if (!nb) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
+                        if (!nb)
+                                return -ENOMEM;
                         buf = nb;
                         cap = ncap;
                 }
-                n = read(a.fd, buf + len, cap - len - 1);
+                n = read(fd, buf + len, cap - len - 1);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        r = log_error_errno(errno, "Failed to read the mount table of uid %u: %m",
-                                            (unsigned) ns->uid);
-                        goto fail;
+                        return log_error_errno(errno, "Failed to read the mount table of uid "
+                                               "%u: %m", (unsigned) ns->uid);
                 }
                 if (n == 0)
                         break;
                 len += (size_t) n;
-                if (len > max) {
-                        r = -EFBIG;
-                        goto fail;
-                }
+                if (len > max)
+                        return -EFBIG;
         }
-        close_fdp(&a.fd);
         buf[len] = '\0';
-        *ret = buf;
         if (ret_len)
                 *ret_len = len;
+        *ret = TAKE_PTR(buf);
         return 0;
-fail:
-        close_fdp(&a.fd);
-        free(buf);
-        return r;
 }
 
 int userns_count_mounts(const UserNs *ns) {
+        _cleanup_close_ int fd = -1;
         char buf[16384];
-        int fd, lines = 0;
+        int lines = 0;
         ssize_t n;
 
         if (!ns || ns->ns_fd < 0)
@@ -369,15 +349,12 @@ int userns_count_mounts(const UserNs *ns) {
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        int r = log_error_errno(errno, "Failed to read the mount table of uid "
-                                                "%u: %m", (unsigned) ns->uid);
-                        close(fd);
-                        return r;
+                        return log_error_errno(errno, "Failed to read the mount table of uid "
+                                               "%u: %m", (unsigned) ns->uid);
                 }
                 for (ssize_t i = 0; i < n; i++)
                         lines += buf[i] == '\n';
         }
-        close(fd);
         return lines;
 }
 
