@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pinstore.c: nsd's pin namespace and the pins in it, and re-adoption of pinned namespaces
- * after a restart. See pinstore.h for the layout and DESIGN.md "Lifetime and restarts" for
- * why. Operations inside the pin namespace run in helper children (helper.c).
+ * after a restart. See pinstore.h for the layout and the durability rules, DESIGN.md
+ * "Lifetime and restarts" for why. Operations inside the pin namespace run in helper children
+ * (helper.c).
+ *
+ * Everything that could remove a pin goes through pin_look(), which says what a pin file is
+ * from what the kernel reports about it, never from an error: an error is PIN_UNKNOWN, and
+ * PIN_UNKNOWN is never removed. Removal happens in three places only: pin_remove() (provably
+ * dead or empty pins, logged with the reason), pinstore_unpin() (a release) and the host pin
+ * of a pin namespace that is provably not one (pinstore_try_open()).
  */
 #include "pinstore.h"
 
@@ -10,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <linux/magic.h>
 #include <sched.h>
 #include <stdio.h>
@@ -26,6 +32,9 @@
 #include "log.h"
 #include "pinstore-internal.h"
 
+#ifndef NSFS_MAGIC
+#define NSFS_MAGIC 0x6e736673
+#endif
 #ifndef STATX_ATTR_MOUNT_ROOT
 #define STATX_ATTR_MOUNT_ROOT 0x00002000
 #endif
@@ -34,6 +43,25 @@
  * for 16384 users. */
 #define PINSTORE_TMPFS_OPTIONS "mode=0700,size=72m,nr_inodes=32800"
 #define INFO_MAX 128
+/* pinstore_open(): attempts at once for what may pass, before going pending */
+#define OPEN_ATTEMPTS 3
+
+bool errno_may_pass(int err) {
+        switch (err < 0 ? -err : err) {
+        case EAGAIN:
+        case ENOMEM:
+        case EMFILE:
+        case ENFILE:
+        case EINTR:
+        case ETIMEDOUT:
+        case EBUSY:
+        case ENOSPC:
+        case ENOBUFS:
+                return true;
+        default:
+                return false;
+        }
+}
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
@@ -54,22 +82,41 @@ static bool parse_uid(const char *s, uid_t *ret) {
         return true;
 }
 
-static int path_is_mount_root(const char *path) {
+static void pin_file_name(char buf[static 16], uid_t uid) {
+        snprintf(buf, 16, "%u", (unsigned) uid);
+}
+
+static uint64_t now_monotonic_usec(void) {
+        return (uint64_t) g_get_monotonic_time();
+}
+
+/* 1: fd is the root of a mount (something is mounted there), 0: not, -errno. dir_fd: the
+ * directory it was opened from, for kernels without STATX_ATTR_MOUNT_ROOT (before 5.8). */
+static int fd_is_mount_root(int fd, int dir_fd) {
         struct statx sx;
         struct stat a, b;
-        char *parent;
-        int r;
 
-        if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) < 0)
+        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) < 0)
                 return -errno;
         if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
                 return !!(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
-        /* before Linux 5.8: a different device than the parent */
-        if (asprintf(&parent, "%s/..", path) < 0)
-                return -ENOMEM;
-        r = stat(path, &a) < 0 || stat(parent, &b) < 0 ? -errno : a.st_dev != b.st_dev;
-        free(parent);
-        return r;
+        if (fstat(fd, &a) < 0 || fstat(dir_fd, &b) < 0)
+                return -errno;
+        return a.st_dev != b.st_dev;
+}
+
+static int path_is_mount_root(const char *path) {
+        _cleanup_close_ int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        g_autofree char *parent = NULL;
+        _cleanup_close_ int pfd = -1;
+
+        if (fd < 0)
+                return -errno;
+        parent = g_strdup_printf("%s/..", path);
+        pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (pfd < 0)
+                return -errno;
+        return fd_is_mount_root(fd, pfd);
 }
 
 /* The CPUs nsd may run on, lowest first (at most PIN_CPUS_MAX). */
@@ -88,6 +135,141 @@ int pinstore_cpu(const PinStore *ps, size_t attempt) {
         if (!ps || ps->n_cpus == 0)
                 return -1;
         return ps->cpus[(ps->cpu_idx + attempt) % ps->n_cpus];
+}
+
+/* ---- what a pin file is ------------------------------------------------------------------ */
+
+enum pin_state {
+        PIN_NONE,    /* nothing there */
+        PIN_EMPTY,   /* a plain file, nothing mounted on it: pins nothing */
+        PIN_LIVE,    /* a mount namespace is pinned there (fd) */
+        PIN_DEAD,    /* provably no mount namespace pin (why) */
+        PIN_UNKNOWN, /* cannot tell now (err): leave it alone */
+};
+
+struct pin_look {
+        enum pin_state state;
+        int fd;         /* PIN_LIVE: nsfs descriptor, the caller's to close */
+        int err;        /* PIN_UNKNOWN: errno */
+        bool mount;     /* PIN_DEAD: something is mounted there: unmount before unlinking */
+        bool directory; /* PIN_DEAD: a directory, which is left alone */
+        char why[96];   /* PIN_DEAD: what it is */
+};
+
+static const char *file_type_name(mode_t m) {
+        return S_ISDIR(m) ? "a directory" : S_ISLNK(m) ? "a symbolic link" :
+               S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "a device node";
+}
+
+/* What dir_fd/name is, from what the kernel says about it. Lookups through dir_fd cross the
+ * mounts of the namespace dir_fd's mount belongs to, so for the pin tmpfs this sees the
+ * pins in the pin namespace. */
+static void pin_look(int dir_fd, const char *name, struct pin_look *ret) {
+        _cleanup_close_ int fd = -1;
+        struct statfs sfs;
+        struct stat st;
+        int t, r;
+
+        *ret = (struct pin_look) { .state = PIN_UNKNOWN, .fd = -1 };
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno == ENOENT)
+                        ret->state = PIN_NONE;
+                else
+                        ret->err = errno;
+                return;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                ret->state = PIN_DEAD;
+                ret->directory = S_ISDIR(st.st_mode);
+                snprintf(ret->why, sizeof ret->why, "%s", file_type_name(st.st_mode));
+                return;
+        }
+        fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        ret->state = PIN_NONE;
+                else
+                        ret->err = errno;
+                return;
+        }
+        if (fstatfs(fd, &sfs) < 0) {
+                ret->err = errno;
+                return;
+        }
+        if (sfs.f_type == NSFS_MAGIC) {
+                t = fd_nstype(fd);
+                if (t == CLONE_NEWNS) {
+                        ret->state = PIN_LIVE;
+                        ret->fd = TAKE_FD(fd);
+                } else if (t >= 0) {
+                        ret->state = PIN_DEAD;
+                        ret->mount = true;
+                        snprintf(ret->why, sizeof ret->why, "a namespace of another type "
+                                 "(0x%x)", (unsigned) t);
+                } else
+                        ret->err = -t;
+                return;
+        }
+        r = fd_is_mount_root(fd, dir_fd);
+        if (r < 0) {
+                ret->err = -r;
+                return;
+        }
+        if (r > 0) {
+                ret->state = PIN_DEAD;
+                ret->mount = true;
+                snprintf(ret->why, sizeof ret->why, "a mount of a file system of type 0x%lx, "
+                         "not of a namespace", (unsigned long) sfs.f_type);
+                return;
+        }
+        ret->state = PIN_EMPTY;
+}
+
+/* Unmount whatever is mounted on the pin file name, inside the pin namespace. */
+static int pin_unmount(PinStore *ps, const char *name) {
+        struct helper_enter_args a = { .ns_fd = ps->pinns_fd, .dir_fd = ps->dir_fd,
+                                       .target = name, .ret_fd = -1 };
+
+        return helper_run(helper_enter_child, &a, &a.s);
+}
+
+static void pin_unlink_info(PinStore *ps, const char *name) {
+        char info[32];
+
+        snprintf(info, sizeof info, "%s.info", name);
+        if (unlinkat(ps->dir_fd, info, 0) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Failed to remove '%s:%s', ignoring: %m", ps->pins_path,
+                                  info);
+}
+
+/* Remove a pin file that pin_look() found empty or dead; logged with the reason. */
+static int pin_remove(PinStore *ps, uid_t uid, const char *name, const struct pin_look *l) {
+        int r;
+
+        if (l->state == PIN_DEAD && l->directory) {
+                log_warning("'%s:%s' is a directory, not a pin; leaving it", ps->pins_path, name);
+                return 0;
+        }
+        if (l->state == PIN_DEAD && l->mount) {
+                r = pin_unmount(ps, name);
+                if (r < 0)
+                        return log_warning_errno(r, "Failed to unmount the dead pin '%s:%s' "
+                                                 "(%s), leaving it: %m", ps->pins_path, name,
+                                                 l->why);
+        }
+        if (unlinkat(ps->dir_fd, name, 0) < 0 && errno != ENOENT)
+                return log_warning_errno(errno, "Failed to remove the pin file '%s:%s', "
+                                         "leaving it: %m", ps->pins_path, name);
+        pin_unlink_info(ps, name);
+        if (l->state == PIN_DEAD)
+                log_event(LOG_WARNING, 0, uid, "pin-removed",
+                          "Removed the pin '%s:%s' of uid %u: it is %s, not a pinned mount "
+                          "namespace", ps->pins_path, name, (unsigned) uid, l->why);
+        else
+                log_event(LOG_NOTICE, 0, uid, "pin-removed",
+                          "Removed the pin file '%s:%s' of uid %u: it pins nothing (an "
+                          "interrupted create)", ps->pins_path, name, (unsigned) uid);
+        return 0;
 }
 
 /* ---- the pin namespace ------------------------------------------------------------------- */
@@ -149,21 +331,26 @@ static int pinstore_open_dir(PinStore *ps) {
                 .open_flags = O_PATH | O_DIRECTORY,
                 .ret_fd = -1,
         };
+        _cleanup_close_ int fd = -1;
         struct statfs sfs;
         int r;
 
         r = helper_run(helper_enter_child, &a, &a.s);
-        if (r < 0) {
-                CLOSE_FD(a.ret_fd);
+        fd = a.ret_fd;
+        if (r < 0)
                 return log_error_errno(r, "Failed to open '%s' in the pin namespace: %s: %m",
                                        ps->run_dir, helper_status_step(&a.s));
-        }
-        if (fstatfs(a.ret_fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC) {
-                CLOSE_FD(a.ret_fd);
-                return log_warning_errno(EUCLEAN, "'%s' in the pin namespace is not its tmpfs",
-                                         ps->run_dir);
-        }
-        ps->dir_fd = a.ret_fd;
+        if (fstatfs(fd, &sfs) < 0)
+                return log_error_errno(errno, "Failed to check '%s' in the pin namespace: %m",
+                                       ps->run_dir);
+        if (sfs.f_type != TMPFS_MAGIC)
+                /* Not the layout nsd makes; its pins (if any) cannot be found, and replacing
+                 * the namespace could lose them: an administrator decides. */
+                return log_error_errno(EUCLEAN, "'%s' in the pin namespace on '%s' is not its "
+                                       "tmpfs; refusing to replace that namespace (umount "
+                                       "'%s' by hand if nothing in it is needed)",
+                                       ps->run_dir, ps->pins_path, ps->pins_path);
+        ps->dir_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -216,148 +403,154 @@ static int pinstore_create(PinStore *ps) {
         ps->pinns_fd = a.ns_fd;
         ps->dir_fd = a.dir_fd;
         ps->created = true;
+        ps->pinns_found = true;
+        log_debug("Created the pin namespace on '%s'", ps->pins_path);
         return 0;
 }
 
-int pinstore_open(const char *run_dir, PinStore **ret) {
-        PinStore *ps;
-        int fd, r;
+/* Find or make the pin namespace and open its tmpfs. 0, or -errno with *ret_final telling
+ * whether that is final (no pin namespace exists, and making one failed for a reason that
+ * will not pass) or worth retrying. Never replaces a mount namespace on pins_path. */
+static int pinstore_find(PinStore *ps, bool *ret_final) {
+        _cleanup_close_ int run_fd = -1;
+        struct pin_look l;
+        int mkdir_err = 0, r;
 
-        if (!run_dir || run_dir[0] != '/' || !ret)
-                return -EINVAL;
+        *ret_final = false;
+        if (ps->pinns_fd >= 0)
+                /* found earlier, its tmpfs not opened yet: that is all that is left */
+                return pinstore_open_dir(ps);
 
-        ps = calloc(1, sizeof *ps);
-        if (!ps)
-                return -ENOMEM;
-        ps->pinns_fd = ps->dir_fd = -1;
-        ps->run_dir = strdup(run_dir);
-        if (!ps->run_dir || asprintf(&ps->pins_path, "%s/pins", run_dir) < 0) {
-                ps->pins_path = NULL;
-                r = -ENOMEM;
-                goto fail;
-        }
-        pinstore_load_cpus(ps);
-
-        if (mkdir(run_dir, 0755) < 0 && errno != EEXIST) {
-                r = log_error_errno(errno, "Failed to create '%s': %m", run_dir);
-                goto fail;
+        if (mkdir(ps->run_dir, 0755) < 0 && errno != EEXIST)
+                mkdir_err = errno;
+        run_fd = open(ps->run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (run_fd < 0) {
+                r = -errno;
+                if (r == -ENOENT && mkdir_err) {
+                        /* no run_dir, so no pin namespace either */
+                        *ret_final = !errno_may_pass(mkdir_err);
+                        return log_error_errno(mkdir_err, "Failed to create '%s': %m",
+                                               ps->run_dir);
+                }
+                return log_error_errno(r, "Failed to open '%s': %m", ps->run_dir);
         }
 
         /* An existing pin namespace from an earlier nsd? */
-        fd = open(ps->pins_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-                r = fd_nstype(fd);
-                if (r == CLONE_NEWNS) {
-                        ps->pinns_fd = fd;
-                        r = pinstore_open_dir(ps);
-                        if (r >= 0) {
-                                log_debug("Adopted the pin namespace on '%s'", ps->pins_path);
-                                *ret = ps;
-                                return 0;
-                        }
-                        log_warning("The pin namespace on '%s' is unusable, replacing it; "
-                                    "pins in it are lost", ps->pins_path);
-                        CLOSE_FD(ps->pinns_fd);
-                        if (umount2(ps->pins_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-                                log_warning_errno(errno, "Failed to unmount '%s', ignoring: %m",
-                                                  ps->pins_path);
-                } else {
-                        close(fd);
-                        if (r >= 0) {
-                                r = log_error_errno(EEXIST, "'%s' pins a namespace that is not "
-                                                    "a mount namespace (type 0x%x), refusing "
-                                                    "to touch it", ps->pins_path, (unsigned) r);
-                                goto fail;
-                        }
-                        /* ENOTTY: a plain file left from an earlier boot's layout; reuse */
+        pin_look(run_fd, "pins", &l);
+        switch (l.state) {
+        case PIN_LIVE:
+                ps->pinns_fd = l.fd;
+                ps->pinns_found = true;
+                r = pinstore_open_dir(ps);
+                if (r >= 0)
+                        log_debug("Adopted the pin namespace on '%s'", ps->pins_path);
+                return r;
+        case PIN_UNKNOWN:
+                /* it may be our pin namespace: never make another on top of it */
+                return log_error_errno(l.err, "Failed to look at '%s', it may be the pin "
+                                       "namespace: %m", ps->pins_path);
+        case PIN_DEAD:
+                if (l.directory) {
+                        *ret_final = true;
+                        return log_error_errno(EISDIR, "'%s' is a directory, not nsd's pin; "
+                                               "refusing to touch it", ps->pins_path);
                 }
-        } else if (errno != ENOENT) {
-                r = log_error_errno(errno, "Failed to open '%s': %m", ps->pins_path);
-                goto fail;
+                if (l.mount && umount2(ps->pins_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+                        return log_error_errno(errno, "Failed to unmount '%s' (%s, not a pin "
+                                               "namespace): %m", ps->pins_path, l.why);
+                if (!l.mount && unlink(ps->pins_path) < 0 && errno != ENOENT)
+                        return log_error_errno(errno, "Failed to remove '%s' (%s): %m",
+                                               ps->pins_path, l.why);
+                log_warning("Removed '%s': it was %s, not nsd's pin namespace", ps->pins_path,
+                            l.why);
+                break;
+        case PIN_NONE:
+        case PIN_EMPTY: /* a plain file left from an earlier boot's layout: reuse it */
+                break;
         }
 
-        r = run_dir_make_private(run_dir);
+        r = run_dir_make_private(ps->run_dir);
+        if (r >= 0)
+                r = pinstore_create(ps);
         if (r < 0)
-                goto fail;
-        r = pinstore_create(ps);
-        if (r < 0)
-                goto fail;
-        log_debug("Created the pin namespace on '%s'", ps->pins_path);
-        *ret = ps;
-        return 0;
-fail:
-        pinstore_free(ps);
+                *ret_final = !errno_may_pass(r);
         return r;
 }
 
-void pinstore_free(PinStore *ps) {
-        if (!ps)
+/* ---- listing and pending ----------------------------------------------------------------- */
+
+void pinstore_mark_pending(PinStore *ps, uid_t uid, int err, const char *why) {
+        if (g_hash_table_contains(ps->pending, GUINT_TO_POINTER(uid)))
                 return;
-        /* The pins stay: they are what survives a restart. */
-        CLOSE_FD(ps->pinns_fd);
-        CLOSE_FD(ps->dir_fd);
-        free(ps->run_dir);
-        free(ps->pins_path);
-        free(ps);
+        g_hash_table_add(ps->pending, GUINT_TO_POINTER(uid));
+        log_event(LOG_WARNING, err, uid, "adopt-pending",
+                  "The pinned namespace of uid %u is not adopted yet (%s%s%s); it is kept, "
+                  "retried, and a JOIN for uid %u answers 'not yet available' meanwhile",
+                  (unsigned) uid, why, err ? ": " : "", err ? g_strerror(abs(err)) : "",
+                  (unsigned) uid);
 }
 
-void pinstore_pin_name(const PinStore *ps, uid_t uid, char *buf, size_t size) {
-        if (!buf || size == 0)
-                return;
-        if (!ps)
-                buf[0] = '\0';
-        else
-                snprintf(buf, size, "%s:%u", ps->pins_path, (unsigned) uid);
-}
+/* List the pins: every live (or possibly live) one becomes pending, dead ones are removed. */
+static int pinstore_list(PinStore *ps) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd;
 
-/* ---- pin files --------------------------------------------------------------------------- */
-
-/* Create the empty pin file <uid> (or reuse a stale one); -EEXIST when it pins a namespace. */
-int pin_file_prepare(PinStore *ps, uid_t uid, const char *name) {
-        int fd, t;
-
-        fd = openat(ps->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-                close(fd);
-                return 0;
-        }
-        if (errno != EEXIST)
-                return log_error_errno(errno, "Failed to create pin file '%s:%s': %m",
-                                       ps->pins_path, name);
-        fd = openat(ps->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        fd = openat(ps->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return log_error_errno(errno, "Failed to open pin file '%s:%s': %m",
-                                       ps->pins_path, name);
-        t = fd_nstype(fd);
-        close(fd);
-        if (t >= 0)
-                return log_error_errno(EEXIST, "uid %u already has a pinned namespace at "
-                                       "'%s:%s', refusing to replace it", (unsigned) uid,
-                                       ps->pins_path, name);
-        return 0; /* stale empty file from an interrupted create: reuse it */
-}
-
-void pin_info_write(PinStore *ps, uid_t uid, const char *name, uint64_t created) {
-        char path[32], text[INFO_MAX];
-        _cleanup_close_ int fd = -1;
-        ssize_t w;
-        int n;
-
-        snprintf(path, sizeof path, "%s.info", name);
-        n = snprintf(text, sizeof text, "created_usec=%" PRIu64 "\n", created);
-        fd = openat(ps->dir_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0) {
-                log_warning_errno(errno, "Failed to write '%s:%s' of uid %u, its creation time "
-                                  "will be unknown after a restart: %m", ps->pins_path, path,
-                                  (unsigned) uid);
-                return;
+                return log_error_errno(errno, "Failed to open the pin directory '%s': %m",
+                                       ps->pins_path);
+        d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return log_error_errno(r, "Failed to read the pin directory '%s': %m",
+                                       ps->pins_path);
         }
-        w = write(fd, text, (size_t) n);
-        if (w != n)
-                log_warning_errno(w < 0 ? errno : EIO, "Failed to write '%s:%s' of uid %u, "
-                                  "ignoring: %m", ps->pins_path, path, (unsigned) uid);
+        while ((errno = 0, de = readdir(d))) {
+                struct pin_look l;
+                uid_t uid;
+
+                if (!parse_uid(de->d_name, &uid))
+                        continue;
+                pin_look(ps->dir_fd, de->d_name, &l);
+                switch (l.state) {
+                case PIN_LIVE:
+                        close(l.fd);
+                        g_hash_table_add(ps->pending, GUINT_TO_POINTER(uid));
+                        break;
+                case PIN_UNKNOWN:
+                        pinstore_mark_pending(ps, uid, l.err, "its pin cannot be looked at");
+                        break;
+                case PIN_EMPTY:
+                case PIN_DEAD:
+                        (void) pin_remove(ps, uid, de->d_name, &l);
+                        break;
+                case PIN_NONE:
+                        break;
+                }
+        }
+        if (errno != 0)
+                return log_error_errno(errno, "Failed to read the pin directory '%s': %m",
+                                       ps->pins_path);
+        ps->listed = true;
+        return 0;
 }
 
+/* Ready: pin namespace open and its pins listed. */
+static int pinstore_try_ready(PinStore *ps, bool *ret_final) {
+        int r;
+
+        *ret_final = false;
+        if (ps->dir_fd < 0) {
+                r = pinstore_find(ps, ret_final);
+                if (r < 0)
+                        return r;
+        }
+        if (!ps->listed)
+                return pinstore_list(ps);
+        return 0;
+}
 
 /* ---- adoption ---------------------------------------------------------------------------- */
 
@@ -409,141 +602,455 @@ static uint64_t pin_info_read(PinStore *ps, const char *name) {
         return v;
 }
 
-struct pin_entry {
-        uid_t uid;
-        int ns_fd;
-        int root_fd;
-        int err;
-};
+static void close_fd_array(GArray *a) {
+        for (guint i = 0; i < a->len; i++)
+                if (g_array_index(a, int, i) >= 0)
+                        close(g_array_index(a, int, i));
+        g_array_unref(a);
+}
+typedef GArray FdArray; /* of descriptors, closed with the array */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(FdArray, close_fd_array)
 
-int pinstore_adopt_all(PinStore *ps, void (*cb)(UserNs *ns, void *userdata), void *userdata) {
-        struct pin_entry *e = NULL;
-        size_t n = 0, cap = 0;
-        int *ns_fds = NULL, *root_fds = NULL, *errs = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int fd, r = 0, adopted = 0;
+/* Adopt every pending uid whose pin can be entered now; the rest stays pending. */
+static int pinstore_adopt_pending(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
+        g_autofree gpointer *uids = NULL;
+        g_autoptr(GArray) pin_uids = NULL;
+        g_autoptr(FdArray) ns_fds = NULL, root_fds = NULL;
+        g_autofree int *errs = NULL;
+        guint n_uids = 0;
+        int r, adopted = 0;
 
-        if (!ps || !cb)
-                return -EINVAL;
+        if (!cb || g_hash_table_size(ps->pending) == 0)
+                return 0;
 
-        fd = openat(ps->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return log_error_errno(errno, "Failed to open the pin directory '%s': %m",
-                                       ps->pins_path);
-        d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return log_error_errno(errno, "Failed to read the pin directory '%s': %m",
-                                       ps->pins_path);
-        }
-        while ((errno = 0, de = readdir(d))) {
-                uid_t uid;
-                int t, nfd;
+        pin_uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
+        ns_fds = g_array_new(FALSE, FALSE, sizeof(int));
+        uids = g_hash_table_get_keys_as_array(ps->pending, &n_uids);
+        for (guint i = 0; i < n_uids; i++) {
+                uid_t uid = GPOINTER_TO_UINT(uids[i]);
+                struct pin_look l;
+                char name[16];
 
-                if (!parse_uid(de->d_name, &uid))
-                        continue;
-                nfd = openat(ps->dir_fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (nfd < 0) {
-                        log_warning_errno(errno, "Failed to open pin '%s:%s', skipping: %m",
-                                          ps->pins_path, de->d_name);
-                        continue;
+                pin_file_name(name, uid);
+                pin_look(ps->dir_fd, name, &l);
+                switch (l.state) {
+                case PIN_LIVE:
+                        g_array_append_val(pin_uids, uid);
+                        g_array_append_val(ns_fds, l.fd);
+                        break;
+                case PIN_NONE:
+                        log_info("The pin of uid %u is gone, nothing to adopt", (unsigned) uid);
+                        g_hash_table_remove(ps->pending, uids[i]);
+                        break;
+                case PIN_EMPTY:
+                case PIN_DEAD:
+                        if (pin_remove(ps, uid, name, &l) >= 0)
+                                g_hash_table_remove(ps->pending, uids[i]);
+                        break;
+                case PIN_UNKNOWN:
+                        log_debug_errno(l.err, "Cannot look at the pin of uid %u yet: %m",
+                                        (unsigned) uid);
+                        break;
                 }
-                t = fd_nstype(nfd);
-                if (t != CLONE_NEWNS) {
-                        close(nfd);
-                        if (t == -ENOTTY) {
-                                /* an empty file from an interrupted create: nothing pinned */
-                                log_warning("Pin '%s:%s' pins nothing, removing it",
-                                            ps->pins_path, de->d_name);
-                                (void) unlinkat(ps->dir_fd, de->d_name, 0);
-                        } else
-                                log_warning_errno(t < 0 ? t : EINVAL, "Pin '%s:%s' is not a "
-                                                  "mount namespace, skipping: %m",
-                                                  ps->pins_path, de->d_name);
-                        continue;
-                }
-                if (n == cap) {
-                        size_t ncap = cap ? cap * 2 : 64;
-                        struct pin_entry *ne = realloc(e, ncap * sizeof *e);
-                        if (!ne) {
-                                close(nfd);
-                                r = -ENOMEM;
-                                goto finish;
-                        }
-                        e = ne;
-                        cap = ncap;
-                }
-                e[n++] = (struct pin_entry) { .uid = uid, .ns_fd = nfd, .root_fd = -1 };
         }
-        if (errno != 0) {
-                r = log_error_errno(errno, "Failed to read the pin directory '%s': %m",
-                                    ps->pins_path);
-                goto finish;
-        }
-        if (n == 0)
-                goto finish;
+        if (pin_uids->len == 0)
+                return 0;
 
-        ns_fds = calloc(n, sizeof *ns_fds);
-        root_fds = calloc(n, sizeof *root_fds);
-        errs = calloc(n, sizeof *errs);
-        if (!ns_fds || !root_fds || !errs) {
-                r = -ENOMEM;
-                goto finish;
-        }
-        for (size_t i = 0; i < n; i++) {
-                ns_fds[i] = e[i].ns_fd;
-                root_fds[i] = -1;
-        }
-        struct roots_args ra = { .n = n, .ns_fds = ns_fds, .root_fds = root_fds, .errs = errs };
+        root_fds = g_array_new(FALSE, FALSE, sizeof(int));
+        g_array_set_size(root_fds, ns_fds->len);
+        errs = g_new0(int, ns_fds->len);
+        for (guint i = 0; i < root_fds->len; i++)
+                g_array_index(root_fds, int, i) = -1;
+        struct roots_args ra = { .n = ns_fds->len, .ns_fds = (const int *) ns_fds->data,
+                                 .root_fds = (int *) root_fds->data, .errs = errs };
         r = helper_run(roots_child, &ra, &ra.s);
-        for (size_t i = 0; i < n; i++) {
-                e[i].root_fd = root_fds[i];
-                e[i].err = root_fds[i] < 0 ? (errs[i] ? errs[i] : EIO) : 0;
-        }
         if (r < 0) {
-                log_error_errno(r, "Failed to open the roots of pinned namespaces: %s: %m",
-                                helper_status_step(&ra.s));
-                goto finish;
+                log_full_errno(ps->retries == 0 ? LOG_WARNING : LOG_DEBUG, r,
+                               "Failed to enter %u pinned namespaces, retrying: %s: %m",
+                               pin_uids->len, helper_status_step(&ra.s));
+                return 0;
         }
 
-        for (size_t i = 0; i < n; i++) {
+        for (guint i = 0; i < pin_uids->len; i++) {
+                uid_t uid = g_array_index(pin_uids, uid_t, i);
+                int *ns_fd = &g_array_index(ns_fds, int, i);
+                int *root_fd = &g_array_index(root_fds, int, i);
+                bool was_warned;
                 char name[16];
                 struct stat st;
                 UserNs *ns;
 
-                if (e[i].err) {
-                        log_warning_errno(e[i].err, "Failed to enter the pinned namespace of "
-                                          "uid %u, skipping: %m", (unsigned) e[i].uid);
+                if (*root_fd < 0) {
+                        log_full_errno(ps->retries == 0 ? LOG_WARNING : LOG_DEBUG,
+                                       errs[i] ? errs[i] : EIO, "Failed to enter the pinned "
+                                       "namespace of uid %u, retrying: %m", (unsigned) uid);
                         continue;
                 }
-                ns = userns_new(e[i].uid);
-                if (!ns) {
-                        r = -ENOMEM;
-                        goto finish;
-                }
-                ns->ns_fd = e[i].ns_fd;
-                ns->root_fd = e[i].root_fd;
-                e[i].ns_fd = e[i].root_fd = -1;
+                ns = userns_new(uid);
+                if (!ns)
+                        return adopted;
+                ns->ns_fd = TAKE_FD(*ns_fd);
+                ns->root_fd = TAKE_FD(*root_fd);
                 if (fstat(ns->ns_fd, &st) >= 0)
                         ns->ns_inode = (uint64_t) st.st_ino;
-                snprintf(name, sizeof name, "%u", (unsigned) ns->uid);
+                pin_file_name(name, uid);
                 ns->created_usec = pin_info_read(ps, name);
                 ns->pinned = ns->adopted = true;
-                log_debug("Adopted mount namespace %" PRIu64 " of uid %u", ns->ns_inode,
-                          (unsigned) ns->uid);
+                was_warned = ps->retries > 0;
+                g_hash_table_remove(ps->pending, GUINT_TO_POINTER(uid));
+                if (was_warned)
+                        log_event(LOG_NOTICE, 0, uid, "adopt-retried",
+                                  "Adopted the pinned namespace %" PRIu64 " of uid %u after "
+                                  "%u retries", ns->ns_inode, (unsigned) uid, ps->retries);
+                else
+                        log_debug("Adopted mount namespace %" PRIu64 " of uid %u", ns->ns_inode,
+                                  (unsigned) uid);
                 adopted++;
                 cb(ns, userdata);
         }
-        r = adopted;
-finish:
-        for (size_t i = 0; i < n; i++) {
-                CLOSE_FD(e[i].ns_fd);
-                CLOSE_FD(e[i].root_fd);
+        return adopted;
+}
+
+/* ---- retries ----------------------------------------------------------------------------- */
+
+static gboolean on_retry(gpointer userdata);
+
+static bool pinstore_needs_retry(const PinStore *ps) {
+        return !pinstore_is_ready(ps) || g_hash_table_size(ps->pending) > 0;
+}
+
+/* After an attempt: when is the next one due (backoff, reset by progress)? */
+static void pinstore_schedule(PinStore *ps, bool progress) {
+        uint64_t delay;
+
+        if (ps->retry_source) {
+                g_source_remove(ps->retry_source);
+                ps->retry_source = 0;
         }
-        free(e);
-        free(ns_fds);
-        free(root_fds);
-        free(errs);
-        return r;
+        if (!pinstore_needs_retry(ps)) {
+                ps->retries = 0;
+                ps->next_retry_usec = 0;
+                return;
+        }
+        if (progress)
+                ps->retries = 0;
+        delay = PINSTORE_RETRY_FIRST_USEC << (ps->retries < 8 ? ps->retries : 8);
+        if (delay > PINSTORE_RETRY_MAX_USEC)
+                delay = PINSTORE_RETRY_MAX_USEC;
+        ps->retries++;
+        ps->next_retry_usec = now_monotonic_usec() + delay;
+        if (ps->adopt_cb)
+                ps->retry_source = g_timeout_add((guint) ((delay + 999) / 1000), on_retry, ps);
+}
+
+/* Bring the next retry forward to now (something new is pending). */
+static void pinstore_schedule_now(PinStore *ps) {
+        ps->next_retry_usec = 0;
+        if (ps->retry_source) {
+                g_source_remove(ps->retry_source);
+                ps->retry_source = 0;
+        }
+        if (ps->adopt_cb)
+                ps->retry_source = g_idle_add(on_retry, ps);
+}
+
+static int pinstore_retry(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
+        unsigned before;
+        bool progress = false, final;
+        int adopted, r;
+
+        if (!pinstore_is_ready(ps)) {
+                r = pinstore_try_ready(ps, &final);
+                if (r < 0) {
+                        log_full_errno(ps->retries % 12 == 0 ? LOG_WARNING : LOG_DEBUG, r,
+                                       "The pin store on '%s' is not available yet (%u "
+                                       "retries): %m; every JOIN answers 'not yet available' "
+                                       "until it is", ps->pins_path, ps->retries);
+                        pinstore_schedule(ps, false);
+                        return 0;
+                }
+                log_notice("The pin store on '%s' is available, %u pins to adopt",
+                           ps->pins_path, g_hash_table_size(ps->pending));
+                progress = true;
+        }
+        before = g_hash_table_size(ps->pending);
+        adopted = pinstore_adopt_pending(ps, cb, userdata);
+        if (adopted > 0 || g_hash_table_size(ps->pending) < before)
+                progress = true;
+        pinstore_schedule(ps, progress);
+        return adopted;
+}
+
+static gboolean on_retry(gpointer userdata) {
+        PinStore *ps = userdata;
+
+        ps->retry_source = 0;
+        (void) pinstore_retry(ps, ps->adopt_cb, ps->adopt_userdata);
+        return G_SOURCE_REMOVE;
+}
+
+/* ---- the API ----------------------------------------------------------------------------- */
+
+int pinstore_open(const char *run_dir, PinStore **ret) {
+        PinStore *ps;
+        bool final = false;
+        int r = 0;
+
+        if (!run_dir || run_dir[0] != '/' || !ret)
+                return -EINVAL;
+
+        ps = g_new0(PinStore, 1);
+        ps->pinns_fd = ps->dir_fd = -1;
+        ps->run_dir = g_strdup(run_dir);
+        ps->pins_path = g_strdup_printf("%s/pins", run_dir);
+        ps->pending = g_hash_table_new(g_direct_hash, g_direct_equal);
+        pinstore_load_cpus(ps);
+
+        for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
+                if (attempt > 0)
+                        g_usleep(10000 << (2 * attempt)); /* 40 ms, 160 ms */
+                r = pinstore_try_ready(ps, &final);
+                if (r >= 0 || final || !errno_may_pass(r))
+                        break;
+        }
+        if (r < 0 && final) {
+                pinstore_free(ps);
+                return r;
+        }
+        if (r < 0) {
+                log_error_errno(r, "The pin store on '%s' is not available yet: %m; nsd keeps "
+                                "retrying, and every JOIN answers 'not yet available' until it "
+                                "is", ps->pins_path);
+                pinstore_schedule(ps, false);
+        }
+        *ret = ps;
+        return 0;
+}
+
+void pinstore_free(PinStore *ps) {
+        if (!ps)
+                return;
+        /* The pins stay: they are what survives a restart. */
+        if (ps->retry_source)
+                g_source_remove(ps->retry_source);
+        CLOSE_FD(ps->pinns_fd);
+        CLOSE_FD(ps->dir_fd);
+        g_hash_table_unref(ps->pending);
+        g_free(ps->run_dir);
+        g_free(ps->pins_path);
+        g_free(ps);
+}
+
+void pinstore_pin_name(const PinStore *ps, uid_t uid, char *buf, size_t size) {
+        if (!buf || size == 0)
+                return;
+        if (!ps)
+                buf[0] = '\0';
+        else
+                snprintf(buf, size, "%s:%u", ps->pins_path, (unsigned) uid);
+}
+
+int pinstore_adopt_all(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
+        int adopted = 0;
+
+        if (!ps || !cb)
+                return -EINVAL;
+        ps->adopt_cb = cb;
+        ps->adopt_userdata = userdata;
+        if (pinstore_is_ready(ps)) {
+                adopted = pinstore_adopt_pending(ps, cb, userdata);
+                pinstore_schedule(ps, true);
+        } else
+                /* pinstore_open() tried; arm the retries (they need the callback) */
+                pinstore_schedule(ps, false);
+        return adopted;
+}
+
+bool pinstore_is_ready(const PinStore *ps) {
+        return ps && ps->dir_fd >= 0 && ps->listed;
+}
+
+bool pinstore_is_pending(const PinStore *ps, uid_t uid) {
+        if (!ps)
+                return false;
+        return !pinstore_is_ready(ps) || g_hash_table_contains(ps->pending, GUINT_TO_POINTER(uid));
+}
+
+size_t pinstore_n_pending(const PinStore *ps) {
+        return ps ? g_hash_table_size(ps->pending) : 0;
+}
+
+int pinstore_retry_pending(PinStore *ps, pinstore_adopt_cb cb, void *userdata,
+                           uint64_t *ret_delay_usec) {
+        uint64_t now;
+        int adopted = 0;
+
+        if (!ps)
+                return -EINVAL;
+        if (!cb) {
+                cb = ps->adopt_cb;
+                userdata = ps->adopt_userdata;
+        }
+        now = now_monotonic_usec();
+        if (pinstore_needs_retry(ps) && now >= ps->next_retry_usec) {
+                adopted = pinstore_retry(ps, cb, userdata);
+                now = now_monotonic_usec();
+        }
+        if (ret_delay_usec)
+                *ret_delay_usec = !pinstore_needs_retry(ps) ? 0 :
+                                  ps->next_retry_usec > now ? ps->next_retry_usec - now : 1;
+        return adopted;
+}
+
+/* ---- pins, for userns.c ------------------------------------------------------------------ */
+
+int pinstore_pin_begin(PinStore *ps, uid_t uid) {
+        _cleanup_close_ int fd = -1;
+        struct pin_look l;
+        char name[16];
+        int r;
+
+        if (!pinstore_is_ready(ps)) {
+                log_debug("Not creating a namespace for uid %u: the pin store is not available "
+                          "yet", (unsigned) uid);
+                return -EAGAIN;
+        }
+        if (g_hash_table_contains(ps->pending, GUINT_TO_POINTER(uid))) {
+                log_debug("Not creating a namespace for uid %u: its pinned namespace is not "
+                          "adopted yet", (unsigned) uid);
+                return -EAGAIN;
+        }
+
+        pin_file_name(name, uid);
+        pin_look(ps->dir_fd, name, &l);
+        switch (l.state) {
+        case PIN_LIVE:
+                /* a pin nsd does not hold: adopt it, never a fresh namespace in its place */
+                close(l.fd);
+                pinstore_mark_pending(ps, uid, 0, "a pin exists that nsd does not hold");
+                pinstore_schedule_now(ps);
+                return -EAGAIN;
+        case PIN_UNKNOWN:
+                log_warning_errno(l.err, "Cannot look at the pin file '%s:%s' of uid %u: %m",
+                                  ps->pins_path, name, (unsigned) uid);
+                return errno_may_pass(l.err) ? -EAGAIN : -l.err;
+        case PIN_EMPTY:
+                return 0; /* stale empty file from an interrupted create: reuse it */
+        case PIN_DEAD:
+                r = pin_remove(ps, uid, name, &l);
+                if (r < 0)
+                        return errno_may_pass(r) ? -EAGAIN : r;
+                break;
+        case PIN_NONE:
+                break;
+        }
+        fd = openat(ps->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+                r = -errno;
+                log_error_errno(r, "Failed to create pin file '%s:%s': %m", ps->pins_path, name);
+                return r == -EEXIST || errno_may_pass(r) ? -EAGAIN : r;
+        }
+        return 0;
+}
+
+void pinstore_pin_abandon(PinStore *ps, uid_t uid) {
+        struct pin_look l;
+        char name[16];
+
+        pin_file_name(name, uid);
+        pin_look(ps->dir_fd, name, &l);
+        switch (l.state) {
+        case PIN_EMPTY:
+                if (unlinkat(ps->dir_fd, name, 0) < 0 && errno != ENOENT)
+                        log_debug_errno(errno, "Failed to remove pin file '%s:%s': %m",
+                                        ps->pins_path, name);
+                break;
+        case PIN_LIVE:
+                /* the pin was made after all (a helper killed after its last step) */
+                close(l.fd);
+                pinstore_mark_pending(ps, uid, 0, "a create was reported failed after its pin "
+                                      "was made");
+                pinstore_schedule_now(ps);
+                break;
+        case PIN_NONE:
+        case PIN_DEAD:
+        case PIN_UNKNOWN:
+                break; /* the next create or start looks again */
+        }
+}
+
+void pinstore_pin_done(PinStore *ps, uid_t uid, uint64_t created_usec, size_t attempt,
+                       bool cpu_bound) {
+        char name[16], path[32], text[INFO_MAX];
+        _cleanup_close_ int fd = -1;
+        ssize_t w;
+        int n;
+
+        if (cpu_bound && ps->n_cpus > 0)
+                ps->cpu_idx = (ps->cpu_idx + attempt) % ps->n_cpus;
+
+        pin_file_name(name, uid);
+        snprintf(path, sizeof path, "%s.info", name);
+        n = snprintf(text, sizeof text, "created_usec=%" PRIu64 "\n", created_usec);
+        fd = openat(ps->dir_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+                log_warning_errno(errno, "Failed to write '%s:%s' of uid %u, its creation time "
+                                  "will be unknown after a restart: %m", ps->pins_path, path,
+                                  (unsigned) uid);
+                return;
+        }
+        w = write(fd, text, (size_t) n);
+        if (w != n)
+                log_warning_errno(w < 0 ? errno : EIO, "Failed to write '%s:%s' of uid %u, "
+                                  "ignoring: %m", ps->pins_path, path, (unsigned) uid);
+}
+
+int pinstore_unpin(PinStore *ps, uid_t uid, uint64_t ns_inode) {
+        struct pin_look l;
+        struct stat st;
+        char name[16];
+        int r;
+
+        if (!pinstore_is_ready(ps))
+                return -EAGAIN;
+        pin_file_name(name, uid);
+        pin_look(ps->dir_fd, name, &l);
+        switch (l.state) {
+        case PIN_NONE:
+                log_debug("The pin of uid %u is already gone", (unsigned) uid);
+                return 0;
+        case PIN_UNKNOWN:
+                return log_error_errno(l.err, "Failed to look at the pin '%s:%s' of uid %u, "
+                                       "keeping it: %m", ps->pins_path, name, (unsigned) uid);
+        case PIN_EMPTY:
+        case PIN_DEAD:
+                return pin_remove(ps, uid, name, &l);
+        case PIN_LIVE:
+                break;
+        }
+
+        r = fstat(l.fd, &st) < 0 ? -errno : 0;
+        close(l.fd);
+        if (r < 0)
+                return log_error_errno(r, "Failed to look at the pin '%s:%s' of uid %u, keeping "
+                                       "it: %m", ps->pins_path, name, (unsigned) uid);
+        if ((uint64_t) st.st_ino != ns_inode) {
+                log_warning("Pin '%s:%s' does not pin namespace %" PRIu64 " of uid %u but %" PRIu64
+                            ", leaving it", ps->pins_path, name, ns_inode, (unsigned) uid,
+                            (uint64_t) st.st_ino);
+                pinstore_mark_pending(ps, uid, 0, "its pin holds another namespace");
+                pinstore_schedule_now(ps);
+                return 0;
+        }
+
+        r = pin_unmount(ps, name);
+        if (r < 0)
+                return log_error_errno(r, "Failed to unpin the mount namespace of uid %u, it "
+                                       "stays pinned: %m", (unsigned) uid);
+        if (unlinkat(ps->dir_fd, name, 0) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Failed to remove '%s:%s', ignoring: %m", ps->pins_path,
+                                  name);
+        pin_unlink_info(ps, name);
+        log_debug("Unpinned mount namespace %" PRIu64 " of uid %u", ns_inode, (unsigned) uid);
+        return 0;
 }

@@ -94,10 +94,12 @@ UserNs *userns_new(uid_t uid) {
 
 int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
         static const NsSetup default_setup = {};
-        char name[16];
         struct create_args a = { .ns_fd = -1, .root_fd = -1 };
-        struct stat st;
+        _cleanup_close_ int ns_fd = -1, root_fd = -1;
+        bool pin_failed;
         size_t attempts, i;
+        char name[16];
+        struct stat st;
         UserNs *ns;
         int r = -EIO;
 
@@ -108,7 +110,8 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
 
         snprintf(name, sizeof name, "%u", (unsigned) uid);
         if (ps) {
-                r = pin_file_prepare(ps, uid, name);
+                /* -EAGAIN when a pin of uid may exist: never a fresh namespace in its place */
+                r = pinstore_pin_begin(ps, uid);
                 if (r < 0)
                         return r;
         }
@@ -127,6 +130,8 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                         .root_fd = -1,
                 };
                 r = helper_run(create_child, &a, &a.s);
+                ns_fd = a.ns_fd;
+                root_fd = a.root_fd;
                 if (r >= 0)
                         break;
                 if (a.s.step == HELPER_STEP_AFFINITY)
@@ -139,41 +144,46 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                  * namespace. Throw it away and make it again on another CPU. */
                 log_debug("Pin of uid %u refused on CPU %d (namespace ids out of order), "
                           "retrying on another CPU", (unsigned) uid, a.cpu);
-                CLOSE_FD(a.ns_fd);
-                CLOSE_FD(a.root_fd);
+                CLOSE_FD(ns_fd);
+                CLOSE_FD(root_fd);
         }
-        if (r < 0 && a.s.step != HELPER_STEP_PIN_MOUNT) {
-                CLOSE_FD(a.ns_fd);
-                CLOSE_FD(a.root_fd);
+        /* A pin that failed for a reason that may pass: the new namespace is empty, so
+         * dropping it loses nothing, and the caller's retry gets one that survives a restart.
+         * Only the kernel's refusal (EINVAL on every CPU) or another lasting error gives a
+         * namespace alive by descriptor only. */
+        pin_failed = r < 0 && a.s.step == HELPER_STEP_PIN_MOUNT;
+        if (r < 0 && (!pin_failed || errno_may_pass(r))) {
                 if (ps)
-                        (void) unlinkat(ps->dir_fd, name, 0);
-                return log_error_errno(r, "Failed to create the mount namespace of uid %u: "
-                                       "%s: %m", (unsigned) uid, helper_status_step(&a.s));
+                        pinstore_pin_abandon(ps, uid);
+                log_error_errno(r, "Failed to create the mount namespace of uid %u: %s: %m",
+                                (unsigned) uid, helper_status_step(&a.s));
+                return errno_may_pass(r) ? -EAGAIN : r;
+        }
+        if (ns_fd < 0 || root_fd < 0) {
+                /* cannot happen: the child's last steps before pinning open both */
+                if (ps)
+                        pinstore_pin_abandon(ps, uid);
+                return log_error_errno(EIO, "Failed to create the mount namespace of uid %u: "
+                                       "the helper returned no descriptor", (unsigned) uid);
         }
 
         ns = userns_new(uid);
         if (!ns) {
-                CLOSE_FD(a.ns_fd);
-                CLOSE_FD(a.root_fd);
                 if (ps)
-                        (void) unlinkat(ps->dir_fd, name, 0);
+                        pinstore_pin_abandon(ps, uid);
                 return -ENOMEM;
         }
-        ns->ns_fd = a.ns_fd;
-        ns->root_fd = a.root_fd;
+        ns->ns_fd = TAKE_FD(ns_fd);
+        ns->root_fd = TAKE_FD(root_fd);
         ns->created_usec = now_usec();
         if (fstat(ns->ns_fd, &st) >= 0)
                 ns->ns_inode = (uint64_t) st.st_ino;
 
         if (ps && r >= 0) {
                 ns->pinned = true;
-                if (ps->n_cpus > 0 && a.cpu >= 0)
-                        ps->cpu_idx = (ps->cpu_idx + i) % ps->n_cpus;
-                pin_info_write(ps, uid, name, ns->created_usec);
+                pinstore_pin_done(ps, uid, ns->created_usec, i, a.cpu >= 0);
         } else if (ps) {
-                if (unlinkat(ps->dir_fd, name, 0) < 0 && errno != ENOENT)
-                        log_debug_errno(errno, "Failed to remove pin file '%s:%s': %m",
-                                        ps->pins_path, name);
+                pinstore_pin_abandon(ps, uid);
                 log_event(LOG_WARNING, r, uid, "pin-refused",
                           "Failed to pin the mount namespace of uid %u: %s: %m; it is kept "
                           "alive by descriptor only and will not survive an nsd restart",
@@ -194,52 +204,31 @@ void userns_free(UserNs *ns) {
         free(ns);
 }
 
-int userns_release(PinStore *ps, UserNs *ns) {
-        char name[16], info[32];
-        struct stat st;
-        int fd, r = 0;
+int userns_unpin(PinStore *ps, UserNs *ns) {
+        int r;
 
         if (!ns)
                 return -EINVAL;
         if (!ps || !ns->pinned)
-                goto done;
+                return 0;
+        /* only removes the pin if it still pins this very namespace */
+        r = pinstore_unpin(ps, ns->uid, ns->ns_inode);
+        if (r < 0)
+                return r;
+        ns->pinned = false;
+        return 0;
+}
 
-        snprintf(name, sizeof name, "%u", (unsigned) ns->uid);
-        snprintf(info, sizeof info, "%s.info", name);
+int userns_release(PinStore *ps, UserNs *ns) {
+        int r;
 
-        /* Only remove the pin if it still pins this very namespace. */
-        fd = openat(ps->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-                r = errno == ENOENT ? 0 : log_warning_errno(errno, "Failed to open pin '%s:%s', "
-                                                            "ignoring: %m", ps->pins_path, name);
-                goto done;
-        }
-        if (fstat(fd, &st) < 0 || fd_nstype(fd) != CLONE_NEWNS ||
-            (uint64_t) st.st_ino != ns->ns_inode) {
-                close(fd);
-                log_warning("Pin '%s:%s' does not pin namespace %" PRIu64 " of uid %u, "
-                            "leaving it", ps->pins_path, name, ns->ns_inode, (unsigned) ns->uid);
-                goto done;
-        }
-        close(fd);
-
-        struct helper_enter_args a = { .ns_fd = ps->pinns_fd, .dir_fd = ps->dir_fd, .target = name,
-                                .ret_fd = -1 };
-        r = helper_run(helper_enter_child, &a, &a.s);
-        if (r < 0) {
-                log_error_errno(r, "Failed to unpin the mount namespace of uid %u: %s: %m",
-                                (unsigned) ns->uid, helper_status_step(&a.s));
-                goto done;
-        }
-        if (unlinkat(ps->dir_fd, name, 0) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Failed to remove '%s:%s', ignoring: %m", ps->pins_path,
-                                  name);
-        if (unlinkat(ps->dir_fd, info, 0) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Failed to remove '%s:%s', ignoring: %m", ps->pins_path,
-                                  info);
-        log_debug("Unpinned mount namespace %" PRIu64 " of uid %u", ns->ns_inode,
-                  (unsigned) ns->uid);
-done:
+        if (!ns)
+                return -EINVAL;
+        r = userns_unpin(ps, ns);
+        if (r < 0 && ps)
+                /* the pin stays, and nsd no longer holds its namespace: the store adopts it
+                 * again, so it is never lost nor replaced by a fresh one */
+                pinstore_mark_pending(ps, ns->uid, r, "releasing it failed to unpin it");
         userns_free(ns);
         return r;
 }

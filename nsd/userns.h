@@ -2,8 +2,9 @@
 /*
  * userns.h: the kernel side of nsd. Creating per-user mount namespaces, pinning them inside
  * nsd's pin namespace (pinstore.h), releasing, reading a namespace's mount table; kernel
- * probes are probe.h's. No policy here (who may ask, limits, linger): that is server.c's. No
- * GLib main loop here: every call is synchronous and short (a fork or two).
+ * probes are probe.h's. No policy here (who may ask, limits, linger): that is server.c's.
+ * Every call is synchronous and short (a fork or two); only the pin store's retries of what
+ * is pending run later, on the GLib main loop (pinstore.h).
  *
  * This header includes pinstore.h and probe.h, so the server needs only this one.
  */
@@ -33,16 +34,35 @@ typedef struct NsSetup {
 } NsSetup;
 
 /* Create uid's namespace from the initial namespace (nsd must run there), apply setup, and
- * pin it. When pinning is refused (a 6.18 host's mnt_ns_loop ordering, see DESIGN.md), the
- * namespace is still returned, alive by its descriptor, with pinned=false; the reason is
- * logged. ps may be NULL (no pin store): then nothing is pinned. */
+ * pin it. ps may be NULL (no pin store): then nothing is pinned.
+ *   0        *ret is the new namespace, pinned=true. When the kernel refuses the pin (a 6.18
+ *            host's mnt_ns_loop ordering on every CPU, see DESIGN.md) or pinning fails for a
+ *            reason that will not pass, it is still returned, alive by its descriptor, with
+ *            pinned=false; the reason is logged.
+ *   -EAGAIN  not now, retry later (the server answers JOIN with -NSD_ERRNO_NOT_YET): the pin
+ *            store is not ready, uid is pending (pinstore_is_pending()), a pin of uid exists
+ *            that nsd does not hold (uid becomes pending and the store adopts it: a fresh
+ *            namespace never replaces a pinned one), or creating or pinning failed for a
+ *            reason that may pass (errno_may_pass(); nothing is kept then).
+ *   other    -errno of a failure that will not pass, logged. */
 int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret);
 
-/* Remove uid's pin (if any) and free ns (closing its descriptors). ns is freed whatever
- * this returns; a failed unpin is reported by the return value. The namespace dies when
- * the last process in it and the last descriptor of it are gone. */
+/* Remove ns's pin, if it still pins this very namespace; ns stays as it is otherwise and
+ * keeps the namespace alive while the caller holds it. 0: no pin left (ns->pinned false);
+ * -errno: the pin is still there and ns unchanged (-EAGAIN: may pass; retry, or tell the
+ * asker). The server calls this before forgetting a namespace it releases, so a release
+ * that could not unpin is reported and changes nothing. */
+int userns_unpin(PinStore *ps, UserNs *ns);
+/* userns_unpin(), then free ns (closing its descriptors) whatever that returned. When the
+ * unpin failed (returned), the pin stays and the store adopts its namespace again
+ * (pinstore_is_pending() until then, and the adopt callback gets it back): a failed release
+ * never loses the namespace, nor leaves a pin that blocks the uid. The namespace dies when the
+ * last process in it and the last descriptor of it are gone. */
 int userns_release(PinStore *ps, UserNs *ns);
 void userns_free(UserNs *ns);
+static inline void userns_freep(UserNs **ns) {
+        userns_free(*ns);
+}
 /* An empty UserNs for uid (descriptors -1), for the pin store's adoption; NULL: no memory. */
 UserNs *userns_new(uid_t uid);
 
