@@ -43,25 +43,9 @@
  * for 16384 users. */
 #define PINSTORE_TMPFS_OPTIONS "mode=0700,size=72m,nr_inodes=32800"
 #define INFO_MAX 128
-/* pinstore_open(): attempts at once for what may pass, before going pending */
+/* pinstore_open(), pinstore_adopt_all(): attempts at once for what may pass, before going
+ * pending */
 #define OPEN_ATTEMPTS 3
-
-bool errno_may_pass(int err) {
-        switch (err < 0 ? -err : err) {
-        case EAGAIN:
-        case ENOMEM:
-        case EMFILE:
-        case ENFILE:
-        case EINTR:
-        case ETIMEDOUT:
-        case EBUSY:
-        case ENOSPC:
-        case ENOBUFS:
-                return true;
-        default:
-                return false;
-        }
-}
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
@@ -858,7 +842,15 @@ int pinstore_adopt_all(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
         ps->adopt_cb = cb;
         ps->adopt_userdata = userdata;
         if (pinstore_is_ready(ps)) {
-                adopted = pinstore_adopt_pending(ps, cb, userdata);
+                /* at start a few attempts at once are cheap, and spare logins a wait */
+                for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
+                        if (attempt > 0) {
+                                if (g_hash_table_size(ps->pending) == 0)
+                                        break;
+                                g_usleep(10000 << (2 * attempt)); /* 40 ms, 160 ms */
+                        }
+                        adopted += pinstore_adopt_pending(ps, cb, userdata);
+                }
                 pinstore_schedule(ps, true);
         } else
                 /* pinstore_open() tried; arm the retries (they need the callback) */

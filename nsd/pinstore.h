@@ -43,18 +43,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "errno-util.h" /* errno_may_pass() */
+
 typedef struct PinStore PinStore;
 typedef struct UserNs UserNs;
 
-#define PINSTORE_RETRY_FIRST_USEC (100 * 1000ULL)
-#define PINSTORE_RETRY_MAX_USEC (5 * 1000 * 1000ULL)
+#define PINSTORE_RETRY_FIRST_USEC (50 * 1000ULL)
+#define PINSTORE_RETRY_MAX_USEC (1000 * 1000ULL)
 
 /* Called once per adopted namespace; takes ownership of ns (userns_free()). */
 typedef void (*pinstore_adopt_cb)(UserNs *ns, void *userdata);
-
-/* Errors that may pass (a loaded machine): EAGAIN, ENOMEM, EMFILE, ENFILE, EINTR, ETIMEDOUT,
- * EBUSY, ENOSPC, ENOBUFS. err may be positive or negative. */
-bool errno_may_pass(int err);
 
 /* Open the pin store under run_dir: adopt the existing pin namespace if run_dir/pins is one,
  * else create it (and make run_dir a private mount if it is not already one), then list the

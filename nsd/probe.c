@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glib.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "errno-util.h"
 #include "helper.h"
 #include "kernel-abi.h"
 #include "log.h"
@@ -39,8 +41,8 @@ static int probe_throwaway_ns(struct probe_args *a) {
 }
 
 /* F1: setns() with a directory descriptor. nsd hands out O_PATH roots, so that is what
- * counts; a plain O_RDONLY directory is tried too, for the log. Stock kernels: EBADF for
- * O_PATH (fdget() refuses it), EINVAL for a directory. */
+ * counts (errno in result); a plain O_RDONLY directory is tried too, for the log (errno in
+ * lines). Stock kernels: EBADF for O_PATH (fdget() refuses it), EINVAL for a directory. */
 static int probe_setns_child(void *p) {
         struct probe_args *a = p;
         int fd;
@@ -112,6 +114,30 @@ static int probe_chroot_child(void *p) {
         return 0;
 }
 
+/* A probe that failed for a reason that may pass is made again (a feature found absent stays
+ * absent until nsd restarts); a fresh copy of *a for each attempt. */
+#define PROBE_ATTEMPTS 3
+static int probe_run(int (*fn)(void *), struct probe_args *a) {
+        const struct probe_args in = *a;
+        int r = -EIO;
+
+        for (int attempt = 0; attempt < PROBE_ATTEMPTS; attempt++) {
+                if (attempt > 0) {
+                        cleanup_closep(&a->root_fd);
+                        cleanup_closep(&a->ns_fd);
+                        *a = in;
+                        g_usleep(10000 << (2 * attempt)); /* 40 ms, 160 ms */
+                }
+                r = helper_run(fn, a, &a->s);
+                /* the probed call itself may fail for such a reason too (a->result) */
+                if (r >= 0 ? !errno_may_pass(a->result) &&
+                                     !(fn == probe_setns_child && errno_may_pass((int) a->lines)) :
+                             !errno_may_pass(r))
+                        break;
+        }
+        return r;
+}
+
 static const char *probe_dir(void) {
         static const char *const dirs[] = { "/tmp", "/mnt", "/run", "/var/tmp", "/dev" };
         struct stat st;
@@ -130,7 +156,7 @@ uint32_t kernel_features_probe(void) {
 
         /* F1 */
         a = (struct probe_args) { .root_fd = -1, .ns_fd = -1 };
-        r = helper_run(probe_setns_child, &a, &a.s);
+        r = probe_run(probe_setns_child, &a);
         if (r < 0)
                 log_warning_errno(r, "Kernel probe F1 (setns on a directory) failed: %s: %m, "
                                   "assuming absent", helper_status_step(&a.s));
@@ -153,7 +179,7 @@ uint32_t kernel_features_probe(void) {
 
         /* F2 and F3 share one throwaway namespace with a tmpfs on dir */
         a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1 };
-        r = helper_run(probe_ns_child, &a, &a.s);
+        r = probe_run(probe_ns_child, &a);
         if (r < 0)
                 log_warning_errno(r, "Kernel probes F2, F3 failed: %s: %m, assuming absent",
                                   helper_status_step(&a.s));
@@ -161,7 +187,7 @@ uint32_t kernel_features_probe(void) {
                 _cleanup_close_ int root_fd = a.root_fd, ns_fd = a.ns_fd;
 
                 a = (struct probe_args) { .root_fd = root_fd, .ns_fd = -1 };
-                r = helper_run(probe_chroot_child, &a, &a.s);
+                r = probe_run(probe_chroot_child, &a);
                 if (r < 0)
                         log_warning_errno(r, "Kernel probe F2 (mount table after chroot) "
                                           "failed: %s: %m, assuming absent", helper_status_step(&a.s));
@@ -175,11 +201,16 @@ uint32_t kernel_features_probe(void) {
 
                 /* F3: fspick from nsd's namespace a mount of the throwaway one (ns_fd keeps
                  * that namespace alive until here) */
-                _cleanup_close_ int pfd = fspick(root_fd, dir + 1,
-                                                 FSPICK_CLOEXEC | FSPICK_NO_AUTOMOUNT);
-                int err = pfd < 0 ? errno : 0;
-                if (pfd >= 0 && fsconfig(pfd, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
-                        err = errno;
+                int err = 0;
+                for (int attempt = 0; attempt < PROBE_ATTEMPTS; attempt++) {
+                        _cleanup_close_ int pfd = fspick(root_fd, dir + 1,
+                                                         FSPICK_CLOEXEC | FSPICK_NO_AUTOMOUNT);
+                        err = pfd < 0 ? errno : 0;
+                        if (pfd >= 0 && fsconfig(pfd, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
+                                err = errno;
+                        if (!errno_may_pass(err))
+                                break;
+                }
                 if (err == EINVAL)
                         features |= NSD_FEATURE_FSPICK_CHECK;
                 else if (err != 0)
@@ -192,7 +223,7 @@ uint32_t kernel_features_probe(void) {
 
         /* F4 */
         a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1, .owner_private = true };
-        r = helper_run(probe_ns_child, &a, &a.s);
+        r = probe_run(probe_ns_child, &a);
         if (r < 0)
                 log_warning_errno(r, "Kernel probe F4 (owner-private mounts) failed: %s: %m, "
                                   "assuming absent", helper_status_step(&a.s));
