@@ -69,5 +69,6 @@ void pinstore_pin_done(PinStore *ps, uid_t uid, uint64_t created_usec, size_t at
  * namespace to remove (a pin of another namespace makes uid pending). -errno: the pin is
  * still there (-EAGAIN: the store is not ready). Logged. */
 int pinstore_unpin(PinStore *ps, uid_t uid, uint64_t ns_inode);
-/* uid has a pin nsd does not hold: pending, retried by the store. err and why for the log. */
+/* uid has a pin nsd does not hold: pending, and a retry is due now (the store's timer runs it
+ * on the next main loop iteration). err and why for the log. */
 void pinstore_mark_pending(PinStore *ps, uid_t uid, int err, const char *why);

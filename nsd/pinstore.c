@@ -463,10 +463,13 @@ static int pinstore_find(PinStore *ps, bool *ret_final) {
 
 /* ---- listing and pending ----------------------------------------------------------------- */
 
+static void pinstore_schedule_now(PinStore *ps);
+
 void pinstore_mark_pending(PinStore *ps, uid_t uid, int err, const char *why) {
         if (g_hash_table_contains(ps->pending, GUINT_TO_POINTER(uid)))
                 return;
         g_hash_table_add(ps->pending, GUINT_TO_POINTER(uid));
+        pinstore_schedule_now(ps);
         log_event(LOG_WARNING, err, uid, "adopt-pending",
                   "The pinned namespace of uid %u is not adopted yet (%s%s%s); it is kept, "
                   "retried, and a JOIN for uid %u answers 'not yet available' meanwhile",
@@ -920,7 +923,6 @@ int pinstore_pin_begin(PinStore *ps, uid_t uid) {
                 /* a pin nsd does not hold: adopt it, never a fresh namespace in its place */
                 close(l.fd);
                 pinstore_mark_pending(ps, uid, 0, "a pin exists that nsd does not hold");
-                pinstore_schedule_now(ps);
                 return -EAGAIN;
         case PIN_UNKNOWN:
                 log_warning_errno(l.err, "Cannot look at the pin file '%s:%s' of uid %u: %m",
@@ -962,7 +964,6 @@ void pinstore_pin_abandon(PinStore *ps, uid_t uid) {
                 close(l.fd);
                 pinstore_mark_pending(ps, uid, 0, "a create was reported failed after its pin "
                                       "was made");
-                pinstore_schedule_now(ps);
                 break;
         case PIN_NONE:
         case PIN_DEAD:
@@ -1031,7 +1032,6 @@ int pinstore_unpin(PinStore *ps, uid_t uid, uint64_t ns_inode) {
                             ", leaving it", ps->pins_path, name, ns_inode, (unsigned) uid,
                             (uint64_t) st.st_ino);
                 pinstore_mark_pending(ps, uid, 0, "its pin holds another namespace");
-                pinstore_schedule_now(ps);
                 return 0;
         }
 
