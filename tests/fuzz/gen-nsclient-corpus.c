@@ -16,10 +16,11 @@
 enum { FIX_HDR = 1, FIX_LEN = 2, FIX_SEQ = 4, SEQ_ZERO = 8, FIX_ERR = 16, FIX_BODY = 32,
        NET_INODE = 64, SET_TYPE = 128 };
 /* head bits besides the number of calls */
-enum { VIA_ENV = 0x04, CLOSED = 0x08, SEQ_WRAP = 0x10 };
+enum { VIA_ENV = 0x04, CLOSED = 0x08, SEQ_WRAP = 0x10, CONNECT_TIMEOUT = 0x20 };
+#define SECOND (0x3d << 2) /* owner: a datagram for the second nsd (the fallback's connection) */
 #define BAD 0x80 /* op: with bad arguments */
 enum { OP_JOIN, OP_SESSION_OPEN, OP_SESSION_CLOSE, OP_STATUS, OP_LIST, OP_SHOW, OP_RELEASE,
-       OP_HIDE };
+       OP_HIDE, OP_JOIN_SESSION };
 /* index into fuzz-nsclient.c's types[] (SET_TYPE) */
 enum { T_JOIN, T_SESSION_OPEN, T_SESSION_CLOSE, T_STATUS, T_LIST_ENTRY, T_LIST_END,
        T_SHOW_DATA, T_SHOW_END, T_RELEASE, T_HIDE, T_JOIN_SESSION, T_ERROR };
@@ -89,6 +90,19 @@ static void error_reply(uint32_t seq, int err, uint16_t req, const char *why, un
         e->request_type = req;
         snprintf(e->message, sizeof e->message, "%s", why);
         datagram(ctl, T_ERROR, 0, 0, e, sizeof *e);
+}
+
+/* the second nsd's answers to the fallback of JOIN_SESSION, for uid 1001 */
+static void fallback_join(uint32_t seq) {
+        struct nsd_rep_join *j = reply(NSD_REP_JOIN, sizeof *j, seq);
+        j->uid = 1001;
+        datagram(FIX_BODY, T_JOIN, 2, SECOND, j, sizeof *j);
+}
+static void fallback_open(uint32_t seq) {
+        struct nsd_rep_session_open *o = reply(NSD_REP_SESSION_OPEN, sizeof *o, seq);
+        o->session_id = 5;
+        o->sessions = 1;
+        datagram(0, T_SESSION_OPEN, 0, SECOND, o, sizeof *o);
 }
 
 int main(int argc, char **argv) {
@@ -165,6 +179,51 @@ int main(int argc, char **argv) {
                 begin(1, c);
                 error_reply(1, 0, NSD_REQ_STATUS, "error field 0 in an error reply", 0);
                 finish("error-without-errno");
+        }
+        /* JOIN_SESSION (1.2): the answer in one; id 0; the fallback of an nsd < 1.2 */
+        {
+                static const unsigned char c[] = { OP_JOIN_SESSION, 0x12 };
+                struct nsd_rep_join_session *js = reply(NSD_REP_JOIN_SESSION, sizeof *js, 1);
+                js->uid = 1001;
+                js->ns_flags = NSD_NS_PINNED;
+                js->session_id = 99;
+                js->sessions = 2;
+                begin_flags(1, CONNECT_TIMEOUT, c);
+                datagram(FIX_BODY, T_JOIN_SESSION, 2, 0, js, sizeof *js);
+                finish("join-session-ok");
+                js->session_id = 0;
+                begin(1, c);
+                datagram(FIX_BODY, T_JOIN_SESSION, 2, 0, js, sizeof *js);
+                finish("join-session-id0");
+                /* nsd 1.1: "unknown request type"; the library reconnects (to the second
+                 * nsd) and sends JOIN (seq 2) and SESSION_OPEN (seq 3) */
+                begin(1, c);
+                error_reply(1, EOPNOTSUPP, NSD_REQ_JOIN_SESSION, "unknown request type (9)", 0);
+                fallback_join(2);
+                fallback_open(3);
+                finish("join-session-fallback");
+                /* the same, the session refused: the descriptors of the JOIN go back */
+                begin(1, c);
+                error_reply(1, EOPNOTSUPP, NSD_REQ_JOIN_SESSION, "unknown request type (9)", 0);
+                fallback_join(2);
+                struct nsd_rep_error *e = reply(NSD_REP_ERROR, sizeof *e, 3);
+                e->hdr.error = -EUSERS;
+                snprintf(e->message, sizeof e->message, "uid 1001 has 64 sessions");
+                datagram(0, T_ERROR, 0, SECOND, e, sizeof *e);
+                finish("join-session-fallback-refused");
+                /* two JOIN_SESSION calls: the second one uses the fallback at once */
+                static const unsigned char c2[] = { OP_JOIN_SESSION, 0x12, OP_JOIN_SESSION, 0x12 };
+                begin(2, c2);
+                error_reply(1, EOPNOTSUPP, NSD_REQ_JOIN_SESSION, "unknown request type (9)", 0);
+                fallback_join(2);
+                fallback_open(3);
+                fallback_join(4);
+                fallback_open(5);
+                finish("join-session-fallback-twice");
+                /* the fallback's connection ends at once */
+                begin(1, c);
+                error_reply(1, EOPNOTSUPP, NSD_REQ_JOIN_SESSION, "unknown request type (9)", 0);
+                finish("join-session-fallback-nothing");
         }
         /* SESSION_OPEN and SESSION_CLOSE */
         {
@@ -253,12 +312,16 @@ int main(int argc, char **argv) {
                                                    OP_HIDE | BAD, 0x11, OP_STATUS, 0 };
                 static const unsigned char c2[] = { OP_LIST | BAD, 0x1, OP_SHOW | BAD, 0x11,
                                                     OP_RELEASE | BAD, 0x10, OP_SESSION_CLOSE | BAD, 0 };
+                static const unsigned char c3[] = { OP_JOIN_SESSION | BAD, 0x10, OP_JOIN_SESSION | BAD, 0x13,
+                                                    OP_JOIN_SESSION | BAD, 0x14, OP_STATUS | BAD, 0x12 };
                 begin(4, c);
                 datagram(0, T_STATUS, 0, 0, reply(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 1),
                          sizeof(struct nsd_rep_status));
                 finish("bad-arguments-then-status");
                 begin(4, c2);
                 finish("bad-arguments");
+                begin(4, c3);
+                finish("bad-arguments-join-session");
         }
         /* SHOW: two parts of mountinfo text and the end; an empty answer */
         {
