@@ -143,6 +143,7 @@ say "E. apt-get purge nsjoin"
 apt-get purge -y nsjoin < /dev/null > "$VM_TMPDIR/purge.log" 2>&1 || { cat "$VM_TMPDIR/purge.log"; fail "apt-get purge failed"; }
 { grep -v '^(Reading' "$VM_TMPDIR/purge.log" || true; } | tail -4
 assert_contains "$(cat "$VM_TMPDIR/purge.log")" "stay until reboot" "the purge's message"
+assert_contains "$(cat "$VM_TMPDIR/purge.log")" "/etc/nsd/nsd.conf is removed" "the purge's message"
 [ ! -e /etc/nsd ] || fail "/etc/nsd after purge: $(ls -la /etc/nsd)"
 pins_mounted || fail "the pins are gone after apt purge"
 
