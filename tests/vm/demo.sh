@@ -11,12 +11,13 @@ set -u
 shell_out=
 [ "${2:-}" = --shell ] && shell_out=$3
 
-say() { printf '\n\033[1m>>> %s\033[0m\n' "$*"; }
+t0=$(cut -d' ' -f1 /proc/uptime)
+say() { printf '\n\033[1m>>> %s\033[0m  [+%s s]\n' "$*" "$(echo "$(cut -d' ' -f1 /proc/uptime) - $t0" | bc | cut -d. -f1)"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 as() { local u=$1; shift; printf '%s@vm$ %s\n' "$u" "$*"; vm_ssh "$u" "$@"; }
-t0=$(cut -d' ' -f1 /proc/uptime)
 
 say "This VM runs the kernel we built: $(uname -r), systemd $(systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') as PID 1"
+export DEBIAN_FRONTEND=noninteractive
 systemctl start systemd-user-sessions.service
 rm -f /var/lib/man-db/auto-update
 sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > /etc/systemd/system/nsd.service
@@ -43,8 +44,11 @@ say "alice logs in over ssh and mounts sshfs (to this VM's own sshd) on ~/remote
 as alice 'sshfs -o IdentityFile=$HOME/.ssh/id_ed25519,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes alice@127.0.0.1:/home/alice/data ~/remote; findmnt -n ~/remote; cat ~/remote/note'
 
 say "alice's cron job reads it (cron's own PAM stack; @reboot runs as cron starts):"
-echo '@reboot { stat -L -c "cron job in mnt:[%i]" /proc/self/ns/mnt; cat ~/remote/note; } > ~/cron.out 2>&1' |
-        crontab -u alice -
+# (a script: cron reads % in a crontab line as a newline)
+printf '%s\n' '#!/bin/sh' 'stat -L -c "cron job in mnt:[%i]" /proc/self/ns/mnt' 'cat ~/remote/note' \
+        > /home/alice/cron-job
+chmod 0755 /home/alice/cron-job
+echo '@reboot ~/cron-job > ~/cron.out 2>&1' | crontab -u alice -
 run crontab -u alice -l
 rm -f /run/crond.reboot
 systemctl start cron.service
