@@ -37,6 +37,16 @@
 #define LOG_INTERVAL_USEC (10 * G_USEC_PER_SEC)
 #define LOG_BURST_PER_UID 5u
 #define LOG_BURST_ALL 50u
+/* What a log line a client causes is about: each kind has its own limits, so that one kind
+ * (thousands of idle drops) cannot hide another (a slow reader). */
+typedef enum LogKind {
+        LOGK_REFUSED,
+        LOGK_IDLE,
+        LOGK_SLOW,     /* slow readers, overflows */
+        LOGK_THROTTLE,
+        LOGK_BAD,      /* malformed messages (requests.c) */
+        _LOGK_MAX,
+} LogKind;
 /* Per-uid state (rate limit, log limit) is forgotten this long after its last connection. */
 #define UID_STATE_KEEP_SEC 60
 
@@ -53,7 +63,7 @@ typedef struct UidState {
         double tokens;       /* the request rate limit's bucket */
         int64_t refill_usec; /* 0: full, never used */
         int64_t last_usec;   /* last connection closed */
-        RateLimit log_rl;
+        RateLimit log_rl[_LOGK_MAX];
 } UidState;
 
 typedef struct Listener {
@@ -105,8 +115,8 @@ struct ConnManager {
         GHashTable *uids;  /* GUINT_TO_POINTER(uid) -> UidState* (owned) */
         unsigned n_user, n_root;
         ConnStats stats;
-        RateLimit log_rl;      /* unprivileged callers, all together */
-        RateLimit log_rl_root; /* root's (not an attack, but never a flood either) */
+        RateLimit log_rl[_LOGK_MAX];      /* unprivileged callers, all together */
+        RateLimit log_rl_root[_LOGK_MAX]; /* root's (not an attack, never a flood either) */
         GPtrArray *dead;       /* Conn* dropped, to free */
         guint reap_source;
         guint sweep_timer;
@@ -127,10 +137,10 @@ static const Config *config_of(const ConnManager *m) {
 
 /* ---- logging a client can cause ------------------------------------------------------- */
 
-static void manager_vlog(ConnManager *m, UidState *u, bool root, int level, const char *fmt,
-                         va_list ap) __attribute__((format(printf, 5, 0)));
-static void manager_vlog(ConnManager *m, UidState *u, bool root, int level, const char *fmt,
-                         va_list ap) {
+static void manager_vlog(ConnManager *m, UidState *u, bool root, LogKind kind, int level,
+                         const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+static void manager_vlog(ConnManager *m, UidState *u, bool root, LogKind kind, int level,
+                         const char *fmt, va_list ap) {
         g_autofree char *msg = NULL;
         unsigned held_uid = 0, held_all = 0;
 
@@ -139,9 +149,10 @@ static void manager_vlog(ConnManager *m, UidState *u, bool root, int level, cons
                 log_debug("%s", msg);
                 return;
         }
-        if (u && !ratelimit_below(&u->log_rl, LOG_INTERVAL_USEC, LOG_BURST_PER_UID, &held_uid))
+        if (u && !ratelimit_below(&u->log_rl[kind], LOG_INTERVAL_USEC, LOG_BURST_PER_UID,
+                                  &held_uid))
                 return;
-        if (!ratelimit_below(root ? &m->log_rl_root : &m->log_rl, LOG_INTERVAL_USEC,
+        if (!ratelimit_below(root ? &m->log_rl_root[kind] : &m->log_rl[kind], LOG_INTERVAL_USEC,
                              LOG_BURST_ALL, &held_all))
                 return;
         msg = g_strdup_vprintf(fmt, ap);
@@ -152,13 +163,14 @@ static void manager_vlog(ConnManager *m, UidState *u, bool root, int level, cons
                 log_full_errno(level, 0, "%s", msg);
 }
 
-static void manager_log(ConnManager *m, UidState *u, bool root, int level, const char *fmt, ...)
-        __attribute__((format(printf, 5, 6)));
-static void manager_log(ConnManager *m, UidState *u, bool root, int level, const char *fmt, ...) {
+static void manager_log(ConnManager *m, UidState *u, bool root, LogKind kind, int level,
+                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void manager_log(ConnManager *m, UidState *u, bool root, LogKind kind, int level,
+                        const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        manager_vlog(m, u, root, level, fmt, ap);
+        manager_vlog(m, u, root, kind, level, fmt, ap);
         va_end(ap);
 }
 
@@ -166,7 +178,7 @@ void conn_log(Conn *c, int level, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        manager_vlog(c->m, c->per_uid, c->uid == 0, level, fmt, ap);
+        manager_vlog(c->m, c->per_uid, c->uid == 0, LOGK_BAD, level, fmt, ap);
         va_end(ap);
 }
 
@@ -298,14 +310,14 @@ static void conn_drop(Conn *c, DropReason reason) {
         switch (reason) {
         case DROP_IDLE:
                 m->stats.dropped_idle++;
-                manager_log(m, c->per_uid, root, LOG_NOTICE,
+                manager_log(m, c->per_uid, root, LOGK_IDLE, LOG_NOTICE,
                          "Dropping the connection of uid %u pid %u: idle for %s s "
                          "(IdleTimeoutSec=)", (unsigned) c->uid, (unsigned) c->pid,
                          config_usec_to_string(cfg->idle_timeout_usec, t, sizeof t));
                 break;
         case DROP_SLOW:
                 m->stats.dropped_slow++;
-                manager_log(m, c->per_uid, root, LOG_WARNING,
+                manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
                          "Dropping the connection of uid %u pid %u: it does not read its "
                          "replies (none taken for %s s, ReplyTimeoutSec=)", (unsigned) c->uid,
                          (unsigned) c->pid,
@@ -313,13 +325,13 @@ static void conn_drop(Conn *c, DropReason reason) {
                 break;
         case DROP_OVERFLOW:
                 m->stats.dropped_overflow++;
-                manager_log(m, c->per_uid, root, LOG_WARNING,
+                manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
                          "Dropping the connection of uid %u pid %u: more than %u replies wait "
                          "unread (MaxQueuedReplies=)", (unsigned) c->uid, (unsigned) c->pid,
                          cfg->max_queued_replies);
                 break;
         case DROP_NOFD:
-                manager_log(m, c->per_uid, root, LOG_WARNING,
+                manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
                          "Dropping the connection of uid %u pid %u: no descriptor left to queue "
                          "its reply", (unsigned) c->uid, (unsigned) c->pid);
                 break;
@@ -543,7 +555,7 @@ static void conn_read(Conn *c, int64_t now) {
                         c->throttle_until = now + wait;
                         c->idle_since = 0;
                         c->m->stats.throttled++;
-                        manager_log(c->m, c->per_uid, false, LOG_NOTICE,
+                        manager_log(c->m, c->per_uid, false, LOGK_THROTTLE, LOG_NOTICE,
                                  "uid %u (pid %u) sends more than %u requests a second "
                                  "(RequestRatePerUser=, RequestBurstPerUser=%u), reading it "
                                  "more slowly", (unsigned) c->uid, (unsigned) c->pid,
@@ -636,7 +648,8 @@ static int conn_refuse(ConnManager *m, int fd, uid_t uid, pid_t pid, int error,
         g_strlcpy(rep.message, message, sizeof rep.message);
         (void) send_datagram(fd, &rep, sizeof rep, NULL, 0);
         close(fd);
-        manager_log(m, uid == 0 ? NULL : uid_state_get(m, uid), uid == 0, LOG_WARNING,
+        manager_log(m, uid == 0 ? NULL : uid_state_get(m, uid), uid == 0, LOGK_REFUSED,
+                    LOG_WARNING,
                  "Refusing a connection of uid %u pid %u: %s", (unsigned) uid, (unsigned) pid,
                  message);
         return -abs(error);

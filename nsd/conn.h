@@ -24,7 +24,8 @@
  *   - is dropped when its queue would overflow, when its replies make no progress for
  *     ReplyTimeoutSec=, or when it sits idle (no request in flight, nothing to send) for
  *     IdleTimeoutSec=. Drops and refusals are logged naming uid and pid, rate limited per
- *     uid and in all.
+ *     uid and in all, each kind (refused, idle, slow, throttled, malformed) on its own, so
+ *     thousands of one kind cannot hide another.
  * accept() failing with EMFILE/ENFILE pauses that socket with a growing delay (10 ms up to
  * 2 s) and one log line, instead of spinning.
  *
@@ -99,8 +100,9 @@ void conn_begin_request(Conn *c, Request *r);
 void conn_request_finished(Conn *c);
 /* A streaming request has more to send: call request_produce() when the socket drains. */
 void conn_want_produce(Conn *c);
-/* A warning a client can cause, rate limited per uid and in all (at most 5 per uid and 50
- * in all each 10 s; then one line says how many were suppressed). */
+/* A warning about a malformed message, rate limited per uid and in all (at most 5 per uid
+ * and 50 in all each 10 s, counted apart from conn.c's refusals, drops and throttles; the
+ * next line says how many were suppressed). */
 void conn_log(Conn *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A malformed message was answered: close once the error reply is sent. */
 void conn_close_after_reply(Conn *c);
