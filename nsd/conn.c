@@ -712,7 +712,7 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
         src->conn = c;
         c->source = &src->base;
         g_source_set_priority(c->source, conn_priority(uid == 0));
-        g_source_set_static_name(c->source, "nsd connection");
+        g_source_set_name(c->source, "nsd connection");
         c->tag = g_source_add_unix_fd(c->source, fd, G_IO_IN);
         g_source_attach(c->source, g_main_context_get_thread_default());
         g_hash_table_add(m->conns, c);
@@ -811,7 +811,7 @@ int conn_manager_listen(ConnManager *m, ConnKind kind, int fd) {
         src->listener = l;
         l->source = &src->base;
         g_source_set_priority(l->source, conn_priority(kind == CONN_KIND_ROOT));
-        g_source_set_static_name(l->source, "nsd listener");
+        g_source_set_name(l->source, "nsd listener");
         l->tag = g_source_add_unix_fd(l->source, fd, G_IO_IN);
         g_source_attach(l->source, g_main_context_get_thread_default());
         return 0;
