@@ -375,7 +375,7 @@ static void add_fake_users(Server *s, unsigned n) {
 static void test_stream(void) {
         Config c = test_config();
         c.max_queued_replies = 2;
-        c.reply_timeout_usec = 300 * MSEC;
+        c.reply_timeout_usec = 1000 * MSEC;
         Server *s = server_start(&c);
         int fd = peer_full(s, CONN_KIND_ROOT, 0, 4096, NULL), other;
         struct nsd_req_list q;
@@ -548,7 +548,7 @@ static void test_root_socket(void) {
 
 static void test_rate_limit(void) {
         Config c = test_config();
-        c.request_rate_per_user = 2;
+        c.request_rate_per_user = 1; /* a second per token: the burst is all there is at once */
         c.request_burst_per_user = 3;
         Server *s = server_start(&c);
         int fd = peer(s, CONN_KIND_USER, 1000), root = peer(s, CONN_KIND_ROOT, 0);
