@@ -117,7 +117,7 @@ static void conn_unlock(nsc_conn **c) {
 }
 /* Lock c for the rest of the scope: one call. */
 #define CONN_LOCK_SCOPE(c) \
-        __attribute__((cleanup(conn_unlock))) nsc_conn *_locked_ = (conn_lock(c), (c))
+        __attribute__((cleanup(conn_unlock), unused)) nsc_conn *_locked_ = (conn_lock(c), (c))
 
 static uint64_t now_usec(void) {
         struct timespec ts;

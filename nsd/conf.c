@@ -370,6 +370,36 @@ static unsigned key_line(GPtrArray *keys, const char *group, const char *key) {
         return 0;
 }
 
+/* GKeyFile's escapes in a string value: \s \n \t \r \\. What is wrong with the first
+ * other backslash of the raw value, or NULL if there is none. */
+static char *bad_escape(const char *raw) {
+        for (const char *p = raw; *p; p++) {
+                if (*p != '\\')
+                        continue;
+                p++;
+                if (*p == '\0')
+                        return g_strdup("the value ends in a backslash, which escapes nothing "
+                                        "(write \\\\ for a backslash)");
+                if (!strchr("sntr\\", *p)) {
+                        int n = g_utf8_skip[*(const guchar *) p];
+                        return g_strdup_printf("'\\%.*s' is not an escape (known: \\s \\n "
+                                               "\\t \\r \\\\; write \\\\ for a backslash)",
+                                               n, p);
+                }
+        }
+        return NULL;
+}
+
+/* A value GKeyFile could not read: name the group, the key, the raw value and what is wrong. */
+static int fail_value(char **ret_error, const char *filename, GKeyFile *kf, const KeyLine *k,
+                      const char *glib_message) {
+        g_autofree char *raw = g_key_file_get_value(kf, k->group, k->key, NULL);
+        g_autofree char *why = raw ? bad_escape(raw) : NULL;
+
+        return fail(ret_error, filename, k->line, "[%s] %s=%s: %s", k->group, k->key,
+                    raw ? raw : "", why ? why : glib_message);
+}
+
 int config_parse_text(const char *text, size_t len, const char *filename, Config *ret,
                       char **ret_error) {
         g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(key_line_free);
@@ -401,9 +431,11 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
 
                 g_clear_error(&error);
                 value = g_key_file_get_string(kf, k->group, k->key, &error);
-                if (!value) {
-                        r = fail(ret_error, filename, k->line, "%s=: %s", k->key,
-                                 error ? error->message : "cannot read the value");
+                if (!value || error) {
+                        /* With an invalid escape GKeyFile returns what it could read *and*
+                         * an error: 'Linger=600\' would be read as 600. Refuse it. */
+                        r = fail_value(ret_error, filename, kf, k,
+                                       error ? error->message : "cannot read the value");
                         goto fail;
                 }
 

@@ -118,6 +118,7 @@ static void test_policy_threads(void) {
         is_int(policy_uid_managed(s->policy, 500, &why, on_answer, &b), 0,
                "so is the one about daemon1, with its reason");
         is_int(policy_stats(s->policy)->cache_hits, 2, "two cache hits");
+        g_clear_pointer(&why, g_free); /* daemon1's reason; root's comes next */
         is_int(policy_uid_managed(s->policy, 0, &why, on_answer, &b), 0, "root: inline");
         g_free(a.why);
         g_free(b.why);

@@ -1,0 +1,799 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fuzz-nsclient: libnsclient's handling of what nsd answers, driven through the real
+ * library over a real SOCK_SEQPACKET connection to a fake nsd that is this harness.
+ *
+ * libnsclient.c is compiled into this program (#include below), so the checks can look
+ * at the connection's state; the calls go through the public API (nsc_connect() to a
+ * socket in a temp folder, nsc_join(), nsc_list(), ...).
+ *
+ * Input (a reader that yields zeros past the end, see fuzz.h):
+ *   u8 head        bit 7 set: "raw" mode, the rest is one datagram for nsd_msg_check()
+ *                  (bit 0: as a request); else bits 0-1: number of calls - 1 (1..4),
+ *                  bit 2: connect through $NSD_SOCKET (nsc_connect(NULL)), bit 3: the fake
+ *                  nsd closes its end after queuing (sends fail), bit 4: the connection's
+ *                  sequence numbers start just before they wrap around, bit 5: connect with
+ *                  nsc_connect_timeout()
+ *   per call:      u8 op (JOIN, SESSION_OPEN, SESSION_CLOSE, STATUS, LIST, SHOW, RELEASE,
+ *                  HIDE, JOIN_SESSION; bit 7: with bad arguments instead, which must give
+ *                  -EINVAL or -ENAMETOOLONG and send nothing), u8 arg (uid 1000 + arg / 16,
+ *                  flags and variants from the low bits)
+ *   then up to 64 reply datagrams, queued on the connection before the first call:
+ *                  u8 ctl, u8 type, u8 fds, u8 owner, u16 size, size bytes of datagram;
+ *                  owner bits 0-1: the call whose seq FIX_SEQ uses; bits 2-7 all set: the
+ *                  datagram is queued REPEAT_LONG times, 111110: REPEAT_SHORT times, else
+ *                  once (long LIST and SHOW streams, rare for random bytes: they are slow);
+ *                  111101: the datagram is for the "second nsd" instead (below).
+ *                  ctl bits fix up the datagram so that the fuzzer gets past the header
+ *                  checks: FIX_HDR magic and version, FIX_LEN length = size, FIX_SEQ the seq
+ *                  of call `owner`, SEQ_ZERO seq 0, FIX_ERR a sound error field, FIX_BODY
+ *                  sound fields for the type (JOIN's uid and nsfs inode, LIST_END's count,
+ *                  NUL-terminated strings; with NET_INODE the inode of the net nsfs
+ *                  instead), SET_TYPE type from a table of every reply type.
+ *                  fds: bits 0-4 how many descriptors ride along (SCM_RIGHTS; over 16
+ *                  truncates), bits 5-7 which kinds (directory, mount nsfs, net nsfs,
+ *                  /dev/null, in turn).
+ *   After the datagrams the fake nsd shuts its sending side, so a call waiting for more
+ *   gets an orderly end instead of waiting.
+ *   The second nsd: nsc_join_session() answered -EOPNOTSUPP (an nsd older than 1.2)
+ *   reconnects and falls back to JOIN + SESSION_OPEN. A thread of this harness accepts that
+ *   one connection during the calls, queues the datagrams meant for it (FIX_SEQ: the seq of
+ *   the fallback's JOIN, then of its SESSION_OPEN) and shuts its side too.
+ *
+ * Properties besides the sanitizers' (any failure aborts):
+ *   - no descriptor is left open after nsc_disconnect() (a received one included);
+ *   - every descriptor handed to the caller is O_CLOEXEC; JOIN's are a directory and the
+ *     mount nsfs file whose inode the reply names;
+ *   - results are 0 or -errno (-1..-4095), nsc_join_session() 1 only after a fallback; no
+ *     call runs out of time waiting (nothing blocks; nsd may still answer -ETIMEDOUT);
+ *   - outputs (ret_*) are untouched on failure;
+ *   - once a connection is broken every later call returns -ENOTCONN and sends nothing;
+ *     a successful call never leaves it broken;
+ *   - nsc_last_error_message() is NULL or a string shorter than the protocol's field;
+ *   - raw mode: nsd_msg_check() accepts exactly the datagrams whose length field, type
+ *     and size agree, and says why for every refusal.
+ */
+#include "libnsclient.c"
+
+#include <sys/eventfd.h>
+#include <sys/sysmacros.h>
+
+#include "fuzz.h"
+
+enum {
+        FIX_HDR = 1 << 0,
+        FIX_LEN = 1 << 1,
+        FIX_SEQ = 1 << 2,
+        SEQ_ZERO = 1 << 3,
+        FIX_ERR = 1 << 4,
+        FIX_BODY = 1 << 5,
+        NET_INODE = 1 << 6,
+        SET_TYPE = 1 << 7,
+};
+
+enum { OP_JOIN, OP_SESSION_OPEN, OP_SESSION_CLOSE, OP_STATUS, OP_LIST, OP_SHOW, OP_RELEASE,
+       OP_HIDE, OP_JOIN_SESSION, _OP_MAX };
+
+#define CALLS_MAX 4
+#define DATAGRAMS_MAX 64
+#define DATAGRAM_SIZE_MAX 4400 /* past NSD_MSG_SIZE_MAX + 1: the MSG_TRUNC path */
+#define FDS_PER_DATAGRAM_MAX 20 /* past libnsclient's RECV_FDS_MAX: the MSG_CTRUNC path */
+#define REPEAT_LONG 300 /* 300 full SHOW_DATA parts are past NSD_SHOW_TEXT_MAX */
+#define REPEAT_SHORT 20
+#define SECOND_NSD 0x3d /* owner >> 2: a datagram for the second nsd */
+#define SCRIPT_MAX 8
+
+static const uint16_t types[] = {
+        NSD_REP_JOIN, NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
+        NSD_REP_LIST_ENTRY, NSD_REP_LIST_END, NSD_REP_SHOW_DATA, NSD_REP_SHOW_END,
+        NSD_REP_RELEASE, NSD_REP_HIDE, NSD_REP_JOIN_SESSION, NSD_REP_ERROR,
+        /* not replies */
+        0, NSD_REQ_JOIN, NSD_REQ_LIST, NSD_REPLY_BIT, 0x8102,
+};
+
+static char tmp_dir[64];
+static char sock_path[100];
+static int listen_fd = -1;
+static int kind_fd[4] = { -1, -1, -1, -1 }; /* "/" O_PATH, mount nsfs, net nsfs, /dev/null */
+static uint64_t mnt_inode, net_inode;
+static bool trace; /* $FUZZ_TRACE: one line per call on stderr, to check what seeds reach */
+static int wake_fd = -1; /* an eventfd: the second nsd is disarmed, stop waiting */
+static void *second_nsd(void *unused);
+
+static void cleanup(void) {
+        if (sock_path[0])
+                (void) unlink(sock_path);
+        if (tmp_dir[0])
+                (void) rmdir(tmp_dir);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *tmp = getenv("TMPDIR");
+        struct stat st;
+
+        snprintf(tmp_dir, sizeof tmp_dir, "%s/fuzz-nsclient.XXXXXX",
+                 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+        fuzz_assert(mkdtemp(tmp_dir), "mkdtemp: %m");
+        atexit(cleanup);
+        snprintf(sock_path, sizeof sock_path, "%s/socket", tmp_dir);
+        memcpy(sa.sun_path, sock_path, sizeof sock_path);
+        /* non-blocking: the second nsd may see it readable and find the connection gone
+         * (the main thread's); a connect() returns only once it is queued, so the main
+         * thread's accept never waits */
+        listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        fuzz_assert(listen_fd >= 0, "socket: %m");
+        fuzz_assert(bind(listen_fd, (struct sockaddr *) &sa, sizeof sa) == 0, "bind: %m");
+        fuzz_assert(listen(listen_fd, 16) == 0, "listen: %m");
+
+        kind_fd[0] = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        kind_fd[1] = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        kind_fd[2] = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        kind_fd[3] = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int i = 0; i < 4; i++)
+                fuzz_assert(kind_fd[i] >= 0, "open descriptor kind %d: %m", i);
+        fuzz_assert(fstat(kind_fd[1], &st) == 0, "fstat: %m");
+        mnt_inode = st.st_ino;
+        fuzz_assert(fstat(kind_fd[2], &st) == 0, "fstat: %m");
+        net_inode = st.st_ino;
+        /* for nsc_connect(NULL) */
+        setenv("NSD_SOCKET", sock_path, 1);
+
+        pthread_t t;
+        wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        fuzz_assert(wake_fd >= 0, "eventfd: %m");
+        fuzz_assert(pthread_create(&t, NULL, second_nsd, NULL) == 0, "pthread_create");
+        pthread_detach(t);
+        trace = getenv("FUZZ_TRACE") != NULL;
+        return 0;
+}
+
+/* The lowest free descriptor number: grows when anything leaks. */
+static int lowest_free_fd(void) {
+        int fd = fcntl(listen_fd, F_DUPFD_CLOEXEC, 0);
+
+        fuzz_assert(fd >= 0, "F_DUPFD: %m");
+        close(fd);
+        return fd;
+}
+
+static bool is_cloexec(int fd) {
+        int fl = fcntl(fd, F_GETFD);
+        return fl >= 0 && (fl & FD_CLOEXEC);
+}
+
+struct call {
+        uint8_t op, arg;
+};
+
+static uid_t call_uid(const struct call *c) {
+        return 1000 + c->arg / 16;
+}
+
+/* The seq of the k-th request (k >= 1) on a connection whose counter starts at start:
+ * libnsclient skips 0, which only nsd's "could not read the request" errors carry. */
+static uint32_t nth_seq(uint32_t start, unsigned k) {
+        uint32_t s = start;
+        while (k-- > 0)
+                if (++s == 0)
+                        s = 1;
+        return s;
+}
+
+/* One reply datagram of the fake nsd: bytes, descriptors to pass, how often. */
+struct datagram {
+        uint8_t *buf;
+        size_t size;
+        uint8_t fdspec;
+        unsigned copies;
+};
+
+/* Send d (copies times) with its descriptors; false when the socket is full. */
+static bool send_datagram(int fd, const struct datagram *d) {
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * FDS_PER_DATAGRAM_MAX)];
+        } control;
+        struct iovec iov = { .iov_base = d->buf, .iov_len = d->size };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        size_t nfds = d->fdspec & 0x1f;
+
+        if (nfds > FDS_PER_DATAGRAM_MAX)
+                nfds = FDS_PER_DATAGRAM_MAX;
+        if (nfds > 0) {
+                struct cmsghdr *cm;
+
+                memset(&control, 0, sizeof control);
+                mh.msg_control = control.buf;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+                cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+                for (size_t i = 0; i < nfds; i++)
+                        memcpy(CMSG_DATA(cm) + i * sizeof(int),
+                               &kind_fd[((d->fdspec >> 5) + i) % 4], sizeof(int));
+        }
+        for (unsigned i = 0; i < d->copies; i++)
+                if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                        return false;
+        return true;
+}
+
+/* The second nsd: a thread that, while armed, accepts one connection and plays its script. */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool armed, busy;
+        int fd; /* the accepted connection (after the thread is done with it), or -1 */
+        struct datagram script[SCRIPT_MAX];
+        unsigned n;
+} second = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .fd = -1 };
+static void *second_nsd(void *unused) {
+        for (;;) {
+                struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN },
+                                       { .fd = wake_fd, .events = POLLIN } };
+                int fd;
+
+                pthread_mutex_lock(&second.lock);
+                while (!second.armed)
+                        pthread_cond_wait(&second.cond, &second.lock);
+                pthread_mutex_unlock(&second.lock);
+
+                if (poll(p, 2, -1) < 0)
+                        continue;
+                if (p[1].revents & POLLIN) {
+                        uint64_t v;
+                        (void) !read(wake_fd, &v, sizeof v);
+                }
+                if (!(p[0].revents & POLLIN))
+                        continue;
+                /* accept only while armed, decided under the lock: the main thread
+                 * accepts its own connection while disarmed */
+                pthread_mutex_lock(&second.lock);
+                fd = second.armed ? accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC) : -1;
+                if (fd < 0) {
+                        pthread_mutex_unlock(&second.lock);
+                        continue;
+                }
+                second.armed = false;
+                second.busy = true;
+                pthread_mutex_unlock(&second.lock);
+
+                for (unsigned i = 0; i < second.n; i++)
+                        if (!send_datagram(fd, &second.script[i]))
+                                break;
+                (void) shutdown(fd, SHUT_WR);
+
+                pthread_mutex_lock(&second.lock);
+                second.fd = fd;
+                second.busy = false;
+                pthread_cond_broadcast(&second.cond);
+                pthread_mutex_unlock(&second.lock);
+        }
+        return NULL;
+}
+
+/* Wait until the second nsd is not in the middle of playing its script. */
+static void second_wait_idle(void) {
+        pthread_mutex_lock(&second.lock);
+        while (second.busy)
+                pthread_cond_wait(&second.cond, &second.lock);
+        pthread_mutex_unlock(&second.lock);
+}
+
+static void second_arm(void) {
+        pthread_mutex_lock(&second.lock);
+        second.fd = -1;
+        second.armed = true;
+        pthread_cond_broadcast(&second.cond);
+        pthread_mutex_unlock(&second.lock);
+}
+
+/* Disarm and take the connection it accepted, if any. */
+static int second_disarm(void) {
+        uint64_t one = 1;
+        int fd;
+
+        pthread_mutex_lock(&second.lock);
+        second.armed = false;
+        pthread_mutex_unlock(&second.lock);
+        (void) !write(wake_fd, &one, sizeof one);
+        second_wait_idle();
+        pthread_mutex_lock(&second.lock);
+        fd = second.fd;
+        second.fd = -1;
+        for (unsigned i = 0; i < second.n; i++)
+                free(second.script[i].buf);
+        second.n = 0;
+        pthread_mutex_unlock(&second.lock);
+        return fd;
+}
+
+/* Fix up one datagram and queue it on the fake nsd's side (or give it to the second nsd);
+ * false when the socket is full. */
+static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *calls,
+                           unsigned ncalls, uint32_t seq_start, unsigned *list_entries) {
+        uint8_t ctl = fuzz_u8(in), tsel = fuzz_u8(in), fdspec = fuzz_u8(in), o = fuzz_u8(in);
+        unsigned owner = (o & 3) % ncalls;
+        bool for_second = (o >> 2) == SECOND_NSD && second.n < SCRIPT_MAX;
+        unsigned copies = (o >> 2) == 0x3f ? REPEAT_LONG : (o >> 2) == 0x3e ? REPEAT_SHORT : 1;
+        size_t size = fuzz_u16(in) % DATAGRAM_SIZE_MAX;
+        _cleanup_free_ uint8_t *buf = calloc(1, size ? size : 1);
+        struct nsd_msg_header *h = (struct nsd_msg_header *) buf;
+        struct datagram d = { .size = size, .fdspec = fdspec, .copies = copies };
+
+        fuzz_assert(buf, "out of memory");
+        for (size_t i = 0; i < size && fuzz_left(in) > 0; i++)
+                buf[i] = fuzz_u8(in);
+
+        if (size >= sizeof *h) {
+                if (ctl & SET_TYPE)
+                        h->type = types[tsel % (sizeof types / sizeof types[0])];
+                if (ctl & FIX_HDR) {
+                        h->magic = NSD_PROTO_MAGIC;
+                        h->version_major = NSD_PROTO_MAJOR;
+                        h->version_minor = NSD_PROTO_MINOR;
+                }
+                if (ctl & FIX_LEN)
+                        h->length = (uint32_t) size;
+                if (ctl & FIX_SEQ)
+                        h->seq = nth_seq(seq_start, owner + 1 + (for_second ? 1 + second.n : 0));
+                if (ctl & SEQ_ZERO)
+                        h->seq = 0;
+                if (ctl & FIX_ERR)
+                        h->error = h->type == NSD_REP_ERROR ? -(1 + (int32_t) ((uint32_t) h->error % 133)) : 0;
+                if (ctl & FIX_BODY) {
+                        if ((h->type == NSD_REP_JOIN && size >= sizeof(struct nsd_rep_join)) ||
+                            (h->type == NSD_REP_JOIN_SESSION &&
+                             size >= sizeof(struct nsd_rep_join_session))) {
+                                struct nsd_rep_join *j = (struct nsd_rep_join *) buf;
+                                j->uid = call_uid(&calls[owner]);
+                                j->ns_inode = ctl & NET_INODE ? net_inode : mnt_inode;
+                        } else if (h->type == NSD_REP_LIST_END &&
+                                   size >= sizeof(struct nsd_rep_list_end)) {
+                                ((struct nsd_rep_list_end *) buf)->count = *list_entries;
+                        } else if (h->type == NSD_REP_LIST_ENTRY &&
+                                   size >= sizeof(struct nsd_rep_list_entry)) {
+                                ((struct nsd_rep_list_entry *) buf)->pin[NSD_PIN_PATH_MAX - 1] = 0;
+                        } else if (h->type == NSD_REP_STATUS &&
+                                   size >= sizeof(struct nsd_rep_status)) {
+                                ((struct nsd_rep_status *) buf)->version[NSD_VERSION_MAX - 1] = 0;
+                        } else if (h->type == NSD_REP_SESSION_OPEN &&
+                                   size >= sizeof(struct nsd_rep_session_open)) {
+                                struct nsd_rep_session_open *s = (struct nsd_rep_session_open *) buf;
+                                if (s->session_id == 0)
+                                        s->session_id = 1;
+                        }
+                }
+                if (h->type == NSD_REP_LIST_ENTRY)
+                        *list_entries += copies;
+                else if (h->type == NSD_REP_LIST_END)
+                        *list_entries = 0;
+        }
+
+        d.buf = buf;
+        if (for_second) {
+                d.buf = TAKE_PTR(buf);
+                second.script[second.n++] = d;
+                return true;
+        }
+        return send_datagram(srv, &d);
+}
+
+/* Read what the client sent since the last time; close descriptors it passed (pidfds). */
+static unsigned drain_requests(int srv) {
+        unsigned n = 0;
+
+        for (;;) {
+                union {
+                        struct cmsghdr align;
+                        char buf[CMSG_SPACE(sizeof(int) * 8)];
+                } control;
+                uint8_t buf[NSD_MSG_SIZE_MAX + 1];
+                struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                                     .msg_control = control.buf,
+                                     .msg_controllen = sizeof control.buf };
+                const char *why;
+
+                ssize_t k = recvmsg(srv, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+                /* a client that closed with replies unread (the fallback's reconnect)
+                 * reports ECONNRESET once; what it sent before is still queued */
+                if (k < 0 && errno == ECONNRESET)
+                        continue;
+                if (k <= 0) /* nothing more, or the client closed */
+                        break;
+                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+                                for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                                     i++) {
+                                        int fd;
+                                        memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+                                        close(fd);
+                                }
+                if (trace)
+                        fprintf(stderr, "fuzz-nsclient: fd %d got a request of %zd bytes, type %u, seq %u\n",
+                                srv, k, (unsigned) ((struct nsd_msg_header *) buf)->type,
+                                (unsigned) ((struct nsd_msg_header *) buf)->seq);
+                /* what the library sends must pass nsd's own check */
+                fuzz_assert(nsd_msg_check(buf, (size_t) k, 1, &why) == 0,
+                            "the library sent a request nsd refuses: %s", why);
+                n++;
+        }
+        return n;
+}
+
+#define CANARY 0xa5
+static bool untouched(const void *p, size_t n) {
+        const uint8_t *b = p;
+        for (size_t i = 0; i < n; i++)
+                if (b[i] != CANARY)
+                        return false;
+        return true;
+}
+
+/* A call with bad arguments: must be refused before anything is sent. */
+static int do_bad_call(nsc_conn *c, const struct call *call) {
+        uid_t uid = call_uid(call);
+        unsigned v = call->arg & 0xf;
+        struct nsc_join_result j;
+        struct nsc_status st;
+        struct nsc_ns_info *entries;
+        size_t n;
+        char *text;
+        char long_path[NSD_HIDE_PATH_MAX + 1];
+
+        switch ((call->op & 0x7f) % _OP_MAX) {
+        case OP_JOIN:
+                return v % 4 == 0 ? nsc_join(c, (uid_t) -1, 0, &j)
+                     : v % 4 == 1 ? nsc_join(c, uid, 0x80, &j)
+                     : v % 4 == 2 ? nsc_join(c, uid, 0, NULL)
+                                  : nsc_join(NULL, uid, 0, &j);
+        case OP_SESSION_OPEN:
+                return v % 4 == 0 ? nsc_session_open(c, uid, 0, NULL, NULL, NULL)
+                     : v % 4 == 1 ? nsc_session_open(c, uid, getpid(),
+                                                     "a-service-name-of-32-characters!", NULL, NULL)
+                     : v % 4 == 2 ? nsc_session_open(c, (uid_t) -1, getpid(), NULL, NULL, NULL)
+                                  : nsc_session_open(NULL, uid, getpid(), NULL, NULL, NULL);
+        case OP_SESSION_CLOSE:
+                return v % 4 == 0 ? nsc_session_close(c, uid, 0, 0, NULL)
+                     : v % 4 == 1 ? nsc_session_close(c, uid, -1, 1, NULL)
+                     : v % 4 == 2 ? nsc_session_close(c, (uid_t) -1, getpid(), 0, NULL)
+                                  : nsc_session_close(NULL, uid, getpid(), 0, NULL);
+        case OP_STATUS:
+                return v % 3 == 0 ? nsc_status(c, NULL)
+                     : v % 3 == 1 ? nsc_status(NULL, &st)
+                                  : nsc_set_timeout(c, ((uint64_t) INT_MAX + 1) * 1000000);
+        case OP_LIST:
+                return v % 3 == 0 ? nsc_list(c, NULL, &n)
+                     : v % 3 == 1 ? nsc_list(c, &entries, NULL)
+                                  : nsc_list(NULL, &entries, &n);
+        case OP_SHOW:
+                return v % 3 == 0 ? nsc_show(c, uid, NULL, &n)
+                     : v % 3 == 1 ? nsc_show(c, (uid_t) -1, &text, &n)
+                                  : nsc_show(NULL, uid, &text, &n);
+        case OP_RELEASE:
+                return v % 3 == 0 ? nsc_release(c, uid, 2)
+                     : v % 3 == 1 ? nsc_release(c, (uid_t) -1, 0)
+                                  : nsc_release(NULL, uid, 0);
+        case OP_JOIN_SESSION:
+                return v % 5 == 0 ? nsc_join_session(c, (uid_t) -1, 0, getpid(), NULL, &j, NULL, NULL)
+                     : v % 5 == 1 ? nsc_join_session(c, uid, 0x80, getpid(), NULL, &j, NULL, NULL)
+                     : v % 5 == 2 ? nsc_join_session(c, uid, 0, 0, NULL, &j, NULL, NULL)
+                     : v % 5 == 3 ? nsc_join_session(c, uid, 0, getpid(),
+                                                     "a-service-name-of-32-characters!", &j,
+                                                     NULL, NULL)
+                                  : nsc_join_session(c, uid, 0, getpid(), NULL, NULL, NULL, NULL);
+        default:
+                memset(long_path, 'x', sizeof long_path);
+                long_path[0] = '/';
+                long_path[sizeof long_path - 1] = 0;
+                return v % 5 == 0 ? nsc_hide(c, uid, "home/fuzz/mnt", 0)
+                     : v % 5 == 1 ? nsc_hide(c, uid, long_path, 0)
+                     : v % 5 == 2 ? nsc_hide(c, uid, "/home/fuzz/mnt", 2)
+                     : v % 5 == 3 ? nsc_hide(c, uid, NULL, 0)
+                                  : nsc_hide(c, (uid_t) -1, "/home/fuzz/mnt", 0);
+        }
+}
+
+/* A JOIN result handed to the caller: checked, then closed. */
+static void check_join_result(const struct nsc_join_result *j, uid_t uid) {
+        struct stat st;
+
+        fuzz_assert(j->root_fd >= 0 && j->ns_fd >= 0 && j->root_fd != j->ns_fd,
+                    "JOIN descriptors %d %d", j->root_fd, j->ns_fd);
+        fuzz_assert(is_cloexec(j->root_fd) && is_cloexec(j->ns_fd),
+                    "JOIN descriptors without O_CLOEXEC");
+        fuzz_assert(fstat(j->root_fd, &st) == 0 && S_ISDIR(st.st_mode), "root not a directory");
+        fuzz_assert(fstat(j->ns_fd, &st) == 0 && st.st_ino == j->ns_inode &&
+                            ioctl(j->ns_fd, NS_GET_NSTYPE) == CLONE_NEWNS,
+                    "ns_fd is not the mount namespace named");
+        fuzz_assert(j->uid == uid, "JOIN for uid %u gave uid %u", (unsigned) uid,
+                    (unsigned) j->uid);
+        close(j->root_fd);
+        close(j->ns_fd);
+}
+
+static int do_call(nsc_conn *c, const struct call *call) {
+        uid_t uid = call_uid(call);
+        int r;
+
+        if (call->op & 0x80)
+                return do_bad_call(c, call);
+
+        switch ((call->op & 0x7f) % _OP_MAX) {
+        case OP_JOIN: {
+                struct nsc_join_result j;
+
+                memset(&j, CANARY, sizeof j);
+                r = nsc_join(c, uid, call->arg & NSC_JOIN_NO_CREATE, &j);
+                if (r < 0) {
+                        fuzz_assert(untouched(&j, sizeof j), "JOIN wrote its result on failure");
+                        break;
+                }
+                fuzz_assert(r == 0, "JOIN returned %d", r);
+                check_join_result(&j, uid);
+                break;
+        }
+        case OP_JOIN_SESSION: {
+                struct nsc_join_result j;
+                uint64_t id;
+                unsigned n;
+                bool fallback_before = c->no_join_session;
+
+                memset(&j, CANARY, sizeof j);
+                memset(&id, CANARY, sizeof id);
+                memset(&n, CANARY, sizeof n);
+                r = nsc_join_session(c, uid, call->arg & NSC_JOIN_NO_CREATE, getpid(),
+                                     call->arg & 2 ? "sshd" : NULL, &j, &id, &n);
+                if (r < 0) {
+                        fuzz_assert(untouched(&j, sizeof j) && untouched(&id, sizeof id) &&
+                                            untouched(&n, sizeof n),
+                                    "JOIN_SESSION wrote its result on failure");
+                        break;
+                }
+                fuzz_assert(r == (c->no_join_session ? 1 : 0),
+                            "JOIN_SESSION returned %d, fallback %d (before: %d)", r,
+                            c->no_join_session, fallback_before);
+                fuzz_assert(id != 0, "session id 0");
+                check_join_result(&j, uid);
+                break;
+        }
+        case OP_SESSION_OPEN: {
+                uint64_t id;
+                unsigned n;
+
+                memset(&id, CANARY, sizeof id);
+                memset(&n, CANARY, sizeof n);
+                r = nsc_session_open(c, uid, getpid(), call->arg & 1 ? "sshd" : NULL, &id, &n);
+                if (r < 0)
+                        fuzz_assert(untouched(&id, sizeof id) && untouched(&n, sizeof n),
+                                    "SESSION_OPEN wrote its result on failure");
+                else
+                        fuzz_assert(id != 0, "session id 0");
+                break;
+        }
+        case OP_SESSION_CLOSE: {
+                unsigned left;
+
+                memset(&left, CANARY, sizeof left);
+                r = nsc_session_close(c, uid, call->arg & 1 ? getpid() : 0,
+                                      call->arg & 1 ? 0 : 1 + call->arg, &left);
+                if (r < 0)
+                        fuzz_assert(untouched(&left, sizeof left),
+                                    "SESSION_CLOSE wrote its result on failure");
+                break;
+        }
+        case OP_STATUS: {
+                struct nsc_status st;
+
+                memset(&st, CANARY, sizeof st);
+                r = nsc_status(c, &st);
+                if (r < 0)
+                        fuzz_assert(untouched(&st, sizeof st), "STATUS wrote its result on failure");
+                else
+                        fuzz_assert(memchr(st.version, 0, sizeof st.version), "version not a string");
+                break;
+        }
+        case OP_LIST: {
+                struct nsc_ns_info *v;
+                size_t n;
+
+                memset(&v, CANARY, sizeof v);
+                memset(&n, CANARY, sizeof n);
+                r = nsc_list(c, &v, &n);
+                if (r < 0) {
+                        fuzz_assert(untouched(&v, sizeof v) && untouched(&n, sizeof n),
+                                    "LIST wrote its result on failure");
+                        break;
+                }
+                fuzz_assert(v != NULL, "LIST gave NULL");
+                for (size_t i = 0; i < n; i++)
+                        fuzz_assert(memchr(v[i].pin, 0, sizeof v[i].pin), "pin not a string");
+                free(v);
+                break;
+        }
+        case OP_SHOW: {
+                char *text;
+                size_t len;
+
+                memset(&text, CANARY, sizeof text);
+                memset(&len, CANARY, sizeof len);
+                r = nsc_show(c, uid, &text, &len);
+                if (r < 0) {
+                        fuzz_assert(untouched(&text, sizeof text) && untouched(&len, sizeof len),
+                                    "SHOW wrote its result on failure");
+                        break;
+                }
+                fuzz_assert(text && len <= NSD_SHOW_TEXT_MAX && text[len] == 0,
+                            "SHOW text of %zu bytes not terminated", len);
+                free(text);
+                break;
+        }
+        case OP_RELEASE:
+                r = nsc_release(c, uid, call->arg & NSC_RELEASE_FORCE);
+                break;
+        default:
+                r = nsc_hide(c, uid, "/home/fuzz/mnt", call->arg & NSC_HIDE_UNHIDE);
+                break;
+        }
+        return r;
+}
+
+/* Raw mode: nsd_msg_check() on one datagram of exactly the input's size. */
+static void check_raw(const uint8_t *data, size_t size, int is_request) {
+        _cleanup_free_ uint8_t *buf = malloc(size ? size : 1);
+        const struct nsd_msg_header *h = (const struct nsd_msg_header *) buf;
+        const char *why = "unset";
+        int r;
+
+        fuzz_assert(buf, "out of memory");
+        memcpy(buf, data, size);
+        r = nsd_msg_check(buf, size, is_request, &why);
+        fuzz_assert((r == 0) == (why == NULL), "r=%d why=%s", r, why ? why : "(null)");
+        fuzz_assert(r == 0 || r == -EMSGSIZE || r == -EBADMSG || r == -EPROTONOSUPPORT ||
+                            r == -EOPNOTSUPP,
+                    "r=%d", r);
+        if (r < 0)
+                return;
+        size_t want = is_request ? nsd_request_size(h->type) : nsd_reply_size(h->type);
+        fuzz_assert(size <= NSD_MSG_SIZE_MAX && h->magic == NSD_PROTO_MAGIC &&
+                            h->version_major == NSD_PROTO_MAJOR && h->length == size && want > 0 &&
+                            (h->type == NSD_REP_SHOW_DATA && !is_request ? size >= want
+                                                                         : size == want) &&
+                            (!is_request || h->error == 0),
+                    "accepted a datagram of %zu bytes, type %u", size, (unsigned) h->type);
+        /* a datagram the receiver saw truncated is refused whatever its header says */
+        fuzz_assert(nsd_msg_check(buf, NSD_MSG_SIZE_MAX + 1, is_request, &why) == -EMSGSIZE,
+                    "oversized datagram accepted");
+}
+
+/* The requests the client sent since the last look, on both connections. */
+static unsigned drain_both(int srv) {
+        unsigned n = srv >= 0 ? drain_requests(srv) : 0;
+        int fd;
+
+        second_wait_idle();
+        pthread_mutex_lock(&second.lock);
+        fd = second.fd;
+        pthread_mutex_unlock(&second.lock);
+        return n + (fd >= 0 ? drain_requests(fd) : 0);
+}
+
+static bool seq_advanced_by(uint32_t before, uint32_t now, unsigned lo, unsigned hi) {
+        for (unsigned k = lo; k <= hi; k++)
+                if (now == nth_seq(before, k))
+                        return true;
+        return false;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        struct fuzz_input in = { .data = data, .size = size };
+        struct call calls[CALLS_MAX];
+        unsigned ncalls, list_entries = 0;
+        uint32_t seq_start;
+        bool closed;
+        nsc_conn *c = NULL;
+        int srv, fd2, before, r;
+        uint8_t head = fuzz_u8(&in);
+
+        if (head & 0x80) {
+                check_raw(data + 1, size ? size - 1 : 0, head & 1);
+                return 0;
+        }
+
+        before = lowest_free_fd();
+        ncalls = 1 + (head & 3);
+        closed = head & 0x08;
+        seq_start = head & 0x10 ? UINT32_MAX - 1 : 0;
+        for (unsigned i = 0; i < ncalls; i++) {
+                calls[i].op = fuzz_u8(&in);
+                calls[i].arg = fuzz_u8(&in);
+        }
+
+        /* the default timeout is only a safety net: the fake nsd's shutdown ends every wait */
+        if (head & 0x20)
+                r = nsc_connect_timeout(sock_path, 5 * 1000 * 1000, &c);
+        else
+                r = nsc_connect(head & 0x04 ? NULL : sock_path, &c);
+        fuzz_assert(r == 0, "nsc_connect: %s", strerror(-r));
+        srv = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        fuzz_assert(srv >= 0, "accept: %m");
+        if (trace)
+                fprintf(stderr, "fuzz-nsclient: client fd %d, fake nsd fd %d\n", c->fd, srv);
+        fuzz_assert(nsc_set_timeout(c, 5 * 1000 * 1000) == 0, "nsc_set_timeout");
+        c->seq = seq_start;
+        /* room for long streams (root only; elsewhere the queue just ends sooner) */
+        (void) setsockopt(srv, SOL_SOCKET, SO_SNDBUFFORCE, &(int) { 8 << 20 }, sizeof(int));
+
+        for (unsigned k = 0; k < DATAGRAMS_MAX && fuzz_left(&in) > 0; k++)
+                if (!queue_datagram(srv, &in, calls, ncalls, seq_start, &list_entries))
+                        break;
+        if (closed) {
+                close(srv);
+                srv = -1;
+        } else
+                fuzz_assert(shutdown(srv, SHUT_WR) == 0, "shutdown: %m");
+        second_arm();
+
+        for (unsigned i = 0; i < ncalls; i++) {
+                int was_broken = c->broken;
+                uint32_t seq_before = c->seq;
+                bool bad = calls[i].op & 0x80;
+                unsigned op = (calls[i].op & 0x7f) % _OP_MAX;
+                const char *msg;
+
+                r = do_call(c, &calls[i]);
+                if (trace)
+                        fprintf(stderr, "fuzz-nsclient: call %u op %u%s: %d (%s)%s%s\n", i, op,
+                                bad ? " (bad arguments)" : "", r, r < 0 ? strerror(-r) : "ok",
+                                nsc_last_error_message(c) ? ": " : "",
+                                nsc_last_error_message(c) ? nsc_last_error_message(c) : "");
+                fuzz_assert(r <= (op == OP_JOIN_SESSION && !bad ? 1 : 0) && r >= -4095,
+                            "call %u (op %u) returned %d", i, op, r);
+                /* a wait that ran out breaks the connection; an ETIMEDOUT that nsd sent
+                 * (an error reply) does not */
+                fuzz_assert(!(r == -ETIMEDOUT && c->broken == -ETIMEDOUT),
+                            "call %u (op %u) waited for nsd", i, op);
+                fuzz_assert(r < 0 || !c->broken, "call %u succeeded on a broken connection", i);
+                fuzz_assert(c->seq == seq_before || c->seq != 0,
+                            "sequence number 0 used for a request");
+                unsigned sent = drain_both(srv);
+                if (bad) {
+                        fuzz_assert(r == -EINVAL || r == -ENAMETOOLONG,
+                                    "call %u with bad arguments gave %d", i, r);
+                        fuzz_assert(sent == 0 && c->seq == seq_before && c->broken == was_broken,
+                                    "call %u with bad arguments touched the connection", i);
+                } else if (was_broken) {
+                        fuzz_assert(r == -ENOTCONN, "call %u on a broken connection gave %d", i, r);
+                        fuzz_assert(sent == 0 && c->seq == seq_before,
+                                    "call %u on a broken connection sent %u requests, seq %u after %u", i, sent, c->seq, seq_before);
+                } else {
+                        /* JOIN_SESSION's fallback adds JOIN and SESSION_OPEN */
+                        unsigned most = op == OP_JOIN_SESSION ? 3 : 1;
+
+                        fuzz_assert(seq_advanced_by(seq_before, c->seq, 1, most),
+                                    "call %u: seq %u after %u", i, c->seq, seq_before);
+                        fuzz_assert(sent <= most && (srv < 0 || sent >= 1),
+                                    "call %u sent %u requests", i, sent);
+                }
+                msg = nsc_last_error_message(c);
+                fuzz_assert(!msg || strnlen(msg, NSD_ERROR_MESSAGE_MAX) < NSD_ERROR_MESSAGE_MAX,
+                            "error message not terminated");
+        }
+        fuzz_assert(nsc_last_error_message(NULL) == NULL, "error message of no connection");
+
+        nsc_disconnect(c);
+        nsc_disconnect(NULL);
+        if (srv >= 0)
+                close(srv);
+        fd2 = second_disarm();
+        if (fd2 >= 0) {
+                (void) drain_requests(fd2);
+                close(fd2);
+        }
+        fuzz_assert(lowest_free_fd() == before, "a descriptor leaked (lowest free %d, was %d)",
+                    lowest_free_fd(), before);
+        return 0;
+}
