@@ -110,6 +110,7 @@ static int arg_nsd_nice = 0;
 #define VICTIM_MAX 200000
 
 static pid_t nsd_pid = -1;
+static pid_t main_pid; /* the bench's own process, the parent of every child */
 static uint64_t own_mntns_ino;
 
 /* ---- small helpers ------------------------------------------------------------------ */
@@ -821,12 +822,16 @@ struct shared {
 
 static struct shared *shm;
 
+/* In a forked child: drop to uid, and die with the bench. PR_SET_PDEATHSIG only after
+ * setresuid(): a change of credentials clears it. */
 static void become(uid_t uid) {
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0) {
                 fprintf(stderr, "nsd-login: cannot become uid %u: %m\n", (unsigned) uid);
                 _exit(1);
         }
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != main_pid)
+                _exit(0);
 }
 
 static int raw_connect(const char *path) {
@@ -1246,6 +1251,7 @@ int main(int argc, char **argv) {
                 progress("warning: NSS_WRAPPER_PASSWD is not set: the login users nb%u.. must exist",
                          (unsigned) arg_uid_base);
 
+        main_pid = getpid();
         signal(SIGPIPE, SIG_IGN);
         shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (shm == MAP_FAILED)
