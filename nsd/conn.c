@@ -33,6 +33,8 @@
 /* The most descriptors read from one message; more are discarded by the kernel (MSG_CTRUNC)
  * and the message is refused. */
 #define RECV_FDS_MAX 8
+/* at most this many datagrams a refused client queued are read and dropped before the close */
+#define REFUSE_DRAIN_MAX 16
 /* Log lines a client can cause: per uid, and for all uids together. */
 #define LOG_INTERVAL_USEC (10 * G_USEC_PER_SEC)
 #define LOG_BURST_PER_UID 5u
@@ -638,15 +640,22 @@ static GSourceFuncs conn_source_funcs = {
         .dispatch = conn_source_dispatch,
 };
 
-/* Refuse a connection: one error reply (the socket is new, so it fits), then close. */
+/* Refuse a connection: one error reply (the socket is new, so it fits), then close. What the
+ * client has already queued is read and dropped first (descriptors in it are closed by the
+ * kernel): closing a unix socket with unread data resets the peer, whose next recv() then
+ * reports ECONNRESET instead of the reason. A request sent after the close still meets EPIPE. */
 static int conn_refuse(ConnManager *m, int fd, uid_t uid, pid_t pid, int error,
                        const char *message) {
         struct nsd_rep_error rep;
+        char sink[64];
 
         nsd_msg_init(&rep.hdr, NSD_REP_ERROR, sizeof rep, 0);
         rep.hdr.error = -abs(error);
         g_strlcpy(rep.message, message, sizeof rep.message);
         (void) send_datagram(fd, &rep, sizeof rep, NULL, 0);
+        for (int i = 0; i < REFUSE_DRAIN_MAX; i++)
+                if (recv(fd, sink, sizeof sink, MSG_DONTWAIT | MSG_TRUNC) < 0 && errno != EINTR)
+                        break;
         close(fd);
         manager_log(m, uid == 0 ? NULL : uid_state_get(m, uid), uid == 0, LOGK_REFUSED,
                     LOG_WARNING,

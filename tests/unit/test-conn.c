@@ -426,6 +426,24 @@ static void test_limits(void) {
         ok(at_eof(fd), "and closed");
         close(fd);
 
+        /* a client that sent its request before nsd looked at it (libnsclient does: connect,
+         * then send) reads the reason too, not a reset for the request left unread */
+        {
+                int sv[2];
+
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+                        abort();
+                send_status(sv[1], 1);
+                send_status(sv[1], 2);
+                r = conn_manager_add(s->conns, CONN_KIND_USER, sv[0], 1000, getpid());
+                is_int(r, -EUSERS, "a third, with two requests already queued: refused");
+                msg[0] = 0;
+                ok(next_reply(sv[1], &err, msg, sizeof msg) == NSD_REP_ERROR && err == -EUSERS &&
+                           strstr(msg, "MaxConnectionsPerUser="),
+                   "its first read is the reason, not ECONNRESET (%s)", msg);
+                close(sv[1]);
+        }
+
         fds[n++] = peer_full(s, CONN_KIND_USER, 1001, 0, &r);
         fds[n++] = peer_full(s, CONN_KIND_USER, 1002, 0, &r);
         ok(r == 0, "uids 1001, 1002: one each (4 in all, MaxConnections=4)");
@@ -454,7 +472,7 @@ static void test_limits(void) {
         ok(RUN_UNTIL(conn_manager_count_uid(s->conns, 1000) == 1), "uid 1000 closes one");
         fds[0] = peer_full(s, CONN_KIND_USER, 1003, 0, &r);
         ok(r == 0, "then uid 1003 gets the free slot");
-        is_int(stats(s)->refused_limit, 3, "3 refused in all");
+        is_int(stats(s)->refused_limit, 4, "4 refused in all");
         for (int i = 0; i < n; i++)
                 close(fds[i]);
         server_free(s);
