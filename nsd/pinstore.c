@@ -29,14 +29,12 @@
 
 #include "cleanup.h"
 #include "helper.h"
+#include "kernel-abi.h"
 #include "log.h"
 #include "pinstore-internal.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673
-#endif
-#ifndef STATX_ATTR_MOUNT_ROOT
-#define STATX_ATTR_MOUNT_ROOT 0x00002000
 #endif
 
 /* Pins: one empty file (an inode) and one info file (an inode and a page) per user; room

@@ -45,10 +45,6 @@
 #include "log.h"
 #include "nsd-protocol.h"
 
-#ifndef STATX_ATTR_MOUNT_ROOT
-#define STATX_ATTR_MOUNT_ROOT 0x00002000
-#endif
-
 #define MOUNTINFO_PATH "/proc/self/mountinfo"
 /* any uid that is neither 0 nor a real user's: for the CAP_SETUID probe */
 #define PROBE_FSUID ((uid_t) 65534)
