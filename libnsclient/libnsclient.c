@@ -39,6 +39,7 @@
 #include "cleanup.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
+#include "time-util.h"
 
 /* the flag values of the public header are the protocol's */
 _Static_assert(NSC_JOIN_NO_CREATE == NSD_JOIN_NO_CREATE, "join flags");
@@ -119,16 +120,9 @@ static void conn_unlock(nsc_conn **c) {
 #define CONN_LOCK_SCOPE(c) \
         __attribute__((cleanup(conn_unlock))) nsc_conn *_locked_ = (conn_lock(c), (c))
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* The deadline of something that may take usec from now; 0 (= none) for usec 0. */
 static uint64_t deadline_after(uint64_t usec) {
-        return usec == 0 ? 0 : now_usec() + usec;
+        return usec == 0 ? 0 : now_usec(CLOCK_MONOTONIC) + usec;
 }
 
 /* The time left until deadline (> 0), or -ETIMEDOUT; INT64_MAX for no deadline. */
@@ -137,7 +131,7 @@ static int64_t time_left(uint64_t deadline) {
 
         if (deadline == 0)
                 return INT64_MAX;
-        now = now_usec();
+        now = now_usec(CLOCK_MONOTONIC);
         if (now >= deadline)
                 return -ETIMEDOUT;
         return (int64_t) (deadline - now);

@@ -11,6 +11,8 @@
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include "time-util.h"
+
 static bool use_journal;
 static int max_level = LOG_INFO;
 
@@ -83,11 +85,8 @@ int log_event(int level, int error, uid_t uid, const char *event, const char *fm
 
 bool ratelimit_below(RateLimit *rl, int64_t interval_usec, unsigned burst,
                      unsigned *ret_suppressed) {
-        struct timespec ts;
-        int64_t now;
+        int64_t now = (int64_t) now_usec(CLOCK_MONOTONIC);
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
         if (ret_suppressed)
                 *ret_suppressed = 0;
         if (rl->begin_usec == 0 || now - rl->begin_usec >= interval_usec) {

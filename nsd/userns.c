@@ -26,13 +26,7 @@
 #include "helper.h"
 #include "log.h"
 #include "pinstore-internal.h"
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
+#include "time-util.h"
 
 /* ---- user namespaces --------------------------------------------------------------------- */
 
@@ -175,7 +169,7 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
         }
         ns->ns_fd = TAKE_FD(ns_fd);
         ns->root_fd = TAKE_FD(root_fd);
-        ns->created_usec = now_usec();
+        ns->created_usec = now_usec(CLOCK_REALTIME);
         if (fstat(ns->ns_fd, &st) >= 0)
                 ns->ns_inode = (uint64_t) st.st_ino;
 
