@@ -39,6 +39,7 @@
 #include "cleanup.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
+#include "socket-util.h"
 #include "time-util.h"
 
 /* the flag values of the public header are the protocol's */
@@ -298,12 +299,6 @@ static int conn_wait(nsc_conn *c, short events) {
 /* Start a call: new sequence number, forget the last error message, send the request (and
  * pass_fd by SCM_RIGHTS when >= 0). The caller holds the lock. */
 static int conn_send_request(nsc_conn *c, struct nsd_msg_header *req, int pass_fd) {
-        union {
-                struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } control;
-        struct iovec iov = { .iov_base = req, .iov_len = req->length };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         ssize_t n;
 
         c->has_error_message = false;
@@ -315,26 +310,14 @@ static int conn_send_request(nsc_conn *c, struct nsd_msg_header *req, int pass_f
                 c->seq = 1;
         req->seq = c->seq;
 
-        if (pass_fd >= 0) {
-                struct cmsghdr *cm;
-
-                memset(&control, 0, sizeof(control));
-                mh.msg_control = control.buf;
-                mh.msg_controllen = sizeof(control.buf);
-                cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-        }
-
         for (;;) {
                 int r;
 
-                n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+                n = send_with_fds(c->fd, req, req->length, &pass_fd, pass_fd >= 0 ? 1 : 0,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n >= 0)
                         break;
-                r = NEG_ERRNO();
+                r = (int) n;
                 if (r == -EINTR)
                         continue;
                 if (r == -EAGAIN) {
