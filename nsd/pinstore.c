@@ -9,7 +9,7 @@
  * from what the kernel reports about it, never from an error: an error is PIN_UNKNOWN, and
  * PIN_UNKNOWN is never removed. Removal happens in three places only: pin_remove() (provably
  * dead or empty pins, logged with the reason), pinstore_unpin() (a release) and the host pin
- * of a pin namespace that is provably not one (pinstore_try_open()).
+ * of a pin namespace that is provably not one (pinstore_try_ready()).
  */
 #include "pinstore.h"
 
