@@ -1,9 +1,9 @@
 #!/bin/bash
-# systemd-nsd: nsd as it runs on a host, under systemd as PID 1 (tests/vm/run --init systemd).
-# Issue 5, acceptance 1-3:
+# systemd-nsd: nsd as it runs on a host, under systemd as PID 1 (tests/vm/run --init systemd):
 #  1. nsd.socket and nsd.service (the built units) in /etc/systemd/system; `systemctl start
 #     nsd.socket`; alice's first ssh login activates nsd through the socket; `systemctl status
-#     nsd` shows the STATUS= line; the journal has the join event with USER_ID= and NSD_EVENT=.
+#     nsd` shows the STATUS= line; the journal has the join event with USER_ID= and NSD_EVENT=,
+#     and no nsd entry has an empty field (USER_ID=, ERRNO=, ...).
 #  2. `systemctl restart nsd`, then `systemctl kill -s KILL nsd` (systemd restarts it): alice's
 #     namespace and FUSE mount stay, her next login sees them.
 #  3. the watchdog: nsd stopped with SIGSTOP is restarted by systemd; nothing is lost.
