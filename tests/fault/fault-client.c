@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault-util.h"
 #include "nsclient.h"
 #include "time-util.h"
 
@@ -91,16 +92,6 @@ static void print_join(int r, const struct nsc_join_result *j, unsigned tries) {
                (j->ns_flags & NSC_NS_PINNED) ? "pinned" : "unpinned",
                (j->ns_flags & NSC_NS_CREATED) ? "created" :
                (j->ns_flags & NSC_NS_ADOPTED) ? "adopted" : "known", tries);
-}
-
-static int parse_uid(const char *s, uid_t *ret) {
-        char *end;
-        unsigned long v = strtoul(s, &end, 10);
-
-        if (!*s || *end || v == 0 || v >= (uid_t) -1)
-                return -EINVAL;
-        *ret = (uid_t) v;
-        return 0;
 }
 
 int main(int argc, char **argv) {

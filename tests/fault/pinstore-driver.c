@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault-util.h"
 #include "log.h"
 #include "pinstore-internal.h"
 #include "time-util.h"
@@ -99,16 +100,6 @@ static UserNs *wait_adopted(PinStore *ps, uid_t uid, unsigned wait_ms, bool try_
                         delay = deadline - now_usec(CLOCK_MONOTONIC) + 1;
                 usleep((useconds_t) delay);
         }
-}
-
-static int parse_uid(const char *s, uid_t *ret) {
-        char *end;
-        unsigned long v = strtoul(s, &end, 10);
-
-        if (!*s || *end || v == 0 || v >= (uid_t) -1)
-                return -EINVAL;
-        *ret = (uid_t) v;
-        return 0;
 }
 
 static int usage(void) {
