@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Kernel ABI that our patch series (kernel-patches/) adds and libc headers do not have.
- * Userspace probes for each at run time; nothing here is assumed to exist. */
+/* Kernel ABI that libc headers may not have: what our patch series (kernel-patches/) adds,
+ * and the few upstream constants newer than the oldest headers we build with. Userspace
+ * probes for each at run time; nothing here is assumed to exist. */
 #pragma once
+
+/* statx(2) attribute, Linux 5.8; the attributes mask says whether the kernel knows it */
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000
+#endif
 
 /* F4: owner-private mounts (mount_setattr attribute). A stock kernel rejects unknown
  * MOUNT_ATTR_ bits with EINVAL, which is how support is detected. */

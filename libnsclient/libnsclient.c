@@ -39,6 +39,8 @@
 #include "cleanup.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
+#include "socket-util.h"
+#include "time-util.h"
 
 /* the flag values of the public header are the protocol's */
 _Static_assert(NSC_JOIN_NO_CREATE == NSD_JOIN_NO_CREATE, "join flags");
@@ -119,16 +121,9 @@ static void conn_unlock(nsc_conn **c) {
 #define CONN_LOCK_SCOPE(c) \
         __attribute__((cleanup(conn_unlock), unused)) nsc_conn *_locked_ = (conn_lock(c), (c))
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* The deadline of something that may take usec from now; 0 (= none) for usec 0. */
 static uint64_t deadline_after(uint64_t usec) {
-        return usec == 0 ? 0 : now_usec() + usec;
+        return usec == 0 ? 0 : now_usec(CLOCK_MONOTONIC) + usec;
 }
 
 /* The time left until deadline (> 0), or -ETIMEDOUT; INT64_MAX for no deadline. */
@@ -137,7 +132,7 @@ static int64_t time_left(uint64_t deadline) {
 
         if (deadline == 0)
                 return INT64_MAX;
-        now = now_usec();
+        now = now_usec(CLOCK_MONOTONIC);
         if (now >= deadline)
                 return -ETIMEDOUT;
         return (int64_t) (deadline - now);
@@ -304,12 +299,6 @@ static int conn_wait(nsc_conn *c, short events) {
 /* Start a call: new sequence number, forget the last error message, send the request (and
  * pass_fd by SCM_RIGHTS when >= 0). The caller holds the lock. */
 static int conn_send_request(nsc_conn *c, struct nsd_msg_header *req, int pass_fd) {
-        union {
-                struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } control;
-        struct iovec iov = { .iov_base = req, .iov_len = req->length };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         ssize_t n;
 
         c->has_error_message = false;
@@ -321,26 +310,14 @@ static int conn_send_request(nsc_conn *c, struct nsd_msg_header *req, int pass_f
                 c->seq = 1;
         req->seq = c->seq;
 
-        if (pass_fd >= 0) {
-                struct cmsghdr *cm;
-
-                memset(&control, 0, sizeof(control));
-                mh.msg_control = control.buf;
-                mh.msg_controllen = sizeof(control.buf);
-                cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-        }
-
         for (;;) {
                 int r;
 
-                n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+                n = send_with_fds(c->fd, req, req->length, &pass_fd, pass_fd >= 0 ? 1 : 0,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n >= 0)
                         break;
-                r = NEG_ERRNO();
+                r = (int) n;
                 if (r == -EINTR)
                         continue;
                 if (r == -EAGAIN) {

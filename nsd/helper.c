@@ -125,6 +125,23 @@ int helper_bind_cpu(int cpu) {
         return sched_setaffinity(0, sizeof set, &set) >= 0;
 }
 
+long helper_count_lines(int fd) {
+        char buf[8192]; /* a child's stack is CHILD_STACK_SIZE */
+        long lines = 0;
+        ssize_t n;
+
+        while ((n = read(fd, buf, sizeof buf)) != 0) {
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -1;
+                }
+                for (ssize_t i = 0; i < n; i++)
+                        lines += buf[i] == '\n';
+        }
+        return lines;
+}
+
 int helper_enter_child(void *p) {
         struct helper_enter_args *a = p;
 

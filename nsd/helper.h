@@ -71,6 +71,9 @@ int helper_run(int (*fn)(void *), void *arg, struct helper_status *status);
 void helper_fd_path(char buf[static 32], int fd);
 /* Bind the calling child to one CPU; cpu < 0: leave it. 0 on failure (errno set), 1 else. */
 int helper_bind_cpu(int cpu);
+/* The newlines in what is left of fd to read (a mount table's lines): >= 0, or -1 with errno
+ * set when a read failed. Retries EINTR. Safe in a child and in nsd. */
+long helper_count_lines(int fd);
 
 /* Enter the mount namespace of ns_fd, then optionally fchdir(dir_fd), umount2(target,
  * MNT_DETACH | UMOUNT_NOFOLLOW) relative to it, and open(open_path, open_flags | O_CLOEXEC)

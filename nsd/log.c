@@ -7,9 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
+
+#include "time-util.h"
 
 static bool use_journal;
 static int max_level = LOG_INFO;
@@ -37,27 +40,61 @@ bool log_to_journal(void) {
         return use_journal;
 }
 
+/* One journal field "NAME=value" formatted into buf (cut at size - 1), as an iovec. */
+static struct iovec field(char *buf, size_t size, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static struct iovec field(char *buf, size_t size, const char *fmt, ...) {
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                k = 0;
+        return (struct iovec) { .iov_base = buf,
+                                .iov_len = (size_t) k >= size ? size - 1 : (size_t) k };
+}
+
 static void log_write(int level, int error, uid_t uid, const char *event, const char *file,
                       int line, const char *func, const char *fmt, va_list ap) {
-        char msg[2048];
+        static const char prefix[] = "MESSAGE=";
+        char msg[sizeof prefix - 1 + 2048];
+        char *text = msg + sizeof prefix - 1;
 
         errno = error < 0 ? -error : error; /* for %m */
-        vsnprintf(msg, sizeof msg, fmt, ap);
+        memcpy(msg, prefix, sizeof prefix - 1);
+        vsnprintf(text, sizeof msg - (sizeof prefix - 1), fmt, ap);
 
         if (!use_journal) {
-                fprintf(stderr, "<%d>%s\n", level, msg);
+                fprintf(stderr, "<%d>%s\n", level, text);
                 return;
         }
-        char uidf[32] = "", errf[32] = "";
+
+        /* Only the fields that exist, as systemd's log_struct(): no empty USER_ID= or ERRNO=
+         * on every entry. */
+        static char ident[] = "SYSLOG_IDENTIFIER=nsd";
+        char prio[16], code_file[256], code_line[32], code_func[128], ev[64];
+        char uidf[32], errf[32];
+        struct iovec iov[9];
+        size_t n = 0;
+
+        iov[n++] = (struct iovec) { .iov_base = msg, .iov_len = strlen(msg) };
+        iov[n++] = field(prio, sizeof prio, "PRIORITY=%d", level);
+        iov[n++] = (struct iovec) { .iov_base = ident, .iov_len = sizeof ident - 1 };
+        if (file) {
+                iov[n++] = field(code_file, sizeof code_file, "CODE_FILE=%s", file);
+                iov[n++] = field(code_line, sizeof code_line, "CODE_LINE=%d", line);
+        }
+        if (func)
+                iov[n++] = field(code_func, sizeof code_func, "CODE_FUNC=%s", func);
+        if (event)
+                iov[n++] = field(ev, sizeof ev, "NSD_EVENT=%s", event);
         if (uid != (uid_t) -1)
-                snprintf(uidf, sizeof uidf, "USER_ID=%u", (unsigned) uid);
+                iov[n++] = field(uidf, sizeof uidf, "USER_ID=%u", (unsigned) uid);
         if (error != 0)
-                snprintf(errf, sizeof errf, "ERRNO=%d", error < 0 ? -error : error);
-        /* sd_journal_send stops at the first NULL: keep optional fields last, filled or "" */
-        sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", level, "SYSLOG_IDENTIFIER=nsd",
-                        "CODE_FILE=%s", file ? file : "", "CODE_LINE=%d", line,
-                        "CODE_FUNC=%s", func ? func : "", "NSD_EVENT=%s", event ? event : "",
-                        "%s", uidf[0] ? uidf : "USER_ID=", "%s", errf[0] ? errf : "ERRNO=", NULL);
+                iov[n++] = field(errf, sizeof errf, "ERRNO=%d", error < 0 ? -error : error);
+        sd_journal_sendv(iov, (int) n);
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *func,
@@ -83,11 +120,8 @@ int log_event(int level, int error, uid_t uid, const char *event, const char *fm
 
 bool ratelimit_below(RateLimit *rl, int64_t interval_usec, unsigned burst,
                      unsigned *ret_suppressed) {
-        struct timespec ts;
-        int64_t now;
+        int64_t now = (int64_t) now_usec(CLOCK_MONOTONIC);
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
         if (ret_suppressed)
                 *ret_suppressed = 0;
         if (rl->begin_usec == 0 || now - rl->begin_usec >= interval_usec) {

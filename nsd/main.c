@@ -186,25 +186,25 @@ empty:
 }
 
 /*
- * Keep only the capabilities nsd (and userns.c's forked helpers, which inherit them) use;
- * the same set as nsd.service's CapabilityBoundingSet=:
+ * Keep only the capabilities nsd (and its helper children, helper.c and child.c, which
+ * inherit them) use; the same set as nsd.service's CapabilityBoundingSet=:
  *   CAP_SYS_ADMIN    unshare(CLONE_NEWNS), setns() into mount namespaces, mount(2) and the
  *                    new mount API for pins, the pin namespace's tmpfs and PrivateTmp=
  *   CAP_SYS_CHROOT   setns(CLONE_NEWNS) requires it besides CAP_SYS_ADMIN
- *   CAP_SYS_PTRACE   open /proc/PID/ns/mnt and /proc/PID/root of nsd's own helper children
- *                    after they changed namespace (ptrace access mode checks)
  *   CAP_DAC_OVERRIDE read and manage /run/nsd and /proc files whatever their modes
  *   CAP_FOWNER       chmod the socket and manage pin files not owned by root's fsuid
  *   CAP_SETUID       setfsuid() to a user in a helper child before mount_setattr(), since
  *                    the kernel makes the caller's fsuid the owner of an owner-private mount
  *                    (mode private, HIDE); nsd never changes its real or effective uid
- * Everything else (CAP_SETGID, CAP_KILL, CAP_NET_*, CAP_SYS_MODULE, ...) goes, from the
- * bounding set too, so nothing nsd runs can get it back.
+ * Everything else (CAP_SETGID, CAP_KILL, CAP_SYS_PTRACE, CAP_NET_*, CAP_SYS_MODULE, ...) goes,
+ * from the bounding set too, so nothing nsd runs can get it back. Not CAP_SYS_PTRACE: nsd
+ * opens no /proc/PID of another process (the ptrace access checks guard those); its helpers
+ * open what they need as /proc/self inside the namespace and hand it over through the shared
+ * descriptor table (helper.c) or SCM_RIGHTS (child.c), and sessions use pidfd_open().
  */
 static int drop_capabilities(void) {
         static const cap_value_t keep[] = {
-                CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_FOWNER,
-                CAP_SETUID,
+                CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_SETUID,
         };
         cap_t caps;
         int r = 0;

@@ -9,7 +9,7 @@
  * from what the kernel reports about it, never from an error: an error is PIN_UNKNOWN, and
  * PIN_UNKNOWN is never removed. Removal happens in three places only: pin_remove() (provably
  * dead or empty pins, logged with the reason), pinstore_unpin() (a release) and the host pin
- * of a pin namespace that is provably not one (pinstore_try_open()).
+ * of a pin namespace that is provably not one (pinstore_try_ready()).
  */
 #include "pinstore.h"
 
@@ -29,14 +29,12 @@
 
 #include "cleanup.h"
 #include "helper.h"
+#include "kernel-abi.h"
 #include "log.h"
 #include "pinstore-internal.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673
-#endif
-#ifndef STATX_ATTR_MOUNT_ROOT
-#define STATX_ATTR_MOUNT_ROOT 0x00002000
 #endif
 
 /* Pins: one empty file (an inode) and one info file (an inode and a page) per user; room

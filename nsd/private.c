@@ -40,37 +40,18 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "cleanup.h"
 #include "helper.h"
 #include "kernel-abi.h"
+#include "libmount-cleanup.h"
 #include "log.h"
 #include "nsd-protocol.h"
-
-#ifndef STATX_ATTR_MOUNT_ROOT
-#define STATX_ATTR_MOUNT_ROOT 0x00002000
-#endif
 
 #define MOUNTINFO_PATH "/proc/self/mountinfo"
 /* any uid that is neither 0 nor a real user's: for the CAP_SETUID probe */
 #define PROBE_FSUID ((uid_t) 65534)
 
 /* ---- helper children --------------------------------------------------------------------- */
-
-enum step {
-        STEP_NONE,
-        STEP_FSUID,
-        STEP_OPEN,
-        STEP_STATX,
-        STEP_SETATTR,
-        _STEP_MAX,
-};
-
-static const char *const step_text[_STEP_MAX] = {
-        [STEP_NONE] = "run helper process",
-        [STEP_FSUID] = "take the user's fsuid (setfsuid, needs CAP_SETUID)",
-        [STEP_OPEN] = "open the mount point",
-        [STEP_STATX] = "statx the mount point",
-        [STEP_SETATTR] = "set the owner-private attribute (mount_setattr)",
-};
 
 struct op {
         struct helper_status s;
@@ -91,7 +72,7 @@ static int op_take_fsuid(struct op *o) {
         (void) setfsuid(o->fsuid);
         if ((uid_t) setfsuid((uid_t) -1) != o->fsuid) {
                 errno = EPERM;
-                return helper_fail(&o->s, STEP_FSUID);
+                return helper_fail(&o->s, HELPER_STEP_FSUID);
         }
         return 0;
 }
@@ -109,9 +90,9 @@ static int resolve_child(void *p, int *ret_fd) {
                 return 1;
         o->fd = (int) syscall(SYS_openat2, AT_FDCWD, o->path, &how, sizeof how);
         if (o->fd < 0)
-                return helper_fail(&o->s, STEP_OPEN);
+                return helper_fail(&o->s, HELPER_STEP_OPEN_MOUNT_POINT);
         if (statx(o->fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, 0, &stx) < 0)
-                return helper_fail(&o->s, STEP_STATX);
+                return helper_fail(&o->s, HELPER_STEP_STATX);
         o->mnt_id = stx.stx_mnt_id;
         o->mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
                         (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
@@ -128,15 +109,13 @@ static int op_result(int r, const void *result, int fd, struct op *o) {
         if (r == -EPROTO && result)
                 return -(o->s.err > 0 ? o->s.err : EIO);
         if (r < 0) {
-                o->s.step = STEP_NONE;
+                o->s.step = HELPER_STEP_NONE;
                 o->s.err = -r;
-                if (fd >= 0)
-                        close(fd);
-                o->fd = -1;
+                CLOSE_FD(o->fd);
                 return r;
         }
         if (fd < 0) { /* exit 0 without a descriptor: cannot be, say so */
-                o->s.step = STEP_OPEN;
+                o->s.step = HELPER_STEP_OPEN_MOUNT_POINT;
                 o->s.err = EPROTO;
                 return -EPROTO;
         }
@@ -155,7 +134,7 @@ static int setattr_child(void *p) {
         else
                 attr.attr_set = MOUNT_ATTR_OWNER_PRIVATE;
         if (mount_setattr(o->fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                return helper_fail(&o->s, STEP_SETATTR);
+                return helper_fail(&o->s, HELPER_STEP_SETATTR);
         return 0;
 }
 
@@ -173,8 +152,7 @@ static int run_op(int (*fn)(void *), struct op *o) {
 }
 
 static const char *op_step(const struct op *o) {
-        return o->s.step > STEP_NONE && o->s.step < _STEP_MAX ? step_text[o->s.step] :
-                                                               step_text[0];
+        return helper_status_step(&o->s);
 }
 
 /* ---- support ------------------------------------------------------------------------------ */
@@ -232,46 +210,42 @@ static bool fuse_owner(struct libmnt_fs *fs, uid_t *ret) {
 
 /* nsd's (root's) view of its mount table */
 static int mount_table_read(struct libmnt_table **ret) {
-        struct libmnt_table *tb = mnt_new_table();
+        _cleanup_mnt_table_ struct libmnt_table *tb = mnt_new_table();
         int r;
 
         if (!tb)
                 return -ENOMEM;
         r = mnt_table_parse_file(tb, MOUNTINFO_PATH);
-        if (r < 0) {
-                mnt_unref_table(tb);
+        if (r < 0)
                 return r;
-        }
-        *ret = tb;
+        *ret = TAKE_PTR(tb);
         return 0;
 }
 
 static struct libmnt_fs *mount_table_find_id(struct libmnt_table *tb, uint64_t id) {
-        struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
-        struct libmnt_fs *fs = NULL, *found = NULL;
+        _cleanup_mnt_iter_ struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
+        struct libmnt_fs *fs = NULL;
 
         if (!it)
                 return NULL;
         while (mnt_table_next_fs(tb, it, &fs) == 0)
-                if ((uint64_t) mnt_fs_get_id(fs) == id) {
-                        found = fs;
-                        break;
-                }
-        mnt_free_iter(it);
-        return found;
+                if ((uint64_t) mnt_fs_get_id(fs) == id)
+                        return fs;
+        return NULL;
 }
 
 /* ---- hiding one mount --------------------------------------------------------------------- */
 
-/* Set or clear the attribute on the mount fd refers to, with owner uid. */
-static int mount_set_owner_private(int fd, uid_t uid, bool unhide, const char **ret_step) {
+/* Set or clear the attribute on the mount fd refers to, with owner uid. On failure the step
+ * and its errno are in *ret_status. */
+static int mount_set_owner_private(int fd, uid_t uid, bool unhide,
+                                   struct helper_status *ret_status) {
         struct op o = { .fsuid = uid, .fd = fd, .unhide = unhide };
         int r;
 
         g_assert(uid != 0);
         r = run_op(setattr_child, &o);
-        if (r < 0)
-                *ret_step = op_step(&o);
+        *ret_status = o.s;
         return r;
 }
 
@@ -291,9 +265,10 @@ static void hide_op_free(HideOp *h) {
 
 /* Steps 2 and 3 of a HIDE, once the walk came back. Returns 0 or -errno with *ret_why. */
 static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **ret_why) {
-        struct libmnt_table *tb = NULL;
+        _cleanup_mnt_table_ struct libmnt_table *tb = NULL;
         struct libmnt_fs *fs;
-        const char *step = NULL, *fstype = "?";
+        struct helper_status st = { 0 };
+        const char *fstype = "?";
         uid_t owner = (uid_t) -1;
         bool fuse = false;
         int r;
@@ -318,25 +293,23 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
                 *ret_why = g_strdup_printf("'%s' is not a FUSE mount of uid %u (%s%s); only "
                                            "root may hide it", h->path, (unsigned) h->caller,
                                            fstype, fuse ? ", another user's" : "");
-                mnt_unref_table(tb);
                 return -EPERM;
         }
         /* Not in root's view: already owner-private. Setting it again is allowed to its owner
          * only, and the kernel decides that (EPERM for anyone else). */
 
-        r = mount_set_owner_private(o->fd, h->uid, h->unhide, &step);
+        r = mount_set_owner_private(o->fd, h->uid, h->unhide, &st);
         if (r < 0) {
-                if (r == -EPERM && step == step_text[STEP_SETATTR])
+                if (r == -EPERM && st.step == HELPER_STEP_SETATTR)
                         *ret_why = g_strdup_printf("'%s' is owner-private for another uid; "
                                                    "only its owner may change it", h->path);
-                else if (r == -EINVAL && step == step_text[STEP_SETATTR])
+                else if (r == -EINVAL && st.step == HELPER_STEP_SETATTR)
                         *ret_why = g_strdup_printf("the kernel refused the owner-private "
                                                    "attribute on '%s'", h->path);
                 else
                         *ret_why = g_strdup_printf("cannot %s '%s': %s: %s",
-                                                   h->unhide ? "unhide" : "hide", h->path, step,
-                                                   g_strerror(-r));
-                mnt_unref_table(tb);
+                                                   h->unhide ? "unhide" : "hide", h->path,
+                                                   helper_status_step(&st), g_strerror(-r));
                 return r;
         }
         log_event(LOG_INFO, 0, h->uid, h->unhide ? "mount-unhidden" : "mount-hidden",
@@ -344,7 +317,6 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
                   h->unhide ? "Made" : "Hid", o->mnt_id, h->path, fstype,
                   h->unhide ? "visible again, was owner-private for" : "from everyone but",
                   (unsigned) h->uid, (unsigned) h->caller);
-        mnt_unref_table(tb);
         *ret_mnt_id = o->mnt_id;
         return 0;
 }
@@ -357,6 +329,7 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
         char t[32];
 
         r = op_result(r, result, fd, &o);
+        _cleanup_close_ int mount_fd = o.fd; /* the walk's O_PATH descriptor, if any */
         if (r == -ETIMEDOUT)
                 why = g_strdup_printf("resolving '%s' took longer than %s s "
                                       "(PathWalkTimeoutSec=): a file system on the way does "
@@ -364,7 +337,7 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
                                       config_usec_to_string(h->timeout_usec, t, sizeof t));
         else if (r == -ECANCELED)
                 why = g_strdup("nsd is stopping");
-        else if (r < 0 && o.s.step == STEP_FSUID)
+        else if (r < 0 && o.s.step == HELPER_STEP_FSUID)
                 why = g_strdup_printf("nsd cannot take uid %u's fsuid to resolve the path",
                                       (unsigned) o.fsuid);
         else if (r < 0)
@@ -373,8 +346,6 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
                                       g_strerror(-r));
         else
                 r = hide_resolved(h, &o, &mnt_id, &why);
-        if (o.fd >= 0)
-                close(o.fd);
         if (r == -ETIMEDOUT)
                 log_event(LOG_WARNING, r, h->uid, "mount-hide-timeout",
                           "HIDE of '%s' for uid %u, asked by uid %u: %s", h->path,
@@ -459,13 +430,12 @@ static void watch_retry_later(PrivateWatch *w, uint64_t id) {
 static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
         WatchItem *it = userdata;
         struct op o = { .fd = -1 };
-        const char *step = NULL;
+        struct helper_status st = { 0 };
         char t[32];
 
         r = op_result(r, result, fd, &o);
+        _cleanup_close_ int mount_fd = o.fd; /* the walk's O_PATH descriptor, if any */
         if (!it->w) {
-                if (o.fd >= 0)
-                        close(o.fd);
                 watch_item_free(it);
                 return;
         }
@@ -487,20 +457,18 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
                 return;
         }
         if (!o.mount_root || o.mnt_id != it->id) {
-                close(o.fd);
                 log_debug("The %s mount %" G_GUINT64_FORMAT " of uid %u on '%s' is gone (the "
                           "path now leads to mount %" G_GUINT64_FORMAT "), not hiding",
                           it->fstype, it->id, (unsigned) it->uid, it->target, o.mnt_id);
                 watch_item_free(it);
                 return;
         }
-        r = mount_set_owner_private(o.fd, it->uid, false, &step);
-        close(o.fd);
+        r = mount_set_owner_private(mount_fd, it->uid, false, &st);
         if (r < 0)
                 log_event(LOG_WARNING, r, it->uid, "mount-hide-failed",
                           "Cannot hide the %s mount %" G_GUINT64_FORMAT " of uid %u on '%s': "
                           "%s: %s, ignoring", it->fstype, it->id, (unsigned) it->uid,
-                          it->target, step, g_strerror(-r));
+                          it->target, helper_status_step(&st), g_strerror(-r));
         else
                 log_event(LOG_INFO, 0, it->uid, "mount-hidden",
                           "Hid the %s mount %" G_GUINT64_FORMAT " on '%s' from everyone but "
@@ -565,8 +533,8 @@ static void watch_consider(PrivateWatch *w, uint64_t id, const char *target, con
 }
 
 static void watch_scan(PrivateWatch *w) {
-        struct libmnt_table *tb = NULL;
-        struct libmnt_iter *iter;
+        _cleanup_mnt_table_ struct libmnt_table *tb = NULL;
+        _cleanup_mnt_iter_ struct libmnt_iter *iter = NULL;
         struct libmnt_fs *fs;
         GHashTable *now;
         int r;
@@ -577,10 +545,8 @@ static void watch_scan(PrivateWatch *w) {
                 return;
         }
         iter = mnt_new_iter(MNT_ITER_FORWARD);
-        if (!iter) {
-                mnt_unref_table(tb);
+        if (!iter)
                 return;
-        }
         now = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
         while (mnt_table_next_fs(tb, iter, &fs) == 0) {
                 uint64_t id = (uint64_t) mnt_fs_get_id(fs);
@@ -595,8 +561,6 @@ static void watch_scan(PrivateWatch *w) {
                         continue;
                 watch_consider(w, id, mnt_fs_get_target(fs), mnt_fs_get_fstype(fs), uid);
         }
-        mnt_free_iter(iter);
-        mnt_unref_table(tb);
 
         /* forget mounts that left root's view (unmounted or hidden): a reused id is new */
         {

@@ -88,8 +88,6 @@ static int probe_ns_child(void *p) {
 /* F2: chroot into the throwaway namespace's root, count /proc/self/mountinfo lines */
 static int probe_chroot_child(void *p) {
         struct probe_args *a = p;
-        char buf[4096];
-        ssize_t n;
         int fd;
 
         if (fchdir(a->root_fd) < 0)
@@ -99,18 +97,10 @@ static int probe_chroot_child(void *p) {
         fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
-        a->lines = 0;
-        while ((n = read(fd, buf, sizeof buf)) != 0) {
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        close(fd);
-                        return helper_fail(&a->s, HELPER_STEP_READ);
-                }
-                for (ssize_t i = 0; i < n; i++)
-                        a->lines += buf[i] == '\n';
-        }
-        close(fd);
+        a->lines = helper_count_lines(fd);
+        cleanup_closep(&fd); /* keeps errno; the descriptor table is nsd's (CLONE_FILES) */
+        if (a->lines < 0)
+                return helper_fail(&a->s, HELPER_STEP_READ);
         return 0;
 }
 

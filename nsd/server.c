@@ -19,18 +19,13 @@
 #include "policy.h"
 #include "private.h"
 #include "session.h"
+#include "time-util.h"
 #include "user.h"
 #include "userns.h"
 
 /* STATUS= to the service manager at most this often (every login changes it). */
 #define NOTIFY_MSEC 250
 #define MAX_MNT_NS_PATH "/proc/sys/user/max_mnt_namespaces"
-
-uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
 
 /* ---- STATUS= ---------------------------------------------------------------------------- */
 
@@ -178,7 +173,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         config_move(&s->config, config);
         s->config_path = g_strdup(setup->config_path);
         s->run_dir = g_strdup(setup->run_dir);
-        s->started_usec = now_realtime_usec();
+        s->started_usec = now_usec(CLOCK_REALTIME);
         s->next_session_id = ((uint64_t) g_random_int() << 32 | g_random_int()) | 1;
         s->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, user_free);
         s->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, session_free);

@@ -90,4 +90,3 @@ unsigned server_effective_max_namespaces(const Config *c, uint64_t nofile, uint6
 #define SERVER_FD_RESERVE 64u
 #define SERVER_MNT_NS_RESERVE 64u
 
-uint64_t now_realtime_usec(void);

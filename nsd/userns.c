@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,13 +27,7 @@
 #include "helper.h"
 #include "log.h"
 #include "pinstore-internal.h"
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
+#include "time-util.h"
 
 /* ---- user namespaces --------------------------------------------------------------------- */
 
@@ -175,7 +170,7 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
         }
         ns->ns_fd = TAKE_FD(ns_fd);
         ns->root_fd = TAKE_FD(root_fd);
-        ns->created_usec = now_usec();
+        ns->created_usec = now_usec(CLOCK_REALTIME);
         if (fstat(ns->ns_fd, &st) >= 0)
                 ns->ns_inode = (uint64_t) st.st_ino;
 
@@ -325,25 +320,17 @@ int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_
 
 int userns_count_mounts(const UserNs *ns) {
         _cleanup_close_ int fd = -1;
-        char buf[16384];
-        int lines = 0;
-        ssize_t n;
+        long lines;
 
         if (!ns || ns->ns_fd < 0)
                 return -EINVAL;
         fd = mountinfo_open(ns);
         if (fd < 0)
                 return fd;
-        while ((n = read(fd, buf, sizeof buf)) != 0) {
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return log_error_errno(errno, "Failed to read the mount table of uid "
-                                               "%u: %m", (unsigned) ns->uid);
-                }
-                for (ssize_t i = 0; i < n; i++)
-                        lines += buf[i] == '\n';
-        }
-        return lines;
+        lines = helper_count_lines(fd);
+        if (lines < 0)
+                return log_error_errno(errno, "Failed to read the mount table of uid %u: %m",
+                                       (unsigned) ns->uid);
+        return lines > INT_MAX ? INT_MAX : (int) lines;
 }
 

@@ -35,6 +35,7 @@
 #include "nsd-protocol.h"
 #include "nsjoin-util.h"
 #include "nss-util.h"
+#include "time-util.h"
 
 #define SESSION_DATA_KEY "pam_nsjoin.session"
 #define LOGIN_DEFS "/etc/login.defs"
@@ -70,16 +71,9 @@ static void session_data_free(pam_handle_t *pamh, void *data, int error_status) 
         free(data);
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* Microseconds left until deadline, 0 when it has passed. */
 static uint64_t time_left(uint64_t deadline) {
-        uint64_t now = now_usec();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         return now < deadline ? deadline - now : 0;
 }
@@ -312,7 +306,7 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
 
         /* 2. nsd, within one deadline: nothing changes in this process until both
          * descriptors are here */
-        deadline = now_usec() + a.timeout_usec;
+        deadline = now_usec(CLOCK_MONOTONIC) + a.timeout_usec;
         r = nsd_connect(&a, deadline, &conn, &path);
         if (r < 0)
                 return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_CONNECT, r, path, NULL, 0);
@@ -416,7 +410,7 @@ PAM_EXTERN int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, con
         }
 
         /* one connection, one SESSION_CLOSE, within the timeout */
-        r = nsd_connect(&a, now_usec() + a.timeout_usec, &conn, &path);
+        r = nsd_connect(&a, now_usec(CLOCK_MONOTONIC) + a.timeout_usec, &conn, &path);
         if (r >= 0)
                 r = nsc_session_close(conn, s->uid, s->pid, s->id, &left);
         if (r < 0) {

@@ -7,15 +7,21 @@
  *   is_str(got, want, "what")         the same for strings (NULL allowed)
  *   tap_skip("why")                   one test point that is skipped
  *   return tap_done();                the plan ("1..N") at the end, exit status 1 on failure
+ *   tap_bail_errno("what")            "Bail out! what: <strerror(errno)>", exit 1 (setup failed)
+ *   pid = tap_fork();                 fork() with stdout flushed first; bails out on failure
  *
  * Header-only (static functions), so each test is one program with no helper library.
  */
 #pragma once
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 static int tap_n_test, tap_n_failed;
 
@@ -69,6 +75,24 @@ __attribute__((format(printf, 1, 2), unused)) static void tap_skip(const char *f
 
 /* Diagnostics: a "# " line. */
 #define tap_diag(...) (printf("# "), printf(__VA_ARGS__), printf("\n"), fflush(stdout))
+
+/* The test cannot go on (its setup failed): say so and stop, exit status 1. */
+__attribute__((noreturn, unused)) static void tap_bail_errno(const char *what) {
+        printf("Bail out! %s: %s\n", what, strerror(errno));
+        exit(1);
+}
+
+/* fork(), with stdout flushed first so that no TAP line is printed twice; bails out on
+ * failure. */
+__attribute__((unused)) static pid_t tap_fork(void) {
+        pid_t pid;
+
+        fflush(stdout);
+        pid = fork();
+        if (pid < 0)
+                tap_bail_errno("fork");
+        return pid;
+}
 
 __attribute__((unused)) static int tap_done(void) {
         printf("1..%d\n", tap_n_test);

@@ -21,7 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault-util.h"
 #include "nsclient.h"
+#include "time-util.h"
 
 static const char *err_name(int e) {
         static char buf[16];
@@ -58,16 +60,9 @@ static const char *err_name(int e) {
 /* what a login waits for "not yet available" (pam_nsjoin's timeout is of this order) */
 #define WAIT_MS_DEFAULT 10000
 
-static uint64_t now_ms(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 /* JOIN, retrying what a login retries; r and the number of tries */
 static int join_wait(uid_t uid, unsigned wait_ms, struct nsc_join_result *j, unsigned *tries) {
-        uint64_t deadline = now_ms() + wait_ms;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) / 1000 + wait_ms;
         int r;
 
         for (*tries = 1;; (*tries)++) {
@@ -79,7 +74,7 @@ static int join_wait(uid_t uid, unsigned wait_ms, struct nsc_join_result *j, uns
                         r = nsc_join(c, uid, 0, j);
                         nsc_disconnect(c);
                 }
-                if (r >= 0 || wait_ms == 0 || now_ms() >= deadline)
+                if (r >= 0 || wait_ms == 0 || now_usec(CLOCK_MONOTONIC) / 1000 >= deadline)
                         return r;
                 if (r != -EAGAIN && r != -ECONNREFUSED && r != -ENOENT && r != -ECONNRESET &&
                     r != -EPIPE)
@@ -97,16 +92,6 @@ static void print_join(int r, const struct nsc_join_result *j, unsigned tries) {
                (j->ns_flags & NSC_NS_PINNED) ? "pinned" : "unpinned",
                (j->ns_flags & NSC_NS_CREATED) ? "created" :
                (j->ns_flags & NSC_NS_ADOPTED) ? "adopted" : "known", tries);
-}
-
-static int parse_uid(const char *s, uid_t *ret) {
-        char *end;
-        unsigned long v = strtoul(s, &end, 10);
-
-        if (!*s || *end || v == 0 || v >= (uid_t) -1)
-                return -EINVAL;
-        *ret = (uid_t) v;
-        return 0;
 }
 
 int main(int argc, char **argv) {

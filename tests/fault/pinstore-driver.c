@@ -32,8 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault-util.h"
 #include "log.h"
 #include "pinstore-internal.h"
+#include "time-util.h"
 #include "userns.h"
 
 #define UIDS_MAX 64
@@ -60,16 +62,9 @@ static UserNs *adopted_ns(uid_t uid) {
         return NULL;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* Wait until uid is adopted (or has no pin); NULL when it is not adopted in time. */
 static UserNs *wait_adopted(PinStore *ps, uid_t uid, unsigned wait_ms, bool try_create) {
-        uint64_t deadline = now_usec() + (uint64_t) wait_ms * 1000;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (uint64_t) wait_ms * 1000;
         bool said = false;
 
         for (;;) {
@@ -97,24 +92,14 @@ static UserNs *wait_adopted(PinStore *ps, uid_t uid, unsigned wait_ms, bool try_
                 (void) pinstore_retry_pending(ps, on_adopt, NULL, &delay);
                 if (adopted_ns(uid))
                         continue;
-                if (now_usec() >= deadline)
+                if (now_usec(CLOCK_MONOTONIC) >= deadline)
                         return NULL;
                 if (delay == 0)
                         delay = 1000;
-                if (now_usec() + delay > deadline)
-                        delay = deadline - now_usec() + 1;
+                if (now_usec(CLOCK_MONOTONIC) + delay > deadline)
+                        delay = deadline - now_usec(CLOCK_MONOTONIC) + 1;
                 usleep((useconds_t) delay);
         }
-}
-
-static int parse_uid(const char *s, uid_t *ret) {
-        char *end;
-        unsigned long v = strtoul(s, &end, 10);
-
-        if (!*s || *end || v == 0 || v >= (uid_t) -1)
-                return -EINVAL;
-        *ret = (uid_t) v;
-        return 0;
 }
 
 static int usage(void) {

@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "socket-util.h"
+
 int fake_nsd_listen(const char *path, int backlog) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
@@ -80,28 +82,12 @@ void fake_req_close_fds(struct fake_req *r) {
 }
 
 int fake_nsd_send(int cfd, const void *msg, size_t len, const int *fds, size_t n_fds) {
-        union {
-                struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int) * FAKE_NSD_FDS_MAX)];
-        } control;
-        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t n;
 
         if (n_fds > FAKE_NSD_FDS_MAX)
                 return -EINVAL;
-        if (n_fds > 0) {
-                struct cmsghdr *cm;
-
-                memset(&control, 0, sizeof(control));
-                mh.msg_control = control.buf;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-                cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-                memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
-        }
-        return sendmsg(cfd, &mh, MSG_NOSIGNAL) == (ssize_t) len ? 0 : -errno;
+        n = send_with_fds(cfd, msg, len, fds, n_fds, MSG_NOSIGNAL);
+        return n < 0 ? (int) n : (size_t) n == len ? 0 : -EIO;
 }
 
 void *fake_nsd_reply_init(void *buf, uint16_t type, size_t size, const struct fake_req *r) {

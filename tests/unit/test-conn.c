@@ -30,6 +30,7 @@
 #include "policy.h"
 #include "requests.h"
 #include "server.h"
+#include "socket-util.h"
 #include "tap.h"
 #include "user.h"
 #include "userns.h"
@@ -106,24 +107,10 @@ static int peer(Server *s, ConnKind kind, uid_t uid) {
 }
 
 static int send_msg(int fd, const void *msg, size_t len, int pass_fd) {
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } control;
-        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t n = send_with_fds(fd, msg, len, &pass_fd, pass_fd >= 0 ? 1 : 0,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
 
-        if (pass_fd >= 0) {
-                memset(&control, 0, sizeof control);
-                mh.msg_control = &control;
-                mh.msg_controllen = sizeof control;
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-        }
-        return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t) len ? 0 : -errno;
+        return n < 0 ? (int) n : (size_t) n == len ? 0 : -EIO;
 }
 
 static int send_status(int fd, uint32_t seq) {

@@ -112,12 +112,7 @@ static void run_case(const char *what, int want, struct fail f1, struct fail f2,
         int status;
         pid_t pid;
 
-        fflush(stdout);
-        pid = fork();
-        if (pid < 0) {
-                printf("Bail out! fork: %s\n", strerror(errno));
-                exit(1);
-        }
+        pid = tap_fork();
         if (pid == 0) {
                 struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
                 struct stat a, b;
@@ -156,10 +151,8 @@ static void run_case(const char *what, int want, struct fail f1, struct fail f2,
                         _exit(CHILD_CWD_MOVED);
                 _exit(CHILD_OK);
         }
-        if (waitpid(pid, &status, 0) != pid) {
-                printf("Bail out! waitpid: %s\n", strerror(errno));
-                exit(1);
-        }
+        if (waitpid(pid, &status, 0) != pid)
+                tap_bail_errno("waitpid");
         if (!ok(WIFEXITED(status) && WEXITSTATUS(status) == CHILD_OK, "%s", what))
                 tap_diag("child: %s",
                          WIFEXITED(status) && WEXITSTATUS(status) <= CHILD_SETUP ? why[WEXITSTATUS(status)]
@@ -176,23 +169,17 @@ int main(void) {
         const struct fail no_setns = FAIL(FN_SETNS, 1, EBADF);
         int fd;
 
-        if (!mkdtemp(tmpdir)) {
-                printf("Bail out! mkdtemp: %s\n", strerror(errno));
-                return 1;
-        }
+        if (!mkdtemp(tmpdir))
+                tap_bail_errno("mkdtemp");
         snprintf(nsroot, sizeof(nsroot), "%s/nsroot", tmpdir);
         snprintf(cwd_dir, sizeof(cwd_dir), "%s/cwd", tmpdir);
         snprintf(marker, sizeof(marker), "%s/nsroot/marker", tmpdir);
         if (mkdir(nsroot, 0755) < 0 || mkdir(cwd_dir, 0755) < 0 ||
-            (fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) < 0) {
-                printf("Bail out! setup: %s\n", strerror(errno));
-                return 1;
-        }
+            (fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) < 0)
+                tap_bail_errno("setup");
         close(fd);
-        if (stat("/", &st_root) < 0 || stat(cwd_dir, &st_cwd) < 0 || stat(nsroot, &st_nsroot) < 0) {
-                printf("Bail out! stat: %s\n", strerror(errno));
-                return 1;
-        }
+        if (stat("/", &st_root) < 0 || stat(cwd_dir, &st_cwd) < 0 || stat(nsroot, &st_nsroot) < 0)
+                tap_bail_errno("stat");
 
         run_case("setns() fails otherwise than EINVAL/EBADF: that error, nothing moved", -EPERM,
                  FAIL(FN_SETNS, 1, EPERM), NONE, NONE);

@@ -58,27 +58,11 @@ struct run_opts {
         const char *stdout_path; /* stdout to this file (/dev/full) instead of captured */
 };
 
-static void bail(const char *what) {
-        printf("Bail out! %s: %s\n", what, strerror(errno));
-        exit(1);
-}
-
-/* fork() with stdout flushed first, so that no TAP line is written twice */
-static pid_t fork_or_bail(void) {
-        pid_t pid;
-
-        fflush(stdout);
-        pid = fork();
-        if (pid < 0)
-                bail("fork");
-        return pid;
-}
-
 static void write_file(const char *path, const char *text) {
         FILE *f = fopen(path, "we");
 
         if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-                bail(path);
+                tap_bail_errno(path);
         (void) chmod(path, 0644);
 }
 
@@ -92,7 +76,7 @@ static void capture(int fds[2], struct run *r) {
                 if (poll(p, 2, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        bail("poll");
+                        tap_bail_errno("poll");
                 }
                 for (int i = 0; i < 2; i++) {
                         char discard[4096];
@@ -132,8 +116,8 @@ static void run(struct run *r, const struct run_opts *o, ...) {
         memset(r, 0, sizeof(*r));
         r->status = -1;
         if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
-                bail("pipe2");
-        pid = fork_or_bail();
+                tap_bail_errno("pipe2");
+        pid = tap_fork();
         if (pid == 0) {
                 int fd = out[1];
 
@@ -184,7 +168,7 @@ static struct fake_nsd_thread served;
 
 static void serve(const struct fake_nsd_config *cfg) {
         if (fake_nsd_thread_start(&served, lfd, cfg) < 0)
-                bail("start the fake nsd");
+                tap_bail_errno("start the fake nsd");
 }
 
 /* stop serving; the record of what nsd saw */
@@ -223,8 +207,8 @@ static void check_json(const char *what, const char *text, const char *const *ch
         }
         write_file(json_path, text);
         if (pipe2(out, O_CLOEXEC) < 0)
-                bail("pipe2");
-        pid = fork_or_bail();
+                tap_bail_errno("pipe2");
+        pid = tap_fork();
         if (pid == 0) {
                 int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
@@ -582,7 +566,7 @@ static void test_release_hide(void) {
         ok(rec->release_uid == BOB && rec->release_flags == NSD_RELEASE_FORCE, "release --force: the flag reached nsd");
 
         if (!getcwd(cwd, sizeof(cwd)))
-                bail("getcwd");
+                tap_bail_errno("getcwd");
         serve(&(struct fake_nsd_config) { .hide_error = -EPERM, .error_message = "not a FUSE mount of yours" });
         run(&r, NULL, "--socket", sock_path, "hide", "--user", "1500", "sub/dir", NULL);
         snprintf(want, sizeof(want), "nsctl: cannot hide %s/sub/dir for %s: Operation not permitted (not a FUSE mount of yours)\n",
@@ -611,8 +595,8 @@ static pid_t sandbox_start(int *ret_fd) {
         pid_t pid;
 
         if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0)
-                bail("pipe2");
-        pid = fork_or_bail();
+                tap_bail_errno("pipe2");
+        pid = tap_fork();
         if (pid == 0) {
                 char path[256];
                 FILE *f;
@@ -779,14 +763,14 @@ int main(int argc, char **argv) {
         signal(SIGPIPE, SIG_IGN);
 
         if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
-                bail("mkdtemp");
+                tap_bail_errno("mkdtemp");
         snprintf(sock_path, sizeof(sock_path), "%s/nsd.sock", tmpdir);
         snprintf(json_path, sizeof(json_path), "%s/out.json", tmpdir);
         snprintf(nss_passwd, sizeof(nss_passwd), "%s/passwd", tmpdir);
         snprintf(nss_group, sizeof(nss_group), "%s/group", tmpdir);
         snprintf(mnt, sizeof(mnt), "%s/mnt", tmpdir);
         if (mkdir(mnt, 0755) < 0)
-                bail(mnt);
+                tap_bail_errno(mnt);
 
         /* nsctl's lookups go to these files (meson preloads nss_wrapper) */
         write_file(nss_passwd, "root:x:0:0:root:/root:/bin/sh\n"
@@ -802,7 +786,7 @@ int main(int argc, char **argv) {
         lfd = fake_nsd_listen(sock_path, 16);
         if (lfd < 0 || chmod(sock_path, 0666) < 0) {
                 errno = lfd < 0 ? -lfd : errno;
-                bail("fake nsd");
+                tap_bail_errno("fake nsd");
         }
 
         test_help_version();

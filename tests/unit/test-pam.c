@@ -395,25 +395,19 @@ static void run_case(const struct pam_case *c) {
                 snprintf(argbuf, sizeof(argbuf), "%s", c->args);
 
         f = fopen(service_path, "we");
-        if (!f) {
-                printf("Bail out! %s: %s\n", service_path, strerror(errno));
-                exit(1);
-        }
+        if (!f)
+                tap_bail_errno(service_path);
         fprintf(f, "session %s %s %s\n%s", c->control ?: "required", PAM_NSJOIN_MODULE, argbuf,
                 c->extra ?: "");
         fclose(f);
 
         lfd = fake_nsd_listen(sock_path, 8);
         if (lfd < 0 || chmod(sock_path, 0666) < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
-                printf("Bail out! fake nsd: %s\n", strerror(lfd < 0 ? -lfd : errno));
-                exit(1);
+                if (lfd < 0)
+                        errno = -lfd;
+                tap_bail_errno("fake nsd");
         }
-        fflush(stdout);
-        pid = fork();
-        if (pid < 0) {
-                printf("Bail out! fork: %s\n", strerror(errno));
-                exit(1);
-        }
+        pid = tap_fork();
         if (pid == 0) {
                 close(lfd);
                 close(pfd[0]);
@@ -819,10 +813,8 @@ static bool sandbox_ran(const struct pam_case *c) {
 static void write_defs(const char *text) {
         FILE *f = fopen(defs_path, "we");
 
-        if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-                printf("Bail out! %s: %s\n", defs_path, strerror(errno));
-                exit(1);
-        }
+        if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+                tap_bail_errno(defs_path);
 }
 
 static void case_sandbox(void) {
@@ -947,10 +939,8 @@ int main(int argc, char *argv[]) {
                 tap_skip("the return codes need nss_wrapper (run through meson, libnss-wrapper installed)");
                 return tap_done();
         }
-        if (write_nss_files(argv[1]) < 0 || !mkdtemp(tmpdir)) {
-                printf("Bail out! setup: %s\n", strerror(errno));
-                return 1;
-        }
+        if (write_nss_files(argv[1]) < 0 || !mkdtemp(tmpdir))
+                tap_bail_errno("setup");
         chmod(tmpdir, 0755); /* the sockets must be reachable for the sandbox's bind mounts */
         snprintf(sock_path, sizeof(sock_path), "%s/nsd.sock", tmpdir);
         snprintf(dead_path, sizeof(dead_path), "%s/dead.sock", tmpdir);

@@ -17,6 +17,7 @@
 #include "conf.h"
 #include "policy.h"
 #include "server.h"
+#include "nss-wrapper.h"
 #include "tap.h"
 
 static void write_files(const char *dir) {
@@ -126,14 +127,8 @@ static void test_policy_threads(void) {
 }
 
 int main(int argc, char *argv[]) {
-        if (argc < 2 || !getenv("NSS_WRAPPER_PASSWD")) {
-                tap_skip("needs nss_wrapper (run through meson)");
+        if (!nss_wrapper_dir(argc, argv))
                 return tap_done();
-        }
-        if (mkdir(argv[1], 0700) < 0 && errno != EEXIST) {
-                perror(argv[1]);
-                return 1;
-        }
         write_files(argv[1]);
         test_lookups();
         test_policy_threads();

@@ -1,6 +1,6 @@
 #!/bin/bash
-# deb-upgrade: the packages' maintainer scripts on a running system, under systemd as PID 1
-# (issue 9 item 6; issue 11 item 4). Upgrades keep every namespace, mount and session:
+# deb-upgrade: the packages' maintainer scripts on a running system, under systemd as PID 1.
+# Upgrades keep every namespace, mount and session:
 #   A. (when BUILD/debs-0.1.0 exists) our earlier package nsd 0.1.0 with alice's mount and an
 #      administrator's change to /etc/nsd/nsd.conf; nsjoin (BUILD/debs) takes it over: nsd
 #      0.1.0 is removed, the conffile is kept as the administrator left it, nothing is lost;

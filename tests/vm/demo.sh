@@ -79,7 +79,7 @@ if [ -n "$shell_out" ]; then
         cp /home/bob/.ssh/id_ed25519 "$shell_out/bob.key"
         chmod 0600 "$shell_out"/*.key
         # listen on all guest addresses so the host's forwarded port reaches sshd
-        kill "$VM_SSHD_PID"; wait "$VM_SSHD_PID" 2> /dev/null
+        vm_stop_sshd
         VM_SSHD_LISTEN=0.0.0.0 vm_start_sshd --debian-pam
         echo "READY" > "$shell_out/ready"
         say "The VM stays up. Log in from the host (see the lines tools/demo printed). Ctrl-C ends it."

@@ -1,5 +1,5 @@
 #!/bin/bash
-# entry-points: every way a user's processes start, the Debian way (issue 11, item 3), under
+# entry-points: every way a user's processes start, the Debian way, under
 # systemd as PID 1 (tests/vm/run --init systemd) with the .debs installed and the profile
 # enabled by `pam-auth-update --enable nsjoin`, nothing added to any PAM file by hand:
 #   a lingering user manager (started with no login at all), ssh (Debian's own sshd stack),
@@ -9,7 +9,7 @@
 # login (sshfs to this VM's own sshd over loopback) is read in every other; a user service's
 # own FUSE mount is read from ssh; bob's entry points never see alice's mounts, root in the
 # initial namespace neither.
-# Issue 11 item 2's hard cases about entry points:
+# The hard cases about entry points:
 #   - nsd restarted while user services run: they stay in the namespace with their mounts, and
 #     later logins and services join the same one;
 #   - a user manager started while nsd is not running: socket activation starts nsd and the

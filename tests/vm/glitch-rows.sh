@@ -51,7 +51,7 @@ grep -q ' /home/alice/mnt ' /proc/self/mountinfo && fail "the tmpfs leaked into 
 rc=0
 "$GLITCH_ROWS" --expect "$expect" --user alice --dir /home/alice/mnt || rc=$?
 if [ "$rc" -ne 0 ]; then
-        echo "# nsd's log:"
+        say "nsd's log:"
         sed 's/^/#   /' "$NSD_LOG" | tail -20
 fi
 exit "$rc"

@@ -101,7 +101,7 @@ nsd_ns_inode() {
         "$NSCTL" list --raw --noheadings -o USER,NS | awk -v u="$1" '$1 == u { print $2 }'
 }
 
-# --- availability scenarios (issue 8) ----------------------------------------------------
+# --- for the availability scenarios (nsd-flood, nsd-slow-nss, nsd-fuse-hang, ...) ----------
 NSD_ROOT_SOCKET=/run/nsd/root.socket
 
 # nsd_helper NAME: the path of a test helper built in tests/vm (nsd-flood, fuse-hang, ...).
@@ -155,11 +155,5 @@ nsd_fail() {
 
 # nsd_wait_for SECONDS CMD...: vm_wait_for, showing nsd's log when it times out.
 nsd_wait_for() {
-        local secs=$1 i
-        shift
-        for ((i = 0; i < secs * 10; i++)); do
-                "$@" >/dev/null 2>&1 && return 0
-                sleep 0.1
-        done
-        nsd_fail "timed out after ${secs} s waiting for: $*"
+        vm_poll "$@" || nsd_fail "timed out after $1 s waiting for: ${*:2}"
 }

@@ -68,15 +68,21 @@ assert_status() {
     [ "$got" -eq "$want" ] || fail "'$*' exited with $got, expected $want"
 }
 
-# vm_wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; fail after SECONDS.
-vm_wait_for() {
+# vm_poll SECONDS CMD...: poll CMD (output dropped) every 0.1 s until it succeeds; status 1
+# after SECONDS. For helpers that fail their own way (lib-nsd.sh's nsd_wait_for).
+vm_poll() {
     local secs=$1 i
     shift
     for ((i = 0; i < secs * 10; i++)); do
         "$@" > /dev/null 2>&1 && return 0
         sleep 0.1
     done
-    fail "timed out after ${secs} s waiting for: $*"
+    return 1
+}
+
+# vm_wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; fail after SECONDS.
+vm_wait_for() {
+    vm_poll "$@" || fail "timed out after $1 s waiting for: ${*:2}"
 }
 
 # --- cleanup and temp folder -----------------------------------------------------------------
@@ -212,7 +218,7 @@ EOF
     /usr/sbin/sshd -t -f "$conf" || fail "sshd rejects its configuration $conf"
     /usr/sbin/sshd -D -f "$conf" -E "$VM_SSHD_DIR/sshd.log" &
     VM_SSHD_PID=$!
-    vm_on_exit "kill $VM_SSHD_PID 2>/dev/null; wait $VM_SSHD_PID 2>/dev/null"
+    vm_on_exit vm_stop_sshd
     for ((i = 0; i < 300; i++)); do
         if (exec 3<> "/dev/tcp/127.0.0.1/$VM_SSHD_PORT") 2> /dev/null; then
             return 0
@@ -225,6 +231,14 @@ EOF
     done
     cat "$VM_SSHD_DIR/sshd.log" >&2
     fail "sshd does not listen on 127.0.0.1:$VM_SSHD_PORT after 30 s"
+}
+
+# vm_stop_sshd: stop the sshd vm_start_sshd started, and wait until it is gone.
+vm_stop_sshd() {
+    [ -n "${VM_SSHD_PID:-}" ] || return 0
+    kill "$VM_SSHD_PID" 2> /dev/null
+    wait "$VM_SSHD_PID" 2> /dev/null
+    VM_SSHD_PID=
 }
 
 # vm_sshd_log: print sshd's log so far.

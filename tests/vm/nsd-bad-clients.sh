@@ -1,5 +1,5 @@
 #!/bin/bash
-# Acceptance 4 of the broker: bob cannot get alice's namespace (nsctl enter, raw JOIN); bad
+# nsd-bad-clients: bob cannot get alice's namespace (nsctl enter, raw JOIN); bad
 # protocol input (garbage, truncated, wrong version, oversized, wrong length field, unknown
 # type) gets an error reply or a close, connections past the per-user limit are refused, and
 # after all that alice's next login still works.
@@ -18,16 +18,16 @@ nsd_start --config "$NSD_TMP/nsd.conf"
 vm_start_sshd --pam-session "$(nsd_pam_line required)"
 assert_eq "secret of alice" "$(fuse_mount_as alice)"
 
-echo "# bob: nsctl enter alice"
+say "bob: nsctl enter alice"
 out=$(su bob -s /bin/sh -c "$NSCTL enter alice -- true" 2>&1) && fail "bob entered alice's namespace: $out"
 echo "$out"
 assert_contains "$out" "only root may enter"
-echo "# bob: raw JOIN for alice's uid"
+say "bob: raw JOIN for alice's uid"
 out=$(su bob -s /bin/sh -c "$raw join 1001")
 echo "$out"
 assert_contains "$out" "EPERM"
 assert_contains "$out" "fds=0"
-echo "# bob: raw JOIN for his own uid works"
+say "bob: raw JOIN for his own uid works"
 out=$(su bob -s /bin/sh -c "$raw join 1002")
 assert_contains "$out" "fds=2"
 
@@ -42,14 +42,14 @@ done
 assert_contains "$(su bob -s /bin/sh -c "$raw wrong-version 1002")" "EPROTONOSUPPORT"
 assert_contains "$(su bob -s /bin/sh -c "$raw truncated 1002")" "EBADMSG"
 
-echo "# bob opens 10 connections; the limit is 4 per user"
+say "bob opens 10 connections; the limit is 4 per user"
 out=$(su bob -s /bin/sh -c "$raw hold --count 10")
 echo "$out"
 assert_eq "hold opened=10 refused=6" "$out"
 
-echo "# nsd still serves: alice logs in and sees her mount"
+say "nsd still serves: alice logs in and sees her mount"
 assert_eq "secret of alice" "$(vm_ssh alice 'cat ~/mnt/file')"
 kill -0 "$NSD_PID" || fail "nsd died"
-echo "# nsd's log names what was wrong"
+say "nsd's log names what was wrong"
 grep -iE "version|size|length|limit" "$NSD_LOG" | tail -8 || true
 echo "PASS"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Acceptance 2 of the broker: pam_nsjoin mode=chroot (Lokier's fchdir+chroot into the root
+# nsd-chroot-mode: pam_nsjoin mode=chroot (Lokier's fchdir+chroot into the root
 # descriptor nsd hands out). What is in the namespace is reachable by path either way. On a
 # kernel without F1 (stock) the known glitches of DESIGN.md are asserted as they are:
 # /proc/self/ns/mnt still the initial namespace (row 11), /proc/self/mounts empty (row 10),

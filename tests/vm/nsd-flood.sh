@@ -1,5 +1,5 @@
 #!/bin/bash
-# Availability (issue 8), scenario (a): connection exhaustion and slow readers. 4
+# nsd-flood: connection exhaustion and slow readers do not keep anyone from logging in. 4
 # unprivileged uids send requests without ever reading a reply, and 64 more hold 8 idle
 # connections each (more than the rest of MaxConnections=512; they reconnect whatever nsd
 # drops or refuses), while

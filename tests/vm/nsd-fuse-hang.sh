@@ -1,5 +1,5 @@
 #!/bin/bash
-# Availability (issue 8), scenario (d): a FUSE file system whose daemon never answers a
+# nsd-fuse-hang: nsd keeps serving beside a FUSE file system whose daemon never answers a
 # lookup (tests/vm/fuse-hang.c), mounted by alice in the initial namespace with allow_other
 # (without it the kernel refuses nsd's helper, whose real uid is root, at once with EACCES:
 # fuse_allow_current_process() wants every uid of the caller to be the owner's). alice's
@@ -40,8 +40,7 @@ vm_run_as alice "$NSCTL" hide "$ahome/hang/x" >"$NSD_TMP/hide.out" 2>&1 &
 hide_pid=$!
 nsd_wait_log 30 "HIDE from uid 1001"
 hang_seen() { grep -q "lookup 'x'" "$NSD_TMP/fuse-hang.log"; }
-for _ in $(seq 300); do hang_seen && break; sleep 0.1; done
-hang_seen || { cat "$NSD_TMP/fuse-hang.log" "$NSD_TMP/hide.out" >&2; nsd_fail "the lookup of 'x' never reached the FUSE daemon"; }
+vm_poll 30 hang_seen || { cat "$NSD_TMP/fuse-hang.log" "$NSD_TMP/hide.out" >&2; nsd_fail "the lookup of 'x' never reached the FUSE daemon"; }
 say "the lookup reached the daemon, which does not answer; meanwhile:"
 
 "$NSCTL" --socket "$NSD_ROOT_SOCKET" status >/dev/null || fail "root's STATUS while the HIDE hangs"

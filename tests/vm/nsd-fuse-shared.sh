@@ -1,5 +1,5 @@
 #!/bin/bash
-# Acceptance 1 of the broker: alice's FUSE mount made in one ssh session is there in her second
+# nsd-fuse-shared: alice's FUSE mount made in one ssh session is there in her second
 # ssh session and in `su -l alice`; bob and root in the initial namespace see an empty
 # directory and no mountinfo line.  Args: BUILD-DIR [MODE]
 set -u
@@ -14,41 +14,41 @@ nsd_start
 vm_start_sshd --pam-session "$(nsd_pam_line required mode="$mode" debug)"
 nsd_setup_su_pam "$(nsd_pam_line required mode="$mode" debug)"
 
-echo "# alice, ssh session 1: mount bindfs on ~/mnt"
+say "alice, ssh session 1: mount bindfs on ~/mnt"
 out=$(fuse_mount_as alice) || { nsd_log; cat "$SYSLOG"; fail "alice could not mount bindfs: $out"; }
 assert_eq "secret of alice" "$out"
 
-echo "# alice, ssh session 2 (a new connection) sees the files"
+say "alice, ssh session 2 (a new connection) sees the files"
 out=$(vm_ssh alice 'cat ~/mnt/file; grep -c " /home/alice/mnt " /proc/self/mountinfo || true')
 assert_eq "secret of alice
 1" "$out"
 
-echo "# alice's sessions share one namespace, not the initial one"
+say "alice's sessions share one namespace, not the initial one"
 ns2=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt')
 ns3=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt')
 assert_eq "$ns2" "$ns3"
 [ "$ns2" != "$(mnt_ns_of 1)" ] || fail "alice's session is in the initial namespace"
 
-echo "# su -l alice sees it too"
+say "su -l alice sees it too"
 out=$(su -l alice -c 'cat ~/mnt/file') || { cat "$SYSLOG"; fail "su -l alice failed"; }
 assert_eq "secret of alice" "$out"
 
-echo "# bob sees the plain empty directory and no mountinfo line"
+say "bob sees the plain empty directory and no mountinfo line"
 out=$(vm_ssh bob 'ls -A /home/alice/mnt | wc -l; grep -c "/home/alice/mnt" /proc/self/mountinfo || true')
 assert_eq "0
 0" "$out"
 [ "$(vm_ssh bob 'stat -L -c %i /proc/self/ns/mnt')" != "$ns2" ] || fail "bob is in alice's namespace"
 
-echo "# root in the initial namespace: the same"
+say "root in the initial namespace: the same"
 assert_eq "0" "$(ls -A /home/alice/mnt | wc -l)"
 assert_not_contains "$(cat /proc/self/mountinfo)" "/home/alice/mnt"
 
-echo "# nsctl list (root) shows both users' namespaces"
+say "nsctl list (root) shows both users' namespaces"
 "$NSCTL" list
 out=$("$NSCTL" list --raw --noheadings -o USER)
 assert_contains "$out" alice
 assert_contains "$out" bob
-echo "# nsctl show alice has the FUSE mount"
+say "nsctl show alice has the FUSE mount"
 out=$("$NSCTL" show alice --list)
 assert_contains "$out" "/home/alice/mnt"
 echo "PASS"

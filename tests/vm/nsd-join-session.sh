@@ -1,5 +1,5 @@
 #!/bin/bash
-# JOIN_SESSION (protocol 1.2, issue 8 item 6), nsd's side: one request from root on root's
+# nsd-join-session: JOIN_SESSION (protocol 1.2), nsd's side: one request from root on root's
 # socket gives alice's namespace descriptors and opens a session whose leader's pidfd rode
 # along; the leader's exit ends the session. A refused session leaves nothing open: a pidfd
 # of another pid (EINVAL), a leader that already exited (ESRCH), MaxSessionsPerUser=

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Availability (issue 8), scenario (c): a slow user database. nsd.conf names its users
-# (Users=slow fast1 fast2), so each login's policy check asks NSS; a test NSS module
+# nsd-slow-nss: a slow user database delays only the logins that need it. nsd.conf names its
+# users (Users=slow fast1 fast2), so each login's policy check asks NSS; a test NSS module
 # (tests/vm/nss-slow.c, first in the VM's /etc/nsswitch.conf, loaded by nsd only) blocks
 # the lookup of user 'slow' until a flag file goes. While slow's login waits, the logins of
 # fast1 and fast2 succeed; released, slow's login succeeds too. Then, with

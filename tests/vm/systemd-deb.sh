@@ -1,7 +1,7 @@
 #!/bin/bash
 # systemd-deb: the Debian packages, installed with dpkg -i in a VM booted with systemd as PID 1
-# (tests/vm/run --init systemd; its root is an overlay, so installs stay in the VM). Issue 5,
-# acceptance 4: the postinst enables and starts nsd.socket; the broker's alice/bob scenario
+# (tests/vm/run --init systemd; its root is an overlay, so installs stay in the VM): the
+# postinst enables and starts nsd.socket; the broker's alice/bob scenario
 # (nsd-fuse-shared.sh) passes with installed files only: socket-activated /usr/sbin/nsd, the PAM
 # module by name from the system's PAM folder, /usr/bin/nsctl; libnsclient-dev builds a client.
 #   Args: BUILD-DIR [DEB-DIR]   (DEB-DIR default: BUILD-DIR/debs)

@@ -1,9 +1,9 @@
 #!/bin/bash
-# systemd-nsd: nsd as it runs on a host, under systemd as PID 1 (tests/vm/run --init systemd).
-# Issue 5, acceptance 1-3:
+# systemd-nsd: nsd as it runs on a host, under systemd as PID 1 (tests/vm/run --init systemd):
 #  1. nsd.socket and nsd.service (the built units) in /etc/systemd/system; `systemctl start
 #     nsd.socket`; alice's first ssh login activates nsd through the socket; `systemctl status
-#     nsd` shows the STATUS= line; the journal has the join event with USER_ID= and NSD_EVENT=.
+#     nsd` shows the STATUS= line; the journal has the join event with USER_ID= and NSD_EVENT=,
+#     and no nsd entry has an empty field (USER_ID=, ERRNO=, ...).
 #  2. `systemctl restart nsd`, then `systemctl kill -s KILL nsd` (systemd restarts it): alice's
 #     namespace and FUSE mount stay, her next login sees them.
 #  3. the watchdog: nsd stopped with SIGSTOP is restarted by systemd; nothing is lost.
@@ -64,6 +64,12 @@ assert_contains "$status" 'Status: "1 namespaces, ' "systemctl status nsd"
 journalctl --sync
 out=$(journalctl -u nsd.service --no-pager -o verbose NSD_EVENT=join USER_ID=1001)
 assert_contains "$out" "MESSAGE=JOIN for uid 1001" "journal join event"
+assert_not_contains "$out" "ERRNO=" "journal join event (no error, no ERRNO=)"
+out=$(journalctl --no-pager -o export SYSLOG_IDENTIFIER=nsd | grep -a -c -x -e 'USER_ID=' -e 'ERRNO=' \
+        -e 'NSD_EVENT=' -e 'CODE_FILE=' -e 'CODE_FUNC=' || true)
+assert_eq 0 "$out" "nsd's journal entries: only fields that exist (no empty USER_ID=, ERRNO=)"
+assert_contains "$(journalctl --no-pager -o export SYSLOG_IDENTIFIER=nsd)" "CODE_FILE=" \
+        "nsd's own log lines still name their source (CODE_FILE=)"
 assert_contains "$(journalctl -u nsd.service --no-pager -o cat NSD_EVENT=namespace-created)" \
         "Created the namespace of uid 1001" "journal namespace-created event"
 out=$(journalctl -u nsd.service --no-pager -o cat)
