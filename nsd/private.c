@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -44,6 +45,7 @@
 #include "kernel-abi.h"
 #include "log.h"
 #include "nsd-protocol.h"
+#include "nss-util.h"
 
 #ifndef STATX_ATTR_MOUNT_ROOT
 #define STATX_ATTR_MOUNT_ROOT 0x00002000
@@ -58,6 +60,7 @@
 enum step {
         STEP_NONE,
         STEP_FSUID,
+        STEP_IDENTITY,
         STEP_OPEN,
         STEP_STATX,
         STEP_SETATTR,
@@ -67,6 +70,8 @@ enum step {
 static const char *const step_text[_STEP_MAX] = {
         [STEP_NONE] = "run helper process",
         [STEP_FSUID] = "take the user's fsuid (setfsuid, needs CAP_SETUID)",
+        [STEP_IDENTITY] = "take the user's identity (groups from the user database, "
+                          "setgroups, setresgid, setresuid: needs CAP_SETGID, CAP_SETUID)",
         [STEP_OPEN] = "open the mount point",
         [STEP_STATX] = "statx the mount point",
         [STEP_SETATTR] = "set the owner-private attribute (mount_setattr)",
@@ -76,6 +81,10 @@ struct op {
         struct helper_status s;
         /* in */
         uid_t fsuid; /* run with this fsuid; 0: stay root */
+        /* resolve: become fsuid wholly (uid, gid, groups from the user database, whose
+         * primary gid or, without an entry, this gid), not only its fsuid */
+        bool identity;
+        gid_t gid;
         const char *path;
         int fd;      /* set: the mount to change; resolve: out */
         bool unhide;
@@ -96,6 +105,42 @@ static int op_take_fsuid(struct op *o) {
         return 0;
 }
 
+/* The user's whole identity, as a login of the user would have it: its groups from the user
+ * database (in this child, so a slow NSS stalls only this walk, under its deadline), then
+ * setgroups, setresgid, setresuid. Afterwards the child holds no capability, so the walk
+ * below searches directories exactly as the user's own processes would. */
+static int op_take_identity(struct op *o) {
+        struct passwd *pw = NULL;
+        gid_t *gids = NULL, gid = o->gid;
+        size_t n = 0;
+        uid_t ru, eu, su;
+        int r;
+
+        r = nss_user_by_uid(o->fsuid, &pw);
+        if (r == 0) {
+                gid = pw->pw_gid;
+                r = nss_user_groups(pw->pw_name, gid, &gids, &n);
+                free(pw);
+        } else if (r == -ENOENT)
+                r = gid != (gid_t) -1 ? 0 : -EPERM; /* no entry: the caller's gid alone */
+        if (r < 0) {
+                errno = -r;
+                return helper_fail(&o->s, STEP_IDENTITY);
+        }
+        if (setgroups(gids ? n : 1, gids ? gids : &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
+            setresuid(o->fsuid, o->fsuid, o->fsuid) < 0) {
+                free(gids);
+                return helper_fail(&o->s, STEP_IDENTITY);
+        }
+        free(gids);
+        if (getresuid(&ru, &eu, &su) < 0 || ru != o->fsuid || eu != o->fsuid || su != o->fsuid ||
+            (uid_t) setfsuid((uid_t) -1) != o->fsuid) {
+                errno = EPERM;
+                return helper_fail(&o->s, STEP_IDENTITY);
+        }
+        return 0;
+}
+
 /* resolve: see the top of this file, step 1. Runs in a watched child (child.h). */
 static int resolve_child(void *p, int *ret_fd) {
         struct op *o = p;
@@ -105,7 +150,7 @@ static int resolve_child(void *p, int *ret_fd) {
         };
         struct statx stx;
 
-        if (op_take_fsuid(o))
+        if (o->identity && o->fsuid != 0 ? op_take_identity(o) : op_take_fsuid(o))
                 return 1;
         o->fd = (int) syscall(SYS_openat2, AT_FDCWD, o->path, &how, sizeof how);
         if (o->fd < 0)
@@ -314,15 +359,20 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
                 fuse = fuse_owner(fs, &owner);
                 fstype = mnt_fs_get_fstype(fs) ?: "?";
         }
-        if (h->caller != 0 && !h->unhide && fs && !(fuse && owner == h->caller)) {
-                *ret_why = g_strdup_printf("'%s' is not a FUSE mount of uid %u (%s%s); only "
-                                           "root may hide it", h->path, (unsigned) h->caller,
-                                           fstype, fuse ? ", another user's" : "");
+        /* Who may change it (hide or unhide alike): root, or its owner. A mount in root's
+         * view is plain (not owner-private): its owner is the FUSE user_id=. One not in it is
+         * owner-private already, for the uid that hid it (nsd recorded it as the kernel's
+         * owner): the kernel lets only that fsuid set or clear the attribute (EPERM), and the
+         * caller's walk reached it, so it is the caller's. Unhiding a plain mount of another
+         * uid's used to pass (clearing an attribute that is not set) and then exempted it
+         * from mode private's watch: refused here like a hide. */
+        if (h->caller != 0 && fs && !(fuse && owner == h->caller)) {
+                *ret_why = g_strdup_printf("'%s' is not a FUSE mount of uid %u; only its owner "
+                                           "or root may %s it", h->path, (unsigned) h->caller,
+                                           h->unhide ? "unhide" : "hide");
                 mnt_unref_table(tb);
                 return -EPERM;
         }
-        /* Not in root's view: already owner-private. Setting it again is allowed to its owner
-         * only, and the kernel decides that (EPERM for anyone else). */
 
         r = mount_set_owner_private(o->fd, h->uid, h->unhide, &step);
         if (r < 0) {
@@ -339,7 +389,7 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
                 mnt_unref_table(tb);
                 return r;
         }
-        log_event(LOG_INFO, 0, h->uid, h->unhide ? "mount-unhidden" : "mount-hidden",
+        log_event_by(h->caller, LOG_INFO, 0, h->uid, h->unhide ? "mount-unhidden" : "mount-hidden",
                   "%s mount %" G_GUINT64_FORMAT " on '%s' (%s) %s uid %u, asked by uid %u",
                   h->unhide ? "Made" : "Hid", o->mnt_id, h->path, fstype,
                   h->unhide ? "visible again, was owner-private for" : "from everyone but",
@@ -367,6 +417,10 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
         else if (r < 0 && o.s.step == STEP_FSUID)
                 why = g_strdup_printf("nsd cannot take uid %u's fsuid to resolve the path",
                                       (unsigned) o.fsuid);
+        else if (r < 0 && o.s.step == STEP_IDENTITY)
+                why = g_strdup_printf("nsd cannot take uid %u's identity to resolve the path "
+                                      "(%s): %s", (unsigned) o.fsuid, op_step(&o),
+                                      g_strerror(-r));
         else if (r < 0)
                 why = g_strdup_printf("cannot resolve '%s'%s: %s", h->path,
                                       r == -ELOOP ? " (symbolic links are refused)" : "",
@@ -383,13 +437,18 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
         hide_op_free(h);
 }
 
-int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, uid_t uid,
-                       const char *path, bool unhide, PrivateHideDone done, void *userdata,
+int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, gid_t caller_gid,
+                       uid_t uid, const char *path, bool unhide, PrivateHideDone done, void *userdata,
                        char **ret_why) {
         HideOp *h = g_new0(HideOp, 1);
         /* walk as the asking user; root unhiding walks as the owner (root cannot see it) */
         struct op o = { .fd = -1, .fsuid = caller != 0 ? caller : unhide ? uid : 0 };
         int r;
+
+        /* a user's walk is the user's own, wholly (root's unhide only takes the owner's
+         * fsuid, to see the mount) */
+        o.identity = caller != 0;
+        o.gid = caller_gid;
 
         h->caller = caller;
         h->uid = uid;
