@@ -10,7 +10,8 @@
  *     and still its STATUS and LIST;
  *   - a process that shares another's connection is not taken for it;
  *   - root gets descriptors from anywhere;
- *   - nobody but root creates a namespace by asking for descriptors.
+ *   - nobody but root creates a namespace by asking for descriptors;
+ *   - STATUS gives a user its own figures only (issue 10, item 4), root everyone's.
  * No root needed: without it the children use a user namespace (skipped where that is off).
  * Nothing here changes a mount.
  */
@@ -278,6 +279,58 @@ static void test_root_and_creation(void) {
         server_free(s);
 }
 
+static struct nsd_rep_status status_of(int fd) {
+        struct nsd_req_status q;
+        struct nsd_rep_status st = { 0 };
+        CoreReply rep;
+
+        nsd_msg_init(&q.hdr, NSD_REQ_STATUS, sizeof q, 21);
+        core_test_send(fd, &q, sizeof q, -1);
+        rep = core_test_next(fd);
+        if (rep.type == NSD_REP_STATUS)
+                memcpy(&st, &rep.msg, sizeof st);
+        return st;
+}
+
+static void test_status_own_figures(void) {
+        Config c = core_test_config();
+        Server *s = core_test_server(&c);
+        struct nsd_rep_status st, rst;
+        int root, a1, a2, b, x;
+
+        /* two users with a namespace; alice (UID) has two connections, bob one, a third
+         * uid none and no namespace */
+        core_test_user_here(s, UID);
+        core_test_user_here(s, UID + 1);
+        root = core_test_peer(s, CONN_KIND_ROOT, 0, getpid());
+        a1 = core_test_peer(s, CONN_KIND_USER, UID, getpid());
+        a2 = core_test_peer(s, CONN_KIND_USER, UID, getpid());
+        b = core_test_peer(s, CONN_KIND_USER, UID + 1, getpid());
+        x = core_test_peer(s, CONN_KIND_USER, UID + 2, getpid());
+
+        st = rst = status_of(root);
+        is_int(st.namespaces, 2, "root's STATUS: every namespace");
+        is_int(st.connections, 5, "root's STATUS: every connection");
+        st = status_of(a1);
+        is_int(st.namespaces, 1, "a user's STATUS: its own namespace only");
+        is_int(st.connections, 2, "a user's STATUS: its own connections only");
+        is_int(st.sessions, 0, "a user's STATUS: its own sessions only");
+        st = status_of(x);
+        is_int(st.namespaces, 0, "a user without a namespace: none");
+        is_int(st.connections, 1, "a user without a namespace: its one connection");
+        is_int(st.pinned, 0, "a user without a namespace: nothing pinned");
+        ok(st.hdr.type == NSD_REP_STATUS && rst.hdr.type == NSD_REP_STATUS &&
+                   st.max_connections_per_uid == rst.max_connections_per_uid &&
+                   st.max_namespaces == rst.max_namespaces && st.pid == rst.pid,
+           "the limits in force and nsd's pid are the same for everyone");
+        close(root);
+        close(a1);
+        close(a2);
+        close(b);
+        close(x);
+        server_free(s);
+}
+
 int main(void) {
         signal(SIGPIPE, SIG_IGN);
         if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
@@ -287,6 +340,7 @@ int main(void) {
         test_sandboxed(SANDBOX_CHROOT, "a peer chrooted in the namespace");
         test_shared_connection();
         test_root_and_creation();
+        test_status_own_figures();
         rmdir(tmpdir);
         return tap_done();
 }
