@@ -430,7 +430,7 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
         if (o.fd >= 0)
                 close(o.fd);
         if (r == -ETIMEDOUT)
-                log_event(LOG_WARNING, r, h->uid, "mount-hide-timeout",
+                log_event_by(h->caller, LOG_WARNING, r, h->uid, "mount-hide-timeout",
                           "HIDE of '%s' for uid %u, asked by uid %u: %s", h->path,
                           (unsigned) h->uid, (unsigned) h->caller, why);
         h->done(r, mnt_id, why, h->userdata);
@@ -529,7 +529,7 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
                 return;
         }
         if (r == -ETIMEDOUT) {
-                log_event(LOG_WARNING, r, it->uid, "mount-hide-failed",
+                log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
                           "Cannot hide the %s mount of uid %u on '%s': resolving the path took "
                           "longer than %s s (PathWalkTimeoutSec=), ignoring", it->fstype,
                           (unsigned) it->uid, it->target,
@@ -539,9 +539,10 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
                 return;
         }
         if (r < 0) {
-                log_warning_errno(r, "Cannot hide the %s mount of uid %u on '%s': %s: %m, "
-                                  "ignoring", it->fstype, (unsigned) it->uid, it->target,
-                                  op_step(&o));
+                log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
+                             "Cannot hide the %s mount of uid %u on '%s': %s: %s, ignoring",
+                             it->fstype, (unsigned) it->uid, it->target, op_step(&o),
+                             g_strerror(-r));
                 watch_item_free(it);
                 return;
         }
@@ -556,7 +557,7 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
         r = mount_set_owner_private(o.fd, it->uid, false, &step);
         close(o.fd);
         if (r < 0)
-                log_event(LOG_WARNING, r, it->uid, "mount-hide-failed",
+                log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
                           "Cannot hide the %s mount %" G_GUINT64_FORMAT " of uid %u on '%s': "
                           "%s: %s, ignoring", it->fstype, it->id, (unsigned) it->uid,
                           it->target, step, g_strerror(-r));
@@ -582,9 +583,10 @@ static void watch_walk(WatchItem *it) {
                 watch_retry_later(w, it->id);
                 watch_item_free(it);
         } else if (r < 0) {
-                log_warning_errno(r, "Cannot hide the %s mount of uid %u on '%s': cannot start "
-                                  "a helper process: %m, ignoring", it->fstype,
-                                  (unsigned) it->uid, it->target);
+                log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
+                             "Cannot hide the %s mount of uid %u on '%s': cannot start a "
+                             "helper process: %s, ignoring", it->fstype, (unsigned) it->uid,
+                             it->target, g_strerror(-r));
                 watch_item_free(it);
         }
 }
@@ -597,9 +599,10 @@ static void on_watch_managed(int managed, const char *why, void *userdata) {
                 return;
         }
         if (managed < 0) {
-                log_warning("Cannot tell whether nsd manages uid %u, so its %s mount on '%s' "
-                            "is not hidden: %s", (unsigned) it->uid, it->fstype, it->target,
-                            why ? why : g_strerror(-managed));
+                log_event_by(it->uid, LOG_WARNING, managed, it->uid, "mount-hide-failed",
+                             "Cannot tell whether nsd manages uid %u, so its %s mount on '%s' "
+                             "is not hidden: %s", (unsigned) it->uid, it->fstype, it->target,
+                             why ? why : g_strerror(-managed));
                 watch_item_free(it);
                 return;
         }
