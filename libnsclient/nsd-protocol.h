@@ -13,6 +13,23 @@
  * Identity: nsd takes the caller's uid and pid from SO_PEERCRED, never from a message. A uid
  * inside a request names the namespace asked for; only root may name another user's.
  *
+ * Who gets what (the policy; nsd/requests.c enforces it, nsd(8) and SECURITY.md explain it).
+ * Root gets everything. A caller that is not root:
+ *   - JOIN, JOIN_SESSION (descriptors): only when the process that connected is the one
+ *     that sent the request (SCM_CREDENTIALS) and its mount namespace and root directory
+ *     are that namespace and its root: the descriptors then give it nothing it has not got.
+ *     Anyone else, a sandboxed process of the user above all (ProtectHome=, ReadOnlyPaths=,
+ *     a chroot, firejail), gets -EPERM ("descriptors of a namespace go only to root or to a
+ *     process already inside it; see nsctl show") and no namespace is created for it.
+ *   - SHOW, RELEASE, HIDE: only a process in the user's namespace or in the initial one (at
+ *     its root), never a sandboxed one (-EPERM). SHOW is how a user sees its namespace's
+ *     mounts without descriptors.
+ *   - HIDE (and NSD_HIDE_UNHIDE): only a mount the caller owns (a FUSE mount with user_id=
+ *     its uid, or one owner-private for it already); the path is walked with the caller's
+ *     whole identity (uid, gid, groups), so errors say what stat(2) would say to it.
+ *   - STATUS: its own figures (namespaces, pinned, sessions, connections of its uid); the
+ *     limits, version, features and pid are the same for everyone. LIST: its own entry.
+ *
  * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
  * AND to the exact size of that request type; strings must be NUL-terminated inside their
  * field; reserved fields must be zero. Anything else gets an NSD_REP_ERROR with a reason and
@@ -200,9 +217,10 @@ struct nsd_rep_status {
         char version[NSD_VERSION_MAX]; /* nsd's package version, NUL-terminated */
         uint64_t started_usec;         /* CLOCK_REALTIME when this nsd process started */
         uint32_t features;             /* NSD_FEATURE_* */
+        /* root: the machine's figures; anyone else: its own uid's (0 or 1 namespace) */
         uint32_t namespaces;           /* live user namespaces */
         uint32_t pinned;               /* of which pinned */
-        uint32_t sessions;             /* live sessions in all */
+        uint32_t sessions;             /* live sessions */
         uint32_t connections;          /* open client connections */
         uint32_t max_namespaces;       /* limits in force */
         uint32_t max_sessions_per_uid;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -96,6 +97,11 @@ struct Conn {
         int fd;
         uid_t uid;
         pid_t pid;
+        /* non-root peers: a pidfd of pid, opened when the connection was accepted (-1: none),
+         * so that pid names the process that connected for as long as it lives */
+        int pidfd;
+        /* who sent the datagram being served (SCM_CREDENTIALS; pid 0: not known) */
+        struct ucred sender;
         UidState *per_uid; /* NULL for root */
         GSource *source;
         gpointer tag;
@@ -360,6 +366,9 @@ static void conn_drop(Conn *c, DropReason reason) {
         }
         close(c->fd);
         c->fd = -1;
+        if (c->pidfd >= 0)
+                close(c->pidfd);
+        c->pidfd = -1;
         g_queue_clear_full(&c->out, out_msg_free);
 
         if (root) {
@@ -492,6 +501,14 @@ pid_t conn_pid(const Conn *c) {
         return c->pid;
 }
 
+int conn_pidfd(const Conn *c) {
+        return c->pidfd;
+}
+
+struct ucred conn_sender(const Conn *c) {
+        return c->sender;
+}
+
 ConnKind conn_kind(const Conn *c) {
         return c->kind;
 }
@@ -536,7 +553,8 @@ static void conn_read(Conn *c, int64_t now) {
         } buf;
         union {
                 struct cmsghdr h;
-                char bytes[CMSG_SPACE(sizeof(int) * RECV_FDS_MAX)];
+                char bytes[CMSG_SPACE(sizeof(int) * RECV_FDS_MAX) +
+                           CMSG_SPACE(sizeof(struct ucred))];
         } control;
         struct iovec iov = { .iov_base = &buf, .iov_len = sizeof buf };
         struct msghdr mh = {
@@ -575,7 +593,13 @@ static void conn_read(Conn *c, int64_t now) {
                 conn_drop(c, DROP_GONE);
                 return;
         }
+        c->sender = (struct ucred) { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS &&
+                    cm->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+                        memcpy(&c->sender, CMSG_DATA(cm), sizeof c->sender);
+                        continue;
+                }
                 if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
                         continue;
                 size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -708,7 +732,21 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
         c->fd = fd;
         c->uid = uid;
         c->pid = pid;
+        c->pidfd = -1;
+        c->sender.pid = 0;
         c->per_uid = u;
+        /* every datagram names its sender (requests.c's descriptor policy asks who sent a
+         * request, not only who connected); the listening socket has it too, so that
+         * datagrams sent before this call carry it as well */
+        (void) setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int) { 1 }, sizeof(int));
+        /* right after accept(): pid is the process that connected, unless it died in the
+         * moment between its connect() and nsd's accept() and the pid came round again */
+        if (uid != 0 && pid > 0) {
+                c->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+                if (c->pidfd < 0)
+                        log_debug_errno(errno, "Cannot open a pidfd of uid %u pid %u, it gets "
+                                        "no descriptors: %m", (unsigned) uid, (unsigned) pid);
+        }
         g_queue_init(&c->out);
         c->idle_since = g_get_monotonic_time();
         if (uid == 0)
@@ -816,6 +854,10 @@ int conn_manager_listen(ConnManager *m, ConnKind kind, int fd) {
         g_assert(kind < _CONN_KIND_MAX);
         g_assert(l->fd < 0);
         l->fd = fd;
+        /* accepted sockets inherit it: every datagram carries its sender's credentials */
+        if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int) { 1 }, sizeof(int)) < 0)
+                log_warning_errno(errno, "Cannot set SO_PASSCRED on the %s socket, ignoring: "
+                                  "%m", kind_name[kind]);
         src = (ListenerSource *) g_source_new(&listener_source_funcs, sizeof(ListenerSource));
         src->listener = l;
         l->source = &src->base;

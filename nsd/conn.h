@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "server.h"
@@ -87,6 +88,13 @@ bool conn_manager_accepting(const ConnManager *m, ConnKind kind);
 /* For requests.c. */
 uid_t conn_uid(const Conn *c);
 pid_t conn_pid(const Conn *c);
+/* A pidfd of conn_pid(), opened when the connection was added (non-root peers only; -1:
+ * none), so that the pid names the connecting process for as long as it lives. */
+int conn_pidfd(const Conn *c);
+/* Who sent the datagram being served: SCM_CREDENTIALS, which the kernel fills in (a sender
+ * can name another pid only with CAP_SYS_ADMIN over its pid namespace, and only a pid of
+ * that namespace). pid 0: not known. */
+struct ucred conn_sender(const Conn *c);
 ConnKind conn_kind(const Conn *c);
 /* Send a reply (len <= NSD_MSG_SIZE_MAX, at most NSD_MSG_FDS_MAX descriptors, which stay
  * the caller's): at once, or queued. Returns 0, or -ECONNRESET when the connection is gone

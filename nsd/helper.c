@@ -87,9 +87,13 @@ static const char *const step_text[_HELPER_STEP_MAX] = {
         [HELPER_STEP_READ] = "read",
         [HELPER_STEP_PROBE_MOUNT] = "mount a probe tmpfs",
         [HELPER_STEP_FSUID] = "take the user's fsuid (setfsuid, needs CAP_SETUID)",
+        [HELPER_STEP_IDENTITY] = "take the user's identity (groups from the user database, "
+                                 "setgroups, setresgid, setresuid: needs CAP_SETGID, CAP_SETUID)",
         [HELPER_STEP_OPEN_MOUNT_POINT] = "open the mount point",
         [HELPER_STEP_STATX] = "statx the mount point",
         [HELPER_STEP_SETATTR] = "set the owner-private attribute (mount_setattr)",
+        [HELPER_STEP_PEER_NS] = "open the client's /proc/PID/ns/mnt",
+        [HELPER_STEP_PEER_ROOT] = "open the client's /proc/PID/root",
 };
 
 const char *helper_step_text(int step) {
@@ -113,6 +117,22 @@ void helper_fd_path(char buf[static 32], int fd) {
         while (n > 0)
                 buf[i++] = digits[--n];
         buf[i] = '\0';
+}
+
+void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
+        static const char prefix[] = "/proc/";
+        char digits[12];
+        size_t n = 0, i = sizeof prefix - 1;
+        unsigned long v = pid > 0 ? (unsigned long) pid : 0;
+
+        memcpy(buf, prefix, sizeof prefix - 1);
+        do {
+                digits[n++] = (char) ('0' + v % 10);
+                v /= 10;
+        } while (v > 0 && n < sizeof digits);
+        while (n > 0)
+                buf[i++] = digits[--n];
+        strcpy(buf + i, suffix);
 }
 
 int helper_bind_cpu(int cpu) {

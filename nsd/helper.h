@@ -11,6 +11,7 @@
 #pragma once
 
 #include <errno.h>
+#include <sys/types.h>
 
 struct helper_status {
         int step; /* the step that failed (enum helper_step); 0: none */
@@ -38,9 +39,13 @@ enum helper_step {
         HELPER_STEP_PROBE_MOUNT,
         /* mode private (private.c) */
         HELPER_STEP_FSUID,
+        HELPER_STEP_IDENTITY,
         HELPER_STEP_OPEN_MOUNT_POINT,
         HELPER_STEP_STATX,
         HELPER_STEP_SETATTR,
+        /* the descriptor policy (peer.c) */
+        HELPER_STEP_PEER_NS,
+        HELPER_STEP_PEER_ROOT,
         _HELPER_STEP_MAX,
 };
 
@@ -69,6 +74,8 @@ int helper_run(int (*fn)(void *), void *arg, struct helper_status *status);
 
 /* "/proc/self/fd/<fd>" */
 void helper_fd_path(char buf[static 32], int fd);
+/* "/proc/<pid><suffix>" into buf (size >= 24 + strlen(suffix)) */
+void helper_proc_path(char *buf, pid_t pid, const char *suffix);
 /* Bind the calling child to one CPU; cpu < 0: leave it. 0 on failure (errno set), 1 else. */
 int helper_bind_cpu(int cpu);
 /* The newlines in what is left of fd to read (a mount table's lines): >= 0, or -1 with errno

@@ -138,3 +138,86 @@ bool ratelimit_below(RateLimit *rl, int64_t interval_usec, unsigned burst,
         rl->suppressed++;
         return false;
 }
+
+/* ---- lines a user can cause, outside conn.c ------------------------------------------- */
+
+/* Per uid: at most USER_LOG_BURST lines each USER_LOG_INTERVAL_USEC; all uids together at
+ * most USER_LOG_BURST_ALL. A small open-addressed table: a slot whose interval is over is
+ * reused, and a uid that finds no slot (thousands of uids at once) counts against the
+ * limit of all uids only. */
+#define USER_LOG_SLOTS 1024u
+#define USER_LOG_PROBES 16u
+#define USER_LOG_INTERVAL_USEC (10 * 1000000LL)
+#define USER_LOG_BURST 5u
+#define USER_LOG_BURST_ALL 50u
+
+typedef struct UserLogSlot {
+        bool used;
+        uid_t uid;
+        RateLimit rl;
+} UserLogSlot;
+
+static UserLogSlot user_log_slots[USER_LOG_SLOTS];
+static RateLimit user_log_all;
+
+static int64_t now_monotonic_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static RateLimit *user_log_slot(uid_t uid) {
+        unsigned h = (unsigned) uid * 2654435761u;
+        int64_t now = now_monotonic_usec();
+        UserLogSlot *free_slot = NULL;
+
+        for (unsigned i = 0; i < USER_LOG_PROBES; i++) {
+                UserLogSlot *s = &user_log_slots[(h + i) % USER_LOG_SLOTS];
+                if (s->used && s->uid == uid)
+                        return &s->rl;
+                if (!free_slot && (!s->used || now - s->rl.begin_usec >= USER_LOG_INTERVAL_USEC))
+                        free_slot = s;
+        }
+        if (!free_slot)
+                return NULL;
+        *free_slot = (UserLogSlot) { .used = true, .uid = uid };
+        return &free_slot->rl;
+}
+
+bool log_user_ratelimit(uid_t cause, unsigned *ret_suppressed) {
+        RateLimit *rl;
+        unsigned held_uid = 0, held_all = 0;
+
+        if (ret_suppressed)
+                *ret_suppressed = 0;
+        if (cause == 0)
+                return true;
+        rl = user_log_slot(cause);
+        if (rl && !ratelimit_below(rl, USER_LOG_INTERVAL_USEC, USER_LOG_BURST, &held_uid))
+                return false;
+        if (!ratelimit_below(&user_log_all, USER_LOG_INTERVAL_USEC, USER_LOG_BURST_ALL,
+                             &held_all))
+                return false;
+        if (ret_suppressed)
+                *ret_suppressed = held_uid > held_all ? held_uid : held_all;
+        return true;
+}
+
+int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event,
+                 const char *fmt, ...) {
+        unsigned held = 0;
+        char msg[2048];
+        va_list ap;
+
+        if (level > max_level || !log_user_ratelimit(cause, &held))
+                return error == 0 ? 0 : -abs(error);
+        errno = error < 0 ? -error : error; /* for %m */
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        if (held > 0)
+                return log_event(level, error, uid, event, "%s (%u similar line%s suppressed)",
+                                 msg, held, held == 1 ? "" : "s");
+        return log_event(level, error, uid, event, "%s", msg);
+}

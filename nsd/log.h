@@ -55,3 +55,14 @@ typedef struct RateLimit {
 
 bool ratelimit_below(RateLimit *rl, int64_t interval_usec, unsigned burst,
                      unsigned *ret_suppressed);
+
+/*
+ * Lines that a user causes outside conn.c (a request's events, mode private's handling of a
+ * user's FUSE mounts, a user's path walks): cause is the uid whose action it was (0: root,
+ * never limited). At most 5 lines per uid each 10 s and 50 for all uids together; the next
+ * line that passes says how many were held back. log_event_by() is log_event() under that
+ * limit (a line above the log level costs nothing).
+ */
+bool log_user_ratelimit(uid_t cause, unsigned *ret_suppressed);
+int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));

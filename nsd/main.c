@@ -195,16 +195,21 @@ empty:
  *   CAP_FOWNER       chmod the socket and manage pin files not owned by root's fsuid
  *   CAP_SETUID       setfsuid() to a user in a helper child before mount_setattr(), since
  *                    the kernel makes the caller's fsuid the owner of an owner-private mount
- *                    (mode private, HIDE); nsd never changes its real or effective uid
- * Everything else (CAP_SETGID, CAP_KILL, CAP_SYS_PTRACE, CAP_NET_*, CAP_SYS_MODULE, ...) goes,
- * from the bounding set too, so nothing nsd runs can get it back. Not CAP_SYS_PTRACE: nsd
- * opens no /proc/PID of another process (the ptrace access checks guard those); its helpers
+ *                    (mode private, HIDE); nsd never changes its real or effective uid;
+ *                    and, with CAP_SETGID, setgroups/setresgid/setresuid to a user in the
+ *                    helper child that walks a user's HIDE path as that user
+ *   CAP_SETGID       see CAP_SETUID; and setfsgid() to a client in peer.c's helper
+ * Everything else (CAP_KILL, CAP_SYS_PTRACE, CAP_NET_*, CAP_SYS_MODULE, ...) goes, from the
+ * bounding set too, so nothing nsd runs can get it back. Not CAP_SYS_PTRACE: nsd opens
+ * /proc/PID of another process only in peer.c's helper, with the client's own fsuid and fsgid
+ * (the ptrace access check then passes as it does for the client itself); its other helpers
  * open what they need as /proc/self inside the namespace and hand it over through the shared
  * descriptor table (helper.c) or SCM_RIGHTS (child.c), and sessions use pidfd_open().
  */
 static int drop_capabilities(void) {
         static const cap_value_t keep[] = {
                 CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_SETUID,
+                CAP_SETGID,
         };
         cap_t caps;
         int r = 0;

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -46,6 +47,7 @@
 #include "libmount-cleanup.h"
 #include "log.h"
 #include "nsd-protocol.h"
+#include "nss-util.h"
 
 #define MOUNTINFO_PATH "/proc/self/mountinfo"
 /* any uid that is neither 0 nor a real user's: for the CAP_SETUID probe */
@@ -57,6 +59,10 @@ struct op {
         struct helper_status s;
         /* in */
         uid_t fsuid; /* run with this fsuid; 0: stay root */
+        /* resolve: become fsuid wholly (uid, gid, groups from the user database, whose
+         * primary gid or, without an entry, this gid), not only its fsuid */
+        bool identity;
+        gid_t gid;
         const char *path;
         int fd;      /* set: the mount to change; resolve: out */
         bool unhide;
@@ -77,6 +83,42 @@ static int op_take_fsuid(struct op *o) {
         return 0;
 }
 
+/* The user's whole identity, as a login of the user would have it: its groups from the user
+ * database (in this child, so a slow NSS stalls only this walk, under its deadline), then
+ * setgroups, setresgid, setresuid. Afterwards the child holds no capability, so the walk
+ * below searches directories exactly as the user's own processes would. */
+static int op_take_identity(struct op *o) {
+        struct passwd *pw = NULL;
+        gid_t *gids = NULL, gid = o->gid;
+        size_t n = 0;
+        uid_t ru, eu, su;
+        int r;
+
+        r = nss_user_by_uid(o->fsuid, &pw);
+        if (r == 0) {
+                gid = pw->pw_gid;
+                r = nss_user_groups(pw->pw_name, gid, &gids, &n);
+                free(pw);
+        } else if (r == -ENOENT)
+                r = gid != (gid_t) -1 ? 0 : -EPERM; /* no entry: the caller's gid alone */
+        if (r < 0) {
+                errno = -r;
+                return helper_fail(&o->s, HELPER_STEP_IDENTITY);
+        }
+        if (setgroups(gids ? n : 1, gids ? gids : &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
+            setresuid(o->fsuid, o->fsuid, o->fsuid) < 0) {
+                free(gids);
+                return helper_fail(&o->s, HELPER_STEP_IDENTITY);
+        }
+        free(gids);
+        if (getresuid(&ru, &eu, &su) < 0 || ru != o->fsuid || eu != o->fsuid || su != o->fsuid ||
+            (uid_t) setfsuid((uid_t) -1) != o->fsuid) {
+                errno = EPERM;
+                return helper_fail(&o->s, HELPER_STEP_IDENTITY);
+        }
+        return 0;
+}
+
 /* resolve: see the top of this file, step 1. Runs in a watched child (child.h). */
 static int resolve_child(void *p, int *ret_fd) {
         struct op *o = p;
@@ -86,7 +128,7 @@ static int resolve_child(void *p, int *ret_fd) {
         };
         struct statx stx;
 
-        if (op_take_fsuid(o))
+        if (o->identity && o->fsuid != 0 ? op_take_identity(o) : op_take_fsuid(o))
                 return 1;
         o->fd = (int) syscall(SYS_openat2, AT_FDCWD, o->path, &how, sizeof how);
         if (o->fd < 0)
@@ -289,14 +331,19 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
                 fuse = fuse_owner(fs, &owner);
                 fstype = mnt_fs_get_fstype(fs) ?: "?";
         }
-        if (h->caller != 0 && !h->unhide && fs && !(fuse && owner == h->caller)) {
-                *ret_why = g_strdup_printf("'%s' is not a FUSE mount of uid %u (%s%s); only "
-                                           "root may hide it", h->path, (unsigned) h->caller,
-                                           fstype, fuse ? ", another user's" : "");
+        /* Who may change it (hide or unhide alike): root, or its owner. A mount in root's
+         * view is plain (not owner-private): its owner is the FUSE user_id=. One not in it is
+         * owner-private already, for the uid that hid it (nsd recorded it as the kernel's
+         * owner): the kernel lets only that fsuid set or clear the attribute (EPERM), and the
+         * caller's walk reached it, so it is the caller's. Unhiding a plain mount of another
+         * uid's used to pass (clearing an attribute that is not set) and then exempted it
+         * from mode private's watch: refused here like a hide. */
+        if (h->caller != 0 && fs && !(fuse && owner == h->caller)) {
+                *ret_why = g_strdup_printf("'%s' is not a FUSE mount of uid %u; only its owner "
+                                           "or root may %s it", h->path, (unsigned) h->caller,
+                                           h->unhide ? "unhide" : "hide");
                 return -EPERM;
         }
-        /* Not in root's view: already owner-private. Setting it again is allowed to its owner
-         * only, and the kernel decides that (EPERM for anyone else). */
 
         r = mount_set_owner_private(o->fd, h->uid, h->unhide, &st);
         if (r < 0) {
@@ -312,7 +359,7 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
                                                    helper_status_step(&st), g_strerror(-r));
                 return r;
         }
-        log_event(LOG_INFO, 0, h->uid, h->unhide ? "mount-unhidden" : "mount-hidden",
+        log_event_by(h->caller, LOG_INFO, 0, h->uid, h->unhide ? "mount-unhidden" : "mount-hidden",
                   "%s mount %" G_GUINT64_FORMAT " on '%s' (%s) %s uid %u, asked by uid %u",
                   h->unhide ? "Made" : "Hid", o->mnt_id, h->path, fstype,
                   h->unhide ? "visible again, was owner-private for" : "from everyone but",
@@ -340,6 +387,10 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
         else if (r < 0 && o.s.step == HELPER_STEP_FSUID)
                 why = g_strdup_printf("nsd cannot take uid %u's fsuid to resolve the path",
                                       (unsigned) o.fsuid);
+        else if (r < 0 && o.s.step == HELPER_STEP_IDENTITY)
+                why = g_strdup_printf("nsd cannot take uid %u's identity to resolve the path "
+                                      "(%s): %s", (unsigned) o.fsuid, op_step(&o),
+                                      g_strerror(-r));
         else if (r < 0)
                 why = g_strdup_printf("cannot resolve '%s'%s: %s", h->path,
                                       r == -ELOOP ? " (symbolic links are refused)" : "",
@@ -347,20 +398,25 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
         else
                 r = hide_resolved(h, &o, &mnt_id, &why);
         if (r == -ETIMEDOUT)
-                log_event(LOG_WARNING, r, h->uid, "mount-hide-timeout",
+                log_event_by(h->caller, LOG_WARNING, r, h->uid, "mount-hide-timeout",
                           "HIDE of '%s' for uid %u, asked by uid %u: %s", h->path,
                           (unsigned) h->uid, (unsigned) h->caller, why);
         h->done(r, mnt_id, why, h->userdata);
         hide_op_free(h);
 }
 
-int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, uid_t uid,
-                       const char *path, bool unhide, PrivateHideDone done, void *userdata,
+int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, gid_t caller_gid,
+                       uid_t uid, const char *path, bool unhide, PrivateHideDone done, void *userdata,
                        char **ret_why) {
         HideOp *h = g_new0(HideOp, 1);
         /* walk as the asking user; root unhiding walks as the owner (root cannot see it) */
         struct op o = { .fd = -1, .fsuid = caller != 0 ? caller : unhide ? uid : 0 };
         int r;
+
+        /* a user's walk is the user's own, wholly (root's unhide only takes the owner's
+         * fsuid, to see the mount) */
+        o.identity = caller != 0;
+        o.gid = caller_gid;
 
         h->caller = caller;
         h->uid = uid;
@@ -440,7 +496,7 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
                 return;
         }
         if (r == -ETIMEDOUT) {
-                log_event(LOG_WARNING, r, it->uid, "mount-hide-failed",
+                log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
                           "Cannot hide the %s mount of uid %u on '%s': resolving the path took "
                           "longer than %s s (PathWalkTimeoutSec=), ignoring", it->fstype,
                           (unsigned) it->uid, it->target,
@@ -450,9 +506,10 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
                 return;
         }
         if (r < 0) {
-                log_warning_errno(r, "Cannot hide the %s mount of uid %u on '%s': %s: %m, "
-                                  "ignoring", it->fstype, (unsigned) it->uid, it->target,
-                                  op_step(&o));
+                log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
+                             "Cannot hide the %s mount of uid %u on '%s': %s: %s, ignoring",
+                             it->fstype, (unsigned) it->uid, it->target, op_step(&o),
+                             g_strerror(-r));
                 watch_item_free(it);
                 return;
         }
@@ -465,7 +522,7 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
         }
         r = mount_set_owner_private(mount_fd, it->uid, false, &st);
         if (r < 0)
-                log_event(LOG_WARNING, r, it->uid, "mount-hide-failed",
+                log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
                           "Cannot hide the %s mount %" G_GUINT64_FORMAT " of uid %u on '%s': "
                           "%s: %s, ignoring", it->fstype, it->id, (unsigned) it->uid,
                           it->target, helper_status_step(&st), g_strerror(-r));
@@ -491,9 +548,10 @@ static void watch_walk(WatchItem *it) {
                 watch_retry_later(w, it->id);
                 watch_item_free(it);
         } else if (r < 0) {
-                log_warning_errno(r, "Cannot hide the %s mount of uid %u on '%s': cannot start "
-                                  "a helper process: %m, ignoring", it->fstype,
-                                  (unsigned) it->uid, it->target);
+                log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
+                             "Cannot hide the %s mount of uid %u on '%s': cannot start a "
+                             "helper process: %s, ignoring", it->fstype, (unsigned) it->uid,
+                             it->target, g_strerror(-r));
                 watch_item_free(it);
         }
 }
@@ -506,9 +564,10 @@ static void on_watch_managed(int managed, const char *why, void *userdata) {
                 return;
         }
         if (managed < 0) {
-                log_warning("Cannot tell whether nsd manages uid %u, so its %s mount on '%s' "
-                            "is not hidden: %s", (unsigned) it->uid, it->fstype, it->target,
-                            why ? why : g_strerror(-managed));
+                log_event_by(it->uid, LOG_WARNING, managed, it->uid, "mount-hide-failed",
+                             "Cannot tell whether nsd manages uid %u, so its %s mount on '%s' "
+                             "is not hidden: %s", (unsigned) it->uid, it->fstype, it->target,
+                             why ? why : g_strerror(-managed));
                 watch_item_free(it);
                 return;
         }

@@ -45,12 +45,14 @@ void private_watch_exempt(PrivateWatch *w, uint64_t mnt_id);
 
 /* A HIDE request: set (or with unhide clear) the owner-private attribute with owner uid on
  * the mount whose root is path (absolute; symlinks refused). caller is the asking uid: for
- * one other than root the path is resolved with the caller's fsuid and the mount must be a
- * FUSE mount of the caller's (user_id=caller). Returns 0 when started: done() follows on
+ * one other than root the path is resolved with the caller's whole identity (uid, its
+ * groups from the user database, primary gid or, without an entry there, caller_gid) and
+ * the mount must be the caller's: a FUSE mount with user_id=caller, or one owner-private for
+ * the caller already (then the kernel checks the owner). Hide and unhide alike. Returns 0 when started: done() follows on
  * the loop with 0 and the mount's id, or -errno and why (for the client; -ETIMEDOUT past
  * timeout_usec); logs the event. Or returns -EBUSY (MaxPathWalks=) or -errno at once, with
  * *ret_why (g_malloc()ed). */
 typedef void (*PrivateHideDone)(int r, uint64_t mnt_id, const char *why, void *userdata);
-int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, uid_t uid,
-                       const char *path, bool unhide, PrivateHideDone done, void *userdata,
+int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, gid_t caller_gid,
+                       uid_t uid, const char *path, bool unhide, PrivateHideDone done, void *userdata,
                        char **ret_why);

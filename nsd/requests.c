@@ -6,6 +6,11 @@
  * Rules that hold in every handler:
  *  - The caller's identity is SO_PEERCRED (uid, pid) taken at accept(); a uid in a request only
  *    names the namespace asked for. Root may name any uid; anyone else only their own.
+ *  - Who gets what beyond that (nsd-protocol.h, "Who gets what"): descriptors of a namespace
+ *    only to root or to a process inside it (check_descriptors()); SHOW, HIDE and RELEASE
+ *    only to root, a process inside, or one in the initial namespace (check_full_view()),
+ *    never to a sandboxed process. Checked where the answer is made, after any wait.
+ *  - Log lines a user's requests cause are rate limited per uid (log_event_by()).
  *  - A request that is well-formed but refused (permission, policy, limit) gets an
  *    NSD_REP_ERROR and the connection stays open.
  *  - A handler that continues later checks everything again when it does: the world may have
@@ -21,6 +26,7 @@
 
 #include "config.h" /* generated: PACKAGE_VERSION */
 #include "log.h"
+#include "peer.h"
 #include "policy.h"
 #include "private.h"
 #include "session.h"
@@ -152,6 +158,58 @@ int request_need_managed(Request *r, uid_t uid, RequestHandler next) {
         return m == 0 ? -NSD_ERRNO_NOT_MANAGED : m;
 }
 
+/* ---- who gets what (nsd-protocol.h) --------------------------------------------------- */
+
+#define WHY_DESCRIPTORS "descriptors of a namespace go only to root or to a process already " \
+                        "inside it; see nsctl show"
+
+/* Where the caller stands (peer.h): 0, or -EPERM with *ret_why when nsd cannot tell. */
+static int caller_view(Request *r, const User *u, PeerView *ret, char **ret_why) {
+        int rv = peer_view(r->pid, r->conn ? conn_pidfd(r->conn) : -1, &r->sender,
+                           u ? u->ns : NULL, ret, ret_why);
+        if (rv < 0)
+                log_debug("%s from uid %u pid %u: %s", r->type->name, (unsigned) r->uid,
+                          (unsigned) r->pid, *ret_why);
+        return rv;
+}
+
+/* JOIN, JOIN_SESSION: descriptors go only where they give nothing new. */
+static int check_descriptors(Request *r, uid_t uid) {
+        g_autofree char *why = NULL;
+        PeerView v;
+        User *u;
+
+        if (r->uid == 0)
+                return 0;
+        u = user_get(r->server, uid);
+        if (!u) /* nobody is inside a namespace that does not exist */
+                return REFUSE(r, EPERM, WHY_DESCRIPTORS);
+        if (caller_view(r, u, &v, &why) < 0)
+                return REFUSE(r, EPERM, WHY_DESCRIPTORS " (%s)", why);
+        if (!v.inside)
+                return REFUSE(r, EPERM, WHY_DESCRIPTORS);
+        return 0;
+}
+
+/* SHOW, HIDE, RELEASE: a path walk, a mount table or the end of a namespace answer only a
+ * full view of the user's, never a sandbox: the namespace itself or the initial one. u may
+ * be NULL (no namespace yet: only the initial view counts). */
+static int check_full_view(Request *r, const User *u) {
+        g_autofree char *why = NULL;
+        PeerView v;
+
+        if (r->uid == 0)
+                return 0;
+        if (caller_view(r, u, &v, &why) < 0)
+                return REFUSE(r, EPERM, "%s answers only root and processes in the user's "
+                              "namespace or the initial one (%s)", r->type->name, why);
+        if (!v.inside && !v.initial)
+                return REFUSE(r, EPERM, "%s answers only root and processes in the user's "
+                              "namespace or the initial one, not a sandboxed process",
+                              r->type->name);
+        return 0;
+}
+
 /* ---- JOIN ----------------------------------------------------------------------------- */
 
 static uint32_t ns_flags_of(const User *u, bool created) {
@@ -166,8 +224,11 @@ static int join_continue(Request *r) {
         User *u;
         int rv;
 
-        log_event(LOG_INFO, 0, req->uid, "join", "JOIN for uid %u by pid %u (uid %u)",
-                  (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid);
+        rv = check_descriptors(r, req->uid);
+        if (rv < 0)
+                return rv;
+        log_event_by(r->uid, LOG_INFO, 0, req->uid, "join", "JOIN for uid %u by pid %u (uid %u)",
+                     (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid);
         rv = user_join(r->server, req->uid, !(req->flags & NSD_JOIN_NO_CREATE), &u, &created,
                        &r->why);
         if (rv < 0)
@@ -289,10 +350,13 @@ static int join_session_continue(Request *r) {
         Session *sess;
         User *u;
 
-        log_event(LOG_INFO, 0, req->uid, "join",
-                  "JOIN for uid %u by pid %u (uid %u), with a session (pid %u, '%s')",
-                  (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid,
-                  (unsigned) req->pid, req->service);
+        rv = check_descriptors(r, req->uid);
+        if (rv < 0)
+                return rv;
+        log_event_by(r->uid, LOG_INFO, 0, req->uid, "join",
+                     "JOIN for uid %u by pid %u (uid %u), with a session (pid %u, '%s')",
+                     (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid,
+                     (unsigned) req->pid, req->service);
         /* everything that can refuse the session first, so a refusal leaves nothing open */
         rv = check_sessions_limit(r, user_get(r->server, req->uid), req->uid, &r->why);
         if (rv < 0)
@@ -504,6 +568,9 @@ static int handle_show(Request *r) {
         u = user_get(s, req->uid);
         if (!u)
                 return REFUSE(r, ENOENT, "uid %u has no namespace", (unsigned) req->uid);
+        rv = check_full_view(r, u);
+        if (rv < 0)
+                return rv;
         if (r->uid != 0 && s->stream_bytes > SHOW_BYTES_MAX)
                 return REFUSE(r, EBUSY, "nsd is busy sending other mount tables, try again");
         rv = userns_read_mountinfo(u->ns, NSD_SHOW_TEXT_MAX, &text, &len);
@@ -532,6 +599,7 @@ static int handle_release(Request *r) {
         struct nsd_msg_header rep;
         g_autofree char *reason = NULL;
         User *u;
+        int rv;
 
         if (!may_ask_for(r, req->uid))
                 return REFUSE(r, EPERM, "only root may release another user's namespace");
@@ -540,6 +608,9 @@ static int handle_release(Request *r) {
         u = user_get(r->server, req->uid);
         if (!u)
                 return REFUSE(r, ENOENT, "uid %u has no namespace", (unsigned) req->uid);
+        rv = check_full_view(r, u);
+        if (rv < 0)
+                return rv;
         if (u->sessions->len > 0 && !(req->flags & NSD_RELEASE_FORCE))
                 return REFUSE(r, EBUSY, "%u live session%s; use --force", u->sessions->len,
                               u->sessions->len == 1 ? "" : "s");
@@ -585,9 +656,13 @@ static int hide_continue(Request *r) {
         const char *reason = NULL;
         int rv;
 
+        rv = check_full_view(r, user_get(s, req->uid));
+        if (rv < 0)
+                return rv;
         if (private_supported(s->features, &reason) < 0)
                 return REFUSE(r, EOPNOTSUPP, "%s", reason);
-        rv = private_hide_start(s->children, s->config.path_walk_timeout_usec, r->uid, req->uid,
+        rv = private_hide_start(s->children, s->config.path_walk_timeout_usec, r->uid,
+                                r->sender.gid, req->uid,
                                 req->path, req->flags & NSD_HIDE_UNHIDE, on_hidden,
                                 request_ref(r), &r->why);
         if (rv < 0) {
@@ -794,6 +869,7 @@ void request_dispatch(Conn *c, Server *s, const void *buf, size_t n, int *fds, s
         r->pid = conn_pid(c);
         r->type = t;
         r->seq = hdr->seq;
+        r->sender = conn_sender(c);
         memcpy(&r->msg, buf, n);
         for (size_t i = 0; i < n_fds; i++)
                 r->fds[r->n_fds++] = fds[i];

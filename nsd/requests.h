@@ -56,6 +56,7 @@ struct Request {
         Conn *conn;  /* NULL once the client is gone */
         uid_t uid;   /* the caller, from SO_PEERCRED */
         pid_t pid;
+        struct ucred sender; /* who sent this request (SCM_CREDENTIALS, conn_sender()) */
         const RequestType *type;
         uint32_t seq;
         int fds[REQUEST_FDS_MAX];

@@ -1,5 +1,6 @@
 #!/bin/bash
-# nsd-bad-clients: bob cannot get alice's namespace (nsctl enter, raw JOIN); bad
+# nsd-bad-clients: bob cannot get alice's namespace (nsctl enter, raw JOIN), nor his own
+# from outside it (descriptors go only to root or a process inside); bad
 # protocol input (garbage, truncated, wrong version, oversized, wrong length field, unknown
 # type) gets an error reply or a close, connections past the per-user limit are refused, and
 # after all that alice's next login still works.
@@ -27,8 +28,14 @@ out=$(su bob -s /bin/sh -c "$raw join 1001")
 echo "$out"
 assert_contains "$out" "EPERM"
 assert_contains "$out" "fds=0"
-say "bob: raw JOIN for his own uid works"
+say "bob: raw JOIN for his own uid, from outside his namespace (su): no descriptors"
 out=$(su bob -s /bin/sh -c "$raw join 1002")
+echo "$out"
+assert_contains "$out" "EPERM"
+assert_contains "$out" "fds=0"
+say "bob: raw JOIN for his own uid, from inside it (an ssh login): both descriptors"
+out=$(vm_ssh bob "python3 $PWD/tests/vm/nsd-rawclient.py --socket $NSD_SOCKET --header $PWD/libnsclient/nsd-protocol.h join 1002")
+echo "$out"
 assert_contains "$out" "fds=2"
 
 for what in garbage truncated wrong-version oversized bad-length unknown-type; do
