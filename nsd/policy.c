@@ -3,7 +3,7 @@
  * policy.c: see policy.h.
  *
  * Threads never touch nsd's state: a Lookup carries its own copy of the config and its
- * result, and the thread hands it back to the main context (g_main_context_invoke_full).
+ * result, and the thread hands it back to the main context (an idle source attached to it).
  * A lookup can outlive its waiters (deadline) and even the Policy (nsd stopping while NSS
  * hangs): it holds a reference to the Policy's core, which is freed by whoever comes last.
  */
@@ -169,7 +169,14 @@ static void lookup_thread(gpointer data, gpointer pool_data) {
         if (l->result > 1)
                 l->result = 1;
         l->why = why;
-        g_main_context_invoke_full(l->core->context, G_PRIORITY_HIGH, on_lookup_done, l, NULL);
+        /* Always queued on nsd's context, never run here: g_main_context_invoke() would run
+         * on_lookup_done in this thread whenever the main thread does not hold the context
+         * at that moment (between iterations, before the loop runs), racing it. */
+        GSource *done = g_idle_source_new();
+        g_source_set_priority(done, G_PRIORITY_HIGH);
+        g_source_set_callback(done, on_lookup_done, l, NULL);
+        g_source_attach(done, l->core->context);
+        g_source_unref(done);
 }
 
 static gboolean on_waiter_deadline(gpointer userdata) {
