@@ -25,6 +25,7 @@
 #include "log.h"
 #include "nsd-protocol.h"
 #include "requests.h"
+#include "socket-util.h"
 
 /* accept() at most this many connections per wakeup of a listening socket. */
 #define ACCEPT_BATCH 32
@@ -251,34 +252,14 @@ static void out_msg_free(gpointer p) {
 
 /* One datagram, never blocking: 0, -EAGAIN, or the error of a connection that is gone. */
 static int send_datagram(int fd, const void *msg, size_t len, const int *fds, size_t n_fds) {
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * NSD_MSG_FDS_MAX)];
-        } control;
-        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t n;
 
         g_assert(len <= NSD_MSG_SIZE_MAX);
-        g_assert(n_fds <= NSD_MSG_FDS_MAX);
-        if (n_fds > 0) {
-                memset(&control, 0, sizeof control);
-                mh.msg_control = &control;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-                memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
-        }
-        for (;;) {
-                if (sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
-                        return 0;
-                if (errno == EINTR)
-                        continue;
-                if (errno == EWOULDBLOCK)
-                        return -EAGAIN;
-                return -errno;
-        }
+        g_assert(n_fds <= NSD_MSG_FDS_MAX && n_fds <= SEND_FDS_MAX);
+        do
+                n = send_with_fds(fd, msg, len, fds, n_fds, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n == -EINTR);
+        return n < 0 ? (int) n : 0;
 }
 
 /* ---- connections ------------------------------------------------------------------------ */
