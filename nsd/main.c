@@ -25,6 +25,7 @@
 
 #include "conf.h"
 #include "config.h" /* generated: PACKAGE_VERSION, NSD_CONFIG_PATH */
+#include "fdstore.h"
 #include "log.h"
 #include "nsd-protocol.h"
 #include "server.h"
@@ -310,8 +311,8 @@ static int socket_create(const char *path, mode_t mode, int *ret) {
  * nsd-root.socket: FileDescriptorName=root; a socket without one of these names counts as
  * the user socket), else our own. A socket not passed is created, so an nsd started by an
  * older nsd.socket alone still opens root's door. */
-static int listen_sockets_open(const char *user_path, const char *root_path, int *ret_user,
-                               int *ret_root) {
+static int listen_sockets_open(const char *user_path, const char *root_path, FdStore *fdstore,
+                               int *ret_user, int *ret_root) {
         char **names = NULL;
         int n, user_fd = -1, root_fd = -1, r;
 
@@ -324,6 +325,12 @@ static int listen_sockets_open(const char *user_path, const char *root_path, int
                 const char *name = names && names[i] ? names[i] : "";
                 bool root = strcmp(name, "root") == 0;
 
+                if (fdstore_name_is_ours(name)) {
+                        /* a namespace or a session leader kept in the fd store */
+                        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                        fdstore_add_passed(fdstore, fd, name);
+                        continue;
+                }
                 if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0 ||
                     (root ? root_fd : user_fd) >= 0) {
                         log_warning("Ignoring descriptor %d ('%s') passed by the service "
@@ -344,6 +351,9 @@ static int listen_sockets_open(const char *user_path, const char *root_path, int
                         user_fd = fd;
         }
         g_strfreev(names);
+        if (fdstore_n_passed(fdstore) > 0)
+                log_info("The service manager's fd store passed %zu descriptors back",
+                         fdstore_n_passed(fdstore));
 
         if (user_fd < 0) {
                 if (n > 0)
@@ -404,6 +414,7 @@ int main(int argc, char *argv[]) {
         uint64_t watchdog_usec = 0;
         bool missing = false;
         int r, user_fd = -1, root_fd = -1;
+        FdStore *fdstore = NULL;
 
         r = parse_argv(argc, argv);
         if (r != 0)
@@ -438,8 +449,12 @@ int main(int argc, char *argv[]) {
                                  : g_build_filename(arg_run_dir, "socket", NULL);
         root_socket_path = arg_root_socket ? g_strdup(arg_root_socket)
                                            : g_build_filename(arg_run_dir, "root.socket", NULL);
-        if (listen_sockets_open(socket_path, root_socket_path, &user_fd, &root_fd) < 0)
+        /* the fd store is used when a service manager listens */
+        fdstore = fdstore_new(getenv("NOTIFY_SOCKET") != NULL);
+        if (listen_sockets_open(socket_path, root_socket_path, fdstore, &user_fd, &root_fd) < 0) {
+                fdstore_free(fdstore);
                 goto fail;
+        }
 
         loop = g_main_loop_new(NULL, FALSE);
         r = server_new(&config,
@@ -449,6 +464,7 @@ int main(int argc, char *argv[]) {
                                .probe_kernel = true,
                                .user_fd = user_fd,
                                .root_fd = root_fd,
+                               .fdstore = fdstore, /* taken */
                        },
                        &server);
         if (r < 0) {
