@@ -539,6 +539,9 @@ static int handle_release(Request *r) {
         if (r->uid != 0 && (req->flags & NSD_RELEASE_FORCE))
                 return REFUSE(r, EPERM, "only root may force a release");
         u = user_get(r->server, req->uid);
+        if (!u && user_is_pending(r->server, req->uid))
+                return REFUSE(r, NSD_ERRNO_NOT_YET, "the namespace of uid %u is kept but not "
+                              "adopted yet; retry", (unsigned) req->uid);
         if (!u)
                 return REFUSE(r, ENOENT, "uid %u has no namespace", (unsigned) req->uid);
         if (u->sessions->len > 0 && !(req->flags & NSD_RELEASE_FORCE))

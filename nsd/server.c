@@ -426,6 +426,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         server_adopt_stored(s);
         users_repin(s);
         sessions_restore(s);
+        users_prune_state(s);
         fdstore_drop_unclaimed(s->fdstore);
         if (setup->run_dir || fdstore_n_passed(s->fdstore) > 0)
                 log_info("Adopted %u namespaces, restored %u sessions%s",

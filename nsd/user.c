@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fdstore.h"
@@ -455,6 +456,22 @@ void users_repin(Server *s) {
         }
         if (n > 0)
                 server_notify_status(s);
+}
+
+void users_prune_state(Server *s) {
+        g_auto(GStrv) names = state_list(s->state, STATE_NS_PREFIX);
+
+        for (char **n = names; *n; n++) {
+                char *end = NULL;
+                unsigned long long uid = g_ascii_strtoull(*n + strlen(STATE_NS_PREFIX), &end, 10);
+
+                if (*end == '\0' && uid < UINT32_MAX &&
+                    (user_get(s, (uid_t) uid) || user_is_pending(s, (uid_t) uid)))
+                        continue;
+                log_debug("Removing '%s/%s': nsd keeps no namespace of that uid any more",
+                          state_path(s->state), *n);
+                state_remove(s->state, *n);
+        }
 }
 
 unsigned users_count_pinned(Server *s) {

@@ -95,6 +95,8 @@ void users_cancel_linger_scan(Server *s);
 /* Try to pin again what is kept by descriptor only (the pin store became available, or the
  * namespace came from the fd store without a pin). */
 void users_repin(Server *s);
+/* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for. */
+void users_prune_state(Server *s);
 unsigned users_count_pinned(Server *s);
 /* Sessions ended, sessions dropped: for server_free(). */
 void users_forget_sessions(Server *s);
