@@ -39,7 +39,10 @@ numbering of the calls to fail, the same in every run.
 4. Sessions across restarts, without faults: sessions opened before nsd stops (SIGTERM) or is
    killed (SIGKILL) are closed after it with the right counts; one whose leader died while
    nsd was down ends at the next start; a restored session ends when its leader dies.
-5. The fd store, with a fake service manager on NOTIFY_SOCKET: nsd stores the pin namespace
+5. Linger (Linger=0), without faults: a host unmount plus a mount of the user's keeps the
+   namespace (the user's mount named in the log); a process left inside keeps it until it
+   ends, then it is released.
+6. The fd store, with a fake service manager on NOTIFY_SOCKET: nsd stores the pin namespace
    and every user namespace; with a user's pin removed by hand, or the pin namespace's mount
    itself, a restart with the stored descriptors keeps the namespace and its file and pins it
    again.
@@ -756,6 +759,72 @@ def session_tests(work, build):
         w.cleanup()
 
 
+# ---- linger releases only what is empty (issue 9, 3) ---------------------------------------------
+
+def wait_log(w, text, secs):
+    deadline = time.monotonic() + secs
+    while time.monotonic() < deadline:
+        if text in w.log_text():
+            return True
+        time.sleep(0.05)
+    return text in w.log_text()
+
+
+def linger_tests(work, build):
+    """Linger=0: a host unmount plus a user mount does not release (no counting); a process
+    left inside keeps the namespace until it ends."""
+    w = World(work, build)
+    h1 = f"{w.dir}/host-shared"
+    os.makedirs(h1)
+    # a shared host mount: the user's namespace receives it as a slave
+    rc, out = run(["sh", "-c", f"mount -t tmpfs nsd-host {h1} && mount --make-shared {h1}"])
+    if rc != 0 or not w.start():
+        tap(False, "linger: set up a shared host mount and start nsd", out + w.log_text()[-2000:])
+        return
+    leader = None
+    try:
+        rc, out = w.client("join", UD, JOIN_WAIT_MS)
+        rc2, out2 = run(["umount", h1])
+        token = "lin-" + secrets.token_hex(6)
+        fi, nsi, out3 = mount_token(w, UD, token)
+        rc4, out4 = w.client("session", UD)
+        # (on some kernels the host unmount leaves D's copy behind, without its master: then
+        # it counts as D's own too, which keeps D all the same)
+        ok = wait_log(w, f"Keeping the namespace of uid {UD}: it holds ", 10)
+        tap(rc == 0 and rc2 == 0 and fi is not None and ok and
+            f"Released the namespace of uid {UD}" not in w.log_text(),
+            "linger: host unmount + a user mount, last session ends: kept (not counted: "
+            "told apart)", "\n".join([out, out2, out3, out4]) + w.log_text()[-2000:])
+        t = read_token(w, UD)
+        tap(t == (token, fi, nsi), "linger: ... and the user's file is still there", str(t))
+
+        mark = len(w.log_text())
+        leader = subprocess.Popen([f"{build}/tests/fault/fault-client", "exec", str(UC),
+                                   str(JOIN_WAIT_MS), "--", "sleep", "600"], env=w.env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        ok = wait_log(w, f"Created the namespace of uid {UC}", 10)
+        deadline = time.monotonic() + 10
+        while ok and time.monotonic() < deadline:  # until the sleep is in UC's namespace
+            if os.stat(f"/proc/{leader.pid}/ns/mnt").st_ino != os.stat("/proc/self/ns/mnt").st_ino:
+                break
+            time.sleep(0.05)
+        rc, out = w.client("session", UC)
+        kept = wait_log(w, f"Keeping the namespace of uid {UC}: 1 process still in it", 10)
+        tap(ok and rc == 0 and kept, "linger: a process left in the namespace keeps it after "
+            "the last session", out + w.log_text()[mark:][-2000:])
+        leader.kill()
+        leader.wait()
+        leader = None
+        released = wait_log(w, f"Released the namespace of uid {UC}", 30)
+        tap(released, "linger: ... and it is released once that process is gone",
+            w.log_text()[mark:][-2000:])
+    finally:
+        if leader:
+            leader.kill()
+            leader.wait()
+        w.cleanup()
+
+
 # ---- the fd store as a second line (issue 9, 4) -------------------------------------------------
 
 class FakeManager:
@@ -1001,6 +1070,7 @@ def main():
 
     api_tests(work, build)
     session_tests(work, build)
+    linger_tests(work, build)
     fdstore_tests(work, build)
 
     with open(table, "w") as f:
