@@ -213,8 +213,12 @@ static void on_adopt(UserNs *ns, void *userdata) {
                   "Adopted the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "])%s",
                   (unsigned) ns->uid, ns->ns_inode,
                   (flags & USER_ADD_FD_STORED) ? ", also in the fd store" : "");
-        if (!s->starting)
+        if (!s->starting) { /* adopted by a retry: as at start, below */
+                User *nu = user_get(s, ns->uid);
+                if (nu && nu->sessions->len == 0)
+                        user_arm_linger(nu, USER_JOIN_GRACE_SEC);
                 server_notify_status(s);
+        }
 }
 
 /* ---- the fd store ----------------------------------------------------------------------- */
@@ -263,6 +267,7 @@ static void stored_adopt_pending(Server *s) {
         GHashTableIter it;
         gpointer k, v;
         unsigned adopted = 0;
+        User *u;
         guint i = 0;
         int r;
 
@@ -297,7 +302,9 @@ static void stored_adopt_pending(Server *s) {
                                 userns_free(nss[i]);
                                 continue;
                         }
-                        user_add(s, nss[i], NULL, USER_ADD_FD_STORED);
+                        u = user_add(s, nss[i], NULL, USER_ADD_FD_STORED);
+                        if (!s->starting && u->sessions->len == 0)
+                                user_arm_linger(u, USER_JOIN_GRACE_SEC);
                         log_event(LOG_NOTICE, 0, uids[i], "namespace-adopted",
                                   "Adopted the namespace of uid %u (mnt:[%" PRIu64 "]) from the "
                                   "service manager's fd store", (unsigned) uids[i],
@@ -427,6 +434,16 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         users_repin(s);
         sessions_restore(s);
         users_prune_state(s);
+        /* a countdown under way when nsd stopped starts again, at least the JOIN grace */
+        {
+                GHashTableIter it;
+                gpointer v;
+
+                g_hash_table_iter_init(&it, s->users);
+                while (g_hash_table_iter_next(&it, NULL, &v))
+                        if (((User *) v)->sessions->len == 0)
+                                user_arm_linger(v, USER_JOIN_GRACE_SEC);
+        }
         fdstore_drop_unclaimed(s->fdstore);
         if (setup->run_dir || fdstore_n_passed(s->fdstore) > 0)
                 log_info("Adopted %u namespaces, restored %u sessions%s",
