@@ -876,7 +876,7 @@ class FakeManager:
             time.sleep(0.02)
         return set(want) <= set(self.names())
 
-    def start(self, w):
+    def start(self, w, fault=None):
         """Start nsd as systemd would, with the store's descriptors at 3, 4, ..."""
         with self.lock:
             fds = [e[1] for e in self.store]
@@ -890,6 +890,8 @@ class FakeManager:
                 os.close(fd)
 
         env = dict(w.env, NOTIFY_SOCKET=self.path)
+        if fault:
+            env.update(LD_PRELOAD=f"{w.build}/tests/fault/nsd-fault-shim.so", NSD_FAULT=fault)
         if n:
             env.update(LISTEN_FDS=str(n), LISTEN_FDNAMES=":".join(names))
         before = w.log_text().count(" serving (pid ")
@@ -965,6 +967,22 @@ def fdstore_tests(work, build):
         rc, out = w.driver("exec", UA, 5000, "--", "sh", "-c", f"cat {w.dir}/m{UA}/f")
         tap(token in out, "fd store: ... and a start without the store finds A by its pin",
             out)
+
+        # A's pin gone again, and entering namespaces fails for a while at the next start (a
+        # pids limit): A, kept by the fd store only, waits ("not yet"), never a fresh one
+        rc, out = w.driver("pinns", "--", "sh", "-c", f"umount {UA} && rm {UA}")
+        mark = len(w.log_text())
+        ok = mgr.start(w, fault="setns:1:EAGAIN:12")
+        t = read_token(w, UA)
+        log = w.log_text()[mark:]
+        tap(rc == 0 and ok and t == (token, fi, nsi) and
+            f"Adopted the namespace of uid {UA} (mnt:[{nsi}]) from the service manager's fd "
+            "store" in log and f"Created the namespace of uid {UA}" not in log and
+            re.search(r"(Cannot enter the namespace of uid \d+ from the fd store now|Failed to "
+                      r"enter \d+ namespaces from the fd store), retrying", log),
+            "fd store: setns() failing 12 times at start: A from the fd store is retried and "
+            "adopted, same namespace and file", f"{t}\n" + log[-3000:])
+        w.stop()
     finally:
         w.cleanup()
         mgr.close()
