@@ -324,8 +324,8 @@ def scenario_restart(w, oc, mark, fault=None, trace=None):
     t = read_token(w, UB) if j[0] == "ok" else (None,)
     oc.b_kept = t[0] == oc.token_b
     if oc.b_kept and oc.release_b == "ok":
-        oc.note("release: answered ok, but the unpin failed: B is back, adopted again "
-                "(nothing lost; the server ignores userns_release()'s error)")
+        oc.note("release: answered ok, yet B is back with its file, adopted again (nothing "
+                "lost; a failed unpin should have made the RELEASE answer its error)")
     w.stop()
 
 
@@ -1091,6 +1091,9 @@ def main():
     linger_tests(work, build)
     fdstore_tests(work, build)
 
+    if "--no-faults" in args:  # no table: keep the last one
+        print(f"1..{test_no}")
+        return 1 if failures else 0
     with open(table, "w") as f:
         f.write("| phase | call | call site | injected | outcome |\n|---|---|---|---|---|\n")
         for r in rows:

@@ -51,9 +51,11 @@ vm_start_sshd --pam-session "$(nsd_pam_line required)"
 out=$(fuse_mount_as alice) || { journal_dump; fail "alice could not mount: $out"; }
 assert_eq "secret of alice" "$out" "alice's FUSE mount"
 ns_before=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt')
-vm_ssh alice 'exec sleep 600' > /dev/null 2>&1 &
+rm -f /home/alice/held.pid
+vm_ssh alice 'echo $$ > ~/held.pid; exec sleep 600' > /dev/null 2>&1 &
 held=$!
-vm_wait_for 30 sessions_are 1 || { journal_dump; fail "alice's open login is not counted"; }
+vm_wait_for 30 test -s /home/alice/held.pid
+( vm_wait_for 30 sessions_are 1 ) || { journal_dump; fail "alice's open login is not counted"; }
 
 say "alice's pin removed by hand, then systemctl restart nsd"
 has_pin 1001 || fail "alice's pin before: $(pins_list)"
@@ -63,7 +65,7 @@ nsenter --mount=/run/nsd/pins sh -c 'umount /run/nsd/1001 && rm /run/nsd/1001' |
 pid=$(main_pid)
 systemctl restart nsd.service
 vm_wait_for 30 nsd_active_new "$pid"
-vm_wait_for 10 sessions_are 1 || { journal_dump; fail "after the restart: sessions $(alice_sessions)"; }
+( vm_wait_for 10 sessions_are 1 ) || { journal_dump; fail "after the restart: sessions $(alice_sessions)"; }
 assert_alice_kept "pin removed, systemctl restart"
 assert_contains "$(journal)" "Pinned the namespace of uid 1001 (mnt:[$ns_before]) again" \
         "nsd pinned alice's namespace again from the fd store"
@@ -73,7 +75,7 @@ say "systemctl kill -s KILL nsd: systemd restarts it, the session is still count
 pid=$(main_pid)
 systemctl kill -s KILL nsd.service
 vm_wait_for 30 nsd_active_new "$pid"
-vm_wait_for 10 sessions_are 1 || { journal_dump; fail "after SIGKILL: sessions $(alice_sessions)"; }
+( vm_wait_for 10 sessions_are 1 ) || { journal_dump; fail "after SIGKILL: sessions $(alice_sessions)"; }
 assert_alice_kept "after SIGKILL"
 
 say "the watchdog: SIGSTOP, systemd aborts and restarts nsd"
@@ -86,12 +88,13 @@ pid=$(main_pid)
 kill -STOP "$pid"
 vm_wait_for 40 nsd_active_new "$pid"
 assert_contains "$(journal)" "Failed with result 'watchdog'" "systemd's watchdog message"
-vm_wait_for 10 sessions_are 1 || { journal_dump; fail "after the watchdog: sessions $(alice_sessions)"; }
+( vm_wait_for 10 sessions_are 1 ) || { journal_dump; fail "after the watchdog: sessions $(alice_sessions)"; }
 
 say "alice logs out of the login held open since before the restarts"
-kill "$held"
+# the remote command ends, so sshd closes the PAM session (its pam_nsjoin's SESSION_CLOSE)
+kill "$(cat /home/alice/held.pid)"
 wait "$held" 2> /dev/null || true
-vm_wait_for 30 sessions_are 0 || { journal_dump; fail "after the logout: sessions $(alice_sessions)"; }
+( vm_wait_for 30 sessions_are 0 ) || { journal_dump; fail "after the logout: sessions $(alice_sessions)"; }
 out=$(journal)
 assert_contains "$out" "Restored 1 sessions" "nsd restored the session at start"
 # pam_nsjoin's close found the session opened three nsd processes ago (before, it was
