@@ -192,8 +192,8 @@ empty:
  *   CAP_SYS_ADMIN    unshare(CLONE_NEWNS), setns() into mount namespaces, mount(2) and the
  *                    new mount API for pins, the pin namespace's tmpfs and PrivateTmp=
  *   CAP_SYS_CHROOT   setns(CLONE_NEWNS) requires it besides CAP_SYS_ADMIN
- *   CAP_SYS_PTRACE   open /proc/PID/ns/mnt and /proc/PID/root of nsd's own helper children
- *                    after they changed namespace (ptrace access mode checks)
+ *   CAP_SYS_PTRACE   follow /proc/PID/ns/mnt of every process (linger's scan, nsprocs.c:
+ *                    ptrace access mode checks; without it linger keeps every namespace)
  *   CAP_DAC_OVERRIDE read and manage /run/nsd and /proc files whatever their modes
  *   CAP_FOWNER       chmod the socket and manage pin files not owned by root's fsuid
  *   CAP_SETUID       setfsuid() to a user in a helper child before mount_setattr(), since

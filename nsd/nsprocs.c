@@ -27,6 +27,7 @@ typedef struct NsCount {
 struct NsProcs {
         GHashTable *by_ns; /* guint64* inode -> NsCount* */
         unsigned scanned;
+        unsigned unreadable; /* processes whose ns/mnt could not be followed */
         uint64_t usec;
 };
 
@@ -79,10 +80,16 @@ int nsprocs_scan(const char *proc_dir, pid_t skip_parent, uint64_t skip_ns, NsPr
                         continue;
                 snprintf(path, sizeof path, "%s/ns/mnt", de->d_name);
                 p->scanned++;
-                /* follows the magic link to the nsfs inode; a process gone meanwhile, a
-                 * zombie or a kernel thread fails or is skipped here */
-                if (fstatat(dfd, path, &st, 0) < 0)
+                /* follows the magic link to the nsfs inode; a process gone meanwhile or a
+                 * zombie fails here (ENOENT, ESRCH) and is skipped. One whose link nsd may
+                 * not follow (EACCES, EPERM: the ptrace access check, without
+                 * CAP_SYS_PTRACE, for another uid's or a non-dumpable process) could be in
+                 * any namespace: then the whole scan fails, and linger keeps everything. */
+                if (fstatat(dfd, path, &st, 0) < 0) {
+                        if (errno == EACCES || errno == EPERM)
+                                p->unreadable++;
                         continue;
+                }
                 if (skip_ns && (uint64_t) st.st_ino == skip_ns)
                         continue;
                 if (skip_parent && proc_ppid(proc_dir, de->d_name) == skip_parent)
@@ -100,6 +107,10 @@ int nsprocs_scan(const char *proc_dir, pid_t skip_parent, uint64_t skip_ns, NsPr
         }
         closedir(d);
         p->usec = mono_usec() - t0;
+        if (p->unreadable > 0) {
+                nsprocs_free(p);
+                return -EACCES;
+        }
         *ret = p;
         return 0;
 }

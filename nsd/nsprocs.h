@@ -21,7 +21,9 @@ typedef struct NsProcs NsProcs;
 
 /* Scan proc_dir (normally "/proc"), not counting children of skip_parent (0: none) nor
  * processes in skip_ns (the inode of the scanner's own namespace, which holds most of them;
- * 0: none). */
+ * 0: none). -EACCES when the namespace of any process could not be read (the caller lacks
+ * CAP_SYS_PTRACE: another uid's process, a non-dumpable one): the result would miss it, so
+ * there is none, and linger keeps every namespace. */
 int nsprocs_scan(const char *proc_dir, pid_t skip_parent, uint64_t skip_ns, NsProcs **ret);
 void nsprocs_free(NsProcs *p);
 /* Processes in the namespace with that nsfs inode, and the first one found. */

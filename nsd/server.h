@@ -70,6 +70,7 @@ struct Server {
         /* linger checks waiting for the scan of /proc under way (user.c) */
         GArray *linger_queue;
         LingerScan *linger_scan;  /* the scan under way, NULL: none */
+        bool linger_scan_warned;  /* a failed scan was said at warning level */
         size_t stream_bytes;  /* SHOW text held for replies being sent, see requests.c */
         guint notify_timer;   /* a pending STATUS= to the service manager */
         bool starting;        /* in server_new() */

@@ -352,10 +352,15 @@ static void on_linger_scanned(NsProcs *procs, int err, void *userdata) {
         s->linger_scan = NULL;
         queue = s->linger_queue;
         s->linger_queue = g_array_new(FALSE, FALSE, sizeof(LingerCheck));
-        if (err < 0)
-                log_warning_errno(err, "Cannot look for processes in namespaces (%s), linger "
-                                  "keeps every namespace meanwhile: %m", s->proc_dir);
-        else
+        if (err < 0) {
+                /* said at warning once (it stays so without CAP_SYS_PTRACE), then at debug */
+                log_full_errno(s->linger_scan_warned ? LOG_DEBUG : LOG_WARNING, err,
+                               "Cannot look for processes in namespaces (%s%s), linger keeps "
+                               "every namespace meanwhile: %m", s->proc_dir,
+                               err == -EACCES ? ": some process's ns/mnt cannot be read, "
+                                                "nsd needs CAP_SYS_PTRACE" : "");
+                s->linger_scan_warned = true;
+        } else
                 log_debug("Looked at %u processes for linger in %" PRIu64 " us",
                           nsprocs_scanned(procs), nsprocs_usec(procs));
         for (guint i = 0; i < queue->len; i++) {

@@ -790,7 +790,14 @@ def linger_tests(work, build):
         rc4, out4 = w.client("session", UD)
         # (on some kernels the host unmount leaves D's copy behind, without its master: then
         # it counts as D's own too, which keeps D all the same)
-        ok = wait_log(w, f"Keeping the namespace of uid {UD}: it holds ", 10)
+        blind = "nsd needs CAP_SYS_PTRACE"  # a process here nsd may not look at: keeps all
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            ok = (f"Keeping the namespace of uid {UD}: it holds " in w.log_text() or
+                  blind in w.log_text())
+            if ok:
+                break
+            time.sleep(0.05)
         tap(rc == 0 and rc2 == 0 and fi is not None and ok and
             f"Released the namespace of uid {UD}" not in w.log_text(),
             "linger: host unmount + a user mount, last session ends: kept (not counted: "
@@ -810,6 +817,13 @@ def linger_tests(work, build):
             time.sleep(0.05)
         rc, out = w.client("session", UC)
         kept = wait_log(w, f"Keeping the namespace of uid {UC}: 1 process still in it", 10)
+        if blind in w.log_text():
+            why = ("nsd may not read some process's /proc/PID/ns/mnt here (no CAP_SYS_PTRACE "
+                   "over it): linger keeps every namespace, as it must")
+            tap(f"Released the namespace of uid {UC}" not in w.log_text(),
+                "linger: a process left in the namespace keeps it", skip=why)
+            tap(True, "linger: ... released once that process is gone", skip=why)
+            return
         tap(ok and rc == 0 and kept, "linger: a process left in the namespace keeps it after "
             "the last session", out + w.log_text()[mark:][-2000:])
         leader.kill()
