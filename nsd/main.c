@@ -25,6 +25,7 @@
 
 #include "conf.h"
 #include "config.h" /* generated: PACKAGE_VERSION, NSD_CONFIG_PATH */
+#include "fdstore.h"
 #include "log.h"
 #include "nsd-protocol.h"
 #include "server.h"
@@ -191,6 +192,8 @@ empty:
  *   CAP_SYS_ADMIN    unshare(CLONE_NEWNS), setns() into mount namespaces, mount(2) and the
  *                    new mount API for pins, the pin namespace's tmpfs and PrivateTmp=
  *   CAP_SYS_CHROOT   setns(CLONE_NEWNS) requires it besides CAP_SYS_ADMIN
+ *   CAP_SYS_PTRACE   follow /proc/PID/ns/mnt of every process (linger's scan, nsprocs.c:
+ *                    ptrace access mode checks; without it linger keeps every namespace)
  *   CAP_DAC_OVERRIDE read and manage /run/nsd and /proc files whatever their modes
  *   CAP_FOWNER       chmod the socket and manage pin files not owned by root's fsuid
  *   CAP_SETUID       setfsuid() to a user in a helper child before mount_setattr(), since
@@ -199,17 +202,15 @@ empty:
  *                    and, with CAP_SETGID, setgroups/setresgid/setresuid to a user in the
  *                    helper child that walks a user's HIDE path as that user
  *   CAP_SETGID       see CAP_SETUID; and setfsgid() to a client in peer.c's helper
- * Everything else (CAP_KILL, CAP_SYS_PTRACE, CAP_NET_*, CAP_SYS_MODULE, ...) goes, from the
- * bounding set too, so nothing nsd runs can get it back. Not CAP_SYS_PTRACE: nsd opens
- * /proc/PID of another process only in peer.c's helper, with the client's own fsuid and fsgid
- * (the ptrace access check then passes as it does for the client itself); its other helpers
- * open what they need as /proc/self inside the namespace and hand it over through the shared
- * descriptor table (helper.c) or SCM_RIGHTS (child.c), and sessions use pidfd_open().
+ * Everything else (CAP_KILL, CAP_NET_*, CAP_SYS_MODULE, ...) goes, from the bounding set too,
+ * so nothing nsd runs can get it back. CAP_SYS_PTRACE is for linger's scan only: the other
+ * /proc/PID nsd opens (peer.c, a client's) it opens with that client's fsuid and fsgid, and
+ * its helpers open what they need as /proc/self.
  */
 static int drop_capabilities(void) {
         static const cap_value_t keep[] = {
-                CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_SETUID,
-                CAP_SETGID,
+                CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_FOWNER,
+                CAP_SETUID, CAP_SETGID,
         };
         cap_t caps;
         int r = 0;
@@ -315,8 +316,8 @@ static int socket_create(const char *path, mode_t mode, int *ret) {
  * nsd-root.socket: FileDescriptorName=root; a socket without one of these names counts as
  * the user socket), else our own. A socket not passed is created, so an nsd started by an
  * older nsd.socket alone still opens root's door. */
-static int listen_sockets_open(const char *user_path, const char *root_path, int *ret_user,
-                               int *ret_root) {
+static int listen_sockets_open(const char *user_path, const char *root_path, FdStore *fdstore,
+                               int *ret_user, int *ret_root) {
         char **names = NULL;
         int n, user_fd = -1, root_fd = -1, r;
 
@@ -329,6 +330,12 @@ static int listen_sockets_open(const char *user_path, const char *root_path, int
                 const char *name = names && names[i] ? names[i] : "";
                 bool root = strcmp(name, "root") == 0;
 
+                if (fdstore_name_is_ours(name)) {
+                        /* a namespace or a session leader kept in the fd store */
+                        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                        fdstore_add_passed(fdstore, fd, name);
+                        continue;
+                }
                 if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0 ||
                     (root ? root_fd : user_fd) >= 0) {
                         log_warning("Ignoring descriptor %d ('%s') passed by the service "
@@ -349,6 +356,9 @@ static int listen_sockets_open(const char *user_path, const char *root_path, int
                         user_fd = fd;
         }
         g_strfreev(names);
+        if (fdstore_n_passed(fdstore) > 0)
+                log_info("The service manager's fd store passed %zu descriptors back",
+                         fdstore_n_passed(fdstore));
 
         if (user_fd < 0) {
                 if (n > 0)
@@ -409,6 +419,7 @@ int main(int argc, char *argv[]) {
         uint64_t watchdog_usec = 0;
         bool missing = false;
         int r, user_fd = -1, root_fd = -1;
+        FdStore *fdstore = NULL;
 
         r = parse_argv(argc, argv);
         if (r != 0)
@@ -443,8 +454,12 @@ int main(int argc, char *argv[]) {
                                  : g_build_filename(arg_run_dir, "socket", NULL);
         root_socket_path = arg_root_socket ? g_strdup(arg_root_socket)
                                            : g_build_filename(arg_run_dir, "root.socket", NULL);
-        if (listen_sockets_open(socket_path, root_socket_path, &user_fd, &root_fd) < 0)
+        /* the fd store is used when a service manager listens */
+        fdstore = fdstore_new(getenv("NOTIFY_SOCKET") != NULL);
+        if (listen_sockets_open(socket_path, root_socket_path, fdstore, &user_fd, &root_fd) < 0) {
+                fdstore_free(fdstore);
                 goto fail;
+        }
 
         loop = g_main_loop_new(NULL, FALSE);
         r = server_new(&config,
@@ -454,6 +469,7 @@ int main(int argc, char *argv[]) {
                                .probe_kernel = true,
                                .user_fd = user_fd,
                                .root_fd = root_fd,
+                               .fdstore = fdstore, /* taken */
                        },
                        &server);
         if (r < 0) {

@@ -43,7 +43,18 @@ struct PinStore {
         guint retry_source;        /* the store's own retry timer, 0: none */
         pinstore_adopt_cb adopt_cb;
         void *adopt_userdata;
+        void (*ready_cb)(void *userdata);
+        void *ready_userdata;
+        /* the pin namespace the service manager's fd store kept, until used or dropped */
+        int hint_fd;
+        bool pinns_from_hint; /* pinns_fd is that very descriptor */
 };
+
+struct helper_status;
+/* One helper child enters each ns_fds[i] in turn and opens its root into root_fds[i] (-1 and
+ * errs[i] set on failure). -errno when the child could not run at all (*s says why). */
+int userns_open_roots(const int *ns_fds, size_t n, int *root_fds, int *errs,
+                      struct helper_status *s);
 
 /* CLONE_NEWNS, another CLONE_NEW* or -errno (-ENOTTY: not an nsfs file). */
 static inline int fd_nstype(int fd) {

@@ -390,6 +390,54 @@ static int pinstore_create(PinStore *ps) {
         return 0;
 }
 
+/* The pin namespace the service manager kept (ps->hint_fd) becomes the store's: pinned
+ * again on pins_path when pin (there is nothing there) and taken as pinns_fd. */
+static int pinstore_use_hint(PinStore *ps, bool pin) {
+        char src[32];
+        int r;
+
+        if (pin) {
+                _cleanup_close_ int fd = -1;
+
+                r = run_dir_make_private(ps->run_dir);
+                if (r >= 0) {
+                        fd = open(ps->pins_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                                  0600);
+                        r = fd < 0 ? -errno : 0;
+                }
+                if (r >= 0) {
+                        helper_fd_path(src, ps->hint_fd);
+                        r = mount(src, ps->pins_path, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
+                }
+                if (r < 0)
+                        log_warning_errno(r, "Failed to pin the pin namespace kept in the service "
+                                          "manager's fd store on '%s' again, using it from there "
+                                          "(it lasts while nsd runs or the store holds it): %m",
+                                          ps->pins_path);
+                else
+                        log_notice("Pinned the pin namespace on '%s' again from the service "
+                                   "manager's fd store: its pin was gone", ps->pins_path);
+        }
+        ps->pinns_fd = TAKE_FD(ps->hint_fd);
+        ps->pinns_found = true;
+        ps->pinns_from_hint = true;
+        return pinstore_open_dir(ps);
+}
+
+/* Is the hint (if any) a mount namespace? Drop it if not. */
+static bool pinstore_hint_ok(PinStore *ps) {
+        int t;
+
+        if (ps->hint_fd < 0)
+                return false;
+        t = fd_nstype(ps->hint_fd);
+        if (t == CLONE_NEWNS)
+                return true;
+        log_warning("The fd store's '" "pinns" "' is not a mount namespace, ignoring it");
+        CLOSE_FD(ps->hint_fd);
+        return false;
+}
+
 /* Find or make the pin namespace and open its tmpfs. 0, or -errno with *ret_final telling
  * whether that is final (no pin namespace exists, and making one failed for a reason that
  * will not pass) or worth retrying. Never replaces a mount namespace on pins_path. */
@@ -421,6 +469,23 @@ static int pinstore_find(PinStore *ps, bool *ret_final) {
         pin_look(run_fd, "pins", &l);
         switch (l.state) {
         case PIN_LIVE:
+                if (pinstore_hint_ok(ps)) {
+                        struct stat a, b;
+                        if (fstat(l.fd, &a) >= 0 && fstat(ps->hint_fd, &b) >= 0 &&
+                            a.st_ino == b.st_ino) {
+                                /* the same: keep the fd store's descriptor, which the store
+                                 * holds already */
+                                close(l.fd);
+                                return pinstore_use_hint(ps, false);
+                        }
+                        log_error("The service manager's fd store holds another pin namespace "
+                                  "(mnt:[%llu]) than the one pinned on '%s' (mnt:[%llu]); using "
+                                  "the pinned one. The other stays in the fd store untouched, "
+                                  "with whatever pins it holds",
+                                  (unsigned long long) b.st_ino, ps->pins_path,
+                                  (unsigned long long) a.st_ino);
+                        CLOSE_FD(ps->hint_fd);
+                }
                 ps->pinns_fd = l.fd;
                 ps->pinns_found = true;
                 r = pinstore_open_dir(ps);
@@ -428,6 +493,12 @@ static int pinstore_find(PinStore *ps, bool *ret_final) {
                         log_debug("Adopted the pin namespace on '%s'", ps->pins_path);
                 return r;
         case PIN_UNKNOWN:
+                if (pinstore_hint_ok(ps)) {
+                        log_warning_errno(l.err, "Cannot look at '%s' (%m); using the pin "
+                                          "namespace kept in the service manager's fd store",
+                                          ps->pins_path);
+                        return pinstore_use_hint(ps, false);
+                }
                 /* it may be our pin namespace: never make another on top of it */
                 return log_error_errno(l.err, "Failed to look at '%s', it may be the pin "
                                        "namespace: %m", ps->pins_path);
@@ -451,6 +522,9 @@ static int pinstore_find(PinStore *ps, bool *ret_final) {
                 break;
         }
 
+        /* no pin namespace on pins_path: the one the fd store kept, if any, before a new one */
+        if (pinstore_hint_ok(ps))
+                return pinstore_use_hint(ps, true);
         r = run_dir_make_private(ps->run_dir);
         if (r >= 0)
                 r = pinstore_create(ps);
@@ -539,30 +613,6 @@ static int pinstore_try_ready(PinStore *ps, bool *ret_final) {
 
 /* ---- adoption ---------------------------------------------------------------------------- */
 
-/* One child enters every namespace in turn and opens its root. */
-struct roots_args {
-        struct helper_status s;
-        size_t n;
-        const int *ns_fds;
-        int *root_fds; /* -1 and errs[i] set on failure */
-        int *errs;
-};
-
-static int roots_child(void *p) {
-        struct roots_args *a = p;
-
-        for (size_t i = 0; i < a->n; i++) {
-                if (setns(a->ns_fds[i], CLONE_NEWNS) < 0) {
-                        a->errs[i] = errno;
-                        continue;
-                }
-                a->root_fds[i] = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (a->root_fds[i] < 0)
-                        a->errs[i] = errno;
-        }
-        return 0;
-}
-
 static uint64_t pin_info_read(PinStore *ps, const char *name) {
         char path[32], text[INFO_MAX];
         _cleanup_close_ int fd = -1;
@@ -646,14 +696,16 @@ static int pinstore_adopt_pending(PinStore *ps, pinstore_adopt_cb cb, void *user
         errs = g_new0(int, ns_fds->len);
         for (guint i = 0; i < root_fds->len; i++)
                 g_array_index(root_fds, int, i) = -1;
-        struct roots_args ra = { .n = ns_fds->len, .ns_fds = (const int *) ns_fds->data,
-                                 .root_fds = (int *) root_fds->data, .errs = errs };
-        r = helper_run(roots_child, &ra, &ra.s);
-        if (r < 0) {
-                log_full_errno(ps->retries == 0 ? LOG_WARNING : LOG_DEBUG, r,
-                               "Failed to enter %u pinned namespaces, retrying: %s: %m",
-                               pin_uids->len, helper_status_step(&ra.s));
-                return 0;
+        {
+                struct helper_status hs = { 0 };
+                r = userns_open_roots((const int *) ns_fds->data, ns_fds->len,
+                                      (int *) root_fds->data, errs, &hs);
+                if (r < 0) {
+                        log_full_errno(ps->retries == 0 ? LOG_WARNING : LOG_DEBUG, r,
+                                       "Failed to enter %u pinned namespaces, retrying: %s: %m",
+                                       pin_uids->len, helper_status_step(&hs));
+                        return 0;
+                }
         }
 
         for (guint i = 0; i < pin_uids->len; i++) {
@@ -757,6 +809,8 @@ static int pinstore_retry(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
                 log_notice("The pin store on '%s' is available, %u pins to adopt",
                            ps->pins_path, g_hash_table_size(ps->pending));
                 progress = true;
+                if (ps->ready_cb)
+                        ps->ready_cb(ps->ready_userdata);
         }
         before = g_hash_table_size(ps->pending);
         adopted = pinstore_adopt_pending(ps, cb, userdata);
@@ -777,15 +831,23 @@ static gboolean on_retry(gpointer userdata) {
 /* ---- the API ----------------------------------------------------------------------------- */
 
 int pinstore_open(const char *run_dir, PinStore **ret) {
+        return pinstore_open_full(run_dir, -1, ret);
+}
+
+int pinstore_open_full(const char *run_dir, int pinns_fd, PinStore **ret) {
         PinStore *ps;
         bool final = false;
         int r = 0;
 
-        if (!run_dir || run_dir[0] != '/' || !ret)
+        if (!run_dir || run_dir[0] != '/' || !ret) {
+                if (pinns_fd >= 0)
+                        close(pinns_fd);
                 return -EINVAL;
+        }
 
         ps = g_new0(PinStore, 1);
         ps->pinns_fd = ps->dir_fd = -1;
+        ps->hint_fd = pinns_fd;
         ps->run_dir = g_strdup(run_dir);
         ps->pins_path = g_strdup_printf("%s/pins", run_dir);
         ps->pending = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -820,6 +882,7 @@ void pinstore_free(PinStore *ps) {
                 g_source_remove(ps->retry_source);
         CLOSE_FD(ps->pinns_fd);
         CLOSE_FD(ps->dir_fd);
+        CLOSE_FD(ps->hint_fd);
         g_hash_table_unref(ps->pending);
         g_free(ps->run_dir);
         g_free(ps->pins_path);
@@ -857,6 +920,17 @@ int pinstore_adopt_all(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
                 /* pinstore_open() tried; arm the retries (they need the callback) */
                 pinstore_schedule(ps, false);
         return adopted;
+}
+
+void pinstore_set_ready_cb(PinStore *ps, void (*cb)(void *userdata), void *userdata) {
+        ps->ready_cb = cb;
+        ps->ready_userdata = userdata;
+}
+
+int pinstore_pinns_fd(const PinStore *ps, bool *ret_from_fdstore) {
+        if (ret_from_fdstore)
+                *ret_from_fdstore = ps && ps->pinns_from_hint;
+        return ps ? ps->pinns_fd : -1;
 }
 
 bool pinstore_is_ready(const PinStore *ps) {

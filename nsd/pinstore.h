@@ -68,6 +68,18 @@ typedef void (*pinstore_adopt_cb)(UserNs *ns, void *userdata);
  *            caller may run without a pin store (ps NULL everywhere), namespaces then live by
  *            descriptor only. Logged. */
 int pinstore_open(const char *run_dir, PinStore **ret);
+/* pinstore_open() with the pin namespace's nsfs descriptor that the service manager's fd
+ * store kept (pinns_fd, taken; -1: none), the second line behind the host pin: when
+ * run_dir/pins pins nothing any more (removed by hand) it is pinned there again and used;
+ * when run_dir/pins cannot be looked at now it is used as it is; when run_dir/pins pins
+ * another pin namespace, the pinned one wins (logged at error: the other one is left alone,
+ * with its pins). */
+int pinstore_open_full(const char *run_dir, int pinns_fd, PinStore **ret);
+/* The pin namespace's nsfs descriptor (the store's own; -1 until found), and whether it is
+ * the one given to pinstore_open_full() (then the fd store holds it already). */
+int pinstore_pinns_fd(const PinStore *ps, bool *ret_from_fdstore);
+/* cb(userdata) when the store becomes ready by a retry (pinstore_open() left it not ready). */
+void pinstore_set_ready_cb(PinStore *ps, void (*cb)(void *userdata), void *userdata);
 /* Close the store's descriptors and stop its retries; the pins stay (they are what survives
  * a restart). NULL is fine. */
 void pinstore_free(PinStore *ps);

@@ -266,12 +266,13 @@ static int check_leader(const Request *r, uint32_t pid, char **why) {
         return 0;
 }
 
-static int check_sessions_limit(const Request *r, const User *u, uid_t uid, char **why) {
+static int check_sessions_limit(const Request *r, uid_t uid, char **why) {
         const Config *c = &r->server->config;
+        unsigned n = sessions_of_uid(r->server, uid);
 
-        if (u && u->sessions->len >= c->max_sessions_per_user) {
+        if (n >= c->max_sessions_per_user) {
                 *why = g_strdup_printf("uid %u has %u sessions, the most allowed "
-                                       "(MaxSessionsPerUser=)", (unsigned) uid, u->sessions->len);
+                                       "(MaxSessionsPerUser=)", (unsigned) uid, n);
                 return -EUSERS;
         }
         return 0;
@@ -293,7 +294,7 @@ static int handle_session_open(Request *r) {
         if (!u)
                 return REFUSE(r, ENOENT, "uid %u has no namespace (JOIN first)",
                               (unsigned) req->uid);
-        rv = check_sessions_limit(r, u, req->uid, &r->why);
+        rv = check_sessions_limit(r, req->uid, &r->why);
         if (rv < 0)
                 return rv;
         rv = session_leader_pidfd((pid_t) req->pid,
@@ -305,7 +306,7 @@ static int handle_session_open(Request *r) {
 
         nsd_msg_init(&rep.hdr, NSD_REP_SESSION_OPEN, sizeof rep, r->seq);
         rep.session_id = sess->id;
-        rep.sessions = u->sessions->len;
+        rep.sessions = sessions_of_uid(r->server, u->uid);
         if (request_reply(r, &rep, sizeof rep, NULL, 0) < 0)
                 session_end(sess); /* nobody learnt of it: nothing stays open */
         return 0;
@@ -315,27 +316,26 @@ static int handle_session_close(Request *r) {
         const struct nsd_req_session_close *req = MSG(r, struct nsd_req_session_close);
         struct nsd_rep_session_close rep;
         Session *sess;
-        User *u;
 
         if (!may_ask_for(r, req->uid))
                 return REFUSE(r, EPERM, "only root may close a session of another user");
-        u = user_get(r->server, req->uid);
-        sess = session_find(r->server, u, req->session_id, (pid_t) req->pid);
+        sess = session_find(r->server, req->uid, req->session_id, (pid_t) req->pid);
         if (!sess) {
-                /* normal after an nsd restart: sessions live in memory only */
+                /* sessions are kept across restarts: a close that finds none came late (its
+                 * leader died and ended it) or names another uid's */
                 log_debug("SESSION_CLOSE of unknown session %" G_GUINT64_FORMAT
                           " (uid %u, pid %u) from pid %u", (uint64_t) req->session_id,
                           (unsigned) req->uid, (unsigned) req->pid, (unsigned) r->pid);
-                return REFUSE(r, ENOENT,
-                              "no such session (nsd forgets sessions when it restarts)");
+                return REFUSE(r, ENOENT, "no such session of uid %u (ended already?)",
+                              (unsigned) req->uid);
         }
-        log_event(LOG_INFO, 0, u->uid, "session-closed",
+        log_event(LOG_INFO, 0, sess->uid, "session-closed",
                   "Session %" G_GUINT64_FORMAT " of uid %u closed (pid %u, '%s')", sess->id,
-                  (unsigned) u->uid, (unsigned) sess->pid, sess->service);
+                  (unsigned) sess->uid, (unsigned) sess->pid, sess->service);
         session_end(sess); /* may arm the linger timer, never frees u synchronously */
 
         nsd_msg_init(&rep.hdr, NSD_REP_SESSION_CLOSE, sizeof rep, r->seq);
-        rep.sessions = u->sessions->len;
+        rep.sessions = sessions_of_uid(r->server, req->uid);
         (void) request_reply(r, &rep, sizeof rep, NULL, 0);
         return 0;
 }
@@ -358,7 +358,7 @@ static int join_session_continue(Request *r) {
                      (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid,
                      (unsigned) req->pid, req->service);
         /* everything that can refuse the session first, so a refusal leaves nothing open */
-        rv = check_sessions_limit(r, user_get(r->server, req->uid), req->uid, &r->why);
+        rv = check_sessions_limit(r, req->uid, &r->why);
         if (rv < 0)
                 return rv;
         rv = session_leader_pidfd((pid_t) req->pid,
@@ -381,7 +381,7 @@ static int join_session_continue(Request *r) {
         rep.ns_inode = u->ns->ns_inode;
         rep.created_usec = u->ns->created_usec;
         rep.session_id = sess->id;
-        rep.sessions = u->sessions->len;
+        rep.sessions = sessions_of_uid(r->server, u->uid);
         if (request_reply(r, &rep, sizeof rep, (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2) < 0)
                 session_end(sess); /* nobody learnt of it: nothing stays open */
         return 0;
@@ -606,6 +606,9 @@ static int handle_release(Request *r) {
         if (r->uid != 0 && (req->flags & NSD_RELEASE_FORCE))
                 return REFUSE(r, EPERM, "only root may force a release");
         u = user_get(r->server, req->uid);
+        if (!u && user_is_pending(r->server, req->uid))
+                return REFUSE(r, NSD_ERRNO_NOT_YET, "the namespace of uid %u is kept but not "
+                              "adopted yet; retry", (unsigned) req->uid);
         if (!u)
                 return REFUSE(r, ENOENT, "uid %u has no namespace", (unsigned) req->uid);
         rv = check_full_view(r, u);
@@ -619,7 +622,9 @@ static int handle_release(Request *r) {
                                  (unsigned) r->pid,
                                  (req->flags & NSD_RELEASE_FORCE) ? ", forced" : "",
                                  u->sessions->len > 0 ? ", sessions dropped" : "");
-        (void) user_release(u, reason);
+        rv = user_release(u, reason, &r->why);
+        if (rv < 0)
+                return rv; /* nothing changed: the namespace is kept, with its sessions */
 
         nsd_msg_init(&rep, NSD_REP_RELEASE, sizeof rep, r->seq);
         (void) request_reply(r, &rep, sizeof rep, NULL, 0);

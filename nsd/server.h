@@ -6,7 +6,11 @@
  *   conn.c      listening sockets, connections, queues, limits, timeouts, rate limits
  *   requests.c  the table of request types and their handlers
  *   user.c      per-user state: the namespace, linger
- *   session.c   sessions and their leaders' pidfds
+ *   session.c   sessions and their leaders' pidfds, kept across restarts
+ *   fdstore.c   the service manager's fd store: namespaces and pidfds across restarts
+ *   state.c     state files under <run_dir>/state: sessions, linger baselines
+ *   mounts.c    which mounts of a namespace the user made (linger)
+ *   nsprocs.c   which processes are in which namespace (linger), in a worker thread
  *   policy.c    "does nsd manage uid?": NSS in worker threads, with a deadline and a cache
  *   child.c     helper children the loop watches instead of waiting for (path walks)
  *   private.c   mode private and HIDE (owner-private mounts)
@@ -27,6 +31,9 @@ typedef struct Policy Policy;
 typedef struct Children Children;
 typedef struct PrivateWatch PrivateWatch;
 typedef struct PinStore PinStore;
+typedef struct FdStore FdStore;
+typedef struct StateDir StateDir;
+typedef struct LingerScan LingerScan;
 
 struct Server {
         Config config;
@@ -44,11 +51,30 @@ struct Server {
         Policy *policy;
         Children *children;
 
+        FdStore *fdstore;     /* never NULL; does nothing without a service manager */
+        StateDir *state;      /* NULL: no state files (no run_dir, or it cannot be used) */
+        char *proc_dir;       /* "/proc" */
+        uint64_t self_ns_inode; /* nsd's own mount namespace */
+
         GHashTable *users;    /* GUINT_TO_POINTER(uid) -> User* (owned), user.c */
         GHashTable *sessions; /* uint64_t* id -> Session* (owned), session.c */
+        /* sessions restored at start whose uid has no namespace held yet (pending): uid ->
+         * GPtrArray of Session* (owned by sessions), attached by user_add() */
+        GHashTable *waiting_sessions;
         uint64_t next_session_id;
+        /* namespaces from the fd store not adopted yet (entering them failed for a reason
+         * that may pass): uid -> nsfs descriptor; retried with backoff, pending meanwhile */
+        GHashTable *stored_pending;
+        guint stored_retry;
+        unsigned stored_retries;
+        /* linger checks waiting for the scan of /proc under way (user.c) */
+        GArray *linger_queue;
+        LingerScan *linger_scan;  /* the scan under way, NULL: none */
+        bool linger_scan_warned;  /* a failed scan was said at warning level */
         size_t stream_bytes;  /* SHOW text held for replies being sent, see requests.c */
         guint notify_timer;   /* a pending STATUS= to the service manager */
+        bool starting;        /* in server_new() */
+        bool pinns_stored;    /* the pin namespace is in the fd store */
 };
 
 /* How to start. Tests leave run_dir NULL (no pin store) and probe_kernel false. */
@@ -58,11 +84,16 @@ typedef struct ServerSetup {
         bool probe_kernel;       /* probe the kernel's features (forks children) */
         int user_fd;             /* listening sockets, taken over; -1: none */
         int root_fd;
+        /* the descriptors the service manager passed back (taken); NULL: none, and no fd
+         * store is used */
+        FdStore *fdstore;
 } ServerSetup;
 
 /* Take over config (moved out of *config) and the listening sockets, open the pin store
- * (a failure is logged and nsd runs without pins), re-adopt every pinned namespace and
- * start serving on the thread-default GLib main context. */
+ * (a failure is logged and nsd runs without pins), re-adopt every pinned namespace, then
+ * what the fd store holds beside (re-pinning namespaces whose pin is gone), restore the
+ * sessions from the state files and the fd store, and start serving on the thread-default
+ * GLib main context. */
 int server_new(Config *config, const ServerSetup *setup, Server **ret);
 /* Stop serving and forget everything in memory. Namespaces stay pinned: a restarted nsd
  * re-adopts them. */
@@ -74,8 +105,8 @@ int server_reload_config(Server *s);
 /* Take a new config (tests; reloads): limits, timeouts, cache and mode private follow. */
 void server_apply_config(Server *s, Config *config);
 
-/* Send STATUS= ("N namespaces, M sessions") to the service manager, soon (coalesced: at
- * most a few a second, however many logins come). */
+/* Send STATUS= ("N namespaces, M sessions", and what is not adopted yet) to the service
+ * manager, soon (coalesced: at most a few a second, however many logins come). */
 void server_notify_status(Server *s);
 /* ... and now. */
 void server_notify_status_now(Server *s);

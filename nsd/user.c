@@ -3,23 +3,96 @@
 #include "user.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "fdstore.h"
 #include "log.h"
+#include "mounts.h"
+#include "nsd-protocol.h"
+#include "nsprocs.h"
 #include "session.h"
+#include "state.h"
 
 User *user_get(Server *s, uid_t uid) {
         return g_hash_table_lookup(s->users, GUINT_TO_POINTER(uid));
 }
 
-User *user_add(Server *s, UserNs *ns, int baseline_mounts) {
+/* ---- the state file ns-<uid> ----------------------------------------------------------- */
+
+static void state_ns_name(char buf[static 32], uid_t uid) {
+        snprintf(buf, 32, STATE_NS_PREFIX "%u", (unsigned) uid);
+}
+
+static void user_state_write(User *u) {
+        g_autoptr(GKeyFile) kf = g_key_file_new();
+        g_autofree char *b = NULL;
+        char name[32];
+
+        if (!u->server->state)
+                return;
+        g_key_file_set_uint64(kf, "Namespace", "Inode", u->ns->ns_inode);
+        g_key_file_set_uint64(kf, "Namespace", "CreatedUsec", u->ns->created_usec);
+        if (u->baseline) {
+                b = mounts_baseline_to_string(u->baseline);
+                g_key_file_set_string(kf, "Namespace", "Baseline", b);
+        }
+        state_ns_name(name, u->uid);
+        (void) state_write(u->server->state, name, kf);
+}
+
+/* The baseline of an adopted namespace from its state file, if that file describes this
+ * very namespace. */
+static GArray *user_state_baseline(Server *s, const UserNs *ns) {
+        g_autoptr(GKeyFile) kf = NULL;
+        g_autofree char *b = NULL;
+        GArray *baseline = NULL;
+        char name[32];
+
+        state_ns_name(name, ns->uid);
+        if (state_read(s->state, name, &kf) < 0)
+                return NULL;
+        if (g_key_file_get_uint64(kf, "Namespace", "Inode", NULL) != ns->ns_inode) {
+                log_info("'%s/%s' describes another namespace than mnt:[%" PRIu64 "], ignoring "
+                         "it", state_path(s->state), name, ns->ns_inode);
+                return NULL;
+        }
+        b = g_key_file_get_string(kf, "Namespace", "Baseline", NULL);
+        if (b && mounts_baseline_from_string(b, &baseline) < 0) {
+                log_warning("'%s/%s' has a bad Baseline=, ignoring it", state_path(s->state),
+                            name);
+                return NULL;
+        }
+        return baseline;
+}
+
+/* ---- users ----------------------------------------------------------------------------- */
+
+User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags) {
         User *u = g_new0(User, 1);
+        char name[FDSTORE_NAME_MAX];
 
         u->server = s;
         u->uid = ns->uid;
         u->ns = ns;
         u->sessions = g_ptr_array_new();
-        u->baseline_mounts = baseline_mounts;
+        u->baseline = baseline;
+        u->fd_stored = flags & USER_ADD_FD_STORED;
         g_hash_table_replace(s->users, GUINT_TO_POINTER(u->uid), u);
+
+        if (flags & USER_ADD_CREATED)
+                user_state_write(u);
+        else if (!u->baseline && s->state)
+                u->baseline = user_state_baseline(s, ns);
+        /* at start, a descriptor the store passed back is looked at by server.c first */
+        fdstore_ns_name(name, u->uid);
+        if (!u->fd_stored && !fdstore_is_passed(s->fdstore, name) &&
+            fdstore_put(s->fdstore, ns->ns_fd, name) > 0)
+                u->fd_stored = true;
+        session_attach_waiting(s, u);
         return u;
 }
 
@@ -32,7 +105,15 @@ void user_free(gpointer p) {
         g_ptr_array_unref(u->sessions);
         if (u->ns)
                 userns_free(u->ns); /* closes descriptors; the pin stays */
+        if (u->baseline)
+                g_array_unref(u->baseline);
+        g_free(u->linger_kept);
         g_free(u);
+}
+
+bool user_is_pending(Server *s, uid_t uid) {
+        return (s->pins && pinstore_is_pending(s->pins, uid)) ||
+               g_hash_table_contains(s->stored_pending, GUINT_TO_POINTER(uid));
 }
 
 static NsSetup config_ns_setup(const Config *cfg) {
@@ -40,6 +121,23 @@ static NsSetup config_ns_setup(const Config *cfg) {
                 .propagation_private = cfg->propagation_private,
                 .private_tmp = cfg->private_tmp,
         };
+}
+
+/* What a new namespace got from the host that was not received from a peer group. */
+static GArray *user_take_baseline(const UserNs *ns) {
+        g_autofree char *text = NULL;
+        GArray *baseline = NULL;
+        int r;
+
+        r = userns_read_mountinfo(ns, USER_MOUNTINFO_MAX, &text, NULL);
+        if (r >= 0)
+                r = mounts_baseline(text, &baseline);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot take the mount baseline of uid %u's new namespace, "
+                                  "linger will keep it: %m", (unsigned) ns->uid);
+                return NULL;
+        }
+        return baseline;
 }
 
 int user_join(Server *s, uid_t uid, bool create, User **ret, bool *ret_created, char **ret_why) {
@@ -53,6 +151,31 @@ int user_join(Server *s, uid_t uid, bool create, User **ret, bool *ret_created, 
         if (u) {
                 *ret = u;
                 return 0;
+        }
+        if (user_is_pending(s, uid)) {
+                /* one more try now (nothing happens before the next retry is due); what it
+                 * adopts arrives through server.c's callback */
+                if (s->pins && pinstore_is_pending(s->pins, uid))
+                        (void) pinstore_retry_pending(s->pins, NULL, NULL, NULL);
+                u = user_get(s, uid);
+                if (u) {
+                        *ret = u;
+                        return 0;
+                }
+        }
+        if (user_is_pending(s, uid)) {
+                bool ready = !s->pins || pinstore_is_ready(s->pins);
+                /* a login retries this every 50 ms to 1 s: debug, the store logs its own
+                 * progress */
+                log_debug("JOIN for uid %u: not yet available (%s)", (unsigned) uid,
+                          ready ? "its kept namespace is not adopted yet"
+                                : "the pin store is not available yet");
+                *ret_why = ready ? g_strdup_printf("the namespace of uid %u is pinned but not "
+                                                   "adopted yet; retry", (unsigned) uid)
+                                 : g_strdup_printf("nsd's pin store is not available yet, so "
+                                                   "the namespace of uid %u is not known; "
+                                                   "retry", (unsigned) uid);
+                return -NSD_ERRNO_NOT_YET;
         }
         if (!create) {
                 *ret_why = g_strdup_printf("uid %u has no namespace yet", (unsigned) uid);
@@ -68,81 +191,230 @@ int user_join(Server *s, uid_t uid, bool create, User **ret, bool *ret_created, 
                 return -EUSERS;
         }
         r = userns_create(s->pins, uid, &setup, &ns);
+        if (r == -EAGAIN) {
+                /* userns_create() logged what failed; a login retries */
+                *ret_why = user_is_pending(s, uid)
+                                   ? g_strdup_printf("the namespace of uid %u is pinned but not "
+                                                     "adopted yet; retry", (unsigned) uid)
+                                   : g_strdup_printf("cannot create the namespace of uid %u now "
+                                                     "(a passing shortage); retry",
+                                                     (unsigned) uid);
+                return -NSD_ERRNO_NOT_YET;
+        }
         if (r < 0) {
                 log_error_errno(r, "Failed to create the namespace of uid %u: %m", (unsigned) uid);
                 *ret_why = g_strdup_printf("cannot create the namespace of uid %u: %s",
                                            (unsigned) uid, g_strerror(-r));
                 return r;
         }
-        u = user_add(s, ns, userns_count_mounts(ns));
+        u = user_add(s, ns, user_take_baseline(ns), USER_ADD_CREATED);
         log_event(LOG_INFO, 0, uid, "namespace-created",
-                  "Created the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "], %s, %d mounts)",
+                  "Created the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "], %s, %u mounts "
+                  "of the host's not received by propagation)",
                   (unsigned) uid, ns->ns_inode,
                   ns->pinned ? "pinned" : "NOT pinned, alive by descriptor only",
-                  u->baseline_mounts);
+                  u->baseline ? u->baseline->len : 0);
+        if (!ns->pinned)
+                u->pin_refused = true;
         server_notify_status(s);
         *ret_created = true;
         *ret = u;
         return 0;
 }
 
-int user_release(User *u, const char *why) {
+int user_release(User *u, const char *why, char **ret_why) {
         Server *s = u->server;
         uid_t uid = u->uid;
+        char name[FDSTORE_NAME_MAX], sname[32];
         int r;
 
-        while (u->sessions->len > 0) {
-                Session *sess = g_ptr_array_index(u->sessions, u->sessions->len - 1);
-                g_ptr_array_remove_index(u->sessions, u->sessions->len - 1);
-                g_hash_table_remove(s->sessions, &sess->id);
+        /* unpin first: a pin that stays keeps everything as it is */
+        r = userns_unpin(s->pins, u->ns);
+        if (r < 0) {
+                log_event(LOG_WARNING, r, uid, "release-failed",
+                          "Cannot release the namespace of uid %u (%s): its pin cannot be "
+                          "removed: %m; it is kept as it is", (unsigned) uid, why);
+                if (ret_why)
+                        *ret_why = g_strdup_printf("cannot remove the pin of uid %u's namespace "
+                                                   "(%s); it is kept, try again",
+                                                   (unsigned) uid, g_strerror(-r));
+                return r;
         }
-        /* userns_release() consumes ns whatever it returns; a failed unpin is logged: such
-         * a pin is found again at the next start. */
-        r = userns_release(s->pins, g_steal_pointer(&u->ns));
-        if (r < 0)
-                log_warning_errno(r, "Failed to release the namespace of uid %u cleanly: %m",
-                                  (unsigned) uid);
+        while (u->sessions->len > 0)
+                session_discard(g_ptr_array_index(u->sessions, u->sessions->len - 1));
+        (void) fdstore_remove(s->fdstore, fdstore_ns_name(name, uid));
+        state_ns_name(sname, uid);
+        state_remove(s->state, sname);
         log_event(LOG_INFO, 0, uid, "namespace-released", "Released the namespace of uid %u (%s)",
                   (unsigned) uid, why);
-        g_hash_table_remove(s->users, GUINT_TO_POINTER(uid));
+        g_hash_table_remove(s->users, GUINT_TO_POINTER(uid)); /* frees u and its ns */
         server_notify_status(s);
-        return r;
+        return 0;
 }
 
-/* The linger rule (see user.h). */
-static void user_release_if_idle(User *u) {
-        int n;
+/* ---- linger ---------------------------------------------------------------------------- */
+
+struct LingerScan {
+        Server *server; /* NULL: the server is gone, drop the result */
+};
+
+typedef struct LingerCheck {
+        uid_t uid;
+        unsigned gen;
+} LingerCheck;
+
+static gboolean on_linger(gpointer userdata);
+
+static void user_arm_linger_sec(User *u, int64_t sec) {
+        user_cancel_linger(u);
+        /* g_timeout_add_seconds() may fire up to a second late (it batches wakeups): fine
+         * for a linger time, but 0 means at once */
+        u->linger_timer = sec == 0 ? g_idle_add(on_linger, u)
+                                   : g_timeout_add_seconds((guint) sec, on_linger, u);
+}
+
+/* Not empty now: look again later. */
+static void user_linger_recheck(User *u) {
+        int64_t sec = u->server->config.linger_sec;
+
+        if (sec == CONFIG_LINGER_FOREVER)
+                return;
+        user_arm_linger_sec(u, MAX(sec, USER_LINGER_RECHECK_SEC));
+}
+
+/* Said at info the first time, at debug while it stays the same. */
+static void user_linger_keep(User *u, char *why /* taken */) {
+        bool same = u->linger_kept && g_str_equal(u->linger_kept, why);
+
+        log_event(same ? LOG_DEBUG : LOG_INFO, 0, u->uid, "linger-kept",
+                  "Keeping the namespace of uid %u: %s", (unsigned) u->uid, why);
+        g_free(u->linger_kept);
+        u->linger_kept = why;
+}
+
+/* The linger rule (user.h), with the scan of /proc done. */
+static void user_linger_decide(User *u, const NsProcs *procs) {
+        g_autofree char *text = NULL, *first = NULL;
+        pid_t pid = 0;
+        unsigned n;
+        int r;
 
         if (u->sessions->len > 0)
                 return;
-        if (u->baseline_mounts < 0) {
-                log_info("Keeping the namespace of uid %u: it was adopted after a restart, so "
-                         "its own mounts cannot be told apart", (unsigned) u->uid);
+        n = nsprocs_count(procs, u->ns->ns_inode, &pid);
+        if (n > 0) {
+                user_linger_keep(u, g_strdup_printf("%u process%s still in it (pid %d%s)", n,
+                                                    n == 1 ? "" : "es", (int) pid,
+                                                    n > 1 ? " and more" : ""));
+                user_linger_recheck(u);
                 return;
         }
-        n = userns_count_mounts(u->ns);
-        if (n < 0) {
-                log_warning_errno(n, "Cannot count the mounts of uid %u's namespace, keeping it: %m",
-                                  (unsigned) u->uid);
+        if (!u->baseline) {
+                user_linger_keep(u, g_strdup("which of its mounts are the user's is not known "
+                                             "(no baseline: it was made by an older nsd); "
+                                             "only nsctl release removes it"));
                 return;
         }
-        if (n > u->baseline_mounts) {
-                log_info("Keeping the namespace of uid %u: it holds %d mounts of its own",
-                         (unsigned) u->uid, n - u->baseline_mounts);
+        r = userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL);
+        if (r >= 0)
+                r = mounts_user_made(text, u->baseline, &first);
+        if (r < 0) {
+                user_linger_keep(u, g_strdup_printf("its mount table cannot be read (%s)",
+                                                    g_strerror(-r)));
+                user_linger_recheck(u);
                 return;
         }
-        user_release(u, "linger time over, no sessions, no mounts of its own");
+        if (r > 0) {
+                user_linger_keep(u, g_strdup_printf("it holds %d mount%s of its own (%s%s)", r,
+                                                    r == 1 ? "" : "s", first,
+                                                    r > 1 ? ", ..." : ""));
+                user_linger_recheck(u);
+                return;
+        }
+        r = user_release(u, "linger time over: no session, no process and no mount of its own "
+                            "in it", NULL);
+        if (r < 0) /* logged; u stays */
+                user_arm_linger_sec(u, USER_RELEASE_RETRY_SEC);
+}
+
+static void linger_scan_start(Server *s);
+
+static void on_linger_scanned(NsProcs *procs, int err, void *userdata) {
+        LingerScan *ls = userdata;
+        Server *s = ls->server;
+        g_autoptr(GArray) queue = NULL;
+
+        g_free(ls);
+        if (!s) {
+                nsprocs_free(procs);
+                return;
+        }
+        s->linger_scan = NULL;
+        queue = s->linger_queue;
+        s->linger_queue = g_array_new(FALSE, FALSE, sizeof(LingerCheck));
+        if (err < 0) {
+                /* said at warning once (it stays so without CAP_SYS_PTRACE), then at debug */
+                log_full_errno(s->linger_scan_warned ? LOG_DEBUG : LOG_WARNING, err,
+                               "Cannot look for processes in namespaces (%s%s), linger keeps "
+                               "every namespace meanwhile: %m", s->proc_dir,
+                               err == -EACCES ? ": some process's ns/mnt cannot be read, "
+                                                "nsd needs CAP_SYS_PTRACE" : "");
+                s->linger_scan_warned = true;
+        } else
+                log_debug("Looked at %u processes for linger in %" PRIu64 " us",
+                          nsprocs_scanned(procs), nsprocs_usec(procs));
+        for (guint i = 0; i < queue->len; i++) {
+                const LingerCheck *c = &g_array_index(queue, LingerCheck, i);
+                User *u = user_get(s, c->uid);
+
+                if (!u || u->linger_gen != c->gen || u->linger_timer)
+                        continue; /* gone, or a JOIN or a session meanwhile */
+                if (err < 0)
+                        user_linger_recheck(u);
+                else
+                        user_linger_decide(u, procs); /* may free u */
+        }
+        nsprocs_free(procs);
+        if (s->linger_queue->len > 0)
+                linger_scan_start(s);
+}
+
+static void linger_scan_start(Server *s) {
+        LingerScan *ls;
+
+        if (s->linger_scan)
+                return;
+        ls = g_new0(LingerScan, 1);
+        ls->server = s;
+        s->linger_scan = ls;
+        nsprocs_scan_async(s->proc_dir, getpid(), s->self_ns_inode, on_linger_scanned, ls);
+}
+
+void users_init(Server *s) {
+        s->linger_queue = g_array_new(FALSE, FALSE, sizeof(LingerCheck));
+}
+
+void users_cancel_linger_scan(Server *s) {
+        if (s->linger_scan)
+                s->linger_scan->server = NULL; /* freed by on_linger_scanned() */
+        s->linger_scan = NULL;
 }
 
 static gboolean on_linger(gpointer userdata) {
         User *u = userdata;
+        Server *s = u->server;
+        LingerCheck c = { .uid = u->uid, .gen = u->linger_gen };
 
         u->linger_timer = 0;
-        user_release_if_idle(u); /* may free u */
+        if (u->sessions->len > 0)
+                return G_SOURCE_REMOVE;
+        g_array_append_val(s->linger_queue, c);
+        linger_scan_start(s);
         return G_SOURCE_REMOVE;
 }
 
 void user_cancel_linger(User *u) {
+        u->linger_gen++;
         if (u->linger_timer) {
                 g_source_remove(u->linger_timer);
                 u->linger_timer = 0;
@@ -155,12 +427,56 @@ void user_arm_linger(User *u, int64_t min_sec) {
         user_cancel_linger(u);
         if (sec == CONFIG_LINGER_FOREVER)
                 return;
-        if (sec < min_sec)
-                sec = min_sec;
-        /* g_timeout_add_seconds() may fire up to a second late (it batches wakeups): fine
-         * for a linger time, but 0 means at once */
-        u->linger_timer = sec == 0 ? g_idle_add(on_linger, u)
-                                   : g_timeout_add_seconds((guint) sec, on_linger, u);
+        g_clear_pointer(&u->linger_kept, g_free);
+        user_arm_linger_sec(u, MAX(sec, min_sec));
+}
+
+/* ---- all users ------------------------------------------------------------------------- */
+
+void users_repin(Server *s) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0;
+
+        if (!s->pins || !pinstore_is_ready(s->pins))
+                return;
+        g_hash_table_iter_init(&it, s->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                User *u = v;
+                int r;
+
+                if (u->ns->pinned || u->pin_refused || pinstore_is_pending(s->pins, u->uid))
+                        continue;
+                r = userns_repin(s->pins, u->ns);
+                if (r == -EAGAIN)
+                        continue; /* logged; tried again when something changes */
+                if (r < 0 || !u->ns->pinned) {
+                        u->pin_refused = true;
+                        continue;
+                }
+                n++;
+                log_event(LOG_NOTICE, 0, u->uid, "namespace-repinned",
+                          "Pinned the namespace of uid %u (mnt:[%" PRIu64 "]) again: it was "
+                          "kept by descriptor only", (unsigned) u->uid, u->ns->ns_inode);
+        }
+        if (n > 0)
+                server_notify_status(s);
+}
+
+void users_prune_state(Server *s) {
+        g_auto(GStrv) names = state_list(s->state, STATE_NS_PREFIX);
+
+        for (char **n = names; *n; n++) {
+                char *end = NULL;
+                unsigned long long uid = g_ascii_strtoull(*n + strlen(STATE_NS_PREFIX), &end, 10);
+
+                if (*end == '\0' && uid < UINT32_MAX &&
+                    (user_get(s, (uid_t) uid) || user_is_pending(s, (uid_t) uid)))
+                        continue;
+                log_debug("Removing '%s/%s': nsd keeps no namespace of that uid any more",
+                          state_path(s->state), *n);
+                state_remove(s->state, *n);
+        }
 }
 
 unsigned users_count_pinned(Server *s) {

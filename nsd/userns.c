@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <glib.h>
+
 #include "cleanup.h"
 #include "helper.h"
 #include "log.h"
@@ -226,6 +228,149 @@ int userns_release(PinStore *ps, UserNs *ns) {
                 pinstore_mark_pending(ps, ns->uid, r, "releasing it failed to unpin it");
         userns_free(ns);
         return r;
+}
+
+/* ---- adoption and pinning again ---------------------------------------------------------- */
+
+/* One child enters every namespace in turn and opens its root. */
+struct roots_args {
+        struct helper_status s;
+        size_t n;
+        const int *ns_fds;
+        int *root_fds; /* -1 and errs[i] set on failure */
+        int *errs;
+};
+
+static int roots_child(void *p) {
+        struct roots_args *a = p;
+
+        for (size_t i = 0; i < a->n; i++) {
+                if (setns(a->ns_fds[i], CLONE_NEWNS) < 0) {
+                        a->errs[i] = errno;
+                        continue;
+                }
+                a->root_fds[i] = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (a->root_fds[i] < 0)
+                        a->errs[i] = errno;
+        }
+        return 0;
+}
+
+int userns_open_roots(const int *ns_fds, size_t n, int *root_fds, int *errs,
+                      struct helper_status *s) {
+        struct roots_args a = { .n = n, .ns_fds = ns_fds, .root_fds = root_fds, .errs = errs };
+        int r;
+
+        for (size_t i = 0; i < n; i++) {
+                root_fds[i] = -1;
+                errs[i] = 0;
+        }
+        if (n == 0)
+                return 0;
+        r = helper_run(roots_child, &a, &a.s);
+        *s = a.s;
+        return r;
+}
+
+int userns_adopt_fds(const uid_t *uids, int *ns_fds, size_t n, UserNs **ret, int *errs) {
+        g_autofree int *root_fds = NULL;
+        struct helper_status hs = { 0 };
+        int r;
+
+        if (n == 0)
+                return 0;
+        root_fds = g_new(int, n);
+        for (size_t i = 0; i < n; i++)
+                ret[i] = NULL;
+        r = userns_open_roots(ns_fds, n, root_fds, errs, &hs);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to enter %zu namespaces from the fd store: "
+                                       "%s: %m", n, helper_status_step(&hs));
+        for (size_t i = 0; i < n; i++) {
+                int t = fd_nstype(ns_fds[i]);
+                if (t != CLONE_NEWNS) { /* setns() refused it anyway; say why */
+                        CLOSE_FD(root_fds[i]);
+                        errs[i] = t < 0 ? -t : EINVAL;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct stat st;
+                UserNs *ns;
+
+                if (root_fds[i] < 0)
+                        continue;
+                ns = userns_new(uids[i]);
+                if (!ns) {
+                        close(root_fds[i]);
+                        errs[i] = ENOMEM;
+                        continue;
+                }
+                ns->ns_fd = TAKE_FD(ns_fds[i]);
+                ns->root_fd = root_fds[i];
+                if (fstat(ns->ns_fd, &st) >= 0)
+                        ns->ns_inode = (uint64_t) st.st_ino;
+                ns->adopted = true;
+                ret[i] = ns;
+        }
+        return 0;
+}
+
+struct repin_args {
+        struct helper_status s;
+        int pinns_fd;
+        int dir_fd;
+        int ns_fd;
+        const char *pin_name;
+};
+
+static int repin_child(void *p) {
+        struct repin_args *a = p;
+        char src[32];
+
+        if (setns(a->pinns_fd, CLONE_NEWNS) < 0)
+                return helper_fail(&a->s, HELPER_STEP_SETNS);
+        if (fchdir(a->dir_fd) < 0)
+                return helper_fail(&a->s, HELPER_STEP_CHDIR);
+        helper_fd_path(src, a->ns_fd);
+        if (mount(src, a->pin_name, NULL, MS_BIND, NULL) < 0)
+                return helper_fail(&a->s, HELPER_STEP_PIN_MOUNT);
+        return 0;
+}
+
+int userns_repin(PinStore *ps, UserNs *ns) {
+        struct repin_args a = { .ns_fd = ns ? ns->ns_fd : -1 };
+        char name[16];
+        int r;
+
+        if (!ps || !ns || ns->ns_fd < 0)
+                return -EINVAL;
+        if (ns->pinned)
+                return 0;
+        /* -EAGAIN when a pin of uid may exist (then it is adopted, never covered) */
+        r = pinstore_pin_begin(ps, ns->uid);
+        if (r < 0)
+                return r;
+        snprintf(name, sizeof name, "%u", (unsigned) ns->uid);
+        a.pinns_fd = ps->pinns_fd;
+        a.dir_fd = ps->dir_fd;
+        a.pin_name = name;
+        r = helper_run(repin_child, &a, &a.s);
+        if (r < 0) {
+                pinstore_pin_abandon(ps, ns->uid);
+                if (errno_may_pass(r))
+                        return log_warning_errno(-EAGAIN, "Failed to pin the namespace of uid %u "
+                                                 "again, retrying later: %s: %s", (unsigned) ns->uid,
+                                                 helper_status_step(&a.s), g_strerror(-r));
+                log_event(LOG_WARNING, r, ns->uid, "pin-refused",
+                          "Failed to pin the namespace of uid %u again: %s: %m; it stays alive by "
+                          "descriptor (and the service manager's fd store) only", (unsigned) ns->uid,
+                          r == -EINVAL ? "the kernel's mnt_ns_loop check refused it (the pin "
+                          "namespace is younger than it)" : helper_status_step(&a.s));
+                return 0;
+        }
+        ns->pinned = true;
+        pinstore_pin_done(ps, ns->uid, ns->created_usec, 0, false);
+        return 0;
 }
 
 /* ---- mount tables ------------------------------------------------------------------------ */

@@ -63,6 +63,18 @@ void userns_free(UserNs *ns);
 static inline void userns_freep(UserNs **ns) {
         userns_free(*ns);
 }
+/* Namespaces handed back by the service manager's fd store: for each i, a UserNs of uids[i]
+ * for ns_fds[i] (taken then: set to -1) with its root opened from inside, adopted=true,
+ * pinned=false, in ret[i]; or ret[i] NULL and errs[i] the errno (EINVAL: not a mount
+ * namespace; one that may pass: try again later; ns_fds[i] stays the caller's). One helper
+ * child for all. -errno when that child could not run (nothing taken). */
+int userns_adopt_fds(const uid_t *uids, int *ns_fds, size_t n, UserNs **ret, int *errs);
+/* Pin ns again (its pin was removed by hand, or refused when it was made): 0 and
+ * ns->pinned true; 0 with ns->pinned false when the kernel refuses it, or pinning fails for
+ * a reason that will not pass (logged: it stays alive by descriptor only); -EAGAIN not now
+ * (the store is not ready, a pin of uid exists and will be adopted, or a passing error).
+ * Never covers an existing pin. */
+int userns_repin(PinStore *ps, UserNs *ns);
 /* An empty UserNs for uid (descriptors -1), for the pin store's adoption; NULL: no memory. */
 UserNs *userns_new(uid_t uid);
 

@@ -11,6 +11,10 @@
  *   fault-client exec UID WAIT_MS -- CMD...   JOIN as above, setns() into it, run CMD
  *   fault-client session UID          JOIN (waiting as above, 10 s), SESSION_OPEN (leader: this
  *                                     process), SESSION_CLOSE ("ok" or "err ERRNO-NAME STEP")
+ *   fault-client open UID PID         JOIN (waiting as above, 10 s), SESSION_OPEN led by PID,
+ *                                     left open ("ok ID SESSIONS" or "err ERRNO-NAME STEP")
+ *   fault-client close UID ID         SESSION_CLOSE of session ID ("ok SESSIONS-LEFT" or
+ *                                     "err ERRNO-NAME")
  *   fault-client release UID          RELEASE --force ("ok" or "err ERRNO-NAME")
  * Exit status 0 for ok, 1 for err, 2 for bad usage.
  */
@@ -154,6 +158,44 @@ int main(int argc, char **argv) {
                         printf("err %s %s\n", err_name(r), step);
                 else
                         printf("ok\n");
+                return r < 0;
+        }
+        if (strcmp(argv[1], "open") == 0 && argc > 3) {
+                pid_t pid = (pid_t) atoi(argv[3]);
+                const char *step = "join";
+                nsc_conn *c = NULL;
+                uint64_t id = 0;
+                unsigned n = 0;
+
+                r = join_wait(uid, WAIT_MS_DEFAULT, &j, &tries);
+                if (r >= 0) {
+                        step = "connect";
+                        r = nsc_connect(NULL, &c);
+                }
+                if (r >= 0) {
+                        step = "open";
+                        r = nsc_session_open(c, uid, pid, "fault-client", &id, &n);
+                }
+                nsc_disconnect(c);
+                if (r < 0)
+                        printf("err %s %s\n", err_name(r), step);
+                else
+                        printf("ok %llu %u\n", (unsigned long long) id, n);
+                return r < 0;
+        }
+        if (strcmp(argv[1], "close") == 0 && argc > 3) {
+                uint64_t id = strtoull(argv[3], NULL, 10);
+                nsc_conn *c = NULL;
+                unsigned n = 0;
+
+                r = nsc_connect(NULL, &c);
+                if (r >= 0)
+                        r = nsc_session_close(c, uid, 0, id, &n);
+                nsc_disconnect(c);
+                if (r < 0)
+                        printf("err %s\n", err_name(r));
+                else
+                        printf("ok %u\n", n);
                 return r < 0;
         }
         if (strcmp(argv[1], "release") == 0) {

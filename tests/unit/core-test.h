@@ -82,7 +82,7 @@ static inline User *core_test_user_here(Server *s, uid_t uid) {
         if (ns->ns_fd < 0 || ns->root_fd < 0 || fstat(ns->ns_fd, &st) < 0)
                 abort();
         ns->ns_inode = st.st_ino;
-        return user_add(s, ns, -1);
+        return user_add(s, ns, NULL, 0);
 }
 
 static inline int core_test_send(int fd, const void *msg, size_t len, int pass_fd) {

@@ -355,7 +355,7 @@ static void add_fake_users(Server *s, unsigned n) {
                 ns->ns_fd = open("/", O_PATH | O_CLOEXEC);
                 ns->root_fd = open("/", O_PATH | O_CLOEXEC);
                 ns->ns_inode = 4026531840u + i;
-                user_add(s, ns, -1);
+                user_add(s, ns, NULL, 0);
         }
 }
 
