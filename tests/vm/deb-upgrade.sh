@@ -49,12 +49,23 @@ if [ -d "$old" ] && ls "$old"/nsd_0.1.0_*.deb > /dev/null 2>&1; then
         before=$(probe)
         ns=${before%% *}
         assert_ne "$(vm_ns_of 1)" "$ns" "alice's namespace under 0.1.0"
-        deb_install "$v1"
+        # The administrator changed nsd.conf and so did the package since 0.1.0: dpkg asks
+        # (the standard conffile prompt); a non-interactive upgrade keeps the administrator's
+        # file and puts the package's beside it as nsd.conf.dpkg-dist.
+        DEB_DPKG_OPTS=--force-confold deb_install "$v1"
         assert_eq "" "$(deb_version nsd)" "nsd 0.1.0 after nsjoin's installation"
         assert_eq "$v1_version" "$(deb_version nsjoin)" "nsjoin"
         assert_eq "nsjoin: /etc/nsd/nsd.conf" "$(dpkg -S /etc/nsd/nsd.conf)" "the conffile's package"
         assert_contains "$(cat /etc/nsd/nsd.conf)" "$conf_line" "/etc/nsd/nsd.conf after the takeover"
-        assert_eq "" "$(ls /etc/nsd | grep dpkg || true)" "dpkg's leftovers in /etc/nsd"
+        shipped=$(dpkg-deb --fsys-tarfile "$(deb_files "$v1" nsjoin)" | tar -xO ./etc/nsd/nsd.conf)
+        if [ "$shipped" = "$(dpkg-deb --fsys-tarfile "$(deb_files "$old" nsd)" | tar -xO ./etc/nsd/nsd.conf)" ]; then
+                assert_eq "" "$(ls /etc/nsd | grep dpkg || true)" "dpkg's leftovers in /etc/nsd"
+        else
+                assert_eq "nsd.conf.dpkg-dist" "$(ls /etc/nsd | grep dpkg || true)" \
+                        "dpkg's files in /etc/nsd (nsd.conf changed since 0.1.0)"
+                assert_eq "$shipped" "$(cat /etc/nsd/nsd.conf.dpkg-dist)" "nsd.conf.dpkg-dist"
+                rm /etc/nsd/nsd.conf.dpkg-dist
+        fi
         assert_eq enabled "$(systemctl is-enabled nsd.socket)" "nsd.socket after the takeover"
         assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket after the takeover"
         assert_eq "$before" "$(probe)" "alice's namespace and mount after the takeover"

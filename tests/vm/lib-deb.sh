@@ -26,12 +26,15 @@ deb_files() {
 }
 
 # deb_install DIR [PACKAGE...]: dpkg -i those packages from DIR; their output goes to the
-# scenario's log (and $VM_TMPDIR/dpkg.log); fails when dpkg does.
+# scenario's log (and $VM_TMPDIR/dpkg.log); fails when dpkg does. DEB_DPKG_OPTS: more dpkg
+# options (--force-confold: what apt -o Dpkg::Options::=--force-confold passes, the answer of
+# a non-interactive upgrade to a conffile both the administrator and the package changed).
 deb_install() {
         local debs
         mapfile -t debs < <(deb_files "$@")
-        say "dpkg -i ${debs[*]##*/}"
-        dpkg -i "${debs[@]}" < /dev/null 2>&1 | tee -a "$VM_TMPDIR/dpkg.log" ||
+        say "dpkg ${DEB_DPKG_OPTS:-}${DEB_DPKG_OPTS:+ }-i ${debs[*]##*/}"
+        # shellcheck disable=SC2086 # DEB_DPKG_OPTS: words
+        dpkg ${DEB_DPKG_OPTS:-} -i "${debs[@]}" < /dev/null 2>&1 | tee -a "$VM_TMPDIR/dpkg.log" ||
                 fail "dpkg -i ${debs[*]##*/} failed"
         [ "${PIPESTATUS[0]}" -eq 0 ] || fail "dpkg -i ${debs[*]##*/} failed"
 }
