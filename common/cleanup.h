@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Tiny cleanup helpers for the plain-C parts (libnsclient, pam_nsjoin, nsctl). Private. */
+/* Tiny cleanup helpers for the plain-C parts (libnsclient, pam_nsjoin, nsctl) and for
+ * descriptors in nsd (GLib has no fd cleanup). Private. */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,8 +19,25 @@ static inline void cleanup_closep(int *fd) {
         }
 }
 
+static inline void cleanup_closedirp(DIR **d) {
+        if (*d) {
+                int saved = errno;
+                closedir(*d);
+                errno = saved;
+        }
+}
+
 #define _cleanup_free_ __attribute__((cleanup(cleanup_freep)))
 #define _cleanup_close_ __attribute__((cleanup(cleanup_closep)))
+#define _cleanup_closedir_ __attribute__((cleanup(cleanup_closedirp)))
+
+/* Close a descriptor now and set it to -1 (for a _cleanup_close_ variable reused in a loop,
+ * or a struct member). */
+#define CLOSE_FD(fd)                      \
+        do {                              \
+                cleanup_closep(&(fd));    \
+                (fd) = -1;                \
+        } while (0)
 
 /* Take ownership of a descriptor out of a _cleanup_close_ variable. */
 #define TAKE_FD(fd)                       \

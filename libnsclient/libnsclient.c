@@ -8,12 +8,20 @@
  * step (bad reply, nsd closed it, a call abandoned halfway through a LIST or SHOW) is marked
  * broken: later calls on it fail with -ENOTCONN, and the caller reconnects.
  *
+ * Time: every call has one deadline (now + the connection's timeout), taken when it starts.
+ * The socket stays blocking, but every send and receive is MSG_DONTWAIT and waits in
+ * ppoll() for what is left of the deadline, so a call never outlives it, however many
+ * datagrams it takes. connect() to an AF_UNIX listener whose backlog is full (a stopped nsd)
+ * cannot be polled for (a non-blocking one just fails with EAGAIN); it is bounded by
+ * SO_SNDTIMEO instead, which the kernel uses for exactly that wait.
+ *
  * Never logs, never exits, never raises SIGPIPE.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/nsfs.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -25,6 +33,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -62,6 +71,10 @@ struct nsc_conn {
         int fd;
         int broken;       /* 0, or the error that put the conversation out of step */
         uint32_t seq;     /* of the last request sent */
+        uint64_t timeout_usec; /* per call; 0 = forever */
+        uint64_t deadline;     /* of the call in progress, CLOCK_MONOTONIC usec; 0 = none */
+        bool no_join_session;  /* nsd < 1.2: JOIN_SESSION was refused, use the fallback */
+        char path[sizeof(((struct sockaddr_un *) 0)->sun_path)]; /* for the fallback */
         bool has_error_message;
         char error_message[NSD_ERROR_MESSAGE_MAX];
         /* one received datagram; one byte more than the protocol allows, see MSG_TRUNC */
@@ -70,6 +83,7 @@ struct nsc_conn {
                 struct nsd_rep_join join;
                 struct nsd_rep_session_open session_open;
                 struct nsd_rep_session_close session_close;
+                struct nsd_rep_join_session join_session;
                 struct nsd_rep_status status;
                 struct nsd_rep_list_entry list_entry;
                 struct nsd_rep_list_end list_end;
@@ -90,60 +104,71 @@ static void reply_fds_close(struct reply_fds *f) {
         f->n = 0;
 }
 
+static uint64_t deadline_after(uint64_t usec);
+
+/* Take the lock; a call starts, and with it its deadline. */
 static void conn_lock(nsc_conn *c) {
         pthread_mutex_lock(&c->lock);
+        c->deadline = deadline_after(c->timeout_usec);
 }
 static void conn_unlock(nsc_conn **c) {
         if (*c)
                 pthread_mutex_unlock(&(*c)->lock);
 }
-/* Lock c for the rest of the scope. */
+/* Lock c for the rest of the scope: one call. */
 #define CONN_LOCK_SCOPE(c) \
         __attribute__((cleanup(conn_unlock))) nsc_conn *_locked_ = (conn_lock(c), (c))
 
-static int socket_set_timeout(int fd, uint64_t usec) {
-        struct timeval tv = {
-                .tv_sec = (time_t) (usec / 1000000),
-                .tv_usec = (suseconds_t) (usec % 1000000),
-        };
+static uint64_t now_usec(void) {
+        struct timespec ts;
 
-        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
-                return NEG_ERRNO();
-        return 0;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
-int nsc_connect(const char *socket_path, nsc_conn **ret_conn) {
+/* The deadline of something that may take usec from now; 0 (= none) for usec 0. */
+static uint64_t deadline_after(uint64_t usec) {
+        return usec == 0 ? 0 : now_usec() + usec;
+}
+
+/* The time left until deadline (> 0), or -ETIMEDOUT; INT64_MAX for no deadline. */
+static int64_t time_left(uint64_t deadline) {
+        uint64_t now;
+
+        if (deadline == 0)
+                return INT64_MAX;
+        now = now_usec();
+        if (now >= deadline)
+                return -ETIMEDOUT;
+        return (int64_t) (deadline - now);
+}
+
+/* Connect a new socket to path (a sockaddr_un path that fits), the wait for a full backlog
+ * bounded by deadline. Returns the descriptor or -errno; -ETIMEDOUT when time ran out. */
+static int socket_connect(const char *path, uint64_t deadline) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
-        size_t len;
-        nsc_conn *c;
-        int r;
 
-        if (!ret_conn)
-                return -EINVAL;
-        if (!socket_path) {
-                /* secure_getenv: a setuid program (su, login) running our PAM module must not
-                 * be pointed at a socket of the invoking user's choosing */
-                socket_path = secure_getenv("NSD_SOCKET");
-                if (!socket_path || !*socket_path)
-                        socket_path = NSD_SOCKET_PATH_DEFAULT;
-        }
-        len = strlen(socket_path);
-        if (len == 0)
-                return -EINVAL;
-        if (len >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        memcpy(sa.sun_path, socket_path, len + 1);
-
+        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return NEG_ERRNO();
-        /* SO_SNDTIMEO also bounds connect() to a listener whose backlog is full */
-        r = socket_set_timeout(fd, NSC_TIMEOUT_DEFAULT_USEC);
-        if (r < 0)
-                return r;
         for (;;) {
+                int64_t left = time_left(deadline);
+
+                if (left < 0)
+                        return -ETIMEDOUT;
+                if (deadline != 0) {
+                        /* a listener with a full backlog: connect() waits SO_SNDTIMEO, then
+                         * fails with EAGAIN */
+                        struct timeval tv = {
+                                .tv_sec = (time_t) (left / 1000000),
+                                .tv_usec = (suseconds_t) (left % 1000000),
+                        };
+
+                        if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                                return NEG_ERRNO();
+                }
                 if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
                         break;
                 if (errno == EINTR)
@@ -154,6 +179,61 @@ int nsc_connect(const char *socket_path, nsc_conn **ret_conn) {
                         return -ETIMEDOUT;
                 return NEG_ERRNO();
         }
+        return TAKE_FD(fd);
+}
+
+/* Check a socket path the caller gave and copy it into buf (of sun_path's size). */
+static int socket_path_check(const char *path, char *buf) {
+        size_t len = strlen(path);
+
+        if (len == 0)
+                return -EINVAL;
+        if (len >= sizeof(((struct sockaddr_un *) 0)->sun_path))
+                return -ENAMETOOLONG;
+        memcpy(buf, path, len + 1);
+        return 0;
+}
+
+int nsc_connect_timeout(const char *socket_path, uint64_t usec, nsc_conn **ret_conn) {
+        char path[sizeof(((struct sockaddr_un *) 0)->sun_path)];
+        uint64_t deadline;
+        _cleanup_close_ int fd = -1;
+        nsc_conn *c;
+        int r;
+
+        if (!ret_conn || usec / 1000000 > INT_MAX)
+                return -EINVAL;
+        deadline = deadline_after(usec);
+        if (socket_path) {
+                r = socket_path_check(socket_path, path);
+                if (r < 0)
+                        return r;
+                fd = socket_connect(path, deadline);
+        } else {
+                /* secure_getenv: a setuid program (su, login) running our PAM module must not
+                 * be pointed at a socket of the invoking user's choosing */
+                const char *e = secure_getenv("NSD_SOCKET");
+
+                if (e && *e) {
+                        r = socket_path_check(e, path);
+                        if (r < 0)
+                                return r;
+                        fd = socket_connect(path, deadline);
+                } else {
+                        fd = -ENOENT;
+                        /* root's own door (nsd >= 1.2); an older nsd has none */
+                        if (geteuid() == 0) {
+                                strcpy(path, NSD_ROOT_SOCKET_PATH_DEFAULT);
+                                fd = socket_connect(path, deadline);
+                        }
+                        if (fd == -ENOENT) {
+                                strcpy(path, NSD_SOCKET_PATH_DEFAULT);
+                                fd = socket_connect(path, deadline);
+                        }
+                }
+        }
+        if (fd < 0)
+                return fd;
 
         c = calloc(1, sizeof(*c));
         if (!c)
@@ -164,8 +244,14 @@ int nsc_connect(const char *socket_path, nsc_conn **ret_conn) {
                 return -r;
         }
         c->fd = TAKE_FD(fd);
+        c->timeout_usec = usec;
+        memcpy(c->path, path, sizeof(c->path));
         *ret_conn = c;
         return 0;
+}
+
+int nsc_connect(const char *socket_path, nsc_conn **ret_conn) {
+        return nsc_connect_timeout(socket_path, NSC_TIMEOUT_DEFAULT_USEC, ret_conn);
 }
 
 void nsc_disconnect(nsc_conn *conn) {
@@ -181,7 +267,8 @@ int nsc_set_timeout(nsc_conn *conn, uint64_t usec) {
                 return -EINVAL;
 
         CONN_LOCK_SCOPE(conn);
-        return socket_set_timeout(conn->fd, usec);
+        conn->timeout_usec = usec;
+        return 0;
 }
 
 const char *nsc_last_error_message(nsc_conn *conn) {
@@ -191,6 +278,28 @@ const char *nsc_last_error_message(nsc_conn *conn) {
 }
 
 /* ---- transport --------------------------------------------------------------------------- */
+
+/* Wait until fd is ready for events or the call's deadline passes (-ETIMEDOUT). */
+static int conn_wait(nsc_conn *c, short events) {
+        for (;;) {
+                struct pollfd p = { .fd = c->fd, .events = events };
+                int64_t left = time_left(c->deadline);
+                struct timespec ts;
+                int n;
+
+                if (left < 0)
+                        return -ETIMEDOUT;
+                ts = (struct timespec) {
+                        .tv_sec = (time_t) (left / 1000000),
+                        .tv_nsec = (long) (left % 1000000) * 1000,
+                };
+                n = ppoll(&p, 1, left == INT64_MAX ? NULL : &ts, NULL);
+                if (n > 0)
+                        return 0; /* ready, or an error/hangup that the next call reports */
+                if (n < 0 && errno != EINTR)
+                        return NEG_ERRNO();
+        }
+}
 
 /* Start a call: new sequence number, forget the last error message, send the request (and
  * pass_fd by SCM_RIGHTS when >= 0). The caller holds the lock. */
@@ -225,16 +334,23 @@ static int conn_send_request(nsc_conn *c, struct nsd_msg_header *req, int pass_f
                 memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
         }
 
-        do
-                n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        if (n < 0) {
-                int r = NEG_ERRNO();
+        for (;;) {
+                int r;
 
+                n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n >= 0)
+                        break;
+                r = NEG_ERRNO();
+                if (r == -EINTR)
+                        continue;
+                if (r == -EAGAIN) {
+                        /* nsd's receive queue is full: wait for room */
+                        r = conn_wait(c, POLLOUT);
+                        if (r >= 0)
+                                continue;
+                }
                 if (r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED || r == -ENOTCONN)
                         r = -ECONNRESET;
-                else if (r == -EAGAIN)
-                        r = -ETIMEDOUT;
                 c->broken = r;
                 return r;
         }
@@ -268,23 +384,27 @@ static int conn_recv_raw(nsc_conn *c, size_t *ret_size, struct reply_fds *ret_fd
         ssize_t n;
 
         for (;;) {
+                int r;
+
                 mh = (struct msghdr) {
                         .msg_iov = &iov,
                         .msg_iovlen = 1,
                         .msg_control = control.buf,
                         .msg_controllen = sizeof(control.buf),
                 };
-                n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
-                if (n >= 0 || errno != EINTR)
+                n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+                if (n >= 0)
                         break;
-        }
-        if (n < 0) {
-                int r = NEG_ERRNO();
-
+                r = NEG_ERRNO();
+                if (r == -EINTR)
+                        continue;
+                if (r == -EAGAIN) {
+                        r = conn_wait(c, POLLIN);
+                        if (r >= 0)
+                                continue;
+                }
                 if (r == -ECONNRESET || r == -EPIPE || r == -ENOTCONN)
                         r = -ECONNRESET;
-                else if (r == -EAGAIN) /* SO_RCVTIMEO ran out */
-                        r = -ETIMEDOUT;
                 return r;
         }
 
@@ -409,63 +529,88 @@ static int join_fds_check(int root_fd, int ns_fd, uint64_t ns_inode) {
         return 0;
 }
 
-int nsc_join(nsc_conn *conn, uid_t uid, unsigned flags, struct nsc_join_result *ret) {
+/* The descriptors of a JOIN or JOIN_SESSION reply for uid, checked, into *ret; on failure
+ * they are closed and the connection is broken. */
+static int join_result_take(nsc_conn *c, struct reply_fds *fds, uid_t uid, uint32_t rep_uid,
+                            uint32_t ns_flags, uint64_t ns_inode, uint64_t created_usec,
+                            struct nsc_join_result *ret) {
+        int r = -EBADMSG;
+
+        if (fds->n != 2 || rep_uid != uid)
+                goto fail;
+        r = join_fds_check(fds->fd[0], fds->fd[1], ns_inode);
+        if (r < 0)
+                goto fail;
+        *ret = (struct nsc_join_result) {
+                .root_fd = fds->fd[0],
+                .ns_fd = fds->fd[1],
+                .uid = rep_uid,
+                .ns_flags = ns_flags,
+                .ns_inode = ns_inode,
+                .created_usec = created_usec,
+        };
+        fds->n = 0;
+        return 0;
+
+fail:
+        reply_fds_close(fds);
+        c->broken = r;
+        return r;
+}
+
+static int join_locked(nsc_conn *c, uid_t uid, unsigned flags, struct nsc_join_result *ret) {
         struct nsd_req_join req;
         struct reply_fds fds = { .n = 0 };
-        const struct nsd_rep_join *rep;
+        const struct nsd_rep_join *rep = &c->rx.join;
         int r;
 
+        nsd_msg_init(&req.hdr, NSD_REQ_JOIN, sizeof(req), 0);
+        req.uid = uid;
+        req.flags = flags;
+        r = conn_call(c, &req.hdr, -1, &fds);
+        if (r < 0)
+                return r;
+        return join_result_take(c, &fds, uid, rep->uid, rep->ns_flags, rep->ns_inode,
+                                rep->created_usec, ret);
+}
+
+int nsc_join(nsc_conn *conn, uid_t uid, unsigned flags, struct nsc_join_result *ret) {
         if (!conn || !ret || uid == (uid_t) -1 || (flags & ~NSC_JOIN_NO_CREATE))
                 return -EINVAL;
 
         CONN_LOCK_SCOPE(conn);
-        nsd_msg_init(&req.hdr, NSD_REQ_JOIN, sizeof(req), 0);
-        req.uid = uid;
-        req.flags = flags;
-        r = conn_call(conn, &req.hdr, -1, &fds);
-        if (r < 0)
-                return r;
-
-        rep = &conn->rx.join;
-        r = -EBADMSG;
-        if (fds.n != 2 || rep->uid != uid)
-                goto fail;
-        r = join_fds_check(fds.fd[0], fds.fd[1], rep->ns_inode);
-        if (r < 0)
-                goto fail;
-
-        *ret = (struct nsc_join_result) {
-                .root_fd = fds.fd[0],
-                .ns_fd = fds.fd[1],
-                .uid = rep->uid,
-                .ns_flags = rep->ns_flags,
-                .ns_inode = rep->ns_inode,
-                .created_usec = rep->created_usec,
-        };
-        return 0;
-
-fail:
-        reply_fds_close(&fds);
-        conn->broken = r;
-        return r;
+        return join_locked(conn, uid, flags, ret);
 }
 
 int nsc_enter_setns(const struct nsc_join_result *j) {
         if (!j || j->ns_fd < 0)
                 return -EINVAL;
-        /* the kernel sets root and cwd to the namespace's root */
+        /* the kernel sets root and cwd to the namespace's root, or changes nothing */
         if (setns(j->ns_fd, CLONE_NEWNS) < 0)
                 return NEG_ERRNO();
         return 0;
 }
 
+/* Put root and cwd back to the saved descriptors after a half-done chroot entry. */
+static int chroot_restore(int saved_root, int saved_cwd, bool root_changed) {
+        if (root_changed && (fchdir(saved_root) < 0 || chroot(".") < 0))
+                return -ENOTRECOVERABLE;
+        if (fchdir(saved_cwd) < 0)
+                return -ENOTRECOVERABLE;
+        return 0;
+}
+
 int nsc_enter_chroot(const struct nsc_join_result *j, int *ret_used_setns) {
+        _cleanup_close_ int saved_root = -1, saved_cwd = -1;
+        int r;
+
         if (!j || j->root_fd < 0)
                 return -EINVAL;
 
         /* A kernel with our F1 patch joins the directory's namespace and makes it root and
-         * cwd. A stock kernel refuses the descriptor: EINVAL for a directory opened for
-         * reading, EBADF for an O_PATH one (setns() does not accept O_PATH descriptors). */
+         * cwd, or changes nothing. A stock kernel refuses the descriptor: EINVAL for a
+         * directory opened for reading, EBADF for an O_PATH one (setns() does not accept
+         * O_PATH descriptors). */
         if (setns(j->root_fd, CLONE_NEWNS) >= 0) {
                 if (ret_used_setns)
                         *ret_used_setns = 1;
@@ -474,13 +619,25 @@ int nsc_enter_chroot(const struct nsc_join_result *j, int *ret_used_setns) {
         if (errno != EINVAL && errno != EBADF)
                 return NEG_ERRNO();
 
-        /* Lokier's way; fchdir() accepts O_PATH directories */
-        if (fchdir(j->root_fd) < 0)
+        /* Lokier's way, in three steps; all or nothing: whatever fails, root and cwd go back
+         * to what they were (the login must not be left half in the other namespace) */
+        saved_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (saved_root < 0)
                 return NEG_ERRNO();
-        if (chroot(".") < 0)
+        saved_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (saved_cwd < 0)
                 return NEG_ERRNO();
-        if (chdir("/") < 0)
+
+        if (fchdir(j->root_fd) < 0) /* fchdir() accepts O_PATH directories */
                 return NEG_ERRNO();
+        if (chroot(".") < 0) {
+                r = NEG_ERRNO();
+                return chroot_restore(saved_root, saved_cwd, false) < 0 ? -ENOTRECOVERABLE : r;
+        }
+        if (chdir("/") < 0) {
+                r = NEG_ERRNO();
+                return chroot_restore(saved_root, saved_cwd, true) < 0 ? -ENOTRECOVERABLE : r;
+        }
         if (ret_used_setns)
                 *ret_used_setns = 0;
         return 0;
@@ -488,42 +645,59 @@ int nsc_enter_chroot(const struct nsc_join_result *j, int *ret_used_setns) {
 
 /* ---- sessions ---------------------------------------------------------------------------- */
 
-int nsc_session_open(nsc_conn *conn, uid_t uid, pid_t pid, const char *service,
-                     uint64_t *ret_session_id, unsigned *ret_sessions) {
-        struct nsd_req_session_open req;
-        _cleanup_close_ int pidfd = -1;
-        size_t len = 0;
-        int r;
+/* A pidfd of pid, or -1 when the kernel has no pidfd_open (< 5.3); always close-on-exec. */
+static int pidfd_of(pid_t pid) {
+        return (int) syscall(SYS_pidfd_open, pid, 0);
+}
 
-        if (!conn || uid == (uid_t) -1 || pid <= 0)
-                return -EINVAL;
+static int service_check(const char *service, size_t *ret_len) {
+        *ret_len = 0;
         if (service) {
-                len = strnlen(service, NSD_SERVICE_MAX);
-                if (len >= NSD_SERVICE_MAX)
+                *ret_len = strnlen(service, NSD_SERVICE_MAX);
+                if (*ret_len >= NSD_SERVICE_MAX)
                         return -EINVAL;
         }
+        return 0;
+}
 
-        /* pidfd_open() descriptors are always close-on-exec */
-        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+static int session_open_locked(nsc_conn *c, uid_t uid, pid_t pid, const char *service,
+                               size_t service_len, int pidfd, uint64_t *ret_session_id,
+                               unsigned *ret_sessions) {
+        struct nsd_req_session_open req;
+        int r;
 
-        CONN_LOCK_SCOPE(conn);
         nsd_msg_init(&req.hdr, NSD_REQ_SESSION_OPEN, sizeof(req), 0);
         req.uid = uid;
         req.pid = (uint32_t) pid;
         req.flags = pidfd >= 0 ? NSD_SESSION_PIDFD : 0;
-        if (len > 0)
-                memcpy(req.service, service, len);
-        r = conn_call(conn, &req.hdr, pidfd, NULL);
+        if (service_len > 0)
+                memcpy(req.service, service, service_len);
+        r = conn_call(c, &req.hdr, pidfd, NULL);
         if (r < 0)
                 return r;
-        if (conn->rx.session_open.session_id == 0)
-                return conn->broken = -EBADMSG;
+        if (c->rx.session_open.session_id == 0)
+                return c->broken = -EBADMSG;
 
         if (ret_session_id)
-                *ret_session_id = conn->rx.session_open.session_id;
+                *ret_session_id = c->rx.session_open.session_id;
         if (ret_sessions)
-                *ret_sessions = conn->rx.session_open.sessions;
+                *ret_sessions = c->rx.session_open.sessions;
         return 0;
+}
+
+int nsc_session_open(nsc_conn *conn, uid_t uid, pid_t pid, const char *service,
+                     uint64_t *ret_session_id, unsigned *ret_sessions) {
+        _cleanup_close_ int pidfd = -1;
+        size_t len;
+
+        if (!conn || uid == (uid_t) -1 || pid <= 0 || service_check(service, &len) < 0)
+                return -EINVAL;
+
+        pidfd = pidfd_of(pid);
+
+        CONN_LOCK_SCOPE(conn);
+        return session_open_locked(conn, uid, pid, service, len, pidfd, ret_session_id,
+                                   ret_sessions);
 }
 
 int nsc_session_close(nsc_conn *conn, uid_t uid, pid_t pid, uint64_t session_id,
@@ -545,6 +719,88 @@ int nsc_session_close(nsc_conn *conn, uid_t uid, pid_t pid, uint64_t session_id,
         if (ret_sessions_left)
                 *ret_sessions_left = conn->rx.session_close.sessions;
         return 0;
+}
+
+/* ---- JOIN_SESSION (1.2) -------------------------------------------------------------------- */
+
+/* A new connection to the same socket, within the call's deadline, in place of the old
+ * one (which an nsd < 1.2 closed after refusing JOIN_SESSION). */
+static int conn_reconnect(nsc_conn *c) {
+        int fd = socket_connect(c->path, c->deadline);
+
+        if (fd < 0)
+                return fd;
+        cleanup_closep(&c->fd);
+        c->fd = fd;
+        c->broken = 0;
+        return 0;
+}
+
+int nsc_join_session(nsc_conn *conn, uid_t uid, unsigned flags, pid_t pid, const char *service,
+                     struct nsc_join_result *ret_join, uint64_t *ret_session_id,
+                     unsigned *ret_sessions) {
+        struct nsd_req_join_session req;
+        struct reply_fds fds = { .n = 0 };
+        struct nsc_join_result j;
+        _cleanup_close_ int pidfd = -1;
+        size_t len;
+        int r;
+
+        if (!conn || !ret_join || uid == (uid_t) -1 || (flags & ~NSC_JOIN_NO_CREATE) ||
+            pid <= 0 || service_check(service, &len) < 0)
+                return -EINVAL;
+
+        pidfd = pidfd_of(pid);
+
+        CONN_LOCK_SCOPE(conn);
+        if (!conn->no_join_session) {
+                const struct nsd_rep_join_session *rep = &conn->rx.join_session;
+
+                nsd_msg_init(&req.hdr, NSD_REQ_JOIN_SESSION, sizeof(req), 0);
+                req.uid = uid;
+                req.flags = flags | (pidfd >= 0 ? NSD_JOIN_SESSION_PIDFD : 0);
+                req.pid = (uint32_t) pid;
+                if (len > 0)
+                        memcpy(req.service, service, len);
+                r = conn_call(conn, &req.hdr, pidfd, &fds);
+                if (r != -EOPNOTSUPP) {
+                        if (r < 0)
+                                return r;
+                        if (rep->session_id == 0) {
+                                reply_fds_close(&fds);
+                                return conn->broken = -EBADMSG;
+                        }
+                        r = join_result_take(conn, &fds, uid, rep->uid, rep->ns_flags,
+                                             rep->ns_inode, rep->created_usec, &j);
+                        if (r < 0)
+                                return r;
+                        if (ret_session_id)
+                                *ret_session_id = rep->session_id;
+                        if (ret_sessions)
+                                *ret_sessions = rep->sessions;
+                        *ret_join = j;
+                        return 0;
+                }
+                /* nsd < 1.2: "unknown request type", and it closed the connection */
+                conn->no_join_session = true;
+                r = conn_reconnect(conn);
+                if (r < 0)
+                        return conn->broken = r;
+        }
+
+        /* the fallback: two requests, the same promise (nothing left open on failure) */
+        r = join_locked(conn, uid, flags, &j);
+        if (r < 0)
+                return r;
+        r = session_open_locked(conn, uid, pid, service, len, pidfd, ret_session_id,
+                                ret_sessions);
+        if (r < 0) {
+                cleanup_closep(&j.root_fd);
+                cleanup_closep(&j.ns_fd);
+                return r;
+        }
+        *ret_join = j;
+        return 1;
 }
 
 /* ---- status and inspection --------------------------------------------------------------- */

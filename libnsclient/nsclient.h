@@ -23,14 +23,29 @@ extern "C" {
 
 typedef struct nsc_conn nsc_conn;
 
-/* Connect to nsd. socket_path NULL means $NSD_SOCKET if set, else /run/nsd/socket. */
+/* Connect to nsd. socket_path NULL means $NSD_SOCKET if set (ignored in setuid programs),
+ * else, for euid 0, root's own socket /run/nsd/root.socket when it exists (nsd >= 1.2),
+ * else /run/nsd/socket. */
 int nsc_connect(const char *socket_path, nsc_conn **ret_conn);
+/* The same with a timeout other than NSC_TIMEOUT_DEFAULT_USEC, for the connect itself (also
+ * to an nsd whose listen backlog is full because it is stopped or stuck) and as the
+ * connection's timeout afterwards (see nsc_set_timeout()). Since NSCLIENT_1.2. */
+int nsc_connect_timeout(const char *socket_path, uint64_t usec, nsc_conn **ret_conn);
 /* Close the connection and free it; NULL is fine. */
 void nsc_disconnect(nsc_conn *conn);
+/* For __attribute__((cleanup)), as sd-bus.h's sd_bus_unrefp():
+ *     _nsc_cleanup_disconnect_ nsc_conn *conn = NULL; */
+static inline void nsc_disconnectp(nsc_conn **conn) {
+        if (conn)
+                nsc_disconnect(*conn);
+}
+#define _nsc_cleanup_disconnect_ __attribute__((cleanup(nsc_disconnectp)))
 
-/* How long one call waits for nsd to take a request or send each part of its answer;
- * 0 waits forever. Default NSC_TIMEOUT_DEFAULT_USEC, also for nsc_connect() itself. A call
- * that runs out of time fails with -ETIMEDOUT and leaves the connection unusable. */
+/* How long one call on the connection may take in all: sending the request and receiving
+ * every part of the answer (and, for nsc_join_session() with an nsd older than 1.2, the
+ * reconnect and both requests of the fallback); 0 waits forever. Default
+ * NSC_TIMEOUT_DEFAULT_USEC. A call that runs out of time fails with -ETIMEDOUT and leaves
+ * the connection unusable. */
 #define NSC_TIMEOUT_DEFAULT_USEC (25ull * 1000 * 1000)
 int nsc_set_timeout(nsc_conn *conn, uint64_t usec);
 
@@ -56,12 +71,17 @@ struct nsc_join_result {
 };
 
 /* Get descriptors of uid's namespace (created on first use unless NSC_JOIN_NO_CREATE).
- * The caller owns both descriptors in *ret. -EPERM: not root and not one's own uid. */
+ * The caller owns both descriptors in *ret. -EPERM: not root and not one's own uid.
+ * -EAGAIN (nsd >= 1.2): not yet available (nsd is still adopting the namespace after a
+ * restart); ask again shortly, it is no reason to give up on the namespace. */
 int nsc_join(nsc_conn *conn, uid_t uid, unsigned flags, struct nsc_join_result *ret);
 
 /* Enter a joined namespace: setns(ns_fd) (mode setns), or on a kernel that supports it
  * setns(root_fd), else fchdir(root_fd) + chroot(".") (mode chroot). These do not talk to
- * nsd; they are here so that the PAM module and nsctl enter the same way. */
+ * nsd; they are here so that the PAM module and nsctl enter the same way. Both enter all or
+ * nothing: on failure the caller's root, working directory and namespace are as before
+ * (nsc_enter_chroot() saves root and cwd as descriptors and puts them back; should even
+ * that fail, it returns -ENOTRECOVERABLE). */
 int nsc_enter_setns(const struct nsc_join_result *j);
 int nsc_enter_chroot(const struct nsc_join_result *j, int *ret_used_setns);
 
@@ -75,6 +95,17 @@ int nsc_session_open(nsc_conn *conn, uid_t uid, pid_t pid, const char *service,
 /* session_id 0 means "the session of uid led by pid". */
 int nsc_session_close(nsc_conn *conn, uid_t uid, pid_t pid, uint64_t session_id,
                       unsigned *ret_sessions_left);
+
+/* JOIN and SESSION_OPEN in one round trip (since NSCLIENT_1.2, nsd protocol 1.2): the
+ * descriptors of uid's namespace in *ret_join, and a session of uid led by pid registered
+ * (pidfd and service as for nsc_session_open()). Nothing is left open on failure: a
+ * refused session refuses the whole call. With an nsd older than 1.2 (which refuses the
+ * request with -EOPNOTSUPP and closes the connection) the library reconnects to the same
+ * socket and sends JOIN, then SESSION_OPEN, within the same timeout; later calls on the
+ * connection go that way at once. Returns 0 when one request did it, 1 after the fallback. */
+int nsc_join_session(nsc_conn *conn, uid_t uid, unsigned flags, pid_t pid, const char *service,
+                     struct nsc_join_result *ret_join, uint64_t *ret_session_id,
+                     unsigned *ret_sessions);
 
 /* ---- status and inspection --------------------------------------------------------- */
 

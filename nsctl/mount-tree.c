@@ -6,8 +6,8 @@
 
 #include <libmount.h>
 
-#include "cleanup.h"
 #include "mount-tree.h"
+#include "nsctl-cleanup.h"
 
 const struct column_info mount_columns[_MOUNT_COL_MAX] = {
         [MOUNT_COL_TARGET] = { "TARGET", 0.3, SCOLS_FL_TREE | SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING, "mount point" },
@@ -25,7 +25,7 @@ const struct column_info mount_columns[_MOUNT_COL_MAX] = {
 const size_t mount_columns_default[] = {
         MOUNT_COL_TARGET, MOUNT_COL_SOURCE, MOUNT_COL_FSTYPE, MOUNT_COL_OPTIONS,
 };
-const size_t mount_columns_default_n = sizeof(mount_columns_default) / sizeof(mount_columns_default[0]);
+const size_t mount_columns_default_n = ELEMENTSOF(mount_columns_default);
 
 struct parse_state {
         int bad_line;
@@ -107,19 +107,16 @@ static char *cell_text(struct libmnt_fs *fs, size_t col) {
 
 static int add_line(struct libscols_table *tb, struct libscols_line *parent,
                     struct libmnt_fs *fs, const size_t *ids, size_t n_ids,
-                    struct libscols_line **ret_line) {
+                    const struct table_options *opts, struct libscols_line **ret_line) {
         struct libscols_line *ln = scols_table_new_line(tb, parent);
+        int r;
 
         if (!ln)
                 return -ENOMEM;
         for (size_t i = 0; i < n_ids; i++) {
-                char *text = cell_text(fs, ids[i]);
-
-                /* NULL data is fine: an empty cell (null in JSON) */
-                if (text && scols_line_refer_data(ln, i, text) < 0) {
-                        free(text);
-                        return -ENOMEM;
-                }
+                r = table_line_set(ln, i, cell_text(fs, ids[i]), opts);
+                if (r < 0)
+                        return r;
         }
         /* userdata marks the mount as placed, so a broken table cannot make us loop */
         mnt_fs_set_userdata(fs, ln);
@@ -129,13 +126,13 @@ static int add_line(struct libscols_table *tb, struct libscols_line *parent,
 
 static int add_subtree(struct libmnt_table *mt, struct libscols_table *tb,
                        struct libscols_line *parent, struct libmnt_fs *fs,
-                       const size_t *ids, size_t n_ids) {
+                       const size_t *ids, size_t n_ids, const struct table_options *opts) {
+        _cleanup_mnt_iter_ struct libmnt_iter *itr = NULL;
         struct libscols_line *ln;
-        struct libmnt_iter *itr;
         struct libmnt_fs *child;
         int r;
 
-        r = add_line(tb, parent, fs, ids, n_ids, &ln);
+        r = add_line(tb, parent, fs, ids, n_ids, opts, &ln);
         if (r < 0)
                 return r;
 
@@ -145,22 +142,22 @@ static int add_subtree(struct libmnt_table *mt, struct libscols_table *tb,
         while (mnt_table_next_child_fs(mt, itr, fs, &child) == 0) {
                 if (mnt_fs_get_userdata(child))
                         continue;
-                r = add_subtree(mt, tb, ln, child, ids, n_ids);
+                r = add_subtree(mt, tb, ln, child, ids, n_ids, opts);
                 if (r < 0)
-                        break;
+                        return r;
         }
-        mnt_free_iter(itr);
-        return r;
+        return 0;
 }
 
 static int fill_table(struct libmnt_table *mt, struct libscols_table *tb,
-                      const size_t *ids, size_t n_ids, bool tree) {
-        struct libmnt_iter *itr;
+                      const size_t *ids, size_t n_ids, const struct table_options *opts,
+                      bool tree) {
+        _cleanup_mnt_iter_ struct libmnt_iter *itr = NULL;
         struct libmnt_fs *fs;
-        int r = 0;
+        int r;
 
         if (tree && mnt_table_get_root_fs(mt, &fs) == 0 && fs) {
-                r = add_subtree(mt, tb, NULL, fs, ids, n_ids);
+                r = add_subtree(mt, tb, NULL, fs, ids, n_ids, opts);
                 if (r < 0)
                         return r;
         }
@@ -175,23 +172,21 @@ static int fill_table(struct libmnt_table *mt, struct libscols_table *tb,
                 if (mnt_fs_get_userdata(fs))
                         continue;
                 if (tree)
-                        r = add_subtree(mt, tb, NULL, fs, ids, n_ids);
+                        r = add_subtree(mt, tb, NULL, fs, ids, n_ids, opts);
                 else
-                        r = add_line(tb, NULL, fs, ids, n_ids, &ln);
+                        r = add_line(tb, NULL, fs, ids, n_ids, opts, &ln);
                 if (r < 0)
-                        break;
+                        return r;
         }
-        mnt_free_iter(itr);
-        return r;
+        return 0;
 }
 
 int mount_tree_print(const char *text, size_t len, const size_t *ids, size_t n_ids,
                      const struct table_options *opts, bool tree, FILE *out,
                      int *ret_bad_line) {
         struct parse_state st = { 0 };
-        struct libmnt_table *mt = NULL;
-        struct libscols_table *tb = NULL;
-        FILE *f = NULL;
+        _cleanup_mnt_table_ struct libmnt_table *mt = NULL;
+        _cleanup_scols_table_ struct libscols_table *tb = NULL;
         int r;
 
         if (!text || !ids || n_ids == 0 || !opts || !out)
@@ -208,38 +203,27 @@ int mount_tree_print(const char *text, size_t len, const size_t *ids, size_t n_i
         if (len > 0) {
                 /* fmemopen() of a zero-length buffer fails; an empty table is fine. A memory
                  * stream has no descriptor, so O_CLOEXEC does not apply. */
-                f = fmemopen((void *) text, len, "r");
-                if (!f) {
-                        r = NEG_ERRNO();
-                        goto finish;
-                }
+                _cleanup_fclose_ FILE *f = fmemopen((void *) text, len, "r");
+
+                if (!f)
+                        return NEG_ERRNO();
                 r = mnt_table_parse_stream(mt, f, "mountinfo");
                 if (r < 0 || st.bad_line > 0) {
                         if (ret_bad_line)
                                 *ret_bad_line = st.bad_line;
-                        r = -EINVAL;
-                        goto finish;
+                        return -EINVAL;
                 }
         }
 
         tb = table_new("filesystems", mount_columns, ids, n_ids, opts);
-        if (!tb) {
-                r = -ENOMEM;
-                goto finish;
-        }
+        if (!tb)
+                return -ENOMEM;
         scols_table_set_stream(tb, out);
 
-        r = fill_table(mt, tb, ids, n_ids, tree);
+        r = fill_table(mt, tb, ids, n_ids, opts, tree);
         if (r < 0)
-                goto finish;
+                return r;
+        /* 0 even when writing to out fails: that is for the caller to see (close_stdout) */
         r = scols_print_table(tb);
-        if (r < 0)
-                r = -EIO;
-
-finish:
-        if (f)
-                fclose(f);
-        scols_unref_table(tb);
-        mnt_unref_table(mt);
-        return r;
+        return r < 0 ? r : 0;
 }

@@ -5,25 +5,28 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <locale.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libsmartcols.h>
 
 #include "cleanup.h"
+#include "cli.h"
 #include "config.h"
+#include "json.h"
 #include "mount-tree.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
+#include "nsctl-cleanup.h"
+#include "nss-util.h"
 #include "output.h"
+#include "time-util.h"
 
 #define EXIT_EXEC_FAILED 126
 #define EXIT_EXEC_ENOENT 127
@@ -45,18 +48,11 @@ static const char *socket_path_shown(void) {
         if (arg_socket)
                 return arg_socket;
         e = secure_getenv("NSD_SOCKET"); /* as libnsclient does */
-        return e && *e ? e : NSD_SOCKET_PATH_DEFAULT;
-}
-
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
-        va_list ap;
-
-        fputs("nsctl: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs("\nTry 'nsctl --help' for more information.\n", stderr);
-        return EXIT_FAILURE;
+        if (e && *e)
+                return e;
+        if (geteuid() == 0 && access(NSD_ROOT_SOCKET_PATH_DEFAULT, F_OK) == 0)
+                return NSD_ROOT_SOCKET_PATH_DEFAULT;
+        return NSD_SOCKET_PATH_DEFAULT;
 }
 
 /* "nsctl: cannot <what>: <strerror> (<nsd's reason>)"; returns EXIT_FAILURE */
@@ -75,25 +71,12 @@ __attribute__((format(printf, 3, 4))) static int fail(nsc_conn *conn, int r, con
         return EXIT_FAILURE;
 }
 
-/* getopt_long() with opterr = 0 returned '?' or ':'; say what was wrong */
-static int option_error(int c, char **argv) {
-        const char *arg = argv[optind - 1];
-
-        if (c == ':') {
-                if (strncmp(arg, "--", 2) == 0)
-                        return usage_error("option '%s' requires an argument", arg);
-                return usage_error("option requires an argument -- '%c'", optopt);
-        }
-        if (optopt > 0 && optopt < 0x100 && strncmp(arg, "--", 2) != 0)
-                return usage_error("invalid option -- '%c'", optopt);
-        return usage_error("unrecognized option '%s'", arg);
-}
-
 /* ---- users and connections ------------------------------------------------------------- */
 
 /* A user name or a numeric uid. -ENOENT: no such user; -ERANGE: not a valid uid. */
 static int parse_user(const char *s, uid_t *ret_uid) {
-        struct passwd *pw;
+        _cleanup_free_ struct passwd *pw = NULL;
+        int r;
 
         if (!s || !*s)
                 return -EINVAL;
@@ -108,29 +91,33 @@ static int parse_user(const char *s, uid_t *ret_uid) {
                 *ret_uid = (uid_t) v;
                 return 0;
         }
-        errno = 0;
-        pw = getpwnam(s);
-        if (!pw)
-                return errno > 0 && errno != ENOENT && errno != ESRCH ? -errno : -ENOENT;
+        r = nss_user_by_name(s, &pw);
+        if (r < 0)
+                return r;
         *ret_uid = pw->pw_uid;
         return 0;
 }
 
-static int user_arg(const char *verb, int argc, char **argv, uid_t *ret_uid) {
-        int r;
+/* parse_user() with the message for the user; 0 or EXIT_FAILURE */
+static int resolve_user(const char *s, uid_t *ret_uid) {
+        int r = parse_user(s, ret_uid);
 
-        if (optind >= argc)
-                return usage_error("%s: missing user", verb);
-        r = parse_user(argv[optind], ret_uid);
         if (r == -ENOENT)
-                return usage_error("unknown user '%s'", argv[optind]);
+                return usage_error("unknown user '%s'", s);
         if (r == -ERANGE || r == -EINVAL)
-                return usage_error("invalid user '%s'", argv[optind]);
+                return usage_error("invalid user '%s'", s);
         if (r < 0) {
-                fprintf(stderr, "nsctl: cannot look up user '%s': %s\n", argv[optind], strerror(-r));
+                fprintf(stderr, "nsctl: cannot look up user '%s': %s\n", s, strerror(-r));
                 return EXIT_FAILURE;
         }
         return 0;
+}
+
+/* the command's <user> argument at argv[optind] */
+static int user_arg(const char *verb, int argc, char **argv, uid_t *ret_uid) {
+        if (optind >= argc)
+                return usage_error("%s: missing user", verb);
+        return resolve_user(argv[optind], ret_uid);
 }
 
 static int no_more_args(const char *verb, int argc, char **argv, int first) {
@@ -151,20 +138,14 @@ static int connect_nsd(nsc_conn **ret_conn) {
         return 0;
 }
 
+/* uid's name, or the number when it has none (or the lookup fails) */
 static void user_name(uid_t uid, char *buf, size_t size) {
-        struct passwd *pw = getpwuid(uid);
+        _cleanup_free_ struct passwd *pw = NULL;
 
-        if (pw && pw->pw_name && *pw->pw_name)
+        if (nss_user_by_uid(uid, &pw) == 0 && pw->pw_name && *pw->pw_name)
                 snprintf(buf, size, "%s", pw->pw_name);
         else
                 snprintf(buf, size, "%u", (unsigned) uid);
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 /* ---- status ---------------------------------------------------------------------------- */
@@ -207,20 +188,25 @@ static void limit_text(uint32_t v, char *buf, size_t size) {
                 snprintf(buf, size, "limit %u", v);
 }
 
-static void status_print_human(const struct nsc_status *st) {
+static uint64_t uptime_usec(const struct nsc_status *st) {
+        uint64_t now = now_usec(CLOCK_REALTIME);
+
+        return now > st->started_usec ? now - st->started_usec : 0;
+}
+
+static void status_print_human(const struct nsc_status *st, const char *version) {
         char since[64], up[64], lim[32];
-        uint64_t now = now_usec();
 
         format_timestamp(st->started_usec, since, sizeof(since));
-        format_duration(now > st->started_usec ? now - st->started_usec : 0, up, sizeof(up));
+        format_duration(uptime_usec(st), up, sizeof(up));
 
-        printf("nsd version:     %.*s\n", (int) strnlen(st->version, sizeof(st->version)), st->version);
+        printf("nsd version:     %s\n", version);
         printf("pid:             %ld\n", (long) st->pid);
         printf("running since:   %s (up %s)\n", since, up);
         printf("protocol:        %u.%u (nsctl speaks %d.%d)\n", st->proto_major, st->proto_minor,
                NSD_PROTO_MAJOR, NSD_PROTO_MINOR);
         printf("kernel features:\n");
-        for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(features); i++)
                 printf("  %-17s %-3s  (%s)\n", features[i].name,
                        st->features & features[i].flag ? "yes" : "no", features[i].what);
         printf("private mode:    %s\n", private_mode_text(st->features));
@@ -232,36 +218,37 @@ static void status_print_human(const struct nsc_status *st) {
         printf("connections:     %u (%s per user)\n", st->connections, lim);
 }
 
-static void status_print_json(const struct nsc_status *st) {
-        char version[sizeof(st->version) + 1], since[64];
-        uint64_t now = now_usec();
+static void status_print_json(const struct nsc_status *st, const char *version) {
+        struct json_writer w;
+        char since[64], protocol[32];
 
-        snprintf(version, sizeof(version), "%.*s", (int) strnlen(st->version, sizeof(st->version)),
-                 st->version);
         format_timestamp(st->started_usec, since, sizeof(since));
+        snprintf(protocol, sizeof(protocol), "%u.%u", st->proto_major, st->proto_minor);
 
-        printf("{\n   \"version\": ");
-        json_write_string(stdout, version);
-        printf(",\n   \"pid\": %ld,\n", (long) st->pid);
-        printf("   \"started_usec\": %llu,\n", (unsigned long long) st->started_usec);
-        printf("   \"started\": ");
-        json_write_string(stdout, since);
-        printf(",\n   \"uptime_sec\": %llu,\n",
-               (unsigned long long) (now > st->started_usec ? (now - st->started_usec) / 1000000u : 0));
-        printf("   \"protocol\": \"%u.%u\",\n", st->proto_major, st->proto_minor);
-        printf("   \"features\": {\n");
-        for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
-                printf("      \"%s\": %s%s\n", features[i].name,
-                       st->features & features[i].flag ? "true" : "false",
-                       i + 1 < sizeof(features) / sizeof(features[0]) ? "," : "");
-        printf("   },\n");
-        printf("   \"private_mode\": \"%s\",\n", private_mode_name(st->features));
-        printf("   \"namespaces\": %u,\n   \"pinned\": %u,\n   \"sessions\": %u,\n"
-               "   \"connections\": %u,\n",
-               st->namespaces, st->pinned, st->sessions, st->connections);
-        printf("   \"limits\": {\n      \"namespaces\": %u,\n      \"sessions_per_user\": %u,\n"
-               "      \"connections_per_user\": %u\n   }\n}\n",
-               st->max_namespaces, st->max_sessions_per_uid, st->max_connections_per_uid);
+        json_open(&w, stdout);
+        json_object_open(&w, "status");
+        json_string(&w, "version", version);
+        json_uint(&w, "pid", (uint64_t) st->pid);
+        json_uint(&w, "started_usec", st->started_usec);
+        json_string(&w, "started", since);
+        json_uint(&w, "uptime_sec", uptime_usec(st) / USEC_PER_SEC);
+        json_string(&w, "protocol", protocol);
+        json_object_open(&w, "features");
+        for (size_t i = 0; i < ELEMENTSOF(features); i++)
+                json_bool(&w, features[i].name, st->features & features[i].flag);
+        json_object_close(&w);
+        json_string(&w, "private_mode", private_mode_name(st->features));
+        json_uint(&w, "namespaces", st->namespaces);
+        json_uint(&w, "pinned", st->pinned);
+        json_uint(&w, "sessions", st->sessions);
+        json_uint(&w, "connections", st->connections);
+        json_object_open(&w, "limits");
+        json_uint(&w, "namespaces", st->max_namespaces);
+        json_uint(&w, "sessions_per_user", st->max_sessions_per_uid);
+        json_uint(&w, "connections_per_user", st->max_connections_per_uid);
+        json_object_close(&w);
+        json_object_close(&w);
+        json_close(&w);
 }
 
 static int help_status(void) {
@@ -273,10 +260,8 @@ static int help_status(void) {
                "\n"
                "Options:\n"
                " -J, --json           use JSON output format\n"
-               "     --socket <path>  nsd's socket\n"
-               " -h, --help           display this help\n"
-               "\n"
-               "See nsctl(1).\n");
+               USAGE_COMMON_OPTIONS("")
+               USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
 }
 
@@ -287,8 +272,8 @@ static int verb_status(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        struct nsc_status st;
-        nsc_conn *conn = NULL;
+        struct nsc_status st = {};
+        char version[sizeof(st.version) + 1];
         bool json = false;
         int c, r;
 
@@ -303,22 +288,22 @@ static int verb_status(int argc, char **argv) {
         }
         if ((r = no_more_args("status", argc, argv, optind)))
                 return r;
-        if ((r = connect_nsd(&conn)))
-                return r;
+        {
+                _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
 
-        memset(&st, 0, sizeof(st));
-        r = nsc_status(conn, &st);
-        if (r < 0) {
-                r = fail(conn, r, "get status from nsd");
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+                if ((r = connect_nsd(&conn)))
+                        return r;
+                r = nsc_status(conn, &st);
+                if (r < 0)
+                        return fail(conn, r, "get status from nsd");
+        } /* closed before printing: a slow reader of stdout holds none of nsd's connections */
 
+        snprintf(version, sizeof(version), "%.*s", (int) strnlen(st.version, sizeof(st.version)),
+                 st.version);
         if (json)
-                status_print_json(&st);
+                status_print_json(&st, version);
         else
-                status_print_human(&st);
+                status_print_human(&st, version);
         return EXIT_SUCCESS;
 }
 
@@ -359,12 +344,11 @@ static int help_list(void) {
                " -r, --raw               use raw output format\n"
                " -n, --noheadings        don't print headings\n"
                " -o, --output <list>     output columns (comma separated)\n"
-               "     --socket <path>     nsd's socket\n"
-               " -h, --help              display this help\n"
+               USAGE_COMMON_OPTIONS("   ")
                "\n"
                "Available output columns:\n");
         columns_help(stdout, list_columns, _LIST_COL_MAX);
-        printf("\nSee nsctl(1).\n");
+        fputs(USAGE_MAN_TAIL, stdout);
         return EXIT_SUCCESS;
 }
 
@@ -417,33 +401,32 @@ static char *list_cell(const struct nsc_ns_info *e, size_t col, bool json) {
 
 static int list_print(const struct nsc_ns_info *entries, size_t n, const size_t *ids, size_t n_ids,
                       const struct table_options *opts) {
-        struct libscols_table *tb = table_new("namespaces", list_columns, ids, n_ids, opts);
-        int r = 0;
+        _cleanup_scols_table_ struct libscols_table *tb =
+                table_new("namespaces", list_columns, ids, n_ids, opts);
+        int r;
 
         if (!tb)
                 return -ENOMEM;
-        for (size_t i = 0; i < n && r == 0; i++) {
+        for (size_t i = 0; i < n; i++) {
                 struct libscols_line *ln = scols_table_new_line(tb, NULL);
 
-                if (!ln) {
-                        r = -ENOMEM;
-                        break;
-                }
+                if (!ln)
+                        return -ENOMEM;
                 for (size_t k = 0; k < n_ids; k++) {
-                        char *text = list_cell(&entries[i], ids[k], opts->json);
-
-                        if (text && scols_line_refer_data(ln, k, text) < 0) {
-                                free(text);
-                                r = -ENOMEM;
-                                break;
-                        }
+                        r = table_line_set(ln, k, list_cell(&entries[i], ids[k], opts->json), opts);
+                        if (r < 0)
+                                return r;
                 }
         }
-        if (r == 0 && scols_print_table(tb) < 0)
-                r = -EIO;
-        scols_unref_table(tb);
-        return r;
+        /* 0 even when writing fails: close_stdout() sees that */
+        r = scols_print_table(tb);
+        return r < 0 ? r : 0;
 }
+
+/* -J and -r of list and show, as lsns and findmnt refuse them together */
+static const excl_group_t table_excl[] = {
+        { 'J', 'r' },
+};
 
 static int parse_columns_arg(const char *arg, const struct column_info *infos, size_t n_infos,
                              size_t *ids, size_t *ret_n) {
@@ -473,8 +456,8 @@ static int verb_list(int argc, char **argv) {
         };
         struct table_options opts = {};
         size_t ids[COLUMNS_MAX], n_ids = 0;
-        struct nsc_ns_info *entries = NULL;
-        nsc_conn *conn = NULL;
+        _cleanup_free_ struct nsc_ns_info *entries = NULL;
+        int excl_status[ELEMENTSOF(table_excl)] = {};
         size_t n = 0;
         int c, r;
 
@@ -483,6 +466,9 @@ static int verb_list(int argc, char **argv) {
 
         optind = 0;
         while ((c = getopt_long(argc, argv, ":Jrno:h", options, NULL)) >= 0) {
+                r = exclusive_options(c, options, table_excl, ELEMENTSOF(table_excl), excl_status);
+                if (r)
+                        return r;
                 switch (c) {
                 case 'J': opts.json = true; break;
                 case 'r': opts.raw = true; break;
@@ -498,21 +484,19 @@ static int verb_list(int argc, char **argv) {
         }
         if ((r = no_more_args("list", argc, argv, optind)))
                 return r;
-        if ((r = connect_nsd(&conn)))
-                return r;
+        {
+                _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
 
-        r = nsc_list(conn, &entries, &n);
-        if (r < 0) {
-                r = fail(conn, r, "list namespaces");
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+                if ((r = connect_nsd(&conn)))
+                        return r;
+                r = nsc_list(conn, &entries, &n);
+                if (r < 0)
+                        return fail(conn, r, "list namespaces");
+        } /* closed before printing, as in status */
 
         if (n > 1)
                 qsort(entries, n, sizeof(entries[0]), cmp_ns_info);
         r = list_print(entries, n, ids, n_ids, &opts);
-        free(entries);
         if (r < 0)
                 return fail(NULL, r, "print the list");
         return EXIT_SUCCESS;
@@ -524,8 +508,9 @@ static int help_show(void) {
         printf("Usage:\n"
                " nsctl show [options] <user>\n"
                "\n"
-               "Show the mounts of a user's namespace as a tree, like findmnt(8).\n"
-               "<user> is a user name or a numeric uid.\n"
+               "Show the mounts of a user's namespace as a tree, like findmnt(8), through nsd:\n"
+               "no need to be in it. <user> is a user name or a numeric uid; without\n"
+               "privilege, only your own.\n"
                "\n"
                "Options:\n"
                " -J, --json              use JSON output format\n"
@@ -533,12 +518,11 @@ static int help_show(void) {
                " -l, --list              use list format output (no tree)\n"
                " -n, --noheadings        don't print headings\n"
                " -o, --output <list>     output columns (comma separated)\n"
-               "     --socket <path>     nsd's socket\n"
-               " -h, --help              display this help\n"
+               USAGE_COMMON_OPTIONS("   ")
                "\n"
                "Available output columns:\n");
         columns_help(stdout, mount_columns, _MOUNT_COL_MAX);
-        printf("\nSee nsctl(1).\n");
+        fputs(USAGE_MAN_TAIL, stdout);
         return EXIT_SUCCESS;
 }
 
@@ -556,7 +540,7 @@ static int verb_show(int argc, char **argv) {
         struct table_options opts = {};
         size_t ids[COLUMNS_MAX], n_ids = 0;
         _cleanup_free_ char *text = NULL;
-        nsc_conn *conn = NULL;
+        int excl_status[ELEMENTSOF(table_excl)] = {};
         const char *user;
         bool tree = true;
         int bad_line = 0;
@@ -569,6 +553,9 @@ static int verb_show(int argc, char **argv) {
 
         optind = 0;
         while ((c = getopt_long(argc, argv, ":Jrlno:h", options, NULL)) >= 0) {
+                r = exclusive_options(c, options, table_excl, ELEMENTSOF(table_excl), excl_status);
+                if (r)
+                        return r;
                 switch (c) {
                 case 'J': opts.json = true; break;
                 case 'r': opts.raw = true; break;
@@ -588,16 +575,15 @@ static int verb_show(int argc, char **argv) {
         user = argv[optind];
         if ((r = no_more_args("show", argc, argv, optind + 1)))
                 return r;
-        if ((r = connect_nsd(&conn)))
-                return r;
+        {
+                _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
 
-        r = nsc_show(conn, uid, &text, &len);
-        if (r < 0) {
-                r = fail(conn, r, "show %s", user);
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+                if ((r = connect_nsd(&conn)))
+                        return r;
+                r = nsc_show(conn, uid, &text, &len);
+                if (r < 0)
+                        return fail(conn, r, "show %s", user);
+        } /* closed before printing, as in status */
 
         r = mount_tree_print(text, len, ids, n_ids, &opts, tree, stdout, &bad_line);
         if (r == -EINVAL) {
@@ -617,15 +603,52 @@ static int help_enter(void) {
                " nsctl enter [options] <user> [--] [<command> [<argument>...]]\n"
                "\n"
                "Run a command in a user's mount namespace, as root (the administrator's\n"
-               "view). Without a command, run $SHELL (or /bin/sh). Root only.\n"
+               "view). Without a command, run $SHELL (or /bin/sh). Root only, but for a\n"
+               "process already inside that namespace (then the command just runs); others\n"
+               "see their namespace's mounts with 'nsctl show <user>'.\n"
                "\n"
                "Options:\n"
                "     --mode <mode>    how to enter: setns (default) or chroot\n"
-               "     --socket <path>  nsd's socket\n"
-               " -h, --help           display this help\n"
-               "\n"
-               "See nsctl(1).\n");
+               USAGE_COMMON_OPTIONS("")
+               USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
+}
+
+/* After EPERM from nsd or the kernel, for a caller without privilege: what it can do. */
+static void enter_refused_hint(uid_t uid, const char *user) {
+        if (uid != getuid()) {
+                fprintf(stderr, "nsctl: only root may enter another user's namespace\n");
+                return;
+        }
+        fprintf(stderr,
+                "nsctl: only root may enter a namespace from outside it; 'nsctl show %s' shows its\n"
+                "nsctl: mounts, and a new login (ssh, su -l, a new session) runs inside it\n",
+                user);
+}
+
+/* Is ns_fd the mount namespace this process is in? */
+static bool in_namespace(int ns_fd) {
+        struct stat a, b;
+
+        return fstat(ns_fd, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 && a.st_dev == b.st_dev &&
+               a.st_ino == b.st_ino;
+}
+
+/* Ask nsd for uid's namespace; 0 or EXIT_FAILURE after saying why. */
+static int join_namespace(uid_t uid, const char *user, struct nsc_join_result *ret) {
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
+        int r;
+
+        if ((r = connect_nsd(&conn)))
+                return r;
+        r = nsc_join(conn, uid, 0, ret);
+        if (r < 0) {
+                fail(conn, r, "enter the namespace of %s", user);
+                if (r == -EPERM && geteuid() != 0)
+                        enter_refused_hint(uid, user);
+                return EXIT_FAILURE;
+        }
+        return 0;
 }
 
 static int verb_enter(int argc, char **argv) {
@@ -636,9 +659,9 @@ static int verb_enter(int argc, char **argv) {
                 {}
         };
         struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+        _cleanup_close_ int root_fd = -1, ns_fd = -1;
         _cleanup_free_ char *cwd = NULL;
         char *shell_argv[2] = {};
-        nsc_conn *conn = NULL;
         bool mode_chroot = false;
         const char *user;
         char **cmd;
@@ -676,38 +699,35 @@ static int verb_enter(int argc, char **argv) {
                 cmd = shell_argv;
         }
 
-        if (geteuid() != 0) {
-                fprintf(stderr, "nsctl: cannot enter: only root may enter another user's namespace\n");
-                return EXIT_FAILURE;
-        }
-
-        if ((r = connect_nsd(&conn)))
+        /* nsd decides who gets the namespace's descriptors (root, or a process already in it) */
+        if ((r = join_namespace(uid, user, &j)))
                 return r;
-        r = nsc_join(conn, uid, 0, &j);
-        if (r < 0) {
-                r = fail(conn, r, "join %s", user);
-                nsc_disconnect(conn);
-                return r;
+        root_fd = j.root_fd;
+        ns_fd = j.ns_fd;
+
+        if (geteuid() != 0 && in_namespace(ns_fd)) {
+                /* already there (a login session of the user): nothing to enter, and entering
+                 * anew would need privileges this process does not have */
+        } else {
+                /* keep the working directory by name where the namespace has it, as a login */
+                cwd = getcwd(NULL, 0);
+
+                if (mode_chroot) {
+                        int used_setns = 0;
+
+                        r = nsc_enter_chroot(&j, &used_setns);
+                } else
+                        r = nsc_enter_setns(&j);
+                if (r < 0) {
+                        fail(NULL, r, "enter the namespace of %s (mode %s)", user,
+                             mode_chroot ? "chroot" : "setns");
+                        if (r == -EPERM && geteuid() != 0)
+                                enter_refused_hint(uid, user);
+                        return EXIT_FAILURE;
+                }
+                if (!cwd || chdir(cwd) < 0)
+                        (void) chdir("/");
         }
-        nsc_disconnect(conn);
-
-        /* keep the working directory by name where the namespace has it, like a login would */
-        cwd = getcwd(NULL, 0);
-
-        if (mode_chroot) {
-                int used_setns = 0;
-
-                r = nsc_enter_chroot(&j, &used_setns);
-        } else
-                r = nsc_enter_setns(&j);
-        cleanup_closep(&j.root_fd);
-        cleanup_closep(&j.ns_fd);
-        if (r < 0)
-                return fail(NULL, r, "enter the namespace of %s (mode %s)", user,
-                            mode_chroot ? "chroot" : "setns");
-
-        if (!cwd || chdir(cwd) < 0)
-                (void) chdir("/");
 
         execvp(cmd[0], cmd);
         r = errno;
@@ -726,17 +746,14 @@ static int help_release(void) {
                "\n"
                "Options:\n"
                " -f, --force          release even while the user has live sessions\n"
-               "     --socket <path>  nsd's socket\n"
-               " -h, --help           display this help\n"
-               "\n"
-               "See nsctl(1).\n");
+               USAGE_COMMON_OPTIONS("")
+               USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
 }
 
 /* the number of live sessions nsd reports for uid, or -errno */
 static long live_sessions(nsc_conn *conn, uid_t uid) {
-        struct nsc_ns_info *entries = NULL;
-        long found = -ENOENT;
+        _cleanup_free_ struct nsc_ns_info *entries = NULL;
         size_t n = 0;
         int r;
 
@@ -745,9 +762,8 @@ static long live_sessions(nsc_conn *conn, uid_t uid) {
                 return r;
         for (size_t i = 0; i < n; i++)
                 if (entries[i].uid == uid)
-                        found = entries[i].sessions;
-        free(entries);
-        return found;
+                        return entries[i].sessions;
+        return -ENOENT;
 }
 
 static int verb_release(int argc, char **argv) {
@@ -757,7 +773,7 @@ static int verb_release(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         bool force = false;
         const char *user;
         uid_t uid;
@@ -790,15 +806,10 @@ static int verb_release(int argc, char **argv) {
                 else
                         fprintf(stderr, "nsctl: cannot release %s: %s (use --force)\n", user,
                                 strerror(EBUSY));
-                nsc_disconnect(conn);
                 return EXIT_FAILURE;
         }
-        if (r < 0) {
-                r = fail(conn, r, "release %s", user);
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+        if (r < 0)
+                return fail(conn, r, "release %s", user);
         return EXIT_SUCCESS;
 }
 
@@ -817,10 +828,8 @@ static int help_hide(void) {
                "Options:\n"
                " -u, --user <user>    the owner (default: you)\n"
                "     --unhide         make it visible to everyone again (the owner only)\n"
-               "     --socket <path>  nsd's socket\n"
-               " -h, --help           display this help\n"
-               "\n"
-               "See nsctl(1).\n");
+               USAGE_COMMON_OPTIONS("")
+               USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
 }
 
@@ -834,7 +843,7 @@ static int verb_hide(int argc, char **argv) {
         };
         _cleanup_free_ char *abs_path = NULL;
         const char *user = NULL, *path;
-        nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         bool unhide = false;
         char name[64];
         uid_t uid = getuid();
@@ -857,13 +866,8 @@ static int verb_hide(int argc, char **argv) {
                 return r;
         if (!user && uid == 0)
                 return usage_error("hide: root must name the owner with --user");
-        if (user) {
-                r = parse_user(user, &uid);
-                if (r == -ENOENT)
-                        return usage_error("unknown user '%s'", user);
-                if (r < 0)
-                        return usage_error("invalid user '%s'", user);
-        }
+        if (user && (r = resolve_user(user, &uid)))
+                return r;
         /* relative to the working directory, by name: nsd resolves it (symlinks refused) */
         if (path[0] != '/') {
                 _cleanup_free_ char *cwd = getcwd(NULL, 0);
@@ -878,12 +882,8 @@ static int verb_hide(int argc, char **argv) {
                 return r;
         user_name(uid, name, sizeof(name));
         r = nsc_hide(conn, uid, path, unhide ? NSC_HIDE_UNHIDE : 0);
-        if (r < 0) {
-                r = fail(conn, r, "%s %s for %s", unhide ? "unhide" : "hide", path, name);
-                nsc_disconnect(conn);
-                return r;
-        }
-        nsc_disconnect(conn);
+        if (r < 0)
+                return fail(conn, r, "%s %s for %s", unhide ? "unhide" : "hide", path, name);
         return EXIT_SUCCESS;
 }
 
@@ -923,8 +923,7 @@ static int help(void) {
                " -V, --version        display version\n"
                "\n"
                "Run 'nsctl <command> --help' for the options of a command.\n"
-               "\n"
-               "See nsctl(1).\n",
+               USAGE_MAN_TAIL,
                NSD_SOCKET_PATH_DEFAULT);
         return EXIT_SUCCESS;
 }
@@ -940,6 +939,7 @@ int main(int argc, char **argv) {
 
         setlocale(LC_ALL, "");
         opterr = 0;
+        atexit(close_stdout);
 
         while ((c = getopt_long(argc, argv, "+:hV", options, NULL)) >= 0) {
                 switch (c) {
@@ -955,7 +955,7 @@ int main(int argc, char **argv) {
         if (optind >= argc)
                 return usage_error("no command given");
 
-        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (strcmp(argv[optind], verbs[i].name) == 0)
                         return verbs[i].run(argc - optind, argv + optind);
 

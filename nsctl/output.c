@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include "json.h"
+#include "nsctl-cleanup.h"
 #include "output.h"
 
 int columns_parse(const char *list, const struct column_info *infos, size_t n_infos,
@@ -56,7 +59,7 @@ int columns_parse(const char *list, const struct column_info *infos, size_t n_in
 struct libscols_table *table_new(const char *json_name, const struct column_info *infos,
                                  const size_t *ids, size_t n_ids,
                                  const struct table_options *opts) {
-        struct libscols_table *tb = scols_new_table();
+        _cleanup_scols_table_ struct libscols_table *tb = scols_new_table();
 
         if (!tb)
                 return NULL;
@@ -75,14 +78,12 @@ struct libscols_table *table_new(const char *json_name, const struct column_info
                 if (opts->raw)
                         flags &= ~SCOLS_FL_TREE;
                 cl = scols_table_new_column(tb, ci->name, ci->whint, flags);
-                if (!cl) {
-                        scols_unref_table(tb);
+                if (!cl)
                         return NULL;
-                }
                 if (opts->json)
                         scols_column_set_json_type(cl, ci->json_type);
         }
-        return tb;
+        return TAKE_PTR(tb);
 }
 
 void columns_help(FILE *out, const struct column_info *infos, size_t n_infos) {
@@ -90,25 +91,24 @@ void columns_help(FILE *out, const struct column_info *infos, size_t n_infos) {
                 fprintf(out, " %12s  %s\n", infos[i].name, infos[i].help);
 }
 
-void json_write_string(FILE *out, const char *s) {
-        fputc('"', out);
-        for (const unsigned char *p = (const unsigned char *) (s ?: ""); *p; p++) {
-                switch (*p) {
-                case '"': fputs("\\\"", out); break;
-                case '\\': fputs("\\\\", out); break;
-                case '\n': fputs("\\n", out); break;
-                case '\t': fputs("\\t", out); break;
-                case '\r': fputs("\\r", out); break;
-                case '\b': fputs("\\b", out); break;
-                case '\f': fputs("\\f", out); break;
-                default:
-                        if (*p < 0x20)
-                                fprintf(out, "\\u%04x", *p);
-                        else
-                                fputc(*p, out);
-                }
+int table_line_set(struct libscols_line *ln, size_t col, char *text,
+                   const struct table_options *opts) {
+        if (!text)
+                return 0; /* an empty cell, null in JSON */
+        if (opts->json) {
+                /* libsmartcols would pass invalid UTF-8 on, and the JSON with it */
+                char *valid = utf8_escape_invalid(text);
+
+                free(text);
+                if (!valid)
+                        return -ENOMEM;
+                text = valid;
         }
-        fputc('"', out);
+        if (scols_line_refer_data(ln, col, text) < 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 void format_timestamp(uint64_t usec, char *buf, size_t size) {
@@ -136,7 +136,7 @@ void format_duration(uint64_t usec, char *buf, size_t size) {
         if (size == 0)
                 return;
         buf[0] = '\0';
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]) && shown < 3; i++) {
+        for (size_t i = 0; i < ELEMENTSOF(units) && shown < 3; i++) {
                 uint64_t n = usec / units[i].usec;
                 int w;
 

@@ -9,6 +9,8 @@
 
 #include <libsmartcols.h>
 
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
 /* One column a table command can show. */
 struct column_info {
         const char *name;   /* as in -o and in the header */
@@ -43,8 +45,11 @@ struct libscols_table *table_new(const char *json_name, const struct column_info
 /* Print the help lines of every column ("  NAME  help"). */
 void columns_help(FILE *out, const struct column_info *infos, size_t n_infos);
 
-/* Write s as a JSON string (with the quotes). */
-void json_write_string(FILE *out, const char *s);
+/* Put text, a malloc()ed string that the table takes over, into cell col of ln; NULL is an
+ * empty cell (null in JSON). In JSON output invalid UTF-8 becomes U+FFFD (libsmartcols
+ * would pass it on, and the JSON would be invalid). 0 or -ENOMEM (text freed). */
+int table_line_set(struct libscols_line *ln, size_t col, char *text,
+                   const struct table_options *opts);
 
 /* CLOCK_REALTIME microseconds as local "YYYY-MM-DD HH:MM:SS"; "-" for 0. */
 void format_timestamp(uint64_t usec, char *buf, size_t size);

@@ -11,6 +11,7 @@
 #include "conf.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <glib.h>
 #include <grp.h>
 #include <limits.h>
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "nss-util.h"
 
 #define GROUP_NAMESPACES "Namespaces"
 #define GROUP_LIMITS "Limits"
@@ -33,9 +36,52 @@ static const char *const namespaces_keys[] = {
 static const char *const private_keys[] = {
         "Enable", NULL,
 };
-static const char *const limits_keys[] = {
-        "MaxNamespaces", "MaxSessionsPerUser", "MaxConnectionsPerUser", "MaxConnections", NULL,
+/* [Limits]: every key is a count or a time, so one table says name, range and field. */
+typedef enum LimitKind { LIMIT_COUNT, LIMIT_USEC } LimitKind;
+typedef struct LimitKey {
+        const char *name;
+        LimitKind kind;
+        unsigned long long min, max; /* counts; times in microseconds */
+        size_t offset;               /* of the unsigned or uint64_t in Config */
+} LimitKey;
+
+#define USEC_PER_SEC 1000000ull
+#define COUNT(n, lo, hi, field) { n, LIMIT_COUNT, lo, hi, offsetof(Config, field) }
+#define TIME(n, lo, hi, field) { n, LIMIT_USEC, lo, hi, offsetof(Config, field) }
+static const LimitKey limit_keys[] = {
+        COUNT("MaxNamespaces", 1, 1000000, max_namespaces),
+        COUNT("MaxSessionsPerUser", 1, 1000000, max_sessions_per_user),
+        COUNT("MaxConnectionsPerUser", 1, 1000000, max_connections_per_user),
+        COUNT("MaxConnections", 1, 1000000, max_connections),
+        COUNT("MaxRootConnections", 1, 1000000, max_root_connections),
+        COUNT("RequestRatePerUser", 1, 1000000, request_rate_per_user),
+        COUNT("RequestBurstPerUser", 1, 1000000, request_burst_per_user),
+        COUNT("MaxQueuedReplies", 1, 1024, max_queued_replies),
+        COUNT("MaxLookupThreads", 1, 64, max_lookup_threads),
+        COUNT("MaxPathWalks", 1, 1024, max_path_walks),
+        TIME("IdleTimeoutSec", 1000, 86400 * USEC_PER_SEC, idle_timeout_usec),
+        TIME("ReplyTimeoutSec", 1000, 86400 * USEC_PER_SEC, reply_timeout_usec),
+        TIME("LookupTimeoutSec", 1000, 3600 * USEC_PER_SEC, lookup_timeout_usec),
+        TIME("LookupCacheSec", 0, 86400 * USEC_PER_SEC, lookup_cache_usec),
+        TIME("PathWalkTimeoutSec", 1000, 3600 * USEC_PER_SEC, path_walk_timeout_usec),
 };
+#undef COUNT
+#undef TIME
+
+static const char *const limits_keys[] = {
+        "MaxNamespaces", "MaxSessionsPerUser", "MaxConnectionsPerUser", "MaxConnections",
+        "MaxRootConnections", "RequestRatePerUser", "RequestBurstPerUser", "MaxQueuedReplies",
+        "MaxLookupThreads", "MaxPathWalks", "IdleTimeoutSec", "ReplyTimeoutSec",
+        "LookupTimeoutSec", "LookupCacheSec", "PathWalkTimeoutSec", NULL,
+};
+_Static_assert(G_N_ELEMENTS(limits_keys) == G_N_ELEMENTS(limit_keys) + 1, "limits_keys");
+
+static const LimitKey *limit_key(const char *name) {
+        for (size_t i = 0; i < G_N_ELEMENTS(limit_keys); i++)
+                if (strcmp(limit_keys[i].name, name) == 0)
+                        return &limit_keys[i];
+        return NULL;
+}
 
 void config_init_defaults(Config *ret) {
         static const char *const default_users[] = { "@regular", NULL };
@@ -52,8 +98,25 @@ void config_init_defaults(Config *ret) {
                 .max_sessions_per_user = 64,
                 .max_connections_per_user = 8,
                 .max_connections = 512,
+                .max_root_connections = 1024,
+                .request_rate_per_user = 20,
+                .request_burst_per_user = 50,
+                .max_queued_replies = 16,
+                .max_lookup_threads = 4,
+                .max_path_walks = 16,
+                .idle_timeout_usec = 15 * USEC_PER_SEC,
+                .reply_timeout_usec = 5 * USEC_PER_SEC,
+                .lookup_timeout_usec = 5 * USEC_PER_SEC,
+                .lookup_cache_usec = 15 * USEC_PER_SEC,
+                .path_walk_timeout_usec = 5 * USEC_PER_SEC,
                 .private_mode = false,
         };
+}
+
+void config_copy(Config *dst, const Config *src) {
+        *dst = *src;
+        dst->users = g_strdupv(src->users);
+        dst->groups = g_strdupv(src->groups);
 }
 
 void config_done(Config *c) {
@@ -200,6 +263,39 @@ static int parse_uint(const char *s, unsigned long long min, unsigned long long 
         v = strtoull(s, &end, 10);
         if (errno != 0 || *end != '\0')
                 return -EINVAL;
+        if (v < min || v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+/* Seconds with up to six decimals ("5", "0.25"), to microseconds. */
+static int parse_usec(const char *s, unsigned long long min, unsigned long long max,
+                      unsigned long long *ret) {
+        unsigned long long sec = 0, frac = 0, scale = USEC_PER_SEC, v;
+        const char *p = s;
+
+        if (!g_ascii_isdigit(*p))
+                return -EINVAL;
+        for (; g_ascii_isdigit(*p); p++) {
+                if (sec > 86400ull * 365)
+                        return -ERANGE;
+                sec = sec * 10 + (unsigned) (*p - '0');
+        }
+        if (*p == '.') {
+                p++;
+                if (!g_ascii_isdigit(*p))
+                        return -EINVAL;
+                for (; g_ascii_isdigit(*p); p++) {
+                        if (scale == 1)
+                                return -EINVAL; /* finer than a microsecond */
+                        scale /= 10;
+                        frac += (unsigned) (*p - '0') * scale;
+                }
+        }
+        if (*p != '\0')
+                return -EINVAL;
+        v = sec * USEC_PER_SEC + frac;
         if (v < min || v > max)
                 return -ERANGE;
         *ret = v;
@@ -375,20 +471,29 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
                                 goto fail;
                         }
                 } else {
-                        /* the [Limits]: all counts, at least 1 */
-                        unsigned *dst = KEY("MaxNamespaces")           ? &c.max_namespaces
-                                        : KEY("MaxSessionsPerUser")    ? &c.max_sessions_per_user
-                                        : KEY("MaxConnectionsPerUser") ? &c.max_connections_per_user
-                                                                       : &c.max_connections;
-                        g_assert(KEY("MaxNamespaces") || KEY("MaxSessionsPerUser") ||
-                                 KEY("MaxConnectionsPerUser") || KEY("MaxConnections"));
-                        if (parse_uint(value, 1, 1000000, &v) < 0) {
-                                r = fail(ret_error, filename, k->line,
-                                         "%s=%s: expected a number between 1 and 1000000",
-                                         k->key, value);
-                                goto fail;
+                        const LimitKey *lk = limit_key(k->key);
+                        char a[32], b[32];
+
+                        g_assert(lk && strcmp(k->group, GROUP_LIMITS) == 0);
+                        if (lk->kind == LIMIT_COUNT) {
+                                if (parse_uint(value, lk->min, lk->max, &v) < 0) {
+                                        r = fail(ret_error, filename, k->line,
+                                                 "%s=%s: expected a number between %llu and %llu",
+                                                 k->key, value, lk->min, lk->max);
+                                        goto fail;
+                                }
+                                *(unsigned *) ((char *) &c + lk->offset) = (unsigned) v;
+                        } else {
+                                if (parse_usec(value, lk->min, lk->max, &v) < 0) {
+                                        r = fail(ret_error, filename, k->line,
+                                                 "%s=%s: expected seconds (decimals allowed) "
+                                                 "between %s and %s", k->key, value,
+                                                 config_usec_to_string(lk->min, a, sizeof a),
+                                                 config_usec_to_string(lk->max, b, sizeof b));
+                                        goto fail;
+                                }
+                                *(uint64_t *) ((char *) &c + lk->offset) = v;
                         }
-                        *dst = (unsigned) v;
                 }
 #undef KEY
         }
@@ -444,90 +549,129 @@ int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_err
         return 0;
 }
 
-static bool lookup_user(const char *name, uid_t *ret_uid) {
-        struct passwd pw, *res = NULL;
-        char buf[4096];
-
-        if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res)
-                return false;
-        *ret_uid = res->pw_uid;
-        return true;
+/* The reason for "not managed" once every rule was tried. */
+static char *not_listed_why(const Config *c, uid_t uid) {
+        if (g_strv_contains((const char *const *) c->users, "@regular"))
+                return g_strdup_printf("uid %u is outside MinUid=%u..MaxUid=%u and not listed "
+                                       "in Users= or Groups= of nsd.conf", (unsigned) uid,
+                                       (unsigned) c->min_uid, (unsigned) c->max_uid);
+        return g_strdup_printf("uid %u is not listed in Users= or Groups= of nsd.conf",
+                               (unsigned) uid);
 }
 
-static bool lookup_group(const char *name, gid_t *ret_gid) {
-        struct group gr, *res = NULL;
-        char buf[16384];
-
-        if (g_ascii_isdigit(*name)) {
-                *ret_gid = (gid_t) strtoul(name, NULL, 10);
-                return true;
-        }
-        if (getgrnam_r(name, &gr, buf, sizeof buf, &res) != 0 || !res)
-                return false;
-        *ret_gid = res->gr_gid;
-        return true;
-}
-
-static bool uid_in_groups(const Config *c, uid_t uid) {
-        struct passwd pw, *res = NULL;
-        char buf[4096];
-        gid_t groups[256];
-        int n = G_N_ELEMENTS(groups);
-
-        if (!c->groups || !c->groups[0])
-                return false;
-        if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res)
-                return false;
-        if (getgrouplist(res->pw_name, res->pw_gid, groups, &n) < 0)
-                n = G_N_ELEMENTS(groups); /* more than 256 groups: check the first 256 */
-        for (char **g = c->groups; *g; g++) {
-                gid_t gid;
-                if (!lookup_group(*g, &gid))
-                        continue;
-                for (int i = 0; i < n; i++)
-                        if (groups[i] == gid)
-                                return true;
-        }
-        return false;
-}
-
-bool config_uid_managed(const Config *c, uid_t uid, char **ret_why) {
-        bool regular = false;
+int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why) {
+        bool names = false;
 
         if (uid == 0 || uid == UID_NOBODY || uid == (uid_t) -1) {
                 if (ret_why)
                         *ret_why = g_strdup_printf("uid %u never gets a namespace",
                                                    (unsigned) uid);
-                return false;
+                return 0;
         }
-
         for (char **u = c->users; u && *u; u++) {
-                uid_t v;
                 if (strcmp(*u, "@regular") == 0) {
-                        regular = true;
                         if (uid >= c->min_uid && uid <= c->max_uid)
-                                return true;
+                                return 1;
                 } else if (g_ascii_isdigit(**u)) {
                         if ((uid_t) strtoul(*u, NULL, 10) == uid)
-                                return true;
-                } else if (lookup_user(*u, &v) && v == uid)
-                        return true;
+                                return 1;
+                } else
+                        names = true;
         }
-        if (uid_in_groups(c, uid))
-                return true;
+        if (names || (c->groups && c->groups[0]))
+                return CONFIG_NEEDS_LOOKUP;
+        if (ret_why)
+                *ret_why = not_listed_why(c, uid);
+        return 0;
+}
 
-        if (ret_why) {
-                if (regular)
-                        *ret_why = g_strdup_printf(
-                                "uid %u is outside MinUid=%u..MaxUid=%u and not listed in "
-                                "Users= or Groups= of nsd.conf",
-                                (unsigned) uid, (unsigned) c->min_uid, (unsigned) c->max_uid);
-                else
-                        *ret_why = g_strdup_printf(
-                                "uid %u is not listed in Users= or Groups= of nsd.conf",
-                                (unsigned) uid);
+int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why) {
+        g_autofree struct passwd *pw = NULL;
+        g_autofree gid_t *gids = NULL;
+        size_t n_gids = 0;
+        int r;
+
+        r = config_uid_managed_inline(c, uid, ret_why);
+        if (r != CONFIG_NEEDS_LOOKUP)
+                return r;
+
+        r = nss_user_by_uid(uid, &pw);
+        if (r == -ENOENT) {
+                if (ret_why)
+                        *ret_why = g_strdup_printf("uid %u has no entry in the user database, "
+                                                   "so no name in Users= or Groups= of "
+                                                   "nsd.conf can match it", (unsigned) uid);
+                return 0;
         }
-        return false;
+        if (r < 0) {
+                if (ret_why)
+                        *ret_why = g_strdup_printf("cannot look up uid %u in the user "
+                                                   "database: %s", (unsigned) uid,
+                                                   g_strerror(-r));
+                return r;
+        }
+        for (char **u = c->users; u && *u; u++)
+                if (strcmp(*u, pw->pw_name) == 0)
+                        return 1;
+
+        if (!c->groups || !c->groups[0]) {
+                if (ret_why)
+                        *ret_why = not_listed_why(c, uid);
+                return 0;
+        }
+        r = nss_user_groups(pw->pw_name, pw->pw_gid, &gids, &n_gids);
+        if (r < 0) {
+                if (ret_why)
+                        *ret_why = g_strdup_printf("cannot look up the groups of '%s' (uid %u): "
+                                                   "%s", pw->pw_name, (unsigned) uid,
+                                                   g_strerror(-r));
+                return r;
+        }
+        for (char **g = c->groups; *g; g++) {
+                gid_t gid;
+
+                if (g_ascii_isdigit(**g))
+                        gid = (gid_t) strtoul(*g, NULL, 10);
+                else {
+                        g_autofree struct group *gr = NULL;
+
+                        r = nss_group_by_name(*g, &gr);
+                        if (r == -ENOENT)
+                                continue; /* a group that does not exist has no members */
+                        if (r < 0) {
+                                if (ret_why)
+                                        *ret_why = g_strdup_printf("cannot look up group '%s': "
+                                                                   "%s", *g, g_strerror(-r));
+                                return r;
+                        }
+                        gid = gr->gr_gid;
+                }
+                for (size_t i = 0; i < n_gids; i++)
+                        if (gids[i] == gid)
+                                return 1;
+        }
+        if (ret_why)
+                *ret_why = not_listed_why(c, uid);
+        return 0;
+}
+
+bool config_uid_managed(const Config *c, uid_t uid, char **ret_why) {
+        return config_uid_managed_lookup(c, uid, ret_why) == 1;
+}
+
+const char *config_usec_to_string(uint64_t usec, char *buf, size_t size) {
+        uint64_t ms = (usec + 500) / 1000;
+
+        if (ms % 1000 == 0)
+                snprintf(buf, size, "%llu", (unsigned long long) (ms / 1000));
+        else {
+                snprintf(buf, size, "%llu.%03llu", (unsigned long long) (ms / 1000),
+                         (unsigned long long) (ms % 1000));
+                /* "0.250" -> "0.25" */
+                for (size_t n = strlen(buf); n > 0 && buf[n - 1] == '0'; n--)
+                        buf[n - 1] = '\0';
+        }
+        return buf;
 }
 
 const char *config_linger_to_string(const Config *c, char *buf, size_t size) {

@@ -21,11 +21,23 @@ typedef struct Config {
         bool propagation_private;  /* Propagation=private (default slave) */
         bool private_tmp;          /* PrivateTmp= */
         int64_t linger_sec;        /* Linger=: CONFIG_LINGER_FOREVER or seconds (0 = at once) */
-        /* [Limits] */
-        unsigned max_namespaces;
+        /* [Limits]: counts */
+        unsigned max_namespaces;           /* as configured; the effective one is server.c's */
         unsigned max_sessions_per_user;
-        unsigned max_connections_per_user;
-        unsigned max_connections;
+        unsigned max_connections_per_user; /* unprivileged callers */
+        unsigned max_connections;          /* unprivileged callers in all */
+        unsigned max_root_connections;     /* uid 0, on either socket: a bound of its own */
+        unsigned request_rate_per_user;    /* token bucket: requests a second per uid ... */
+        unsigned request_burst_per_user;   /* ... and its depth (root is exempt) */
+        unsigned max_queued_replies;       /* replies waiting per connection */
+        unsigned max_lookup_threads;       /* threads that may sit in NSS at once */
+        unsigned max_path_walks;           /* path-walk helper children alive at once */
+        /* [Limits]: times, in microseconds */
+        uint64_t idle_timeout_usec;        /* a connection with nothing to do is dropped */
+        uint64_t reply_timeout_usec;       /* a client whose replies do not drain is dropped */
+        uint64_t lookup_timeout_usec;      /* an NSS lookup past this: -ETIMEDOUT */
+        uint64_t lookup_cache_usec;        /* policy answers kept per uid (0: none) */
+        uint64_t path_walk_timeout_usec;   /* a HIDE or mode-private walk past this: killed */
         /* [Private] */
         bool private_mode;         /* Enable=: mode private, owner-private user FUSE mounts */
 } Config;
@@ -46,10 +58,35 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
 /* Read and parse path. A missing file gives the defaults and *ret_missing = true. */
 int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_error);
 
-/* Policy: does nsd manage a namespace for uid? When not, *ret_why (g_malloc()ed) says why
- * ("uid 999 is below MinUid=1000 and not listed in Users= or Groups="). Looks up user and
- * group names through NSS (getpwnam_r, getpwuid_r, getgrouplist). */
+/* A deep copy of src into *dst (which is overwritten, not freed). */
+void config_copy(Config *dst, const Config *src);
+
+/*
+ * Policy: does nsd manage a namespace for uid?
+ *
+ * config_uid_managed_inline() answers what needs no user database: uid 0, nobody and -1
+ * never; @regular (MinUid..MaxUid) and numeric uids in Users=. Returns 1 (managed), 0 (not,
+ * *ret_why says why) or CONFIG_NEEDS_LOOKUP when only NSS can tell (user names in Users=, or
+ * any Groups=). Never blocks.
+ *
+ * config_uid_managed_lookup() is the rest, through NSS (common/nss-util.h, which retries
+ * ERANGE, so a group of 3000 members works): the uid's passwd entry (getpwuid); managed when
+ * its name is listed in Users=, or when one of its groups (getgrouplist) is in Groups=.
+ * Returns 1, 0 (with *ret_why) or -errno when the user database failed (not "no such
+ * user", which is 0). BLOCKS for as long as NSS does: nsd calls it in a worker thread only
+ * (policy.c). Thread-safe for a Config that nobody changes meanwhile.
+ *
+ * config_uid_managed(): both in a row, for tests and tools; a failed lookup counts as
+ * not managed. *ret_why is g_malloc()ed ("uid 999 is outside MinUid=1000..MaxUid=60000 and
+ * not listed in Users= or Groups= of nsd.conf").
+ */
+#define CONFIG_NEEDS_LOOKUP 2
+int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why);
+int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why);
 bool config_uid_managed(const Config *c, uid_t uid, char **ret_why);
+
+/* "2.5" for 2500000: a time in seconds for messages (up to milliseconds). Returns buf. */
+const char *config_usec_to_string(uint64_t usec, char *buf, size_t size);
 
 /* "Linger=forever" or "Linger=30": for log lines. Returns buf. */
 const char *config_linger_to_string(const Config *c, char *buf, size_t size);

@@ -23,10 +23,14 @@
  */
 #include "helper.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define CHILD_STACK_SIZE (64 * 1024)
 
@@ -62,4 +66,78 @@ int helper_run(int (*fn)(void *), void *arg, struct helper_status *status) {
                 status->err = EPROTO;
         }
         return -status->err;
+}
+
+static const char *const step_text[_HELPER_STEP_MAX] = {
+        [HELPER_STEP_NONE] = "run helper process",
+        [HELPER_STEP_AFFINITY] = "bind helper to a CPU",
+        [HELPER_STEP_UNSHARE] = "unshare the mount namespace",
+        [HELPER_STEP_PROPAGATION] = "set propagation of /",
+        [HELPER_STEP_PRIVATE_TMP] = "mount a private tmpfs on /tmp",
+        [HELPER_STEP_PIN_TMPFS] = "mount the pin tmpfs",
+        [HELPER_STEP_OPEN_NS] = "open /proc/self/ns/mnt",
+        [HELPER_STEP_OPEN_ROOT] = "open the namespace's root directory",
+        [HELPER_STEP_OPEN_DIR] = "open the pin directory",
+        [HELPER_STEP_SETNS] = "enter the namespace (setns)",
+        [HELPER_STEP_CHDIR] = "change to the pin directory",
+        [HELPER_STEP_PIN_MOUNT] = "bind-mount the namespace onto its pin",
+        [HELPER_STEP_UNPIN] = "unmount the pin",
+        [HELPER_STEP_OPEN_MOUNTINFO] = "open /proc/self/mountinfo",
+        [HELPER_STEP_CHROOT] = "chroot",
+        [HELPER_STEP_READ] = "read",
+        [HELPER_STEP_PROBE_MOUNT] = "mount a probe tmpfs",
+        [HELPER_STEP_FSUID] = "take the user's fsuid (setfsuid, needs CAP_SETUID)",
+        [HELPER_STEP_OPEN_MOUNT_POINT] = "open the mount point",
+        [HELPER_STEP_STATX] = "statx the mount point",
+        [HELPER_STEP_SETATTR] = "set the owner-private attribute (mount_setattr)",
+};
+
+const char *helper_step_text(int step) {
+        return step >= 0 && step < _HELPER_STEP_MAX && step_text[step] ? step_text[step] :
+                                                                        step_text[0];
+}
+
+/* ---- for children --------------------------------------------------------------------- */
+
+void helper_fd_path(char buf[static 32], int fd) {
+        static const char prefix[] = "/proc/self/fd/";
+        char digits[12];
+        size_t n = 0, i = 0;
+
+        memcpy(buf, prefix, sizeof prefix - 1);
+        i = sizeof prefix - 1;
+        do {
+                digits[n++] = (char) ('0' + fd % 10);
+                fd /= 10;
+        } while (fd > 0 && n < sizeof digits);
+        while (n > 0)
+                buf[i++] = digits[--n];
+        buf[i] = '\0';
+}
+
+int helper_bind_cpu(int cpu) {
+        cpu_set_t set;
+
+        if (cpu < 0 || cpu >= CPU_SETSIZE)
+                return 1;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        return sched_setaffinity(0, sizeof set, &set) >= 0;
+}
+
+int helper_enter_child(void *p) {
+        struct helper_enter_args *a = p;
+
+        if (setns(a->ns_fd, CLONE_NEWNS) < 0)
+                return helper_fail(&a->s, HELPER_STEP_SETNS);
+        if (a->dir_fd >= 0 && fchdir(a->dir_fd) < 0)
+                return helper_fail(&a->s, HELPER_STEP_CHDIR);
+        if (a->target && umount2(a->target, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+                return helper_fail(&a->s, HELPER_STEP_UNPIN);
+        if (a->open_path) {
+                a->ret_fd = open(a->open_path, a->open_flags | O_CLOEXEC);
+                if (a->ret_fd < 0)
+                        return helper_fail(&a->s, HELPER_STEP_OPEN_DIR);
+        }
+        return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
@@ -78,4 +79,28 @@ int log_event(int level, int error, uid_t uid, const char *event, const char *fm
                 va_end(ap);
         }
         return error == 0 ? 0 : -abs(error);
+}
+
+bool ratelimit_below(RateLimit *rl, int64_t interval_usec, unsigned burst,
+                     unsigned *ret_suppressed) {
+        struct timespec ts;
+        int64_t now;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        if (ret_suppressed)
+                *ret_suppressed = 0;
+        if (rl->begin_usec == 0 || now - rl->begin_usec >= interval_usec) {
+                if (ret_suppressed)
+                        *ret_suppressed = rl->suppressed;
+                rl->begin_usec = now;
+                rl->n = 0;
+                rl->suppressed = 0;
+        }
+        if (rl->n < burst) {
+                rl->n++;
+                return true;
+        }
+        rl->suppressed++;
+        return false;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <syslog.h>
 
@@ -34,3 +35,23 @@ int log_event(int level, int error, uid_t uid, const char *event, const char *fm
 #define log_notice(...) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
 #define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
 #define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
+
+/*
+ * Rate limiting for messages that a client can cause (a refused connection, a dropped slow
+ * reader, a throttled uid): at most `burst` lines per `interval_usec` for one RateLimit.
+ * conn.c keeps one per uid and one for all uids, so neither one noisy uid nor a range of
+ * thousands of them (a user's subuids) can flood the journal, which would slow nsd itself.
+ *
+ *     if (ratelimit_below(&u->log_rl, 10 * USEC, 5, &suppressed)) log_warning(...);
+ *
+ * ratelimit_below() is true while the line may be logged; *ret_suppressed (may be NULL)
+ * then tells how many lines were held back in the previous interval (say so once).
+ */
+typedef struct RateLimit {
+        int64_t begin_usec; /* CLOCK_MONOTONIC start of the current interval */
+        unsigned n;         /* lines in it */
+        unsigned suppressed;
+} RateLimit;
+
+bool ratelimit_below(RateLimit *rl, int64_t interval_usec, unsigned burst,
+                     unsigned *ret_suppressed);

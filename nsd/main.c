@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * nsd: keeps one persistent mount namespace per user and hands it to that user's logins.
- * main.c: arguments, configuration, capabilities, the listening socket, signals and the
- * service manager (sd_notify). The protocol and the user table are server.c's. See nsd(8).
+ * main.c: arguments, configuration, capabilities, the listening sockets, signals and the
+ * service manager (sd_notify, watchdog). Everything else is in the core library (server.h
+ * lists its rooms). See nsd(8).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +32,8 @@
 #define NSD_RUN_DIR_DEFAULT "/run/nsd"
 
 static const char *arg_config = NSD_CONFIG_PATH;
-static const char *arg_socket = NULL; /* default: <run dir>/socket */
+static const char *arg_socket = NULL;      /* default: <run dir>/socket */
+static const char *arg_root_socket = NULL; /* default: <run dir>/root.socket */
 static const char *arg_run_dir = NSD_RUN_DIR_DEFAULT;
 static int arg_log_level = LOG_INFO;
 static enum log_target arg_log_target = LOG_TARGET_AUTO;
@@ -45,8 +47,12 @@ static void help(void) {
                "\n"
                "Options:\n"
                "  --config FILE        configuration file (default %s)\n"
-               "  --socket PATH        listen here when the service manager passes no socket\n"
-               "                       (default <run dir>/socket, i.e. %s)\n"
+               "  --socket PATH        everyone's socket (mode 0666), when the service manager\n"
+               "                       passes none (default <run dir>/socket, i.e. %s)\n"
+               "  --root-socket PATH   root's own socket (mode 0600; pam_nsjoin uses it, no\n"
+               "                       other uid is served there), when the service manager\n"
+               "                       passes none (default <run dir>/root.socket, i.e.\n"
+               "                       %s)\n"
                "  --run-dir DIR        runtime folder for the pins (default %s)\n"
                "  --log-level LEVEL    emerg, alert, crit, err, warning, notice, info, debug\n"
                "                       or 0-7 (default info)\n"
@@ -58,7 +64,8 @@ static void help(void) {
                "configuration.\n"
                "\n"
                "See nsd(8).\n",
-               NSD_CONFIG_PATH, NSD_SOCKET_PATH_DEFAULT, NSD_RUN_DIR_DEFAULT);
+               NSD_CONFIG_PATH, NSD_SOCKET_PATH_DEFAULT, NSD_ROOT_SOCKET_PATH_DEFAULT,
+               NSD_RUN_DIR_DEFAULT);
 }
 
 static int parse_log_level(const char *s) {
@@ -77,10 +84,18 @@ static int parse_log_level(const char *s) {
 
 /* 0: go on; 1: exit 0 (help, version); -EINVAL: a bad argument (already said). */
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_CONFIG = 0x100, ARG_SOCKET, ARG_RUN_DIR, ARG_LOG_LEVEL, ARG_LOG_TARGET };
+        enum {
+                ARG_CONFIG = 0x100,
+                ARG_SOCKET,
+                ARG_ROOT_SOCKET,
+                ARG_RUN_DIR,
+                ARG_LOG_LEVEL,
+                ARG_LOG_TARGET,
+        };
         static const struct option options[] = {
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "socket", required_argument, NULL, ARG_SOCKET },
+                { "root-socket", required_argument, NULL, ARG_ROOT_SOCKET },
                 { "run-dir", required_argument, NULL, ARG_RUN_DIR },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
@@ -105,13 +120,17 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_config = optarg;
                         break;
                 case ARG_SOCKET:
+                case ARG_ROOT_SOCKET:
                         if (!*optarg)
                                 goto empty;
                         if (strlen(optarg) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
                                 fprintf(stderr, "nsd: socket path '%s' is too long\n", optarg);
                                 return -EINVAL;
                         }
-                        arg_socket = optarg;
+                        if (c == ARG_SOCKET)
+                                arg_socket = optarg;
+                        else
+                                arg_root_socket = optarg;
                         break;
                 case ARG_RUN_DIR:
                         if (optarg[0] != '/') {
@@ -153,6 +172,11 @@ static int parse_argv(int argc, char *argv[]) {
         }
         if (optind < argc) {
                 fprintf(stderr, "nsd: unexpected argument '%s' (see nsd --help)\n", argv[optind]);
+                return -EINVAL;
+        }
+        if (arg_socket && arg_root_socket && strcmp(arg_socket, arg_root_socket) == 0) {
+                fprintf(stderr, "nsd: --socket and --root-socket must differ (both are '%s')\n",
+                        arg_socket);
                 return -EINVAL;
         }
         return 0;
@@ -227,37 +251,12 @@ static void raise_nofile_limit(void) {
         log_debug("RLIMIT_NOFILE raised to %llu", (unsigned long long) rl.rlim_max);
 }
 
-/* A socket from the service manager (nsd.socket), or our own on path. */
-static int listen_socket_open(const char *path, int *ret) {
+/* Our own listening socket on path, mode 0666 (everyone's) or 0600 (root's). */
+static int socket_create(const char *path, mode_t mode, int *ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         struct stat st;
-        int n, fd = -1;
-
-        n = sd_listen_fds(1);
-        if (n < 0)
-                return log_error_errno(n, "Failed to read the sockets passed by the service "
-                                          "manager: %m");
-        for (int i = 0; i < n; i++) {
-                int cand = SD_LISTEN_FDS_START + i;
-                if (fd < 0 && sd_is_socket_unix(cand, SOCK_SEQPACKET, 1, NULL, 0) > 0)
-                        fd = cand;
-                else {
-                        log_warning("Ignoring descriptor %d passed by the service manager: "
-                                    "not a listening SOCK_SEQPACKET Unix socket", cand);
-                        close(cand);
-                }
-        }
-        if (n > 0) {
-                if (fd < 0)
-                        return log_error_errno(-EBADF, "The service manager passed %d "
-                                                       "descriptors, none a listening "
-                                                       "SOCK_SEQPACKET Unix socket", n);
-                (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
-                (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-                log_info("Serving on the socket passed by the service manager");
-                *ret = fd;
-                return 0;
-        }
+        mode_t old_umask;
+        int fd, r;
 
         g_strlcpy(sa.sun_path, path, sizeof sa.sun_path);
         {
@@ -269,7 +268,7 @@ static int listen_socket_open(const char *path, int *ret) {
                 if (!S_ISSOCK(st.st_mode))
                         return log_error_errno(-EEXIST, "'%s' exists and is not a socket, "
                                                         "refusing to replace it", path);
-                fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
                 if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0) {
                         close(fd);
                         return log_error_errno(-EADDRINUSE, "Another nsd already serves '%s'",
@@ -286,20 +285,91 @@ static int listen_socket_open(const char *path, int *ret) {
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return log_error_errno(errno, "Failed to create a socket: %m");
-        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
-                int r = log_error_errno(errno, "Failed to bind '%s': %m", path);
+        /* the file is made with the right mode: root's socket is never open, not even for
+         * the moment between bind() and chmod() */
+        old_umask = umask(0777 & ~mode);
+        r = bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 ? -errno : 0;
+        umask(old_umask);
+        if (r < 0) {
+                close(fd);
+                return log_error_errno(r, "Failed to bind '%s': %m", path);
+        }
+        /* on the user socket every user may connect; nsd decides from SO_PEERCRED what each
+         * may do */
+        if (chmod(path, mode) < 0 || listen(fd, SOMAXCONN) < 0) {
+                r = log_error_errno(errno, "Failed to set up socket '%s': %m", path);
                 close(fd);
                 return r;
         }
-        /* every user may connect; nsd decides from SO_PEERCRED what each may do */
-        if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
-                int r = log_error_errno(errno, "Failed to set up socket '%s': %m", path);
-                close(fd);
-                return r;
-        }
-        log_info("Listening on '%s'", path);
+        log_info("Listening on '%s' (%s)", path, mode == 0600 ? "root only" : "everyone");
         *ret = fd;
         return 0;
+}
+
+/* The sockets the service manager passed (nsd.socket: FileDescriptorName=user,
+ * nsd-root.socket: FileDescriptorName=root; a socket without one of these names counts as
+ * the user socket), else our own. A socket not passed is created, so an nsd started by an
+ * older nsd.socket alone still opens root's door. */
+static int listen_sockets_open(const char *user_path, const char *root_path, int *ret_user,
+                               int *ret_root) {
+        char **names = NULL;
+        int n, user_fd = -1, root_fd = -1, r;
+
+        n = sd_listen_fds_with_names(1, &names);
+        if (n < 0)
+                return log_error_errno(n, "Failed to read the sockets passed by the service "
+                                          "manager: %m");
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+                const char *name = names && names[i] ? names[i] : "";
+                bool root = strcmp(name, "root") == 0;
+
+                if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0 ||
+                    (root ? root_fd : user_fd) >= 0) {
+                        log_warning("Ignoring descriptor %d ('%s') passed by the service "
+                                    "manager: %s", fd, name,
+                                    (root ? root_fd : user_fd) >= 0
+                                            ? "a second socket of the same kind"
+                                            : "not a listening SOCK_SEQPACKET Unix socket");
+                        close(fd);
+                        continue;
+                }
+                (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+                log_info("Serving %s on the socket passed by the service manager ('%s')",
+                         root ? "root" : "everyone", name);
+                if (root)
+                        root_fd = fd;
+                else
+                        user_fd = fd;
+        }
+        g_strfreev(names);
+
+        if (user_fd < 0) {
+                if (n > 0)
+                        log_warning("The service manager passed no socket for everyone, "
+                                    "creating '%s'", user_path);
+                r = socket_create(user_path, 0666, &user_fd);
+                if (r < 0)
+                        goto fail;
+        }
+        if (root_fd < 0) {
+                if (n > 0)
+                        log_info("The service manager passed no root socket (nsd-root.socket), "
+                                 "creating '%s'", root_path);
+                r = socket_create(root_path, 0600, &root_fd);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret_user = user_fd;
+        *ret_root = root_fd;
+        return 0;
+fail:
+        if (user_fd >= 0)
+                close(user_fd);
+        if (root_fd >= 0)
+                close(root_fd);
+        return r;
 }
 
 static gboolean on_quit(gpointer userdata) {
@@ -316,7 +386,7 @@ static gboolean on_reload(gpointer userdata) {
         sd_notify(0, "RELOADING=1");
         (void) server_reload_config(s);
         sd_notify(0, "READY=1");
-        server_notify_status(s);
+        server_notify_status_now(s);
         return G_SOURCE_CONTINUE;
 }
 
@@ -327,13 +397,13 @@ static gboolean on_watchdog(gpointer userdata) {
 
 int main(int argc, char *argv[]) {
         g_autoptr(GMainLoop) loop = NULL;
-        g_autofree char *socket_path = NULL;
+        g_autofree char *socket_path = NULL, *root_socket_path = NULL;
         g_autofree char *error = NULL;
         Config config = { 0 };
         Server *server = NULL;
         uint64_t watchdog_usec = 0;
         bool missing = false;
-        int r, listen_fd = -1;
+        int r, user_fd = -1, root_fd = -1;
 
         r = parse_argv(argc, argv);
         if (r != 0)
@@ -366,25 +436,38 @@ int main(int argc, char *argv[]) {
         }
         socket_path = arg_socket ? g_strdup(arg_socket)
                                  : g_build_filename(arg_run_dir, "socket", NULL);
-        if (listen_socket_open(socket_path, &listen_fd) < 0)
+        root_socket_path = arg_root_socket ? g_strdup(arg_root_socket)
+                                           : g_build_filename(arg_run_dir, "root.socket", NULL);
+        if (listen_sockets_open(socket_path, root_socket_path, &user_fd, &root_fd) < 0)
                 goto fail;
 
         loop = g_main_loop_new(NULL, FALSE);
-        r = server_new(&config, arg_config, arg_run_dir, listen_fd, &server);
+        r = server_new(&config,
+                       &(ServerSetup) {
+                               .config_path = arg_config,
+                               .run_dir = arg_run_dir,
+                               .probe_kernel = true,
+                               .user_fd = user_fd,
+                               .root_fd = root_fd,
+                       },
+                       &server);
         if (r < 0) {
                 log_error_errno(r, "Failed to start serving: %m");
-                close(listen_fd);
+                close(user_fd);
+                close(root_fd);
                 goto fail;
         }
 
         g_unix_signal_add(SIGTERM, on_quit, loop);
         g_unix_signal_add(SIGINT, on_quit, loop);
         g_unix_signal_add(SIGHUP, on_reload, server);
+        /* above every client's priority, root's included: the watchdog never waits */
         if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0)
-                g_timeout_add(MAX(watchdog_usec / 2000, 1), on_watchdog, NULL);
+                g_timeout_add_full(G_PRIORITY_HIGH - 100, MAX(watchdog_usec / 2000, 1),
+                                   on_watchdog, NULL, NULL);
 
         sd_notify(0, "READY=1");
-        server_notify_status(server);
+        server_notify_status_now(server);
         log_info("nsd %s serving (pid %d)", PACKAGE_VERSION, (int) getpid());
 
         g_main_loop_run(loop);

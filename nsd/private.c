@@ -4,9 +4,11 @@
  *
  * Helper children. setfsuid() changes the credentials of the calling thread only, and nsd
  * must not walk paths or set attributes with a user's fsuid by accident, so every step that
- * needs another fsuid runs in a helper child (helper.c), as userns.c's do: it shares nsd's
- * descriptor table (a descriptor it opens is nsd's at once), has its own credentials, calls
- * only plain system calls and reports through its argument struct.
+ * needs another fsuid runs in a helper child with its own credentials that calls only plain
+ * system calls and reports through its argument struct. The walk (step 1) can hang in a
+ * FUSE file system, so it runs in a watched child (child.c) with a deadline and hands the
+ * O_PATH descriptor back by SCM_RIGHTS; the attribute (step 3) in a vfork()ed one
+ * (helper.c), which shares nsd's descriptor table.
  *
  * How a mount is found and hidden, safely against a user who changes paths under nsd:
  *  1. resolve: openat2(path, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) with the
@@ -37,6 +39,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "helper.h"
 #include "kernel-abi.h"
 #include "log.h"
@@ -93,8 +96,8 @@ static int op_take_fsuid(struct op *o) {
         return 0;
 }
 
-/* resolve: see the top of this file, step 1 */
-static int resolve_child(void *p) {
+/* resolve: see the top of this file, step 1. Runs in a watched child (child.h). */
+static int resolve_child(void *p, int *ret_fd) {
         struct op *o = p;
         struct open_how how = {
                 .flags = O_PATH | O_CLOEXEC,
@@ -112,6 +115,31 @@ static int resolve_child(void *p) {
         o->mnt_id = stx.stx_mnt_id;
         o->mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
                         (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+        *ret_fd = o->fd;
+        return 0;
+}
+
+/* The result of a watched child: 0 with the descriptor in o->fd, or -errno (of the failing
+ * step in o->s, or -ETIMEDOUT). */
+static int op_result(int r, const void *result, int fd, struct op *o) {
+        if (result)
+                memcpy(o, result, sizeof *o);
+        o->fd = fd;
+        if (r == -EPROTO && result)
+                return -(o->s.err > 0 ? o->s.err : EIO);
+        if (r < 0) {
+                o->s.step = STEP_NONE;
+                o->s.err = -r;
+                if (fd >= 0)
+                        close(fd);
+                o->fd = -1;
+                return r;
+        }
+        if (fd < 0) { /* exit 0 without a descriptor: cannot be, say so */
+                o->s.step = STEP_OPEN;
+                o->s.err = EPROTO;
+                return -EPROTO;
+        }
         return 0;
 }
 
@@ -247,54 +275,48 @@ static int mount_set_owner_private(int fd, uid_t uid, bool unhide, const char **
         return r;
 }
 
-int private_hide(uid_t caller, uid_t uid, const char *path, bool unhide, uint64_t *ret_mnt_id,
-                 char **ret_why) {
+typedef struct HideOp {
+        uid_t caller, uid;
+        char *path;
+        bool unhide;
+        PrivateHideDone done;
+        void *userdata;
+        uint64_t timeout_usec;
+} HideOp;
+
+static void hide_op_free(HideOp *h) {
+        g_free(h->path);
+        g_free(h);
+}
+
+/* Steps 2 and 3 of a HIDE, once the walk came back. Returns 0 or -errno with *ret_why. */
+static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **ret_why) {
         struct libmnt_table *tb = NULL;
         struct libmnt_fs *fs;
         const char *step = NULL, *fstype = "?";
         uid_t owner = (uid_t) -1;
         bool fuse = false;
-        /* walk as the asking user; root unhiding walks as the owner (root cannot see it) */
-        struct op o = { .path = path, .fd = -1,
-                        .fsuid = caller != 0 ? caller : unhide ? uid : 0 };
         int r;
 
-        r = run_op(resolve_child, &o);
-        if (r < 0) {
-                if (o.fd >= 0)
-                        close(o.fd);
-                if (o.s.step == STEP_FSUID)
-                        *ret_why = g_strdup_printf("nsd cannot take uid %u's fsuid to resolve "
-                                                   "the path", (unsigned) o.fsuid);
-                else
-                        *ret_why = g_strdup_printf("cannot resolve '%s'%s: %s", path,
-                                                   r == -ELOOP ? " (symbolic links are "
-                                                                 "refused)" : "",
-                                                   g_strerror(-r));
-                return r;
-        }
-        if (!o.mount_root) {
-                close(o.fd);
-                *ret_why = g_strdup_printf("'%s' is not a mount point", path);
+        if (!o->mount_root) {
+                *ret_why = g_strdup_printf("'%s' is not a mount point", h->path);
                 return -EINVAL;
         }
 
         /* root's view: a mount already hidden (for anyone) is not in it */
         r = mount_table_read(&tb);
         if (r < 0) {
-                close(o.fd);
                 *ret_why = g_strdup_printf("cannot read nsd's mount table: %s", g_strerror(-r));
                 return r;
         }
-        fs = mount_table_find_id(tb, o.mnt_id);
+        fs = mount_table_find_id(tb, o->mnt_id);
         if (fs) {
                 fuse = fuse_owner(fs, &owner);
                 fstype = mnt_fs_get_fstype(fs) ?: "?";
         }
-        if (caller != 0 && !unhide && fs && !(fuse && owner == caller)) {
-                close(o.fd);
+        if (h->caller != 0 && !h->unhide && fs && !(fuse && owner == h->caller)) {
                 *ret_why = g_strdup_printf("'%s' is not a FUSE mount of uid %u (%s%s); only "
-                                           "root may hide it", path, (unsigned) caller,
+                                           "root may hide it", h->path, (unsigned) h->caller,
                                            fstype, fuse ? ", another user's" : "");
                 mnt_unref_table(tb);
                 return -EPERM;
@@ -302,82 +324,249 @@ int private_hide(uid_t caller, uid_t uid, const char *path, bool unhide, uint64_
         /* Not in root's view: already owner-private. Setting it again is allowed to its owner
          * only, and the kernel decides that (EPERM for anyone else). */
 
-        r = mount_set_owner_private(o.fd, uid, unhide, &step);
-        close(o.fd);
+        r = mount_set_owner_private(o->fd, h->uid, h->unhide, &step);
         if (r < 0) {
                 if (r == -EPERM && step == step_text[STEP_SETATTR])
                         *ret_why = g_strdup_printf("'%s' is owner-private for another uid; "
-                                                   "only its owner may change it", path);
+                                                   "only its owner may change it", h->path);
                 else if (r == -EINVAL && step == step_text[STEP_SETATTR])
                         *ret_why = g_strdup_printf("the kernel refused the owner-private "
-                                                   "attribute on '%s'", path);
+                                                   "attribute on '%s'", h->path);
                 else
                         *ret_why = g_strdup_printf("cannot %s '%s': %s: %s",
-                                                   unhide ? "unhide" : "hide", path, step,
+                                                   h->unhide ? "unhide" : "hide", h->path, step,
                                                    g_strerror(-r));
                 mnt_unref_table(tb);
                 return r;
         }
-        log_event(LOG_INFO, 0, uid, unhide ? "mount-unhidden" : "mount-hidden",
+        log_event(LOG_INFO, 0, h->uid, h->unhide ? "mount-unhidden" : "mount-hidden",
                   "%s mount %" G_GUINT64_FORMAT " on '%s' (%s) %s uid %u, asked by uid %u",
-                  unhide ? "Made" : "Hid", o.mnt_id, path, fstype,
-                  unhide ? "visible again, was owner-private for" : "from everyone but",
-                  (unsigned) uid, (unsigned) caller);
+                  h->unhide ? "Made" : "Hid", o->mnt_id, h->path, fstype,
+                  h->unhide ? "visible again, was owner-private for" : "from everyone but",
+                  (unsigned) h->uid, (unsigned) h->caller);
         mnt_unref_table(tb);
-        *ret_mnt_id = o.mnt_id;
+        *ret_mnt_id = o->mnt_id;
+        return 0;
+}
+
+static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
+        HideOp *h = userdata;
+        g_autofree char *why = NULL;
+        struct op o = { .fd = -1 };
+        uint64_t mnt_id = 0;
+        char t[32];
+
+        r = op_result(r, result, fd, &o);
+        if (r == -ETIMEDOUT)
+                why = g_strdup_printf("resolving '%s' took longer than %s s "
+                                      "(PathWalkTimeoutSec=): a file system on the way does "
+                                      "not answer (a hung FUSE daemon?)", h->path,
+                                      config_usec_to_string(h->timeout_usec, t, sizeof t));
+        else if (r == -ECANCELED)
+                why = g_strdup("nsd is stopping");
+        else if (r < 0 && o.s.step == STEP_FSUID)
+                why = g_strdup_printf("nsd cannot take uid %u's fsuid to resolve the path",
+                                      (unsigned) o.fsuid);
+        else if (r < 0)
+                why = g_strdup_printf("cannot resolve '%s'%s: %s", h->path,
+                                      r == -ELOOP ? " (symbolic links are refused)" : "",
+                                      g_strerror(-r));
+        else
+                r = hide_resolved(h, &o, &mnt_id, &why);
+        if (o.fd >= 0)
+                close(o.fd);
+        if (r == -ETIMEDOUT)
+                log_event(LOG_WARNING, r, h->uid, "mount-hide-timeout",
+                          "HIDE of '%s' for uid %u, asked by uid %u: %s", h->path,
+                          (unsigned) h->uid, (unsigned) h->caller, why);
+        h->done(r, mnt_id, why, h->userdata);
+        hide_op_free(h);
+}
+
+int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, uid_t uid,
+                       const char *path, bool unhide, PrivateHideDone done, void *userdata,
+                       char **ret_why) {
+        HideOp *h = g_new0(HideOp, 1);
+        /* walk as the asking user; root unhiding walks as the owner (root cannot see it) */
+        struct op o = { .fd = -1, .fsuid = caller != 0 ? caller : unhide ? uid : 0 };
+        int r;
+
+        h->caller = caller;
+        h->uid = uid;
+        h->path = g_strdup(path);
+        h->unhide = unhide;
+        h->done = done;
+        h->userdata = userdata;
+        h->timeout_usec = timeout_usec;
+        o.path = h->path;
+        r = child_start(set, caller != 0 ? caller : uid, resolve_child, &o, sizeof o,
+                        timeout_usec, on_hide_walked, h);
+        if (r < 0) {
+                *ret_why = r == -EAGAIN
+                                   ? g_strdup("too many path walks in progress (MaxPathWalks=, "
+                                              "a quarter of them per uid); try again later")
+                                   : g_strdup_printf("cannot start a helper process: %s",
+                                                     g_strerror(-r));
+                hide_op_free(h);
+                return r == -EAGAIN ? -EBUSY : r;
+        }
         return 0;
 }
 
 /* ---- the watch ---------------------------------------------------------------------------- */
 
+/* After a walk could not start (MaxPathWalks=): scan again this much later. */
+#define WATCH_RETRY_MSEC 1000
+
 struct PrivateWatch {
         int fd; /* /proc/self/mountinfo, for POLLPRI */
         guint watch;
-        PrivateManagedFn managed;
-        void *userdata;
-        GHashTable *seen;   /* mount ids (uint64_t*) already looked at */
-        GHashTable *exempt; /* mount ids unhidden on request: left alone */
+        guint retry_timer;
+        Policy *policy;
+        Children *children;
+        const Config *config;
+        GHashTable *seen;    /* mount ids (uint64_t*) already looked at */
+        GHashTable *exempt;  /* mount ids unhidden on request: left alone */
+        GHashTable *pending; /* WatchItem* waiting for the policy or a walk */
 };
 
-/* A new FUSE mount of uid at target, id id in root's mountinfo: hide it. */
-static void watch_hide(PrivateWatch *w, uint64_t id, const char *target, const char *fstype,
-                       uid_t uid) {
-        struct op o = { .path = target, .fd = -1 };
-        const char *step = NULL;
-        int r;
+/* One new FUSE mount on its way to being hidden. */
+typedef struct WatchItem {
+        PrivateWatch *w; /* NULL once the watch is gone */
+        uint64_t id;
+        uid_t uid;
+        char *target;
+        char *fstype;
+} WatchItem;
 
-        r = run_op(resolve_child, &o);
-        if (r < 0) {
+static void watch_item_free(WatchItem *it) {
+        if (it->w)
+                g_hash_table_remove(it->w->pending, it);
+        g_free(it->target);
+        g_free(it->fstype);
+        g_free(it);
+}
+
+static gboolean on_watch_retry(gpointer userdata);
+
+/* Forget that this mount was seen, so that the next scan tries again. */
+static void watch_retry_later(PrivateWatch *w, uint64_t id) {
+        g_hash_table_remove(w->seen, &id);
+        if (!w->retry_timer)
+                w->retry_timer = g_timeout_add(WATCH_RETRY_MSEC, on_watch_retry, w);
+}
+
+static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
+        WatchItem *it = userdata;
+        struct op o = { .fd = -1 };
+        const char *step = NULL;
+        char t[32];
+
+        r = op_result(r, result, fd, &o);
+        if (!it->w) {
                 if (o.fd >= 0)
                         close(o.fd);
-                log_warning_errno(r, "Cannot hide the %s mount of uid %u on '%s': %s: %m, "
-                                  "ignoring", fstype, (unsigned) uid, target, op_step(&o));
+                watch_item_free(it);
                 return;
         }
-        if (!o.mount_root || o.mnt_id != id) {
+        if (r == -ETIMEDOUT) {
+                log_event(LOG_WARNING, r, it->uid, "mount-hide-failed",
+                          "Cannot hide the %s mount of uid %u on '%s': resolving the path took "
+                          "longer than %s s (PathWalkTimeoutSec=), ignoring", it->fstype,
+                          (unsigned) it->uid, it->target,
+                          config_usec_to_string(it->w->config->path_walk_timeout_usec, t,
+                                                sizeof t));
+                watch_item_free(it);
+                return;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot hide the %s mount of uid %u on '%s': %s: %m, "
+                                  "ignoring", it->fstype, (unsigned) it->uid, it->target,
+                                  op_step(&o));
+                watch_item_free(it);
+                return;
+        }
+        if (!o.mount_root || o.mnt_id != it->id) {
                 close(o.fd);
                 log_debug("The %s mount %" G_GUINT64_FORMAT " of uid %u on '%s' is gone (the "
                           "path now leads to mount %" G_GUINT64_FORMAT "), not hiding",
-                          fstype, id, (unsigned) uid, target, o.mnt_id);
+                          it->fstype, it->id, (unsigned) it->uid, it->target, o.mnt_id);
+                watch_item_free(it);
                 return;
         }
-        r = mount_set_owner_private(o.fd, uid, false, &step);
+        r = mount_set_owner_private(o.fd, it->uid, false, &step);
         close(o.fd);
-        if (r < 0) {
-                log_event(LOG_WARNING, r, uid, "mount-hide-failed",
+        if (r < 0)
+                log_event(LOG_WARNING, r, it->uid, "mount-hide-failed",
                           "Cannot hide the %s mount %" G_GUINT64_FORMAT " of uid %u on '%s': "
-                          "%s: %s, ignoring", fstype, id, (unsigned) uid, target, step,
-                          g_strerror(-r));
+                          "%s: %s, ignoring", it->fstype, it->id, (unsigned) it->uid,
+                          it->target, step, g_strerror(-r));
+        else
+                log_event(LOG_INFO, 0, it->uid, "mount-hidden",
+                          "Hid the %s mount %" G_GUINT64_FORMAT " on '%s' from everyone but "
+                          "uid %u", it->fstype, it->id, it->target, (unsigned) it->uid);
+        watch_item_free(it);
+}
+
+/* A managed uid's new FUSE mount: walk to it (as root) in a watched child. */
+static void watch_walk(WatchItem *it) {
+        PrivateWatch *w = it->w;
+        struct op o = { .path = it->target, .fd = -1 };
+        int r;
+
+        r = child_start(w->children, it->uid, resolve_child, &o, sizeof o,
+                        w->config->path_walk_timeout_usec, on_watch_walked, it);
+        if (r == -EAGAIN) {
+                log_debug("No helper process free to hide mount %" G_GUINT64_FORMAT " of uid "
+                          "%u now (MaxPathWalks=), trying again shortly", it->id,
+                          (unsigned) it->uid);
+                watch_retry_later(w, it->id);
+                watch_item_free(it);
+        } else if (r < 0) {
+                log_warning_errno(r, "Cannot hide the %s mount of uid %u on '%s': cannot start "
+                                  "a helper process: %m, ignoring", it->fstype,
+                                  (unsigned) it->uid, it->target);
+                watch_item_free(it);
+        }
+}
+
+static void on_watch_managed(int managed, const char *why, void *userdata) {
+        WatchItem *it = userdata;
+
+        if (!it->w || managed == 0) {
+                watch_item_free(it);
                 return;
         }
-        log_event(LOG_INFO, 0, uid, "mount-hidden",
-                  "Hid the %s mount %" G_GUINT64_FORMAT " on '%s' from everyone but uid %u",
-                  fstype, id, target, (unsigned) uid);
+        if (managed < 0) {
+                log_warning("Cannot tell whether nsd manages uid %u, so its %s mount on '%s' "
+                            "is not hidden: %s", (unsigned) it->uid, it->fstype, it->target,
+                            why ? why : g_strerror(-managed));
+                watch_item_free(it);
+                return;
+        }
+        watch_walk(it);
+}
+
+static void watch_consider(PrivateWatch *w, uint64_t id, const char *target, const char *fstype,
+                           uid_t uid) {
+        WatchItem *it = g_new0(WatchItem, 1);
+        int r;
+
+        it->w = w;
+        it->id = id;
+        it->uid = uid;
+        it->target = g_strdup(target);
+        it->fstype = g_strdup(fstype);
+        g_hash_table_add(w->pending, it);
+        r = policy_uid_managed(w->policy, uid, NULL, on_watch_managed, it);
+        if (r == -EINPROGRESS)
+                return;
+        on_watch_managed(r, NULL, it);
 }
 
 static void watch_scan(PrivateWatch *w) {
         struct libmnt_table *tb = NULL;
-        struct libmnt_iter *it;
+        struct libmnt_iter *iter;
         struct libmnt_fs *fs;
         GHashTable *now;
         int r;
@@ -387,13 +576,13 @@ static void watch_scan(PrivateWatch *w) {
                 log_warning_errno(r, "Cannot read %s, ignoring this change: %m", MOUNTINFO_PATH);
                 return;
         }
-        it = mnt_new_iter(MNT_ITER_FORWARD);
-        if (!it) {
+        iter = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!iter) {
                 mnt_unref_table(tb);
                 return;
         }
         now = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-        while (mnt_table_next_fs(tb, it, &fs) == 0) {
+        while (mnt_table_next_fs(tb, iter, &fs) == 0) {
                 uint64_t id = (uint64_t) mnt_fs_get_id(fs);
                 uint64_t *key = g_new(uint64_t, 1);
                 uid_t uid;
@@ -402,11 +591,11 @@ static void watch_scan(PrivateWatch *w) {
                 g_hash_table_add(now, key);
                 if (g_hash_table_contains(w->seen, &id) || g_hash_table_contains(w->exempt, &id))
                         continue;
-                if (!fuse_owner(fs, &uid) || uid == 0 || !w->managed(uid, w->userdata))
+                if (!fuse_owner(fs, &uid) || uid == 0)
                         continue;
-                watch_hide(w, id, mnt_fs_get_target(fs), mnt_fs_get_fstype(fs), uid);
+                watch_consider(w, id, mnt_fs_get_target(fs), mnt_fs_get_fstype(fs), uid);
         }
-        mnt_free_iter(it);
+        mnt_free_iter(iter);
         mnt_unref_table(tb);
 
         /* forget mounts that left root's view (unmounted or hidden): a reused id is new */
@@ -422,6 +611,14 @@ static void watch_scan(PrivateWatch *w) {
         w->seen = now;
 }
 
+static gboolean on_watch_retry(gpointer userdata) {
+        PrivateWatch *w = userdata;
+
+        w->retry_timer = 0;
+        watch_scan(w);
+        return G_SOURCE_REMOVE;
+}
+
 static gboolean on_mountinfo_change(int fd, GIOCondition cond, gpointer userdata) {
         PrivateWatch *w = userdata;
 
@@ -429,7 +626,7 @@ static gboolean on_mountinfo_change(int fd, GIOCondition cond, gpointer userdata
         return G_SOURCE_CONTINUE;
 }
 
-int private_watch_new(PrivateManagedFn managed, void *userdata, PrivateWatch **ret) {
+int private_watch_new(Policy *policy, Children *set, const Config *config, PrivateWatch **ret) {
         PrivateWatch *w;
         int fd;
 
@@ -439,10 +636,12 @@ int private_watch_new(PrivateManagedFn managed, void *userdata, PrivateWatch **r
                                        MOUNTINFO_PATH);
         w = g_new0(PrivateWatch, 1);
         w->fd = fd;
-        w->managed = managed;
-        w->userdata = userdata;
+        w->policy = policy;
+        w->children = set;
+        w->config = config;
         w->seen = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
         w->exempt = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+        w->pending = g_hash_table_new(g_direct_hash, g_direct_equal);
         /* POLLPRI (and POLLERR) when the namespace's mount table changed; POLLIN always */
         w->watch = g_unix_fd_add(fd, G_IO_PRI | G_IO_ERR, on_mountinfo_change, w);
         watch_scan(w); /* the mounts that exist now */
@@ -451,10 +650,20 @@ int private_watch_new(PrivateManagedFn managed, void *userdata, PrivateWatch **r
 }
 
 void private_watch_free(PrivateWatch *w) {
+        GHashTableIter it;
+        gpointer k;
+
         if (!w)
                 return;
         if (w->watch)
                 g_source_remove(w->watch);
+        if (w->retry_timer)
+                g_source_remove(w->retry_timer);
+        /* items still waiting for the policy or a walk end on their own, without the watch */
+        g_hash_table_iter_init(&it, w->pending);
+        while (g_hash_table_iter_next(&it, &k, NULL))
+                ((WatchItem *) k)->w = NULL;
+        g_hash_table_destroy(w->pending);
         close(w->fd);
         g_hash_table_unref(w->seen);
         g_hash_table_unref(w->exempt);

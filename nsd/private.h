@@ -10,7 +10,13 @@
  *    mount (fuse, fuse.*, fuseblk) that appears with user_id=UID of a uid nsd manages gets the
  *    attribute for UID;
  *  - HIDE requests (nsctl hide): one mount, named by path, for one uid.
- * No policy here beyond "whose FUSE mount is it": server.c decides who may ask.
+ * No policy here beyond "whose FUSE mount is it": requests.c decides who may ask.
+ *
+ * Path walks (resolving a HIDE path, a new mount's mount point) can hang in a user's FUSE
+ * file system, so they run in helper children the loop watches (child.h) with a deadline,
+ * PathWalkTimeoutSec=; a HIDE past it gets -ETIMEDOUT, a mount of the watch is left as it
+ * is (logged). Setting the attribute on a resolved mount cannot hang (no file system
+ * callback) and runs in a vfork()ed helper (helper.h).
  */
 #pragma once
 
@@ -18,10 +24,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-typedef struct PrivateWatch PrivateWatch;
-
-/* Does nsd manage uid (config_uid_managed)? Asked for every new FUSE mount. */
-typedef bool (*PrivateManagedFn)(uid_t uid, void *userdata);
+#include "child.h"
+#include "conf.h"
+#include "policy.h"
+#include "server.h"
 
 /* Can this nsd make owner-private mounts? features: the probed NSD_FEATURE_* bits. Returns 0,
  * or -EOPNOTSUPP with *ret_why (a static string) saying why not: the kernel lacks F4, or nsd
@@ -29,8 +35,10 @@ typedef bool (*PrivateManagedFn)(uid_t uid, void *userdata);
 int private_supported(uint32_t features, const char **ret_why);
 
 /* Start watching the initial namespace's mount table: hides the FUSE mounts of managed uids
- * that exist now, then each new one as it appears. Runs on the GLib main context. */
-int private_watch_new(PrivateManagedFn managed, void *userdata, PrivateWatch **ret);
+ * (policy) that exist now, then each new one as it appears. Runs on the GLib main context;
+ * walks run in children of set, with config's PathWalkTimeoutSec= (config is read when a
+ * walk starts, so a reload applies). */
+int private_watch_new(Policy *policy, Children *set, const Config *config, PrivateWatch **ret);
 void private_watch_free(PrivateWatch *w);
 /* Do not hide this mount again (its owner asked for it to be visible). */
 void private_watch_exempt(PrivateWatch *w, uint64_t mnt_id);
@@ -38,7 +46,11 @@ void private_watch_exempt(PrivateWatch *w, uint64_t mnt_id);
 /* A HIDE request: set (or with unhide clear) the owner-private attribute with owner uid on
  * the mount whose root is path (absolute; symlinks refused). caller is the asking uid: for
  * one other than root the path is resolved with the caller's fsuid and the mount must be a
- * FUSE mount of the caller's (user_id=caller). Returns 0 and the mount's id in *ret_mnt_id,
- * or -errno with *ret_why (g_malloc()ed) for the client. Logs the event. */
-int private_hide(uid_t caller, uid_t uid, const char *path, bool unhide, uint64_t *ret_mnt_id,
-                 char **ret_why);
+ * FUSE mount of the caller's (user_id=caller). Returns 0 when started: done() follows on
+ * the loop with 0 and the mount's id, or -errno and why (for the client; -ETIMEDOUT past
+ * timeout_usec); logs the event. Or returns -EBUSY (MaxPathWalks=) or -errno at once, with
+ * *ret_why (g_malloc()ed). */
+typedef void (*PrivateHideDone)(int r, uint64_t mnt_id, const char *why, void *userdata);
+int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, uid_t uid,
+                       const char *path, bool unhide, PrivateHideDone done, void *userdata,
+                       char **ret_why);

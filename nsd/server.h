@@ -1,23 +1,69 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * server.h: nsd's state and its socket protocol. The user table (uid -> namespace, sessions,
- * linger timer), client connections, request handling and policy live in server.c; the
- * kernel work is userns.c's, process setup (arguments, capabilities, signals) is main.c's.
+ * server.h: nsd's state, the one object every room of the daemon hangs off (like logind's
+ * Manager). Who does what:
+ *   server.c    start, stop, reload, limits in force, mode private on/off, sd_notify STATUS=
+ *   conn.c      listening sockets, connections, queues, limits, timeouts, rate limits
+ *   requests.c  the table of request types and their handlers
+ *   user.c      per-user state: the namespace, linger
+ *   session.c   sessions and their leaders' pidfds
+ *   policy.c    "does nsd manage uid?": NSS in worker threads, with a deadline and a cache
+ *   child.c     helper children the loop watches instead of waiting for (path walks)
+ *   private.c   mode private and HIDE (owner-private mounts)
+ *   userns.c    the kernel work: create, pin, adopt, release namespaces
+ * main.c (not in the core library): arguments, capabilities, sockets, signals, watchdog.
  */
 #pragma once
 
+#include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "conf.h"
 
 typedef struct Server Server;
+typedef struct ConnManager ConnManager;
+typedef struct Policy Policy;
+typedef struct Children Children;
+typedef struct PrivateWatch PrivateWatch;
+typedef struct PinStore PinStore;
 
-/* Take over config (moved out of *config) and the listening socket, open the pin store
- * under run_dir (a failure is logged and nsd runs without pins), re-adopt every pinned
- * namespace and start serving on the GLib main context. config_path is kept for reloads. */
-int server_new(Config *config, const char *config_path, const char *run_dir, int listen_fd,
-               Server **ret);
+struct Server {
+        Config config;
+        char *config_path;
+        char *run_dir;
+        PinStore *pins; /* NULL: running without pins */
+        uint32_t features;
+        PrivateWatch *private_watch; /* mode private on ([Private] Enable=yes) */
+        bool private_unavailable;    /* Enable=yes, refused: see server_private_mode_apply() */
+        uint64_t started_usec;
+        /* MaxNamespaces= capped by what RLIMIT_NOFILE and user.max_mnt_namespaces allow */
+        unsigned max_namespaces;
+
+        ConnManager *conns;
+        Policy *policy;
+        Children *children;
+
+        GHashTable *users;    /* GUINT_TO_POINTER(uid) -> User* (owned), user.c */
+        GHashTable *sessions; /* uint64_t* id -> Session* (owned), session.c */
+        uint64_t next_session_id;
+        size_t stream_bytes;  /* SHOW text held for replies being sent, see requests.c */
+        guint notify_timer;   /* a pending STATUS= to the service manager */
+};
+
+/* How to start. Tests leave run_dir NULL (no pin store) and probe_kernel false. */
+typedef struct ServerSetup {
+        const char *config_path; /* kept for reloads; NULL: reloads keep the config */
+        const char *run_dir;     /* pin store; NULL: none */
+        bool probe_kernel;       /* probe the kernel's features (forks children) */
+        int user_fd;             /* listening sockets, taken over; -1: none */
+        int root_fd;
+} ServerSetup;
+
+/* Take over config (moved out of *config) and the listening sockets, open the pin store
+ * (a failure is logged and nsd runs without pins), re-adopt every pinned namespace and
+ * start serving on the thread-default GLib main context. */
+int server_new(Config *config, const ServerSetup *setup, Server **ret);
 /* Stop serving and forget everything in memory. Namespaces stay pinned: a restarted nsd
  * re-adopts them. */
 void server_free(Server *s);
@@ -25,6 +71,23 @@ void server_free(Server *s);
 /* SIGHUP: read the config again; a bad one is logged with FILE:LINE and the old one kept.
  * Returns 0 or -errno. */
 int server_reload_config(Server *s);
+/* Take a new config (tests; reloads): limits, timeouts, cache and mode private follow. */
+void server_apply_config(Server *s, Config *config);
 
-/* Send STATUS= ("N namespaces, M sessions") to the service manager. */
+/* Send STATUS= ("N namespaces, M sessions") to the service manager, soon (coalesced: at
+ * most a few a second, however many logins come). */
 void server_notify_status(Server *s);
+/* ... and now. */
+void server_notify_status_now(Server *s);
+
+/* The effective MaxNamespaces: configured, capped by the descriptors (3 per namespace:
+ * root, nsfs and a session's pidfd; after the connections and a reserve) and by
+ * user.max_mnt_namespaces (minus a reserve). nofile: RLIMIT_NOFILE's soft limit;
+ * max_mnt_ns: 0 when unknown. *ret_why (g_malloc()ed, may be NULL) says what capped it, or
+ * NULL when nothing did. */
+unsigned server_effective_max_namespaces(const Config *c, uint64_t nofile, uint64_t max_mnt_ns,
+                                         char **ret_why);
+#define SERVER_FD_RESERVE 64u
+#define SERVER_MNT_NS_RESERVE 64u
+
+uint64_t now_realtime_usec(void);

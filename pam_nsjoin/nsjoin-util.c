@@ -2,6 +2,7 @@
 /* The pure parts of pam_nsjoin; see nsjoin-util.h. */
 #include <assert.h>
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <security/_pam_types.h>
@@ -13,6 +14,7 @@ void nsjoin_args_init(struct nsjoin_args *a) {
         assert(a);
         *a = (struct nsjoin_args){
                 .mode = NSJOIN_MODE_SETNS,
+                .timeout_usec = NSJOIN_TIMEOUT_DEFAULT_USEC,
         };
 }
 
@@ -25,17 +27,73 @@ static const char *arg_value(const char *arg, const char *key) {
         return arg + n + 1;
 }
 
-enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *arg) {
-        const char *v;
+int nsjoin_parse_uid(const char *s, uid_t *ret) {
+        uint64_t v = 0;
+
+        assert(s);
+        if (!*s)
+                return -EINVAL;
+        for (const char *p = s; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                v = v * 10 + (uint64_t) (*p - '0');
+                if (v > 4294967294u) /* (uid_t) -1 is no uid */
+                        return -ERANGE;
+        }
+        if (v == 0)
+                return -ERANGE;
+        *ret = (uid_t) v;
+        return 0;
+}
+
+int nsjoin_parse_timeout(const char *s, uint64_t *ret_usec) {
+        uint64_t sec = 0, frac = 0, scale = 1000000;
+        const char *p = s;
+
+        assert(s);
+        /* by hand: strtod() would follow the caller's locale (a decimal comma) */
+        if (*p < '0' || *p > '9')
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                sec = sec * 10 + (uint64_t) (*p - '0');
+                if (sec > NSJOIN_TIMEOUT_MAX_USEC / 1000000)
+                        return -ERANGE;
+        }
+        if (*p == '.') {
+                p++;
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                for (; *p >= '0' && *p <= '9'; p++) {
+                        if (scale == 1)
+                                return -EINVAL; /* finer than a microsecond */
+                        scale /= 10;
+                        frac += (uint64_t) (*p - '0') * scale;
+                }
+        }
+        if (*p)
+                return -EINVAL;
+        sec = sec * 1000000 + frac;
+        if (sec == 0 || sec > NSJOIN_TIMEOUT_MAX_USEC)
+                return -ERANGE;
+        *ret_usec = sec;
+        return 0;
+}
+
+enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *arg,
+                                             const char **ret_hint) {
+        const char *v, *hint_dummy;
 
         assert(a);
         assert(arg);
+        if (!ret_hint)
+                ret_hint = &hint_dummy;
 
         if (strcmp(arg, "debug") == 0) {
                 a->debug = true;
                 return NSJOIN_ARG_OK;
         }
         if ((v = arg_value(arg, "mode"))) {
+                *ret_hint = "expected mode=setns or mode=chroot";
                 if (strcmp(v, "setns") == 0)
                         a->mode = NSJOIN_MODE_SETNS;
                 else if (strcmp(v, "chroot") == 0)
@@ -46,6 +104,7 @@ enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *
         }
         if ((v = arg_value(arg, "socket"))) {
                 /* a relative path would depend on the caller's cwd */
+                *ret_hint = "expected an absolute path";
                 if (v[0] != '/')
                         return NSJOIN_ARG_BAD_VALUE;
                 a->socket = v;
@@ -57,9 +116,32 @@ enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *
                 return NSJOIN_ARG_OK;
         }
         if ((v = arg_value(arg, "only_group"))) {
+                *ret_hint = "expected a group name";
                 if (v[0] == 0)
                         return NSJOIN_ARG_BAD_VALUE;
                 a->only_group = v;
+                return NSJOIN_ARG_OK;
+        }
+        if ((v = arg_value(arg, "min_uid")) || (v = arg_value(arg, "max_uid"))) {
+                bool min = strncmp(arg, "min_uid=", 8) == 0;
+                uid_t uid;
+
+                *ret_hint = "expected a uid from 1 to 4294967294";
+                if (nsjoin_parse_uid(v, &uid) < 0)
+                        return NSJOIN_ARG_BAD_VALUE;
+                if (min) {
+                        a->min_uid = uid;
+                        a->min_uid_set = true;
+                } else {
+                        a->max_uid = uid;
+                        a->max_uid_set = true;
+                }
+                return NSJOIN_ARG_OK;
+        }
+        if ((v = arg_value(arg, "timeout"))) {
+                *ret_hint = "expected seconds, more than 0 and at most 300, e.g. timeout=5 or timeout=0.5";
+                if (nsjoin_parse_timeout(v, &a->timeout_usec) < 0)
+                        return NSJOIN_ARG_BAD_VALUE;
                 return NSJOIN_ARG_OK;
         }
         return NSJOIN_ARG_UNKNOWN;
@@ -105,6 +187,9 @@ int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanati
                 case -EPERM:
                         e = "does not let this process connect";
                         break;
+                case -ETIMEDOUT:
+                        e = "did not accept the connection in time";
+                        break;
                 default:
                         e = "cannot be reached";
                 }
@@ -119,10 +204,20 @@ int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanati
                         e = "nsd refused the request";
                         break;
                 case -EUSERS:
-                        e = "nsd's limit on namespaces is reached";
+                        e = "a limit of nsd is reached (namespaces in all, or this user's sessions)";
                         break;
                 case -ENOENT:
                         e = "nsd has no namespace for this user";
+                        break;
+                case -NSD_ERRNO_NOT_YET:
+                        e = "nsd has not yet made this user's namespace available again (it is "
+                            "still adopting it after a restart)";
+                        break;
+                case -ETIMEDOUT:
+                        e = "nsd did not answer in time";
+                        break;
+                case -ECONNRESET:
+                        e = "nsd closed the connection";
                         break;
                 default:
                         e = "nsd could not hand out the namespace";
@@ -144,9 +239,6 @@ int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanati
         case NSJOIN_STEP_ENTER_CHROOT:
                 e = r == -EPERM ? "chroot into the namespace root needs CAP_SYS_CHROOT"
                                 : "entering the namespace root failed";
-                break;
-        case NSJOIN_STEP_SESSION_OPEN:
-                e = "registering the session with nsd failed";
                 break;
         case NSJOIN_STEP_SESSION_CLOSE:
                 e = "unregistering the session with nsd failed";

@@ -1,24 +1,37 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * nsjoin-util.h: the pure parts of pam_nsjoin (argument parsing, list matching, mapping of
- * -errno to PAM codes and messages). Private: compiled into the module (hidden by its version
- * script) and into tests/unit/test-pam.c.
+ * nsjoin-util.h: the pure parts of pam_nsjoin (argument parsing, the local decision whether a
+ * user is in the managed range, list matching, mapping of -errno to PAM codes and messages).
+ * Private: compiled into the module (hidden by its version script) and into
+ * tests/unit/test-pam.c.
  */
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 enum nsjoin_mode {
         NSJOIN_MODE_SETNS,  /* setns(ns_fd, CLONE_NEWNS): the default */
         NSJOIN_MODE_CHROOT, /* setns(root_fd) where the kernel allows it, else fchdir + chroot */
 };
 
+/* nsd.conf's defaults for MinUid=/MaxUid=, and Debian's login.defs UID_MIN/UID_MAX */
+#define NSJOIN_MIN_UID_DEFAULT 1000
+#define NSJOIN_MAX_UID_DEFAULT 60000
+/* timeout=: default, and the range a value must be in */
+#define NSJOIN_TIMEOUT_DEFAULT_USEC (5ull * 1000 * 1000)
+#define NSJOIN_TIMEOUT_MAX_USEC (300ull * 1000 * 1000)
+
 struct nsjoin_args {
         enum nsjoin_mode mode;
-        const char *socket;     /* NULL: the default socket path */
+        const char *socket;     /* NULL: root's socket, else the user socket */
         bool debug;
         const char *skip_users; /* comma-separated user names, or NULL */
         const char *only_group; /* group name, or NULL */
+        uid_t min_uid, max_uid; /* the managed range, when set by an argument */
+        bool min_uid_set, max_uid_set;
+        uint64_t timeout_usec;  /* connect + request + retries, in all */
 };
 
 /* What nsjoin_args_parse_one() made of one argument. */
@@ -28,12 +41,22 @@ enum nsjoin_arg_result {
         NSJOIN_ARG_BAD_VALUE, /* ours, but its value is wrong: refuse the session */
 };
 
-/* Defaults: mode setns, default socket, no debug, nobody skipped, no group required. */
+/* Defaults: mode setns, default socket, no debug, nobody skipped, no group required, the
+ * range from login.defs (not set here), timeout NSJOIN_TIMEOUT_DEFAULT_USEC. */
 void nsjoin_args_init(struct nsjoin_args *a);
 
 /* Parse one module argument into *a. Pointers stored in *a point into arg, which must live
- * as long as *a (PAM's argv does). Later arguments override earlier ones. */
-enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *arg);
+ * as long as *a (PAM's argv does). Later arguments override earlier ones. For a bad value,
+ * *ret_hint (when given) says what was expected. */
+enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *arg,
+                                             const char **ret_hint);
+
+/* A uid as nsd.conf takes it: decimal, 1 to 4294967294, nothing else around it. */
+int nsjoin_parse_uid(const char *s, uid_t *ret);
+
+/* A duration in seconds, with up to six decimals ("5", "0.5", "2.25"), in microseconds;
+ * more than 0 and at most NSJOIN_TIMEOUT_MAX_USEC. */
+int nsjoin_parse_timeout(const char *s, uint64_t *ret_usec);
 
 /* Is name one of the entries of the comma-separated list? Empty entries match nothing. */
 bool nsjoin_name_in_list(const char *list, const char *name);
@@ -42,10 +65,9 @@ bool nsjoin_name_in_list(const char *list, const char *name);
 enum nsjoin_step {
         NSJOIN_STEP_USER,          /* looking up the user or the group */
         NSJOIN_STEP_CONNECT,       /* connecting to nsd */
-        NSJOIN_STEP_JOIN,          /* JOIN request */
+        NSJOIN_STEP_JOIN,          /* JOIN_SESSION (or JOIN + SESSION_OPEN) request */
         NSJOIN_STEP_ENTER_SETNS,   /* setns(ns_fd) */
         NSJOIN_STEP_ENTER_CHROOT,  /* setns(root_fd) or fchdir + chroot */
-        NSJOIN_STEP_SESSION_OPEN,  /* SESSION_OPEN request */
         NSJOIN_STEP_SESSION_CLOSE, /* SESSION_CLOSE request */
 };
 
@@ -53,8 +75,9 @@ enum nsjoin_step {
  * THE mapping of a result r (>= 0 or -errno) at a step to a PAM return code, and to a short
  * static explanation for the log line (for r >= 0: NULL). At NSJOIN_STEP_CONNECT the
  * explanation is a predicate for "nsd at PATH ..." ("is not running"); at the other steps a
- * phrase of its own ("nsd refused the request"). Sessions that nsd's policy does not manage (-ENXIO at JOIN) are PAM_IGNORE;
- * -ENOMEM is PAM_BUF_ERR; any other failure is PAM_SESSION_ERR, so that `session required`
- * refuses the login and `session optional` lets it go on unchanged.
+ * phrase of its own ("nsd refused the request"). Sessions that nsd's policy does not manage
+ * (-ENXIO at JOIN) are PAM_IGNORE; -ENOMEM is PAM_BUF_ERR; any other failure is
+ * PAM_SESSION_ERR, so that `session required` refuses the login and `session optional` lets
+ * it go on unchanged.
  */
 int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanation);

@@ -3,35 +3,47 @@
  * pam_nsjoin: put every login of a user into that user's one persistent mount namespace,
  * which nsd keeps. Session module only. See pam_nsjoin(8).
  *
- * Order in open_session, so that a failure never leaves the process half-entered:
- *   1. JOIN: get both descriptors of the namespace from nsd. Any failure: nothing changed.
- *   2. enter (setns, or chroot mode). A failure: the process is where it was.
- *   3. SESSION_OPEN. A failure here is logged at LOG_WARNING and the session still succeeds:
- *      the login already is in the right namespace, only nsd's session count is off (and nsd
- *      has no pidfd to watch; it forgets nothing the user cares about).
+ * The login path is sacred (DESIGN.md), so open_session goes in this order:
+ *   1. Decide locally, without nsd, whether there is anything to do: skip_users, uid 0,
+ *      uids outside min_uid..max_uid and users outside only_group get PAM_IGNORE before any
+ *      connection is made. Root and unmanaged users never depend on nsd being up.
+ *   2. Within ONE deadline (timeout=): connect (root's socket, else the user socket) and
+ *      JOIN_SESSION (JOIN + SESSION_OPEN in one round trip; libnsclient falls back to the two
+ *      requests with an nsd older than 1.2), retrying nsd's -EAGAIN "not yet available" with
+ *      backoff. Any failure: nothing changed, one LOG_ERR line.
+ *   3. Enter (setns, or chroot mode). A failure: the process is where it was, and the
+ *      session just opened is closed again on the same connection.
  */
 #include <errno.h>
-#include <grp.h>
 #include <inttypes.h>
-#include <pwd.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
+#include <security/pam_modutil.h>
 
 #include "cleanup.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
 #include "nsjoin-util.h"
+#include "nss-util.h"
 
 #define SESSION_DATA_KEY "pam_nsjoin.session"
-#define LOOKUP_BUF_MAX (1024 * 1024)
+#define LOGIN_DEFS "/etc/login.defs"
+
+/* waits between JOIN attempts answered "not yet available": 50 ms, doubling, at most 1 s */
+#define NOT_YET_BACKOFF_FIRST_USEC (50 * 1000)
+#define NOT_YET_BACKOFF_MAX_USEC (1000 * 1000)
+/* closing a session after a failed enter, when the deadline has already passed */
+#define CLOSE_AFTER_FAILURE_MIN_USEC (100 * 1000)
 
 /* What open_session registered, for close_session. */
 struct nsjoin_session {
@@ -40,210 +52,249 @@ struct nsjoin_session {
         uint64_t id;
 };
 
-static void nsc_disconnectp(nsc_conn **c) {
-        nsc_disconnect(*c);
+/* pam_syslog() with errno set to -r, so the format can say %m (pam_vsyslog keeps errno for
+ * it); the one way this module says why something failed. */
+__attribute__((format(printf, 4, 5))) static void pam_syslog_errno(pam_handle_t *pamh, int prio,
+                                                                    int r, const char *fmt, ...) {
+        int saved = errno;
+        va_list ap;
+
+        errno = r < 0 ? -r : r;
+        va_start(ap, fmt);
+        pam_vsyslog(pamh, prio, fmt, ap);
+        va_end(ap);
+        errno = saved;
 }
-#define _cleanup_nsc_disconnect_ __attribute__((cleanup(nsc_disconnectp)))
 
 static void session_data_free(pam_handle_t *pamh, void *data, int error_status) {
         free(data);
 }
 
-static const char *socket_path(const struct nsjoin_args *a) {
-        /* Deliberately not libnsclient's $NSD_SOCKET: su and other setuid callers run this
-         * module with their user's environment, and no user may pick the nsd we trust. */
-        return a->socket ?: NSD_SOCKET_PATH_DEFAULT;
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
-static const char *bad_value_hint(const char *arg) {
-        if (strncmp(arg, "mode=", 5) == 0)
-                return "expected mode=setns or mode=chroot";
-        if (strncmp(arg, "socket=", 7) == 0)
-                return "expected an absolute path";
-        if (strncmp(arg, "only_group=", 11) == 0)
-                return "expected a group name";
-        return "bad value";
+/* Microseconds left until deadline, 0 when it has passed. */
+static uint64_t time_left(uint64_t deadline) {
+        uint64_t now = now_usec();
+
+        return now < deadline ? deadline - now : 0;
 }
 
-/* Parse argv, logging each unknown argument (ignored) and each bad value (fatal). */
-static int args_parse(pam_handle_t *pamh, int argc, const char **argv, struct nsjoin_args *ret) {
-        struct nsjoin_args a;
-        int r = 0;
+/* "5 s", "0.25 s" */
+static const char *format_seconds(uint64_t usec, char buf[static 32]) {
+        int n = snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, usec / 1000000, usec % 1000000);
 
-        nsjoin_args_init(&a);
-        for (int i = 0; i < argc; i++)
-                switch (nsjoin_args_parse_one(&a, argv[i])) {
+        while (n > 0 && buf[n - 1] == '0')
+                buf[--n] = 0;
+        if (n > 0 && buf[n - 1] == '.')
+                buf[--n] = 0;
+        snprintf(buf + n, (size_t) (32 - n), " s");
+        return buf;
+}
+
+/* Parse argv. Unknown arguments are logged (and ignored) here; the first bad value is
+ * returned in *ret_bad / *ret_hint for the caller, which decides what it means. */
+static void args_parse(pam_handle_t *pamh, int argc, const char **argv, struct nsjoin_args *ret,
+                       const char **ret_bad, const char **ret_hint) {
+        *ret_bad = *ret_hint = NULL;
+        nsjoin_args_init(ret);
+        for (int i = 0; i < argc; i++) {
+                const char *hint = NULL;
+
+                switch (nsjoin_args_parse_one(ret, argv[i], &hint)) {
                 case NSJOIN_ARG_OK:
                         break;
                 case NSJOIN_ARG_UNKNOWN:
                         pam_syslog(pamh, LOG_WARNING, "unknown argument '%s', ignoring", argv[i]);
                         break;
                 case NSJOIN_ARG_BAD_VALUE:
-                        pam_syslog(pamh, LOG_ERR, "bad argument '%s' (%s), refusing the session",
-                                   argv[i], bad_value_hint(argv[i]));
-                        r = -EINVAL;
+                        if (!*ret_bad) {
+                                *ret_bad = argv[i];
+                                *ret_hint = hint;
+                        }
                         break;
                 }
-        if (r < 0)
-                return r;
-        *ret = a;
-        return 0;
-}
-
-static int user_lookup(const char *name, uid_t *ret_uid, gid_t *ret_gid) {
-        long n = sysconf(_SC_GETPW_R_SIZE_MAX);
-        size_t size = n > 0 ? (size_t) n : 4096;
-
-        for (;;) {
-                _cleanup_free_ char *buf = malloc(size);
-                struct passwd pw, *res = NULL;
-                int r;
-
-                if (!buf)
-                        return -ENOMEM;
-                r = getpwnam_r(name, &pw, buf, size, &res);
-                if (r == ERANGE && size < LOOKUP_BUF_MAX) {
-                        size *= 2;
-                        continue;
-                }
-                if (r != 0)
-                        return -r;
-                if (!res)
-                        return -ENOENT;
-                *ret_uid = pw.pw_uid;
-                *ret_gid = pw.pw_gid;
-                return 0;
         }
 }
 
-static int group_lookup(const char *name, gid_t *ret_gid) {
-        long n = sysconf(_SC_GETGR_R_SIZE_MAX);
-        size_t size = n > 0 ? (size_t) n : 4096;
+/* UID_MIN / UID_MAX of login.defs when set there (and sound), else dflt. */
+static uid_t login_defs_uid(pam_handle_t *pamh, const char *key, uid_t dflt) {
+        _cleanup_free_ char *v = pam_modutil_search_key(pamh, LOGIN_DEFS, key);
+        uid_t uid;
 
-        for (;;) {
-                _cleanup_free_ char *buf = malloc(size);
-                struct group gr, *res = NULL;
-                int r;
-
-                if (!buf)
-                        return -ENOMEM;
-                r = getgrnam_r(name, &gr, buf, size, &res);
-                if (r == ERANGE && size < LOOKUP_BUF_MAX) {
-                        size *= 2;
-                        continue;
-                }
-                if (r != 0)
-                        return -r;
-                if (!res)
-                        return -ENOENT;
-                *ret_gid = gr.gr_gid;
-                return 0;
+        if (!v)
+                return dflt;
+        if (nsjoin_parse_uid(v, &uid) < 0) {
+                pam_syslog(pamh, LOG_WARNING, "%s of " LOGIN_DEFS " is '%s', not a uid; using %u",
+                           key, v, (unsigned) dflt);
+                return dflt;
         }
+        return uid;
 }
 
-/* 1 when user (primary group user_gid) is a member of gid, else 0; or -errno. */
-static int user_in_group(const char *user, gid_t user_gid, gid_t gid) {
-        int ngroups = 64;
+/* Connect within deadline: socket= when given; else, running as root, root's own socket,
+ * and the user socket only when that does not exist (an nsd older than 1.2). */
+static int nsd_connect(const struct nsjoin_args *a, uint64_t deadline, nsc_conn **ret,
+                       const char **ret_path) {
+        uint64_t left = time_left(deadline);
+        int r;
 
-        if (user_gid == gid)
-                return 1;
-        for (;;) {
-                _cleanup_free_ gid_t *groups = calloc((size_t) ngroups, sizeof(gid_t));
-                int n = ngroups;
-
-                if (!groups)
-                        return -ENOMEM;
-                if (getgrouplist(user, user_gid, groups, &n) < 0) {
-                        if (n <= ngroups || n > 65536)
-                                return -EIO;
-                        ngroups = n;
-                        continue;
-                }
-                for (int i = 0; i < n; i++)
-                        if (groups[i] == gid)
-                                return 1;
-                return 0;
+        *ret_path = a->socket ?: geteuid() == 0 ? NSD_ROOT_SOCKET_PATH_DEFAULT : NSD_SOCKET_PATH_DEFAULT;
+        if (left == 0)
+                return -ETIMEDOUT;
+        if (a->socket) {
+                *ret_path = a->socket;
+                return nsc_connect_timeout(a->socket, left, ret);
         }
+        if (geteuid() == 0) {
+                *ret_path = NSD_ROOT_SOCKET_PATH_DEFAULT;
+                r = nsc_connect_timeout(NSD_ROOT_SOCKET_PATH_DEFAULT, left, ret);
+                if (r != -ENOENT)
+                        return r;
+                left = time_left(deadline);
+                if (left == 0)
+                        return -ETIMEDOUT;
+        }
+        *ret_path = NSD_SOCKET_PATH_DEFAULT;
+        return nsc_connect_timeout(NSD_SOCKET_PATH_DEFAULT, left, ret);
 }
 
 /* The one LOG_ERR line of a failed join; returns the PAM code. */
 static int log_join_failure(pam_handle_t *pamh, const struct nsjoin_args *a, const char *user,
-                            uid_t uid, enum nsjoin_step step, int r, nsc_conn *conn) {
+                            uid_t uid, enum nsjoin_step step, int r, const char *path,
+                            nsc_conn *conn, unsigned attempts) {
         const char *expl, *reason = conn ? nsc_last_error_message(conn) : NULL;
-        char buf[128];
-        const char *err = strerror_r(-r, buf, sizeof(buf));
         int code = nsjoin_errno_to_pam(step, r, &expl);
+        char extra[160] = "", t[32];
+
+        if (r == -ETIMEDOUT && step == NSJOIN_STEP_JOIN)
+                snprintf(extra, sizeof(extra), "; gave up after timeout=%s, socket %s",
+                         format_seconds(a->timeout_usec, t), path);
+        else if (r == -ETIMEDOUT)
+                snprintf(extra, sizeof(extra), "; gave up after timeout=%s",
+                         format_seconds(a->timeout_usec, t));
+        else if (r == -NSD_ERRNO_NOT_YET)
+                snprintf(extra, sizeof(extra), "; asked %u times within timeout=%s", attempts,
+                         format_seconds(a->timeout_usec, t));
 
         if (step == NSJOIN_STEP_CONNECT)
-                pam_syslog(pamh, LOG_ERR,
-                           "cannot join the mount namespace of user '%s' (uid %u): nsd at %s %s (%s)",
-                           user, (unsigned) uid, socket_path(a), expl, err);
+                pam_syslog_errno(pamh, LOG_ERR, r,
+                                 "cannot join the mount namespace of user '%s' (uid %u): nsd at %s %s (%m)%s",
+                                 user, (unsigned) uid, path, expl, extra);
+        else if (step == NSJOIN_STEP_JOIN)
+                pam_syslog_errno(pamh, LOG_ERR, r,
+                                 "cannot join the mount namespace of user '%s' (uid %u): %s (%m)%s%s%s",
+                                 user, (unsigned) uid, expl, reason ? "; nsd says: " : "",
+                                 reason ?: "", extra);
         else
-                pam_syslog(pamh, LOG_ERR,
-                           "cannot join the mount namespace of user '%s' (uid %u): %s (%s)%s%s",
-                           user, (unsigned) uid, expl, err, reason ? "; nsd says: " : "",
-                           reason ?: "");
+                pam_syslog_errno(pamh, LOG_ERR, r,
+                                 "cannot join the mount namespace of user '%s' (uid %u): %s (%m)",
+                                 user, (unsigned) uid, expl);
         return code;
 }
 
+/* Is user (primary group gid) a member of group, by NSS? 1, 0, or -errno with a LOG_ERR line. */
+static int user_in_only_group(pam_handle_t *pamh, const char *user, gid_t gid, const char *group) {
+        _cleanup_free_ struct group *gr = NULL;
+        _cleanup_free_ gid_t *groups = NULL;
+        size_t n = 0;
+        int r;
+
+        r = nss_group_by_name(group, &gr);
+        if (r == -ENOENT) {
+                pam_syslog(pamh, LOG_ERR, "bad argument 'only_group=%s' (no such group), refusing the session",
+                           group);
+                return r;
+        }
+        if (r < 0) {
+                pam_syslog_errno(pamh, LOG_ERR, r, "cannot look up group '%s' (only_group=): %m", group);
+                return r;
+        }
+        r = nss_user_groups(user, gid, &groups, &n);
+        if (r < 0) {
+                pam_syslog_errno(pamh, LOG_ERR, r, "cannot list the groups of user '%s': %m", user);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (groups[i] == gr->gr_gid)
+                        return 1;
+        return 0;
+}
+
 PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
-        _cleanup_nsc_disconnect_ nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         _cleanup_close_ int root_fd = -1, ns_fd = -1;
+        _cleanup_free_ struct passwd *pw = NULL;
         struct nsc_join_result j;
         struct nsjoin_args a;
         struct nsjoin_session *s;
-        const char *user = NULL, *service = NULL;
+        const char *user = NULL, *service = NULL, *bad = NULL, *hint = NULL, *path = NULL;
         char service_buf[NSD_SERVICE_MAX];
-        uint64_t session_id = 0;
-        unsigned sessions = 0;
-        uid_t uid = (uid_t) -1;
-        gid_t gid = (gid_t) -1;
-        int r, used_setns = 0;
+        uint64_t session_id = 0, deadline, backoff = NOT_YET_BACKOFF_FIRST_USEC;
+        unsigned sessions = 0, attempts = 0;
+        uid_t uid, min_uid, max_uid;
+        pid_t pid = getpid();
+        int r, used_setns = 0, fallback;
 
-        if (args_parse(pamh, argc, argv, &a) < 0)
-                return PAM_SESSION_ERR;
+        args_parse(pamh, argc, argv, &a, &bad, &hint);
 
         if (pam_get_item(pamh, PAM_USER, (const void **) &user) != PAM_SUCCESS || !user || !user[0]) {
                 pam_syslog(pamh, LOG_ERR, "cannot join a mount namespace: no user name set");
                 return PAM_SESSION_ERR;
         }
-        if (pam_get_item(pamh, PAM_SERVICE, (const void **) &service) != PAM_SUCCESS)
-                service = NULL;
 
-        r = user_lookup(user, &uid, &gid);
-        if (r < 0) {
-                char buf[128];
-
-                pam_syslog(pamh, LOG_ERR, "cannot look up user '%s': %s", user,
-                           r == -ENOENT ? "no such user" : strerror_r(-r, buf, sizeof(buf)));
-                return nsjoin_errno_to_pam(NSJOIN_STEP_USER, r, NULL);
-        }
-
+        /* 1. the local decision */
         if (nsjoin_name_in_list(a.skip_users, user)) {
                 if (a.debug)
                         pam_syslog(pamh, LOG_DEBUG, "user '%s' is in skip_users, leaving the session alone", user);
                 return PAM_IGNORE;
         }
+        r = nss_user_by_name(user, &pw);
+        if (r < 0) {
+                if (r == -ENOENT)
+                        pam_syslog(pamh, LOG_ERR, "cannot look up user '%s': no such user", user);
+                else
+                        pam_syslog_errno(pamh, LOG_ERR, r, "cannot look up user '%s': %m", user);
+                return nsjoin_errno_to_pam(NSJOIN_STEP_USER, r, NULL);
+        }
+        uid = pw->pw_uid;
+        if (uid == 0) {
+                /* nsd never gives root a namespace: whatever the arguments say (even a bad
+                 * one), root's login does not depend on this module */
+                if (bad)
+                        pam_syslog(pamh, LOG_ERR, "bad argument '%s' (%s); root's session is left alone, every other user's is refused",
+                                   bad, hint);
+                else if (a.debug)
+                        pam_syslog(pamh, LOG_DEBUG, "user '%s' is root, leaving the session alone", user);
+                return PAM_IGNORE;
+        }
+        if (bad) {
+                /* a typo must not silently weaken isolation */
+                pam_syslog(pamh, LOG_ERR, "bad argument '%s' (%s), refusing the session", bad, hint);
+                return PAM_SESSION_ERR;
+        }
+        min_uid = a.min_uid_set ? a.min_uid : login_defs_uid(pamh, "UID_MIN", NSJOIN_MIN_UID_DEFAULT);
+        max_uid = a.max_uid_set ? a.max_uid : login_defs_uid(pamh, "UID_MAX", NSJOIN_MAX_UID_DEFAULT);
+        if (min_uid > max_uid) {
+                pam_syslog(pamh, LOG_ERR, "bad arguments: min_uid=%u is above max_uid=%u%s, refusing the session",
+                           (unsigned) min_uid, (unsigned) max_uid,
+                           a.min_uid_set && a.max_uid_set ? "" : " (the other one from " LOGIN_DEFS ")");
+                return PAM_SESSION_ERR;
+        }
+        if (uid < min_uid || uid > max_uid) {
+                if (a.debug)
+                        pam_syslog(pamh, LOG_DEBUG, "uid %u of user '%s' is outside min_uid=%u..max_uid=%u, leaving the session alone",
+                                   (unsigned) uid, user, (unsigned) min_uid, (unsigned) max_uid);
+                return PAM_IGNORE;
+        }
         if (a.only_group) {
-                gid_t want = (gid_t) -1;
-
-                r = group_lookup(a.only_group, &want);
-                if (r < 0) {
-                        char buf[128];
-
-                        pam_syslog(pamh, LOG_ERR, "bad argument 'only_group=%s' (%s), refusing the session",
-                                   a.only_group,
-                                   r == -ENOENT ? "no such group" : strerror_r(-r, buf, sizeof(buf)));
+                r = user_in_only_group(pamh, user, pw->pw_gid, a.only_group);
+                if (r < 0)
                         return nsjoin_errno_to_pam(NSJOIN_STEP_USER, r, NULL);
-                }
-                r = user_in_group(user, gid, want);
-                if (r < 0) {
-                        char buf[128];
-
-                        pam_syslog(pamh, LOG_ERR, "cannot list the groups of user '%s': %s", user,
-                                   strerror_r(-r, buf, sizeof(buf)));
-                        return nsjoin_errno_to_pam(NSJOIN_STEP_USER, r, NULL);
-                }
                 if (r == 0) {
                         if (a.debug)
                                 pam_syslog(pamh, LOG_DEBUG, "user '%s' is not in group '%s' (only_group), leaving the session alone",
@@ -252,86 +303,111 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
                 }
         }
 
-        /* 1. JOIN: nothing changes in this process until both descriptors are here. */
-        r = nsc_connect(socket_path(&a), &conn);
-        if (r < 0)
-                return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_CONNECT, r, NULL);
-        r = nsc_join(conn, uid, 0, &j);
-        if (r == -NSD_ERRNO_NOT_MANAGED) {
-                if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG, "nsd's policy does not manage user '%s' (uid %u), leaving the session alone",
-                                   user, (unsigned) uid);
-                return nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, r, NULL);
-        }
-        if (r < 0)
-                return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_JOIN, r, conn);
-        root_fd = j.root_fd;
-        ns_fd = j.ns_fd;
-
-        /* 2. enter */
-        if (a.mode == NSJOIN_MODE_SETNS) {
-                r = nsc_enter_setns(&j);
-                if (r < 0)
-                        return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_ENTER_SETNS, r, NULL);
-        } else {
-                r = nsc_enter_chroot(&j, &used_setns);
-                if (r < 0)
-                        return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_ENTER_CHROOT, r, NULL);
-        }
-        if (a.debug)
-                pam_syslog(pamh, LOG_DEBUG, "entered the mount namespace of user '%s' (uid %u, mnt:[%" PRIu64 "]%s) by %s",
-                           user, (unsigned) uid, j.ns_inode,
-                           j.ns_flags & NSC_NS_CREATED ? ", created now" : "",
-                           a.mode == NSJOIN_MODE_SETNS ? "setns(nsfs)"
-                           : used_setns                ? "setns(root directory)"
-                                                       : "fchdir+chroot");
-        /* the descriptors are not needed any more; the login must not inherit them */
-        close(TAKE_FD(root_fd));
-        close(TAKE_FD(ns_fd));
-
-        /* 3. register the session; see the comment at the top for why failure is a warning */
+        if (pam_get_item(pamh, PAM_SERVICE, (const void **) &service) != PAM_SUCCESS)
+                service = NULL;
         if (service) {
                 snprintf(service_buf, sizeof(service_buf), "%s", service);
                 service = service_buf;
         }
-        r = nsc_session_open(conn, uid, getpid(), service, &session_id, &sessions);
-        if (r < 0) {
-                const char *expl, *reason = nsc_last_error_message(conn);
-                char buf[128];
 
-                nsjoin_errno_to_pam(NSJOIN_STEP_SESSION_OPEN, r, &expl);
-                pam_syslog(pamh, LOG_WARNING,
-                           "joined the mount namespace of user '%s' (uid %u), but %s (%s)%s%s; nsd's session count is off, ignoring",
-                           user, (unsigned) uid, expl, strerror_r(-r, buf, sizeof(buf)),
-                           reason ? "; nsd says: " : "", reason ?: "");
-                return PAM_SUCCESS;
+        /* 2. nsd, within one deadline: nothing changes in this process until both
+         * descriptors are here */
+        deadline = now_usec() + a.timeout_usec;
+        r = nsd_connect(&a, deadline, &conn, &path);
+        if (r < 0)
+                return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_CONNECT, r, path, NULL, 0);
+        for (;;) {
+                uint64_t left = time_left(deadline);
+
+                if (left == 0) {
+                        r = attempts > 0 ? r : -ETIMEDOUT;
+                        break;
+                }
+                (void) nsc_set_timeout(conn, left);
+                attempts++;
+                r = nsc_join_session(conn, uid, 0, pid, service, &j, &session_id, &sessions);
+                if (r != -NSD_ERRNO_NOT_YET)
+                        break;
+                /* not yet available: wait and ask again, if there is time for another try */
+                if (time_left(deadline) <= backoff)
+                        break;
+                if (a.debug)
+                        pam_syslog(pamh, LOG_DEBUG, "nsd: the namespace of user '%s' is not yet available, asking again in %u ms",
+                                   user, (unsigned) (backoff / 1000));
+                (void) nanosleep(&(struct timespec) { .tv_sec = (time_t) (backoff / 1000000),
+                                                      .tv_nsec = (long) (backoff % 1000000) * 1000 },
+                                 NULL);
+                backoff = backoff * 2 > NOT_YET_BACKOFF_MAX_USEC ? NOT_YET_BACKOFF_MAX_USEC : backoff * 2;
         }
+        if (r == -NSD_ERRNO_NOT_MANAGED) {
+                /* nsd's policy (Users=, Groups=) is narrower than the module's range */
+                if (a.debug)
+                        pam_syslog(pamh, LOG_DEBUG, "nsd's policy does not manage user '%s' (uid %u), leaving the session alone",
+                                   user, (unsigned) uid);
+                return PAM_IGNORE;
+        }
+        if (r < 0)
+                return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_JOIN, r, path, conn, attempts);
+        fallback = r;
+        root_fd = j.root_fd;
+        ns_fd = j.ns_fd;
+
+        /* 3. enter */
+        if (a.mode == NSJOIN_MODE_SETNS)
+                r = nsc_enter_setns(&j);
+        else
+                r = nsc_enter_chroot(&j, &used_setns);
+        if (r < 0) {
+                uint64_t left = time_left(deadline);
+                int q;
+
+                /* the session was opened with the join: close it, on the same connection */
+                (void) nsc_set_timeout(conn, left > CLOSE_AFTER_FAILURE_MIN_USEC ? left : CLOSE_AFTER_FAILURE_MIN_USEC);
+                q = nsc_session_close(conn, uid, pid, session_id, NULL);
+                if (q < 0)
+                        pam_syslog_errno(pamh, LOG_WARNING, q,
+                                         "cannot close session %" PRIu64 " of uid %u again after the failure below (%m); nsd will notice when process %d exits",
+                                         session_id, (unsigned) uid, (int) pid);
+                return log_join_failure(pamh, &a, user, uid,
+                                        a.mode == NSJOIN_MODE_SETNS ? NSJOIN_STEP_ENTER_SETNS : NSJOIN_STEP_ENTER_CHROOT,
+                                        r, path, NULL, attempts);
+        }
+        if (a.debug)
+                pam_syslog(pamh, LOG_DEBUG, "entered the mount namespace of user '%s' (uid %u, mnt:[%" PRIu64 "]%s) by %s; session %" PRIu64 ", %u live, %s",
+                           user, (unsigned) uid, j.ns_inode,
+                           j.ns_flags & NSC_NS_CREATED ? ", created now" : "",
+                           a.mode == NSJOIN_MODE_SETNS ? "setns(nsfs)"
+                           : used_setns                ? "setns(root directory)"
+                                                       : "fchdir+chroot",
+                           session_id, sessions,
+                           fallback ? "by JOIN + SESSION_OPEN (nsd < 1.2)" : "by one JOIN_SESSION");
+        /* the descriptors are not needed any more; the login must not inherit them */
+        cleanup_closep(&root_fd);
+        cleanup_closep(&ns_fd);
+        root_fd = ns_fd = -1;
 
         s = malloc(sizeof(*s));
         if (!s || pam_set_data(pamh, SESSION_DATA_KEY, s, session_data_free) != PAM_SUCCESS) {
                 free(s);
                 pam_syslog(pamh, LOG_WARNING,
                            "cannot remember session %" PRIu64 " of user '%s' for close_session; nsd will notice its end when process %d exits, ignoring",
-                           session_id, user, (int) getpid());
+                           session_id, user, (int) pid);
                 return PAM_SUCCESS;
         }
-        *s = (struct nsjoin_session){ .uid = uid, .pid = getpid(), .id = session_id };
-        if (a.debug)
-                pam_syslog(pamh, LOG_DEBUG, "registered session %" PRIu64 " of user '%s' (pid %d, service '%s'), %u live",
-                           session_id, user, (int) s->pid, service ?: "", sessions);
+        *s = (struct nsjoin_session){ .uid = uid, .pid = pid, .id = session_id };
         return PAM_SUCCESS;
 }
 
 PAM_EXTERN int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
-        _cleanup_nsc_disconnect_ nsc_conn *conn = NULL;
+        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         const struct nsjoin_session *s = NULL;
+        const char *bad, *hint, *path = NULL;
         struct nsjoin_args a;
         unsigned left = 0;
-        char buf[128];
         int r;
 
-        if (args_parse(pamh, argc, argv, &a) < 0)
-                return PAM_SESSION_ERR;
+        /* a bad argument was reported by open_session, which then registered nothing */
+        args_parse(pamh, argc, argv, &a, &bad, &hint);
 
         if (pam_get_data(pamh, SESSION_DATA_KEY, (const void **) &s) != PAM_SUCCESS || !s) {
                 if (a.debug)
@@ -339,16 +415,17 @@ PAM_EXTERN int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, con
                 return PAM_SUCCESS;
         }
 
-        r = nsc_connect(socket_path(&a), &conn);
+        /* one connection, one SESSION_CLOSE, within the timeout */
+        r = nsd_connect(&a, now_usec() + a.timeout_usec, &conn, &path);
         if (r >= 0)
                 r = nsc_session_close(conn, s->uid, s->pid, s->id, &left);
         if (r < 0) {
                 const char *expl, *reason = conn ? nsc_last_error_message(conn) : NULL;
 
                 nsjoin_errno_to_pam(NSJOIN_STEP_SESSION_CLOSE, r, &expl);
-                pam_syslog(pamh, LOG_WARNING, "session %" PRIu64 " of uid %u: %s at %s (%s)%s%s, ignoring",
-                           s->id, (unsigned) s->uid, expl, socket_path(&a),
-                           strerror_r(-r, buf, sizeof(buf)), reason ? "; nsd says: " : "", reason ?: "");
+                pam_syslog_errno(pamh, LOG_WARNING, r, "session %" PRIu64 " of uid %u: %s at %s (%m)%s%s, ignoring",
+                                 s->id, (unsigned) s->uid, expl, path, reason ? "; nsd says: " : "",
+                                 reason ?: "");
         } else if (a.debug)
                 pam_syslog(pamh, LOG_DEBUG, "closed session %" PRIu64 " of uid %u, %u left",
                            s->id, (unsigned) s->uid, left);

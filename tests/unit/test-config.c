@@ -45,7 +45,18 @@ static bool same_as_defaults(const Config *c) {
                c->max_namespaces == d.max_namespaces &&
                c->max_sessions_per_user == d.max_sessions_per_user &&
                c->max_connections_per_user == d.max_connections_per_user &&
-               c->max_connections == d.max_connections;
+               c->max_connections == d.max_connections &&
+               c->max_root_connections == d.max_root_connections &&
+               c->request_rate_per_user == d.request_rate_per_user &&
+               c->request_burst_per_user == d.request_burst_per_user &&
+               c->max_queued_replies == d.max_queued_replies &&
+               c->max_lookup_threads == d.max_lookup_threads &&
+               c->max_path_walks == d.max_path_walks &&
+               c->idle_timeout_usec == d.idle_timeout_usec &&
+               c->reply_timeout_usec == d.reply_timeout_usec &&
+               c->lookup_timeout_usec == d.lookup_timeout_usec &&
+               c->lookup_cache_usec == d.lookup_cache_usec &&
+               c->path_walk_timeout_usec == d.path_walk_timeout_usec;
         config_done(&d);
         return same;
 }
@@ -104,7 +115,18 @@ static void test_valid(void) {
                            "MaxNamespaces=5\n"
                            "MaxSessionsPerUser=6\n"
                            "MaxConnectionsPerUser=7\n"
-                           "MaxConnections=8\n";
+                           "MaxConnections=8\n"
+                           "MaxRootConnections=9\n"
+                           "RequestRatePerUser=10\n"
+                           "RequestBurstPerUser=11\n"
+                           "MaxQueuedReplies=12\n"
+                           "MaxLookupThreads=13\n"
+                           "MaxPathWalks=14\n"
+                           "IdleTimeoutSec=1.5\n"
+                           "ReplyTimeoutSec=0.25\n"
+                           "LookupTimeoutSec=3\n"
+                           "LookupCacheSec=0\n"
+                           "PathWalkTimeoutSec=0.001\n";
         const char *users[] = { "@regular", "alice", "bob", "2001", NULL };
         const char *groups[] = { "fuse", "1500", NULL };
         Config c = { 0 };
@@ -122,7 +144,15 @@ static void test_valid(void) {
         ok(c.linger_sec == 30, "Linger=30");
         ok(c.max_namespaces == 5 && c.max_sessions_per_user == 6 &&
                    c.max_connections_per_user == 7 && c.max_connections == 8,
-           "all four limits");
+           "the four first limits");
+        ok(c.max_root_connections == 9 && c.request_rate_per_user == 10 &&
+                   c.request_burst_per_user == 11 && c.max_queued_replies == 12 &&
+                   c.max_lookup_threads == 13 && c.max_path_walks == 14,
+           "MaxRootConnections=, the rate limit, the queue, threads, path walks");
+        ok(c.idle_timeout_usec == 1500000 && c.reply_timeout_usec == 250000 &&
+                   c.lookup_timeout_usec == 3000000 && c.lookup_cache_usec == 0 &&
+                   c.path_walk_timeout_usec == 1000,
+           "times in seconds with decimals: 1.5, 0.25, 3, 0, 0.001");
         config_done(&c);
 
         ok(parse("[Namespaces]\nLinger=0\n", &c, &err) == 0 && c.linger_sec == 0, "Linger=0");
@@ -191,6 +221,19 @@ static void test_bad_values(void) {
                 { "Limits", "MaxConnectionsPerUser", "1000001" },
                 { "Limits", "MaxConnections", " " },
                 { "Limits", "MaxConnections", "18446744073709551617" },
+                { "Limits", "MaxRootConnections", "0" },
+                { "Limits", "RequestRatePerUser", "0" },
+                { "Limits", "MaxQueuedReplies", "1025" },
+                { "Limits", "MaxLookupThreads", "65" },
+                { "Limits", "MaxPathWalks", "0" },
+                { "Limits", "IdleTimeoutSec", "0" },
+                { "Limits", "IdleTimeoutSec", "5s" },
+                { "Limits", "IdleTimeoutSec", "1." },
+                { "Limits", "ReplyTimeoutSec", ".5" },
+                { "Limits", "ReplyTimeoutSec", "0.0000001" },
+                { "Limits", "LookupTimeoutSec", "3601" },
+                { "Limits", "LookupCacheSec", "-1" },
+                { "Limits", "PathWalkTimeoutSec", "0.0001" },
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,47 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake-nsd.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
-
-/* ---- TAP ------------------------------------------------------------------------------- */
-
-static unsigned tap_n, tap_failed;
-
-static bool ok(bool pass, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool ok(bool pass, const char *fmt, ...) {
-        va_list ap;
-
-        printf("%s %u - ", pass ? "ok" : "not ok", ++tap_n);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        if (!pass)
-                tap_failed++;
-        fflush(stdout);
-        return pass;
-}
-
-#define is_int(got, want, ...)                                                          \
-        ({                                                                              \
-                long long _g = (got), _w = (want);                                      \
-                if (!ok(_g == _w, __VA_ARGS__))                                         \
-                        printf("#   got %lld (%s), want %lld (%s)\n", _g,               \
-                               _g < 0 ? strerror((int) -_g) : "-", _w,                  \
-                               _w < 0 ? strerror((int) -_w) : "-");                     \
-        })
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void diag(const char *fmt, ...) {
-        va_list ap;
-
-        fputs("# ", stdout);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-}
+#include "tap.h"
 
 static char tmpdir[PATH_MAX];
 static char sock_path[PATH_MAX + 16];
@@ -109,7 +73,7 @@ static int check(size_t n, int is_request) {
         int r = nsd_msg_check(msgbuf, n, is_request, &why);
 
         if ((r == 0) != (why == NULL))
-                diag("why is %s for r=%d", why ? why : "NULL", r);
+                tap_diag("why is %s for r=%d", why ? why : "NULL", r);
         return r;
 }
 
@@ -248,28 +212,11 @@ static void test_msg_check(void) {
 
 static int listen_fd = -1;
 
-struct srv_req {
-        union {
-                struct nsd_msg_header hdr;
-                struct nsd_req_join join;
-                struct nsd_req_session_open session_open;
-                struct nsd_req_session_close session_close;
-                struct nsd_req_show show;
-                struct nsd_req_release release;
-                struct nsd_req_hide hide;
-                uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
-        };
-        size_t n;
-        int check; /* nsd_msg_check(is_request=1) */
-        int fds[8];
-        size_t nfds;
-};
-
 /* What the fake nsd saw, for the main thread to check after the conversation. */
 static struct {
         unsigned requests;
         unsigned bad_requests; /* failed nsd_msg_check */
-        struct srv_req last;   /* the last request (its fds closed) */
+        struct fake_req last;   /* the last request (its fds closed) */
         bool pidfd_matches;    /* SESSION_OPEN: the fd is a pidfd of the request's pid */
         bool send_failed;
 } seen;
@@ -279,82 +226,33 @@ static pthread_t srv_thread;
 static script_fn srv_script;
 
 /* Read one request; 0 at EOF. The caller closes r->fds. */
-static ssize_t srv_read(int cfd, struct srv_req *r) {
-        union {
-                struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int) * 8)];
-        } control;
-        struct iovec iov = { .iov_base = r->bytes, .iov_len = sizeof(r->bytes) };
-        struct msghdr mh = {
-                .msg_iov = &iov, .msg_iovlen = 1,
-                .msg_control = control.buf, .msg_controllen = sizeof(control.buf),
-        };
-        const char *why;
-        ssize_t n;
+static int srv_read(int cfd, struct fake_req *r) {
+        int n = fake_nsd_recv(cfd, r);
 
-        memset(r, 0, sizeof(*r));
-        n = recvmsg(cfd, &mh, MSG_CMSG_CLOEXEC);
         if (n <= 0)
                 return n;
-        r->n = (size_t) n;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-                        for (size_t i = 0; i < k && r->nfds < 8; i++)
-                                memcpy(&r->fds[r->nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                }
-        r->check = nsd_msg_check(r->bytes, r->n, 1, &why);
         seen.requests++;
         if (r->check < 0)
                 seen.bad_requests++;
         return n;
 }
 
-static void srv_close_fds(struct srv_req *r) {
-        for (size_t i = 0; i < r->nfds; i++)
-                close(r->fds[i]);
-        r->nfds = 0;
-}
-
 /* Read one request, remember it in seen.last, close its fds. */
-static bool srv_next(int cfd, struct srv_req *r) {
+static bool srv_next(int cfd, struct fake_req *r) {
         if (srv_read(cfd, r) <= 0)
                 return false;
-        srv_close_fds(r);
+        fake_req_close_fds(r);
         seen.last = *r;
         return true;
 }
 
 static void srv_send(int cfd, const void *buf, size_t len, const int *fds, size_t nfds) {
-        union {
-                struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int) * 8)];
-        } control;
-        struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-        if (nfds > 0) {
-                struct cmsghdr *cm;
-
-                memset(&control, 0, sizeof(control));
-                mh.msg_control = control.buf;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-                cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-                memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-        }
-        if (sendmsg(cfd, &mh, MSG_NOSIGNAL) != (ssize_t) len)
+        if (fake_nsd_send(cfd, buf, len, fds, nfds) < 0)
                 seen.send_failed = true;
 }
 
 /* Initialise a reply of this type and size answering r. */
-static void *rep(void *buf, uint16_t type, size_t size, const struct srv_req *r) {
-        nsd_msg_init(buf, type, (uint32_t) size, r->hdr.seq);
-        return buf;
-}
+#define rep fake_nsd_reply_init
 
 static void *server_main(void *arg) {
         struct timeval tv = { .tv_sec = 10 };
@@ -443,7 +341,7 @@ enum join_variant {
 static enum join_variant join_variant;
 
 static void script_join(int cfd) {
-        struct srv_req r;
+        struct fake_req r;
         struct nsd_rep_join j;
         int fds[3];
 
@@ -487,7 +385,7 @@ static void script_join(int cfd) {
 static int32_t error_value;
 static uint32_t error_seq_delta; /* 0: echo seq; 1: answer with seq 0 */
 static void script_error_then_status(int cfd) {
-        struct srv_req r;
+        struct fake_req r;
         struct nsd_rep_error e;
         struct nsd_rep_status s;
 
@@ -514,7 +412,7 @@ enum bad_variant { BAD_SEQ, BAD_TYPE, BAD_OVERSIZED, BAD_CLOSE, BAD_MAJOR, BAD_F
 static enum bad_variant bad_variant;
 static void script_bad_status(int cfd) {
         static uint8_t big[NSD_MSG_SIZE_MAX + 100] __attribute__((aligned(8)));
-        struct srv_req r;
+        struct fake_req r;
         struct nsd_rep_status s;
         struct nsd_msg_header h;
         int fd;
@@ -562,7 +460,7 @@ static void script_bad_status(int cfd) {
 }
 
 static void script_status(int cfd) {
-        struct srv_req r;
+        struct fake_req r;
         struct nsd_rep_status s;
 
         while (srv_next(cfd, &r)) {
@@ -586,7 +484,7 @@ static void script_status(int cfd) {
 static uint32_t list_entries, list_end_count;
 static bool list_close_early;
 static void script_list(int cfd) {
-        struct srv_req r;
+        struct fake_req r;
         struct nsd_rep_list_entry e;
         struct nsd_rep_list_end end;
 
@@ -621,7 +519,7 @@ static char show_byte(size_t i) {
 static void script_show(int cfd) {
         static uint8_t buf[NSD_MSG_SIZE_MAX] __attribute__((aligned(8)));
         struct nsd_msg_header *h = (struct nsd_msg_header *) buf;
-        struct srv_req r;
+        struct fake_req r;
         size_t pos = 0;
 
         if (!srv_next(cfd, &r))
@@ -643,27 +541,15 @@ static void script_show(int cfd) {
 
 static uint64_t session_reply_id;
 static void script_sessions(int cfd) {
-        struct srv_req r;
+        struct fake_req r;
 
         while (srv_read(cfd, &r) > 0) {
                 seen.last = r;
                 if (r.hdr.type == NSD_REQ_SESSION_OPEN) {
                         struct nsd_rep_session_open o;
 
-                        if (r.nfds == 1) {
-                                /* the pidfd names the request's pid in its fdinfo */
-                                char p[64], line[256], want[64];
-                                FILE *f;
-
-                                snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", r.fds[0]);
-                                snprintf(want, sizeof(want), "Pid:\t%u\n", r.session_open.pid);
-                                f = fopen(p, "re");
-                                while (f && fgets(line, sizeof(line), f))
-                                        if (strcmp(line, want) == 0)
-                                                seen.pidfd_matches = true;
-                                if (f)
-                                        fclose(f);
-                        }
+                        if (r.nfds == 1 && fake_fd_is_pidfd_of(r.fds[0], (pid_t) r.session_open.pid))
+                                seen.pidfd_matches = true;
                         rep(&o, NSD_REP_SESSION_OPEN, sizeof(o), &r);
                         o.session_id = session_reply_id;
                         o.sessions = 2;
@@ -685,7 +571,7 @@ static void script_sessions(int cfd) {
                         rep(&h, NSD_REP_HIDE, sizeof(h), &r);
                         srv_send(cfd, &h, sizeof(h), NULL, 0);
                 }
-                srv_close_fds(&r);
+                fake_req_close_fds(&r);
         }
 }
 
@@ -819,17 +705,33 @@ static void test_bad_replies(void) {
 
 /* read requests, answer none */
 static void script_silent(int cfd) {
-        struct srv_req r;
+        struct fake_req r;
 
         while (srv_next(cfd, &r)) {
+        }
+}
+
+/* SHOW data, one part every 50 ms, never an end: each part comes well within any timeout,
+ * the answer as a whole never does */
+static void script_trickle(int cfd) {
+        static uint8_t buf[sizeof(struct nsd_msg_header) + 16] __attribute__((aligned(8)));
+        struct fake_req r;
+
+        if (!srv_next(cfd, &r))
+                return;
+        while (!seen.send_failed) {
+                rep(buf, NSD_REP_SHOW_DATA, sizeof(buf), &r);
+                memset(buf + sizeof(struct nsd_msg_header), 'x', 16);
+                srv_send(cfd, buf, sizeof(buf), NULL, 0);
+                usleep(50 * 1000); /* the pace of the trickle, not a synchronisation */
         }
 }
 
 static void test_timeout(void) {
         struct timespec t0, t1;
         struct nsc_status st;
+        char *text = NULL;
         nsc_conn *c;
-        long ms;
 
         is_int(nsc_set_timeout(NULL, 1000), -EINVAL, "nsc_set_timeout(NULL): EINVAL");
         c = start(script_silent);
@@ -837,10 +739,322 @@ static void test_timeout(void) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
         is_int(nsc_status(c, &st), -ETIMEDOUT, "a silent nsd: ETIMEDOUT");
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-        ok(ms >= 150 && ms < 5000, "after about 200 ms (%ld ms)", ms);
+        tap_diag("after %ld ms", (long) ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
         is_int(nsc_status(c, &st), -ENOTCONN, "the connection is unusable after a timeout");
         finish(c);
+
+        /* the timeout bounds the whole call, not each datagram of the answer */
+        c = start(script_trickle);
+        is_int(nsc_set_timeout(c, 300 * 1000), 0, "timeout set to 300 ms");
+        is_int(nsc_show(c, 1000, &text, NULL), -ETIMEDOUT,
+               "an nsd trickling SHOW parts forever: the call returns, ETIMEDOUT");
+        ok(text == NULL, "result untouched");
+        finish(c);
+}
+
+/* ---- JOIN_SESSION, connect timeouts, the default socket: against the behaving fake ---- */
+
+struct served {
+        int lfd, stop[2];
+        struct fake_nsd_config cfg;
+        struct fake_nsd_record rec;
+        pthread_t thread;
+};
+
+static void *serve_main(void *arg) {
+        struct served *v = arg;
+
+        (void) fake_nsd_serve(v->lfd, v->stop[0], 20000, &v->cfg, &v->rec);
+        return NULL;
+}
+
+/* Serve lfd with cfg in a thread until served_stop(). */
+static void served_start(struct served *v, int lfd, const struct fake_nsd_config *cfg) {
+        memset(v, 0, sizeof(*v));
+        v->lfd = lfd;
+        v->cfg = *cfg;
+        if (pipe2(v->stop, O_CLOEXEC) < 0 || pthread_create(&v->thread, NULL, serve_main, v) != 0)
+                bail("start the fake nsd");
+}
+
+static void served_stop(struct served *v) {
+        if (write(v->stop[1], "x", 1) != 1)
+                bail("stop the fake nsd");
+        pthread_join(v->thread, NULL);
+        close(v->stop[0]);
+        close(v->stop[1]);
+}
+
+static bool is_own_namespace(const struct nsc_join_result *j) {
+        struct stat a, b;
+
+        return fstat(j->ns_fd, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 &&
+               a.st_ino == b.st_ino && fstat(j->root_fd, &a) == 0 && stat("/", &b) == 0 &&
+               a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+static void test_join_session(void) {
+        const struct fake_nsd_config v12 = { .session_id = 99 }, v11 = { .minor = 1, .session_id = 98 };
+        struct nsc_join_result j = { .root_fd = -7, .ns_fd = -7 };
+        bool have_pidfd = pidfd_open_works();
+        uint64_t id = 0;
+        unsigned n = 0;
+        struct served v;
+        nsc_conn *c = NULL;
+        int before = count_fds(), r;
+
+        /* 1.2: one request */
+        served_start(&v, listen_fd, &v12);
+        is_int(nsc_connect(sock_path, &c), 0, "connect to a 1.2 fake nsd");
+        r = nsc_join_session(c, 1000, 0, getpid(), "sshd", &j, &id, &n);
+        is_int(r, 0, "1.2: nsc_join_session returns 0 (one request)");
+        if (r >= 0) {
+                ok(is_own_namespace(&j), "the descriptors are the namespace the fake handed out");
+                ok(fd_is_cloexec(j.root_fd) && fd_is_cloexec(j.ns_fd), "both close-on-exec");
+                ok(id == 99 && n == 1, "session id %llu, %u live", (unsigned long long) id, n);
+                close(j.root_fd);
+                close(j.ns_fd);
+        }
+        nsc_disconnect(c);
+        served_stop(&v);
+        is_int(v.rec.join_sessions, 1, "1.2: nsd saw one JOIN_SESSION");
+        ok(v.rec.joins == 0 && v.rec.session_opens == 0, "and no JOIN, no SESSION_OPEN");
+        is_int(v.rec.bad, 0, "the request passes nsd's checks (%s)", v.rec.bad_why);
+        ok(v.rec.so_uid == 1000 && v.rec.so_pid == (uint32_t) getpid() &&
+           strcmp(v.rec.so_service, "sshd") == 0, "uid, pid and service arrive");
+        if (have_pidfd)
+                ok(v.rec.so_pidfd && (v.rec.join_flags & NSD_JOIN_SESSION_PIDFD),
+                   "a pidfd of the leader rides along, flagged NSD_JOIN_SESSION_PIDFD");
+        else
+                ok(!(v.rec.join_flags & NSD_JOIN_SESSION_PIDFD), "no pidfd without pidfd_open");
+        is_int(v.rec.connections, 1, "one connection");
+
+        /* 1.1: refused with EOPNOTSUPP and the connection closed; the library falls back */
+        served_start(&v, listen_fd, &v11);
+        c = NULL;
+        is_int(nsc_connect(sock_path, &c), 0, "connect to a 1.1 fake nsd");
+        j = (struct nsc_join_result) { .root_fd = -7, .ns_fd = -7 };
+        r = nsc_join_session(c, 1000, NSC_JOIN_NO_CREATE, getpid(), "login", &j, &id, &n);
+        is_int(r, 1, "1.1: nsc_join_session returns 1 (the fallback)");
+        if (r >= 0) {
+                ok(is_own_namespace(&j), "fallback: the descriptors of the JOIN");
+                ok(id == 98, "fallback: the session id of the SESSION_OPEN");
+                close(j.root_fd);
+                close(j.ns_fd);
+        }
+        r = nsc_join_session(c, 1000, 0, getpid(), "login", &j, &id, &n);
+        is_int(r, 1, "a second call on the same connection: the fallback at once");
+        if (r >= 0) {
+                close(j.root_fd);
+                close(j.ns_fd);
+        }
+        nsc_disconnect(c);
+        served_stop(&v);
+        is_int(v.rec.join_sessions, 1, "1.1: JOIN_SESSION was tried once");
+        ok(v.rec.joins == 2 && v.rec.session_opens == 2, "then JOIN + SESSION_OPEN, twice");
+        ok(v.rec.join_flags == NSD_JOIN_NO_CREATE || v.rec.join_flags == 0, "JOIN flags passed on");
+        is_int(v.rec.connections, 2, "the fallback reconnected once");
+        is_int(v.rec.bad, 0, "every request passes nsd's checks (%s)", v.rec.bad_why);
+        if (have_pidfd)
+                ok(v.rec.so_pidfd, "fallback: the pidfd rides with the SESSION_OPEN");
+
+        /* not yet available: -EAGAIN to the caller, the connection still usable */
+        {
+                const struct fake_nsd_config cfg = { .not_yet = 1 };
+
+                served_start(&v, listen_fd, &cfg);
+                c = NULL;
+                (void) nsc_connect(sock_path, &c);
+                is_int(nsc_join_session(c, 1000, 0, getpid(), NULL, &j, NULL, NULL), -EAGAIN,
+                       "not yet available: -EAGAIN");
+                r = nsc_join_session(c, 1000, 0, getpid(), NULL, &j, NULL, NULL);
+                is_int(r, 0, "asked again on the same connection: success");
+                if (r >= 0) {
+                        close(j.root_fd);
+                        close(j.ns_fd);
+                }
+                nsc_disconnect(c);
+                served_stop(&v);
+        }
+
+        /* a refused session refuses the whole call, with both protocols */
+        for (unsigned minor = 1; minor <= 2; minor++) {
+                const struct fake_nsd_config cfg = { .minor = minor, .session_open_error = -EUSERS };
+
+                served_start(&v, listen_fd, &cfg);
+                c = NULL;
+                (void) nsc_connect(sock_path, &c);
+                j = (struct nsc_join_result) { .root_fd = -7, .ns_fd = -7 };
+                is_int(nsc_join_session(c, 1000, 0, getpid(), NULL, &j, &id, NULL), -EUSERS,
+                       "1.%u: a refused session: -EUSERS", minor);
+                ok(j.root_fd == -7 && j.ns_fd == -7, "1.%u: result untouched", minor);
+                nsc_disconnect(c);
+                served_stop(&v);
+        }
+
+        /* arguments */
+        c = NULL;
+        is_int(nsc_join_session(NULL, 1000, 0, getpid(), NULL, &j, NULL, NULL), -EINVAL, "NULL conn: EINVAL");
+        served_start(&v, listen_fd, &v12);
+        (void) nsc_connect(sock_path, &c);
+        is_int(nsc_join_session(c, 1000, 0, getpid(), NULL, NULL, NULL, NULL), -EINVAL, "NULL ret_join: EINVAL");
+        is_int(nsc_join_session(c, 1000, 0x2, getpid(), NULL, &j, NULL, NULL), -EINVAL,
+               "unknown flags (the protocol's PIDFD bit is the library's business): EINVAL");
+        is_int(nsc_join_session(c, (uid_t) -1, 0, getpid(), NULL, &j, NULL, NULL), -EINVAL, "uid -1: EINVAL");
+        is_int(nsc_join_session(c, 1000, 0, 0, NULL, &j, NULL, NULL), -EINVAL, "pid 0: EINVAL");
+        {
+                char longservice[NSD_SERVICE_MAX + 1];
+
+                memset(longservice, 's', sizeof(longservice) - 1);
+                longservice[sizeof(longservice) - 1] = 0;
+                is_int(nsc_join_session(c, 1000, 0, getpid(), longservice, &j, NULL, NULL), -EINVAL,
+                       "service of NSD_SERVICE_MAX bytes: EINVAL");
+        }
+        nsc_disconnect(c);
+        served_stop(&v);
+        is_int(v.rec.requests, 0, "no invalid call reached nsd");
+        is_int(count_fds(), before, "no descriptor left behind by JOIN_SESSION");
+}
+
+static void test_connect_timeout(void) {
+        char path[PATH_MAX + 32];
+        int lfd, filler[8], n_fill = 0;
+        struct nsc_join_result j;
+        struct served v;
+        nsc_conn *c = (void *) 0x1;
+        int r;
+
+        /* an nsd that is stopped: its backlog fills and connect() would wait forever */
+        snprintf(path, sizeof(path), "%s/stopped.socket", tmpdir);
+        lfd = fake_nsd_listen(path, 0);
+        if (lfd < 0) {
+                errno = -lfd;
+                bail("listen");
+        }
+        for (; n_fill < 8; n_fill++) {
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+                strcpy(sa.sun_path, path);
+                filler[n_fill] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (connect(filler[n_fill], (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                        close(filler[n_fill]);
+                        break;
+                }
+        }
+        ok(n_fill < 8, "the backlog of a listener that never accepts is full after %d connections", n_fill);
+        is_int(nsc_connect_timeout(path, 200 * 1000, &c), -ETIMEDOUT,
+               "nsc_connect_timeout to it returns: ETIMEDOUT");
+        ok(c == (void *) 0x1, "ret_conn untouched");
+        for (int i = 0; i < n_fill; i++)
+                close(filler[i]);
+        close(lfd);
+        unlink(path);
+
+        is_int(nsc_connect_timeout(sock_path, (uint64_t) INT_MAX * 1000000 + 1000000, &c), -EINVAL,
+               "a timeout beyond INT_MAX seconds: EINVAL");
+
+        /* an nsd that accepts and never answers: the connection's timeout is the connect's */
+        {
+                const struct fake_nsd_config cfg = { .stuck = true };
+
+                served_start(&v, listen_fd, &cfg);
+                c = NULL;
+                is_int(nsc_connect_timeout(sock_path, 200 * 1000, &c), 0, "connect to a stuck nsd");
+                r = nsc_join_session(c, 1000, 0, getpid(), NULL, &j, NULL, NULL);
+                is_int(r, -ETIMEDOUT, "JOIN_SESSION to it returns within the connection's timeout: ETIMEDOUT");
+                nsc_disconnect(c);
+                served_stop(&v);
+                is_int(v.rec.requests, 1, "the stuck nsd got the request");
+        }
+}
+
+/* Which socket nsc_connect(NULL) picks, in a private mount namespace (root only) whose
+ * /run/nsd holds bind mounts of fake sockets: the root socket for euid 0 when it exists,
+ * else the user socket; the user socket for anyone else; $NSD_SOCKET above both. */
+enum { PICK_ROOT_ONLY_USER, PICK_BOTH_ROOT, PICK_BOTH_USER, PICK_ENV };
+
+static int bind_socket(const char *src, const char *dst) {
+        int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+
+        if (fd < 0)
+                return -1;
+        close(fd);
+        return mount(src, dst, NULL, MS_BIND, NULL);
+}
+
+static void test_default_socket(void) {
+        char a_path[PATH_MAX + 32], b_path[PATH_MAX + 32];
+        static const char *const what[] = {
+                [PICK_ROOT_ONLY_USER] = "euid 0, no root socket: the user socket",
+                [PICK_BOTH_ROOT] = "euid 0, both sockets: the root socket",
+                [PICK_BOTH_USER] = "euid 65534, both sockets: the user socket",
+                [PICK_ENV] = "euid 0, $NSD_SOCKET set: that one",
+        };
+        const struct fake_nsd_config cfg = { 0 };
+
+        if (geteuid() != 0) {
+                tap_skip("nsc_connect(NULL)'s choice of socket: needs root for a private /run/nsd");
+                return;
+        }
+        snprintf(a_path, sizeof(a_path), "%s/a.socket", tmpdir);
+        snprintf(b_path, sizeof(b_path), "%s/b.socket", tmpdir);
+        for (int k = PICK_ROOT_ONLY_USER; k <= PICK_ENV; k++) {
+                struct served a, b;
+                int la = fake_nsd_listen(a_path, 8), lb = fake_nsd_listen(b_path, 8), status;
+                pid_t pid;
+
+                if (la < 0 || lb < 0)
+                        bail("listen");
+                chmod(a_path, 0666);
+                chmod(b_path, 0666);
+                pid = fork();
+                if (pid < 0)
+                        bail("fork");
+                if (pid == 0) {
+                        struct nsc_status st;
+                        nsc_conn *c = NULL;
+
+                        /* A is the root socket, B the user socket */
+                        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                            mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0 || mkdir("/run/nsd", 0755) < 0)
+                                _exit(77);
+                        if (k != PICK_ROOT_ONLY_USER && bind_socket(a_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0)
+                                _exit(78);
+                        if (bind_socket(b_path, NSD_SOCKET_PATH_DEFAULT) < 0)
+                                _exit(78);
+                        if (k == PICK_ENV)
+                                setenv("NSD_SOCKET", a_path, 1);
+                        else
+                                unsetenv("NSD_SOCKET");
+                        if (k == PICK_BOTH_USER && seteuid(65534) < 0)
+                                _exit(79);
+                        if (nsc_connect(NULL, &c) < 0 || nsc_status(c, &st) < 0)
+                                _exit(1);
+                        nsc_disconnect(c);
+                        _exit(0);
+                }
+                served_start(&a, la, &cfg);
+                served_start(&b, lb, &cfg);
+                if (waitpid(pid, &status, 0) != pid)
+                        bail("waitpid");
+                served_stop(&a);
+                served_stop(&b);
+                close(la);
+                close(lb);
+                unlink(a_path);
+                unlink(b_path);
+                if (WIFEXITED(status) && WEXITSTATUS(status) >= 77) {
+                        tap_skip("%s: no private mount namespace here (step %d)", what[k], WEXITSTATUS(status));
+                        continue;
+                }
+                is_int(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0, "%s: connected, STATUS answered", what[k]);
+                if (k == PICK_BOTH_USER || k == PICK_ROOT_ONLY_USER)
+                        ok(a.rec.connections == 0 && b.rec.connections == 1, "%s (%u, %u)", what[k],
+                           a.rec.connections, b.rec.connections);
+                else
+                        ok(a.rec.connections == 1 && b.rec.connections == 0, "%s (%u, %u)", what[k],
+                           a.rec.connections, b.rec.connections);
+        }
 }
 
 static void test_status(void) {
@@ -1209,7 +1423,7 @@ static void test_enter(void) {
                    "as root: nsc_enter_setns enters, nsc_enter_chroot puts / at the joined root (exit %d)",
                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
                 if (WIFEXITED(status) && WEXITSTATUS(status) <= 1)
-                        diag("nsc_enter_chroot used %s", WEXITSTATUS(status) ? "setns (F1 kernel)" : "fchdir+chroot");
+                        tap_diag("nsc_enter_chroot used %s", WEXITSTATUS(status) ? "setns (F1 kernel)" : "fchdir+chroot");
         } else
                 ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                    "unprivileged: both enter functions fail with EPERM (exit %d)",
@@ -1236,11 +1450,11 @@ int main(void) {
                 errno = ENAMETOOLONG;
                 bail("socket path in $TMPDIR");
         }
-        strcpy(sa.sun_path, sock_path);
-        listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ||
-            listen(listen_fd, 8) < 0)
+        listen_fd = fake_nsd_listen(sock_path, 8);
+        if (listen_fd < 0) {
+                errno = -listen_fd;
                 bail("fake nsd socket");
+        }
         (void) setsockopt(listen_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 
         test_join();
@@ -1255,6 +1469,9 @@ int main(void) {
         test_arguments();
         test_env();
         test_enter();
+        test_join_session();
+        test_connect_timeout();
+        test_default_socket();
 
         close(listen_fd);
         unlink(sock_path);
@@ -1263,6 +1480,5 @@ int main(void) {
         else
                 tmpdir[0] = 0;
 
-        printf("1..%u\n", tap_n);
-        return tap_failed ? 1 : 0;
+        return tap_done();
 }

@@ -1,61 +1,88 @@
 #!/bin/bash
-# The tour that tools/demo shows, run inside the VM.  Args: BUILD-DIR [--shell OUTDIR]
+# The tour that tools/demo shows, run inside the VM booted with systemd as PID 1 (tests/vm/run
+# --init systemd).  Args: BUILD-DIR [--shell OUTDIR]
+# nsd runs from the build as its units say (socket activation); pam_nsjoin goes into every
+# login the Debian way: a pam-auth-update profile (libpam-nsjoin's, pointing at the built
+# module) and `pam-auth-update --enable nsjoin`.
 set -u
 . tests/vm/lib.sh
 . tests/vm/lib-nsd.sh "${1:-build}"
+[ "${NSD_VM_INIT:-}" = systemd ] || skip "the demo needs systemd as PID 1: tests/vm/run --init systemd"
 shell_out=
 [ "${2:-}" = --shell ] && shell_out=$3
 
-say() { printf '\n\033[1m>>> %s\033[0m\n' "$*"; }
+t0=$(cut -d' ' -f1 /proc/uptime)
+say() { printf '\n\033[1m>>> %s\033[0m  [+%s s]\n' "$*" "$(echo "$(cut -d' ' -f1 /proc/uptime) - $t0" | bc | cut -d. -f1)"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 as() { local u=$1; shift; printf '%s@vm$ %s\n' "$u" "$*"; vm_ssh "$u" "$@"; }
 
-say "This VM runs the kernel we built: $(uname -r)"
-say "Users alice (uid 1001) and bob (uid 1002); nsd starts; sshd's PAM stack gets pam_nsjoin:"
-nsd_user alice 1001
-nsd_user bob 1002
-nsd_start
-vm_start_sshd --pam-session "$(nsd_pam_line required)"
-nsd_setup_su_pam "$(nsd_pam_line required)"
-grep pam_nsjoin /etc/pam.d/sshd
-run "$NSCTL" status
+say "This VM runs the kernel we built: $(uname -r), systemd $(systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') as PID 1"
+export DEBIAN_FRONTEND=noninteractive
+systemctl start systemd-user-sessions.service
+rm -f /var/lib/man-db/auto-update
+sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > /etc/systemd/system/nsd.service
+cp systemd/nsd.socket /etc/systemd/system/
+cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
+systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
+systemctl daemon-reload
+run systemctl enable --now nsd.socket
+sed "s|pam_nsjoin.so|$PAM_NSJOIN|" debian/pam-configs/nsjoin > /usr/share/pam-configs/nsjoin
+say "pam_nsjoin into every login, the Debian way (libpam-nsjoin's profile):"
+run pam-auth-update --enable nsjoin
+run grep -H pam_nsjoin /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive
 
-say "alice logs in over ssh and mounts a FUSE filesystem (bindfs) on ~/mnt:"
-as alice 'mkdir -p ~/src ~/mnt; echo "hello from alice" > ~/src/note; bindfs --no-allow-other ~/src ~/mnt; ls -l ~/mnt'
+say "Users alice (1001) and bob (1002) in the VM's own users database; Debian's sshd stack"
+vm_create_user alice 1001
+vm_create_user bob 1002
+chmod 0755 /home/alice /home/bob
+install -d -o alice -g alice /home/alice/data /home/alice/remote
+echo "hello from alice's sshfs" > /home/alice/data/note
+chown alice:alice /home/alice/data/note
+vm_start_sshd --debian-pam
 
-say "alice logs in again (a second ssh connection): the mount is there"
-as alice 'cat ~/mnt/note; findmnt -n ~/mnt'
-say "... and with su -l alice:"
-run su -l alice -c 'cat ~/mnt/note'
+say "alice logs in over ssh and mounts sshfs (to this VM's own sshd) on ~/remote:"
+as alice 'sshfs -o IdentityFile=$HOME/.ssh/id_ed25519,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes alice@127.0.0.1:/home/alice/data ~/remote; findmnt -n ~/remote; cat ~/remote/note'
 
-say "bob looks at alice's ~/mnt: a plain empty directory, no such mount in his table"
-as bob 'ls -A /home/alice/mnt | wc -l; grep -c /home/alice/mnt /proc/self/mountinfo || true'
+say "alice's cron job reads it (cron's own PAM stack; @reboot runs as cron starts):"
+# (a script: cron reads % in a crontab line as a newline)
+printf '%s\n' '#!/bin/sh' 'stat -L -c "cron job in mnt:[%i]" /proc/self/ns/mnt' 'cat ~/remote/note' \
+        > /home/alice/cron-job
+chmod 0755 /home/alice/cron-job
+echo '@reboot ~/cron-job > ~/cron.out 2>&1' | crontab -u alice -
+run crontab -u alice -l
+rm -f /run/crond.reboot
+systemctl start cron.service
+vm_wait_for 60 test -s /home/alice/cron.out
+run cat /home/alice/cron.out
+
+say "alice's user service reads it (systemd --user, its own PAM stack /usr/lib/pam.d/systemd-user):"
+as alice 'systemd-run --user --quiet --wait --unit=demo-read sh -c "{ stat -L -c \"user service in mnt:[%i]\" /proc/self/ns/mnt; cat ~/remote/note; } > ~/service.out 2>&1"; cat ~/service.out'
+as alice 'stat -L -c "ssh login in mnt:[%i]" /proc/self/ns/mnt'
+
+say "bob looks at alice's ~/remote: a plain empty directory, no such mount in his table"
+as bob 'stat -L -c "bob in mnt:[%i]" /proc/self/ns/mnt; ls -A /home/alice/remote | wc -l; grep -c /home/alice/remote /proc/self/mountinfo || true'
 say "root in the initial namespace: the same"
-run sh -c 'ls -A /home/alice/mnt | wc -l; grep -c /home/alice/mnt /proc/self/mountinfo || true'
+run sh -c 'stat -L -c "root in mnt:[%i]" /proc/self/ns/mnt; ls -A /home/alice/remote | wc -l; grep -c /home/alice/remote /proc/self/mountinfo || true'
 
 say "What nsd holds (root sees everyone; a user only itself):"
 run "$NSCTL" list
 as bob "$NSCTL list"
-say "alice's mount tree as nsd sees it:"
-run "$NSCTL" show alice
-say "The host's mount table grew by two lines in all, whatever the number of users: /run/nsd (private) and the pin of nsd's pin namespace"
-run grep " /run/nsd" /proc/self/mountinfo
+run systemctl status --no-pager --lines=0 nsd.service
 
-say "nsd is killed with SIGKILL and started again: nothing is lost"
-nsd_kill9
-nsd_start
-run "$NSCTL" list
-as alice 'cat ~/mnt/note'
+say "nsd is killed with SIGKILL; systemd starts it again; nothing is lost"
+run systemctl kill -s KILL nsd.service
+vm_wait_for 30 systemctl is-active --quiet nsd.service
+as alice 'cat ~/remote/note'
 
 if [ -n "$shell_out" ]; then
         cp /home/alice/.ssh/id_ed25519 "$shell_out/alice.key"
         cp /home/bob/.ssh/id_ed25519 "$shell_out/bob.key"
         chmod 0600 "$shell_out"/*.key
         # listen on all guest addresses so the host's forwarded port reaches sshd
-        pkill -x sshd; sleep 0.3
-        VM_SSHD_LISTEN=0.0.0.0 vm_start_sshd --pam-session "$(nsd_pam_line required)"
-        echo "READY" >"$shell_out/ready"
+        kill "$VM_SSHD_PID"; wait "$VM_SSHD_PID" 2> /dev/null
+        VM_SSHD_LISTEN=0.0.0.0 vm_start_sshd --debian-pam
+        echo "READY" > "$shell_out/ready"
         say "The VM stays up. Log in from the host (see the lines tools/demo printed). Ctrl-C ends it."
         while :; do sleep 3600; done
 fi
-say "Done."
+say "Done: the tour took $(echo "$(cut -d' ' -f1 /proc/uptime) - $t0" | bc) s in the VM."

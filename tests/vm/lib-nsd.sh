@@ -100,3 +100,66 @@ sys.exit(0 if f[sys.argv[1]] else 1)' "$1"
 nsd_ns_inode() {
         "$NSCTL" list --raw --noheadings -o USER,NS | awk -v u="$1" '$1 == u { print $2 }'
 }
+
+# --- availability scenarios (issue 8) ----------------------------------------------------
+NSD_ROOT_SOCKET=/run/nsd/root.socket
+
+# nsd_helper NAME: the path of a test helper built in tests/vm (nsd-flood, fuse-hang, ...).
+nsd_helper() {
+        [ -e "$NSD_BUILD/tests/vm/$1" ] || fail "$NSD_BUILD/tests/vm/$1 is not built"
+        echo "$NSD_BUILD/tests/vm/$1"
+}
+
+# nsd_wait_log SECONDS PATTERN: until nsd's log has a line matching PATTERN (grep -E); the
+# deadline is wall-clock time, however long each look at a big log takes.
+nsd_wait_log() {
+        local end=$((SECONDS + $1))
+        while [ "$SECONDS" -le "$end" ]; do
+                grep -qE "$2" "$NSD_LOG" && return 0
+                sleep 0.2
+        done
+        nsd_log | grep -v '^<7>' | tail -n 40
+        fail "nsd's log has no line matching '$2' after $1 s"
+}
+
+# nsd_alive: fail unless nsd still runs and answers root on its own socket.
+nsd_alive() {
+        kill -0 "$NSD_PID" 2>/dev/null || { nsd_log | tail -n 40; fail "nsd died"; }
+        "$NSCTL" --socket "$NSD_ROOT_SOCKET" status >/dev/null ||
+                fail "nsd does not answer root's STATUS on $NSD_ROOT_SOCKET"
+}
+
+# nsd_status_field NAME: a number of root's `nsctl status --json` (connections, sessions, ...).
+nsd_status_field() {
+        "$NSCTL" --socket "$NSD_ROOT_SOCKET" status --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+def find(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == sys.argv[1] and not isinstance(v, (dict, list)):
+                return v
+            r = find(v)
+            if r is not None:
+                return r
+    return None
+print(find(d))' "$1"
+}
+
+# nsd_fail MSG...: fail, after showing the end of nsd's log (debug lines about connections
+# left out).
+nsd_fail() {
+        nsd_log | grep -vE '^<7>(Connection of uid|STATUS from)' | tail -n 40 >&2
+        fail "$@"
+}
+
+# nsd_wait_for SECONDS CMD...: vm_wait_for, showing nsd's log when it times out.
+nsd_wait_for() {
+        local secs=$1 i
+        shift
+        for ((i = 0; i < secs * 10; i++)); do
+                "$@" >/dev/null 2>&1 && return 0
+                sleep 0.1
+        done
+        nsd_fail "timed out after ${secs} s waiting for: $*"
+}

@@ -123,6 +123,9 @@ vm_home() {
 # and pam_unix accept key logins) and an ed25519 key pair in ~/.ssh, authorized for ssh.
 vm_create_user() {
     local name=$1 uid=${2:-} home
+    # tests/vm/init gives the VM a users database of its own: only the test's users are >= 1000
+    [ -z "$uid" ] || ! getent passwd "$uid" > /dev/null ||
+        fail "vm_create_user $name $uid: uid $uid is already '$(getent passwd "$uid" | cut -d: -f1)' in the VM"
     useradd -m -s /bin/bash -U ${uid:+-u "$uid"} "$name" || fail "useradd $name failed"
     usermod -p '*' "$name"
     home=$(vm_home "$name")
@@ -131,6 +134,11 @@ vm_create_user() {
     cp "$home/.ssh/id_ed25519.pub" "$home/.ssh/authorized_keys"
     chown "$name:$name" "$home/.ssh/id_ed25519" "$home/.ssh/id_ed25519.pub" "$home/.ssh/authorized_keys"
     chmod 0600 "$home/.ssh/id_ed25519" "$home/.ssh/authorized_keys"
+}
+
+# vm_ns_of PID: the inode of PID's mount namespace.
+vm_ns_of() {
+    stat -L -c %i "/proc/$1/ns/mnt"
 }
 
 # vm_run_as USER CMD...: run CMD as USER (no PAM session), in USER's home.
@@ -146,16 +154,20 @@ vm_run_as() {
 VM_SSHD_DIR=/run/nsd-vm-sshd
 VM_SSHD_PORT=22
 
-# vm_start_sshd [--pam-session 'LINE']...: start the host's /usr/sbin/sshd on 127.0.0.1:22 with
-# UsePAM yes and key logins only. The PAM stack of service 'sshd' (/etc/pam.d/sshd) is written
-# here: pam_unix for auth, account and session, then each --pam-session LINE in order (e.g.
-# 'session required pam_nsjoin.so debug'). Returns once sshd accepts connections; stopped at exit.
-# VM_SSHD_LISTEN=0.0.0.0 makes it listen on every address (tools/demo --shell).
+# vm_start_sshd [--pam-session 'LINE']... | --debian-pam: start the host's /usr/sbin/sshd on
+# 127.0.0.1:22 with UsePAM yes and key logins only. The PAM stack of service 'sshd'
+# (/etc/pam.d/sshd) is written here: pam_unix for auth, account and session, then each
+# --pam-session LINE in order (e.g. 'session required pam_nsjoin.so debug'); with
+# --debian-pam it stays as the openssh-server package installed it (common-auth, ...,
+# common-session: what pam-auth-update manages). Returns once sshd accepts connections;
+# stopped at exit. VM_SSHD_LISTEN=0.0.0.0 makes it listen on every address (tools/demo --shell).
 vm_start_sshd() {
     local extra=() key=/etc/ssh/ssh_host_ed25519_key_nsd-vm conf=$VM_SSHD_DIR/sshd_config i
+    local debian_pam=
     while [ $# -gt 0 ]; do
         case $1 in
             --pam-session) extra+=("$2"); shift 2 ;;
+            --debian-pam) debian_pam=1; shift ;;
             *) fail "vm_start_sshd: unknown argument '$1'" ;;
         esac
     done
@@ -164,15 +176,19 @@ vm_start_sshd() {
     chmod 0755 /run/sshd
     [ -f "$key" ] || ssh-keygen -q -t ed25519 -N '' -f "$key" > /dev/null
 
-    {
-        echo "# written by tests/vm/lib.sh vm_start_sshd"
-        echo "auth     required pam_unix.so"
-        echo "account  required pam_unix.so"
-        echo "session  required pam_unix.so"
-        for i in "${extra[@]}"; do
-            echo "$i"
-        done
-    } > /etc/pam.d/sshd
+    [ -z "$debian_pam" ] || grep -q '^@include common-session' /etc/pam.d/sshd ||
+        fail "vm_start_sshd --debian-pam: /etc/pam.d/sshd does not include common-session"
+    if [ -z "$debian_pam" ]; then
+        {
+            echo "# written by tests/vm/lib.sh vm_start_sshd"
+            echo "auth     required pam_unix.so"
+            echo "account  required pam_unix.so"
+            echo "session  required pam_unix.so"
+            for i in "${extra[@]}"; do
+                echo "$i"
+            done
+        } > /etc/pam.d/sshd
+    fi
 
     cat > "$conf" <<EOF
 ListenAddress ${VM_SSHD_LISTEN:-127.0.0.1}:$VM_SSHD_PORT

@@ -14,7 +14,7 @@ set -u
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
 debdir=${2:-${1:-build}/debs}
 debs=()
-for p in nsd libnsclient1 libnsclient-dev libpam-nsjoin; do
+for p in nsjoin libnsclient1 libnsclient-dev libpam-nsjoin; do
         f=$(ls "$debdir/${p}"_*.deb 2> /dev/null | head -1)
         [ -n "$f" ] || skip "no ${p}_*.deb in '$debdir' (dpkg-buildpackage -us -uc -b, see the header)"
         debs+=("$f")
@@ -24,7 +24,7 @@ done
 rm -f /var/lib/man-db/auto-update
 say "dpkg -i ${debs[*]##*/}"
 dpkg -i "${debs[@]}" || fail "dpkg -i failed"
-for p in nsd libnsclient1 libnsclient-dev libpam-nsjoin; do
+for p in nsjoin libnsclient1 libnsclient-dev libpam-nsjoin; do
         assert_eq "install ok installed" "$(dpkg-query -W -f='${Status}' "$p")" "dpkg status of $p"
 done
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2> /dev/null || gcc -print-multiarch)

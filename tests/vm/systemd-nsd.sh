@@ -33,15 +33,19 @@ secret of alice" "$out" "$1: alice's next login"
 say "the built units, with ExecStart= pointing at the build"
 sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > "$units/nsd.service"
 cp systemd/nsd.socket "$units/nsd.socket"
+cp systemd/nsd-root.socket "$units/nsd-root.socket"
 cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
 systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
 assert_eq "755 root" "$(stat -c '%a %U' /run/nsd)" "/run/nsd from tmpfiles.d"
 systemctl daemon-reload
-systemctl start nsd.socket
+systemctl start nsd.socket nsd-root.socket
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket"
+assert_eq active "$(systemctl is-active nsd-root.socket)" "nsd-root.socket"
 assert_eq inactive "$(systemctl is-active nsd.service || true)" "nsd.service before any login"
 assert_eq "666 socket" "$(stat -c '%a %F' "$NSD_SOCKET" | sed 's/^666 .*socket$/666 socket/')" \
         "socket mode"
+assert_eq "600 socket" "$(stat -c '%a %F' /run/nsd/root.socket | sed 's/^600 .*socket$/600 socket/')" \
+        "root's socket mode"
 
 say "alice's first login activates nsd through the socket"
 nsd_user alice 1001
@@ -62,6 +66,12 @@ out=$(journalctl -u nsd.service --no-pager -o verbose NSD_EVENT=join USER_ID=100
 assert_contains "$out" "MESSAGE=JOIN for uid 1001" "journal join event"
 assert_contains "$(journalctl -u nsd.service --no-pager -o cat NSD_EVENT=namespace-created)" \
         "Created the namespace of uid 1001" "journal namespace-created event"
+out=$(journalctl -u nsd.service --no-pager -o cat)
+assert_contains "$out" "Serving root on the socket passed by the service manager ('root')" \
+        "nsd got root's socket from nsd-root.socket"
+assert_contains "$out" "Serving everyone on the socket passed by the service manager ('user')" \
+        "nsd got everyone's socket from nsd.socket"
+"$NSCTL" --socket /run/nsd/root.socket status >/dev/null || fail "nsctl status on root's socket"
 
 say "systemctl restart nsd"
 pid=$(main_pid)

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Unit test (TAP): nsctl's mountinfo -> findmnt-like tree/list/JSON, on a fixed text. */
+/*
+ * test-nsctl-mount-tree: nsctl's output pieces, in process, on fixed input: mountinfo text
+ * as a findmnt-like tree, list, raw table and JSON (libmount + libsmartcols); the column
+ * list of -o; durations; the JSON writer of status and its UTF-8 repair.
+ */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "mount-tree.h"
+#include "tap.h"
 
 static const char mountinfo[] =
         "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
@@ -19,21 +24,6 @@ static const char mountinfo[] =
         "32 25 0:51 / /mnt/with\\040space rw,relatime unbindable - tmpfs tmpfs rw,size=1024k\n"
         /* parent 99 is not in the table: must still be shown, at the top level */
         "40 99 0:60 / /orphan rw,relatime - tmpfs none rw\n";
-
-static int n_test;
-static int n_failed;
-
-__attribute__((format(printf, 2, 3))) static void ok(int cond, const char *fmt, ...) {
-        va_list ap;
-
-        printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        if (!cond)
-                n_failed++;
-}
 
 /* run mount_tree_print into a string; returns its result, *ret_out malloc()ed */
 static int render(const char *text, const size_t *ids, size_t n_ids, struct table_options o,
@@ -77,6 +67,75 @@ static int count_lines(const char *s) {
 
 static int starts_with(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void test_json_writer(void) {
+        struct json_writer w;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f) {
+                tap_skip("open_memstream: %s", strerror(errno));
+                return;
+        }
+        json_open(&w, f);
+        json_object_open(&w, "status");
+        json_string(&w, "s", "a\"b\\c\n\x01\xff");
+        json_string(&w, "null", NULL);
+        json_object_open(&w, "o");
+        json_bool(&w, "t", true);
+        json_bool(&w, "f", false);
+        json_object_close(&w);
+        json_object_open(&w, "empty");
+        json_object_close(&w);
+        json_uint(&w, "big", UINT64_MAX);
+        json_object_close(&w);
+        json_close(&w);
+        fclose(f);
+        is_str(buf,
+               "{\n"
+               "   \"status\": {\n"
+               "      \"s\": \"a\\\"b\\\\c\\n\\u0001\xef\xbf\xbd\",\n"
+               "      \"null\": null,\n"
+               "      \"o\": {\n"
+               "         \"t\": true,\n"
+               "         \"f\": false\n"
+               "      },\n"
+               "      \"empty\": {\n"
+               "      },\n"
+               "      \"big\": 18446744073709551615\n"
+               "   }\n"
+               "}\n",
+               "JSON writer: libsmartcols' layout, escapes, U+FFFD, nesting, null, bool, u64");
+        free(buf);
+}
+
+static void test_utf8(void) {
+        static const struct {
+                const char *in, *out, *what;
+        } cases[] = {
+                { "plain", "plain", "ASCII unchanged" },
+                { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                  "two, three and four byte sequences unchanged" },
+                { "a\xff", "a\xef\xbf\xbd", "0xff replaced" },
+                { "\x80x", "\xef\xbf\xbdx", "a stray continuation byte replaced" },
+                { "\xc3", "\xef\xbf\xbd", "a sequence cut short at the end" },
+                { "\xe2\x82x", "\xef\xbf\xbd\xef\xbf\xbdx", "a sequence cut short before ASCII: each byte" },
+                { "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd", "an overlong '/' refused" },
+                { "\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", "a three byte overlong refused" },
+                { "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", "a surrogate refused" },
+                { "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+                  "beyond U+10FFFF refused" },
+                { "", "", "empty" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *got = utf8_escape_invalid(cases[i].in);
+
+                is_str(got, cases[i].out, "utf8_escape_invalid: %s", cases[i].what);
+                free(got);
+        }
 }
 
 int main(void) {
@@ -125,6 +184,18 @@ int main(void) {
         ok(r == 0 && strstr(out, "\"filesystems\": [") && strstr(out, "\"children\": [") &&
            strstr(out, "\"target\": \"/mnt/with space\""),
            "json: tree with children and decoded target");
+        free(out);
+
+        /* JSON of a mount point that is not UTF-8: U+FFFD, never the raw byte (invalid JSON) */
+        r = render("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n26 25 0:50 / /m\xff rw - tmpfs t\xfe rw\n",
+                   all, 4, (struct table_options) { .json = 1 }, 1, &out, &bad);
+        ok(r == 0 && strstr(out, "\"target\": \"/m\xef\xbf\xbd\"") && strstr(out, "\"source\": \"t\xef\xbf\xbd\"") &&
+           !strchr(out, '\xff') && !strchr(out, '\xfe'), "json: bytes that are not UTF-8 become U+FFFD");
+        free(out);
+        r = render("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n26 25 0:50 / /m\xff rw - tmpfs t\xfe rw\n",
+                   all, 4, (struct table_options) { .raw = 1, .noheadings = 1 }, 1, &out, &bad);
+        ok(r == 0 && strstr(out, "/m\\xff t\\xfe tmpfs"), "raw: the same bytes hex-escaped by libsmartcols: '%s'",
+           line(out, 1));
         free(out);
 
         /* other columns: ID as JSON number, propagation, fs root */
@@ -184,6 +255,7 @@ int main(void) {
                 ok(strcmp(buf, "1min 1s") == 0, "duration 61s: '%s'", buf);
         }
 
-        printf("1..%d\n", n_test);
-        return n_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        test_json_writer();
+        test_utf8();
+        return tap_done();
 }

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * nsctl: the one JSON writer for what is not a table (status), in the layout libsmartcols
+ * gives list and show (three-space indent, "key": value), so every --json of nsctl reads
+ * alike. Modelled on util-linux's ul_jsonwrt. Private to nsctl.
+ *
+ *     struct json_writer w;
+ *     json_open(&w, stdout);             {
+ *     json_object_open(&w, "status");       "status": {
+ *     json_string(&w, "version", v);          "version": "1.2",
+ *     json_object_close(&w);                 }
+ *     json_close(&w);                     }
+ *
+ * Strings come out as valid UTF-8 JSON whatever their bytes: control characters escaped,
+ * invalid UTF-8 replaced by U+FFFD (see utf8_escape_invalid()).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSON_DEPTH_MAX 8
+
+struct json_writer {
+        FILE *out;
+        unsigned depth;
+        bool has_member[JSON_DEPTH_MAX]; /* a member was written at this depth: next needs ',' */
+};
+
+void json_open(struct json_writer *w, FILE *out);
+void json_close(struct json_writer *w);
+void json_object_open(struct json_writer *w, const char *name);
+void json_object_close(struct json_writer *w);
+void json_string(struct json_writer *w, const char *name, const char *value); /* NULL: null */
+void json_uint(struct json_writer *w, const char *name, uint64_t value);
+void json_bool(struct json_writer *w, const char *name, bool value);
+
+/* A malloc()ed copy of s in which every byte sequence that is not valid UTF-8 (a stray
+ * continuation byte, a truncated sequence, an overlong form, a surrogate, beyond U+10FFFF)
+ * is replaced by U+FFFD, as systemd's utf8_escape_invalid() does. NULL on ENOMEM. */
+char *utf8_escape_invalid(const char *s);

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * policy.c: see policy.h.
+ *
+ * Threads never touch nsd's state: a Lookup carries its own copy of the config and its
+ * result, and the thread hands it back to the main context (g_main_context_invoke_full).
+ * A lookup can outlive its waiters (deadline) and even the Policy (nsd stopping while NSS
+ * hangs): it holds a reference to the Policy's core, which is freed by whoever comes last.
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <glib.h>
+
+#include "log.h"
+
+/* The cache never grows past this many uids (a user's subuids are 65536 uids). */
+#define CACHE_MAX 8192
+
+typedef struct Lookup Lookup;
+
+typedef struct Core {
+        gint n_ref;
+        GMainContext *context;
+        bool closed;  /* the Policy is gone */
+        Policy *policy;
+} Core;
+
+struct Policy {
+        Server *server;
+        Core *core;
+        GThreadPool *pool;
+        PolicyLookupFn fn;
+        unsigned generation;  /* bumped by reloads: older answers are not cached */
+        GHashTable *inflight; /* uid -> Lookup* of this generation (not owned) */
+        GHashTable *live;     /* every Lookup* not yet handed back (not owned) */
+        GHashTable *cache;    /* uid -> CacheEntry* */
+        PolicyStats stats;
+        RateLimit log_rl;
+};
+
+typedef struct Waiter {
+        Lookup *lookup;
+        PolicyCallback cb;
+        void *userdata;
+        GSource *timer;
+} Waiter;
+
+struct Lookup {
+        Core *core;
+        uid_t uid;
+        unsigned generation;
+        Config config;
+        PolicyLookupFn fn;
+        int64_t started_usec;
+        /* written by the thread, read after it handed the lookup back */
+        int result;
+        char *why;
+        /* main loop only */
+        GList *waiters; /* Waiter* */
+        bool in_table;
+};
+
+typedef struct CacheEntry {
+        int managed;
+        char *why;
+        int64_t expires_usec;
+} CacheEntry;
+
+static void cache_entry_free(gpointer p) {
+        CacheEntry *e = p;
+        g_free(e->why);
+        g_free(e);
+}
+
+static Core *core_ref(Core *c) {
+        g_atomic_int_inc(&c->n_ref);
+        return c;
+}
+
+static void core_unref(Core *c) {
+        if (g_atomic_int_dec_and_test(&c->n_ref)) {
+                g_main_context_unref(c->context);
+                g_free(c);
+        }
+}
+
+static void lookup_free(Lookup *l) {
+        g_assert(!l->waiters);
+        config_done(&l->config);
+        g_free(l->why);
+        core_unref(l->core);
+        g_free(l);
+}
+
+static void waiter_free(Waiter *w) {
+        if (w->timer) {
+                g_source_destroy(w->timer);
+                g_source_unref(w->timer);
+        }
+        g_free(w);
+}
+
+static void cache_put(Policy *p, uid_t uid, int managed, const char *why) {
+        uint64_t ttl = p->server->config.lookup_cache_usec;
+        CacheEntry *e;
+
+        if (ttl == 0 || managed < 0)
+                return;
+        if (g_hash_table_size(p->cache) >= CACHE_MAX) {
+                int64_t now = g_get_monotonic_time();
+                GHashTableIter it;
+                gpointer v;
+                g_hash_table_iter_init(&it, p->cache);
+                while (g_hash_table_iter_next(&it, NULL, &v))
+                        if (((CacheEntry *) v)->expires_usec <= now)
+                                g_hash_table_iter_remove(&it);
+                if (g_hash_table_size(p->cache) >= CACHE_MAX)
+                        g_hash_table_remove_all(p->cache);
+        }
+        e = g_new0(CacheEntry, 1);
+        e->managed = managed;
+        e->why = g_strdup(why);
+        e->expires_usec = g_get_monotonic_time() + (int64_t) ttl;
+        g_hash_table_replace(p->cache, GUINT_TO_POINTER(uid), e);
+}
+
+/* The thread's answer is back on the main loop. */
+static gboolean on_lookup_done(gpointer userdata) {
+        Lookup *l = userdata;
+        Policy *p = l->core->closed ? NULL : l->core->policy;
+        GList *waiters;
+
+        if (!p) {
+                lookup_free(l);
+                return G_SOURCE_REMOVE;
+        }
+        p->stats.running--;
+        g_hash_table_remove(p->live, l);
+        if (l->in_table) {
+                g_hash_table_remove(p->inflight, GUINT_TO_POINTER(l->uid));
+                l->in_table = false;
+        }
+        if (l->generation == p->generation)
+                cache_put(p, l->uid, l->result, l->why);
+        if (!l->waiters) {
+                char t[32];
+                log_info("The user database answered for uid %u only after %s s, past its "
+                         "deadline; the answer is cached", (unsigned) l->uid,
+                         config_usec_to_string((uint64_t) (g_get_monotonic_time() -
+                                                           l->started_usec), t, sizeof t));
+        }
+        waiters = g_steal_pointer(&l->waiters);
+        for (GList *i = waiters; i; i = i->next) {
+                Waiter *w = i->data;
+                w->cb(l->result, l->why, w->userdata);
+                waiter_free(w);
+        }
+        g_list_free(waiters);
+        lookup_free(l);
+        return G_SOURCE_REMOVE;
+}
+
+static void lookup_thread(gpointer data, gpointer pool_data) {
+        Lookup *l = data;
+        char *why = NULL;
+
+        l->result = l->fn(&l->config, l->uid, &why);
+        if (l->result > 1)
+                l->result = 1;
+        l->why = why;
+        g_main_context_invoke_full(l->core->context, G_PRIORITY_HIGH, on_lookup_done, l, NULL);
+}
+
+static gboolean on_waiter_deadline(gpointer userdata) {
+        Waiter *w = userdata;
+        Lookup *l = w->lookup;
+        Policy *p = l->core->policy;
+        const Config *c = &p->server->config;
+        g_autofree char *why = NULL;
+        unsigned held = 0;
+        char t[32];
+
+        config_usec_to_string(c->lookup_timeout_usec, t, sizeof t);
+        why = g_strdup_printf("the user database (NSS) did not answer for uid %u within "
+                              "%s s (LookupTimeoutSec=)", (unsigned) l->uid, t);
+        p->stats.timeouts++;
+        if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held))
+                log_warning("A request waited for the user database too long, refusing it: "
+                            "%s%s", why, held ? " (and more like it)" : "");
+        l->waiters = g_list_remove(l->waiters, w);
+        g_source_unref(w->timer);
+        w->timer = NULL; /* this very source: destroyed by returning G_SOURCE_REMOVE */
+        w->cb(-ETIMEDOUT, why, w->userdata);
+        waiter_free(w);
+        return G_SOURCE_REMOVE;
+}
+
+int policy_uid_managed(Policy *p, uid_t uid, char **ret_why, PolicyCallback cb, void *userdata) {
+        const Config *c = &p->server->config;
+        CacheEntry *e;
+        Lookup *l;
+        Waiter *w;
+        int r;
+
+        r = config_uid_managed_inline(c, uid, ret_why);
+        if (r != CONFIG_NEEDS_LOOKUP) {
+                p->stats.answered_inline++;
+                return r;
+        }
+        e = g_hash_table_lookup(p->cache, GUINT_TO_POINTER(uid));
+        if (e && e->expires_usec > g_get_monotonic_time()) {
+                p->stats.cache_hits++;
+                if (!e->managed && ret_why)
+                        *ret_why = g_strdup(e->why);
+                return e->managed;
+        }
+        if (e)
+                g_hash_table_remove(p->cache, GUINT_TO_POINTER(uid));
+
+        l = g_hash_table_lookup(p->inflight, GUINT_TO_POINTER(uid));
+        if (!l) {
+                GError *error = NULL;
+
+                l = g_new0(Lookup, 1);
+                l->core = core_ref(p->core);
+                l->uid = uid;
+                l->generation = p->generation;
+                config_copy(&l->config, c);
+                l->fn = p->fn;
+                l->started_usec = g_get_monotonic_time();
+                if (!g_thread_pool_push(p->pool, l, &error)) {
+                        r = log_error_errno(-EAGAIN, "Cannot start a user database lookup: %s",
+                                            error->message);
+                        g_error_free(error);
+                        lookup_free(l);
+                        if (ret_why)
+                                *ret_why = g_strdup("nsd cannot start a thread to ask the user "
+                                                    "database");
+                        return r;
+                }
+                l->in_table = true;
+                g_hash_table_insert(p->inflight, GUINT_TO_POINTER(uid), l);
+                g_hash_table_add(p->live, l);
+                p->stats.lookups++;
+                p->stats.running++;
+                log_debug("Asking the user database about uid %u (a request waits for it)",
+                          (unsigned) uid);
+        }
+        w = g_new0(Waiter, 1);
+        w->lookup = l;
+        w->cb = cb;
+        w->userdata = userdata;
+        w->timer = g_timeout_source_new((guint) MAX(c->lookup_timeout_usec / 1000, 1));
+        g_source_set_priority(w->timer, G_PRIORITY_HIGH);
+        g_source_set_callback(w->timer, on_waiter_deadline, w, NULL);
+        g_source_attach(w->timer, p->core->context);
+        l->waiters = g_list_append(l->waiters, w);
+        return -EINPROGRESS;
+}
+
+/* Nobody waits for them any more (nsd stops): each gets -ECANCELED. */
+static void cancel_waiters(Policy *p) {
+        GHashTableIter it;
+        gpointer k;
+
+        g_hash_table_iter_init(&it, p->live);
+        while (g_hash_table_iter_next(&it, &k, NULL)) {
+                Lookup *l = k;
+                GList *waiters = g_steal_pointer(&l->waiters);
+                for (GList *i = waiters; i; i = i->next) {
+                        Waiter *w = i->data;
+                        w->cb(-ECANCELED, "nsd is stopping", w->userdata);
+                        waiter_free(w);
+                }
+                g_list_free(waiters);
+        }
+}
+
+/* Lookups under way keep their waiters, but the next request asks again. */
+static void forget_inflight(Policy *p) {
+        GHashTableIter it;
+        gpointer v;
+
+        g_hash_table_iter_init(&it, p->inflight);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                ((Lookup *) v)->in_table = false;
+                g_hash_table_iter_remove(&it);
+        }
+}
+
+Policy *policy_new(Server *s) {
+        Policy *p = g_new0(Policy, 1);
+        GError *error = NULL;
+
+        p->server = s;
+        p->core = g_new0(Core, 1);
+        p->core->n_ref = 1;
+        p->core->context = g_main_context_ref_thread_default();
+        p->core->policy = p;
+        p->fn = config_uid_managed_lookup;
+        p->inflight = g_hash_table_new(g_direct_hash, g_direct_equal);
+        p->live = g_hash_table_new(g_direct_hash, g_direct_equal);
+        p->cache = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cache_entry_free);
+        p->pool = g_thread_pool_new(lookup_thread, p, (gint) s->config.max_lookup_threads,
+                                    FALSE, &error);
+        g_assert_no_error(error); /* non-exclusive pools never fail */
+        return p;
+}
+
+void policy_free(Policy *p) {
+        if (!p)
+                return;
+        cancel_waiters(p);
+        forget_inflight(p);
+        p->core->closed = true;
+        /* threads stuck in NSS finish on their own, then free their lookup */
+        g_thread_pool_free(p->pool, TRUE, FALSE);
+        core_unref(p->core);
+        g_hash_table_destroy(p->inflight);
+        g_hash_table_destroy(p->live);
+        g_hash_table_destroy(p->cache);
+        g_free(p);
+}
+
+void policy_reconfigure(Policy *p) {
+        GError *error = NULL;
+
+        p->generation++;
+        g_hash_table_remove_all(p->cache);
+        forget_inflight(p);
+        if (!g_thread_pool_set_max_threads(p->pool, (gint) p->server->config.max_lookup_threads,
+                                           &error)) {
+                log_warning("Cannot change the number of lookup threads, ignoring: %s",
+                            error->message);
+                g_error_free(error);
+        }
+}
+
+const PolicyStats *policy_stats(const Policy *p) {
+        return &p->stats;
+}
+
+void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn) {
+        p->fn = fn ? fn : config_uid_managed_lookup;
+}

@@ -1,0 +1,790 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Fault injection for nsd (issue 9): no fault may lose a user's namespace or a mount in it.
+
+    fault-suite.py BUILD_DIR [--quick] [--table FILE] [--only SUBSTRING]
+
+TAP on stdout. Runs on the host, as root, inside `unshare -m --propagation private` (it
+re-executes itself there), with nsd's --run-dir in a temporary folder; nothing outside the
+private mount namespace changes. The whole run is bound to one CPU (taskset): on Linux 6.18
+namespace ids are ordered only per CPU (DESIGN.md), and one CPU makes nsd's calls, and so the
+numbering of the calls to fail, the same in every run.
+
+1. A calibration run of the scenario below under the shim (tests/fault/fault-shim.c) with
+   NSD_FAULT_TRACE lists every call nsd makes of clone, unshare, setns, mount, umount2,
+   open_tree, move_mount, mount_setattr, fspick, open, openat, openat2, accept, accept4,
+   sendmsg, recvmsg and pidfd_open, with its call site (addr2line) and the phase it falls in.
+2. For each (phase, call site), first occurrence, and each errno of ERRNOS, one case: a fresh
+   run directory, user A's namespace made by a clean nsd holding a tmpfs with a file (a random
+   token), then the scenario with that one call failing (NSD_FAULT=call:N:ERRNO), then a clean
+   nsd. Bursts (COUNT calls failing from the Nth on) for the sites where one failure is
+   absorbed by an immediate retry.
+   Scenario: start nsd (kernel probes, pin store, adoption of A); JOIN A and read its file;
+   JOIN B (creation) and mount a tmpfs in B; SESSION_OPEN/CLOSE for B (Linger=0: kept, it
+   holds a mount of its own) and for C (created, then released by linger); RELEASE B; stop.
+   Every JOIN is retried for up to JOIN_WAIT_MS while it answers "not yet available"
+   (-EAGAIN) or finds no nsd, as pam_nsjoin does; an nsd that exits is started again (as
+   systemd does).
+   Asserted: A is the same namespace with the same file (token and inode) in the fault run and
+   after a clean restart; B likewise after the clean restart unless its RELEASE answered ok;
+   each phase's JOIN succeeds within JOIN_WAIT_MS (one more try allowed after an error other
+   than "not yet"); nsd never logs that it replaced or lost pins, nor removes A's or B's pin.
+3. The pin store's own API, without the server (tests/fault/pinstore-driver.c): a pending
+   uid is refused creation (-EAGAIN) and adopted once the fault passes; a store that is not
+   ready refuses every creation; a release that cannot unpin keeps the pin and makes the uid
+   pending; provably dead pins are removed with a reason, a directory is left alone; a dead
+   host pin is replaced.
+
+The table (phase, call, site, errno -> outcome) goes to --table (default
+BUILD_DIR/tests/fault/fault-table.md) and, as TAP comments, to the end of the output.
+"""
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+JOIN_WAIT_MS = 10000
+SERVE_WAIT_S = 15
+UA, UB, UC, UD = 4242001, 4242002, 4242003, 4242004
+
+ERRNOS = ["EAGAIN", "ENOMEM", "EMFILE", "ENFILE", "EINTR", "ETIMEDOUT", "EBUSY", "EIO"]
+QUICK_ERRNOS = ["EAGAIN", "ENOMEM", "EIO"]
+# one failure at these is absorbed by an immediate retry; COUNT failures in a row are not
+BURST = 6
+BURST_CALLS = {"clone", "setns", "open", "openat", "mount"}
+BURST_PHASES = {"start", "create", "linger", "release", "first-start", "first-create"}
+
+# --------------------------------------------------------------------------------------------
+
+out_lines = []
+test_no = 0
+failures = 0
+
+
+def tap(ok, desc, diag=None, skip=None):
+    global test_no, failures
+    test_no += 1
+    line = f"{'ok' if ok else 'not ok'} {test_no} - {desc}"
+    if skip:
+        line += f" # SKIP {skip}"
+    print(line, flush=True)
+    if not ok:
+        failures += 1
+        for d in (diag or "").splitlines():
+            print(f"#   {d}", flush=True)
+
+
+def diag(msg):
+    for d in msg.splitlines():
+        print(f"# {d}", flush=True)
+
+
+def run(cmd, env=None, timeout=60):
+    try:
+        p = subprocess.run(cmd, env=env, timeout=timeout, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        return p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        return 124, (e.stdout or b"").decode(errors="replace") + "\n(timed out)"
+
+
+class World:
+    """One run directory, one nsd at a time."""
+
+    def __init__(self, work, build):
+        self.build = build
+        self.dir = tempfile.mkdtemp(dir=work, prefix="case.")
+        self.run_dir = f"{self.dir}/run"
+        self.conf = f"{self.dir}/nsd.conf"
+        self.log = f"{self.dir}/nsd.log"
+        self.env = dict(os.environ, NSD_SOCKET=f"{self.run_dir}/socket")
+        self.env.pop("LD_PRELOAD", None)
+        self.proc = None
+        self.exits = []
+        with open(self.conf, "w") as f:
+            f.write(f"[Namespaces]\nUsers={UA},{UB},{UC},{UD}\nLinger=0\n")
+
+    def nsd_cmd(self):
+        return [f"{self.build}/nsd/nsd", "--config", self.conf, "--run-dir", self.run_dir,
+                "--log-target", "stderr", "--log-level", "debug"]
+
+    def log_text(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def start(self, fault=None, trace=None):
+        """Start nsd; True once it serves, False if it exited first (recorded)."""
+        env = dict(self.env)
+        if fault or trace:
+            env["LD_PRELOAD"] = f"{self.build}/tests/fault/nsd-fault-shim.so"
+            env["NSD_FAULT"] = fault or ""
+            if trace:
+                env["NSD_FAULT_TRACE"] = trace
+        before = self.log_text().count(" serving (pid ")
+        logf = open(self.log, "a")
+        logf.write(f"--- nsd start, NSD_FAULT={fault or ''}\n")
+        logf.flush()
+        self.proc = subprocess.Popen(self.nsd_cmd(), stdout=logf, stderr=subprocess.STDOUT,
+                                     env=env)
+        logf.close()
+        deadline = time.monotonic() + SERVE_WAIT_S
+        while time.monotonic() < deadline:
+            if self.log_text().count(" serving (pid ") > before:
+                return True
+            if self.proc.poll() is not None:
+                self.exits.append(self.proc.returncode)
+                self.proc = None
+                return False
+            time.sleep(0.01)
+        self.stop()
+        self.exits.append("no-serve")
+        return False
+
+    def ensure_running(self):
+        """Like systemd's Restart=: an nsd that exited is started again (clean)."""
+        if self.proc and self.proc.poll() is not None:
+            self.exits.append(self.proc.returncode)
+            self.proc = None
+        if not self.proc:
+            self.start()
+
+    def stop(self):
+        if not self.proc:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        elif self.proc.returncode not in (0, None):
+            self.exits.append(self.proc.returncode)
+        self.proc = None
+
+    def client(self, *args, timeout=60):
+        return run([f"{self.build}/tests/fault/fault-client", *map(str, args)], env=self.env,
+                   timeout=timeout)
+
+    def nsctl(self, *args):
+        return run([f"{self.build}/nsctl/nsctl", *map(str, args)], env=self.env)
+
+    def driver(self, *args, fault=None, timeout=60):
+        env = dict(self.env)
+        if fault:
+            env["LD_PRELOAD"] = f"{self.build}/tests/fault/nsd-fault-shim.so"
+            env["NSD_FAULT"] = fault
+        return run([f"{self.build}/tests/fault/pinstore-driver", self.run_dir, *map(str, args)],
+                   env=env, timeout=timeout)
+
+    def cleanup(self):
+        self.stop()
+
+
+def parse_join(text):
+    """('ok', inode, tries) / ('err', name, tries) from fault-client's last line."""
+    for line in reversed(text.strip().splitlines()):
+        f = line.split()
+        if f and f[0] == "ok" and len(f) >= 5:
+            return ("ok", int(f[1]), f[2], f[3], int(f[4]))
+        if f and f[0] == "err":
+            return ("err", f[1], int(f[2]) if len(f) > 2 and f[2].isdigit() else 1)
+    return ("err", "no-output:" + text.strip()[-80:], 1)
+
+
+def mount_token(w, uid, token):
+    """In uid's namespace: a tmpfs on <case>/m<uid> with a file holding token. -> file inode"""
+    d = f"{w.dir}/m{uid}"
+    os.makedirs(d, exist_ok=True)
+    rc, out = w.client("exec", uid, JOIN_WAIT_MS, "--", "sh", "-c",
+                       f"mount -t tmpfs -o size=1m nsd-fault-{uid} {d} && echo {token} > {d}/f "
+                       f"&& stat -c %i {d}/f && stat -L -c %i /proc/self/ns/mnt")
+    f = out.split()
+    if rc != 0 or len(f) < 2:
+        return None, None, out
+    return int(f[-2]), int(f[-1]), out
+
+
+def read_token(w, uid):
+    """(token, file inode, ns inode) as seen in uid's namespace, or (None, None, why)."""
+    d = f"{w.dir}/m{uid}"
+    rc, out = w.client("exec", uid, JOIN_WAIT_MS, "--", "sh", "-c",
+                       f"cat {d}/f 2>/dev/null || echo NO-FILE; stat -c %i {d}/f 2>/dev/null "
+                       f"|| echo 0; stat -L -c %i /proc/self/ns/mnt")
+    f = out.split()
+    if rc != 0 or len(f) < 3:
+        return None, None, out.strip()
+    return f[-3], int(f[-2]), int(f[-1])
+
+
+def listed(w):
+    """{uid: inode} from nsctl list"""
+    rc, out = w.nsctl("list", "--raw", "--noheadings", "-o", "UID,NS")
+    res = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0].isdigit() and f[1].isdigit():
+            res[int(f[0])] = int(f[1])
+    return res
+
+
+# ---- the scenario ----------------------------------------------------------------------------
+
+class Outcome:
+    def __init__(self):
+        self.notes = []
+        self.problems = []
+
+    def note(self, s):
+        if s not in self.notes:
+            self.notes.append(s)
+
+    def problem(self, s):
+        self.problems.append(s)
+
+
+def phase_join(w, oc, phase, uid):
+    """JOIN as a login does; one more try after an error that is not 'not yet'."""
+    w.ensure_running()
+    rc, out = w.client("join", uid, JOIN_WAIT_MS)
+    j = parse_join(out)
+    if j[0] == "ok":
+        if j[4] > 1:
+            oc.note(f"{phase}: 'not yet'/no nsd x{j[4] - 1}, then served")
+        return j
+    oc.note(f"{phase}: JOIN {j[1]}")
+    w.ensure_running()
+    rc, out = w.client("join", uid, JOIN_WAIT_MS)
+    j = parse_join(out)
+    if j[0] != "ok":
+        oc.problem(f"{phase}: JOIN of uid {uid} not served within {JOIN_WAIT_MS} ms after "
+                   f"the fault ({j[1]})")
+    return j
+
+
+TRANSIENT = {"EAGAIN", "ENOMEM", "EMFILE", "ENFILE", "EINTR", "ETIMEDOUT", "EBUSY"}
+
+
+def scenario_restart(w, oc, mark, fault=None, trace=None):
+    """nsd restarts with A pinned: start, JOIN A, create B, linger, release B."""
+    mark("start")
+    if not w.start(fault=fault, trace=trace):
+        oc.note(f"start: nsd exited ({w.exits[-1]}), started again")
+        w.start()
+    mark("join")
+    phase_join(w, oc, "join", UA)
+    tok = read_token(w, UA)
+    if tok[0] is None:
+        oc.note("join: entering A failed once (" + str(tok[2])[-60:] + ")")
+        w.ensure_running()
+        tok = read_token(w, UA)
+    oc.fault_run_token_a = tok
+    mark("create")
+    oc.b = create_with_token(w, oc, "create", UB, oc.token_b)
+    mark("linger")
+    for uid in (UB, UC):
+        w.ensure_running()
+        rc, out = w.client("session", uid)
+        if rc != 0:
+            oc.note(f"linger: session of {uid}: {out.strip()}")
+    mark("release")
+    w.ensure_running()
+    rc, out = w.client("release", UB)
+    oc.release_b = out.strip()
+    if rc != 0:
+        oc.note(f"release: RELEASE B answered {out.strip()}")
+    mark("stop")
+    # B's next login, in the same nsd: served (never stuck on a pin nsd lost track of), with
+    # its old namespace if the release did not unpin it
+    j = phase_join(w, oc, "after-release", UB)
+    t = read_token(w, UB) if j[0] == "ok" else (None,)
+    oc.b_kept = t[0] == oc.token_b
+    if oc.b_kept and oc.release_b == "ok":
+        oc.note("release: answered ok, but the unpin failed: B is back, adopted again "
+                "(nothing lost; the server ignores userns_release()'s error)")
+    w.stop()
+
+
+def scenario_fresh(w, oc, mark, fault=None, trace=None):
+    """nsd's first start (no pin namespace yet): start, create A, stop."""
+    mark("first-start")
+    if not w.start(fault=fault, trace=trace):
+        oc.note(f"first-start: nsd exited ({w.exits[-1]}), started again")
+        w.start()
+    mark("first-create")
+    oc.a_fresh = create_with_token(w, oc, "first-create", UA, oc.token_a)
+    mark("stop")
+    w.stop()
+
+
+def create_with_token(w, oc, phase, uid, token):
+    """JOIN (creating uid's namespace), then a tmpfs with token in it: (file ino, ns, join)"""
+    j = phase_join(w, oc, phase, uid)
+    if j[0] == "ok" and j[2] == "unpinned":
+        oc.note(f"{phase}: uid {uid} handed out NOT pinned")
+        if oc.errno in TRANSIENT:
+            oc.problem(f"{phase}: a namespace that cannot survive a restart was handed out "
+                       f"for an error that may pass ({oc.errno})")
+    fi, nsi, out = mount_token(w, uid, token)
+    if fi is None:
+        w.ensure_running()
+        fi, nsi, out = mount_token(w, uid, token)
+    return (fi, nsi, j)
+
+
+def check_restart(w, oc, fault_log):
+    """The clean restart after the fault run: nothing lost, service back."""
+    if not w.start():
+        oc.problem("clean start after the fault failed: " + w.log_text()[-1500:])
+        return
+    tok = read_token(w, UA)
+    if tok[0] != oc.token_a or tok[1] != oc.a[0]:
+        oc.problem(f"A LOST after a clean restart: file {tok[0]!r} inode {tok[1]} ns {tok[2]}, "
+                   f"expected {oc.token_a} inode {oc.a[0]} ns {oc.a[1]}")
+    ft = getattr(oc, "fault_run_token_a", (None,))
+    if ft[0] != oc.token_a:
+        oc.problem(f"A not served intact during the fault run: {ft}")
+    fi, nsi, jb = oc.b
+    lost_answer = oc.release_b.split()[1:2] in (["ECONNRESET"], ["EPIPE"], ["ECONNREFUSED"],
+                                               ["ENOENT"], ["ETIMEDOUT"], ["no-output"])
+    b_pinned = fi is not None and jb[0] == "ok" and jb[2] == "pinned"
+    if oc.b_kept and b_pinned:
+        # B outlived its RELEASE (refused, answer lost, or an unpin that failed): it must
+        # outlive the restart too
+        t = read_token(w, UB)
+        if t[0] != oc.token_b:
+            oc.problem(f"B LOST after a clean restart (it outlived its RELEASE, answered "
+                       f"{oc.release_b!r}): {t}")
+    elif not oc.b_kept and oc.release_b != "ok":
+        if lost_answer:
+            oc.note("release: answer lost; B released")
+        elif b_pinned:
+            oc.problem(f"B LOST: its RELEASE answered {oc.release_b!r} but B's namespace was "
+                       f"gone at its next JOIN")
+    w.stop()
+    check_log(oc, fault_log)
+
+
+def check_fresh(w, oc, fault_log):
+    if not w.start():
+        oc.problem("clean start after the fault failed: " + w.log_text()[-1500:])
+        return
+    fi, nsi, j = oc.a_fresh
+    if fi is not None and j[0] == "ok" and j[2] == "pinned":
+        tok = read_token(w, UA)
+        if tok[0] != oc.token_a or tok[1] != fi:
+            oc.problem(f"A LOST after a clean restart: {tok}, expected {oc.token_a} inode {fi}")
+    elif fi is None:
+        oc.problem(f"A could not be created and mounted after the fault: {j}")
+    w.stop()
+    check_log(oc, fault_log)
+
+
+def check_log(oc, fault_log):
+    for bad in ("replacing it", "pins in it are lost"):
+        if bad in fault_log:
+            oc.problem(f"nsd logged {bad!r}")
+    for uid in (UA, UB):
+        if re.search(rf"Removed the pin[^\n]*:{uid}'", fault_log):
+            oc.problem(f"nsd removed the pin of uid {uid}")
+
+
+SCENARIOS = {
+    "restart": (scenario_restart, check_restart, True),
+    "fresh": (scenario_fresh, check_fresh, False),
+}
+
+
+def count_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
+def settle(path):
+    """Wait until the trace stops growing (nsd done with the last request), at most 1 s."""
+    if not path:
+        return
+    last, stable, t0 = -1, 0, time.monotonic()
+    while time.monotonic() - t0 < 1.0:
+        n = count_lines(path)
+        stable = stable + 1 if n == last else 0
+        if stable >= 3:
+            return
+        last = n
+        time.sleep(0.01)
+
+
+def setup_a(w, oc):
+    """A clean nsd makes A's namespace with a tmpfs and a token file in it."""
+    if not w.start():
+        return "nsd did not start cleanly:\n" + w.log_text()[-2000:]
+    fi, nsi, out = mount_token(w, UA, oc.token_a)
+    w.stop()
+    if fi is None:
+        return "could not make A's mount: " + out
+    oc.a = (fi, nsi)
+    return None
+
+
+# ---- calibration and symbols ----------------------------------------------------------------
+
+# helper children several callers run: their calls are told apart by the caller's context
+SHARED_CHILD_FUNCS = {"helper_enter_child", "roots_child", "mountinfo_child"}
+
+TRACE_RE = re.compile(r"^(\S+) (\d+) (\S+) (ok|FAIL \S+)(?: (.*))?$")
+
+
+def read_trace(path):
+    res = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = TRACE_RE.match(line.rstrip("\n"))
+                if m:
+                    res.append(m.groups())
+    except OSError:
+        pass
+    return res
+
+
+def symbolize(nsd_bin, addrs, funcs=()):
+    """{object+offset: 'function (file:line)'} for call sites in nsd: return addresses (the
+    call is the instruction before), or function addresses (funcs)"""
+    res = {}
+    offs = []
+    for a in addrs:
+        obj, _, off = a.rpartition("+")
+        if os.path.realpath(obj) == os.path.realpath(nsd_bin):
+            offs.append((a, int(off, 16) - (0 if a in funcs else 1)))
+    if not offs:
+        return res
+    rc, out = run(["addr2line", "-f", "-s", "-e", nsd_bin] + [hex(o) for _, o in offs])
+    lines = out.splitlines()
+    for i, (a, _) in enumerate(offs):
+        fn = lines[2 * i] if 2 * i < len(lines) else "?"
+        loc = lines[2 * i + 1] if 2 * i + 1 < len(lines) else "?"
+        loc = re.sub(r" \(discriminator \d+\)", "", loc)
+        res[a] = f"{fn} ({loc})"
+    return res
+
+
+def calibrate(work, build, name, seen):
+    run_fn, _, needs_a = SCENARIOS[name]
+    w = World(work, build)
+    oc = Outcome()
+    oc.token_a, oc.token_b, oc.errno = "calib-a", "calib-b", None
+    if needs_a:
+        err = setup_a(w, oc)
+        if err:
+            return None, err
+    trace = f"{w.dir}/trace"
+    marks = []
+
+    def mark(phase):
+        settle(trace)
+        marks.append((phase, count_lines(trace)))
+
+    run_fn(w, oc, mark, trace=trace)
+    settle(trace)
+    if oc.problems or oc.notes:
+        return None, "the scenario fails without a fault: " + "; ".join(oc.problems + oc.notes)
+    calls = read_trace(trace)
+    fns = {c[4][3:] for c in calls if (c[4] or "").startswith("fn=")}
+    syms = symbolize(f"{build}/nsd/nsd", {c[2] for c in calls} - fns)
+    syms.update(symbolize(f"{build}/nsd/nsd", fns, funcs=fns))
+    sites = []
+    ctx = ""
+    for idx, (call, n, addr, res, arg) in enumerate(calls):
+        if call == "clone" and (arg or "").startswith("fn="):
+            # which helper child: the function it runs; calls made in it are in its context
+            ctx = syms.get(arg[3:], arg[3:]).split(" ")[0]
+        if addr not in syms:
+            continue  # a call made by a library (GLib reading the configuration, ...)
+        phase = marks[0][0]
+        for p, at in marks:
+            if idx >= at:
+                phase = p
+        if phase == "stop":
+            continue
+        site = syms[addr]
+        if call == "clone":
+            site = f"{site} -> {ctx}"
+        elif site.split(" ")[0] in SHARED_CHILD_FUNCS and ctx != site.split(" ")[0]:
+            site = f"{site} in {ctx}"
+        # the same site once per phase, but a uid's pin apart from another's; the kernel
+        # probes (the same at every start) once in all
+        if "(probe.c:" in site or "-> probe_" in site:
+            key = ("probe", call, site)
+        else:
+            key = (phase, call, site, re.sub(rf"{re.escape(w.dir)}", "", arg or "")
+                   if call in ("umount2", "openat") else "")
+        if key in seen:
+            continue
+        seen.add(key)
+        sites.append({"scenario": name, "phase": phase, "call": call, "n": int(n),
+                      "site": site, "arg": (arg or "").replace(w.dir, "<case>")})
+    return sites, None
+
+
+# ---- one case ---------------------------------------------------------------------------------
+
+def run_case(work, build, site, errno, count):
+    run_fn, check_fn, needs_a = SCENARIOS[site["scenario"]]
+    w = World(work, build)
+    oc = Outcome()
+    oc.errno = errno
+    oc.token_a = "A-" + secrets.token_hex(8)
+    oc.token_b = "B-" + secrets.token_hex(8)
+    if needs_a:
+        err = setup_a(w, oc)
+        if err:
+            oc.problem(err)
+            return oc, True, w
+    fault = f"{site['call']}:{site['n']}:{errno}" + (f":{count}" if count != 1 else "")
+    trace = f"{w.dir}/trace"
+    log_start = len(w.log_text())
+    run_fn(w, oc, lambda phase: None, trace=trace, fault=fault)
+    fault_log = w.log_text()[log_start:]
+    fails = [c for c in read_trace(trace) if c[3].startswith("FAIL")]
+    hit = bool(fails)
+    if fails:
+        got = symbolize(f"{build}/nsd/nsd", {fails[0][2]}).get(fails[0][2], fails[0][2])
+        if got.split(" ")[0] != site["site"].split(" ")[0]:
+            oc.note(f"(the call made there in this run: {got})")
+    check_fn(w, oc, fault_log)
+    w.cleanup()
+    return oc, hit, w
+
+
+def outcome_text(oc, hit):
+    if not hit:
+        return "not reached"
+    if oc.problems:
+        return "FAIL: " + "; ".join(oc.problems)
+    return "; ".join(oc.notes) if oc.notes else "absorbed (no client saw it)"
+
+
+# ---- the pin store's own API ------------------------------------------------------------------
+
+def driver_trace_n(w, call, pred, *args):
+    """The number of the first `call` made by the driver (clean run) whose arg matches pred."""
+    trace = f"{w.dir}/dtrace"
+    try:
+        os.unlink(trace)
+    except OSError:
+        pass
+    env = dict(w.env, LD_PRELOAD=f"{w.build}/tests/fault/nsd-fault-shim.so",
+               NSD_FAULT_TRACE=trace)
+    run([f"{w.build}/tests/fault/pinstore-driver", w.run_dir, *map(str, args)], env=env)
+    for c, n, addr, res, arg in read_trace(trace):
+        if c == call and "pinstore-driver" in addr and pred(arg or ""):
+            return int(n)
+    return None
+
+
+def api_tests(work, build):
+    w = World(work, build)
+    oc = Outcome()
+    oc.token_a, oc.token_b = "api-" + secrets.token_hex(6), ""
+    err = setup_a(w, oc)
+    if err:
+        tap(False, "api: set up A", err)
+        return
+    fi, nsi = oc.a
+
+    # the adoption helper is the second clone of a start (the first opens the pin tmpfs)
+    n_clone = driver_trace_n(w, "clone", lambda a: True, "state")
+    rc, out = w.driver("state")
+    tap(f"adopted {UA} {nsi}" in out and "ready yes" in out, "api: a clean open adopts A",
+        out)
+
+    # a pending uid: adoption fails 4 times in a row, then passes
+    fault = f"clone:{(n_clone or 1) + 1}:EAGAIN:4"
+    rc, out = w.driver("wait", UA, 10000, fault=fault)
+    tap("create-while-pending EAGAIN" in out, "api: userns_create() of a pending uid answers "
+        "-EAGAIN (never a fresh namespace)", out)
+    tap(f"adopted {UA} {nsi}" in out, "api: the pending uid is adopted once the fault "
+        "passes, same namespace", out)
+
+    # the fault never passes: still pending, nothing lost
+    rc, out = w.driver("wait", UA, 1500, fault=f"clone:{(n_clone or 1) + 1}:EAGAIN:0")
+    tap("create-while-pending EAGAIN" in out and f"still-pending {UA}" in out,
+        "api: adoption failing for good: A stays pending, creation refused", out)
+    t = read_token_driver(w, UA)
+    tap(t == (oc.token_a, fi), "api: ... and a clean open finds A with its file", str(t))
+
+    # the store not ready: entering the pin namespace fails for good
+    rc, out = w.driver("create", UD, fault="clone:1:ENOMEM:0")
+    tap("create-error Resource temporarily unavailable" in out,
+        "api: store not ready: userns_create() of any uid answers -EAGAIN", out)
+    rc, out = w.driver("wait", UA, 1000, fault="setns:1:ENOMEM:0")
+    tap(f"still-pending {UA}" in out, "api: store not ready: every uid is pending", out)
+    t = read_token_driver(w, UA)
+    tap(t == (oc.token_a, fi), "api: ... and a clean open finds A with its file", str(t))
+
+    # a release that cannot unpin: the pin stays, the uid becomes pending
+    n_umount = 1
+    rc, out = w.driver("release", UA, 5000, fault=f"umount2:{n_umount}:EBUSY")
+    tap("release-error" in out and "pending yes" in out,
+        "api: userns_release() that cannot unpin reports it, keeps the pin, uid pending", out)
+    t = read_token_driver(w, UA)
+    tap(t == (oc.token_a, fi), "api: ... and A is adopted again with its file", str(t))
+
+    # provably dead pins are removed with a reason; a directory is left alone
+    script = (f"touch {UD + 1}; mkdir {UD + 2}; ln -s /etc/passwd {UD + 3}; "
+              f"touch {UD + 4} {UD + 5}; mount --bind /proc/self/ns/net {UD + 4}; "
+              f"mount --bind /etc/hostname {UD + 5}")
+    rc, out = w.driver("pinns", "--", "sh", "-c", script)
+    tap(rc == 0, "api: junk made in the pin tmpfs", out)
+    log_before = len(w.log_text())
+    rc, out = w.driver("state")
+    tap(f"adopted {UA} {nsi}" in out, "api: with junk beside it, A is adopted", out)
+    rc2, ls = w.driver("pinns", "--", "sh", "-c", "ls -1")
+    present = set(ls.split())
+    tap(str(UD + 2) in present and not present & {str(UD + i) for i in (1, 3, 4, 5)},
+        "api: empty file, symlink, net namespace and foreign mount removed; directory kept",
+        ls + "\n" + out)
+    tap(out.count("Removed the pin") >= 4 and "is a directory, not a pin" in out
+        and "a namespace of another type" in out and "a symbolic link" in out,
+        "api: each removal is logged with its reason", out)
+
+    # a host pin that is not a mount namespace is replaced (logged); a directory refused
+    w2 = World(work, build)
+    os.makedirs(w2.run_dir)
+    open(f"{w2.run_dir}/pins", "w").close()
+    run(["mount", "--bind", "/proc/self/ns/net", f"{w2.run_dir}/pins"])
+    rc, out = w2.driver("state")
+    tap("ready yes" in out and "it was a namespace of another type" in out,
+        "api: a net namespace on run_dir/pins is replaced by a pin namespace, logged", out)
+    w3 = World(work, build)
+    os.makedirs(f"{w3.run_dir}/pins")
+    rc, out = w3.driver("state")
+    tap("open-error Is a directory" in out, "api: a directory on run_dir/pins is refused "
+        "(final: nsd runs without pins)", out)
+
+
+def read_token_driver(w, uid):
+    d = f"{w.dir}/m{uid}"
+    rc, out = w.driver("exec", uid, 5000, "--", "sh", "-c",
+                       f"cat {d}/f 2>/dev/null || echo NO-FILE; stat -c %i {d}/f 2>/dev/null "
+                       f"|| echo 0")
+    f = out.split()
+    if len(f) < 2:
+        return (None, out)
+    return (f[-2], int(f[-1]) if f[-1].isdigit() else None)
+
+
+# ---- main -------------------------------------------------------------------------------------
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        print("usage: fault-suite.py BUILD_DIR [--quick] [--table FILE] [--only S]",
+              file=sys.stderr)
+        return 2
+    build = os.path.abspath(args[0])
+    quick = "--quick" in args or os.environ.get("NSD_FAULT_QUICK") == "1"
+    table = f"{build}/tests/fault/fault-table.md"
+    only = None
+    if "--table" in args:
+        table = os.path.abspath(args[args.index("--table") + 1])
+    if "--only" in args:
+        only = args[args.index("--only") + 1]
+
+    if os.environ.get("NSD_FAULT_SANDBOX") != "1":
+        if os.geteuid() != 0:
+            print("1..0 # SKIP needs root (namespaces and mounts, in a private mount namespace)")
+            return 0
+        if not shutil.which("unshare") or not shutil.which("addr2line"):
+            print("1..0 # SKIP needs unshare (util-linux) and addr2line (binutils)")
+            return 0
+        work = tempfile.mkdtemp(prefix="nsd-fault.")
+        cpu = min(os.sched_getaffinity(0))
+        cmd = ["unshare", "-m", "--propagation", "private", sys.executable,
+               os.path.abspath(__file__)] + args
+        if shutil.which("taskset"):
+            cmd = ["taskset", "-c", str(cpu)] + cmd
+        env = dict(os.environ, NSD_FAULT_SANDBOX="1", NSD_FAULT_WORK=work)
+        try:
+            rc = subprocess.call(cmd, env=env)
+        finally:
+            # the mounts went with the private namespace
+            if not os.environ.get("NSD_FAULT_KEEP"):
+                shutil.rmtree(work, ignore_errors=True)
+        return rc
+
+    work = os.environ["NSD_FAULT_WORK"]
+    for f in ("nsd/nsd", "nsctl/nsctl", "tests/fault/nsd-fault-shim.so",
+              "tests/fault/fault-client", "tests/fault/pinstore-driver"):
+        if not os.path.exists(f"{build}/{f}"):
+            print(f"Bail out! {build}/{f} is not built")
+            return 1
+
+    sites = []
+    seen = set()
+    for name in SCENARIOS:
+        found, err = calibrate(work, build, name, seen)
+        if err:
+            tap(False, f"calibration: the {name} scenario without a fault", err)
+            print(f"1..{test_no}")
+            return 1
+        sites += found
+    errnos = QUICK_ERRNOS if quick else ERRNOS
+    cases = []
+    for s in sites:
+        for e in errnos:
+            cases.append((s, e, 1))
+        if s["call"] in BURST_CALLS and s["phase"] in BURST_PHASES:
+            cases.append((s, "EAGAIN", BURST))
+    if only:
+        cases = [c for c in cases if only in f"{c[0]['phase']} {c[0]['call']} {c[0]['site']} {c[1]}"]
+    diag(f"{len(sites)} call sites, {len(cases)} cases, errnos {' '.join(errnos)}, "
+         f"bursts of {BURST}")
+
+    rows = []
+    t0 = time.monotonic()
+    for s, e, count in cases:
+        oc, hit, w = run_case(work, build, s, e, count)
+        text = outcome_text(oc, hit)
+        fault = f"{s['call']}#{s['n']} {e}" + (f" x{count}" if count != 1 else "")
+        desc = f"{s['phase']}: {fault} at {s['site']}" + (f" [{s['arg']}]" if s["arg"] else "")
+        if not hit:
+            tap(True, desc, skip="the call was not reached in this run")
+        else:
+            tap(not oc.problems, f"{desc}: {text}",
+                "\n".join(oc.problems) + "\n--- nsd log (tail)\n" + w.log_text()[-3000:])
+        rows.append((s["phase"], s["call"], s["site"] + (f" [{s['arg']}]" if s["arg"] else ""),
+                     e + (f" x{count}" if count != 1 else ""), text))
+        if not os.environ.get("NSD_FAULT_KEEP"):
+            shutil.rmtree(w.dir, ignore_errors=True)
+        else:
+            diag(f"kept {w.dir}")
+    diag(f"fault cases took {time.monotonic() - t0:.0f} s")
+
+    api_tests(work, build)
+
+    with open(table, "w") as f:
+        f.write("| phase | call | call site | injected | outcome |\n|---|---|---|---|---|\n")
+        for r in rows:
+            f.write("| " + " | ".join(x.replace("|", "/") for x in r) + " |\n")
+    diag(f"table: {table}")
+    for r in rows:
+        diag(" | ".join(r))
+    print(f"1..{test_no}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

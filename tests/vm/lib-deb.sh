@@ -1,0 +1,66 @@
+# tests/vm/lib-deb.sh: the Debian packages in a VM booted with systemd as PID 1. Source after
+# lib.sh. The .debs come from tools/test's .deb step (build/debs, build/debs-v2,
+# build/debs-0.1.0); a scenario skips when they are missing.
+# shellcheck shell=bash
+
+[ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
+export DEBIAN_FRONTEND=noninteractive
+# man-db's trigger rebuilds the whole man index: minutes under TCG over 9p. Not what we test.
+rm -f /var/lib/man-db/auto-update
+# Under a custom boot target /run/nologin stays until this runs (VM-NOTES.md).
+systemctl start systemd-user-sessions.service
+
+DEB_PACKAGES=(nsjoin libnsclient1 libnsclient-dev libpam-nsjoin)
+
+# deb_files DIR [PACKAGE...]: print the .deb of each PACKAGE (default DEB_PACKAGES) in DIR,
+# one a line; skips the scenario when one is missing.
+deb_files() {
+        local dir=$1 p f
+        shift
+        [ $# -gt 0 ] || set -- "${DEB_PACKAGES[@]}"
+        for p in "$@"; do
+                f=$(ls "$dir/${p}"_*.deb 2> /dev/null | head -1)
+                [ -n "$f" ] || skip "no ${p}_*.deb in '$dir' (tools/test's .deb step builds them)"
+                echo "$f"
+        done
+}
+
+# deb_install DIR [PACKAGE...]: dpkg -i those packages from DIR; their output goes to the
+# scenario's log (and $VM_TMPDIR/dpkg.log); fails when dpkg does.
+deb_install() {
+        local debs
+        mapfile -t debs < <(deb_files "$@")
+        say "dpkg -i ${debs[*]##*/}"
+        dpkg -i "${debs[@]}" < /dev/null 2>&1 | tee -a "$VM_TMPDIR/dpkg.log" ||
+                fail "dpkg -i ${debs[*]##*/} failed"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || fail "dpkg -i ${debs[*]##*/} failed"
+}
+
+# deb_version PACKAGE: the installed version ('' when not installed).
+deb_version() {
+        dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$1" 2> /dev/null | awk '$1 == "ii" { print $2 }'
+}
+
+# deb_enable_profile: the Debian way to put pam_nsjoin into every login (libpam-nsjoin's profile).
+deb_enable_profile() {
+        pam-auth-update --enable nsjoin < /dev/null || fail "pam-auth-update --enable nsjoin failed"
+        grep -Eq '^session[[:space:]]+required[[:space:]]+pam_nsjoin\.so' /etc/pam.d/common-session ||
+                fail "common-session has no pam_nsjoin line: $(cat /etc/pam.d/common-session)"
+        grep -Eq '^session[[:space:]]+required[[:space:]]+pam_nsjoin\.so' /etc/pam.d/common-session-noninteractive ||
+                fail "common-session-noninteractive has no pam_nsjoin line"
+}
+
+# deb_nsd_pid: nsd.service's main pid (0 when it does not run).
+deb_nsd_pid() {
+        systemctl show -p MainPID --value nsd.service
+}
+
+# deb_journal [UNIT]: the last lines of the journal (of UNIT), to stderr, when something failed.
+deb_journal() {
+        journalctl --no-pager -n 40 ${1:+-u "$1"} >&2 || true
+}
+
+# deb_ns_inode USER: USER's namespace as nsd lists it (the NS column of nsctl list).
+deb_ns_inode() {
+        nsctl list --raw --noheadings -o USER,NS | awk -v u="$1" '$1 == u { print $2 }'
+}
