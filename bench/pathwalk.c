@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pathwalk: what F4's check (MOUNT_ATTR_OWNER_PRIVATE, kernel-patches/0003) costs path walk.
+ * pathwalk: what F4's check (MOUNT_ATTR_OWNER_PRIVATE, "fs: add MOUNT_ATTR_OWNER_PRIVATE" in kernel-patches/<base>/) costs path walk.
  *
  *   pathwalk [--depths 1,10,40] [--reps R] [--iterations N | --rep-ms MS]
  *            [--walker-uid U] [--other-uid O] [--cpu C] [--cases LIST]

@@ -205,7 +205,7 @@ int private_supported(uint32_t features, const char **ret_why) {
 
         if (!(features & NSD_FEATURE_OWNER_PRIVATE)) {
                 *ret_why = "owner-private mounts need a kernel with MOUNT_ATTR_OWNER_PRIVATE "
-                           "(kernel-patches/0003); this kernel lacks it";
+                           "(kernel-patches/, 'fs: add MOUNT_ATTR_OWNER_PRIVATE'); this kernel lacks it";
                 return -EOPNOTSUPP;
         }
         if (cached == 1)

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,7 +31,12 @@ struct probe_args {
         int result;      /* 0 or errno of the probed call */
         long lines;
         bool owner_private; /* mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) instead of keeping */
+        char file[64];       /* F4: a file in the probe tmpfs (dir + "/nsd-probe") */
+        const char *why;     /* F4: out: what the attribute did not do, NULL: all of it */
 };
+
+/* F4's owner: neither root nor anybody's usual uid (65534 is nobody) */
+#define PROBE_OWNER ((uid_t) 65533)
 
 static int probe_throwaway_ns(struct probe_args *a) {
         if (unshare(CLONE_NEWNS) < 0)
@@ -62,6 +68,81 @@ static int probe_setns_child(void *p) {
         return 0;
 }
 
+/* helper_count_lines(), then close fd (keeping errno) */
+static long count_lines(int fd) {
+        long lines = helper_count_lines(fd);
+
+        cleanup_closep(&fd);
+        return lines;
+}
+
+static bool take_fsuid(uid_t uid) {
+        (void) setfsuid(uid);
+        return (uid_t) setfsuid((uid_t) -1) == uid;
+}
+
+/* F4, by what it does, not by whether mount_setattr() takes the bit (another attribute could
+ * get the value upstream): the probe tmpfs on a->dir, with a file, made owner-private with
+ * fsuid PROBE_OWNER. Then the owner must see the file and the mount in mountinfo, and root
+ * must see neither: the mount point must be the directory it covers. a->result: errno of
+ * mount_setattr() (0: it took the attribute); a->why: the first thing that did not hold. */
+static int probe_owner_private(struct probe_args *a) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
+        struct stat covered, st;
+        long owner_lines, root_lines;
+        int fd;
+
+        if (stat(a->dir, &covered) < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        if (mount("nsd-probe", a->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,nr_inodes=16,mode=0755") < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        fd = open(a->file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        close(fd);
+
+        if (!take_fsuid(PROBE_OWNER)) {
+                errno = EPERM;
+                return helper_fail(&a->s, HELPER_STEP_FSUID);
+        }
+        a->result = mount_setattr(AT_FDCWD, a->dir, 0, &attr, sizeof attr) < 0 ? errno : 0;
+        if (a->result != 0)
+                return 0;
+        if (stat(a->file, &st) < 0) {
+                a->why = "its owner cannot reach a file in it";
+                return 0;
+        }
+        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
+        owner_lines = count_lines(fd);
+
+        if (!take_fsuid(0)) {
+                errno = EPERM;
+                return helper_fail(&a->s, HELPER_STEP_FSUID);
+        }
+        if (stat(a->file, &st) == 0 || errno != ENOENT) {
+                a->why = "root still reaches a file in it";
+                return 0;
+        }
+        if (stat(a->dir, &st) < 0 || st.st_dev != covered.st_dev || st.st_ino != covered.st_ino) {
+                a->why = "its mount point is not the directory it covers for root";
+                return 0;
+        }
+        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
+        root_lines = count_lines(fd);
+        if (owner_lines < 0 || root_lines < 0) {
+                errno = EIO;
+                return helper_fail(&a->s, HELPER_STEP_READ);
+        }
+        if (owner_lines != root_lines + 1)
+                a->why = "mountinfo does not list it for its owner only";
+        return 0;
+}
+
 /* A throwaway namespace with a tmpfs on a->dir; F3, and F4 when owner_private. */
 static int probe_ns_child(void *p) {
         struct probe_args *a = p;
@@ -71,11 +152,8 @@ static int probe_ns_child(void *p) {
         if (mount("nsd-probe", a->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   "size=4k,nr_inodes=16") < 0)
                 return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
-        if (a->owner_private) {
-                struct mount_attr attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
-                a->result = mount_setattr(AT_FDCWD, a->dir, 0, &attr, sizeof attr) < 0 ? errno : 0;
-                return 0;
-        }
+        if (a->owner_private)
+                return probe_owner_private(a);
         a->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (a->root_fd < 0)
                 return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
@@ -213,15 +291,24 @@ uint32_t kernel_features_probe(void) {
 
         /* F4 */
         a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1, .owner_private = true };
+        g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
         r = probe_run(probe_ns_child, &a);
         if (r < 0)
                 log_warning_errno(r, "Kernel probe F4 (owner-private mounts) failed: %s: %m, "
                                   "assuming absent", helper_status_step(&a.s));
+        else if (a.result != 0)
+                log_debug_errno(a.result, "Kernel probe F4: mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) "
+                                "refused (%m): absent");
+        else if (a.why)
+                /* the bit means something else on this kernel: never set it */
+                log_warning("Kernel probe F4: mount_setattr() takes MOUNT_ATTR_OWNER_PRIVATE "
+                            "(0x%llx) but %s: not the owner-private attribute nsd knows, "
+                            "treating F4 as absent", (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE,
+                            a.why);
         else {
-                if (a.result == 0)
-                        features |= NSD_FEATURE_OWNER_PRIVATE;
-                log_debug_errno(a.result, "Kernel probe F4: MOUNT_ATTR_OWNER_PRIVATE %s (%m)",
-                                a.result == 0 ? "accepted: present" : "refused: absent");
+                features |= NSD_FEATURE_OWNER_PRIVATE;
+                log_debug("Kernel probe F4: a mount made owner-private is its owner's alone "
+                          "(file and mountinfo line hidden from root): present");
         }
         return features;
 }

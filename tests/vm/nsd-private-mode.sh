@@ -51,7 +51,7 @@ if [ "$kernel" = stock ]; then
         say "stock kernel: the mode is refused with a clear message, nsd keeps serving"
         nsd_has_feature owner-private && fail "the stock kernel claims owner-private mounts"
         log=$(nsd_log)
-        assert_contains "$log" "Mode private ([Private] Enable=yes) is unavailable: owner-private mounts need a kernel with MOUNT_ATTR_OWNER_PRIVATE (kernel-patches/0003); this kernel lacks it"
+        assert_contains "$log" "Mode private ([Private] Enable=yes) is unavailable: owner-private mounts need a kernel with MOUNT_ATTR_OWNER_PRIVATE (kernel-patches/, 'fs: add MOUNT_ATTR_OWNER_PRIVATE'); this kernel lacks it"
         status=$("$NSCTL" status)
         echo "$status" | grep -E 'private mode|owner-private'
         assert_contains "$status" "private mode:    unavailable (enabled, but the kernel lacks owner-private mounts, F4)"
@@ -60,7 +60,7 @@ if [ "$kernel" = stock ]; then
         assert_eq 1 "$(mountinfo_count root "$ahome/mnt")" "root's mountinfo lines for alice's FUSE mount (nothing hidden)"
         out=$(as_alice "$NSCTL" hide "$ahome/mnt" 2>&1) && fail "hide succeeded on a stock kernel: $out"
         echo "$out"
-        assert_contains "$out" "Operation not supported (owner-private mounts need a kernel with MOUNT_ATTR_OWNER_PRIVATE (kernel-patches/0003); this kernel lacks it)"
+        assert_contains "$out" "Operation not supported (owner-private mounts need a kernel with MOUNT_ATTR_OWNER_PRIVATE (kernel-patches/, 'fs: add MOUNT_ATTR_OWNER_PRIVATE'); this kernel lacks it)"
         # nsd still serves its namespaces
         "$NSCTL" enter alice -- true || fail "nsd no longer hands out namespaces"
         echo "PASS"
