@@ -24,8 +24,8 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -152,10 +152,10 @@ static void report_latency(const char *prefix, uint64_t *v, size_t n) {
         qsort(v, n, sizeof(*v), cmp_u64);
         for (size_t i = 0; i < n; i++)
                 sum += v[i];
-#define R(name, val)                                                   \
-        do {                                                           \
-                snprintf(key, sizeof(key), "%s.%s", prefix, name);     \
-                result(key, "%.1f", (double) (val));                   \
+#define R(name, val)                                               \
+        do {                                                       \
+                snprintf(key, sizeof(key), "%s.%s", prefix, name); \
+                result(key, "%.1f", (double) (val));               \
         } while (0)
         snprintf(key, sizeof(key), "%s.n", prefix);
         result(key, "%zu", n);
@@ -419,8 +419,8 @@ static void snapshot(const char *label, const struct baseline *b) {
         report_new_mounts(K("mountinfo_new"), b->mountinfo, mi);
         free(mi);
 #undef K
-        progress("%s: %u namespaces (%u pinned), nsd VmRSS %ld kB", label, st.namespaces,
-                 st.pinned, proc_status_kb(nsd_pid, "VmRSS"));
+        progress("%s: %u namespaces (%u pinned), nsd VmRSS %ld kB", label, st.namespaces, st.pinned,
+                 proc_status_kb(nsd_pid, "VmRSS"));
 }
 
 /* Create namespaces for uids [from, to) on connection c; record each latency into lat
@@ -441,8 +441,8 @@ static uid_t create_range(nsc_conn *c, uid_t from, uid_t to, uint64_t *lat, unsi
                         /* growing: a limit was hit; say which and keep what we have */
                         const char *m = nsc_last_error_message(c);
                         result("grow.stopped_by", "'%s'", m ? m : strerror(-r));
-                        progress("growth stopped at %u namespaces: %s", (unsigned) (u - arg_uid_base),
-                                 m ? m : strerror(-r));
+                        progress("growth stopped at %u namespaces: %s",
+                                 (unsigned) (u - arg_uid_base), m ? m : strerror(-r));
                         break;
                 }
                 if (r < 0) {
@@ -758,22 +758,31 @@ static unsigned parse_uint(const char *s, const char *what) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { O_SOCKET = 256, O_NSDLOG, O_UIDBASE, O_ITER, O_CREATES, O_MAXNS, O_BUDGET,
-               O_SECONDS, O_PROCS, O_NOSESS };
-        static const struct option opts[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "socket", required_argument, NULL, O_SOCKET },
-                { "nsd-log", required_argument, NULL, O_NSDLOG },
-                { "uid-base", required_argument, NULL, O_UIDBASE },
-                { "iterations", required_argument, NULL, O_ITER },
-                { "creates", required_argument, NULL, O_CREATES },
-                { "max-namespaces", required_argument, NULL, O_MAXNS },
-                { "scale-budget", required_argument, NULL, O_BUDGET },
-                { "seconds", required_argument, NULL, O_SECONDS },
-                { "procs", required_argument, NULL, O_PROCS },
-                { "no-sessions", no_argument, NULL, O_NOSESS },
-                {}
+        enum {
+                O_SOCKET = 256,
+                O_NSDLOG,
+                O_UIDBASE,
+                O_ITER,
+                O_CREATES,
+                O_MAXNS,
+                O_BUDGET,
+                O_SECONDS,
+                O_PROCS,
+                O_NOSESS
         };
+        static const struct option opts[] = { { "help", no_argument, NULL, 'h' },
+                                              { "socket", required_argument, NULL, O_SOCKET },
+                                              { "nsd-log", required_argument, NULL, O_NSDLOG },
+                                              { "uid-base", required_argument, NULL, O_UIDBASE },
+                                              { "iterations", required_argument, NULL, O_ITER },
+                                              { "creates", required_argument, NULL, O_CREATES },
+                                              { "max-namespaces", required_argument, NULL,
+                                                O_MAXNS },
+                                              { "scale-budget", required_argument, NULL, O_BUDGET },
+                                              { "seconds", required_argument, NULL, O_SECONDS },
+                                              { "procs", required_argument, NULL, O_PROCS },
+                                              { "no-sessions", no_argument, NULL, O_NOSESS },
+                                              {} };
         static const unsigned marks[] = { 1, 100, 1000, 10000, 100000 };
         struct baseline base = {};
         struct nsc_status st;
@@ -786,15 +795,33 @@ int main(int argc, char *argv[]) {
 
         while ((o = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
                 switch (o) {
-                case 'h': help(); return 0;
-                case O_SOCKET: arg_socket = optarg; break;
-                case O_NSDLOG: arg_nsd_log = optarg; break;
-                case O_UIDBASE: arg_uid_base = parse_uint(optarg, "--uid-base"); break;
-                case O_ITER: arg_iterations = parse_uint(optarg, "--iterations"); break;
-                case O_CREATES: arg_creates = parse_uint(optarg, "--creates"); break;
-                case O_MAXNS: arg_max_namespaces = parse_uint(optarg, "--max-namespaces"); break;
-                case O_BUDGET: arg_scale_budget = parse_uint(optarg, "--scale-budget"); break;
-                case O_SECONDS: arg_seconds = parse_uint(optarg, "--seconds"); break;
+                case 'h':
+                        help();
+                        return 0;
+                case O_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case O_NSDLOG:
+                        arg_nsd_log = optarg;
+                        break;
+                case O_UIDBASE:
+                        arg_uid_base = parse_uint(optarg, "--uid-base");
+                        break;
+                case O_ITER:
+                        arg_iterations = parse_uint(optarg, "--iterations");
+                        break;
+                case O_CREATES:
+                        arg_creates = parse_uint(optarg, "--creates");
+                        break;
+                case O_MAXNS:
+                        arg_max_namespaces = parse_uint(optarg, "--max-namespaces");
+                        break;
+                case O_BUDGET:
+                        arg_scale_budget = parse_uint(optarg, "--scale-budget");
+                        break;
+                case O_SECONDS:
+                        arg_seconds = parse_uint(optarg, "--seconds");
+                        break;
                 case O_PROCS: {
                         char *s = strdup(optarg), *save = NULL;
                         arg_n_procs = 0;
@@ -804,8 +831,11 @@ int main(int argc, char *argv[]) {
                         free(s);
                         break;
                 }
-                case O_NOSESS: arg_sessions = false; break;
-                default: return 1;
+                case O_NOSESS:
+                        arg_sessions = false;
+                        break;
+                default:
+                        return 1;
                 }
         }
         if (optind >= argc) {
@@ -857,7 +887,8 @@ int main(int argc, char *argv[]) {
                 cap -= cap % 100;
                 result("grow.capped_by_nofile", "%u", cap);
                 progress("nsd may open only %ld descriptors (RLIMIT_NOFILE): growing to %u "
-                         "namespaces instead of %u", nofile, cap, arg_max_namespaces);
+                         "namespaces instead of %u",
+                         nofile, cap, arg_max_namespaces);
                 arg_max_namespaces = cap > arg_creates ? cap : arg_creates;
         }
 
@@ -867,8 +898,8 @@ int main(int argc, char *argv[]) {
         if (!lat)
                 die("calloc", ENOMEM);
         c = connect_or_die();
-        create_range(c, arg_uid_base, arg_uid_base + arg_creates, lat, &pinned, &not_created,
-                     marks, sizeof(marks) / sizeof(marks[0]), &base, 0);
+        create_range(c, arg_uid_base, arg_uid_base + arg_creates, lat, &pinned, &not_created, marks,
+                     sizeof(marks) / sizeof(marks[0]), &base, 0);
         report_latency("create", lat, arg_creates);
         result("create.pinned", "%u", pinned);
         result("create.not_created", "%u", not_created);

@@ -122,7 +122,8 @@ static uint64_t now_ns(void) {
 }
 
 static void sleep_ns(uint64_t ns) {
-        struct timespec ts = { .tv_sec = (time_t) (ns / 1000000000u), .tv_nsec = (long) (ns % 1000000000u) };
+        struct timespec ts = { .tv_sec = (time_t) (ns / 1000000000u),
+                               .tv_nsec = (long) (ns % 1000000000u) };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
 }
@@ -205,7 +206,8 @@ static void samples_add(struct samples *s, uint64_t ns) {
         s->v[s->n++] = ns;
 }
 
-static void samples_error(struct samples *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void samples_error(struct samples *s, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
 static void samples_error(struct samples *s, const char *fmt, ...) {
         va_list ap;
         if (s->errors++ == 0) {
@@ -368,7 +370,8 @@ static void start_nsd(char **argv) {
                         (void) setrlimit(RLIMIT_NOFILE, &rl);
                 }
                 if (arg_nsd_nice != 0 && setpriority(PRIO_PROCESS, 0, arg_nsd_nice) < 0)
-                        fprintf(stderr, "nsd-login: cannot set nsd's nice value to %d: %m\n", arg_nsd_nice);
+                        fprintf(stderr, "nsd-login: cannot set nsd's nice value to %d: %m\n",
+                                arg_nsd_nice);
                 if (arg_nsd_log) {
                         int fd = open(arg_nsd_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
                         if (fd >= 0) {
@@ -382,7 +385,8 @@ static void start_nsd(char **argv) {
                 env = calloc(n + 1, sizeof(*env));
                 n = 0;
                 for (char **e = environ; env && *e; e++)
-                        if (strncmp(*e, "LD_PRELOAD=", 11) != 0 && strncmp(*e, "NSS_WRAPPER_", 12) != 0)
+                        if (strncmp(*e, "LD_PRELOAD=", 11) != 0 &&
+                            strncmp(*e, "NSS_WRAPPER_", 12) != 0)
                                 env[n++] = *e;
                 execve(argv[0], argv, env ?: environ);
                 fprintf(stderr, "nsd-login: cannot execute %s: %m\n", argv[0]);
@@ -423,7 +427,8 @@ static void wait_nsd_quiet(unsigned sessions, unsigned conns, double secs) {
 
 /* ---- PAM ----------------------------------------------------------------------------- */
 
-static int conv_none(int n, const struct pam_message **msg, struct pam_response **resp, void *data) {
+static int conv_none(int n, const struct pam_message **msg, struct pam_response **resp,
+                     void *data) {
         return PAM_CONV_ERR;
 }
 
@@ -445,7 +450,8 @@ static void write_pam_config(void) {
                         arg_pam_module, socks[i], arg_timeout, (unsigned) arg_uid_base,
                         (unsigned) (UID_SLOW_BASE - 1));
                 fclose(f);
-                progress("PAM service %s: session required %s socket=%s timeout=%s min_uid=%u max_uid=%u",
+                progress("PAM service %s: session required %s socket=%s timeout=%s min_uid=%u "
+                         "max_uid=%u",
                          names[i], arg_pam_module, socks[i], arg_timeout, (unsigned) arg_uid_base,
                          (unsigned) (UID_SLOW_BASE - 1));
         }
@@ -624,9 +630,11 @@ static void one_login(enum login_kind kind, unsigned user_idx, struct samples *o
                 }
         } else {
                 if (res.rc_start != PAM_SUCCESS)
-                        samples_error(open_s, "pam_start_confdir: %s", pam_strerror(NULL, res.rc_start));
+                        samples_error(open_s, "pam_start_confdir: %s",
+                                      pam_strerror(NULL, res.rc_start));
                 else if (res.rc_open != PAM_SUCCESS)
-                        samples_error(open_s, "pam_open_session: %s", pam_strerror(NULL, res.rc_open));
+                        samples_error(open_s, "pam_open_session: %s",
+                                      pam_strerror(NULL, res.rc_open));
                 else if (!res.entered)
                         samples_error(open_s, "PAM_SUCCESS but not in another namespace");
                 else
@@ -688,7 +696,8 @@ static void burst(unsigned round) {
                         close(opened[0]);
                         close(results[0]);
                         snprintf(user, sizeof(user), "nb%u", (unsigned) uid);
-                        res.rc_start = pam_start_confdir(SERVICE_ROOT, user, &conv, arg_pam_dir, &h);
+                        res.rc_start = pam_start_confdir(SERVICE_ROOT, user, &conv, arg_pam_dir,
+                                                         &h);
                         write_all(ready[1], "r", 1);
                         (void) read(go1[0], &c, 1); /* EOF: go */
                         if (res.rc_start == PAM_SUCCESS) {
@@ -743,9 +752,11 @@ static void burst(unsigned round) {
                         break;
                 got++;
                 if (res.rc_start != PAM_SUCCESS)
-                        samples_error(&open_s, "pam_start_confdir: %s", pam_strerror(NULL, res.rc_start));
+                        samples_error(&open_s, "pam_start_confdir: %s",
+                                      pam_strerror(NULL, res.rc_start));
                 else if (res.rc_open != PAM_SUCCESS)
-                        samples_error(&open_s, "pam_open_session: %s", pam_strerror(NULL, res.rc_open));
+                        samples_error(&open_s, "pam_open_session: %s",
+                                      pam_strerror(NULL, res.rc_open));
                 else if (!res.entered)
                         samples_error(&open_s, "PAM_SUCCESS but not in another namespace");
                 else {
@@ -778,8 +789,8 @@ static void burst(unsigned round) {
         result("%s.logins %u", key, n);
         result("%s.reported %u", key, got);
         result("%s.entered %u", key, entered);
-        samples_report(strcat(strcpy((char[80]){ 0 }, key), ".open"), &open_s);
-        samples_report(strcat(strcpy((char[80]){ 0 }, key), ".close"), &close_s);
+        samples_report(strcat(strcpy((char[80]) { 0 }, key), ".open"), &open_s);
+        samples_report(strcat(strcpy((char[80]) { 0 }, key), ".close"), &close_s);
         result("%s.all_open_ms %.1f", key, (t_open - t_rel) / 1e6);
         result("%s.all_closed_ms %.1f", key, (t_closed - t_rel) / 1e6);
         result("%s.nsd_cpu_open_ms %.1f", key, ticks_ms(cpu_open - cpu0));
@@ -825,7 +836,8 @@ static struct shared *shm;
 /* In a forked child: drop to uid, and die with the bench. PR_SET_PDEATHSIG only after
  * setresuid(): a change of credentials clears it. */
 static void become(uid_t uid) {
-        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0) {
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+            setresuid(uid, uid, uid) < 0) {
                 fprintf(stderr, "nsd-login: cannot become uid %u: %m\n", (unsigned) uid);
                 _exit(1);
         }
@@ -880,7 +892,7 @@ static void attacker(enum attack_kind kind, uid_t uid, unsigned conns) {
                         __atomic_fetch_add(&as->connects, 1, __ATOMIC_RELAXED);
                         if (kind != ATTACK_IDLE)
                                 (void) fcntl(fd, F_SETFL, O_NONBLOCK);
-                        pfd[i] = (struct pollfd){ .fd = fd };
+                        pfd[i] = (struct pollfd) { .fd = fd };
                         since[i] = now;
                         inflight[i] = 0;
                 }
@@ -888,8 +900,10 @@ static void attacker(enum attack_kind kind, uid_t uid, unsigned conns) {
                         if (pfd[i].fd < 0)
                                 continue;
                         pfd[i].events = kind == ATTACK_IDLE ? POLLIN
-                                      : kind == ATTACK_SLOW ? POLLOUT
-                                      : POLLIN | (inflight[i] < FLOOD_INFLIGHT ? POLLOUT : 0);
+                                        : kind == ATTACK_SLOW
+                                                ? POLLOUT
+                                                : POLLIN | (inflight[i] < FLOOD_INFLIGHT ? POLLOUT
+                                                                                         : 0);
                 }
                 (void) poll(pfd, conns, 50);
                 now = now_ns();
@@ -900,20 +914,29 @@ static void attacker(enum attack_kind kind, uid_t uid, unsigned conns) {
                         if (kind == ATTACK_FLOOD && (pfd[i].revents & POLLIN)) {
                                 char buf[NSD_MSG_SIZE_MAX], cbuf[CMSG_SPACE(sizeof(int) * 8)];
                                 struct iovec iov = { buf, sizeof(buf) };
-                                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-                                                     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-                                ssize_t k = recvmsg(pfd[i].fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+                                struct msghdr mh = { .msg_iov = &iov,
+                                                     .msg_iovlen = 1,
+                                                     .msg_control = cbuf,
+                                                     .msg_controllen = sizeof(cbuf) };
+                                ssize_t k = recvmsg(pfd[i].fd, &mh,
+                                                    MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
                                 if (k > 0) {
-                                        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                                                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-                                                        for (size_t f = 0; f < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); f++)
+                                        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
+                                             cm = CMSG_NXTHDR(&mh, cm))
+                                                if (cm->cmsg_level == SOL_SOCKET &&
+                                                    cm->cmsg_type == SCM_RIGHTS)
+                                                        for (size_t f = 0;
+                                                             f < (cm->cmsg_len - CMSG_LEN(0)) /
+                                                                         sizeof(int);
+                                                             f++)
                                                                 close(((int *) CMSG_DATA(cm))[f]);
                                         __atomic_fetch_add(&as->replies, 1, __ATOMIC_RELAXED);
                                         if (inflight[i] > 0)
                                                 inflight[i]--;
                                 } else if (k == 0 || (errno != EAGAIN && errno != EINTR))
                                         gone = true;
-                        } else if (kind == ATTACK_IDLE && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                        } else if (kind == ATTACK_IDLE &&
+                                   (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
                                 gone = true;
                         if (!gone && kind != ATTACK_IDLE && (pfd[i].revents & POLLOUT)) {
                                 for (;;) {
@@ -923,7 +946,8 @@ static void attacker(enum attack_kind kind, uid_t uid, unsigned conns) {
                                         nsd_msg_init(&req.hdr, NSD_REQ_JOIN, sizeof(req), seq++);
                                         req.uid = uid;
                                         req.flags = 0;
-                                        if (send(pfd[i].fd, &req, sizeof(req), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+                                        if (send(pfd[i].fd, &req, sizeof(req),
+                                                 MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
                                                 if (errno != EAGAIN && errno != EINTR)
                                                         gone = true;
                                                 break;
@@ -1030,15 +1054,21 @@ static void phase(const char *name, unsigned idx) {
         if (strcmp(name, "idle") == 0)
                 ;
         else if (strcmp(name, "exhaust") == 0)
-                groups[n_groups++] = (struct attack_group){ ATTACK_IDLE, UID_IDLE_BASE, arg_exhaust_uids, arg_exhaust_conns };
+                groups[n_groups++] = (struct attack_group) { ATTACK_IDLE, UID_IDLE_BASE,
+                                                             arg_exhaust_uids, arg_exhaust_conns };
         else if (strcmp(name, "slow") == 0)
-                groups[n_groups++] = (struct attack_group){ ATTACK_SLOW, UID_SLOW_BASE, arg_slow_uids, arg_slow_conns };
+                groups[n_groups++] = (struct attack_group) { ATTACK_SLOW, UID_SLOW_BASE,
+                                                             arg_slow_uids, arg_slow_conns };
         else if (strcmp(name, "both") == 0) {
-                unsigned k = arg_exhaust_uids > arg_slow_uids ? arg_exhaust_uids - arg_slow_uids : 0;
-                groups[n_groups++] = (struct attack_group){ ATTACK_IDLE, UID_IDLE_BASE, k, arg_exhaust_conns };
-                groups[n_groups++] = (struct attack_group){ ATTACK_SLOW, UID_SLOW_BASE, arg_slow_uids, arg_slow_conns };
+                unsigned k = arg_exhaust_uids > arg_slow_uids ? arg_exhaust_uids - arg_slow_uids
+                                                              : 0;
+                groups[n_groups++] = (struct attack_group) { ATTACK_IDLE, UID_IDLE_BASE, k,
+                                                             arg_exhaust_conns };
+                groups[n_groups++] = (struct attack_group) { ATTACK_SLOW, UID_SLOW_BASE,
+                                                             arg_slow_uids, arg_slow_conns };
         } else if (strcmp(name, "flood") == 0)
-                groups[n_groups++] = (struct attack_group){ ATTACK_FLOOD, UID_FLOOD_BASE, arg_flood_uids, 1 };
+                groups[n_groups++] = (struct attack_group) { ATTACK_FLOOD, UID_FLOOD_BASE,
+                                                             arg_flood_uids, 1 };
         else
                 die("unknown phase in --phases", EINVAL);
 
@@ -1119,7 +1149,7 @@ static void phase(const char *name, unsigned idx) {
         result("%s.nsd_fds_max %ld", key, fds_max);
         result("%s.nsd_rss_max_kb %ld", key, rss_max);
         result("%s.connections %u %u", key, conns_min == ~0u ? 0 : conns_min, conns_max);
-#define REP(s, n) samples_report(strcat(strcpy((char[96]){ 0 }, key), n), &s)
+#define REP(s, n) samples_report(strcat(strcpy((char[96]) { 0 }, key), n), &s)
         REP(pam_open, ".pam_root.open");
         REP(pam_close, ".pam_root.close");
         REP(pam_total, ".pam_root.total");
@@ -1139,12 +1169,17 @@ static void phase(const char *name, unsigned idx) {
                         seen |= groups[h].kind == k;
                 if (seen)
                         continue;
-                result("%s.%s.connects %" PRIu64, key, attack_name[k], a1[k].connects - a0[k].connects);
-                result("%s.%s.connect_errors %" PRIu64, key, attack_name[k], a1[k].connect_errors - a0[k].connect_errors);
-                result("%s.%s.refused %" PRIu64, key, attack_name[k], a1[k].refused - a0[k].refused);
-                result("%s.%s.dropped %" PRIu64, key, attack_name[k], a1[k].dropped - a0[k].dropped);
+                result("%s.%s.connects %" PRIu64, key, attack_name[k],
+                       a1[k].connects - a0[k].connects);
+                result("%s.%s.connect_errors %" PRIu64, key, attack_name[k],
+                       a1[k].connect_errors - a0[k].connect_errors);
+                result("%s.%s.refused %" PRIu64, key, attack_name[k],
+                       a1[k].refused - a0[k].refused);
+                result("%s.%s.dropped %" PRIu64, key, attack_name[k],
+                       a1[k].dropped - a0[k].dropped);
                 result("%s.%s.sent %" PRIu64, key, attack_name[k], a1[k].sent - a0[k].sent);
-                result("%s.%s.replies %" PRIu64, key, attack_name[k], a1[k].replies - a0[k].replies);
+                result("%s.%s.replies %" PRIu64, key, attack_name[k],
+                       a1[k].replies - a0[k].replies);
                 result("%s.%s.seconds %.1f", key, attack_name[k], secs);
         }
         free(pam_open.v), free(pam_close.v), free(pam_total.v), free(nsc_open.v), free(nsc_close.v);
@@ -1159,15 +1194,18 @@ static void usage(FILE *f, int code) __attribute__((noreturn));
 static void usage(FILE *f, int code) {
         fprintf(f,
                 "usage: nsd-login [OPTIONS] -- NSD-COMMAND [ARG...]\n"
-                "Starts NSD-COMMAND, times --bursts rounds of --burst-logins concurrent PAM logins\n"
+                "Starts NSD-COMMAND, times --bursts rounds of --burst-logins concurrent PAM "
+                "logins\n"
                 "through pam_nsjoin.so, then root's logins during each phase of --phases while\n"
-                "unprivileged uids attack nsd. Prints \"key value\" lines (bench/login-table draws\n"
+                "unprivileged uids attack nsd. Prints \"key value\" lines (bench/login-table "
+                "draws\n"
                 "them). Needs root, nss_wrapper users nb<uid>, and a mount namespace of its own:\n"
                 "run it through bench/login.\n"
                 "Phases: idle (no attacker), exhaust (idle connections fill MaxConnections=),\n"
                 "slow (clients that never read their replies), both, flood (512 uids sending\n"
                 "as fast as nsd lets them, reading the replies).\n"
-                "  --socket PATH --root-socket PATH   nsd's sockets (default /run/nsd/socket, /run/nsd/root.socket)\n"
+                "  --socket PATH --root-socket PATH   nsd's sockets (default /run/nsd/socket, "
+                "/run/nsd/root.socket)\n"
                 "  --pam-module PATH                  pam_nsjoin.so (required)\n"
                 "  --pam-dir DIR                      where the PAM service files go (required)\n"
                 "  --timeout SEC                      pam_nsjoin timeout= (default 5)\n"
@@ -1177,18 +1215,40 @@ static void usage(FILE *f, int code) {
                 "  --phase-seconds S --settle-seconds S   (default 20, 3)\n"
                 "  --exhaust-uids N --exhaust-conns N (default 64 x 8, idle, from uid 200000)\n"
                 "  --slow-uids N --slow-conns N       (default 16 x 8, from uid 150000)\n"
-                "  --flood-uids N                     (default 512, one connection each, from uid 160000)\n"
-                "  --victim-uid UID                   unprivileged STATUS every 100 ms (default 170000)\n"
-                "  --nsd-nice N                       nsd's nice value (default 0, as nsd.service)\n"
+                "  --flood-uids N                     (default 512, one connection each, from uid "
+                "160000)\n"
+                "  --victim-uid UID                   unprivileged STATUS every 100 ms (default "
+                "170000)\n"
+                "  --nsd-nice N                       nsd's nice value (default 0, as "
+                "nsd.service)\n"
                 "  --nsd-log FILE                     nsd's stdout and stderr\n"
                 "  -h, --help\n");
         exit(code);
 }
 
 int main(int argc, char **argv) {
-        enum { O_SOCKET = 256, O_ROOT_SOCKET, O_PAM_MODULE, O_PAM_DIR, O_TIMEOUT, O_UID_BASE, O_USERS,
-               O_BURSTS, O_BURST_LOGINS, O_PHASES, O_PHASE_SECONDS, O_SETTLE, O_EX_UIDS, O_EX_CONNS,
-               O_SLOW_UIDS, O_SLOW_CONNS, O_FLOOD_UIDS, O_VICTIM, O_NSD_LOG, O_NSD_NICE };
+        enum {
+                O_SOCKET = 256,
+                O_ROOT_SOCKET,
+                O_PAM_MODULE,
+                O_PAM_DIR,
+                O_TIMEOUT,
+                O_UID_BASE,
+                O_USERS,
+                O_BURSTS,
+                O_BURST_LOGINS,
+                O_PHASES,
+                O_PHASE_SECONDS,
+                O_SETTLE,
+                O_EX_UIDS,
+                O_EX_CONNS,
+                O_SLOW_UIDS,
+                O_SLOW_CONNS,
+                O_FLOOD_UIDS,
+                O_VICTIM,
+                O_NSD_LOG,
+                O_NSD_NICE
+        };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, O_SOCKET },
                 { "root-socket", required_argument, NULL, O_ROOT_SOCKET },
@@ -1219,28 +1279,70 @@ int main(int argc, char **argv) {
 
         while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0)
                 switch (c) {
-                case O_SOCKET: arg_socket = optarg; break;
-                case O_ROOT_SOCKET: arg_root_socket = optarg; break;
-                case O_PAM_MODULE: arg_pam_module = optarg; break;
-                case O_PAM_DIR: arg_pam_dir = optarg; break;
-                case O_TIMEOUT: arg_timeout = optarg; break;
-                case O_UID_BASE: arg_uid_base = (uid_t) strtoul(optarg, NULL, 10); break;
-                case O_USERS: arg_users = (unsigned) strtoul(optarg, NULL, 10); break;
-                case O_BURSTS: arg_bursts = (unsigned) strtoul(optarg, NULL, 10); break;
-                case O_BURST_LOGINS: arg_burst_logins = (unsigned) strtoul(optarg, NULL, 10); break;
-                case O_PHASES: arg_phases = optarg; break;
-                case O_PHASE_SECONDS: arg_phase_seconds = strtod(optarg, NULL); break;
-                case O_SETTLE: arg_settle_seconds = strtod(optarg, NULL); break;
-                case O_EX_UIDS: arg_exhaust_uids = (unsigned) strtoul(optarg, NULL, 10); break;
-                case O_EX_CONNS: arg_exhaust_conns = (unsigned) strtoul(optarg, NULL, 10); break;
-                case O_SLOW_UIDS: arg_slow_uids = (unsigned) strtoul(optarg, NULL, 10); break;
-                case O_SLOW_CONNS: arg_slow_conns = (unsigned) strtoul(optarg, NULL, 10); break;
-                case O_FLOOD_UIDS: arg_flood_uids = (unsigned) strtoul(optarg, NULL, 10); break;
-                case O_VICTIM: arg_victim_uid = (uid_t) strtoul(optarg, NULL, 10); break;
-                case O_NSD_LOG: arg_nsd_log = optarg; break;
-                case O_NSD_NICE: arg_nsd_nice = atoi(optarg); break;
-                case 'h': usage(stdout, 0);
-                default: usage(stderr, 2);
+                case O_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case O_ROOT_SOCKET:
+                        arg_root_socket = optarg;
+                        break;
+                case O_PAM_MODULE:
+                        arg_pam_module = optarg;
+                        break;
+                case O_PAM_DIR:
+                        arg_pam_dir = optarg;
+                        break;
+                case O_TIMEOUT:
+                        arg_timeout = optarg;
+                        break;
+                case O_UID_BASE:
+                        arg_uid_base = (uid_t) strtoul(optarg, NULL, 10);
+                        break;
+                case O_USERS:
+                        arg_users = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case O_BURSTS:
+                        arg_bursts = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case O_BURST_LOGINS:
+                        arg_burst_logins = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case O_PHASES:
+                        arg_phases = optarg;
+                        break;
+                case O_PHASE_SECONDS:
+                        arg_phase_seconds = strtod(optarg, NULL);
+                        break;
+                case O_SETTLE:
+                        arg_settle_seconds = strtod(optarg, NULL);
+                        break;
+                case O_EX_UIDS:
+                        arg_exhaust_uids = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case O_EX_CONNS:
+                        arg_exhaust_conns = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case O_SLOW_UIDS:
+                        arg_slow_uids = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case O_SLOW_CONNS:
+                        arg_slow_conns = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case O_FLOOD_UIDS:
+                        arg_flood_uids = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case O_VICTIM:
+                        arg_victim_uid = (uid_t) strtoul(optarg, NULL, 10);
+                        break;
+                case O_NSD_LOG:
+                        arg_nsd_log = optarg;
+                        break;
+                case O_NSD_NICE:
+                        arg_nsd_nice = atoi(optarg);
+                        break;
+                case 'h':
+                        usage(stdout, 0);
+                default:
+                        usage(stderr, 2);
                 }
         if (optind >= argc || !arg_pam_module || !arg_pam_dir || arg_users == 0 ||
             arg_uid_base + arg_users > UID_SLOW_BASE)
@@ -1248,7 +1350,8 @@ int main(int argc, char **argv) {
         if (geteuid() != 0)
                 die("needs root (setns, setuid attackers)", EPERM);
         if (!getenv("NSS_WRAPPER_PASSWD"))
-                progress("warning: NSS_WRAPPER_PASSWD is not set: the login users nb%u.. must exist",
+                progress("warning: NSS_WRAPPER_PASSWD is not set: the login users nb%u.. must "
+                         "exist",
                          (unsigned) arg_uid_base);
 
         main_pid = getpid();

@@ -72,17 +72,20 @@ enum kase { K_DIRS, K_NONE, K_SIBLING, K_HIDDEN, K_OWN };
 static const char *const kase_name[] = { "dirs", "none", "sibling", "hidden", "own" };
 
 struct cell_set { /* one child: one case, one walker, every depth */
-    enum kase kase;
-    int user;          /* walker: 0 root, 1 --walker-uid */
-    pid_t pid;
-    int to_child, from_child;
-    long iterations[MAX_DEPTHS];
-    double ns[MAX_DEPTHS][MAX_REPS];
+        enum kase kase;
+        int user; /* walker: 0 root, 1 --walker-uid */
+        pid_t pid;
+        int to_child, from_child;
+        long iterations[MAX_DEPTHS];
+        double ns[MAX_DEPTHS][MAX_REPS];
 };
 
-static const struct { enum kase kase; int user; } cells[] = {
-    { K_DIRS, 0 }, { K_NONE, 0 }, { K_NONE, 1 }, { K_SIBLING, 0 },
-    { K_HIDDEN, 0 }, { K_HIDDEN, 1 }, { K_OWN, 1 },
+static const struct {
+        enum kase kase;
+        int user;
+} cells[] = {
+        { K_DIRS, 0 },   { K_NONE, 0 },   { K_NONE, 1 }, { K_SIBLING, 0 },
+        { K_HIDDEN, 0 }, { K_HIDDEN, 1 }, { K_OWN, 1 },
 };
 #define NCELLS (sizeof(cells) / sizeof(cells[0]))
 
@@ -95,432 +98,440 @@ static uid_t walker_uid = 1000, other_uid = 2000;
 static int cpu = -1;
 static unsigned case_mask = 0x1f;
 
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    int e = errno;
+static void die(const char *fmt, ...) {
+        va_list ap;
+        int e = errno;
 
-    fprintf(stderr, "pathwalk: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    if (e && fmt[strlen(fmt) - 1] != '\n')
-        fprintf(stderr, ": %s", strerror(e));
-    fprintf(stderr, "\n");
-    exit(1);
+        fprintf(stderr, "pathwalk: ");
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        if (e && fmt[strlen(fmt) - 1] != '\n')
+                fprintf(stderr, ": %s", strerror(e));
+        fprintf(stderr, "\n");
+        exit(1);
 }
 
 struct mount_attr_v0 {
-    uint64_t attr_set, attr_clr, propagation, userns_fd;
+        uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
 
 /* mount_setattr(fd, "", AT_EMPTY_PATH, OWNER_PRIVATE) with fsuid @owner: @owner owns the mount */
-static int set_owner_private(int fd, uid_t owner)
-{
-    struct mount_attr_v0 attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
-    int r, e;
+static int set_owner_private(int fd, uid_t owner) {
+        struct mount_attr_v0 attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
+        int r, e;
 
-    setfsuid(owner);
-    r = (int)syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
-    e = errno;
-    setfsuid(0);
-    errno = e;
-    return r;
+        setfsuid(owner);
+        r = (int) syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
+        e = errno;
+        setfsuid(0);
+        errno = e;
+        return r;
 }
 
-static double now_ns(void)
-{
-    struct timespec ts;
+static double now_ns(void) {
+        struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
 }
 
-static void xmkdir(const char *p)
-{
-    if (mkdir(p, 0755) && errno != EEXIST)
-        die("mkdir %s", p);
+static void xmkdir(const char *p) {
+        if (mkdir(p, 0755) && errno != EEXIST)
+                die("mkdir %s", p);
 }
 
-static void xtmpfs(const char *p)
-{
-    if (mount("pathwalk", p, "tmpfs", 0, "mode=0755,size=64k"))
-        die("mount tmpfs on %s", p);
+static void xtmpfs(const char *p) {
+        if (mount("pathwalk", p, "tmpfs", 0, "mode=0755,size=64k"))
+                die("mount tmpfs on %s", p);
 }
 
-static int xopen_path(const char *p)
-{
-    int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+static int xopen_path(const char *p) {
+        int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
-    if (fd < 0)
-        die("open %s", p);
-    return fd;
+        if (fd < 0)
+                die("open %s", p);
+        return fd;
 }
 
 /* The path of level i (1..n) as seen from the case's base: n<N>/m, n<N>/m/d, ... */
-static void level_path(char *buf, size_t len, int n, int i)
-{
-    int k, off = snprintf(buf, len, "n%d/m", n);
+static void level_path(char *buf, size_t len, int n, int i) {
+        int k, off = snprintf(buf, len, "n%d/m", n);
 
-    for (k = 2; k <= i && off < (int)len; k++)
-        off += snprintf(buf + off, len - off, "/d");
+        for (k = 2; k <= i && off < (int) len; k++)
+                off += snprintf(buf + off, len - off, "/d");
 }
 
 /* Builds the chain for depth @n in the current directory. Returns the walked file's path in
  * @file and the device the walker must find it on in @dev. */
-static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev)
-{
-    char p[PATH_MAX - 16], q[PATH_MAX];
-    int fds[MAX_DEPTH + 1], i, fd;
-    struct stat st;
+static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
+        char p[PATH_MAX - 16], q[PATH_MAX];
+        int fds[MAX_DEPTH + 1], i, fd;
+        struct stat st;
 
-    snprintf(p, sizeof(p), "n%d", n);
-    xmkdir(p);
-    for (i = 1; i <= n; i++) {
-        level_path(p, sizeof(p), n, i);
-        xmkdir(p);                               /* the mount point in level i-1 */
-        fds[i] = -1;
-        if (kase != K_DIRS)
-            xtmpfs(p);                           /* A_i */
-        if (kase == K_OWN)
-            fds[i] = xopen_path(p);              /* set at the end, see below */
-        if (kase == K_SIBLING) {
-            snprintf(q, sizeof(q), "%s/s", p);
-            xmkdir(q);
-            xtmpfs(q);
-            fd = xopen_path(q);
-            if (set_owner_private(fd, other_uid))
-                die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", q, other_uid);
-            close(fd);
-        }
-        if (i < n) {
-            snprintf(q, sizeof(q), "%s/d", p);
-            xmkdir(q);
-        } else {
-            snprintf(q, sizeof(q), "%s/f", p);
-            fd = open(q, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-            if (fd < 0)
-                die("create %s", q);
-            close(fd);
-            snprintf(file, flen, "%s", q);
-            if (stat(p, &st))
-                die("stat %s", p);
-            *dev = st.st_dev;
-        }
-        if (kase == K_HIDDEN) {
-            /* B_i on top of A_i, private for another uid at once: from now on root's walk of
-             * p (and of the next levels) stays in A_i. */
-            xtmpfs(p);
-            fd = xopen_path(p);
-            if (set_owner_private(fd, other_uid))
-                die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", p, other_uid);
-            close(fd);
-        }
-    }
-    if (kase == K_OWN) {
-        /* only now: once A_i is the walker's, root no longer sees into it */
+        snprintf(p, sizeof(p), "n%d", n);
+        xmkdir(p);
         for (i = 1; i <= n; i++) {
-            if (set_owner_private(fds[i], walker_uid))
-                die("mount_setattr(OWNER_PRIVATE) of level %d as fsuid %u", i, walker_uid);
-            close(fds[i]);
+                level_path(p, sizeof(p), n, i);
+                xmkdir(p); /* the mount point in level i-1 */
+                fds[i] = -1;
+                if (kase != K_DIRS)
+                        xtmpfs(p); /* A_i */
+                if (kase == K_OWN)
+                        fds[i] = xopen_path(p); /* set at the end, see below */
+                if (kase == K_SIBLING) {
+                        snprintf(q, sizeof(q), "%s/s", p);
+                        xmkdir(q);
+                        xtmpfs(q);
+                        fd = xopen_path(q);
+                        if (set_owner_private(fd, other_uid))
+                                die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", q, other_uid);
+                        close(fd);
+                }
+                if (i < n) {
+                        snprintf(q, sizeof(q), "%s/d", p);
+                        xmkdir(q);
+                } else {
+                        snprintf(q, sizeof(q), "%s/f", p);
+                        fd = open(q, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+                        if (fd < 0)
+                                die("create %s", q);
+                        close(fd);
+                        snprintf(file, flen, "%s", q);
+                        if (stat(p, &st))
+                                die("stat %s", p);
+                        *dev = st.st_dev;
+                }
+                if (kase == K_HIDDEN) {
+                        /* B_i on top of A_i, private for another uid at once: from now on root's walk of
+             * p (and of the next levels) stays in A_i. */
+                        xtmpfs(p);
+                        fd = xopen_path(p);
+                        if (set_owner_private(fd, other_uid))
+                                die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", p, other_uid);
+                        close(fd);
+                }
         }
-        /* root is another fsuid: the file must be out of its reach now */
-        if (stat(file, &st) == 0 || errno != ENOENT)
-            die("own, N=%d: root still reaches %s (attribute not in effect?)\n", n, file);
-    }
+        if (kase == K_OWN) {
+                /* only now: once A_i is the walker's, root no longer sees into it */
+                for (i = 1; i <= n; i++) {
+                        if (set_owner_private(fds[i], walker_uid))
+                                die("mount_setattr(OWNER_PRIVATE) of level %d as fsuid %u", i,
+                                    walker_uid);
+                        close(fds[i]);
+                }
+                /* root is another fsuid: the file must be out of its reach now */
+                if (stat(file, &st) == 0 || errno != ENOENT)
+                        die("own, N=%d: root still reaches %s (attribute not in effect?)\n", n,
+                            file);
+        }
 }
 
-static long calibrate(const char *file)
-{
-    struct stat st;
-    long iters = 64;
-    double t;
+static long calibrate(const char *file) {
+        struct stat st;
+        long iters = 64;
+        double t;
 
-    for (;;) {
-        t = now_ns();
-        for (long k = 0; k < iters; k++)
-            stat(file, &st);
-        t = now_ns() - t;
-        if (t > 20e6 || iters > (1L << 30))
-            break;
-        iters *= 2;
-    }
-    iters = (long)((double)iters * (double)rep_ms * 1e6 / t);
-    return iters < 100 ? 100 : iters;
+        for (;;) {
+                t = now_ns();
+                for (long k = 0; k < iters; k++)
+                        stat(file, &st);
+                t = now_ns() - t;
+                if (t > 20e6 || iters > (1L << 30))
+                        break;
+                iters *= 2;
+        }
+        iters = (long) ((double) iters * (double) rep_ms * 1e6 / t);
+        return iters < 100 ? 100 : iters;
 }
 
 /* The child of one case x walker: builds every depth in its own mount namespace, becomes the
  * walker, then answers "depth index" requests with one repetition each (iterations, total ns). */
-static void child(struct cell_set *c, int rfd, int wfd, const char *base)
-{
-    char dir[PATH_MAX], files[MAX_DEPTHS][PATH_MAX];
-    dev_t devs[MAX_DEPTHS];
-    long iters[MAX_DEPTHS];
-    struct stat st;
-    int j;
+static void child(struct cell_set *c, int rfd, int wfd, const char *base) {
+        char dir[PATH_MAX], files[MAX_DEPTHS][PATH_MAX];
+        dev_t devs[MAX_DEPTHS];
+        long iters[MAX_DEPTHS];
+        struct stat st;
+        int j;
 
-    if (unshare(CLONE_NEWNS))
-        die("unshare(CLONE_NEWNS)");
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-        die("make / private");
-    snprintf(dir, sizeof(dir), "%s/%s-%s", base, kase_name[c->kase], c->user ? "user" : "root");
-    xmkdir(dir);
-    xtmpfs(dir);             /* the case's base: walks start here, below its mount point */
-    if (chdir(dir))
-        die("chdir %s", dir);
-    for (j = 0; j < ndepths; j++)
-        build(c->kase, depths[j], files[j], sizeof(files[j]), &devs[j]);
-
-    if (c->user) {
-        if (setgroups(0, NULL) || setresgid(walker_uid, walker_uid, walker_uid) ||
-            setresuid(walker_uid, walker_uid, walker_uid))
-            die("become uid %u", walker_uid);
-    }
-    for (j = 0; j < ndepths; j++) {
-        if (stat(files[j], &st))
-            die("%s/%s, N=%d: the walker (uid %u) cannot stat %s", kase_name[c->kase],
-                c->user ? "user" : "root", depths[j], geteuid(), files[j]);
-        if (c->kase != K_DIRS && st.st_dev != devs[j])
-            die("%s, N=%d: %s is on the wrong mount\n", kase_name[c->kase], depths[j], files[j]);
-        iters[j] = fixed_iterations ? fixed_iterations : calibrate(files[j]);
-    }
-    if (write(wfd, iters, sizeof(iters)) != sizeof(iters))
-        die("write");
-    for (;;) {
-        int req;
-        double t;
-
-        if (read(rfd, &req, sizeof(req)) != sizeof(req) || req < 0 || req >= ndepths)
-            _exit(0);
-        for (long k = 0; k < 1000; k++)  /* warm up: caches, branch predictors */
-            stat(files[req], &st);
-        t = now_ns();
-        for (long k = 0; k < iters[req]; k++)
-            stat(files[req], &st);
-        t = now_ns() - t;
-        if (write(wfd, &t, sizeof(t)) != sizeof(t))
-            die("write");
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static int probe_owner_private(const char *base, int *err)
-{
-    char p[PATH_MAX];
-    int fd, r;
-    pid_t pid;
-    int status;
-
-    /* in a child, in a namespace of its own: nothing stays behind */
-    pid = fork();
-    if (pid < 0)
-        die("fork");
-    if (pid == 0) {
-        if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-            _exit(100);
-        snprintf(p, sizeof(p), "%s/probe", base);
-        xmkdir(p);
-        xtmpfs(p);
-        fd = xopen_path(p);
-        r = set_owner_private(fd, other_uid);
-        _exit(r == 0 ? 0 : errno > 0 && errno < 100 ? errno : 99);
-    }
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
-        die("probe child failed");
-    *err = WEXITSTATUS(status);
-    return *err == 0;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: pathwalk [--depths 1,10,40] [--reps R] [--iterations N | --rep-ms MS]\n"
-               "                [--walker-uid U] [--other-uid O] [--cpu C]\n"
-               "                [--cases dirs,none,sibling,hidden,own]\n");
-}
-
-int main(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        { "depths", required_argument, NULL, 'd' },
-        { "reps", required_argument, NULL, 'r' },
-        { "iterations", required_argument, NULL, 'i' },
-        { "rep-ms", required_argument, NULL, 'm' },
-        { "walker-uid", required_argument, NULL, 'u' },
-        { "other-uid", required_argument, NULL, 'o' },
-        { "cpu", required_argument, NULL, 'c' },
-        { "cases", required_argument, NULL, 'k' },
-        { "help", no_argument, NULL, 'h' },
-        {}
-    };
-    struct cell_set sets[NCELLS];
-    int nsets = 0, supported, perr = 0, opt, j, r, s;
-    char base[] = "/tmp/pathwalk.XXXXXX", *tok, *save;
-    struct utsname u;
-
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'd':
-            ndepths = 0;
-            for (tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (ndepths == MAX_DEPTHS || atoi(tok) < 1 || atoi(tok) > MAX_DEPTH)
-                    die("--depths: at most %d depths of 1..%d\n", MAX_DEPTHS, MAX_DEPTH);
-                depths[ndepths++] = atoi(tok);
-            }
-            break;
-        case 'r':
-            reps = atoi(optarg);
-            if (reps < 1 || reps > MAX_REPS)
-                die("--reps: 1..%d\n", MAX_REPS);
-            break;
-        case 'i': fixed_iterations = atol(optarg); break;
-        case 'm': rep_ms = atol(optarg); break;
-        case 'u': walker_uid = (uid_t)atol(optarg); break;
-        case 'o': other_uid = (uid_t)atol(optarg); break;
-        case 'c': cpu = atoi(optarg); break;
-        case 'k':
-            case_mask = 0;
-            for (tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                for (j = 0; j <= K_OWN && strcmp(tok, kase_name[j]); j++)
-                    ;
-                if (j > K_OWN)
-                    die("--cases: unknown case '%s'\n", tok);
-                case_mask |= 1u << j;
-            }
-            break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (geteuid() != 0)
-        die("needs root (it mounts, in a mount namespace of its own)\n");
-    if (walker_uid == 0 || other_uid == 0 || walker_uid == other_uid)
-        die("--walker-uid and --other-uid: two different non-zero uids\n");
-    if (rep_ms < 1 || fixed_iterations < 0)
-        die("--rep-ms and --iterations must be positive\n");
-
-    if (cpu < 0)
-        cpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
-    {
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(0, sizeof(set), &set))
-            cpu = -1;  /* not fatal: say so below */
-    }
-
-    /* our own namespace: this machine's (or the VM's) mounts never change */
-    if (unshare(CLONE_NEWNS))
-        die("unshare(CLONE_NEWNS)");
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-        die("make / private");
-    if (!mkdtemp(base))
-        die("mkdtemp");
-    xtmpfs(base);
-    if (chmod(base, 0755))
-        die("chmod");
-    supported = probe_owner_private(base, &perr);
-
-    uname(&u);
-    printf("pathwalk.kernel %s\n", u.release);
-    printf("pathwalk.cpus %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
-    printf("pathwalk.pinned_cpu %d\n", cpu);
-    printf("pathwalk.owner_private %s\n",
-           supported ? "supported" : perr == EINVAL ? "unsupported (mount_setattr: EINVAL)"
-                                                     : "probe failed");
-    if (!supported)
-        printf("pathwalk.note only dirs and none run: the kernel lacks MOUNT_ATTR_OWNER_PRIVATE"
-               " (mount_setattr gave %s)\n", strerror(perr));
-    printf("pathwalk.walker_uid %u\n", walker_uid);
-    printf("pathwalk.other_uid %u\n", other_uid);
-    printf("pathwalk.reps %d\n", reps);
-    if (fixed_iterations)
-        printf("pathwalk.iterations %ld\n", fixed_iterations);
-    else
-        printf("pathwalk.rep_ms %ld\n", rep_ms);
-    fflush(stdout);
-
-    for (size_t k = 0; k < NCELLS; k++) {
-        struct cell_set *c = &sets[nsets];
-        int down[2], up[2];
-
-        if (!(case_mask & (1u << cells[k].kase)))
-            continue;
-        if (!supported && cells[k].kase != K_DIRS && cells[k].kase != K_NONE)
-            continue;
-        memset(c, 0, sizeof(*c));
-        c->kase = cells[k].kase;
-        c->user = cells[k].user;
-        if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
-            die("pipe");
-        c->pid = fork();
-        if (c->pid < 0)
-            die("fork");
-        if (c->pid == 0) {
-            close(down[1]);
-            close(up[0]);
-            for (s = 0; s < nsets; s++) { /* or a sibling never sees its end of file */
-                close(sets[s].to_child);
-                close(sets[s].from_child);
-            }
-            child(c, down[0], up[1], base);
-            _exit(0);
-        }
-        close(down[0]);
-        close(up[1]);
-        c->to_child = down[1];
-        c->from_child = up[0];
-        /* one setup at a time: their calibrations do not overlap */
-        if (read(c->from_child, c->iterations, sizeof(c->iterations)) != sizeof(c->iterations))
-            die("the %s/%s child failed in its setup\n", kase_name[c->kase],
-                c->user ? "user" : "root");
-        nsets++;
-    }
-
-    /* round robin: repetition r of every cell before repetition r+1 of any */
-    for (r = 0; r < reps; r++)
+        if (unshare(CLONE_NEWNS))
+                die("unshare(CLONE_NEWNS)");
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                die("make / private");
+        snprintf(dir, sizeof(dir), "%s/%s-%s", base, kase_name[c->kase], c->user ? "user" : "root");
+        xmkdir(dir);
+        xtmpfs(dir); /* the case's base: walks start here, below its mount point */
+        if (chdir(dir))
+                die("chdir %s", dir);
         for (j = 0; j < ndepths; j++)
-            for (s = 0; s < nsets; s++) {
+                build(c->kase, depths[j], files[j], sizeof(files[j]), &devs[j]);
+
+        if (c->user) {
+                if (setgroups(0, NULL) || setresgid(walker_uid, walker_uid, walker_uid) ||
+                    setresuid(walker_uid, walker_uid, walker_uid))
+                        die("become uid %u", walker_uid);
+        }
+        for (j = 0; j < ndepths; j++) {
+                if (stat(files[j], &st))
+                        die("%s/%s, N=%d: the walker (uid %u) cannot stat %s", kase_name[c->kase],
+                            c->user ? "user" : "root", depths[j], geteuid(), files[j]);
+                if (c->kase != K_DIRS && st.st_dev != devs[j])
+                        die("%s, N=%d: %s is on the wrong mount\n", kase_name[c->kase], depths[j],
+                            files[j]);
+                iters[j] = fixed_iterations ? fixed_iterations : calibrate(files[j]);
+        }
+        if (write(wfd, iters, sizeof(iters)) != sizeof(iters))
+                die("write");
+        for (;;) {
+                int req;
                 double t;
 
-                if (write(sets[s].to_child, &j, sizeof(j)) != sizeof(j) ||
-                    read(sets[s].from_child, &t, sizeof(t)) != sizeof(t))
-                    die("the %s child died\n", kase_name[sets[s].kase]);
-                sets[s].ns[j][r] = t / (double)sets[s].iterations[j];
-            }
-
-    for (s = 0; s < nsets; s++) {
-        struct cell_set *c = &sets[s];
-
-        close(c->to_child);
-        waitpid(c->pid, NULL, 0);
-        for (j = 0; j < ndepths; j++) {
-            char key[128];
-            double v[MAX_REPS], med;
-
-            snprintf(key, sizeof(key), "pathwalk.%s.%s.n%d", kase_name[c->kase],
-                     c->user ? "user" : "root", depths[j]);
-            memcpy(v, c->ns[j], sizeof(double) * reps);
-            printf("%s.samples", key);
-            for (r = 0; r < reps; r++)
-                printf("%s%.1f", r ? "," : " ", v[r]);
-            printf("\n");
-            qsort(v, reps, sizeof(double), cmp_double);
-            med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
-            printf("%s.ns_per_op %.1f\n", key, med);
-            printf("%s.min %.1f\n", key, v[0]);
-            printf("%s.max %.1f\n", key, v[reps - 1]);
-            printf("%s.spread_pct %.1f\n", key, 100.0 * (v[reps - 1] - v[0]) / med);
-            printf("%s.iterations %ld\n", key, c->iterations[j]);
+                if (read(rfd, &req, sizeof(req)) != sizeof(req) || req < 0 || req >= ndepths)
+                        _exit(0);
+                for (long k = 0; k < 1000; k++) /* warm up: caches, branch predictors */
+                        stat(files[req], &st);
+                t = now_ns();
+                for (long k = 0; k < iters[req]; k++)
+                        stat(files[req], &st);
+                t = now_ns() - t;
+                if (write(wfd, &t, sizeof(t)) != sizeof(t))
+                        die("write");
         }
-    }
-    umount2(base, MNT_DETACH);
-    rmdir(base);
-    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+static int probe_owner_private(const char *base, int *err) {
+        char p[PATH_MAX];
+        int fd, r;
+        pid_t pid;
+        int status;
+
+        /* in a child, in a namespace of its own: nothing stays behind */
+        pid = fork();
+        if (pid < 0)
+                die("fork");
+        if (pid == 0) {
+                if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                        _exit(100);
+                snprintf(p, sizeof(p), "%s/probe", base);
+                xmkdir(p);
+                xtmpfs(p);
+                fd = xopen_path(p);
+                r = set_owner_private(fd, other_uid);
+                _exit(r == 0 ? 0 : errno > 0 && errno < 100 ? errno : 99);
+        }
+        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+                die("probe child failed");
+        *err = WEXITSTATUS(status);
+        return *err == 0;
+}
+
+static void usage(FILE *f) {
+        fprintf(f, "usage: pathwalk [--depths 1,10,40] [--reps R] [--iterations N | --rep-ms MS]\n"
+                   "                [--walker-uid U] [--other-uid O] [--cpu C]\n"
+                   "                [--cases dirs,none,sibling,hidden,own]\n");
+}
+
+int main(int argc, char **argv) {
+        static const struct option opts[] = { { "depths", required_argument, NULL, 'd' },
+                                              { "reps", required_argument, NULL, 'r' },
+                                              { "iterations", required_argument, NULL, 'i' },
+                                              { "rep-ms", required_argument, NULL, 'm' },
+                                              { "walker-uid", required_argument, NULL, 'u' },
+                                              { "other-uid", required_argument, NULL, 'o' },
+                                              { "cpu", required_argument, NULL, 'c' },
+                                              { "cases", required_argument, NULL, 'k' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              {} };
+        struct cell_set sets[NCELLS];
+        int nsets = 0, supported, perr = 0, opt, j, r, s;
+        char base[] = "/tmp/pathwalk.XXXXXX", *tok, *save;
+        struct utsname u;
+
+        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'd':
+                        ndepths = 0;
+                        for (tok = strtok_r(optarg, ",", &save); tok;
+                             tok = strtok_r(NULL, ",", &save)) {
+                                if (ndepths == MAX_DEPTHS || atoi(tok) < 1 || atoi(tok) > MAX_DEPTH)
+                                        die("--depths: at most %d depths of 1..%d\n", MAX_DEPTHS,
+                                            MAX_DEPTH);
+                                depths[ndepths++] = atoi(tok);
+                        }
+                        break;
+                case 'r':
+                        reps = atoi(optarg);
+                        if (reps < 1 || reps > MAX_REPS)
+                                die("--reps: 1..%d\n", MAX_REPS);
+                        break;
+                case 'i':
+                        fixed_iterations = atol(optarg);
+                        break;
+                case 'm':
+                        rep_ms = atol(optarg);
+                        break;
+                case 'u':
+                        walker_uid = (uid_t) atol(optarg);
+                        break;
+                case 'o':
+                        other_uid = (uid_t) atol(optarg);
+                        break;
+                case 'c':
+                        cpu = atoi(optarg);
+                        break;
+                case 'k':
+                        case_mask = 0;
+                        for (tok = strtok_r(optarg, ",", &save); tok;
+                             tok = strtok_r(NULL, ",", &save)) {
+                                for (j = 0; j <= K_OWN && strcmp(tok, kase_name[j]); j++)
+                                        ;
+                                if (j > K_OWN)
+                                        die("--cases: unknown case '%s'\n", tok);
+                                case_mask |= 1u << j;
+                        }
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (geteuid() != 0)
+                die("needs root (it mounts, in a mount namespace of its own)\n");
+        if (walker_uid == 0 || other_uid == 0 || walker_uid == other_uid)
+                die("--walker-uid and --other-uid: two different non-zero uids\n");
+        if (rep_ms < 1 || fixed_iterations < 0)
+                die("--rep-ms and --iterations must be positive\n");
+
+        if (cpu < 0)
+                cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
+        {
+                cpu_set_t set;
+
+                CPU_ZERO(&set);
+                CPU_SET(cpu, &set);
+                if (sched_setaffinity(0, sizeof(set), &set))
+                        cpu = -1; /* not fatal: say so below */
+        }
+
+        /* our own namespace: this machine's (or the VM's) mounts never change */
+        if (unshare(CLONE_NEWNS))
+                die("unshare(CLONE_NEWNS)");
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                die("make / private");
+        if (!mkdtemp(base))
+                die("mkdtemp");
+        xtmpfs(base);
+        if (chmod(base, 0755))
+                die("chmod");
+        supported = probe_owner_private(base, &perr);
+
+        uname(&u);
+        printf("pathwalk.kernel %s\n", u.release);
+        printf("pathwalk.cpus %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+        printf("pathwalk.pinned_cpu %d\n", cpu);
+        printf("pathwalk.owner_private %s\n", supported ? "supported"
+                                              : perr == EINVAL
+                                                      ? "unsupported (mount_setattr: EINVAL)"
+                                                      : "probe failed");
+        if (!supported)
+                printf("pathwalk.note only dirs and none run: the kernel lacks "
+                       "MOUNT_ATTR_OWNER_PRIVATE"
+                       " (mount_setattr gave %s)\n",
+                       strerror(perr));
+        printf("pathwalk.walker_uid %u\n", walker_uid);
+        printf("pathwalk.other_uid %u\n", other_uid);
+        printf("pathwalk.reps %d\n", reps);
+        if (fixed_iterations)
+                printf("pathwalk.iterations %ld\n", fixed_iterations);
+        else
+                printf("pathwalk.rep_ms %ld\n", rep_ms);
+        fflush(stdout);
+
+        for (size_t k = 0; k < NCELLS; k++) {
+                struct cell_set *c = &sets[nsets];
+                int down[2], up[2];
+
+                if (!(case_mask & (1u << cells[k].kase)))
+                        continue;
+                if (!supported && cells[k].kase != K_DIRS && cells[k].kase != K_NONE)
+                        continue;
+                memset(c, 0, sizeof(*c));
+                c->kase = cells[k].kase;
+                c->user = cells[k].user;
+                if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
+                        die("pipe");
+                c->pid = fork();
+                if (c->pid < 0)
+                        die("fork");
+                if (c->pid == 0) {
+                        close(down[1]);
+                        close(up[0]);
+                        for (s = 0; s < nsets; s++) { /* or a sibling never sees its end of file */
+                                close(sets[s].to_child);
+                                close(sets[s].from_child);
+                        }
+                        child(c, down[0], up[1], base);
+                        _exit(0);
+                }
+                close(down[0]);
+                close(up[1]);
+                c->to_child = down[1];
+                c->from_child = up[0];
+                /* one setup at a time: their calibrations do not overlap */
+                if (read(c->from_child, c->iterations, sizeof(c->iterations)) !=
+                    sizeof(c->iterations))
+                        die("the %s/%s child failed in its setup\n", kase_name[c->kase],
+                            c->user ? "user" : "root");
+                nsets++;
+        }
+
+        /* round robin: repetition r of every cell before repetition r+1 of any */
+        for (r = 0; r < reps; r++)
+                for (j = 0; j < ndepths; j++)
+                        for (s = 0; s < nsets; s++) {
+                                double t;
+
+                                if (write(sets[s].to_child, &j, sizeof(j)) != sizeof(j) ||
+                                    read(sets[s].from_child, &t, sizeof(t)) != sizeof(t))
+                                        die("the %s child died\n", kase_name[sets[s].kase]);
+                                sets[s].ns[j][r] = t / (double) sets[s].iterations[j];
+                        }
+
+        for (s = 0; s < nsets; s++) {
+                struct cell_set *c = &sets[s];
+
+                close(c->to_child);
+                waitpid(c->pid, NULL, 0);
+                for (j = 0; j < ndepths; j++) {
+                        char key[128];
+                        double v[MAX_REPS], med;
+
+                        snprintf(key, sizeof(key), "pathwalk.%s.%s.n%d", kase_name[c->kase],
+                                 c->user ? "user" : "root", depths[j]);
+                        memcpy(v, c->ns[j], sizeof(double) * reps);
+                        printf("%s.samples", key);
+                        for (r = 0; r < reps; r++)
+                                printf("%s%.1f", r ? "," : " ", v[r]);
+                        printf("\n");
+                        qsort(v, reps, sizeof(double), cmp_double);
+                        med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
+                        printf("%s.ns_per_op %.1f\n", key, med);
+                        printf("%s.min %.1f\n", key, v[0]);
+                        printf("%s.max %.1f\n", key, v[reps - 1]);
+                        printf("%s.spread_pct %.1f\n", key, 100.0 * (v[reps - 1] - v[0]) / med);
+                        printf("%s.iterations %ld\n", key, c->iterations[j]);
+                }
+        }
+        umount2(base, MNT_DETACH);
+        rmdir(base);
+        return 0;
 }

@@ -33,24 +33,24 @@ static inline void cleanup_closedirp(DIR **d) {
 
 /* Close a descriptor now and set it to -1 (for a _cleanup_close_ variable reused in a loop,
  * or a struct member). */
-#define CLOSE_FD(fd)                      \
-        do {                              \
-                cleanup_closep(&(fd));    \
-                (fd) = -1;                \
+#define CLOSE_FD(fd)                   \
+        do {                           \
+                cleanup_closep(&(fd)); \
+                (fd) = -1;             \
         } while (0)
 
 /* Take ownership of a descriptor out of a _cleanup_close_ variable. */
-#define TAKE_FD(fd)                       \
-        ({                                \
-                int _fd_ = (fd);          \
-                (fd) = -1;                \
-                _fd_;                     \
+#define TAKE_FD(fd)              \
+        ({                       \
+                int _fd_ = (fd); \
+                (fd) = -1;       \
+                _fd_;            \
         })
-#define TAKE_PTR(p)                       \
-        ({                                \
-                __typeof__(p) _p_ = (p);  \
-                (p) = NULL;               \
-                _p_;                      \
+#define TAKE_PTR(p)                      \
+        ({                               \
+                __typeof__(p) _p_ = (p); \
+                (p) = NULL;              \
+                _p_;                     \
         })
 
 /* libc's -1/errno to -errno, at the call */

@@ -45,14 +45,15 @@
 /* the flag values of the public header are the protocol's */
 _Static_assert(NSC_JOIN_NO_CREATE == NSD_JOIN_NO_CREATE, "join flags");
 _Static_assert(NSC_NS_CREATED == NSD_NS_CREATED && NSC_NS_PINNED == NSD_NS_PINNED &&
-               NSC_NS_ADOPTED == NSD_NS_ADOPTED, "namespace flags");
+                       NSC_NS_ADOPTED == NSD_NS_ADOPTED,
+               "namespace flags");
 _Static_assert(NSC_FEATURE_SETNS_DIRFD == NSD_FEATURE_SETNS_DIRFD &&
-               NSC_FEATURE_PROC_MOUNTS_ROOT == NSD_FEATURE_PROC_MOUNTS_ROOT &&
-               NSC_FEATURE_FSPICK_CHECK == NSD_FEATURE_FSPICK_CHECK &&
-               NSC_FEATURE_OWNER_PRIVATE == NSD_FEATURE_OWNER_PRIVATE &&
-               NSC_FEATURE_PIN_NAMESPACE == NSD_FEATURE_PIN_NAMESPACE &&
-               NSC_FEATURE_PRIVATE_MODE == NSD_FEATURE_PRIVATE_MODE &&
-               NSC_FEATURE_PRIVATE_UNAVAILABLE == NSD_FEATURE_PRIVATE_UNAVAILABLE,
+                       NSC_FEATURE_PROC_MOUNTS_ROOT == NSD_FEATURE_PROC_MOUNTS_ROOT &&
+                       NSC_FEATURE_FSPICK_CHECK == NSD_FEATURE_FSPICK_CHECK &&
+                       NSC_FEATURE_OWNER_PRIVATE == NSD_FEATURE_OWNER_PRIVATE &&
+                       NSC_FEATURE_PIN_NAMESPACE == NSD_FEATURE_PIN_NAMESPACE &&
+                       NSC_FEATURE_PRIVATE_MODE == NSD_FEATURE_PRIVATE_MODE &&
+                       NSC_FEATURE_PRIVATE_UNAVAILABLE == NSD_FEATURE_PRIVATE_UNAVAILABLE,
                "feature flags");
 _Static_assert(NSC_HIDE_UNHIDE == NSD_HIDE_UNHIDE, "hide flags");
 _Static_assert(NSC_RELEASE_FORCE == NSD_RELEASE_FORCE, "release flags");
@@ -71,8 +72,8 @@ _Static_assert(sizeof(((struct nsc_ns_info *) 0)->pin) == NSD_PIN_PATH_MAX, "pin
 struct nsc_conn {
         pthread_mutex_t lock;
         int fd;
-        int broken;       /* 0, or the error that put the conversation out of step */
-        uint32_t seq;     /* of the last request sent */
+        int broken;            /* 0, or the error that put the conversation out of step */
+        uint32_t seq;          /* of the last request sent */
         uint64_t timeout_usec; /* per call; 0 = forever */
         uint64_t deadline;     /* of the call in progress, CLOCK_MONOTONIC usec; 0 = none */
         bool no_join_session;  /* nsd < 1.2: JOIN_SESSION was refused, use the fallback */
@@ -723,8 +724,8 @@ int nsc_join_session(nsc_conn *conn, uid_t uid, unsigned flags, pid_t pid, const
         size_t len;
         int r;
 
-        if (!conn || !ret_join || uid == (uid_t) -1 || (flags & ~NSC_JOIN_NO_CREATE) ||
-            pid <= 0 || service_check(service, &len) < 0)
+        if (!conn || !ret_join || uid == (uid_t) -1 || (flags & ~NSC_JOIN_NO_CREATE) || pid <= 0 ||
+            service_check(service, &len) < 0)
                 return -EINVAL;
 
         pidfd = pidfd_of(pid);
@@ -769,8 +770,7 @@ int nsc_join_session(nsc_conn *conn, uid_t uid, unsigned flags, pid_t pid, const
         r = join_locked(conn, uid, flags, &j);
         if (r < 0)
                 return r;
-        r = session_open_locked(conn, uid, pid, service, len, pidfd, ret_session_id,
-                                ret_sessions);
+        r = session_open_locked(conn, uid, pid, service, len, pidfd, ret_session_id, ret_sessions);
         if (r < 0) {
                 cleanup_closep(&j.root_fd);
                 cleanup_closep(&j.ns_fd);

@@ -57,13 +57,13 @@ const char *nsc_last_error_message(nsc_conn *conn);
 
 #define NSC_JOIN_NO_CREATE 0x1u /* fail with -ENOENT instead of creating the namespace */
 
-#define NSC_NS_CREATED 0x1u  /* created by this request */
-#define NSC_NS_PINNED 0x2u   /* pinned: survives nsd restarts */
-#define NSC_NS_ADOPTED 0x4u  /* re-adopted from a pin when nsd started */
+#define NSC_NS_CREATED 0x1u /* created by this request */
+#define NSC_NS_PINNED 0x2u  /* pinned: survives nsd restarts */
+#define NSC_NS_ADOPTED 0x4u /* re-adopted from a pin when nsd started */
 
 struct nsc_join_result {
-        int root_fd;           /* O_PATH directory: the namespace's root (fchdir + chroot) */
-        int ns_fd;             /* nsfs descriptor (setns(ns_fd, CLONE_NEWNS)) */
+        int root_fd; /* O_PATH directory: the namespace's root (fchdir + chroot) */
+        int ns_fd;   /* nsfs descriptor (setns(ns_fd, CLONE_NEWNS)) */
         uid_t uid;
         uint32_t ns_flags;     /* NSC_NS_* */
         uint64_t ns_inode;     /* as in stat(/proc/PID/ns/mnt).st_ino */
@@ -140,7 +140,7 @@ struct nsc_ns_info {
         uid_t uid;
         uint32_t ns_flags; /* NSC_NS_* */
         uint32_t sessions;
-        int32_t mounts;    /* -1 when unknown */
+        int32_t mounts; /* -1 when unknown */
         uint64_t ns_inode;
         uint64_t created_usec;
         char pin[64];

@@ -93,9 +93,9 @@ enum nsd_msg_type {
         NSD_REP_SESSION_CLOSE = NSD_REQ_SESSION_CLOSE | NSD_REPLY_BIT,
         NSD_REP_STATUS = NSD_REQ_STATUS | NSD_REPLY_BIT,
         NSD_REP_LIST_ENTRY = NSD_REQ_LIST | NSD_REPLY_BIT, /* zero or more ... */
-        NSD_REP_LIST_END = 0x8100,                          /* ... then exactly one end */
-        NSD_REP_SHOW_DATA = NSD_REQ_SHOW | NSD_REPLY_BIT,   /* zero or more ... */
-        NSD_REP_SHOW_END = 0x8101,                          /* ... then exactly one end */
+        NSD_REP_LIST_END = 0x8100,                         /* ... then exactly one end */
+        NSD_REP_SHOW_DATA = NSD_REQ_SHOW | NSD_REPLY_BIT,  /* zero or more ... */
+        NSD_REP_SHOW_END = 0x8101,                         /* ... then exactly one end */
         NSD_REP_RELEASE = NSD_REQ_RELEASE | NSD_REPLY_BIT,
         NSD_REP_HIDE = NSD_REQ_HIDE | NSD_REPLY_BIT,
         NSD_REP_JOIN_SESSION = NSD_REQ_JOIN_SESSION | NSD_REPLY_BIT,
@@ -126,17 +126,17 @@ struct nsd_req_join {
 _Static_assert(sizeof(struct nsd_req_join) == 32, "nsd_req_join layout");
 
 /* namespace state flags, used in JOIN replies and LIST entries */
-#define NSD_NS_CREATED 0x1u  /* created by this very request */
-#define NSD_NS_PINNED 0x2u   /* pinned by a bind mount: survives nsd restarts */
-#define NSD_NS_ADOPTED 0x4u  /* re-adopted from a pin when nsd started */
+#define NSD_NS_CREATED 0x1u /* created by this very request */
+#define NSD_NS_PINNED 0x2u  /* pinned by a bind mount: survives nsd restarts */
+#define NSD_NS_ADOPTED 0x4u /* re-adopted from a pin when nsd started */
 
 /* Carries two descriptors by SCM_RIGHTS, in this order: [0] the namespace's root directory
  * (O_PATH|O_DIRECTORY; Lokier's /proc/PID/root), [1] the nsfs descriptor (for setns). */
 struct nsd_rep_join {
         struct nsd_msg_header hdr;
         uint32_t uid;
-        uint32_t ns_flags;    /* NSD_NS_* */
-        uint64_t ns_inode;    /* inode number of the nsfs file, as in /proc/PID/ns/mnt */
+        uint32_t ns_flags;     /* NSD_NS_* */
+        uint64_t ns_inode;     /* inode number of the nsfs file, as in /proc/PID/ns/mnt */
         uint64_t created_usec; /* CLOCK_REALTIME, microseconds */
 };
 _Static_assert(sizeof(struct nsd_rep_join) == 48, "nsd_rep_join layout");
@@ -161,8 +161,8 @@ _Static_assert(sizeof(struct nsd_rep_join) == 48, "nsd_rep_join layout");
 struct nsd_req_session_open {
         struct nsd_msg_header hdr;
         uint32_t uid;
-        uint32_t pid;   /* session leader; must be the caller's own pid unless caller is root */
-        uint32_t flags; /* NSD_SESSION_* */
+        uint32_t pid;      /* session leader; must be the caller's own pid unless caller is root */
+        uint32_t flags;    /* NSD_SESSION_* */
         uint32_t reserved; /* 0 */
         char service[NSD_SERVICE_MAX];
 };
@@ -199,11 +199,11 @@ struct nsd_req_status {
 _Static_assert(sizeof(struct nsd_req_status) == 24, "nsd_req_status layout");
 
 /* kernel features, found by probing at nsd start (never by version number) */
-#define NSD_FEATURE_SETNS_DIRFD 0x1u     /* F1: setns() takes a directory descriptor */
+#define NSD_FEATURE_SETNS_DIRFD 0x1u      /* F1: setns() takes a directory descriptor */
 #define NSD_FEATURE_PROC_MOUNTS_ROOT 0x2u /* F2: /proc/PID/mount* follow the task's root */
-#define NSD_FEATURE_FSPICK_CHECK 0x4u    /* F3: fspick honours check_mnt */
-#define NSD_FEATURE_OWNER_PRIVATE 0x8u   /* F4: owner-private mount attribute */
-#define NSD_FEATURE_PIN_NAMESPACE 0x100u /* pins held in nsd's own pin namespace */
+#define NSD_FEATURE_FSPICK_CHECK 0x4u     /* F3: fspick honours check_mnt */
+#define NSD_FEATURE_OWNER_PRIVATE 0x8u    /* F4: owner-private mount attribute */
+#define NSD_FEATURE_PIN_NAMESPACE 0x100u  /* pins held in nsd's own pin namespace */
 /* 1.1: mode private (nsd.conf [Private] Enable=yes) is on: user FUSE mounts in the initial
  * namespace get the owner-private attribute as they appear */
 #define NSD_FEATURE_PRIVATE_MODE 0x200u
@@ -218,14 +218,14 @@ struct nsd_rep_status {
         uint64_t started_usec;         /* CLOCK_REALTIME when this nsd process started */
         uint32_t features;             /* NSD_FEATURE_* */
         /* root: the machine's figures; anyone else: its own uid's (0 or 1 namespace) */
-        uint32_t namespaces;           /* live user namespaces */
-        uint32_t pinned;               /* of which pinned */
-        uint32_t sessions;             /* live sessions */
-        uint32_t connections;          /* open client connections */
-        uint32_t max_namespaces;       /* limits in force */
+        uint32_t namespaces;     /* live user namespaces */
+        uint32_t pinned;         /* of which pinned */
+        uint32_t sessions;       /* live sessions */
+        uint32_t connections;    /* open client connections */
+        uint32_t max_namespaces; /* limits in force */
         uint32_t max_sessions_per_uid;
         uint32_t max_connections_per_uid;
-        uint32_t pid;                  /* nsd's pid */
+        uint32_t pid;                   /* nsd's pid */
         uint32_t max_namespaces_config; /* 1.2: MaxNamespaces= as configured (1.1: 0) */
 };
 _Static_assert(sizeof(struct nsd_rep_status) == 104, "nsd_rep_status layout");
@@ -242,9 +242,9 @@ _Static_assert(sizeof(struct nsd_req_list) == 24, "nsd_req_list layout");
 struct nsd_rep_list_entry {
         struct nsd_msg_header hdr;
         uint32_t uid;
-        uint32_t ns_flags;     /* NSD_NS_* */
-        uint32_t sessions;     /* live sessions */
-        int32_t mounts;        /* mounts in the namespace, -1 when unknown */
+        uint32_t ns_flags; /* NSD_NS_* */
+        uint32_t sessions; /* live sessions */
+        int32_t mounts;    /* mounts in the namespace, -1 when unknown */
         uint64_t ns_inode;
         uint64_t created_usec;
         char pin[NSD_PIN_PATH_MAX]; /* where the pin is, human readable, or "" */
@@ -287,7 +287,7 @@ _Static_assert(sizeof(struct nsd_req_release) == 32, "nsd_req_release layout");
 
 /* ---- HIDE (1.1): owner-private mounts, kernel patch F4 ------------------------------------ */
 
-#define NSD_HIDE_UNHIDE 0x1u /* request flag: clear the attribute instead of setting it */
+#define NSD_HIDE_UNHIDE 0x1u   /* request flag: clear the attribute instead of setting it */
 #define NSD_HIDE_PATH_MAX 1024 /* absolute path, NUL-terminated inside the field */
 
 /* Give the mount whose root is `path` (in the initial mount namespace, symlinks refused) the
@@ -333,11 +333,11 @@ _Static_assert(sizeof(struct nsd_req_join_session) == 72, "nsd_req_join_session 
 struct nsd_rep_join_session {
         struct nsd_msg_header hdr;
         uint32_t uid;
-        uint32_t ns_flags;     /* NSD_NS_* */
+        uint32_t ns_flags; /* NSD_NS_* */
         uint64_t ns_inode;
         uint64_t created_usec;
-        uint64_t session_id;   /* never 0 */
-        uint32_t sessions;     /* live sessions of this uid, this one included */
+        uint64_t session_id; /* never 0 */
+        uint32_t sessions;   /* live sessions of this uid, this one included */
         uint32_t reserved;
 };
 _Static_assert(sizeof(struct nsd_rep_join_session) == 64, "nsd_rep_join_session layout");
@@ -375,16 +375,26 @@ static inline void nsd_msg_init(struct nsd_msg_header *h, uint16_t type, uint32_
 /* The exact size of a request of this type, or 0 for a type that is not a request. */
 static inline size_t nsd_request_size(uint16_t type) {
         switch (type) {
-        case NSD_REQ_JOIN: return sizeof(struct nsd_req_join);
-        case NSD_REQ_SESSION_OPEN: return sizeof(struct nsd_req_session_open);
-        case NSD_REQ_SESSION_CLOSE: return sizeof(struct nsd_req_session_close);
-        case NSD_REQ_STATUS: return sizeof(struct nsd_req_status);
-        case NSD_REQ_LIST: return sizeof(struct nsd_req_list);
-        case NSD_REQ_SHOW: return sizeof(struct nsd_req_show);
-        case NSD_REQ_RELEASE: return sizeof(struct nsd_req_release);
-        case NSD_REQ_HIDE: return sizeof(struct nsd_req_hide);
-        case NSD_REQ_JOIN_SESSION: return sizeof(struct nsd_req_join_session);
-        default: return 0;
+        case NSD_REQ_JOIN:
+                return sizeof(struct nsd_req_join);
+        case NSD_REQ_SESSION_OPEN:
+                return sizeof(struct nsd_req_session_open);
+        case NSD_REQ_SESSION_CLOSE:
+                return sizeof(struct nsd_req_session_close);
+        case NSD_REQ_STATUS:
+                return sizeof(struct nsd_req_status);
+        case NSD_REQ_LIST:
+                return sizeof(struct nsd_req_list);
+        case NSD_REQ_SHOW:
+                return sizeof(struct nsd_req_show);
+        case NSD_REQ_RELEASE:
+                return sizeof(struct nsd_req_release);
+        case NSD_REQ_HIDE:
+                return sizeof(struct nsd_req_hide);
+        case NSD_REQ_JOIN_SESSION:
+                return sizeof(struct nsd_req_join_session);
+        default:
+                return 0;
         }
 }
 
@@ -392,19 +402,32 @@ static inline size_t nsd_request_size(uint16_t type) {
  * smallest (header + 1 byte). 0 for a type that is not a reply. */
 static inline size_t nsd_reply_size(uint16_t type) {
         switch (type) {
-        case NSD_REP_JOIN: return sizeof(struct nsd_rep_join);
-        case NSD_REP_SESSION_OPEN: return sizeof(struct nsd_rep_session_open);
-        case NSD_REP_SESSION_CLOSE: return sizeof(struct nsd_rep_session_close);
-        case NSD_REP_STATUS: return sizeof(struct nsd_rep_status);
-        case NSD_REP_LIST_ENTRY: return sizeof(struct nsd_rep_list_entry);
-        case NSD_REP_LIST_END: return sizeof(struct nsd_rep_list_end);
-        case NSD_REP_SHOW_DATA: return sizeof(struct nsd_msg_header) + 1;
-        case NSD_REP_SHOW_END: return sizeof(struct nsd_msg_header);
-        case NSD_REP_RELEASE: return sizeof(struct nsd_msg_header);
-        case NSD_REP_HIDE: return sizeof(struct nsd_msg_header);
-        case NSD_REP_JOIN_SESSION: return sizeof(struct nsd_rep_join_session);
-        case NSD_REP_ERROR: return sizeof(struct nsd_rep_error);
-        default: return 0;
+        case NSD_REP_JOIN:
+                return sizeof(struct nsd_rep_join);
+        case NSD_REP_SESSION_OPEN:
+                return sizeof(struct nsd_rep_session_open);
+        case NSD_REP_SESSION_CLOSE:
+                return sizeof(struct nsd_rep_session_close);
+        case NSD_REP_STATUS:
+                return sizeof(struct nsd_rep_status);
+        case NSD_REP_LIST_ENTRY:
+                return sizeof(struct nsd_rep_list_entry);
+        case NSD_REP_LIST_END:
+                return sizeof(struct nsd_rep_list_end);
+        case NSD_REP_SHOW_DATA:
+                return sizeof(struct nsd_msg_header) + 1;
+        case NSD_REP_SHOW_END:
+                return sizeof(struct nsd_msg_header);
+        case NSD_REP_RELEASE:
+                return sizeof(struct nsd_msg_header);
+        case NSD_REP_HIDE:
+                return sizeof(struct nsd_msg_header);
+        case NSD_REP_JOIN_SESSION:
+                return sizeof(struct nsd_rep_join_session);
+        case NSD_REP_ERROR:
+                return sizeof(struct nsd_rep_error);
+        default:
+                return 0;
         }
 }
 

@@ -11,8 +11,8 @@
 
 /* In every --help (util-linux's USAGE_HELP_OPTIONS and USAGE_MAN_TAIL): the options each
  * command has, their descriptions indented by pad more than the default, and the last line. */
-#define USAGE_COMMON_OPTIONS(pad)                            \
-        "     --socket <path>  " pad "nsd's socket\n"        \
+#define USAGE_COMMON_OPTIONS(pad)                     \
+        "     --socket <path>  " pad "nsd's socket\n" \
         " -h, --help           " pad "display this help\n"
 #define USAGE_MAN_TAIL "\nSee nsctl(1).\n"
 

@@ -65,13 +65,27 @@ static void write_quoted(FILE *out, const char *s) {
         fputc('"', out);
         for (const unsigned char *p = (const unsigned char *) (valid ?: ""); *p; p++) {
                 switch (*p) {
-                case '"': fputs("\\\"", out); break;
-                case '\\': fputs("\\\\", out); break;
-                case '\n': fputs("\\n", out); break;
-                case '\t': fputs("\\t", out); break;
-                case '\r': fputs("\\r", out); break;
-                case '\b': fputs("\\b", out); break;
-                case '\f': fputs("\\f", out); break;
+                case '"':
+                        fputs("\\\"", out);
+                        break;
+                case '\\':
+                        fputs("\\\\", out);
+                        break;
+                case '\n':
+                        fputs("\\n", out);
+                        break;
+                case '\t':
+                        fputs("\\t", out);
+                        break;
+                case '\r':
+                        fputs("\\r", out);
+                        break;
+                case '\b':
+                        fputs("\\b", out);
+                        break;
+                case '\f':
+                        fputs("\\f", out);
+                        break;
                 default:
                         if (*p < 0x20)
                                 fprintf(out, "\\u%04x", *p);

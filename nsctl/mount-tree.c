@@ -10,20 +10,31 @@
 #include "nsctl-cleanup.h"
 
 const struct column_info mount_columns[_MOUNT_COL_MAX] = {
-        [MOUNT_COL_TARGET] = { "TARGET", 0.3, SCOLS_FL_TREE | SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING, "mount point" },
-        [MOUNT_COL_SOURCE] = { "SOURCE", 0.25, SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING, "mounted device or source, [subdirectory] for a bind mount" },
-        [MOUNT_COL_FSTYPE] = { "FSTYPE", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "filesystem type" },
-        [MOUNT_COL_OPTIONS] = { "OPTIONS", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "all mount options" },
-        [MOUNT_COL_VFS_OPTIONS] = { "VFS-OPTIONS", 0.2, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "VFS (per mount) options" },
-        [MOUNT_COL_FS_OPTIONS] = { "FS-OPTIONS", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "filesystem (superblock) options" },
-        [MOUNT_COL_FSROOT] = { "FSROOT", 0.25, SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING, "root of the mount inside its filesystem" },
-        [MOUNT_COL_PROPAGATION] = { "PROPAGATION", 0.1, 0, SCOLS_JSON_STRING, "shared, slave, private, unbindable" },
+        [MOUNT_COL_TARGET] = { "TARGET", 0.3, SCOLS_FL_TREE | SCOLS_FL_NOEXTREMES,
+                               SCOLS_JSON_STRING, "mount point" },
+        [MOUNT_COL_SOURCE] = { "SOURCE", 0.25, SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING,
+                               "mounted device or source, [subdirectory] for a bind mount" },
+        [MOUNT_COL_FSTYPE] = { "FSTYPE", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING,
+                               "filesystem type" },
+        [MOUNT_COL_OPTIONS] = { "OPTIONS", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING,
+                                "all mount options" },
+        [MOUNT_COL_VFS_OPTIONS] = { "VFS-OPTIONS", 0.2, SCOLS_FL_TRUNC, SCOLS_JSON_STRING,
+                                    "VFS (per mount) options" },
+        [MOUNT_COL_FS_OPTIONS] = { "FS-OPTIONS", 0.1, SCOLS_FL_TRUNC, SCOLS_JSON_STRING,
+                                   "filesystem (superblock) options" },
+        [MOUNT_COL_FSROOT] = { "FSROOT", 0.25, SCOLS_FL_NOEXTREMES, SCOLS_JSON_STRING,
+                               "root of the mount inside its filesystem" },
+        [MOUNT_COL_PROPAGATION] = { "PROPAGATION", 0.1, 0, SCOLS_JSON_STRING,
+                                    "shared, slave, private, unbindable" },
         [MOUNT_COL_ID] = { "ID", 2, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "mount id" },
         [MOUNT_COL_PARENT] = { "PARENT", 2, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "parent mount id" },
 };
 
 const size_t mount_columns_default[] = {
-        MOUNT_COL_TARGET, MOUNT_COL_SOURCE, MOUNT_COL_FSTYPE, MOUNT_COL_OPTIONS,
+        MOUNT_COL_TARGET,
+        MOUNT_COL_SOURCE,
+        MOUNT_COL_FSTYPE,
+        MOUNT_COL_OPTIONS,
 };
 const size_t mount_columns_default_n = ELEMENTSOF(mount_columns_default);
 
@@ -105,9 +116,9 @@ static char *cell_text(struct libmnt_fs *fs, size_t col) {
         return s ? strdup(s) : NULL;
 }
 
-static int add_line(struct libscols_table *tb, struct libscols_line *parent,
-                    struct libmnt_fs *fs, const size_t *ids, size_t n_ids,
-                    const struct table_options *opts, struct libscols_line **ret_line) {
+static int add_line(struct libscols_table *tb, struct libscols_line *parent, struct libmnt_fs *fs,
+                    const size_t *ids, size_t n_ids, const struct table_options *opts,
+                    struct libscols_line **ret_line) {
         struct libscols_line *ln = scols_table_new_line(tb, parent);
         int r;
 
@@ -125,8 +136,8 @@ static int add_line(struct libscols_table *tb, struct libscols_line *parent,
 }
 
 static int add_subtree(struct libmnt_table *mt, struct libscols_table *tb,
-                       struct libscols_line *parent, struct libmnt_fs *fs,
-                       const size_t *ids, size_t n_ids, const struct table_options *opts) {
+                       struct libscols_line *parent, struct libmnt_fs *fs, const size_t *ids,
+                       size_t n_ids, const struct table_options *opts) {
         _cleanup_mnt_iter_ struct libmnt_iter *itr = NULL;
         struct libscols_line *ln;
         struct libmnt_fs *child;
@@ -149,9 +160,8 @@ static int add_subtree(struct libmnt_table *mt, struct libscols_table *tb,
         return 0;
 }
 
-static int fill_table(struct libmnt_table *mt, struct libscols_table *tb,
-                      const size_t *ids, size_t n_ids, const struct table_options *opts,
-                      bool tree) {
+static int fill_table(struct libmnt_table *mt, struct libscols_table *tb, const size_t *ids,
+                      size_t n_ids, const struct table_options *opts, bool tree) {
         _cleanup_mnt_iter_ struct libmnt_iter *itr = NULL;
         struct libmnt_fs *fs;
         int r;
@@ -182,8 +192,7 @@ static int fill_table(struct libmnt_table *mt, struct libscols_table *tb,
 }
 
 int mount_tree_print(const char *text, size_t len, const size_t *ids, size_t n_ids,
-                     const struct table_options *opts, bool tree, FILE *out,
-                     int *ret_bad_line) {
+                     const struct table_options *opts, bool tree, FILE *out, int *ret_bad_line) {
         struct parse_state st = { 0 };
         _cleanup_mnt_table_ struct libmnt_table *mt = NULL;
         _cleanup_scols_table_ struct libscols_table *tb = NULL;

@@ -34,5 +34,4 @@ extern const size_t mount_columns_default_n;
  * (*ret_bad_line = its number, counted from 1, when ret_bad_line is not NULL), -ENOMEM.
  */
 int mount_tree_print(const char *text, size_t len, const size_t *ids, size_t n_ids,
-                     const struct table_options *opts, bool tree, FILE *out,
-                     int *ret_bad_line);
+                     const struct table_options *opts, bool tree, FILE *out, int *ret_bad_line);

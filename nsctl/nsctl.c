@@ -22,8 +22,8 @@
 #include "json.h"
 #include "mount-tree.h"
 #include "nsclient.h"
-#include "nsd-protocol.h"
 #include "nsctl-cleanup.h"
+#include "nsd-protocol.h"
 #include "nss-util.h"
 #include "output.h"
 #include "time-util.h"
@@ -177,7 +177,8 @@ static const char *private_mode_text(uint32_t f) {
         if (f & NSC_FEATURE_PRIVATE_UNAVAILABLE)
                 return (f & NSC_FEATURE_OWNER_PRIVATE)
                                ? "unavailable (nsd cannot take a user's fsuid: CAP_SETUID)"
-                               : "unavailable (enabled, but the kernel lacks owner-private mounts, F4)";
+                               : "unavailable (enabled, but the kernel lacks owner-private mounts, "
+                                 "F4)";
         return "off";
 }
 
@@ -259,19 +260,16 @@ static int help_status(void) {
                "found, the numbers of namespaces, sessions and connections, and its limits.\n"
                "\n"
                "Options:\n"
-               " -J, --json           use JSON output format\n"
-               USAGE_COMMON_OPTIONS("")
-               USAGE_MAN_TAIL);
+               " -J, --json           use JSON output format\n" USAGE_COMMON_OPTIONS("")
+                       USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
 }
 
 static int verb_status(int argc, char **argv) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'J' },
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "help", no_argument, NULL, 'h' },
-                {}
-        };
+        static const struct option options[] = { { "json", no_argument, NULL, 'J' },
+                                                 { "socket", required_argument, NULL, ARG_SOCKET },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 {} };
         struct nsc_status st = {};
         char version[sizeof(st.version) + 1];
         bool json = false;
@@ -280,10 +278,16 @@ static int verb_status(int argc, char **argv) {
         optind = 0;
         while ((c = getopt_long(argc, argv, ":Jh", options, NULL)) >= 0) {
                 switch (c) {
-                case 'J': json = true; break;
-                case ARG_SOCKET: arg_socket = optarg; break;
-                case 'h': return help_status();
-                default: return option_error(c, argv);
+                case 'J':
+                        json = true;
+                        break;
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        return help_status();
+                default:
+                        return option_error(c, argv);
                 }
         }
         if ((r = no_more_args("status", argc, argv, optind)))
@@ -322,14 +326,21 @@ enum {
 };
 
 static const struct column_info list_columns[_LIST_COL_MAX] = {
-        [LIST_COL_USER] = { "USER", 0.1, 0, SCOLS_JSON_STRING, "user name (or uid when it has none)" },
+        [LIST_COL_USER] = { "USER", 0.1, 0, SCOLS_JSON_STRING,
+                            "user name (or uid when it has none)" },
         [LIST_COL_UID] = { "UID", 5, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "user id" },
-        [LIST_COL_SESSIONS] = { "SESSIONS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "live sessions (logins) in the namespace" },
-        [LIST_COL_MOUNTS] = { "MOUNTS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "mounts in the namespace ('-' when unknown)" },
-        [LIST_COL_CREATED] = { "CREATED", 19, 0, SCOLS_JSON_STRING, "when nsd created the namespace (local time)" },
-        [LIST_COL_PINNED] = { "PINNED", 0.2, SCOLS_FL_TRUNC, SCOLS_JSON_STRING, "where it is pinned, or \"fd only\" when kept by a descriptor" },
-        [LIST_COL_ADOPTED] = { "ADOPTED", 3, 0, SCOLS_JSON_BOOLEAN, "re-adopted from its pin when nsd started" },
-        [LIST_COL_NS] = { "NS", 10, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "inode number of the namespace (as lsns)" },
+        [LIST_COL_SESSIONS] = { "SESSIONS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
+                                "live sessions (logins) in the namespace" },
+        [LIST_COL_MOUNTS] = { "MOUNTS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
+                              "mounts in the namespace ('-' when unknown)" },
+        [LIST_COL_CREATED] = { "CREATED", 19, 0, SCOLS_JSON_STRING,
+                               "when nsd created the namespace (local time)" },
+        [LIST_COL_PINNED] = { "PINNED", 0.2, SCOLS_FL_TRUNC, SCOLS_JSON_STRING,
+                              "where it is pinned, or \"fd only\" when kept by a descriptor" },
+        [LIST_COL_ADOPTED] = { "ADOPTED", 3, 0, SCOLS_JSON_BOOLEAN,
+                               "re-adopted from its pin when nsd started" },
+        [LIST_COL_NS] = { "NS", 10, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
+                          "inode number of the namespace (as lsns)" },
 };
 
 static int help_list(void) {
@@ -343,10 +354,9 @@ static int help_list(void) {
                " -J, --json              use JSON output format\n"
                " -r, --raw               use raw output format\n"
                " -n, --noheadings        don't print headings\n"
-               " -o, --output <list>     output columns (comma separated)\n"
-               USAGE_COMMON_OPTIONS("   ")
-               "\n"
-               "Available output columns:\n");
+               " -o, --output <list>     output columns (comma separated)\n" USAGE_COMMON_OPTIONS(
+                       "   ") "\n"
+                              "Available output columns:\n");
         columns_help(stdout, list_columns, _LIST_COL_MAX);
         fputs(USAGE_MAN_TAIL, stdout);
         return EXIT_SUCCESS;
@@ -385,7 +395,8 @@ static char *list_cell(const struct nsc_ns_info *e, size_t col, bool json) {
                 else if (strnlen(e->pin, sizeof(e->pin)) == 0)
                         snprintf(buf, sizeof(buf), "yes");
                 else
-                        snprintf(buf, sizeof(buf), "%.*s", (int) strnlen(e->pin, sizeof(e->pin)), e->pin);
+                        snprintf(buf, sizeof(buf), "%.*s", (int) strnlen(e->pin, sizeof(e->pin)),
+                                 e->pin);
                 break;
         case LIST_COL_ADOPTED:
                 snprintf(buf, sizeof(buf), "%s", e->ns_flags & NSC_NS_ADOPTED ? "yes" : "no");
@@ -401,8 +412,8 @@ static char *list_cell(const struct nsc_ns_info *e, size_t col, bool json) {
 
 static int list_print(const struct nsc_ns_info *entries, size_t n, const size_t *ids, size_t n_ids,
                       const struct table_options *opts) {
-        _cleanup_scols_table_ struct libscols_table *tb =
-                table_new("namespaces", list_columns, ids, n_ids, opts);
+        _cleanup_scols_table_ struct libscols_table *tb = table_new("namespaces", list_columns, ids,
+                                                                    n_ids, opts);
         int r;
 
         if (!tb)
@@ -445,15 +456,13 @@ static int parse_columns_arg(const char *arg, const struct column_info *infos, s
 }
 
 static int verb_list(int argc, char **argv) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'J' },
-                { "raw", no_argument, NULL, 'r' },
-                { "noheadings", no_argument, NULL, 'n' },
-                { "output", required_argument, NULL, 'o' },
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "help", no_argument, NULL, 'h' },
-                {}
-        };
+        static const struct option options[] = { { "json", no_argument, NULL, 'J' },
+                                                 { "raw", no_argument, NULL, 'r' },
+                                                 { "noheadings", no_argument, NULL, 'n' },
+                                                 { "output", required_argument, NULL, 'o' },
+                                                 { "socket", required_argument, NULL, ARG_SOCKET },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 {} };
         struct table_options opts = {};
         size_t ids[COLUMNS_MAX], n_ids = 0;
         _cleanup_free_ struct nsc_ns_info *entries = NULL;
@@ -470,16 +479,27 @@ static int verb_list(int argc, char **argv) {
                 if (r)
                         return r;
                 switch (c) {
-                case 'J': opts.json = true; break;
-                case 'r': opts.raw = true; break;
-                case 'n': opts.noheadings = true; break;
+                case 'J':
+                        opts.json = true;
+                        break;
+                case 'r':
+                        opts.raw = true;
+                        break;
+                case 'n':
+                        opts.noheadings = true;
+                        break;
                 case 'o':
-                        if ((r = parse_columns_arg(optarg, list_columns, _LIST_COL_MAX, ids, &n_ids)))
+                        if ((r = parse_columns_arg(optarg, list_columns, _LIST_COL_MAX, ids,
+                                                   &n_ids)))
                                 return r;
                         break;
-                case ARG_SOCKET: arg_socket = optarg; break;
-                case 'h': return help_list();
-                default: return option_error(c, argv);
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        return help_list();
+                default:
+                        return option_error(c, argv);
                 }
         }
         if ((r = no_more_args("list", argc, argv, optind)))
@@ -517,26 +537,23 @@ static int help_show(void) {
                " -r, --raw               use raw output format (implies --list)\n"
                " -l, --list              use list format output (no tree)\n"
                " -n, --noheadings        don't print headings\n"
-               " -o, --output <list>     output columns (comma separated)\n"
-               USAGE_COMMON_OPTIONS("   ")
-               "\n"
-               "Available output columns:\n");
+               " -o, --output <list>     output columns (comma separated)\n" USAGE_COMMON_OPTIONS(
+                       "   ") "\n"
+                              "Available output columns:\n");
         columns_help(stdout, mount_columns, _MOUNT_COL_MAX);
         fputs(USAGE_MAN_TAIL, stdout);
         return EXIT_SUCCESS;
 }
 
 static int verb_show(int argc, char **argv) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'J' },
-                { "raw", no_argument, NULL, 'r' },
-                { "list", no_argument, NULL, 'l' },
-                { "noheadings", no_argument, NULL, 'n' },
-                { "output", required_argument, NULL, 'o' },
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "help", no_argument, NULL, 'h' },
-                {}
-        };
+        static const struct option options[] = { { "json", no_argument, NULL, 'J' },
+                                                 { "raw", no_argument, NULL, 'r' },
+                                                 { "list", no_argument, NULL, 'l' },
+                                                 { "noheadings", no_argument, NULL, 'n' },
+                                                 { "output", required_argument, NULL, 'o' },
+                                                 { "socket", required_argument, NULL, ARG_SOCKET },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 {} };
         struct table_options opts = {};
         size_t ids[COLUMNS_MAX], n_ids = 0;
         _cleanup_free_ char *text = NULL;
@@ -557,17 +574,30 @@ static int verb_show(int argc, char **argv) {
                 if (r)
                         return r;
                 switch (c) {
-                case 'J': opts.json = true; break;
-                case 'r': opts.raw = true; break;
-                case 'l': tree = false; break;
-                case 'n': opts.noheadings = true; break;
+                case 'J':
+                        opts.json = true;
+                        break;
+                case 'r':
+                        opts.raw = true;
+                        break;
+                case 'l':
+                        tree = false;
+                        break;
+                case 'n':
+                        opts.noheadings = true;
+                        break;
                 case 'o':
-                        if ((r = parse_columns_arg(optarg, mount_columns, _MOUNT_COL_MAX, ids, &n_ids)))
+                        if ((r = parse_columns_arg(optarg, mount_columns, _MOUNT_COL_MAX, ids,
+                                                   &n_ids)))
                                 return r;
                         break;
-                case ARG_SOCKET: arg_socket = optarg; break;
-                case 'h': return help_show();
-                default: return option_error(c, argv);
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        return help_show();
+                default:
+                        return option_error(c, argv);
                 }
         }
         if ((r = user_arg("show", argc, argv, &uid)))
@@ -587,7 +617,8 @@ static int verb_show(int argc, char **argv) {
 
         r = mount_tree_print(text, len, ids, n_ids, &opts, tree, stdout, &bad_line);
         if (r == -EINVAL) {
-                fprintf(stderr, "nsctl: cannot parse the mount table of %s: line %d is not mountinfo\n",
+                fprintf(stderr,
+                        "nsctl: cannot parse the mount table of %s: line %d is not mountinfo\n",
                         user, bad_line);
                 return EXIT_FAILURE;
         }
@@ -608,9 +639,8 @@ static int help_enter(void) {
                "see their namespace's mounts with 'nsctl show <user>'.\n"
                "\n"
                "Options:\n"
-               "     --mode <mode>    how to enter: setns (default) or chroot\n"
-               USAGE_COMMON_OPTIONS("")
-               USAGE_MAN_TAIL);
+               "     --mode <mode>    how to enter: setns (default) or "
+               "chroot\n" USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
 }
 
@@ -621,7 +651,8 @@ static void enter_refused_hint(uid_t uid, const char *user) {
                 return;
         }
         fprintf(stderr,
-                "nsctl: only root may enter a namespace from outside it; 'nsctl show %s' shows its\n"
+                "nsctl: only root may enter a namespace from outside it; 'nsctl show %s' shows "
+                "its\n"
                 "nsctl: mounts, and a new login (ssh, su -l, a new session) runs inside it\n",
                 user);
 }
@@ -630,8 +661,8 @@ static void enter_refused_hint(uid_t uid, const char *user) {
 static bool in_namespace(int ns_fd) {
         struct stat a, b;
 
-        return fstat(ns_fd, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 && a.st_dev == b.st_dev &&
-               a.st_ino == b.st_ino;
+        return fstat(ns_fd, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 &&
+               a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* Ask nsd for uid's namespace; 0 or EXIT_FAILURE after saying why. */
@@ -652,12 +683,10 @@ static int join_namespace(uid_t uid, const char *user, struct nsc_join_result *r
 }
 
 static int verb_enter(int argc, char **argv) {
-        static const struct option options[] = {
-                { "mode", required_argument, NULL, ARG_MODE },
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "help", no_argument, NULL, 'h' },
-                {}
-        };
+        static const struct option options[] = { { "mode", required_argument, NULL, ARG_MODE },
+                                                 { "socket", required_argument, NULL, ARG_SOCKET },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 {} };
         struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
         _cleanup_close_ int root_fd = -1, ns_fd = -1;
         _cleanup_free_ char *cwd = NULL;
@@ -680,9 +709,13 @@ static int verb_enter(int argc, char **argv) {
                         else
                                 return usage_error("unknown mode '%s' (setns or chroot)", optarg);
                         break;
-                case ARG_SOCKET: arg_socket = optarg; break;
-                case 'h': return help_enter();
-                default: return option_error(c, argv);
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        return help_enter();
+                default:
+                        return option_error(c, argv);
                 }
         }
         if ((r = user_arg("enter", argc, argv, &uid)))
@@ -745,9 +778,8 @@ static int help_release(void) {
                "still inside it.\n"
                "\n"
                "Options:\n"
-               " -f, --force          release even while the user has live sessions\n"
-               USAGE_COMMON_OPTIONS("")
-               USAGE_MAN_TAIL);
+               " -f, --force          release even while the user has live "
+               "sessions\n" USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
 }
 
@@ -767,12 +799,10 @@ static long live_sessions(nsc_conn *conn, uid_t uid) {
 }
 
 static int verb_release(int argc, char **argv) {
-        static const struct option options[] = {
-                { "force", no_argument, NULL, 'f' },
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "help", no_argument, NULL, 'h' },
-                {}
-        };
+        static const struct option options[] = { { "force", no_argument, NULL, 'f' },
+                                                 { "socket", required_argument, NULL, ARG_SOCKET },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 {} };
         _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         bool force = false;
         const char *user;
@@ -782,10 +812,16 @@ static int verb_release(int argc, char **argv) {
         optind = 0;
         while ((c = getopt_long(argc, argv, ":fh", options, NULL)) >= 0) {
                 switch (c) {
-                case 'f': force = true; break;
-                case ARG_SOCKET: arg_socket = optarg; break;
-                case 'h': return help_release();
-                default: return option_error(c, argv);
+                case 'f':
+                        force = true;
+                        break;
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        return help_release();
+                default:
+                        return option_error(c, argv);
                 }
         }
         if ((r = user_arg("release", argc, argv, &uid)))
@@ -801,7 +837,8 @@ static int verb_release(int argc, char **argv) {
                 long sessions = live_sessions(conn, uid);
 
                 if (sessions >= 0)
-                        fprintf(stderr, "nsctl: cannot release %s: %ld live session%s (use --force)\n",
+                        fprintf(stderr,
+                                "nsctl: cannot release %s: %ld live session%s (use --force)\n",
                                 user, sessions, sessions == 1 ? "" : "s");
                 else
                         fprintf(stderr, "nsctl: cannot release %s: %s (use --force)\n", user,
@@ -827,20 +864,17 @@ static int help_hide(void) {
                "\n"
                "Options:\n"
                " -u, --user <user>    the owner (default: you)\n"
-               "     --unhide         make it visible to everyone again (the owner only)\n"
-               USAGE_COMMON_OPTIONS("")
-               USAGE_MAN_TAIL);
+               "     --unhide         make it visible to everyone again (the owner "
+               "only)\n" USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL);
         return EXIT_SUCCESS;
 }
 
 static int verb_hide(int argc, char **argv) {
-        static const struct option options[] = {
-                { "user", required_argument, NULL, 'u' },
-                { "unhide", no_argument, NULL, ARG_UNHIDE },
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "help", no_argument, NULL, 'h' },
-                {}
-        };
+        static const struct option options[] = { { "user", required_argument, NULL, 'u' },
+                                                 { "unhide", no_argument, NULL, ARG_UNHIDE },
+                                                 { "socket", required_argument, NULL, ARG_SOCKET },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 {} };
         _cleanup_free_ char *abs_path = NULL;
         const char *user = NULL, *path;
         _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
@@ -852,11 +886,19 @@ static int verb_hide(int argc, char **argv) {
         optind = 0;
         while ((c = getopt_long(argc, argv, ":u:h", options, NULL)) >= 0) {
                 switch (c) {
-                case 'u': user = optarg; break;
-                case ARG_UNHIDE: unhide = true; break;
-                case ARG_SOCKET: arg_socket = optarg; break;
-                case 'h': return help_hide();
-                default: return option_error(c, argv);
+                case 'u':
+                        user = optarg;
+                        break;
+                case ARG_UNHIDE:
+                        unhide = true;
+                        break;
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        return help_hide();
+                default:
+                        return option_error(c, argv);
                 }
         }
         if (optind >= argc)
@@ -893,12 +935,8 @@ static const struct verb {
         const char *name;
         int (*run)(int argc, char **argv);
 } verbs[] = {
-        { "status", verb_status },
-        { "list", verb_list },
-        { "show", verb_show },
-        { "enter", verb_enter },
-        { "release", verb_release },
-        { "hide", verb_hide },
+        { "status", verb_status }, { "list", verb_list },       { "show", verb_show },
+        { "enter", verb_enter },   { "release", verb_release }, { "hide", verb_hide },
 };
 
 static int help(void) {
@@ -911,7 +949,8 @@ static int help(void) {
                " status                       nsd's version, kernel features, counts, limits\n"
                " list                         list the per-user namespaces\n"
                " show <user>                  the mount tree of a user's namespace\n"
-               " enter <user> [-- <cmd>...]   run a command (default $SHELL) in a user's namespace\n"
+               " enter <user> [-- <cmd>...]   run a command (default $SHELL) in a user's "
+               "namespace\n"
                " release <user>               unpin and forget a user's namespace\n"
                " hide <path> [--user <user>]  make a mount owner-private (kernel patch F4)\n"
                "\n"
@@ -922,19 +961,16 @@ static int help(void) {
                " -h, --help           display this help\n"
                " -V, --version        display version\n"
                "\n"
-               "Run 'nsctl <command> --help' for the options of a command.\n"
-               USAGE_MAN_TAIL,
+               "Run 'nsctl <command> --help' for the options of a command.\n" USAGE_MAN_TAIL,
                NSD_SOCKET_PATH_DEFAULT);
         return EXIT_SUCCESS;
 }
 
 int main(int argc, char **argv) {
-        static const struct option options[] = {
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
-                {}
-        };
+        static const struct option options[] = { { "socket", required_argument, NULL, ARG_SOCKET },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 { "version", no_argument, NULL, 'V' },
+                                                 {} };
         int c;
 
         setlocale(LC_ALL, "");
@@ -943,13 +979,17 @@ int main(int argc, char **argv) {
 
         while ((c = getopt_long(argc, argv, "+:hV", options, NULL)) >= 0) {
                 switch (c) {
-                case ARG_SOCKET: arg_socket = optarg; break;
-                case 'h': return help();
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        return help();
                 case 'V':
                         printf("nsctl %s (nsd protocol %d.%d)\n", PACKAGE_VERSION, NSD_PROTO_MAJOR,
                                NSD_PROTO_MINOR);
                         return EXIT_SUCCESS;
-                default: return option_error(c, argv);
+                default:
+                        return option_error(c, argv);
                 }
         }
         if (optind >= argc)

@@ -10,8 +10,8 @@
 #include "output.h"
 
 int columns_parse(const char *list, const struct column_info *infos, size_t n_infos,
-                  size_t *ret_ids, size_t max, size_t *ret_n,
-                  const char **ret_bad, size_t *ret_bad_len) {
+                  size_t *ret_ids, size_t max, size_t *ret_n, const char **ret_bad,
+                  size_t *ret_bad_len) {
         size_t ids[COLUMNS_MAX];
         size_t n = 0;
         const char *p = list;

@@ -13,11 +13,11 @@
 
 /* One column a table command can show. */
 struct column_info {
-        const char *name;   /* as in -o and in the header */
-        double whint;       /* libsmartcols width hint */
-        int flags;          /* SCOLS_FL_* */
-        int json_type;      /* SCOLS_JSON_* */
-        const char *help;   /* one line for --help */
+        const char *name; /* as in -o and in the header */
+        double whint;     /* libsmartcols width hint */
+        int flags;        /* SCOLS_FL_* */
+        int json_type;    /* SCOLS_JSON_* */
+        const char *help; /* one line for --help */
 };
 
 #define COLUMNS_MAX 32
@@ -26,8 +26,8 @@ struct column_info {
  * -EINVAL with *ret_bad pointing at the unknown name inside list (not terminated: its length
  * is *ret_bad_len); -E2BIG when more than max names. */
 int columns_parse(const char *list, const struct column_info *infos, size_t n_infos,
-                  size_t *ret_ids, size_t max, size_t *ret_n,
-                  const char **ret_bad, size_t *ret_bad_len);
+                  size_t *ret_ids, size_t max, size_t *ret_n, const char **ret_bad,
+                  size_t *ret_bad_len);
 
 /* Output flags shared by list and show. */
 struct table_options {
@@ -39,8 +39,7 @@ struct table_options {
 /* A new table with the chosen columns (ids index infos); NULL on ENOMEM. A column with
  * SCOLS_FL_TREE carries the tree, except in raw output, which is always flat. */
 struct libscols_table *table_new(const char *json_name, const struct column_info *infos,
-                                 const size_t *ids, size_t n_ids,
-                                 const struct table_options *opts);
+                                 const size_t *ids, size_t n_ids, const struct table_options *opts);
 
 /* Print the help lines of every column ("  NAME  help"). */
 void columns_help(FILE *out, const struct column_info *infos, size_t n_infos);

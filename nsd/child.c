@@ -37,11 +37,11 @@ typedef struct Child {
         uid_t uid;
         pid_t pid;
         int pidfd;
-        int sock;        /* our end of the report socket */
+        int sock; /* our end of the report socket */
         size_t arg_size;
-        guint watch;     /* pidfd readable: exited */
+        guint watch; /* pidfd readable: exited */
         guint deadline;
-        ChildDone done;  /* NULL once called */
+        ChildDone done; /* NULL once called */
         void *userdata;
         bool killed;
 } Child;
@@ -136,7 +136,9 @@ static gboolean on_child_exit(int pidfd, GIOCondition cond, gpointer userdata) {
                 char buf[CMSG_SPACE(sizeof(int) * 2)];
         } control;
         struct iovec iov = { .iov_base = result, .iov_len = ch->arg_size };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+        struct msghdr mh = { .msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = &control,
                              .msg_controllen = sizeof control };
         int fd = -1, r;
         ssize_t n;
@@ -160,8 +162,8 @@ static gboolean on_child_exit(int pidfd, GIOCondition cond, gpointer userdata) {
                                 }
                         }
         if (ch->killed)
-                log_debug("Helper process %d (for uid %u) ended after it was killed",
-                          (int) ch->pid, (unsigned) ch->uid);
+                log_debug("Helper process %d (for uid %u) ended after it was killed", (int) ch->pid,
+                          (unsigned) ch->uid);
 
         if (si.si_code == CLD_EXITED && si.si_status == 0)
                 r = 0;
@@ -182,8 +184,8 @@ static gboolean on_child_deadline(gpointer userdata) {
         if (syscall(SYS_pidfd_send_signal, ch->pidfd, SIGKILL, NULL, 0) < 0)
                 log_warning_errno(errno, "Cannot kill helper process %d: %m", (int) ch->pid);
         log_debug("Helper process %d (for uid %u) passed its deadline, killed; it may linger "
-                  "in the kernel until its file system answers", (int) ch->pid,
-                  (unsigned) ch->uid);
+                  "in the kernel until its file system answers",
+                  (int) ch->pid, (unsigned) ch->uid);
         child_report(ch, -ETIMEDOUT, NULL, -1);
         return G_SOURCE_REMOVE;
 }

@@ -11,11 +11,11 @@
 #include "conf.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <glib.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +34,8 @@ static const char *const namespaces_keys[] = {
         "Users", "Groups", "MinUid", "MaxUid", "Propagation", "PrivateTmp", "Linger", NULL,
 };
 static const char *const private_keys[] = {
-        "Enable", NULL,
+        "Enable",
+        NULL,
 };
 /* [Limits]: every key is a count or a time, so one table says name, range and field. */
 typedef enum LimitKind { LIMIT_COUNT, LIMIT_USEC } LimitKind;
@@ -46,8 +47,10 @@ typedef struct LimitKey {
 } LimitKey;
 
 #define USEC_PER_SEC 1000000ull
-#define COUNT(n, lo, hi, field) { n, LIMIT_COUNT, lo, hi, offsetof(Config, field) }
-#define TIME(n, lo, hi, field) { n, LIMIT_USEC, lo, hi, offsetof(Config, field) }
+#define COUNT(n, lo, hi, field) \
+        { n, LIMIT_COUNT, lo, hi, offsetof(Config, field) }
+#define TIME(n, lo, hi, field) \
+        { n, LIMIT_USEC, lo, hi, offsetof(Config, field) }
 static const LimitKey limit_keys[] = {
         COUNT("MaxNamespaces", 1, 1000000, max_namespaces),
         COUNT("MaxSessionsPerUser", 1, 1000000, max_sessions_per_user),
@@ -69,10 +72,10 @@ static const LimitKey limit_keys[] = {
 #undef TIME
 
 static const char *const limits_keys[] = {
-        "MaxNamespaces", "MaxSessionsPerUser", "MaxConnectionsPerUser", "MaxConnections",
-        "MaxRootConnections", "RequestRatePerUser", "RequestBurstPerUser", "MaxQueuedReplies",
-        "MaxLookupThreads", "MaxPathWalks", "IdleTimeoutSec", "ReplyTimeoutSec",
-        "LookupTimeoutSec", "LookupCacheSec", "PathWalkTimeoutSec", NULL,
+        "MaxNamespaces",      "MaxSessionsPerUser", "MaxConnectionsPerUser", "MaxConnections",
+        "MaxRootConnections", "RequestRatePerUser", "RequestBurstPerUser",   "MaxQueuedReplies",
+        "MaxLookupThreads",   "MaxPathWalks",       "IdleTimeoutSec",        "ReplyTimeoutSec",
+        "LookupTimeoutSec",   "LookupCacheSec",     "PathWalkTimeoutSec",    NULL,
 };
 _Static_assert(G_N_ELEMENTS(limits_keys) == G_N_ELEMENTS(limit_keys) + 1, "limits_keys");
 
@@ -206,7 +209,8 @@ static int scan_lines(const char *text, size_t len, const char *filename, GPtrAr
 
                 if (*s == '[') {
                         char *end = strchr(s, ']');
-                        if (!end || end[1] != '\0' || end == s + 1 || memchr(s + 1, '[', end - s - 1))
+                        if (!end || end[1] != '\0' || end == s + 1 ||
+                            memchr(s + 1, '[', end - s - 1))
                                 return fail(ret_error, filename, lineno,
                                             "'%s' is not a valid [Group] line", s);
                         *end = '\0';
@@ -223,8 +227,7 @@ static int scan_lines(const char *text, size_t len, const char *filename, GPtrAr
                 eq = strchr(s, '=');
                 if (!eq)
                         return fail(ret_error, filename, lineno,
-                                    "'%s' is neither a [Group], a Key=Value line nor a comment",
-                                    s);
+                                    "'%s' is neither a [Group], a Key=Value line nor a comment", s);
                 *eq = '\0';
                 g_strchomp(s);
                 if (*s == '\0')
@@ -232,7 +235,8 @@ static int scan_lines(const char *text, size_t len, const char *filename, GPtrAr
                 if (!group)
                         return fail(ret_error, filename, lineno,
                                     "key %s= outside of any group (start with [" GROUP_NAMESPACES
-                                    "] or [" GROUP_LIMITS "])", s);
+                                    "] or [" GROUP_LIMITS "])",
+                                    s);
                 if (!strv_has(group_keys(group), s))
                         return fail(ret_error, filename, lineno, "unknown key %s= in [%s]", s,
                                     group);
@@ -240,8 +244,8 @@ static int scan_lines(const char *text, size_t len, const char *filename, GPtrAr
                         KeyLine *k = g_ptr_array_index(keys, i);
                         if (strcmp(k->group, group) == 0 && strcmp(k->key, s) == 0)
                                 return fail(ret_error, filename, lineno,
-                                            "%s= set twice in [%s] (first at line %u)", s,
-                                            group, k->line);
+                                            "%s= set twice in [%s] (first at line %u)", s, group,
+                                            k->line);
                 }
                 KeyLine *k = g_new0(KeyLine, 1);
                 k->group = g_strdup(group);
@@ -444,8 +448,8 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
                         char **list = NULL;
                         if (parse_names(value, KEY("Users"), &list, &bad) < 0) {
                                 r = fail(ret_error, filename, k->line,
-                                         "%s=%s: '%s' is not a %s name or number%s", k->key,
-                                         value, bad, KEY("Users") ? "user" : "group",
+                                         "%s=%s: '%s' is not a %s name or number%s", k->key, value,
+                                         bad, KEY("Users") ? "user" : "group",
                                          KEY("Users") ? " (or @regular)" : "");
                                 goto fail;
                         }
@@ -498,8 +502,8 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
                                 c.linger_sec = (int64_t) v;
                         else {
                                 r = fail(ret_error, filename, k->line,
-                                         "Linger=%s: expected 'forever' or seconds (0..%d)",
-                                         value, INT32_MAX);
+                                         "Linger=%s: expected 'forever' or seconds (0..%d)", value,
+                                         INT32_MAX);
                                 goto fail;
                         }
                 } else {
@@ -519,7 +523,8 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
                                 if (parse_usec(value, lk->min, lk->max, &v) < 0) {
                                         r = fail(ret_error, filename, k->line,
                                                  "%s=%s: expected seconds (decimals allowed) "
-                                                 "between %s and %s", k->key, value,
+                                                 "between %s and %s",
+                                                 k->key, value,
                                                  config_usec_to_string(lk->min, a, sizeof a),
                                                  config_usec_to_string(lk->max, b, sizeof b));
                                         goto fail;
@@ -569,8 +574,7 @@ int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_err
                         return 0;
                 }
                 if (ret_error)
-                        *ret_error = g_strdup_printf("%s: cannot read: %s", path,
-                                                     error->message);
+                        *ret_error = g_strdup_printf("%s: cannot read: %s", path, error->message);
                 return -EIO;
         }
         r = config_parse_text(text, len, path, ret, ret_error);
@@ -585,8 +589,9 @@ int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_err
 static char *not_listed_why(const Config *c, uid_t uid) {
         if (g_strv_contains((const char *const *) c->users, "@regular"))
                 return g_strdup_printf("uid %u is outside MinUid=%u..MaxUid=%u and not listed "
-                                       "in Users= or Groups= of nsd.conf", (unsigned) uid,
-                                       (unsigned) c->min_uid, (unsigned) c->max_uid);
+                                       "in Users= or Groups= of nsd.conf",
+                                       (unsigned) uid, (unsigned) c->min_uid,
+                                       (unsigned) c->max_uid);
         return g_strdup_printf("uid %u is not listed in Users= or Groups= of nsd.conf",
                                (unsigned) uid);
 }
@@ -596,8 +601,7 @@ int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why) {
 
         if (uid == 0 || uid == UID_NOBODY || uid == (uid_t) -1) {
                 if (ret_why)
-                        *ret_why = g_strdup_printf("uid %u never gets a namespace",
-                                                   (unsigned) uid);
+                        *ret_why = g_strdup_printf("uid %u never gets a namespace", (unsigned) uid);
                 return 0;
         }
         for (char **u = c->users; u && *u; u++) {
@@ -632,14 +636,15 @@ int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why) {
                 if (ret_why)
                         *ret_why = g_strdup_printf("uid %u has no entry in the user database, "
                                                    "so no name in Users= or Groups= of "
-                                                   "nsd.conf can match it", (unsigned) uid);
+                                                   "nsd.conf can match it",
+                                                   (unsigned) uid);
                 return 0;
         }
         if (r < 0) {
                 if (ret_why)
                         *ret_why = g_strdup_printf("cannot look up uid %u in the user "
-                                                   "database: %s", (unsigned) uid,
-                                                   g_strerror(-r));
+                                                   "database: %s",
+                                                   (unsigned) uid, g_strerror(-r));
                 return r;
         }
         for (char **u = c->users; u && *u; u++)
@@ -655,8 +660,8 @@ int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why) {
         if (r < 0) {
                 if (ret_why)
                         *ret_why = g_strdup_printf("cannot look up the groups of '%s' (uid %u): "
-                                                   "%s", pw->pw_name, (unsigned) uid,
-                                                   g_strerror(-r));
+                                                   "%s",
+                                                   pw->pw_name, (unsigned) uid, g_strerror(-r));
                 return r;
         }
         for (char **g = c->groups; *g; g++) {
@@ -673,7 +678,8 @@ int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why) {
                         if (r < 0) {
                                 if (ret_why)
                                         *ret_why = g_strdup_printf("cannot look up group '%s': "
-                                                                   "%s", *g, g_strerror(-r));
+                                                                   "%s",
+                                                                   *g, g_strerror(-r));
                                 return r;
                         }
                         gid = gr->gr_gid;

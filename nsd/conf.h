@@ -14,15 +14,15 @@
 
 typedef struct Config {
         /* [Namespaces] */
-        char **users;              /* NULL-terminated: "@regular", user names or numeric uids */
-        char **groups;             /* NULL-terminated: group names or numeric gids */
-        uid_t min_uid;             /* @regular: MinUid <= uid <= MaxUid */
+        char **users;  /* NULL-terminated: "@regular", user names or numeric uids */
+        char **groups; /* NULL-terminated: group names or numeric gids */
+        uid_t min_uid; /* @regular: MinUid <= uid <= MaxUid */
         uid_t max_uid;
-        bool propagation_private;  /* Propagation=private (default slave) */
-        bool private_tmp;          /* PrivateTmp= */
-        int64_t linger_sec;        /* Linger=: CONFIG_LINGER_FOREVER or seconds (0 = at once) */
+        bool propagation_private; /* Propagation=private (default slave) */
+        bool private_tmp;         /* PrivateTmp= */
+        int64_t linger_sec;       /* Linger=: CONFIG_LINGER_FOREVER or seconds (0 = at once) */
         /* [Limits]: counts */
-        unsigned max_namespaces;           /* as configured; the effective one is server.c's */
+        unsigned max_namespaces; /* as configured; the effective one is server.c's */
         unsigned max_sessions_per_user;
         unsigned max_connections_per_user; /* unprivileged callers */
         unsigned max_connections;          /* unprivileged callers in all */
@@ -33,13 +33,13 @@ typedef struct Config {
         unsigned max_lookup_threads;       /* threads that may sit in NSS at once */
         unsigned max_path_walks;           /* path-walk helper children alive at once */
         /* [Limits]: times, in microseconds */
-        uint64_t idle_timeout_usec;        /* a connection with nothing to do is dropped */
-        uint64_t reply_timeout_usec;       /* a client whose replies do not drain is dropped */
-        uint64_t lookup_timeout_usec;      /* an NSS lookup past this: -ETIMEDOUT */
-        uint64_t lookup_cache_usec;        /* policy answers kept per uid (0: none) */
-        uint64_t path_walk_timeout_usec;   /* a HIDE or mode-private walk past this: killed */
+        uint64_t idle_timeout_usec;      /* a connection with nothing to do is dropped */
+        uint64_t reply_timeout_usec;     /* a client whose replies do not drain is dropped */
+        uint64_t lookup_timeout_usec;    /* an NSS lookup past this: -ETIMEDOUT */
+        uint64_t lookup_cache_usec;      /* policy answers kept per uid (0: none) */
+        uint64_t path_walk_timeout_usec; /* a HIDE or mode-private walk past this: killed */
         /* [Private] */
-        bool private_mode;         /* Enable=: mode private, owner-private user FUSE mounts */
+        bool private_mode; /* Enable=: mode private, owner-private user FUSE mounts */
 } Config;
 
 /* Fill ret with the defaults (the commented values of the installed nsd.conf). */

@@ -46,9 +46,9 @@
 typedef enum LogKind {
         LOGK_REFUSED,
         LOGK_IDLE,
-        LOGK_SLOW,     /* slow readers, overflows */
+        LOGK_SLOW, /* slow readers, overflows */
         LOGK_THROTTLE,
-        LOGK_BAD,      /* malformed messages (requests.c) */
+        LOGK_BAD, /* malformed messages (requests.c) */
         _LOGK_MAX,
 } LogKind;
 /* Per-uid state (rate limit, log limit) is forgotten this long after its last connection. */
@@ -109,9 +109,9 @@ struct Conn {
         GQueue out; /* OutMsg*, oldest first */
         Request *req;
         bool dead;
-        bool closing;   /* close once the queue has drained */
-        bool throttled; /* waiting for a rate-limit token */
-        bool producing; /* a streaming request wants request_produce() */
+        bool closing;        /* close once the queue has drained */
+        bool throttled;      /* waiting for a rate-limit token */
+        bool producing;      /* a streaming request wants request_produce() */
         int64_t stall_since; /* replies wait since (monotonic), progress resets it; 0: none */
         int64_t idle_since;  /* nothing to do since; 0: busy */
         int64_t throttle_until;
@@ -126,7 +126,7 @@ struct ConnManager {
         ConnStats stats;
         RateLimit log_rl[_LOGK_MAX];      /* unprivileged callers, all together */
         RateLimit log_rl_root[_LOGK_MAX]; /* root's (not an attack, never a flood either) */
-        GPtrArray *dead;       /* Conn* dropped, to free */
+        GPtrArray *dead;                  /* Conn* dropped, to free */
         guint reap_source;
         guint sweep_timer;
 };
@@ -158,8 +158,8 @@ static void manager_vlog(ConnManager *m, UidState *u, bool root, LogKind kind, i
                 log_debug("%s", msg);
                 return;
         }
-        if (u && !ratelimit_below(&u->log_rl[kind], LOG_INTERVAL_USEC, LOG_BURST_PER_UID,
-                                  &held_uid))
+        if (u &&
+            !ratelimit_below(&u->log_rl[kind], LOG_INTERVAL_USEC, LOG_BURST_PER_UID, &held_uid))
                 return;
         if (!ratelimit_below(root ? &m->log_rl_root[kind] : &m->log_rl[kind], LOG_INTERVAL_USEC,
                              LOG_BURST_ALL, &held_all))
@@ -277,12 +277,12 @@ static gboolean on_reap(gpointer userdata) {
 }
 
 typedef enum DropReason {
-        DROP_GONE,     /* EOF, a failed send or receive: the client left */
+        DROP_GONE, /* EOF, a failed send or receive: the client left */
         DROP_IDLE,
         DROP_SLOW,
         DROP_OVERFLOW,
-        DROP_BAD,      /* after a malformed message was answered */
-        DROP_NOFD,     /* nsd could not duplicate a descriptor for the queue */
+        DROP_BAD,  /* after a malformed message was answered */
+        DROP_NOFD, /* nsd could not duplicate a descriptor for the queue */
         DROP_SHUTDOWN,
 } DropReason;
 
@@ -300,29 +300,31 @@ static void conn_drop(Conn *c, DropReason reason) {
         case DROP_IDLE:
                 m->stats.dropped_idle++;
                 manager_log(m, c->per_uid, root, LOGK_IDLE, LOG_NOTICE,
-                         "Dropping the connection of uid %u pid %u: idle for %s s "
-                         "(IdleTimeoutSec=)", (unsigned) c->uid, (unsigned) c->pid,
-                         config_usec_to_string(cfg->idle_timeout_usec, t, sizeof t));
+                            "Dropping the connection of uid %u pid %u: idle for %s s "
+                            "(IdleTimeoutSec=)",
+                            (unsigned) c->uid, (unsigned) c->pid,
+                            config_usec_to_string(cfg->idle_timeout_usec, t, sizeof t));
                 break;
         case DROP_SLOW:
                 m->stats.dropped_slow++;
                 manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
-                         "Dropping the connection of uid %u pid %u: it does not read its "
-                         "replies (none taken for %s s, ReplyTimeoutSec=)", (unsigned) c->uid,
-                         (unsigned) c->pid,
-                         config_usec_to_string(cfg->reply_timeout_usec, t, sizeof t));
+                            "Dropping the connection of uid %u pid %u: it does not read its "
+                            "replies (none taken for %s s, ReplyTimeoutSec=)",
+                            (unsigned) c->uid, (unsigned) c->pid,
+                            config_usec_to_string(cfg->reply_timeout_usec, t, sizeof t));
                 break;
         case DROP_OVERFLOW:
                 m->stats.dropped_overflow++;
                 manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
-                         "Dropping the connection of uid %u pid %u: more than %u replies wait "
-                         "unread (MaxQueuedReplies=)", (unsigned) c->uid, (unsigned) c->pid,
-                         cfg->max_queued_replies);
+                            "Dropping the connection of uid %u pid %u: more than %u replies wait "
+                            "unread (MaxQueuedReplies=)",
+                            (unsigned) c->uid, (unsigned) c->pid, cfg->max_queued_replies);
                 break;
         case DROP_NOFD:
                 manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
-                         "Dropping the connection of uid %u pid %u: no descriptor left to queue "
-                         "its reply", (unsigned) c->uid, (unsigned) c->pid);
+                            "Dropping the connection of uid %u pid %u: no descriptor left to queue "
+                            "its reply",
+                            (unsigned) c->uid, (unsigned) c->pid);
                 break;
         case DROP_BAD:
                 m->stats.dropped_bad++;
@@ -557,10 +559,11 @@ static void conn_read(Conn *c, int64_t now) {
                         c->idle_since = 0;
                         c->m->stats.throttled++;
                         manager_log(c->m, c->per_uid, false, LOGK_THROTTLE, LOG_NOTICE,
-                                 "uid %u (pid %u) sends more than %u requests a second "
-                                 "(RequestRatePerUser=, RequestBurstPerUser=%u), reading it "
-                                 "more slowly", (unsigned) c->uid, (unsigned) c->pid,
-                                 cfg->request_rate_per_user, cfg->request_burst_per_user);
+                                    "uid %u (pid %u) sends more than %u requests a second "
+                                    "(RequestRatePerUser=, RequestBurstPerUser=%u), reading it "
+                                    "more slowly",
+                                    (unsigned) c->uid, (unsigned) c->pid,
+                                    cfg->request_rate_per_user, cfg->request_burst_per_user);
                         return;
                 }
         }
@@ -569,8 +572,8 @@ static void conn_read(Conn *c, int64_t now) {
         if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR)
                         return;
-                log_debug_errno(errno, "Connection of uid %u pid %u failed: %m",
-                                (unsigned) c->uid, (unsigned) c->pid);
+                log_debug_errno(errno, "Connection of uid %u pid %u failed: %m", (unsigned) c->uid,
+                                (unsigned) c->pid);
                 conn_drop(c, DROP_GONE);
                 return;
         }
@@ -662,10 +665,9 @@ static int conn_refuse(ConnManager *m, int fd, uid_t uid, pid_t pid, int error,
                 if (recv(fd, sink, sizeof sink, MSG_DONTWAIT | MSG_TRUNC) < 0 && errno != EINTR)
                         break;
         close(fd);
-        manager_log(m, uid == 0 ? NULL : uid_state_get(m, uid), uid == 0, LOGK_REFUSED,
-                    LOG_WARNING,
-                 "Refusing a connection of uid %u pid %u: %s", (unsigned) uid, (unsigned) pid,
-                 message);
+        manager_log(m, uid == 0 ? NULL : uid_state_get(m, uid), uid == 0, LOGK_REFUSED, LOG_WARNING,
+                    "Refusing a connection of uid %u pid %u: %s", (unsigned) uid, (unsigned) pid,
+                    message);
         return -abs(error);
 }
 
@@ -678,30 +680,33 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
         if (kind == CONN_KIND_ROOT && uid != 0) {
                 m->stats.refused_not_root++;
                 return conn_refuse(m, fd, uid, pid, EPERM,
-                                   "this socket is root's (uid 0) only; everyone else uses "
-                                   NSD_SOCKET_PATH_DEFAULT);
+                                   "this socket is root's (uid 0) only; everyone else "
+                                   "uses " NSD_SOCKET_PATH_DEFAULT);
         }
         if (uid == 0) {
                 if (m->n_root >= cfg->max_root_connections) {
-                        g_autofree char *msg = g_strdup_printf(
-                                "root has %u connections open, the most allowed "
-                                "(MaxRootConnections=)", m->n_root);
+                        g_autofree char *msg =
+                                g_strdup_printf("root has %u connections open, the most allowed "
+                                                "(MaxRootConnections=)",
+                                                m->n_root);
                         m->stats.refused_limit++;
                         return conn_refuse(m, fd, uid, pid, EUSERS, msg);
                 }
         } else {
                 u = uid_state_get(m, uid);
                 if (m->n_user >= cfg->max_connections) {
-                        g_autofree char *msg = g_strdup_printf(
-                                "nsd serves at most %u connections of unprivileged users at "
-                                "once (MaxConnections=)", cfg->max_connections);
+                        g_autofree char *msg = g_strdup_printf("nsd serves at most %u connections "
+                                                               "of unprivileged users at "
+                                                               "once (MaxConnections=)",
+                                                               cfg->max_connections);
                         m->stats.refused_limit++;
                         return conn_refuse(m, fd, uid, pid, EUSERS, msg);
                 }
                 if (u->n_conns >= cfg->max_connections_per_user) {
-                        g_autofree char *msg = g_strdup_printf(
-                                "uid %u has %u connections open, the most allowed "
-                                "(MaxConnectionsPerUser=)", (unsigned) uid, u->n_conns);
+                        g_autofree char *msg =
+                                g_strdup_printf("uid %u has %u connections open, the most allowed "
+                                                "(MaxConnectionsPerUser=)",
+                                                (unsigned) uid, u->n_conns);
                         m->stats.refused_limit++;
                         return conn_refuse(m, fd, uid, pid, EUSERS, msg);
                 }
@@ -725,8 +730,10 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
         if (uid != 0 && pid > 0) {
                 c->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
                 if (c->pidfd < 0)
-                        log_debug_errno(errno, "Cannot open a pidfd of uid %u pid %u, it gets "
-                                        "no descriptors: %m", (unsigned) uid, (unsigned) pid);
+                        log_debug_errno(errno,
+                                        "Cannot open a pidfd of uid %u pid %u, it gets "
+                                        "no descriptors: %m",
+                                        (unsigned) uid, (unsigned) pid);
         }
         g_queue_init(&c->out);
         c->idle_since = g_get_monotonic_time();
@@ -776,7 +783,8 @@ static void listener_backoff(Listener *l, int error) {
                                                : MIN(l->backoff_msec * 2, BACKOFF_MAX_MSEC);
         m->stats.accept_backoffs++;
         if (ratelimit_below(&l->log_rl, 30 * G_USEC_PER_SEC, 1, &held))
-                log_warning_errno(error, "Cannot accept connections on the %s socket: %m; "
+                log_warning_errno(error,
+                                  "Cannot accept connections on the %s socket: %m; "
                                   "pausing it for %u ms (and longer while this lasts)%s",
                                   kind_name[l->kind], l->backoff_msec,
                                   held ? ", this happened again meanwhile" : "");
@@ -794,8 +802,7 @@ static gboolean listener_source_dispatch(GSource *src, GSourceFunc cb, gpointer 
                 socklen_t len = sizeof cred;
                 int fd;
 
-                if (l->kind == CONN_KIND_ROOT &&
-                    m->n_root >= config_of(m)->max_root_connections) {
+                if (l->kind == CONN_KIND_ROOT && m->n_root >= config_of(m)->max_root_connections) {
                         /* root's next connection waits in the backlog, not refused */
                         l->paused_full = true;
                         listener_update(l);
@@ -837,8 +844,10 @@ int conn_manager_listen(ConnManager *m, ConnKind kind, int fd) {
         l->fd = fd;
         /* accepted sockets inherit it: every datagram carries its sender's credentials */
         if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int) { 1 }, sizeof(int)) < 0)
-                log_warning_errno(errno, "Cannot set SO_PASSCRED on the %s socket, ignoring: "
-                                  "%m", kind_name[kind]);
+                log_warning_errno(errno,
+                                  "Cannot set SO_PASSCRED on the %s socket, ignoring: "
+                                  "%m",
+                                  kind_name[kind]);
         src = (ListenerSource *) g_source_new(&listener_source_funcs, sizeof(ListenerSource));
         src->listener = l;
         l->source = &src->base;

@@ -54,7 +54,7 @@ typedef struct Request Request;
 /* Counters, for tests and for nsd's log. */
 typedef struct ConnStats {
         unsigned accepted;
-        unsigned refused_limit;    /* MaxConnections=, MaxConnectionsPerUser=, MaxRootConnections= */
+        unsigned refused_limit; /* MaxConnections=, MaxConnectionsPerUser=, MaxRootConnections= */
         unsigned refused_not_root; /* a peer other than uid 0 on the root socket */
         unsigned dropped_idle;
         unsigned dropped_slow;     /* replies made no progress for ReplyTimeoutSec= */
@@ -80,7 +80,7 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
 void conn_manager_reconfigure(ConnManager *m);
 
 const ConnStats *conn_manager_stats(const ConnManager *m);
-unsigned conn_manager_count(const ConnManager *m);            /* every connection */
+unsigned conn_manager_count(const ConnManager *m); /* every connection */
 unsigned conn_manager_count_uid(const ConnManager *m, uid_t uid);
 /* Is nsd accepting on this socket now (false while paused: EMFILE backoff, root bound)? */
 bool conn_manager_accepting(const ConnManager *m, ConnKind kind);

@@ -18,8 +18,8 @@ typedef struct Passed {
 
 struct FdStore {
         bool enabled;
-        GArray *passed;      /* Passed, in the order the manager passed them */
-        GHashTable *taken;   /* names taken (owned strings) */
+        GArray *passed;    /* Passed, in the order the manager passed them */
+        GHashTable *taken; /* names taken (owned strings) */
 };
 
 FdStore *fdstore_new(bool enabled) {
@@ -50,9 +50,9 @@ bool fdstore_enabled(const FdStore *fs) {
 }
 
 bool fdstore_name_is_ours(const char *name) {
-        return name && (strcmp(name, FDSTORE_PINNS) == 0 ||
-                        g_str_has_prefix(name, FDSTORE_NS_PREFIX) ||
-                        g_str_has_prefix(name, FDSTORE_SESSION_PREFIX));
+        return name &&
+               (strcmp(name, FDSTORE_PINNS) == 0 || g_str_has_prefix(name, FDSTORE_NS_PREFIX) ||
+                g_str_has_prefix(name, FDSTORE_SESSION_PREFIX));
 }
 
 void fdstore_add_passed(FdStore *fs, int fd, const char *name) {
@@ -112,11 +112,13 @@ void fdstore_drop_unclaimed(FdStore *fs) {
                 p->fd = -1;
                 if (g_hash_table_contains(fs->taken, p->name)) {
                         log_debug("Closed a second descriptor named '%s' passed by the service "
-                                  "manager", p->name);
+                                  "manager",
+                                  p->name);
                         continue;
                 }
                 log_info("Dropping '%s' from the service manager's fd store: nsd has no use "
-                         "for it any more", p->name);
+                         "for it any more",
+                         p->name);
                 (void) fdstore_remove(fs, p->name);
         }
 }
@@ -130,8 +132,10 @@ int fdstore_put(FdStore *fs, int fd, const char *name) {
         msg = g_strdup_printf("FDSTORE=1\nFDNAME=%s\nFDPOLL=0", name);
         r = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
         if (r < 0)
-                return log_debug_errno(r, "Failed to put '%s' into the service manager's fd "
-                                       "store: %m", name);
+                return log_debug_errno(r,
+                                       "Failed to put '%s' into the service manager's fd "
+                                       "store: %m",
+                                       name);
         return r > 0 ? 1 : 0;
 }
 
@@ -142,8 +146,10 @@ int fdstore_remove(FdStore *fs, const char *name) {
                 return 0;
         r = sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", name);
         if (r < 0)
-                return log_debug_errno(r, "Failed to remove '%s' from the service manager's "
-                                       "fd store: %m", name);
+                return log_debug_errno(r,
+                                       "Failed to remove '%s' from the service manager's "
+                                       "fd store: %m",
+                                       name);
         return r > 0 ? 1 : 0;
 }
 

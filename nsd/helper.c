@@ -97,8 +97,8 @@ static const char *const step_text[_HELPER_STEP_MAX] = {
 };
 
 const char *helper_step_text(int step) {
-        return step >= 0 && step < _HELPER_STEP_MAX && step_text[step] ? step_text[step] :
-                                                                        step_text[0];
+        return step >= 0 && step < _HELPER_STEP_MAX && step_text[step] ? step_text[step]
+                                                                       : step_text[0];
 }
 
 /* ---- for children --------------------------------------------------------------------- */

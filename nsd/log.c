@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <systemd/sd-journal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "time-util.h"
@@ -196,16 +196,15 @@ bool log_user_ratelimit(uid_t cause, unsigned *ret_suppressed) {
         rl = user_log_slot(cause);
         if (rl && !ratelimit_below(rl, USER_LOG_INTERVAL_USEC, USER_LOG_BURST, &held_uid))
                 return false;
-        if (!ratelimit_below(&user_log_all, USER_LOG_INTERVAL_USEC, USER_LOG_BURST_ALL,
-                             &held_all))
+        if (!ratelimit_below(&user_log_all, USER_LOG_INTERVAL_USEC, USER_LOG_BURST_ALL, &held_all))
                 return false;
         if (ret_suppressed)
                 *ret_suppressed = held_uid > held_all ? held_uid : held_all;
         return true;
 }
 
-int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event,
-                 const char *fmt, ...) {
+int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event, const char *fmt,
+                 ...) {
         unsigned held = 0;
         char msg[2048];
         va_list ap;
@@ -217,7 +216,7 @@ int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
         if (held > 0)
-                return log_event(level, error, uid, event, "%s (%u similar line%s suppressed)",
-                                 msg, held, held == 1 ? "" : "s");
+                return log_event(level, error, uid, event, "%s (%u similar line%s suppressed)", msg,
+                                 held, held == 1 ? "" : "s");
         return log_event(level, error, uid, event, "%s", msg);
 }

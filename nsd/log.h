@@ -64,5 +64,5 @@ bool ratelimit_below(RateLimit *rl, int64_t interval_usec, unsigned burst,
  * limit (a line above the log level costs nothing).
  */
 bool log_user_ratelimit(uid_t cause, unsigned *ret_suppressed);
-int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event,
-                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event, const char *fmt,
+                 ...) __attribute__((format(printf, 6, 7)));

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
@@ -70,7 +70,7 @@ static void help(void) {
 }
 
 static int parse_log_level(const char *s) {
-        static const char *const names[] = { "emerg", "alert", "crit", "err",
+        static const char *const names[] = { "emerg",   "alert",  "crit", "err",
                                              "warning", "notice", "info", "debug" };
 
         for (int i = 0; i < 8; i++)
@@ -144,7 +144,8 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_LOG_LEVEL:
                         arg_log_level = parse_log_level(optarg);
                         if (arg_log_level < 0) {
-                                fprintf(stderr, "nsd: unknown log level '%s' (emerg..debug or 0-7)\n",
+                                fprintf(stderr,
+                                        "nsd: unknown log level '%s' (emerg..debug or 0-7)\n",
                                         optarg);
                                 return -EINVAL;
                         }
@@ -157,8 +158,10 @@ static int parse_argv(int argc, char *argv[]) {
                         else if (strcmp(optarg, "journal") == 0)
                                 arg_log_target = LOG_TARGET_JOURNAL;
                         else {
-                                fprintf(stderr, "nsd: unknown log target '%s' (auto, stderr or "
-                                                "journal)\n", optarg);
+                                fprintf(stderr,
+                                        "nsd: unknown log target '%s' (auto, stderr or "
+                                        "journal)\n",
+                                        optarg);
                                 return -EINVAL;
                         }
                         break;
@@ -209,8 +212,8 @@ empty:
  */
 static int drop_capabilities(void) {
         static const cap_value_t keep[] = {
-                CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_FOWNER,
-                CAP_SETUID, CAP_SETGID,
+                CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE,
+                CAP_FOWNER,    CAP_SETUID,     CAP_SETGID,
         };
         cap_t caps;
         int r = 0;
@@ -224,8 +227,10 @@ static int drop_capabilities(void) {
                 if (kept || prctl(PR_CAPBSET_READ, c, 0, 0, 0) <= 0)
                         continue;
                 if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
-                        return log_error_errno(errno, "Failed to drop capability %d from the "
-                                                      "bounding set: %m", (int) c);
+                        return log_error_errno(errno,
+                                               "Failed to drop capability %d from the "
+                                               "bounding set: %m",
+                                               (int) c);
         }
         caps = cap_init();
         if (!caps)
@@ -246,13 +251,15 @@ static void raise_nofile_limit(void) {
         struct rlimit rl;
 
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-                return (void) log_warning_errno(errno, "Failed to read RLIMIT_NOFILE, ignoring: %m");
+                return (void) log_warning_errno(errno,
+                                                "Failed to read RLIMIT_NOFILE, ignoring: %m");
         if (rl.rlim_cur >= rl.rlim_max)
                 return;
         rl.rlim_cur = rl.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-                return (void) log_warning_errno(errno, "Failed to raise RLIMIT_NOFILE to %llu, "
-                                                       "ignoring: %m",
+                return (void) log_warning_errno(errno,
+                                                "Failed to raise RLIMIT_NOFILE to %llu, "
+                                                "ignoring: %m",
                                                 (unsigned long long) rl.rlim_max);
         log_debug("RLIMIT_NOFILE raised to %llu", (unsigned long long) rl.rlim_max);
 }
@@ -272,8 +279,10 @@ static int socket_create(const char *path, mode_t mode, int *ret) {
         }
         if (lstat(path, &st) == 0) {
                 if (!S_ISSOCK(st.st_mode))
-                        return log_error_errno(-EEXIST, "'%s' exists and is not a socket, "
-                                                        "refusing to replace it", path);
+                        return log_error_errno(-EEXIST,
+                                               "'%s' exists and is not a socket, "
+                                               "refusing to replace it",
+                                               path);
                 fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
                 if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0) {
                         close(fd);
@@ -339,7 +348,8 @@ static int listen_sockets_open(const char *user_path, const char *root_path, FdS
                 if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0 ||
                     (root ? root_fd : user_fd) >= 0) {
                         log_warning("Ignoring descriptor %d ('%s') passed by the service "
-                                    "manager: %s", fd, name,
+                                    "manager: %s",
+                                    fd, name,
                                     (root ? root_fd : user_fd) >= 0
                                             ? "a second socket of the same kind"
                                             : "not a listening SOCK_SEQPACKET Unix socket");
@@ -363,7 +373,8 @@ static int listen_sockets_open(const char *user_path, const char *root_path, FdS
         if (user_fd < 0) {
                 if (n > 0)
                         log_warning("The service manager passed no socket for everyone, "
-                                    "creating '%s'", user_path);
+                                    "creating '%s'",
+                                    user_path);
                 r = socket_create(user_path, 0666, &user_fd);
                 if (r < 0)
                         goto fail;
@@ -371,7 +382,8 @@ static int listen_sockets_open(const char *user_path, const char *root_path, FdS
         if (root_fd < 0) {
                 if (n > 0)
                         log_info("The service manager passed no root socket (nsd-root.socket), "
-                                 "creating '%s'", root_path);
+                                 "creating '%s'",
+                                 root_path);
                 r = socket_create(root_path, 0600, &root_fd);
                 if (r < 0)
                         goto fail;
@@ -484,8 +496,8 @@ int main(int argc, char *argv[]) {
         g_unix_signal_add(SIGHUP, on_reload, server);
         /* above every client's priority, root's included: the watchdog never waits */
         if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0)
-                g_timeout_add_full(G_PRIORITY_HIGH - 100, MAX(watchdog_usec / 2000, 1),
-                                   on_watchdog, NULL, NULL);
+                g_timeout_add_full(G_PRIORITY_HIGH - 100, MAX(watchdog_usec / 2000, 1), on_watchdog,
+                                   NULL, NULL);
 
         sd_notify(0, "READY=1");
         server_notify_status_now(server);

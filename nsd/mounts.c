@@ -172,8 +172,7 @@ static char *fs_describe(struct libmnt_fs *fs) {
         size_t size = 0;
 
         if (type && (strcmp(type, "fuse") == 0 || strncmp(type, "fuse.", 5) == 0) &&
-            mnt_fs_get_option(fs, "user_id", &value, &size) == 0 && value && size > 0 &&
-            size < 16)
+            mnt_fs_get_option(fs, "user_id", &value, &size) == 0 && value && size > 0 && size < 16)
                 snprintf(owner, sizeof owner, " (FUSE of uid %.*s)", (int) size, value);
         return g_strdup_printf("%s on %s%s", type ? type : "?", mnt_fs_get_target(fs) ?: "?",
                                owner);

@@ -37,8 +37,8 @@ static int view_of(int ns_fd, int root_fd, View *ret) {
                 return -errno;
         /* mask 0 and DONT_SYNC: the file system is not asked (a hung FUSE root cannot stall
          * nsd); the mount id and STATX_ATTR_MOUNT_ROOT come from the VFS */
-        if (statx(root_fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, 0,
-                  &stx) < 0)
+        if (statx(root_fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, 0, &stx) <
+            0)
                 return -errno;
         *ret = (View) {
                 .ns_dev = st.st_dev,
@@ -114,8 +114,8 @@ static bool pidfd_exited(int pidfd) {
         return poll(&pfd, 1, 0) != 0; /* readable: exited; -1: cannot tell, as good as gone */
 }
 
-int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns,
-              PeerView *ret, char **ret_why) {
+int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns, PeerView *ret,
+              char **ret_why) {
         struct peer_args a = { .pid = pid, .ns_fd = -1, .root_fd = -1 };
         _cleanup_close_ int ns_fd = -1, root_fd = -1;
         View peer, other;
@@ -162,7 +162,8 @@ int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns
         *ret = (PeerView) { 0 };
         if (view_of_nsd(&other) == 0)
                 ret->initial = view_equal(&peer, &other);
-        if (ns && ns->ns_fd >= 0 && ns->root_fd >= 0 && view_of(ns->ns_fd, ns->root_fd, &other) == 0)
+        if (ns && ns->ns_fd >= 0 && ns->root_fd >= 0 &&
+            view_of(ns->ns_fd, ns->root_fd, &other) == 0)
                 ret->inside = view_equal(&peer, &other);
         return 0;
 }

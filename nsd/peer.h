@@ -41,5 +41,5 @@ typedef struct PeerView {
  * with *ret, or -errno with *ret_why (g_malloc()ed, for the client) when nsd cannot tell:
  * -EPERM (another process sent the request, no pidfd, the process is gone or cannot be
  * looked at). Callers refuse in both cases. */
-int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns,
-              PeerView *ret, char **ret_why);
+int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns, PeerView *ret,
+              char **ret_why);

@@ -38,9 +38,9 @@ struct PinStore {
 
         /* uids whose pin exists but whose namespace nsd does not hold (see pinstore.h) */
         GHashTable *pending;
-        unsigned retries;          /* failed retries since the last progress */
-        uint64_t next_retry_usec;  /* CLOCK_MONOTONIC; 0: due now */
-        guint retry_source;        /* the store's own retry timer, 0: none */
+        unsigned retries;         /* failed retries since the last progress */
+        uint64_t next_retry_usec; /* CLOCK_MONOTONIC; 0: due now */
+        guint retry_source;       /* the store's own retry timer, 0: none */
         pinstore_adopt_cb adopt_cb;
         void *adopt_userdata;
         void (*ready_cb)(void *userdata);

@@ -139,8 +139,11 @@ struct pin_look {
 };
 
 static const char *file_type_name(mode_t m) {
-        return S_ISDIR(m) ? "a directory" : S_ISLNK(m) ? "a symbolic link" :
-               S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "a device node";
+        return S_ISDIR(m)    ? "a directory"
+               : S_ISLNK(m)  ? "a symbolic link"
+               : S_ISFIFO(m) ? "a FIFO"
+               : S_ISSOCK(m) ? "a socket"
+                             : "a device node";
 }
 
 /* What dir_fd/name is, from what the kernel says about it. Lookups through dir_fd cross the
@@ -186,8 +189,10 @@ static void pin_look(int dir_fd, const char *name, struct pin_look *ret) {
                 } else if (t >= 0) {
                         ret->state = PIN_DEAD;
                         ret->mount = true;
-                        snprintf(ret->why, sizeof ret->why, "a namespace of another type "
-                                 "(0x%x)", (unsigned) t);
+                        snprintf(ret->why, sizeof ret->why,
+                                 "a namespace of another type "
+                                 "(0x%x)",
+                                 (unsigned) t);
                 } else
                         ret->err = -t;
                 return;
@@ -200,8 +205,10 @@ static void pin_look(int dir_fd, const char *name, struct pin_look *ret) {
         if (r > 0) {
                 ret->state = PIN_DEAD;
                 ret->mount = true;
-                snprintf(ret->why, sizeof ret->why, "a mount of a file system of type 0x%lx, "
-                         "not of a namespace", (unsigned long) sfs.f_type);
+                snprintf(ret->why, sizeof ret->why,
+                         "a mount of a file system of type 0x%lx, "
+                         "not of a namespace",
+                         (unsigned long) sfs.f_type);
                 return;
         }
         ret->state = PIN_EMPTY;
@@ -209,8 +216,9 @@ static void pin_look(int dir_fd, const char *name, struct pin_look *ret) {
 
 /* Unmount whatever is mounted on the pin file name, inside the pin namespace. */
 static int pin_unmount(PinStore *ps, const char *name) {
-        struct helper_enter_args a = { .ns_fd = ps->pinns_fd, .dir_fd = ps->dir_fd,
-                                       .target = name, .ret_fd = -1 };
+        struct helper_enter_args a = {
+                .ns_fd = ps->pinns_fd, .dir_fd = ps->dir_fd, .target = name, .ret_fd = -1
+        };
 
         return helper_run(helper_enter_child, &a, &a.s);
 }
@@ -235,22 +243,27 @@ static int pin_remove(PinStore *ps, uid_t uid, const char *name, const struct pi
         if (l->state == PIN_DEAD && l->mount) {
                 r = pin_unmount(ps, name);
                 if (r < 0)
-                        return log_warning_errno(r, "Failed to unmount the dead pin '%s:%s' "
-                                                 "(%s), leaving it: %m", ps->pins_path, name,
-                                                 l->why);
+                        return log_warning_errno(r,
+                                                 "Failed to unmount the dead pin '%s:%s' "
+                                                 "(%s), leaving it: %m",
+                                                 ps->pins_path, name, l->why);
         }
         if (unlinkat(ps->dir_fd, name, 0) < 0 && errno != ENOENT)
-                return log_warning_errno(errno, "Failed to remove the pin file '%s:%s', "
-                                         "leaving it: %m", ps->pins_path, name);
+                return log_warning_errno(errno,
+                                         "Failed to remove the pin file '%s:%s', "
+                                         "leaving it: %m",
+                                         ps->pins_path, name);
         pin_unlink_info(ps, name);
         if (l->state == PIN_DEAD)
                 log_event(LOG_WARNING, 0, uid, "pin-removed",
                           "Removed the pin '%s:%s' of uid %u: it is %s, not a pinned mount "
-                          "namespace", ps->pins_path, name, (unsigned) uid, l->why);
+                          "namespace",
+                          ps->pins_path, name, (unsigned) uid, l->why);
         else
                 log_event(LOG_NOTICE, 0, uid, "pin-removed",
                           "Removed the pin file '%s:%s' of uid %u: it pins nothing (an "
-                          "interrupted create)", ps->pins_path, name, (unsigned) uid);
+                          "interrupted create)",
+                          ps->pins_path, name, (unsigned) uid);
         return 0;
 }
 
@@ -296,11 +309,9 @@ static int run_dir_make_private(const char *run_dir) {
                 return log_error_errno(r, "Failed to check whether '%s' is a mount point: %m",
                                        run_dir);
         if (r == 0 && mount(run_dir, run_dir, NULL, MS_BIND, NULL) < 0)
-                return log_error_errno(errno, "Failed to bind-mount '%s' onto itself: %m",
-                                       run_dir);
+                return log_error_errno(errno, "Failed to bind-mount '%s' onto itself: %m", run_dir);
         if (mount(NULL, run_dir, NULL, MS_PRIVATE, NULL) < 0)
-                return log_error_errno(errno, "Failed to make '%s' a private mount: %m",
-                                       run_dir);
+                return log_error_errno(errno, "Failed to make '%s' a private mount: %m", run_dir);
         return 0;
 }
 
@@ -328,7 +339,8 @@ static int pinstore_open_dir(PinStore *ps) {
         if (sfs.f_type != TMPFS_MAGIC)
                 /* Not the layout nsd makes; its pins (if any) cannot be found, and replacing
                  * the namespace could lose them: an administrator decides. */
-                return log_error_errno(EUCLEAN, "'%s' in the pin namespace on '%s' is not its "
+                return log_error_errno(EUCLEAN,
+                                       "'%s' in the pin namespace on '%s' is not its "
                                        "tmpfs; refusing to replace that namespace (umount "
                                        "'%s' by hand if nothing in it is needed)",
                                        ps->run_dir, ps->pins_path, ps->pins_path);
@@ -353,8 +365,10 @@ static int pinstore_create(PinStore *ps) {
          * namespace, but on 6.18 it can happen when nsd runs in a namespace of its own (tests)
          * and the two were made on different CPUs. */
         for (i = 0; i < attempts; i++) {
-                a = (struct pinns_args) { .cpu = pinstore_cpu(ps, i), .run_dir = ps->run_dir,
-                                          .ns_fd = -1, .dir_fd = -1 };
+                a = (struct pinns_args) { .cpu = pinstore_cpu(ps, i),
+                                          .run_dir = ps->run_dir,
+                                          .ns_fd = -1,
+                                          .dir_fd = -1 };
                 if (i == ps->n_cpus)
                         a.cpu = -1;
                 r = helper_run(pinns_child, &a, &a.s);
@@ -375,7 +389,8 @@ static int pinstore_create(PinStore *ps) {
                 if (r != -EINVAL)
                         break;
                 log_debug("Pin of the pin namespace refused on CPU %d (namespace ids out of "
-                          "order), retrying on another CPU", a.cpu);
+                          "order), retrying on another CPU",
+                          a.cpu);
         }
         if (r < 0)
                 return log_error_errno(r, "Failed to pin the pin namespace on '%s': %m",
@@ -401,8 +416,7 @@ static int pinstore_use_hint(PinStore *ps, bool pin) {
 
                 r = run_dir_make_private(ps->run_dir);
                 if (r >= 0) {
-                        fd = open(ps->pins_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                                  0600);
+                        fd = open(ps->pins_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
                         r = fd < 0 ? -errno : 0;
                 }
                 if (r >= 0) {
@@ -410,13 +424,15 @@ static int pinstore_use_hint(PinStore *ps, bool pin) {
                         r = mount(src, ps->pins_path, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
                 }
                 if (r < 0)
-                        log_warning_errno(r, "Failed to pin the pin namespace kept in the service "
+                        log_warning_errno(r,
+                                          "Failed to pin the pin namespace kept in the service "
                                           "manager's fd store on '%s' again, using it from there "
                                           "(it lasts while nsd runs or the store holds it): %m",
                                           ps->pins_path);
                 else
                         log_notice("Pinned the pin namespace on '%s' again from the service "
-                                   "manager's fd store: its pin was gone", ps->pins_path);
+                                   "manager's fd store: its pin was gone",
+                                   ps->pins_path);
         }
         ps->pinns_fd = TAKE_FD(ps->hint_fd);
         ps->pinns_found = true;
@@ -433,7 +449,9 @@ static bool pinstore_hint_ok(PinStore *ps) {
         t = fd_nstype(ps->hint_fd);
         if (t == CLONE_NEWNS)
                 return true;
-        log_warning("The fd store's '" "pinns" "' is not a mount namespace, ignoring it");
+        log_warning("The fd store's '"
+                    "pinns"
+                    "' is not a mount namespace, ignoring it");
         CLOSE_FD(ps->hint_fd);
         return false;
 }
@@ -459,8 +477,7 @@ static int pinstore_find(PinStore *ps, bool *ret_final) {
                 if (r == -ENOENT && mkdir_err) {
                         /* no run_dir, so no pin namespace either */
                         *ret_final = !errno_may_pass(mkdir_err);
-                        return log_error_errno(mkdir_err, "Failed to create '%s': %m",
-                                               ps->run_dir);
+                        return log_error_errno(mkdir_err, "Failed to create '%s': %m", ps->run_dir);
                 }
                 return log_error_errno(r, "Failed to open '%s': %m", ps->run_dir);
         }
@@ -494,23 +511,30 @@ static int pinstore_find(PinStore *ps, bool *ret_final) {
                 return r;
         case PIN_UNKNOWN:
                 if (pinstore_hint_ok(ps)) {
-                        log_warning_errno(l.err, "Cannot look at '%s' (%m); using the pin "
+                        log_warning_errno(l.err,
+                                          "Cannot look at '%s' (%m); using the pin "
                                           "namespace kept in the service manager's fd store",
                                           ps->pins_path);
                         return pinstore_use_hint(ps, false);
                 }
                 /* it may be our pin namespace: never make another on top of it */
-                return log_error_errno(l.err, "Failed to look at '%s', it may be the pin "
-                                       "namespace: %m", ps->pins_path);
+                return log_error_errno(l.err,
+                                       "Failed to look at '%s', it may be the pin "
+                                       "namespace: %m",
+                                       ps->pins_path);
         case PIN_DEAD:
                 if (l.directory) {
                         *ret_final = true;
-                        return log_error_errno(EISDIR, "'%s' is a directory, not nsd's pin; "
-                                               "refusing to touch it", ps->pins_path);
+                        return log_error_errno(EISDIR,
+                                               "'%s' is a directory, not nsd's pin; "
+                                               "refusing to touch it",
+                                               ps->pins_path);
                 }
                 if (l.mount && umount2(ps->pins_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-                        return log_error_errno(errno, "Failed to unmount '%s' (%s, not a pin "
-                                               "namespace): %m", ps->pins_path, l.why);
+                        return log_error_errno(errno,
+                                               "Failed to unmount '%s' (%s, not a pin "
+                                               "namespace): %m",
+                                               ps->pins_path, l.why);
                 if (!l.mount && unlink(ps->pins_path) < 0 && errno != ENOENT)
                         return log_error_errno(errno, "Failed to remove '%s' (%s): %m",
                                                ps->pins_path, l.why);
@@ -719,8 +743,10 @@ static int pinstore_adopt_pending(PinStore *ps, pinstore_adopt_cb cb, void *user
 
                 if (*root_fd < 0) {
                         log_full_errno(ps->retries == 0 ? LOG_WARNING : LOG_DEBUG,
-                                       errs[i] ? errs[i] : EIO, "Failed to enter the pinned "
-                                       "namespace of uid %u, retrying: %m", (unsigned) uid);
+                                       errs[i] ? errs[i] : EIO,
+                                       "Failed to enter the pinned "
+                                       "namespace of uid %u, retrying: %m",
+                                       (unsigned) uid);
                         continue;
                 }
                 ns = userns_new(uid);
@@ -738,7 +764,8 @@ static int pinstore_adopt_pending(PinStore *ps, pinstore_adopt_cb cb, void *user
                 if (was_warned)
                         log_event(LOG_NOTICE, 0, uid, "adopt-retried",
                                   "Adopted the pinned namespace %" PRIu64 " of uid %u after "
-                                  "%u retries", ns->ns_inode, (unsigned) uid, ps->retries);
+                                  "%u retries",
+                                  ns->ns_inode, (unsigned) uid, ps->retries);
                 else
                         log_debug("Adopted mount namespace %" PRIu64 " of uid %u", ns->ns_inode,
                                   (unsigned) uid);
@@ -802,12 +829,13 @@ static int pinstore_retry(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
                         log_full_errno(ps->retries % 12 == 0 ? LOG_WARNING : LOG_DEBUG, r,
                                        "The pin store on '%s' is not available yet (%u "
                                        "retries): %m; every JOIN answers 'not yet available' "
-                                       "until it is", ps->pins_path, ps->retries);
+                                       "until it is",
+                                       ps->pins_path, ps->retries);
                         pinstore_schedule(ps, false);
                         return 0;
                 }
-                log_notice("The pin store on '%s' is available, %u pins to adopt",
-                           ps->pins_path, g_hash_table_size(ps->pending));
+                log_notice("The pin store on '%s' is available, %u pins to adopt", ps->pins_path,
+                           g_hash_table_size(ps->pending));
                 progress = true;
                 if (ps->ready_cb)
                         ps->ready_cb(ps->ready_userdata);
@@ -865,9 +893,11 @@ int pinstore_open_full(const char *run_dir, int pinns_fd, PinStore **ret) {
                 return r;
         }
         if (r < 0) {
-                log_error_errno(r, "The pin store on '%s' is not available yet: %m; nsd keeps "
+                log_error_errno(r,
+                                "The pin store on '%s' is not available yet: %m; nsd keeps "
                                 "retrying, and every JOIN answers 'not yet available' until it "
-                                "is", ps->pins_path);
+                                "is",
+                                ps->pins_path);
                 pinstore_schedule(ps, false);
         }
         *ret = ps;
@@ -964,8 +994,9 @@ int pinstore_retry_pending(PinStore *ps, pinstore_adopt_cb cb, void *userdata,
                 now = now_monotonic_usec();
         }
         if (ret_delay_usec)
-                *ret_delay_usec = !pinstore_needs_retry(ps) ? 0 :
-                                  ps->next_retry_usec > now ? ps->next_retry_usec - now : 1;
+                *ret_delay_usec = !pinstore_needs_retry(ps)   ? 0
+                                  : ps->next_retry_usec > now ? ps->next_retry_usec - now
+                                                              : 1;
         return adopted;
 }
 
@@ -979,12 +1010,14 @@ int pinstore_pin_begin(PinStore *ps, uid_t uid) {
 
         if (!pinstore_is_ready(ps)) {
                 log_debug("Not creating a namespace for uid %u: the pin store is not available "
-                          "yet", (unsigned) uid);
+                          "yet",
+                          (unsigned) uid);
                 return -EAGAIN;
         }
         if (g_hash_table_contains(ps->pending, GUINT_TO_POINTER(uid))) {
                 log_debug("Not creating a namespace for uid %u: its pinned namespace is not "
-                          "adopted yet", (unsigned) uid);
+                          "adopted yet",
+                          (unsigned) uid);
                 return -EAGAIN;
         }
 
@@ -1034,7 +1067,8 @@ void pinstore_pin_abandon(PinStore *ps, uid_t uid) {
         case PIN_LIVE:
                 /* the pin was made after all (a helper killed after its last step) */
                 close(l.fd);
-                pinstore_mark_pending(ps, uid, 0, "a create was reported failed after its pin "
+                pinstore_mark_pending(ps, uid, 0,
+                                      "a create was reported failed after its pin "
                                       "was made");
                 break;
         case PIN_NONE:
@@ -1059,15 +1093,18 @@ void pinstore_pin_done(PinStore *ps, uid_t uid, uint64_t created_usec, size_t at
         n = snprintf(text, sizeof text, "created_usec=%" PRIu64 "\n", created_usec);
         fd = openat(ps->dir_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) {
-                log_warning_errno(errno, "Failed to write '%s:%s' of uid %u, its creation time "
-                                  "will be unknown after a restart: %m", ps->pins_path, path,
-                                  (unsigned) uid);
+                log_warning_errno(errno,
+                                  "Failed to write '%s:%s' of uid %u, its creation time "
+                                  "will be unknown after a restart: %m",
+                                  ps->pins_path, path, (unsigned) uid);
                 return;
         }
         w = write(fd, text, (size_t) n);
         if (w != n)
-                log_warning_errno(w < 0 ? errno : EIO, "Failed to write '%s:%s' of uid %u, "
-                                  "ignoring: %m", ps->pins_path, path, (unsigned) uid);
+                log_warning_errno(w < 0 ? errno : EIO,
+                                  "Failed to write '%s:%s' of uid %u, "
+                                  "ignoring: %m",
+                                  ps->pins_path, path, (unsigned) uid);
 }
 
 int pinstore_unpin(PinStore *ps, uid_t uid, uint64_t ns_inode) {
@@ -1085,8 +1122,10 @@ int pinstore_unpin(PinStore *ps, uid_t uid, uint64_t ns_inode) {
                 log_debug("The pin of uid %u is already gone", (unsigned) uid);
                 return 0;
         case PIN_UNKNOWN:
-                return log_error_errno(l.err, "Failed to look at the pin '%s:%s' of uid %u, "
-                                       "keeping it: %m", ps->pins_path, name, (unsigned) uid);
+                return log_error_errno(l.err,
+                                       "Failed to look at the pin '%s:%s' of uid %u, "
+                                       "keeping it: %m",
+                                       ps->pins_path, name, (unsigned) uid);
         case PIN_EMPTY:
         case PIN_DEAD:
                 return pin_remove(ps, uid, name, &l);
@@ -1097,20 +1136,24 @@ int pinstore_unpin(PinStore *ps, uid_t uid, uint64_t ns_inode) {
         r = fstat(l.fd, &st) < 0 ? -errno : 0;
         close(l.fd);
         if (r < 0)
-                return log_error_errno(r, "Failed to look at the pin '%s:%s' of uid %u, keeping "
-                                       "it: %m", ps->pins_path, name, (unsigned) uid);
+                return log_error_errno(r,
+                                       "Failed to look at the pin '%s:%s' of uid %u, keeping "
+                                       "it: %m",
+                                       ps->pins_path, name, (unsigned) uid);
         if ((uint64_t) st.st_ino != ns_inode) {
                 log_warning("Pin '%s:%s' does not pin namespace %" PRIu64 " of uid %u but %" PRIu64
-                            ", leaving it", ps->pins_path, name, ns_inode, (unsigned) uid,
-                            (uint64_t) st.st_ino);
+                            ", leaving it",
+                            ps->pins_path, name, ns_inode, (unsigned) uid, (uint64_t) st.st_ino);
                 pinstore_mark_pending(ps, uid, 0, "its pin holds another namespace");
                 return 0;
         }
 
         r = pin_unmount(ps, name);
         if (r < 0)
-                return log_error_errno(r, "Failed to unpin the mount namespace of uid %u, it "
-                                       "stays pinned: %m", (unsigned) uid);
+                return log_error_errno(r,
+                                       "Failed to unpin the mount namespace of uid %u, it "
+                                       "stays pinned: %m",
+                                       (unsigned) uid);
         if (unlinkat(ps->dir_fd, name, 0) < 0 && errno != ENOENT)
                 log_warning_errno(errno, "Failed to remove '%s:%s', ignoring: %m", ps->pins_path,
                                   name);

@@ -22,7 +22,7 @@ typedef struct Lookup Lookup;
 typedef struct Core {
         gint n_ref;
         GMainContext *context;
-        bool closed;  /* the Policy is gone */
+        bool closed; /* the Policy is gone */
         Policy *policy;
 } Core;
 
@@ -146,9 +146,11 @@ static gboolean on_lookup_done(gpointer userdata) {
         if (!l->waiters) {
                 char t[32];
                 log_info("The user database answered for uid %u only after %s s, past its "
-                         "deadline; the answer is cached", (unsigned) l->uid,
+                         "deadline; the answer is cached",
+                         (unsigned) l->uid,
                          config_usec_to_string((uint64_t) (g_get_monotonic_time() -
-                                                           l->started_usec), t, sizeof t));
+                                                           l->started_usec),
+                                               t, sizeof t));
         }
         waiters = g_steal_pointer(&l->waiters);
         for (GList *i = waiters; i; i = i->next) {
@@ -190,11 +192,13 @@ static gboolean on_waiter_deadline(gpointer userdata) {
 
         config_usec_to_string(c->lookup_timeout_usec, t, sizeof t);
         why = g_strdup_printf("the user database (NSS) did not answer for uid %u within "
-                              "%s s (LookupTimeoutSec=)", (unsigned) l->uid, t);
+                              "%s s (LookupTimeoutSec=)",
+                              (unsigned) l->uid, t);
         p->stats.timeouts++;
         if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held))
                 log_warning("A request waited for the user database too long, refusing it: "
-                            "%s%s", why, held ? " (and more like it)" : "");
+                            "%s%s",
+                            why, held ? " (and more like it)" : "");
         l->waiters = g_list_remove(l->waiters, w);
         g_source_unref(w->timer);
         w->timer = NULL; /* this very source: destroyed by returning G_SOURCE_REMOVE */
@@ -309,8 +313,8 @@ Policy *policy_new(Server *s) {
         p->inflight = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->live = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->cache = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cache_entry_free);
-        p->pool = g_thread_pool_new(lookup_thread, p, (gint) s->config.max_lookup_threads,
-                                    FALSE, &error);
+        p->pool = g_thread_pool_new(lookup_thread, p, (gint) s->config.max_lookup_threads, FALSE,
+                                    &error);
         g_assert_no_error(error); /* non-exclusive pools never fail */
         return p;
 }

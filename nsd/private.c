@@ -28,12 +28,12 @@
 #include <fcntl.h>
 #include <glib-unix.h>
 #include <glib.h>
+#include <grp.h>
 #include <libmount.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -64,7 +64,7 @@ struct op {
         bool identity;
         gid_t gid;
         const char *path;
-        int fd;      /* set: the mount to change; resolve: out */
+        int fd; /* set: the mount to change; resolve: out */
         bool unhide;
         /* out */
         uint64_t mnt_id;
@@ -205,12 +205,14 @@ int private_supported(uint32_t features, const char **ret_why) {
 
         if (!(features & NSD_FEATURE_OWNER_PRIVATE)) {
                 *ret_why = "owner-private mounts need a kernel with MOUNT_ATTR_OWNER_PRIVATE "
-                           "(kernel-patches/, 'fs: add MOUNT_ATTR_OWNER_PRIVATE'); this kernel lacks it";
+                           "(kernel-patches/, 'fs: add MOUNT_ATTR_OWNER_PRIVATE'); this kernel "
+                           "lacks it";
                 return -EOPNOTSUPP;
         }
         if (cached == 1)
-                cached = run_op(probe_fsuid_child, &o) == 0 && o.probed_fsuid == PROBE_FSUID ?
-                                 0 : -EOPNOTSUPP;
+                cached = run_op(probe_fsuid_child, &o) == 0 && o.probed_fsuid == PROBE_FSUID
+                                 ? 0
+                                 : -EOPNOTSUPP;
         if (cached < 0) {
                 *ret_why = "nsd cannot take a user's fsuid (setfsuid needs CAP_SETUID, which "
                            "nsd does not hold), so it cannot make a mount owner-private for a "
@@ -223,8 +225,8 @@ int private_supported(uint32_t features, const char **ret_why) {
 /* ---- mount tables ------------------------------------------------------------------------- */
 
 static bool fstype_is_fuse(const char *t) {
-        return t && (strcmp(t, "fuse") == 0 || strcmp(t, "fuseblk") == 0 ||
-                     strncmp(t, "fuse.", 5) == 0);
+        return t &&
+               (strcmp(t, "fuse") == 0 || strcmp(t, "fuseblk") == 0 || strncmp(t, "fuse.", 5) == 0);
 }
 
 /* The user_id= of a FUSE mount: true and *ret, or false (not FUSE, no or a bad user_id). */
@@ -340,7 +342,8 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
          * from mode private's watch: refused here like a hide. */
         if (h->caller != 0 && fs && !(fuse && owner == h->caller)) {
                 *ret_why = g_strdup_printf("'%s' is not a FUSE mount of uid %u; only its owner "
-                                           "or root may %s it", h->path, (unsigned) h->caller,
+                                           "or root may %s it",
+                                           h->path, (unsigned) h->caller,
                                            h->unhide ? "unhide" : "hide");
                 return -EPERM;
         }
@@ -349,10 +352,12 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
         if (r < 0) {
                 if (r == -EPERM && st.step == HELPER_STEP_SETATTR)
                         *ret_why = g_strdup_printf("'%s' is owner-private for another uid; "
-                                                   "only its owner may change it", h->path);
+                                                   "only its owner may change it",
+                                                   h->path);
                 else if (r == -EINVAL && st.step == HELPER_STEP_SETATTR)
                         *ret_why = g_strdup_printf("the kernel refused the owner-private "
-                                                   "attribute on '%s'", h->path);
+                                                   "attribute on '%s'",
+                                                   h->path);
                 else
                         *ret_why = g_strdup_printf("cannot %s '%s': %s: %s",
                                                    h->unhide ? "unhide" : "hide", h->path,
@@ -360,10 +365,10 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
                 return r;
         }
         log_event_by(h->caller, LOG_INFO, 0, h->uid, h->unhide ? "mount-unhidden" : "mount-hidden",
-                  "%s mount %" G_GUINT64_FORMAT " on '%s' (%s) %s uid %u, asked by uid %u",
-                  h->unhide ? "Made" : "Hid", o->mnt_id, h->path, fstype,
-                  h->unhide ? "visible again, was owner-private for" : "from everyone but",
-                  (unsigned) h->uid, (unsigned) h->caller);
+                     "%s mount %" G_GUINT64_FORMAT " on '%s' (%s) %s uid %u, asked by uid %u",
+                     h->unhide ? "Made" : "Hid", o->mnt_id, h->path, fstype,
+                     h->unhide ? "visible again, was owner-private for" : "from everyone but",
+                     (unsigned) h->uid, (unsigned) h->caller);
         *ret_mnt_id = o->mnt_id;
         return 0;
 }
@@ -380,8 +385,8 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
         if (r == -ETIMEDOUT)
                 why = g_strdup_printf("resolving '%s' took longer than %s s "
                                       "(PathWalkTimeoutSec=): a file system on the way does "
-                                      "not answer (a hung FUSE daemon?)", h->path,
-                                      config_usec_to_string(h->timeout_usec, t, sizeof t));
+                                      "not answer (a hung FUSE daemon?)",
+                                      h->path, config_usec_to_string(h->timeout_usec, t, sizeof t));
         else if (r == -ECANCELED)
                 why = g_strdup("nsd is stopping");
         else if (r < 0 && o.s.step == HELPER_STEP_FSUID)
@@ -389,8 +394,8 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
                                       (unsigned) o.fsuid);
         else if (r < 0 && o.s.step == HELPER_STEP_IDENTITY)
                 why = g_strdup_printf("nsd cannot take uid %u's identity to resolve the path "
-                                      "(%s): %s", (unsigned) o.fsuid, op_step(&o),
-                                      g_strerror(-r));
+                                      "(%s): %s",
+                                      (unsigned) o.fsuid, op_step(&o), g_strerror(-r));
         else if (r < 0)
                 why = g_strdup_printf("cannot resolve '%s'%s: %s", h->path,
                                       r == -ELOOP ? " (symbolic links are refused)" : "",
@@ -399,15 +404,15 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
                 r = hide_resolved(h, &o, &mnt_id, &why);
         if (r == -ETIMEDOUT)
                 log_event_by(h->caller, LOG_WARNING, r, h->uid, "mount-hide-timeout",
-                          "HIDE of '%s' for uid %u, asked by uid %u: %s", h->path,
-                          (unsigned) h->uid, (unsigned) h->caller, why);
+                             "HIDE of '%s' for uid %u, asked by uid %u: %s", h->path,
+                             (unsigned) h->uid, (unsigned) h->caller, why);
         h->done(r, mnt_id, why, h->userdata);
         hide_op_free(h);
 }
 
 int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, gid_t caller_gid,
-                       uid_t uid, const char *path, bool unhide, PrivateHideDone done, void *userdata,
-                       char **ret_why) {
+                       uid_t uid, const char *path, bool unhide, PrivateHideDone done,
+                       void *userdata, char **ret_why) {
         HideOp *h = g_new0(HideOp, 1);
         /* walk as the asking user; root unhiding walks as the owner (root cannot see it) */
         struct op o = { .fd = -1, .fsuid = caller != 0 ? caller : unhide ? uid : 0 };
@@ -426,8 +431,8 @@ int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, gid_t
         h->userdata = userdata;
         h->timeout_usec = timeout_usec;
         o.path = h->path;
-        r = child_start(set, caller != 0 ? caller : uid, resolve_child, &o, sizeof o,
-                        timeout_usec, on_hide_walked, h);
+        r = child_start(set, caller != 0 ? caller : uid, resolve_child, &o, sizeof o, timeout_usec,
+                        on_hide_walked, h);
         if (r < 0) {
                 *ret_why = r == -EAGAIN
                                    ? g_strdup("too many path walks in progress (MaxPathWalks=, "
@@ -497,11 +502,11 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
         }
         if (r == -ETIMEDOUT) {
                 log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
-                          "Cannot hide the %s mount of uid %u on '%s': resolving the path took "
-                          "longer than %s s (PathWalkTimeoutSec=), ignoring", it->fstype,
-                          (unsigned) it->uid, it->target,
-                          config_usec_to_string(it->w->config->path_walk_timeout_usec, t,
-                                                sizeof t));
+                             "Cannot hide the %s mount of uid %u on '%s': resolving the path took "
+                             "longer than %s s (PathWalkTimeoutSec=), ignoring",
+                             it->fstype, (unsigned) it->uid, it->target,
+                             config_usec_to_string(it->w->config->path_walk_timeout_usec, t,
+                                                   sizeof t));
                 watch_item_free(it);
                 return;
         }
@@ -523,13 +528,15 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
         r = mount_set_owner_private(mount_fd, it->uid, false, &st);
         if (r < 0)
                 log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
-                          "Cannot hide the %s mount %" G_GUINT64_FORMAT " of uid %u on '%s': "
-                          "%s: %s, ignoring", it->fstype, it->id, (unsigned) it->uid,
-                          it->target, helper_status_step(&st), g_strerror(-r));
+                             "Cannot hide the %s mount %" G_GUINT64_FORMAT " of uid %u on '%s': "
+                             "%s: %s, ignoring",
+                             it->fstype, it->id, (unsigned) it->uid, it->target,
+                             helper_status_step(&st), g_strerror(-r));
         else
                 log_event(LOG_INFO, 0, it->uid, "mount-hidden",
                           "Hid the %s mount %" G_GUINT64_FORMAT " on '%s' from everyone but "
-                          "uid %u", it->fstype, it->id, it->target, (unsigned) it->uid);
+                          "uid %u",
+                          it->fstype, it->id, it->target, (unsigned) it->uid);
         watch_item_free(it);
 }
 
@@ -543,15 +550,15 @@ static void watch_walk(WatchItem *it) {
                         w->config->path_walk_timeout_usec, on_watch_walked, it);
         if (r == -EAGAIN) {
                 log_debug("No helper process free to hide mount %" G_GUINT64_FORMAT " of uid "
-                          "%u now (MaxPathWalks=), trying again shortly", it->id,
-                          (unsigned) it->uid);
+                          "%u now (MaxPathWalks=), trying again shortly",
+                          it->id, (unsigned) it->uid);
                 watch_retry_later(w, it->id);
                 watch_item_free(it);
         } else if (r < 0) {
                 log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
                              "Cannot hide the %s mount of uid %u on '%s': cannot start a "
-                             "helper process: %s, ignoring", it->fstype, (unsigned) it->uid,
-                             it->target, g_strerror(-r));
+                             "helper process: %s, ignoring",
+                             it->fstype, (unsigned) it->uid, it->target, g_strerror(-r));
                 watch_item_free(it);
         }
 }
@@ -566,7 +573,8 @@ static void on_watch_managed(int managed, const char *why, void *userdata) {
         if (managed < 0) {
                 log_event_by(it->uid, LOG_WARNING, managed, it->uid, "mount-hide-failed",
                              "Cannot tell whether nsd manages uid %u, so its %s mount on '%s' "
-                             "is not hidden: %s", (unsigned) it->uid, it->fstype, it->target,
+                             "is not hidden: %s",
+                             (unsigned) it->uid, it->fstype, it->target,
                              why ? why : g_strerror(-managed));
                 watch_item_free(it);
                 return;

@@ -54,5 +54,5 @@ void private_watch_exempt(PrivateWatch *w, uint64_t mnt_id);
  * *ret_why (g_malloc()ed). */
 typedef void (*PrivateHideDone)(int r, uint64_t mnt_id, const char *why, void *userdata);
 int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, gid_t caller_gid,
-                       uid_t uid, const char *path, bool unhide, PrivateHideDone done, void *userdata,
-                       char **ret_why);
+                       uid_t uid, const char *path, bool unhide, PrivateHideDone done,
+                       void *userdata, char **ret_why);

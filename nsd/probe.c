@@ -31,8 +31,8 @@ struct probe_args {
         int result;      /* 0 or errno of the probed call */
         long lines;
         bool owner_private; /* mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) instead of keeping */
-        char file[64];       /* F4: a file in the probe tmpfs (dir + "/nsd-probe") */
-        const char *why;     /* F4: out: what the attribute did not do, NULL: all of it */
+        char file[64];      /* F4: a file in the probe tmpfs (dir + "/nsd-probe") */
+        const char *why;    /* F4: out: what the attribute did not do, NULL: all of it */
 };
 
 /* F4's owner: neither root nor anybody's usual uid (65534 is nobody) */
@@ -199,8 +199,8 @@ static int probe_run(int (*fn)(void *), struct probe_args *a) {
                 r = helper_run(fn, a, &a->s);
                 /* the probed call itself may fail for such a reason too (a->result) */
                 if (r >= 0 ? !errno_may_pass(a->result) &&
-                                     !(fn == probe_setns_child && errno_may_pass((int) a->lines)) :
-                             !errno_may_pass(r))
+                                     !(fn == probe_setns_child && errno_may_pass((int) a->lines))
+                           : !errno_may_pass(r))
                         break;
         }
         return r;
@@ -226,13 +226,16 @@ uint32_t kernel_features_probe(void) {
         a = (struct probe_args) { .root_fd = -1, .ns_fd = -1 };
         r = probe_run(probe_setns_child, &a);
         if (r < 0)
-                log_warning_errno(r, "Kernel probe F1 (setns on a directory) failed: %s: %m, "
-                                  "assuming absent", helper_status_step(&a.s));
+                log_warning_errno(r,
+                                  "Kernel probe F1 (setns on a directory) failed: %s: %m, "
+                                  "assuming absent",
+                                  helper_status_step(&a.s));
         else {
                 if (a.result == 0)
                         features |= NSD_FEATURE_SETNS_DIRFD;
                 log_debug("Kernel probe F1: setns() on an O_PATH directory: %s, on an O_RDONLY "
-                          "directory: %s: %s", a.result ? strerror(a.result) : "works",
+                          "directory: %s: %s",
+                          a.result ? strerror(a.result) : "works",
                           a.lines ? strerror((int) a.lines) : "works",
                           a.result == 0 ? "present" : "absent");
                 if (a.result != 0 && a.lines == 0)
@@ -257,14 +260,16 @@ uint32_t kernel_features_probe(void) {
                 a = (struct probe_args) { .root_fd = root_fd, .ns_fd = -1 };
                 r = probe_run(probe_chroot_child, &a);
                 if (r < 0)
-                        log_warning_errno(r, "Kernel probe F2 (mount table after chroot) "
-                                          "failed: %s: %m, assuming absent", helper_status_step(&a.s));
+                        log_warning_errno(r,
+                                          "Kernel probe F2 (mount table after chroot) "
+                                          "failed: %s: %m, assuming absent",
+                                          helper_status_step(&a.s));
                 else {
                         if (a.lines > 0)
                                 features |= NSD_FEATURE_PROC_MOUNTS_ROOT;
                         log_debug("Kernel probe F2: a process chrooted into another namespace "
-                                  "reads %ld mountinfo lines: %s", a.lines,
-                                  a.lines > 0 ? "present" : "absent");
+                                  "reads %ld mountinfo lines: %s",
+                                  a.lines, a.lines > 0 ? "present" : "absent");
                 }
 
                 /* F3: fspick from nsd's namespace a mount of the throwaway one (ns_fd keeps
@@ -283,10 +288,12 @@ uint32_t kernel_features_probe(void) {
                         features |= NSD_FEATURE_FSPICK_CHECK;
                 else if (err != 0)
                         log_warning_errno(err, "Kernel probe F3 (fspick across namespaces) "
-                                          "failed unexpectedly: %m, assuming absent");
+                                               "failed unexpectedly: %m, assuming absent");
                 log_debug("Kernel probe F3: fspick reconfigure of another namespace's mount "
-                          "%s", err == 0 ? "succeeds: absent" :
-                                err == EINVAL ? "refused: present" : "failed: absent");
+                          "%s",
+                          err == 0        ? "succeeds: absent"
+                          : err == EINVAL ? "refused: present"
+                                          : "failed: absent");
         }
 
         /* F4 */
@@ -294,17 +301,20 @@ uint32_t kernel_features_probe(void) {
         g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
         r = probe_run(probe_ns_child, &a);
         if (r < 0)
-                log_warning_errno(r, "Kernel probe F4 (owner-private mounts) failed: %s: %m, "
-                                  "assuming absent", helper_status_step(&a.s));
+                log_warning_errno(r,
+                                  "Kernel probe F4 (owner-private mounts) failed: %s: %m, "
+                                  "assuming absent",
+                                  helper_status_step(&a.s));
         else if (a.result != 0)
-                log_debug_errno(a.result, "Kernel probe F4: mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) "
+                log_debug_errno(a.result,
+                                "Kernel probe F4: mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) "
                                 "refused (%m): absent");
         else if (a.why)
                 /* the bit means something else on this kernel: never set it */
                 log_warning("Kernel probe F4: mount_setattr() takes MOUNT_ATTR_OWNER_PRIVATE "
                             "(0x%llx) but %s: not the owner-private attribute nsd knows, "
-                            "treating F4 as absent", (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE,
-                            a.why);
+                            "treating F4 as absent",
+                            (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE, a.why);
         else {
                 features |= NSD_FEATURE_OWNER_PRIVATE;
                 log_debug("Kernel probe F4: a mount made owner-private is its owner's alone "

@@ -44,8 +44,7 @@
 /* SHOW text held by all unprivileged SHOWs being sent; past it they get -EBUSY. */
 #define SHOW_BYTES_MAX (32u << 20)
 
-#define REFUSE(r, err, ...) \
-        (g_free((r)->why), (r)->why = g_strdup_printf(__VA_ARGS__), -(err))
+#define REFUSE(r, err, ...) (g_free((r)->why), (r)->why = g_strdup_printf(__VA_ARGS__), -(err))
 
 static bool may_ask_for(const Request *r, uid_t uid) {
         return r->uid == 0 || r->uid == uid;
@@ -160,13 +159,14 @@ int request_need_managed(Request *r, uid_t uid, RequestHandler next) {
 
 /* ---- who gets what (nsd-protocol.h) --------------------------------------------------- */
 
-#define WHY_DESCRIPTORS "descriptors of a namespace go only to root or to a process already " \
-                        "inside it; see nsctl show"
+#define WHY_DESCRIPTORS                                                       \
+        "descriptors of a namespace go only to root or to a process already " \
+        "inside it; see nsctl show"
 
 /* Where the caller stands (peer.h): 0, or -EPERM with *ret_why when nsd cannot tell. */
 static int caller_view(Request *r, const User *u, PeerView *ret, char **ret_why) {
-        int rv = peer_view(r->pid, r->conn ? conn_pidfd(r->conn) : -1, &r->sender,
-                           u ? u->ns : NULL, ret, ret_why);
+        int rv = peer_view(r->pid, r->conn ? conn_pidfd(r->conn) : -1, &r->sender, u ? u->ns : NULL,
+                           ret, ret_why);
         if (rv < 0)
                 log_debug("%s from uid %u pid %u: %s", r->type->name, (unsigned) r->uid,
                           (unsigned) r->pid, *ret_why);
@@ -201,10 +201,13 @@ static int check_full_view(Request *r, const User *u) {
         if (r->uid == 0)
                 return 0;
         if (caller_view(r, u, &v, &why) < 0)
-                return REFUSE(r, EPERM, "%s answers only root and processes in the user's "
-                              "namespace or the initial one (%s)", r->type->name, why);
+                return REFUSE(r, EPERM,
+                              "%s answers only root and processes in the user's "
+                              "namespace or the initial one (%s)",
+                              r->type->name, why);
         if (!v.inside && !v.initial)
-                return REFUSE(r, EPERM, "%s answers only root and processes in the user's "
+                return REFUSE(r, EPERM,
+                              "%s answers only root and processes in the user's "
                               "namespace or the initial one, not a sandboxed process",
                               r->type->name);
         return 0;
@@ -260,7 +263,8 @@ static int handle_join(Request *r) {
 static int check_leader(const Request *r, uint32_t pid, char **why) {
         if (r->uid != 0 && (pid_t) pid != r->pid) {
                 *why = g_strdup_printf("only root may name a session leader other than itself "
-                                       "(pid %u)", (unsigned) r->pid);
+                                       "(pid %u)",
+                                       (unsigned) r->pid);
                 return -EPERM;
         }
         return 0;
@@ -272,7 +276,8 @@ static int check_sessions_limit(const Request *r, uid_t uid, char **why) {
 
         if (n >= c->max_sessions_per_user) {
                 *why = g_strdup_printf("uid %u has %u sessions, the most allowed "
-                                       "(MaxSessionsPerUser=)", (unsigned) uid, n);
+                                       "(MaxSessionsPerUser=)",
+                                       (unsigned) uid, n);
                 return -EUSERS;
         }
         return 0;
@@ -324,8 +329,9 @@ static int handle_session_close(Request *r) {
                 /* sessions are kept across restarts: a close that finds none came late (its
                  * leader died and ended it) or names another uid's */
                 log_debug("SESSION_CLOSE of unknown session %" G_GUINT64_FORMAT
-                          " (uid %u, pid %u) from pid %u", (uint64_t) req->session_id,
-                          (unsigned) req->uid, (unsigned) req->pid, (unsigned) r->pid);
+                          " (uid %u, pid %u) from pid %u",
+                          (uint64_t) req->session_id, (unsigned) req->uid, (unsigned) req->pid,
+                          (unsigned) r->pid);
                 return REFUSE(r, ENOENT, "no such session of uid %u (ended already?)",
                               (unsigned) req->uid);
         }
@@ -355,8 +361,8 @@ static int join_session_continue(Request *r) {
                 return rv;
         log_event_by(r->uid, LOG_INFO, 0, req->uid, "join",
                      "JOIN for uid %u by pid %u (uid %u), with a session (pid %u, '%s')",
-                     (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid,
-                     (unsigned) req->pid, req->service);
+                     (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid, (unsigned) req->pid,
+                     req->service);
         /* everything that can refuse the session first, so a refusal leaves nothing open */
         rv = check_sessions_limit(r, req->uid, &r->why);
         if (rv < 0)
@@ -534,8 +540,9 @@ static bool show_produce(Request *r) {
         ShowState *ss = r->data;
         struct nsd_msg_header end;
 
-        for (unsigned k = 0; k < SHOW_PARTS_PER_TURN && ss->off < ss->len && r->conn &&
-                             conn_can_send(r->conn); k++) {
+        for (unsigned k = 0;
+             k < SHOW_PARTS_PER_TURN && ss->off < ss->len && r->conn && conn_can_send(r->conn);
+             k++) {
                 struct {
                         struct nsd_msg_header hdr;
                         char data[NSD_MSG_SIZE_MAX - sizeof(struct nsd_msg_header)];
@@ -607,8 +614,10 @@ static int handle_release(Request *r) {
                 return REFUSE(r, EPERM, "only root may force a release");
         u = user_get(r->server, req->uid);
         if (!u && user_is_pending(r->server, req->uid))
-                return REFUSE(r, NSD_ERRNO_NOT_YET, "the namespace of uid %u is kept but not "
-                              "adopted yet; retry", (unsigned) req->uid);
+                return REFUSE(r, NSD_ERRNO_NOT_YET,
+                              "the namespace of uid %u is kept but not "
+                              "adopted yet; retry",
+                              (unsigned) req->uid);
         if (!u)
                 return REFUSE(r, ENOENT, "uid %u has no namespace", (unsigned) req->uid);
         rv = check_full_view(r, u);
@@ -618,8 +627,7 @@ static int handle_release(Request *r) {
                 return REFUSE(r, EBUSY, "%u live session%s; use --force", u->sessions->len,
                               u->sessions->len == 1 ? "" : "s");
 
-        reason = g_strdup_printf("asked by uid %u pid %u%s%s", (unsigned) r->uid,
-                                 (unsigned) r->pid,
+        reason = g_strdup_printf("asked by uid %u pid %u%s%s", (unsigned) r->uid, (unsigned) r->pid,
                                  (req->flags & NSD_RELEASE_FORCE) ? ", forced" : "",
                                  u->sessions->len > 0 ? ", sessions dropped" : "");
         rv = user_release(u, reason, &r->why);
@@ -667,9 +675,8 @@ static int hide_continue(Request *r) {
         if (private_supported(s->features, &reason) < 0)
                 return REFUSE(r, EOPNOTSUPP, "%s", reason);
         rv = private_hide_start(s->children, s->config.path_walk_timeout_usec, r->uid,
-                                r->sender.gid, req->uid,
-                                req->path, req->flags & NSD_HIDE_UNHIDE, on_hidden,
-                                request_ref(r), &r->why);
+                                r->sender.gid, req->uid, req->path, req->flags & NSD_HIDE_UNHIDE,
+                                on_hidden, request_ref(r), &r->why);
         if (rv < 0) {
                 request_unref(r);
                 return rv;
@@ -740,9 +747,15 @@ static int check_hide(const void *msg, const char **why) {
 
 /* ---- the table -------------------------------------------------------------------------- */
 
-#define ROW(t, n, st, fl_off, fl_valid, fd_fl, chk, h)                                        \
-        [t] = { .type = t, .name = n, .size = sizeof(struct st), .flags_offset = fl_off,     \
-                .flags_valid = fl_valid, .fd_flag = fd_fl, .check = chk, .handler = h }
+#define ROW(t, n, st, fl_off, fl_valid, fd_fl, chk, h) \
+        [t] = { .type = t,                             \
+                .name = n,                             \
+                .size = sizeof(struct st),             \
+                .flags_offset = fl_off,                \
+                .flags_valid = fl_valid,               \
+                .fd_flag = fd_fl,                      \
+                .check = chk,                          \
+                .handler = h }
 
 static const RequestType request_table[_NSD_REQ_MAX] = {
         ROW(NSD_REQ_JOIN, "JOIN", nsd_req_join, offsetof(struct nsd_req_join, flags),
@@ -761,8 +774,8 @@ static const RequestType request_table[_NSD_REQ_MAX] = {
             NSD_HIDE_UNHIDE, 0, check_hide, handle_hide),
         ROW(NSD_REQ_JOIN_SESSION, "JOIN_SESSION", nsd_req_join_session,
             offsetof(struct nsd_req_join_session, flags),
-            NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD, NSD_JOIN_SESSION_PIDFD,
-            check_join_session, handle_join_session),
+            NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD, NSD_JOIN_SESSION_PIDFD, check_join_session,
+            handle_join_session),
 };
 #undef ROW
 
@@ -822,8 +835,8 @@ static void refuse_message(Conn *c, const void *buf, size_t n, int error, const 
                 text = g_strdup_printf("%s (%s: %zu bytes, expected %zu)", why,
                                        request_type_name(type), n, want);
         else if (readable && hdr->version_major != NSD_PROTO_MAJOR)
-                text = g_strdup_printf("%s (%u, nsd speaks %u)", why,
-                                       (unsigned) hdr->version_major, NSD_PROTO_MAJOR);
+                text = g_strdup_printf("%s (%u, nsd speaks %u)", why, (unsigned) hdr->version_major,
+                                       NSD_PROTO_MAJOR);
         else if (readable && want == 0)
                 text = g_strdup_printf("%s (%u)", why, (unsigned) type);
         else
@@ -854,8 +867,8 @@ void request_dispatch(Conn *c, Server *s, const void *buf, size_t n, int *fds, s
                 if (want_fds < 0)
                         rv = want_fds;
                 else if ((size_t) want_fds != n_fds) {
-                        text = g_strdup_printf("%zu descriptor%s sent with %s, expected %d",
-                                               n_fds, n_fds == 1 ? "" : "s", t->name, want_fds);
+                        text = g_strdup_printf("%zu descriptor%s sent with %s, expected %d", n_fds,
+                                               n_fds == 1 ? "" : "s", t->name, want_fds);
                         rv = -EBADMSG;
                 }
         }

@@ -42,26 +42,26 @@ typedef int (*RequestCheck)(const void *msg, const char **ret_why);
 typedef struct RequestType {
         uint16_t type;
         const char *name;
-        size_t size;            /* sizeof its struct; == nsd_request_size(type) */
-        size_t flags_offset;    /* offset of its uint32_t flags field, 0: none */
-        uint32_t flags_valid;   /* the flags it knows */
-        uint32_t fd_flag;       /* with this flag set it carries one descriptor; 0: never */
-        RequestCheck check;     /* reserved fields, strings, ... (NULL: nothing more) */
+        size_t size;          /* sizeof its struct; == nsd_request_size(type) */
+        size_t flags_offset;  /* offset of its uint32_t flags field, 0: none */
+        uint32_t flags_valid; /* the flags it knows */
+        uint32_t fd_flag;     /* with this flag set it carries one descriptor; 0: never */
+        RequestCheck check;   /* reserved fields, strings, ... (NULL: nothing more) */
         RequestHandler handler;
 } RequestType;
 
 struct Request {
         unsigned n_ref;
         Server *server;
-        Conn *conn;  /* NULL once the client is gone */
-        uid_t uid;   /* the caller, from SO_PEERCRED */
+        Conn *conn; /* NULL once the client is gone */
+        uid_t uid;  /* the caller, from SO_PEERCRED */
         pid_t pid;
         struct ucred sender; /* who sent this request (SCM_CREDENTIALS, conn_sender()) */
         const RequestType *type;
         uint32_t seq;
         int fds[REQUEST_FDS_MAX];
         size_t n_fds;
-        char *why;   /* g_malloc()ed reason for an NSD_REP_ERROR */
+        char *why; /* g_malloc()ed reason for an NSD_REP_ERROR */
         bool finished;
         /* a handler's continuation and its state */
         RequestHandler next;

@@ -6,14 +6,14 @@
 #include "server.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "child.h"
 #include "cleanup.h"
@@ -56,7 +56,9 @@ void server_notify_status_now(Server *s) {
                                         pending);
         sd_notifyf(0, "STATUS=%u namespaces, %u sessions%s", g_hash_table_size(s->users),
                    g_hash_table_size(s->sessions),
-                   extra ? extra : s->pins ? "" : " (no pin store: namespaces do not survive nsd)");
+                   extra     ? extra
+                   : s->pins ? ""
+                             : " (no pin store: namespaces do not survive nsd)");
 }
 
 static gboolean on_notify(gpointer userdata) {
@@ -97,8 +99,9 @@ unsigned server_effective_max_namespaces(const Config *c, uint64_t nofile, uint6
         else if (by_mnt < want)
                 why = g_strdup_printf("user.max_mnt_namespaces=%llu leaves room for %llu (%u "
                                       "kept for the pin namespace, helpers and the rest of the "
-                                      "system)", (unsigned long long) max_mnt_ns,
-                                      (unsigned long long) by_mnt, SERVER_MNT_NS_RESERVE);
+                                      "system)",
+                                      (unsigned long long) max_mnt_ns, (unsigned long long) by_mnt,
+                                      SERVER_MNT_NS_RESERVE);
         want = MIN(want, MIN(by_fds, by_mnt));
         if (ret_why)
                 *ret_why = g_steal_pointer(&why);
@@ -117,12 +120,13 @@ static void server_compute_limits(Server *s) {
         s->max_namespaces = server_effective_max_namespaces(&s->config, nofile, max_mnt_ns, &why);
         if (why)
                 log_warning("MaxNamespaces=%u cannot be kept: %s. nsd serves at most %u "
-                            "namespaces (nsctl status shows both)", s->config.max_namespaces,
-                            why, s->max_namespaces);
+                            "namespaces (nsctl status shows both)",
+                            s->config.max_namespaces, why, s->max_namespaces);
         else
                 log_info("Serving at most %u namespaces (MaxNamespaces=; RLIMIT_NOFILE=%llu, "
-                         "user.max_mnt_namespaces=%s)", s->max_namespaces,
-                         (unsigned long long) nofile, max_mnt_ns ? g_strchomp(text) : "unknown");
+                         "user.max_mnt_namespaces=%s)",
+                         s->max_namespaces, (unsigned long long) nofile,
+                         max_mnt_ns ? g_strchomp(text) : "unknown");
 }
 
 /* ---- mode private ----------------------------------------------------------------------- */
@@ -150,7 +154,8 @@ static void server_private_mode_apply(Server *s) {
                 s->private_unavailable = true;
                 log_error("Mode private ([Private] Enable=yes) is unavailable: %s. nsd serves "
                           "namespaces only; FUSE mounts in the initial namespace stay visible "
-                          "to everyone", why);
+                          "to everyone",
+                          why);
                 return;
         }
         r = private_watch_new(s->policy, s->children, &s->config, &s->private_watch);
@@ -198,8 +203,8 @@ static void on_adopt(UserNs *ns, void *userdata) {
                 else {
                         log_error("The fd store's '%s' is another namespace (mnt:[%llu]) than "
                                   "the pinned one (mnt:[%" PRIu64 "]); using the pinned one and "
-                                  "storing it instead", name, (unsigned long long) st.st_ino,
-                                  ns->ns_inode);
+                                  "storing it instead",
+                                  name, (unsigned long long) st.st_ino, ns->ns_inode);
                         (void) fdstore_remove(s->fdstore, name);
                 }
         }
@@ -281,8 +286,7 @@ static void stored_adopt_pending(Server *s) {
         r = userns_adopt_fds(uids, fds, n, nss, errs);
         if (r < 0) {
                 log_full_errno(s->stored_retries == 0 ? LOG_WARNING : LOG_DEBUG, r,
-                               "Failed to enter %u namespaces from the fd store, retrying: %m",
-                               n);
+                               "Failed to enter %u namespaces from the fd store, retrying: %m", n);
                 s->stored_retries++;
                 return;
         }
@@ -302,17 +306,19 @@ static void stored_adopt_pending(Server *s) {
                                 user_arm_linger(u, USER_JOIN_GRACE_SEC);
                         log_event(LOG_NOTICE, 0, uids[i], "namespace-adopted",
                                   "Adopted the namespace of uid %u (mnt:[%" PRIu64 "]) from the "
-                                  "service manager's fd store", (unsigned) uids[i],
-                                  nss[i]->ns_inode);
+                                  "service manager's fd store",
+                                  (unsigned) uids[i], nss[i]->ns_inode);
                         adopted++;
                 } else if (errno_may_pass(errs[i])) {
-                        log_full_errno(s->stored_retries == 0 ? LOG_WARNING : LOG_DEBUG,
-                                       errs[i], "Cannot enter the namespace of uid %u from the "
-                                       "fd store now, retrying: %m", (unsigned) uids[i]);
+                        log_full_errno(s->stored_retries == 0 ? LOG_WARNING : LOG_DEBUG, errs[i],
+                                       "Cannot enter the namespace of uid %u from the "
+                                       "fd store now, retrying: %m",
+                                       (unsigned) uids[i]);
                 } else {
                         log_event(LOG_WARNING, errs[i], uids[i], "fdstore-dropped",
                                   "Dropping '%s' from the service manager's fd store: it cannot "
-                                  "be entered (%m), so it is no usable mount namespace", name);
+                                  "be entered (%m), so it is no usable mount namespace",
+                                  name);
                         g_hash_table_remove(s->stored_pending, GUINT_TO_POINTER(uids[i]));
                         (void) fdstore_remove(s->fdstore, name);
                 }
@@ -412,7 +418,8 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                                        &s->pins);
                 if (r < 0) {
                         s->pins = NULL;
-                        log_warning_errno(r, "Cannot open the pin store in '%s', running without "
+                        log_warning_errno(r,
+                                          "Cannot open the pin store in '%s', running without "
                                           "pins (namespaces will not survive an nsd restart): %m",
                                           setup->run_dir);
                 } else {
@@ -509,8 +516,10 @@ int server_reload_config(Server *s) {
                 return 0;
         r = config_load(s->config_path, &c, &missing, &error);
         if (r < 0)
-                return log_error_errno(r, "Failed to reload the configuration, keeping the "
-                                          "old one: %s", error ? error : g_strerror(-r));
+                return log_error_errno(r,
+                                       "Failed to reload the configuration, keeping the "
+                                       "old one: %s",
+                                       error ? error : g_strerror(-r));
         if (missing)
                 log_info("Reloaded the configuration: no '%s', using defaults", s->config_path);
         else

@@ -51,9 +51,9 @@ struct Server {
         Policy *policy;
         Children *children;
 
-        FdStore *fdstore;     /* never NULL; does nothing without a service manager */
-        StateDir *state;      /* NULL: no state files (no run_dir, or it cannot be used) */
-        char *proc_dir;       /* "/proc" */
+        FdStore *fdstore;       /* never NULL; does nothing without a service manager */
+        StateDir *state;        /* NULL: no state files (no run_dir, or it cannot be used) */
+        char *proc_dir;         /* "/proc" */
         uint64_t self_ns_inode; /* nsd's own mount namespace */
 
         GHashTable *users;    /* GUINT_TO_POINTER(uid) -> User* (owned), user.c */
@@ -69,12 +69,12 @@ struct Server {
         unsigned stored_retries;
         /* linger checks waiting for the scan of /proc under way (user.c) */
         GArray *linger_queue;
-        LingerScan *linger_scan;  /* the scan under way, NULL: none */
-        bool linger_scan_warned;  /* a failed scan was said at warning level */
-        size_t stream_bytes;  /* SHOW text held for replies being sent, see requests.c */
-        guint notify_timer;   /* a pending STATUS= to the service manager */
-        bool starting;        /* in server_new() */
-        bool pinns_stored;    /* the pin namespace is in the fd store */
+        LingerScan *linger_scan; /* the scan under way, NULL: none */
+        bool linger_scan_warned; /* a failed scan was said at warning level */
+        size_t stream_bytes;     /* SHOW text held for replies being sent, see requests.c */
+        guint notify_timer;      /* a pending STATUS= to the service manager */
+        bool starting;           /* in server_new() */
+        bool pinns_stored;       /* the pin namespace is in the fd store */
 };
 
 /* How to start. Tests leave run_dir NULL (no pin store) and probe_kernel false. */
@@ -120,4 +120,3 @@ unsigned server_effective_max_namespaces(const Config *c, uint64_t nofile, uint6
                                          char **ret_why);
 #define SERVER_FD_RESERVE 64u
 #define SERVER_MNT_NS_RESERVE 64u
-

@@ -76,8 +76,10 @@ static uint64_t proc_start_time(pid_t pid) {
                 return 0;
         p = strrchr(text, ')');
         /* after the command: state (3) ... starttime (22) */
-        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-                         "%*d %*d %*d %*d %llu", &v) != 1)
+        if (!p || sscanf(p + 1,
+                         " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                         "%*d %*d %*d %*d %llu",
+                         &v) != 1)
                 return 0;
         return v;
 }
@@ -113,8 +115,7 @@ int session_leader_pidfd(pid_t pid, int *pidfd_io, int *ret_pidfd, char **ret_wh
                 if (pidfd < 0 && errno != ENOSYS) {
                         int e = errno;
                         if (e == ESRCH) {
-                                *ret_why = g_strdup_printf("pid %d has already exited",
-                                                           (int) pid);
+                                *ret_why = g_strdup_printf("pid %d has already exited", (int) pid);
                                 return -ESRCH;
                         }
                         *ret_why = g_strdup_printf("cannot watch pid %d: %s%s", (int) pid,
@@ -337,8 +338,8 @@ void session_attach_waiting(Server *s, User *u) {
 
 /* The leader of a restored session, checked: 1 alive (*ret_pidfd, -1 in poll mode), 0 gone
  * (*ret_why), -errno cannot tell now. */
-static int restore_leader(Server *s, uint64_t id, pid_t pid, uint64_t start_time,
-                          int *ret_pidfd, bool *ret_stored, const char **ret_why) {
+static int restore_leader(Server *s, uint64_t id, pid_t pid, uint64_t start_time, int *ret_pidfd,
+                          bool *ret_stored, const char **ret_why) {
         char name[FDSTORE_NAME_MAX];
         _cleanup_close_ int pidfd = -1;
         pid_t p = 0;
@@ -408,23 +409,26 @@ void sessions_restore(Server *s) {
                         start_time = g_key_file_get_uint64(kf, "Session", "StartTime", NULL);
                         service = g_key_file_get_string(kf, "Session", "Service", NULL);
                         if (pid > 0 && pid <= INT32_MAX && uid < UINT32_MAX && service)
-                                r = restore_leader(s, id, (pid_t) pid, start_time, &pidfd,
-                                                   &stored, &why);
+                                r = restore_leader(s, id, (pid_t) pid, start_time, &pidfd, &stored,
+                                                   &why);
                 }
                 if (r < 0) {
                         /* cannot tell now: keep the file for the next start, count nothing */
-                        log_warning_errno(r, "Cannot check the leader of session %016" PRIx64
-                                          " now, leaving it for later: %m", id);
+                        log_warning_errno(r,
+                                          "Cannot check the leader of session %016" PRIx64
+                                          " now, leaving it for later: %m",
+                                          id);
                         continue;
                 }
                 if (r == 0) {
                         log_event(LOG_INFO, 0, kf ? (uid_t) uid : (uid_t) -1, "session-ended",
                                   "Session %" G_GUINT64_FORMAT " of uid %u (pid %d, '%s') ended "
-                                  "while nsd was not running: %s", id, (unsigned) uid, (int) pid,
-                                  service ? service : "?", why);
+                                  "while nsd was not running: %s",
+                                  id, (unsigned) uid, (int) pid, service ? service : "?", why);
                         state_remove(s->state, *n);
                         (void) fdstore_remove(s->fdstore,
-                                              fdstore_session_name(fdname, (unsigned long long) id));
+                                              fdstore_session_name(fdname,
+                                                                   (unsigned long long) id));
                         ended++;
                         continue;
                 }
@@ -453,5 +457,6 @@ void sessions_restore(Server *s) {
         }
         if (restored || ended)
                 log_info("Restored %u sessions (%u waiting for their namespace); %u ended while "
-                         "nsd was not running", restored, waiting, ended);
+                         "nsd was not running",
+                         restored, waiting, ended);
 }

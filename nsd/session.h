@@ -36,7 +36,7 @@ typedef struct Session {
         Server *server;
         uint64_t id;
         uid_t uid;
-        User *user;          /* NULL while it waits for its uid's namespace (restored) */
+        User *user; /* NULL while it waits for its uid's namespace (restored) */
         pid_t pid;
         uint64_t start_time; /* the leader's, clock ticks since boot; 0: unknown */
         char service[NSD_SERVICE_MAX];

@@ -36,7 +36,9 @@ int state_open(const char *run_dir, StateDir **ret) {
         if (fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
             ((st.st_mode & 0077) && fchmod(fd, 0700) < 0)) {
                 close(fd);
-                return log_warning_errno(EPERM, "'%s' is not nsd's own folder (owner, mode 0700), not using it",
+                return log_warning_errno(EPERM,
+                                         "'%s' is not nsd's own folder (owner, mode 0700), not "
+                                         "using it",
                                          path);
         }
         sd = g_new0(StateDir, 1);
@@ -104,8 +106,10 @@ int state_read(StateDir *sd, const char *name, GKeyFile **ret) {
         if (fstat(fd, &st) < 0)
                 return log_warning_errno(errno, "Failed to read '%s/%s': %m", sd->path, name);
         if (!S_ISREG(st.st_mode) || st.st_size > STATE_FILE_MAX)
-                return log_warning_errno(EBADMSG, "'%s/%s' is not a state file nsd wrote, "
-                                         "ignoring it", sd->path, name);
+                return log_warning_errno(EBADMSG,
+                                         "'%s/%s' is not a state file nsd wrote, "
+                                         "ignoring it",
+                                         sd->path, name);
         buf = g_malloc((size_t) st.st_size + 1);
         while (len < (size_t) st.st_size) {
                 ssize_t n = read(fd, buf + len, (size_t) st.st_size - len);
@@ -114,8 +118,7 @@ int state_read(StateDir *sd, const char *name, GKeyFile **ret) {
                 if (n <= 0) {
                         int r = n < 0 ? -errno : -EIO;
                         g_free(buf);
-                        return log_warning_errno(r, "Failed to read '%s/%s': %m", sd->path,
-                                                 name);
+                        return log_warning_errno(r, "Failed to read '%s/%s': %m", sd->path, name);
                 }
                 len += (size_t) n;
         }
@@ -135,8 +138,7 @@ void state_remove(StateDir *sd, const char *name) {
         if (!sd)
                 return;
         if (unlinkat(sd->fd, name, 0) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Failed to remove '%s/%s', ignoring: %m", sd->path,
-                                  name);
+                log_warning_errno(errno, "Failed to remove '%s/%s', ignoring: %m", sd->path, name);
 }
 
 char **state_list(StateDir *sd, const char *prefix) {

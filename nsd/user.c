@@ -57,13 +57,13 @@ static GArray *user_state_baseline(Server *s, const UserNs *ns) {
                 return NULL;
         if (g_key_file_get_uint64(kf, "Namespace", "Inode", NULL) != ns->ns_inode) {
                 log_info("'%s/%s' describes another namespace than mnt:[%" PRIu64 "], ignoring "
-                         "it", state_path(s->state), name, ns->ns_inode);
+                         "it",
+                         state_path(s->state), name, ns->ns_inode);
                 return NULL;
         }
         b = g_key_file_get_string(kf, "Namespace", "Baseline", NULL);
         if (b && mounts_baseline_from_string(b, &baseline) < 0) {
-                log_warning("'%s/%s' has a bad Baseline=, ignoring it", state_path(s->state),
-                            name);
+                log_warning("'%s/%s' has a bad Baseline=, ignoring it", state_path(s->state), name);
                 return NULL;
         }
         return baseline;
@@ -133,8 +133,10 @@ static GArray *user_take_baseline(const UserNs *ns) {
         if (r >= 0)
                 r = mounts_baseline(text, &baseline);
         if (r < 0) {
-                log_warning_errno(r, "Cannot take the mount baseline of uid %u's new namespace, "
-                                  "linger will keep it: %m", (unsigned) ns->uid);
+                log_warning_errno(r,
+                                  "Cannot take the mount baseline of uid %u's new namespace, "
+                                  "linger will keep it: %m",
+                                  (unsigned) ns->uid);
                 return NULL;
         }
         return baseline;
@@ -171,10 +173,12 @@ int user_join(Server *s, uid_t uid, bool create, User **ret, bool *ret_created, 
                           ready ? "its kept namespace is not adopted yet"
                                 : "the pin store is not available yet");
                 *ret_why = ready ? g_strdup_printf("the namespace of uid %u is pinned but not "
-                                                   "adopted yet; retry", (unsigned) uid)
+                                                   "adopted yet; retry",
+                                                   (unsigned) uid)
                                  : g_strdup_printf("nsd's pin store is not available yet, so "
                                                    "the namespace of uid %u is not known; "
-                                                   "retry", (unsigned) uid);
+                                                   "retry",
+                                                   (unsigned) uid);
                 return -NSD_ERRNO_NOT_YET;
         }
         if (!create) {
@@ -183,10 +187,12 @@ int user_join(Server *s, uid_t uid, bool create, User **ret, bool *ret_created, 
         }
         if (g_hash_table_size(s->users) >= s->max_namespaces) {
                 *ret_why = s->max_namespaces < s->config.max_namespaces
-                                   ? g_strdup_printf("nsd keeps at most %u namespaces (MaxNamespaces=%u, "
-                                                     "capped by what this host allows, see nsd's log)",
-                                                     s->max_namespaces, s->config.max_namespaces)
-                                   : g_strdup_printf("nsd keeps at most %u namespaces (MaxNamespaces=)",
+                                   ? g_strdup_printf(
+                                             "nsd keeps at most %u namespaces (MaxNamespaces=%u, "
+                                             "capped by what this host allows, see nsd's log)",
+                                             s->max_namespaces, s->config.max_namespaces)
+                                   : g_strdup_printf("nsd keeps at most %u namespaces "
+                                                     "(MaxNamespaces=)",
                                                      s->max_namespaces);
                 return -EUSERS;
         }
@@ -195,7 +201,8 @@ int user_join(Server *s, uid_t uid, bool create, User **ret, bool *ret_created, 
                 /* userns_create() logged what failed; a login retries */
                 *ret_why = user_is_pending(s, uid)
                                    ? g_strdup_printf("the namespace of uid %u is pinned but not "
-                                                     "adopted yet; retry", (unsigned) uid)
+                                                     "adopted yet; retry",
+                                                     (unsigned) uid)
                                    : g_strdup_printf("cannot create the namespace of uid %u now "
                                                      "(a passing shortage); retry",
                                                      (unsigned) uid);
@@ -233,7 +240,8 @@ int user_release(User *u, const char *why, char **ret_why) {
         if (r < 0) {
                 log_event(LOG_WARNING, r, uid, "release-failed",
                           "Cannot release the namespace of uid %u (%s): its pin cannot be "
-                          "removed: %m; it is kept as it is", (unsigned) uid, why);
+                          "removed: %m; it is kept as it is",
+                          (unsigned) uid, why);
                 if (ret_why)
                         *ret_why = g_strdup_printf("cannot remove the pin of uid %u's namespace "
                                                    "(%s); it is kept, try again",
@@ -325,14 +333,16 @@ static void user_linger_decide(User *u, const NsProcs *procs) {
                 return;
         }
         if (r > 0) {
-                user_linger_keep(u, g_strdup_printf("it holds %d mount%s of its own (%s%s)", r,
-                                                    r == 1 ? "" : "s", first,
-                                                    r > 1 ? ", ..." : ""));
+                user_linger_keep(u,
+                                 g_strdup_printf("it holds %d mount%s of its own (%s%s)", r,
+                                                 r == 1 ? "" : "s", first, r > 1 ? ", ..." : ""));
                 user_linger_recheck(u);
                 return;
         }
-        r = user_release(u, "linger time over: no session, no process and no mount of its own "
-                            "in it", NULL);
+        r = user_release(u,
+                         "linger time over: no session, no process and no mount of its own "
+                         "in it",
+                         NULL);
         if (r < 0) /* logged; u stays */
                 user_arm_linger_sec(u, USER_RELEASE_RETRY_SEC);
 }
@@ -356,9 +366,11 @@ static void on_linger_scanned(NsProcs *procs, int err, void *userdata) {
                 /* said at warning once (it stays so without CAP_SYS_PTRACE), then at debug */
                 log_full_errno(s->linger_scan_warned ? LOG_DEBUG : LOG_WARNING, err,
                                "Cannot look for processes in namespaces (%s%s), linger keeps "
-                               "every namespace meanwhile: %m", s->proc_dir,
+                               "every namespace meanwhile: %m",
+                               s->proc_dir,
                                err == -EACCES ? ": some process's ns/mnt cannot be read, "
-                                                "nsd needs CAP_SYS_PTRACE" : "");
+                                                "nsd needs CAP_SYS_PTRACE"
+                                              : "");
                 s->linger_scan_warned = true;
         } else
                 log_debug("Looked at %u processes for linger in %" PRIu64 " us",
@@ -457,7 +469,8 @@ void users_repin(Server *s) {
                 n++;
                 log_event(LOG_NOTICE, 0, u->uid, "namespace-repinned",
                           "Pinned the namespace of uid %u (mnt:[%" PRIu64 "]) again: it was "
-                          "kept by descriptor only", (unsigned) u->uid, u->ns->ns_inode);
+                          "kept by descriptor only",
+                          (unsigned) u->uid, u->ns->ns_inode);
         }
         if (n > 0)
                 server_notify_status(s);

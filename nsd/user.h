@@ -47,12 +47,12 @@ typedef struct User {
         UserNs *ns;
         GPtrArray *sessions; /* Session*, owned by server->sessions */
         guint linger_timer;
-        unsigned linger_gen;  /* changes with every arm and cancel: a check under way for an
+        unsigned linger_gen; /* changes with every arm and cancel: a check under way for an
                                * older generation decides nothing */
-        char *linger_kept;    /* why linger kept it last time (said at info once) */
-        GArray *baseline;     /* mounts.h fingerprints; NULL: unknown (kept by linger) */
-        bool fd_stored;       /* ns-<uid> is in the service manager's fd store */
-        bool pin_refused;     /* the kernel refused to pin it: not tried again */
+        char *linger_kept;   /* why linger kept it last time (said at info once) */
+        GArray *baseline;    /* mounts.h fingerprints; NULL: unknown (kept by linger) */
+        bool fd_stored;      /* ns-<uid> is in the service manager's fd store */
+        bool pin_refused;    /* the kernel refused to pin it: not tried again */
 } User;
 
 typedef enum UserAddFlags {

@@ -134,13 +134,14 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                 if (a.s.step == HELPER_STEP_AFFINITY)
                         continue; /* a cpuset forbids this CPU: try the next one */
                 if (a.s.step != HELPER_STEP_PIN_MOUNT)
-                        break;    /* no namespace: fail below */
+                        break; /* no namespace: fail below */
                 if (r != -EINVAL || i + 1 == attempts)
-                        break;    /* a namespace, but no pin */
+                        break; /* a namespace, but no pin */
                 /* mnt_ns_loop() on 6.18: the new namespace got a smaller id than the pin
                  * namespace. Throw it away and make it again on another CPU. */
                 log_debug("Pin of uid %u refused on CPU %d (namespace ids out of order), "
-                          "retrying on another CPU", (unsigned) uid, a.cpu);
+                          "retrying on another CPU",
+                          (unsigned) uid, a.cpu);
                 CLOSE_FD(ns_fd);
                 CLOSE_FD(root_fd);
         }
@@ -160,8 +161,10 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                 /* cannot happen: the child's last steps before pinning open both */
                 if (ps)
                         pinstore_pin_abandon(ps, uid);
-                return log_error_errno(EIO, "Failed to create the mount namespace of uid %u: "
-                                       "the helper returned no descriptor", (unsigned) uid);
+                return log_error_errno(EIO,
+                                       "Failed to create the mount namespace of uid %u: "
+                                       "the helper returned no descriptor",
+                                       (unsigned) uid);
         }
 
         ns = userns_new(uid);
@@ -184,11 +187,13 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                 log_event(LOG_WARNING, r, uid, "pin-refused",
                           "Failed to pin the mount namespace of uid %u: %s: %m; it is kept "
                           "alive by descriptor only and will not survive an nsd restart",
-                          (unsigned) uid, r == -EINVAL ? "the kernel's mnt_ns_loop check "
-                          "refused it on every CPU" : helper_status_step(&a.s));
+                          (unsigned) uid,
+                          r == -EINVAL ? "the kernel's mnt_ns_loop check "
+                                         "refused it on every CPU"
+                                       : helper_status_step(&a.s));
         }
-        log_debug("Created mount namespace %" PRIu64 " of uid %u%s", ns->ns_inode,
-                  (unsigned) uid, ns->pinned ? ", pinned" : ", NOT pinned");
+        log_debug("Created mount namespace %" PRIu64 " of uid %u%s", ns->ns_inode, (unsigned) uid,
+                  ns->pinned ? ", pinned" : ", NOT pinned");
         *ret = ns;
         return 0;
 }
@@ -284,8 +289,10 @@ int userns_adopt_fds(const uid_t *uids, int *ns_fds, size_t n, UserNs **ret, int
                 ret[i] = NULL;
         r = userns_open_roots(ns_fds, n, root_fds, errs, &hs);
         if (r < 0)
-                return log_debug_errno(r, "Failed to enter %zu namespaces from the fd store: "
-                                       "%s: %m", n, helper_status_step(&hs));
+                return log_debug_errno(r,
+                                       "Failed to enter %zu namespaces from the fd store: "
+                                       "%s: %m",
+                                       n, helper_status_step(&hs));
         for (size_t i = 0; i < n; i++) {
                 int t = fd_nstype(ns_fds[i]);
                 if (t != CLONE_NEWNS) { /* setns() refused it anyway; say why */
@@ -358,14 +365,18 @@ int userns_repin(PinStore *ps, UserNs *ns) {
         if (r < 0) {
                 pinstore_pin_abandon(ps, ns->uid);
                 if (errno_may_pass(r))
-                        return log_warning_errno(-EAGAIN, "Failed to pin the namespace of uid %u "
-                                                 "again, retrying later: %s: %s", (unsigned) ns->uid,
-                                                 helper_status_step(&a.s), g_strerror(-r));
+                        return log_warning_errno(-EAGAIN,
+                                                 "Failed to pin the namespace of uid %u "
+                                                 "again, retrying later: %s: %s",
+                                                 (unsigned) ns->uid, helper_status_step(&a.s),
+                                                 g_strerror(-r));
                 log_event(LOG_WARNING, r, ns->uid, "pin-refused",
                           "Failed to pin the namespace of uid %u again: %s: %m; it stays alive by "
-                          "descriptor (and the service manager's fd store) only", (unsigned) ns->uid,
+                          "descriptor (and the service manager's fd store) only",
+                          (unsigned) ns->uid,
                           r == -EINVAL ? "the kernel's mnt_ns_loop check refused it (the pin "
-                          "namespace is younger than it)" : helper_status_step(&a.s));
+                                         "namespace is younger than it)"
+                                       : helper_status_step(&a.s));
                 return 0;
         }
         ns->pinned = true;
@@ -447,8 +458,10 @@ int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return log_error_errno(errno, "Failed to read the mount table of uid "
-                                               "%u: %m", (unsigned) ns->uid);
+                        return log_error_errno(errno,
+                                               "Failed to read the mount table of uid "
+                                               "%u: %m",
+                                               (unsigned) ns->uid);
                 }
                 if (n == 0)
                         break;
@@ -478,4 +491,3 @@ int userns_count_mounts(const UserNs *ns) {
                                        (unsigned) ns->uid);
         return lines > INT_MAX ? INT_MAX : (int) lines;
 }
-

@@ -19,8 +19,8 @@
 
 struct UserNs {
         uid_t uid;
-        int ns_fd;             /* nsfs descriptor: keeps the namespace alive */
-        int root_fd;           /* O_PATH|O_DIRECTORY root of the namespace */
+        int ns_fd;   /* nsfs descriptor: keeps the namespace alive */
+        int root_fd; /* O_PATH|O_DIRECTORY root of the namespace */
         uint64_t ns_inode;
         uint64_t created_usec; /* CLOCK_REALTIME */
         bool pinned;           /* a pin exists in the pin namespace */

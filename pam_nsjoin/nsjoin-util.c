@@ -12,7 +12,7 @@
 
 void nsjoin_args_init(struct nsjoin_args *a) {
         assert(a);
-        *a = (struct nsjoin_args){
+        *a = (struct nsjoin_args) {
                 .mode = NSJOIN_MODE_SETNS,
                 .timeout_usec = NSJOIN_TIMEOUT_DEFAULT_USEC,
         };
@@ -139,7 +139,8 @@ enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *
                 return NSJOIN_ARG_OK;
         }
         if ((v = arg_value(arg, "timeout"))) {
-                *ret_hint = "expected seconds, more than 0 and at most 300, e.g. timeout=5 or timeout=0.5";
+                *ret_hint = "expected seconds, more than 0 and at most 300, e.g. timeout=5 or "
+                            "timeout=0.5";
                 if (nsjoin_parse_timeout(v, &a->timeout_usec) < 0)
                         return NSJOIN_ARG_BAD_VALUE;
                 return NSJOIN_ARG_OK;
@@ -204,7 +205,8 @@ int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanati
                         e = "nsd refused the request";
                         break;
                 case -EUSERS:
-                        e = "a limit of nsd is reached (namespaces in all, or this user's sessions)";
+                        e = "a limit of nsd is reached (namespaces in all, or this user's "
+                            "sessions)";
                         break;
                 case -ENOENT:
                         e = "nsd has no namespace for this user";

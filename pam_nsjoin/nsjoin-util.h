@@ -25,13 +25,13 @@ enum nsjoin_mode {
 
 struct nsjoin_args {
         enum nsjoin_mode mode;
-        const char *socket;     /* NULL: root's socket, else the user socket */
+        const char *socket; /* NULL: root's socket, else the user socket */
         bool debug;
         const char *skip_users; /* comma-separated user names, or NULL */
         const char *only_group; /* group name, or NULL */
         uid_t min_uid, max_uid; /* the managed range, when set by an argument */
         bool min_uid_set, max_uid_set;
-        uint64_t timeout_usec;  /* connect + request + retries, in all */
+        uint64_t timeout_usec; /* connect + request + retries, in all */
 };
 
 /* What nsjoin_args_parse_one() made of one argument. */

@@ -56,7 +56,7 @@ struct nsjoin_session {
 /* pam_syslog() with errno set to -r, so the format can say %m (pam_vsyslog keeps errno for
  * it); the one way this module says why something failed. */
 __attribute__((format(printf, 4, 5))) static void pam_syslog_errno(pam_handle_t *pamh, int prio,
-                                                                    int r, const char *fmt, ...) {
+                                                                   int r, const char *fmt, ...) {
         int saved = errno;
         va_list ap;
 
@@ -137,7 +137,9 @@ static int nsd_connect(const struct nsjoin_args *a, uint64_t deadline, nsc_conn 
         uint64_t left = time_left(deadline);
         int r;
 
-        *ret_path = a->socket ?: geteuid() == 0 ? NSD_ROOT_SOCKET_PATH_DEFAULT : NSD_SOCKET_PATH_DEFAULT;
+        *ret_path = a->socket
+                            ?: geteuid() == 0 ? NSD_ROOT_SOCKET_PATH_DEFAULT
+                                              : NSD_SOCKET_PATH_DEFAULT;
         if (left == 0)
                 return -ETIMEDOUT;
         if (a->socket) {
@@ -177,11 +179,13 @@ static int log_join_failure(pam_handle_t *pamh, const struct nsjoin_args *a, con
 
         if (step == NSJOIN_STEP_CONNECT)
                 pam_syslog_errno(pamh, LOG_ERR, r,
-                                 "cannot join the mount namespace of user '%s' (uid %u): nsd at %s %s (%m)%s",
+                                 "cannot join the mount namespace of user '%s' (uid %u): nsd at %s "
+                                 "%s (%m)%s",
                                  user, (unsigned) uid, path, expl, extra);
         else if (step == NSJOIN_STEP_JOIN)
                 pam_syslog_errno(pamh, LOG_ERR, r,
-                                 "cannot join the mount namespace of user '%s' (uid %u): %s (%m)%s%s%s",
+                                 "cannot join the mount namespace of user '%s' (uid %u): %s "
+                                 "(%m)%s%s%s",
                                  user, (unsigned) uid, expl, reason ? "; nsd says: " : "",
                                  reason ?: "", extra);
         else
@@ -200,12 +204,14 @@ static int user_in_only_group(pam_handle_t *pamh, const char *user, gid_t gid, c
 
         r = nss_group_by_name(group, &gr);
         if (r == -ENOENT) {
-                pam_syslog(pamh, LOG_ERR, "bad argument 'only_group=%s' (no such group), refusing the session",
+                pam_syslog(pamh, LOG_ERR,
+                           "bad argument 'only_group=%s' (no such group), refusing the session",
                            group);
                 return r;
         }
         if (r < 0) {
-                pam_syslog_errno(pamh, LOG_ERR, r, "cannot look up group '%s' (only_group=): %m", group);
+                pam_syslog_errno(pamh, LOG_ERR, r, "cannot look up group '%s' (only_group=): %m",
+                                 group);
                 return r;
         }
         r = nss_user_groups(user, gid, &groups, &n);
@@ -236,7 +242,8 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
 
         args_parse(pamh, argc, argv, &a, &bad, &hint);
 
-        if (pam_get_item(pamh, PAM_USER, (const void **) &user) != PAM_SUCCESS || !user || !user[0]) {
+        if (pam_get_item(pamh, PAM_USER, (const void **) &user) != PAM_SUCCESS || !user ||
+            !user[0]) {
                 pam_syslog(pamh, LOG_ERR, "cannot join a mount namespace: no user name set");
                 return PAM_SESSION_ERR;
         }
@@ -244,7 +251,8 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
         /* 1. the local decision */
         if (nsjoin_name_in_list(a.skip_users, user)) {
                 if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG, "user '%s' is in skip_users, leaving the session alone", user);
+                        pam_syslog(pamh, LOG_DEBUG,
+                                   "user '%s' is in skip_users, leaving the session alone", user);
                 return PAM_IGNORE;
         }
         r = nss_user_by_name(user, &pw);
@@ -260,28 +268,38 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
                 /* nsd never gives root a namespace: whatever the arguments say (even a bad
                  * one), root's login does not depend on this module */
                 if (bad)
-                        pam_syslog(pamh, LOG_ERR, "bad argument '%s' (%s); root's session is left alone, every other user's is refused",
+                        pam_syslog(pamh, LOG_ERR,
+                                   "bad argument '%s' (%s); root's session is left alone, every "
+                                   "other user's is refused",
                                    bad, hint);
                 else if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG, "user '%s' is root, leaving the session alone", user);
+                        pam_syslog(pamh, LOG_DEBUG, "user '%s' is root, leaving the session alone",
+                                   user);
                 return PAM_IGNORE;
         }
         if (bad) {
                 /* a typo must not silently weaken isolation */
-                pam_syslog(pamh, LOG_ERR, "bad argument '%s' (%s), refusing the session", bad, hint);
+                pam_syslog(pamh, LOG_ERR, "bad argument '%s' (%s), refusing the session", bad,
+                           hint);
                 return PAM_SESSION_ERR;
         }
-        min_uid = a.min_uid_set ? a.min_uid : login_defs_uid(pamh, "UID_MIN", NSJOIN_MIN_UID_DEFAULT);
-        max_uid = a.max_uid_set ? a.max_uid : login_defs_uid(pamh, "UID_MAX", NSJOIN_MAX_UID_DEFAULT);
+        min_uid = a.min_uid_set ? a.min_uid
+                                : login_defs_uid(pamh, "UID_MIN", NSJOIN_MIN_UID_DEFAULT);
+        max_uid = a.max_uid_set ? a.max_uid
+                                : login_defs_uid(pamh, "UID_MAX", NSJOIN_MAX_UID_DEFAULT);
         if (min_uid > max_uid) {
-                pam_syslog(pamh, LOG_ERR, "bad arguments: min_uid=%u is above max_uid=%u%s, refusing the session",
+                pam_syslog(pamh, LOG_ERR,
+                           "bad arguments: min_uid=%u is above max_uid=%u%s, refusing the session",
                            (unsigned) min_uid, (unsigned) max_uid,
-                           a.min_uid_set && a.max_uid_set ? "" : " (the other one from " LOGIN_DEFS ")");
+                           a.min_uid_set && a.max_uid_set ? ""
+                                                          : " (the other one from " LOGIN_DEFS ")");
                 return PAM_SESSION_ERR;
         }
         if (uid < min_uid || uid > max_uid) {
                 if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG, "uid %u of user '%s' is outside min_uid=%u..max_uid=%u, leaving the session alone",
+                        pam_syslog(pamh, LOG_DEBUG,
+                                   "uid %u of user '%s' is outside min_uid=%u..max_uid=%u, leaving "
+                                   "the session alone",
                                    (unsigned) uid, user, (unsigned) min_uid, (unsigned) max_uid);
                 return PAM_IGNORE;
         }
@@ -291,7 +309,9 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
                         return nsjoin_errno_to_pam(NSJOIN_STEP_USER, r, NULL);
                 if (r == 0) {
                         if (a.debug)
-                                pam_syslog(pamh, LOG_DEBUG, "user '%s' is not in group '%s' (only_group), leaving the session alone",
+                                pam_syslog(pamh, LOG_DEBUG,
+                                           "user '%s' is not in group '%s' (only_group), leaving "
+                                           "the session alone",
                                            user, a.only_group);
                         return PAM_IGNORE;
                 }
@@ -326,22 +346,29 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
                 if (time_left(deadline) <= backoff)
                         break;
                 if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG, "nsd: the namespace of user '%s' is not yet available, asking again in %u ms",
+                        pam_syslog(pamh, LOG_DEBUG,
+                                   "nsd: the namespace of user '%s' is not yet available, asking "
+                                   "again in %u ms",
                                    user, (unsigned) (backoff / 1000));
                 (void) nanosleep(&(struct timespec) { .tv_sec = (time_t) (backoff / 1000000),
-                                                      .tv_nsec = (long) (backoff % 1000000) * 1000 },
+                                                      .tv_nsec = (long) (backoff % 1000000) *
+                                                                 1000 },
                                  NULL);
-                backoff = backoff * 2 > NOT_YET_BACKOFF_MAX_USEC ? NOT_YET_BACKOFF_MAX_USEC : backoff * 2;
+                backoff = backoff * 2 > NOT_YET_BACKOFF_MAX_USEC ? NOT_YET_BACKOFF_MAX_USEC
+                                                                 : backoff * 2;
         }
         if (r == -NSD_ERRNO_NOT_MANAGED) {
                 /* nsd's policy (Users=, Groups=) is narrower than the module's range */
                 if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG, "nsd's policy does not manage user '%s' (uid %u), leaving the session alone",
+                        pam_syslog(pamh, LOG_DEBUG,
+                                   "nsd's policy does not manage user '%s' (uid %u), leaving the "
+                                   "session alone",
                                    user, (unsigned) uid);
                 return PAM_IGNORE;
         }
         if (r < 0)
-                return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_JOIN, r, path, conn, attempts);
+                return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_JOIN, r, path, conn,
+                                        attempts);
         fallback = r;
         root_fd = j.root_fd;
         ns_fd = j.ns_fd;
@@ -356,18 +383,25 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
                 int q;
 
                 /* the session was opened with the join: close it, on the same connection */
-                (void) nsc_set_timeout(conn, left > CLOSE_AFTER_FAILURE_MIN_USEC ? left : CLOSE_AFTER_FAILURE_MIN_USEC);
+                (void) nsc_set_timeout(conn, left > CLOSE_AFTER_FAILURE_MIN_USEC
+                                                     ? left
+                                                     : CLOSE_AFTER_FAILURE_MIN_USEC);
                 q = nsc_session_close(conn, uid, pid, session_id, NULL);
                 if (q < 0)
                         pam_syslog_errno(pamh, LOG_WARNING, q,
-                                         "cannot close session %" PRIu64 " of uid %u again after the failure below (%m); nsd will notice when process %d exits",
+                                         "cannot close session %" PRIu64
+                                         " of uid %u again after the failure below (%m); nsd will "
+                                         "notice when process %d exits",
                                          session_id, (unsigned) uid, (int) pid);
                 return log_join_failure(pamh, &a, user, uid,
-                                        a.mode == NSJOIN_MODE_SETNS ? NSJOIN_STEP_ENTER_SETNS : NSJOIN_STEP_ENTER_CHROOT,
+                                        a.mode == NSJOIN_MODE_SETNS ? NSJOIN_STEP_ENTER_SETNS
+                                                                    : NSJOIN_STEP_ENTER_CHROOT,
                                         r, path, NULL, attempts);
         }
         if (a.debug)
-                pam_syslog(pamh, LOG_DEBUG, "entered the mount namespace of user '%s' (uid %u, mnt:[%" PRIu64 "]%s) by %s; session %" PRIu64 ", %u live, %s",
+                pam_syslog(pamh, LOG_DEBUG,
+                           "entered the mount namespace of user '%s' (uid %u, mnt:[%" PRIu64
+                           "]%s) by %s; session %" PRIu64 ", %u live, %s",
                            user, (unsigned) uid, j.ns_inode,
                            j.ns_flags & NSC_NS_CREATED ? ", created now" : "",
                            a.mode == NSJOIN_MODE_SETNS ? "setns(nsfs)"
@@ -384,11 +418,13 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
         if (!s || pam_set_data(pamh, SESSION_DATA_KEY, s, session_data_free) != PAM_SUCCESS) {
                 free(s);
                 pam_syslog(pamh, LOG_WARNING,
-                           "cannot remember session %" PRIu64 " of user '%s' for close_session; nsd will notice its end when process %d exits, ignoring",
+                           "cannot remember session %" PRIu64
+                           " of user '%s' for close_session; nsd will notice its end when process "
+                           "%d exits, ignoring",
                            session_id, user, (int) pid);
                 return PAM_SUCCESS;
         }
-        *s = (struct nsjoin_session){ .uid = uid, .pid = pid, .id = session_id };
+        *s = (struct nsjoin_session) { .uid = uid, .pid = pid, .id = session_id };
         return PAM_SUCCESS;
 }
 
@@ -405,7 +441,8 @@ PAM_EXTERN int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, con
 
         if (pam_get_data(pamh, SESSION_DATA_KEY, (const void **) &s) != PAM_SUCCESS || !s) {
                 if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG, "no session registered with nsd, nothing to close");
+                        pam_syslog(pamh, LOG_DEBUG,
+                                   "no session registered with nsd, nothing to close");
                 return PAM_SUCCESS;
         }
 
@@ -417,12 +454,13 @@ PAM_EXTERN int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, con
                 const char *expl, *reason = conn ? nsc_last_error_message(conn) : NULL;
 
                 nsjoin_errno_to_pam(NSJOIN_STEP_SESSION_CLOSE, r, &expl);
-                pam_syslog_errno(pamh, LOG_WARNING, r, "session %" PRIu64 " of uid %u: %s at %s (%m)%s%s, ignoring",
+                pam_syslog_errno(pamh, LOG_WARNING, r,
+                                 "session %" PRIu64 " of uid %u: %s at %s (%m)%s%s, ignoring",
                                  s->id, (unsigned) s->uid, expl, path, reason ? "; nsd says: " : "",
                                  reason ?: "");
         } else if (a.debug)
-                pam_syslog(pamh, LOG_DEBUG, "closed session %" PRIu64 " of uid %u, %u left",
-                           s->id, (unsigned) s->uid, left);
+                pam_syslog(pamh, LOG_DEBUG, "closed session %" PRIu64 " of uid %u, %u left", s->id,
+                           (unsigned) s->uid, left);
 
         /* forget it: a second close_session must not close it again */
         (void) pam_set_data(pamh, SESSION_DATA_KEY, NULL, NULL);

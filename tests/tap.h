@@ -46,23 +46,23 @@ __attribute__((format(printf, 2, 3), unused)) static bool ok(bool pass, const ch
         return pass;
 }
 
-#define is_int(got, want, ...)                                                               \
-        ({                                                                                   \
-                long long _g = (long long) (got), _w = (long long) (want);                   \
-                bool _p = ok(_g == _w, __VA_ARGS__);                                          \
-                if (!_p)                                                                     \
-                        printf("#   got %lld, expected %lld\n", _g, _w);                    \
-                _p;                                                                          \
+#define is_int(got, want, ...)                                             \
+        ({                                                                 \
+                long long _g = (long long) (got), _w = (long long) (want); \
+                bool _p = ok(_g == _w, __VA_ARGS__);                       \
+                if (!_p)                                                   \
+                        printf("#   got %lld, expected %lld\n", _g, _w);   \
+                _p;                                                        \
         })
 
-#define is_str(got, want, ...)                                                               \
-        ({                                                                                   \
-                const char *_g = (got), *_w = (want);                                        \
-                bool _p = ok(_g == _w || (_g && _w && strcmp(_g, _w) == 0), __VA_ARGS__);    \
-                if (!_p)                                                                     \
-                        printf("#   got '%s', expected '%s'\n", _g ? _g : "(null)",         \
-                               _w ? _w : "(null)");                                          \
-                _p;                                                                          \
+#define is_str(got, want, ...)                                                            \
+        ({                                                                                \
+                const char *_g = (got), *_w = (want);                                     \
+                bool _p = ok(_g == _w || (_g && _w && strcmp(_g, _w) == 0), __VA_ARGS__); \
+                if (!_p)                                                                  \
+                        printf("#   got '%s', expected '%s'\n", _g ? _g : "(null)",       \
+                               _w ? _w : "(null)");                                       \
+                _p;                                                                       \
         })
 
 __attribute__((format(printf, 1, 2), unused)) static void tap_skip(const char *fmt, ...) {

@@ -33,28 +33,50 @@ static const char *err_name(int e) {
         static char buf[16];
 
         switch (e < 0 ? -e : e) {
-        case EAGAIN: return "EAGAIN";
-        case ENOENT: return "ENOENT";
-        case EEXIST: return "EEXIST";
-        case ENOMEM: return "ENOMEM";
-        case EMFILE: return "EMFILE";
-        case ENFILE: return "ENFILE";
-        case EINTR: return "EINTR";
-        case ETIMEDOUT: return "ETIMEDOUT";
-        case EBUSY: return "EBUSY";
-        case EIO: return "EIO";
-        case EPERM: return "EPERM";
-        case EINVAL: return "EINVAL";
-        case ECONNREFUSED: return "ECONNREFUSED";
-        case ECONNRESET: return "ECONNRESET";
-        case EPIPE: return "EPIPE";
-        case EPROTO: return "EPROTO";
-        case ENOSPC: return "ENOSPC";
-        case ENOBUFS: return "ENOBUFS";
-        case EUSERS: return "EUSERS";
-        case ESRCH: return "ESRCH";
-        case EBADF: return "EBADF";
-        case ENOTCONN: return "ENOTCONN";
+        case EAGAIN:
+                return "EAGAIN";
+        case ENOENT:
+                return "ENOENT";
+        case EEXIST:
+                return "EEXIST";
+        case ENOMEM:
+                return "ENOMEM";
+        case EMFILE:
+                return "EMFILE";
+        case ENFILE:
+                return "ENFILE";
+        case EINTR:
+                return "EINTR";
+        case ETIMEDOUT:
+                return "ETIMEDOUT";
+        case EBUSY:
+                return "EBUSY";
+        case EIO:
+                return "EIO";
+        case EPERM:
+                return "EPERM";
+        case EINVAL:
+                return "EINVAL";
+        case ECONNREFUSED:
+                return "ECONNREFUSED";
+        case ECONNRESET:
+                return "ECONNRESET";
+        case EPIPE:
+                return "EPIPE";
+        case EPROTO:
+                return "EPROTO";
+        case ENOSPC:
+                return "ENOSPC";
+        case ENOBUFS:
+                return "ENOBUFS";
+        case EUSERS:
+                return "EUSERS";
+        case ESRCH:
+                return "ESRCH";
+        case EBADF:
+                return "EBADF";
+        case ENOTCONN:
+                return "ENOTCONN";
         default:
                 snprintf(buf, sizeof buf, "E%d", e < 0 ? -e : e);
                 return buf;
@@ -94,8 +116,10 @@ static void print_join(int r, const struct nsc_join_result *j, unsigned tries) {
         }
         printf("ok %llu %s %s %u\n", (unsigned long long) j->ns_inode,
                (j->ns_flags & NSC_NS_PINNED) ? "pinned" : "unpinned",
-               (j->ns_flags & NSC_NS_CREATED) ? "created" :
-               (j->ns_flags & NSC_NS_ADOPTED) ? "adopted" : "known", tries);
+               (j->ns_flags & NSC_NS_CREATED)   ? "created"
+               : (j->ns_flags & NSC_NS_ADOPTED) ? "adopted"
+                                                : "known",
+               tries);
 }
 
 int main(int argc, char **argv) {

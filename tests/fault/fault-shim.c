@@ -69,22 +69,14 @@ enum call {
 };
 
 static const char *const call_name[_C_MAX] = {
-        [C_CLONE] = "clone",
-        [C_UNSHARE] = "unshare",
-        [C_SETNS] = "setns",
-        [C_MOUNT] = "mount",
-        [C_UMOUNT2] = "umount2",
-        [C_OPEN_TREE] = "open_tree",
-        [C_MOVE_MOUNT] = "move_mount",
-        [C_MOUNT_SETATTR] = "mount_setattr",
-        [C_FSPICK] = "fspick",
-        [C_OPEN] = "open",
-        [C_OPENAT] = "openat",
-        [C_OPENAT2] = "openat2",
-        [C_ACCEPT] = "accept",
-        [C_ACCEPT4] = "accept4",
-        [C_SENDMSG] = "sendmsg",
-        [C_RECVMSG] = "recvmsg",
+        [C_CLONE] = "clone",           [C_UNSHARE] = "unshare",
+        [C_SETNS] = "setns",           [C_MOUNT] = "mount",
+        [C_UMOUNT2] = "umount2",       [C_OPEN_TREE] = "open_tree",
+        [C_MOVE_MOUNT] = "move_mount", [C_MOUNT_SETATTR] = "mount_setattr",
+        [C_FSPICK] = "fspick",         [C_OPEN] = "open",
+        [C_OPENAT] = "openat",         [C_OPENAT2] = "openat2",
+        [C_ACCEPT] = "accept",         [C_ACCEPT4] = "accept4",
+        [C_SENDMSG] = "sendmsg",       [C_RECVMSG] = "recvmsg",
         [C_PIDFD_OPEN] = "pidfd_open",
 };
 
@@ -92,12 +84,12 @@ static const struct {
         const char *name;
         int value;
 } errno_names[] = {
-        { "EAGAIN", EAGAIN },   { "ENOMEM", ENOMEM }, { "EMFILE", EMFILE },
-        { "ENFILE", ENFILE },   { "EINTR", EINTR },   { "ETIMEDOUT", ETIMEDOUT },
-        { "EBUSY", EBUSY },     { "ENOSPC", ENOSPC }, { "EIO", EIO },
-        { "EPERM", EPERM },     { "EACCES", EACCES }, { "EINVAL", EINVAL },
-        { "ENOENT", ENOENT },   { "ENOBUFS", ENOBUFS }, { "ECONNABORTED", ECONNABORTED },
-        { "EPIPE", EPIPE },     { "ENOSYS", ENOSYS },
+        { "EAGAIN", EAGAIN }, { "ENOMEM", ENOMEM },   { "EMFILE", EMFILE },
+        { "ENFILE", ENFILE }, { "EINTR", EINTR },     { "ETIMEDOUT", ETIMEDOUT },
+        { "EBUSY", EBUSY },   { "ENOSPC", ENOSPC },   { "EIO", EIO },
+        { "EPERM", EPERM },   { "EACCES", EACCES },   { "EINVAL", EINVAL },
+        { "ENOENT", ENOENT }, { "ENOBUFS", ENOBUFS }, { "ECONNABORTED", ECONNABORTED },
+        { "EPIPE", EPIPE },   { "ENOSYS", ENOSYS },
 };
 
 #define RULES_MAX 16
@@ -239,13 +231,13 @@ static int fault(enum call c, const void *caller, const char *arg, const void *f
         return err;
 }
 
-#define FAULT_OR_FN(c, arg, fn)                                                        \
-        do {                                                                           \
-                int _e = fault((c), __builtin_return_address(0), (arg), (fn));         \
-                if (_e) {                                                              \
-                        errno = _e;                                                    \
-                        return -1;                                                     \
-                }                                                                      \
+#define FAULT_OR_FN(c, arg, fn)                                                \
+        do {                                                                   \
+                int _e = fault((c), __builtin_return_address(0), (arg), (fn)); \
+                if (_e) {                                                      \
+                        errno = _e;                                            \
+                        return -1;                                             \
+                }                                                              \
         } while (0)
 #define FAULT_OR(c, arg) FAULT_OR_FN(c, arg, NULL)
 
@@ -303,8 +295,7 @@ int move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsig
         return real_move_mount(from_dfd, from, to_dfd, to, flags);
 }
 
-int mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr,
-                  size_t size) {
+int mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr, size_t size) {
         FAULT_OR(C_MOUNT_SETATTR, path);
         return real_mount_setattr(dfd, path, flags, attr, size);
 }
@@ -419,29 +410,61 @@ long syscall(long nr, ...) {
 #endif
                 c = C_CLONE;
                 break;
-        case SYS_unshare: c = C_UNSHARE; break;
-        case SYS_setns: c = C_SETNS; break;
-        case SYS_mount: c = C_MOUNT; break;
-        case SYS_umount2: c = C_UMOUNT2; break;
+        case SYS_unshare:
+                c = C_UNSHARE;
+                break;
+        case SYS_setns:
+                c = C_SETNS;
+                break;
+        case SYS_mount:
+                c = C_MOUNT;
+                break;
+        case SYS_umount2:
+                c = C_UMOUNT2;
+                break;
 #ifdef SYS_open_tree
-        case SYS_open_tree: c = C_OPEN_TREE; break;
-        case SYS_move_mount: c = C_MOVE_MOUNT; break;
-        case SYS_fspick: c = C_FSPICK; break;
+        case SYS_open_tree:
+                c = C_OPEN_TREE;
+                break;
+        case SYS_move_mount:
+                c = C_MOVE_MOUNT;
+                break;
+        case SYS_fspick:
+                c = C_FSPICK;
+                break;
 #endif
 #ifdef SYS_mount_setattr
-        case SYS_mount_setattr: c = C_MOUNT_SETATTR; break;
+        case SYS_mount_setattr:
+                c = C_MOUNT_SETATTR;
+                break;
 #endif
-        case SYS_open: c = C_OPEN; break;
-        case SYS_openat: c = C_OPENAT; break;
+        case SYS_open:
+                c = C_OPEN;
+                break;
+        case SYS_openat:
+                c = C_OPENAT;
+                break;
 #ifdef SYS_openat2
-        case SYS_openat2: c = C_OPENAT2; break;
+        case SYS_openat2:
+                c = C_OPENAT2;
+                break;
 #endif
-        case SYS_accept: c = C_ACCEPT; break;
-        case SYS_accept4: c = C_ACCEPT4; break;
-        case SYS_sendmsg: c = C_SENDMSG; break;
-        case SYS_recvmsg: c = C_RECVMSG; break;
+        case SYS_accept:
+                c = C_ACCEPT;
+                break;
+        case SYS_accept4:
+                c = C_ACCEPT4;
+                break;
+        case SYS_sendmsg:
+                c = C_SENDMSG;
+                break;
+        case SYS_recvmsg:
+                c = C_RECVMSG;
+                break;
 #ifdef SYS_pidfd_open
-        case SYS_pidfd_open: c = C_PIDFD_OPEN; break;
+        case SYS_pidfd_open:
+                c = C_PIDFD_OPEN;
+                break;
 #endif
         }
         if (c >= 0)

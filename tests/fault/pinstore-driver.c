@@ -103,7 +103,8 @@ static UserNs *wait_adopted(PinStore *ps, uid_t uid, unsigned wait_ms, bool try_
 }
 
 static int usage(void) {
-        fprintf(stderr, "usage: pinstore-driver RUN_DIR state|wait|create|release|exec|pinns ...\n");
+        fprintf(stderr,
+                "usage: pinstore-driver RUN_DIR state|wait|create|release|exec|pinns ...\n");
         return 2;
 }
 

@@ -108,8 +108,19 @@ static void check_config(const Config *c) {
 
         if (needs_nss(c))
                 return;
-        const uid_t probe[] = { 0, 1, 999, 1000, 1001, 60000, 60001, 65534, (uid_t) -2,
-                                (uid_t) -1, c->min_uid, c->max_uid, c->min_uid - 1,
+        const uid_t probe[] = { 0,
+                                1,
+                                999,
+                                1000,
+                                1001,
+                                60000,
+                                60001,
+                                65534,
+                                (uid_t) -2,
+                                (uid_t) -1,
+                                c->min_uid,
+                                c->max_uid,
+                                c->min_uid - 1,
                                 c->max_uid + 1 };
         for (size_t i = 0; i < G_N_ELEMENTS(probe); i++)
                 check_managed(c, probe[i]);

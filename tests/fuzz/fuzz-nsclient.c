@@ -71,24 +71,47 @@ enum {
         SET_TYPE = 1 << 7,
 };
 
-enum { OP_JOIN, OP_SESSION_OPEN, OP_SESSION_CLOSE, OP_STATUS, OP_LIST, OP_SHOW, OP_RELEASE,
-       OP_HIDE, OP_JOIN_SESSION, _OP_MAX };
+enum {
+        OP_JOIN,
+        OP_SESSION_OPEN,
+        OP_SESSION_CLOSE,
+        OP_STATUS,
+        OP_LIST,
+        OP_SHOW,
+        OP_RELEASE,
+        OP_HIDE,
+        OP_JOIN_SESSION,
+        _OP_MAX
+};
 
 #define CALLS_MAX 4
 #define DATAGRAMS_MAX 64
-#define DATAGRAM_SIZE_MAX 4400 /* past NSD_MSG_SIZE_MAX + 1: the MSG_TRUNC path */
+#define DATAGRAM_SIZE_MAX 4400  /* past NSD_MSG_SIZE_MAX + 1: the MSG_TRUNC path */
 #define FDS_PER_DATAGRAM_MAX 20 /* past libnsclient's RECV_FDS_MAX: the MSG_CTRUNC path */
-#define REPEAT_LONG 300 /* 300 full SHOW_DATA parts are past NSD_SHOW_TEXT_MAX */
+#define REPEAT_LONG 300         /* 300 full SHOW_DATA parts are past NSD_SHOW_TEXT_MAX */
 #define REPEAT_SHORT 20
 #define SECOND_NSD 0x3d /* owner >> 2: a datagram for the second nsd */
 #define SCRIPT_MAX 8
 
 static const uint16_t types[] = {
-        NSD_REP_JOIN, NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
-        NSD_REP_LIST_ENTRY, NSD_REP_LIST_END, NSD_REP_SHOW_DATA, NSD_REP_SHOW_END,
-        NSD_REP_RELEASE, NSD_REP_HIDE, NSD_REP_JOIN_SESSION, NSD_REP_ERROR,
+        NSD_REP_JOIN,
+        NSD_REP_SESSION_OPEN,
+        NSD_REP_SESSION_CLOSE,
+        NSD_REP_STATUS,
+        NSD_REP_LIST_ENTRY,
+        NSD_REP_LIST_END,
+        NSD_REP_SHOW_DATA,
+        NSD_REP_SHOW_END,
+        NSD_REP_RELEASE,
+        NSD_REP_HIDE,
+        NSD_REP_JOIN_SESSION,
+        NSD_REP_ERROR,
         /* not replies */
-        0, NSD_REQ_JOIN, NSD_REQ_LIST, NSD_REPLY_BIT, 0x8102,
+        0,
+        NSD_REQ_JOIN,
+        NSD_REQ_LIST,
+        NSD_REPLY_BIT,
+        0x8102,
 };
 
 static char tmp_dir[64];
@@ -96,7 +119,7 @@ static char sock_path[100];
 static int listen_fd = -1;
 static int kind_fd[4] = { -1, -1, -1, -1 }; /* "/" O_PATH, mount nsfs, net nsfs, /dev/null */
 static uint64_t mnt_inode, net_inode;
-static bool trace; /* $FUZZ_TRACE: one line per call on stderr, to check what seeds reach */
+static bool trace;       /* $FUZZ_TRACE: one line per call on stderr, to check what seeds reach */
 static int wake_fd = -1; /* an eventfd: the second nsd is disarmed, stop waiting */
 static void *second_nsd(void *unused);
 
@@ -342,7 +365,9 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                 if (ctl & SEQ_ZERO)
                         h->seq = 0;
                 if (ctl & FIX_ERR)
-                        h->error = h->type == NSD_REP_ERROR ? -(1 + (int32_t) ((uint32_t) h->error % 133)) : 0;
+                        h->error = h->type == NSD_REP_ERROR
+                                           ? -(1 + (int32_t) ((uint32_t) h->error % 133))
+                                           : 0;
                 if (ctl & FIX_BODY) {
                         if ((h->type == NSD_REP_JOIN && size >= sizeof(struct nsd_rep_join)) ||
                             (h->type == NSD_REP_JOIN_SESSION &&
@@ -361,7 +386,8 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                                 ((struct nsd_rep_status *) buf)->version[NSD_VERSION_MAX - 1] = 0;
                         } else if (h->type == NSD_REP_SESSION_OPEN &&
                                    size >= sizeof(struct nsd_rep_session_open)) {
-                                struct nsd_rep_session_open *s = (struct nsd_rep_session_open *) buf;
+                                struct nsd_rep_session_open *s = (struct nsd_rep_session_open *)
+                                        buf;
                                 if (s->session_id == 0)
                                         s->session_id = 1;
                         }
@@ -392,7 +418,8 @@ static unsigned drain_requests(int srv) {
                 } control;
                 uint8_t buf[NSD_MSG_SIZE_MAX + 1];
                 struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                struct msghdr mh = { .msg_iov = &iov,
+                                     .msg_iovlen = 1,
                                      .msg_control = control.buf,
                                      .msg_controllen = sizeof control.buf };
                 const char *why;
@@ -413,7 +440,9 @@ static unsigned drain_requests(int srv) {
                                         close(fd);
                                 }
                 if (trace)
-                        fprintf(stderr, "fuzz-nsclient: fd %d got a request of %zd bytes, type %u, seq %u\n",
+                        fprintf(stderr,
+                                "fuzz-nsclient: fd %d got a request of %zd bytes, type %u, seq "
+                                "%u\n",
                                 srv, k, (unsigned) ((struct nsd_msg_header *) buf)->type,
                                 (unsigned) ((struct nsd_msg_header *) buf)->seq);
                 /* what the library sends must pass nsd's own check */
@@ -446,54 +475,56 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
 
         switch ((call->op & 0x7f) % _OP_MAX) {
         case OP_JOIN:
-                return v % 4 == 0 ? nsc_join(c, (uid_t) -1, 0, &j)
-                     : v % 4 == 1 ? nsc_join(c, uid, 0x80, &j)
-                     : v % 4 == 2 ? nsc_join(c, uid, 0, NULL)
-                                  : nsc_join(NULL, uid, 0, &j);
+                return v % 4 == 0   ? nsc_join(c, (uid_t) -1, 0, &j)
+                       : v % 4 == 1 ? nsc_join(c, uid, 0x80, &j)
+                       : v % 4 == 2 ? nsc_join(c, uid, 0, NULL)
+                                    : nsc_join(NULL, uid, 0, &j);
         case OP_SESSION_OPEN:
                 return v % 4 == 0 ? nsc_session_open(c, uid, 0, NULL, NULL, NULL)
-                     : v % 4 == 1 ? nsc_session_open(c, uid, getpid(),
-                                                     "a-service-name-of-32-characters!", NULL, NULL)
-                     : v % 4 == 2 ? nsc_session_open(c, (uid_t) -1, getpid(), NULL, NULL, NULL)
-                                  : nsc_session_open(NULL, uid, getpid(), NULL, NULL, NULL);
+                       : v % 4 == 1
+                               ? nsc_session_open(c, uid, getpid(),
+                                                  "a-service-name-of-32-characters!", NULL, NULL)
+                       : v % 4 == 2 ? nsc_session_open(c, (uid_t) -1, getpid(), NULL, NULL, NULL)
+                                    : nsc_session_open(NULL, uid, getpid(), NULL, NULL, NULL);
         case OP_SESSION_CLOSE:
-                return v % 4 == 0 ? nsc_session_close(c, uid, 0, 0, NULL)
-                     : v % 4 == 1 ? nsc_session_close(c, uid, -1, 1, NULL)
-                     : v % 4 == 2 ? nsc_session_close(c, (uid_t) -1, getpid(), 0, NULL)
-                                  : nsc_session_close(NULL, uid, getpid(), 0, NULL);
+                return v % 4 == 0   ? nsc_session_close(c, uid, 0, 0, NULL)
+                       : v % 4 == 1 ? nsc_session_close(c, uid, -1, 1, NULL)
+                       : v % 4 == 2 ? nsc_session_close(c, (uid_t) -1, getpid(), 0, NULL)
+                                    : nsc_session_close(NULL, uid, getpid(), 0, NULL);
         case OP_STATUS:
-                return v % 3 == 0 ? nsc_status(c, NULL)
-                     : v % 3 == 1 ? nsc_status(NULL, &st)
-                                  : nsc_set_timeout(c, ((uint64_t) INT_MAX + 1) * 1000000);
+                return v % 3 == 0   ? nsc_status(c, NULL)
+                       : v % 3 == 1 ? nsc_status(NULL, &st)
+                                    : nsc_set_timeout(c, ((uint64_t) INT_MAX + 1) * 1000000);
         case OP_LIST:
-                return v % 3 == 0 ? nsc_list(c, NULL, &n)
-                     : v % 3 == 1 ? nsc_list(c, &entries, NULL)
-                                  : nsc_list(NULL, &entries, &n);
+                return v % 3 == 0   ? nsc_list(c, NULL, &n)
+                       : v % 3 == 1 ? nsc_list(c, &entries, NULL)
+                                    : nsc_list(NULL, &entries, &n);
         case OP_SHOW:
-                return v % 3 == 0 ? nsc_show(c, uid, NULL, &n)
-                     : v % 3 == 1 ? nsc_show(c, (uid_t) -1, &text, &n)
-                                  : nsc_show(NULL, uid, &text, &n);
+                return v % 3 == 0   ? nsc_show(c, uid, NULL, &n)
+                       : v % 3 == 1 ? nsc_show(c, (uid_t) -1, &text, &n)
+                                    : nsc_show(NULL, uid, &text, &n);
         case OP_RELEASE:
-                return v % 3 == 0 ? nsc_release(c, uid, 2)
-                     : v % 3 == 1 ? nsc_release(c, (uid_t) -1, 0)
-                                  : nsc_release(NULL, uid, 0);
+                return v % 3 == 0   ? nsc_release(c, uid, 2)
+                       : v % 3 == 1 ? nsc_release(c, (uid_t) -1, 0)
+                                    : nsc_release(NULL, uid, 0);
         case OP_JOIN_SESSION:
-                return v % 5 == 0 ? nsc_join_session(c, (uid_t) -1, 0, getpid(), NULL, &j, NULL, NULL)
-                     : v % 5 == 1 ? nsc_join_session(c, uid, 0x80, getpid(), NULL, &j, NULL, NULL)
-                     : v % 5 == 2 ? nsc_join_session(c, uid, 0, 0, NULL, &j, NULL, NULL)
-                     : v % 5 == 3 ? nsc_join_session(c, uid, 0, getpid(),
-                                                     "a-service-name-of-32-characters!", &j,
-                                                     NULL, NULL)
-                                  : nsc_join_session(c, uid, 0, getpid(), NULL, NULL, NULL, NULL);
+                return v % 5 == 0
+                               ? nsc_join_session(c, (uid_t) -1, 0, getpid(), NULL, &j, NULL, NULL)
+                       : v % 5 == 1 ? nsc_join_session(c, uid, 0x80, getpid(), NULL, &j, NULL, NULL)
+                       : v % 5 == 2 ? nsc_join_session(c, uid, 0, 0, NULL, &j, NULL, NULL)
+                       : v % 5 == 3 ? nsc_join_session(c, uid, 0, getpid(),
+                                                       "a-service-name-of-32-characters!", &j, NULL,
+                                                       NULL)
+                                    : nsc_join_session(c, uid, 0, getpid(), NULL, NULL, NULL, NULL);
         default:
                 memset(long_path, 'x', sizeof long_path);
                 long_path[0] = '/';
                 long_path[sizeof long_path - 1] = 0;
-                return v % 5 == 0 ? nsc_hide(c, uid, "home/fuzz/mnt", 0)
-                     : v % 5 == 1 ? nsc_hide(c, uid, long_path, 0)
-                     : v % 5 == 2 ? nsc_hide(c, uid, "/home/fuzz/mnt", 2)
-                     : v % 5 == 3 ? nsc_hide(c, uid, NULL, 0)
-                                  : nsc_hide(c, (uid_t) -1, "/home/fuzz/mnt", 0);
+                return v % 5 == 0   ? nsc_hide(c, uid, "home/fuzz/mnt", 0)
+                       : v % 5 == 1 ? nsc_hide(c, uid, long_path, 0)
+                       : v % 5 == 2 ? nsc_hide(c, uid, "/home/fuzz/mnt", 2)
+                       : v % 5 == 3 ? nsc_hide(c, uid, NULL, 0)
+                                    : nsc_hide(c, (uid_t) -1, "/home/fuzz/mnt", 0);
         }
 }
 
@@ -591,9 +622,11 @@ static int do_call(nsc_conn *c, const struct call *call) {
                 memset(&st, CANARY, sizeof st);
                 r = nsc_status(c, &st);
                 if (r < 0)
-                        fuzz_assert(untouched(&st, sizeof st), "STATUS wrote its result on failure");
+                        fuzz_assert(untouched(&st, sizeof st),
+                                    "STATUS wrote its result on failure");
                 else
-                        fuzz_assert(memchr(st.version, 0, sizeof st.version), "version not a string");
+                        fuzz_assert(memchr(st.version, 0, sizeof st.version),
+                                    "version not a string");
                 break;
         }
         case OP_LIST: {
@@ -768,7 +801,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 } else if (was_broken) {
                         fuzz_assert(r == -ENOTCONN, "call %u on a broken connection gave %d", i, r);
                         fuzz_assert(sent == 0 && c->seq == seq_before,
-                                    "call %u on a broken connection sent %u requests, seq %u after %u", i, sent, c->seq, seq_before);
+                                    "call %u on a broken connection sent %u requests, seq %u after "
+                                    "%u",
+                                    i, sent, c->seq, seq_before);
                 } else {
                         /* JOIN_SESSION's fallback adds JOIN and SESSION_OPEN */
                         unsigned most = op == OP_JOIN_SESSION ? 3 : 1;

@@ -101,7 +101,7 @@ static bool name_in_list_ref(const char *list, const char *name) {
 
         fuzz_assert(copy, "out of memory");
         /* strtok_r would merge empty entries; walk by hand */
-        for (char *p = copy;; ) {
+        for (char *p = copy;;) {
                 char *comma = strchr(p, ',');
                 if (comma)
                         *comma = 0;
@@ -223,8 +223,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     "skip_users '%s'", a.skip_users);
         fuzz_assert(!a.only_group || (a.only_group[0] && in_arg(a.only_group, setter_group)),
                     "only_group '%s'", a.only_group);
-        fuzz_assert(a.timeout_usec > 0 && a.timeout_usec <= NSJOIN_TIMEOUT_MAX_USEC,
-                    "timeout %llu", (unsigned long long) a.timeout_usec);
+        fuzz_assert(a.timeout_usec > 0 && a.timeout_usec <= NSJOIN_TIMEOUT_MAX_USEC, "timeout %llu",
+                    (unsigned long long) a.timeout_usec);
 
         /* list matching: every argument as a name against the skip list and a few fixed */
         for (int i = 0; i < argc; i++) {

@@ -24,15 +24,15 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define fuzz_assert(cond, ...)                                                              \
-        do {                                                                                \
-                if (!(cond)) {                                                              \
-                        fprintf(stderr, "fuzz: %s:%d: property failed: %s: ", __FILE__,     \
-                                __LINE__, #cond);                                           \
-                        fprintf(stderr, __VA_ARGS__);                                       \
-                        fputc('\n', stderr);                                                \
-                        abort();                                                            \
-                }                                                                           \
+#define fuzz_assert(cond, ...)                                                                    \
+        do {                                                                                      \
+                if (!(cond)) {                                                                    \
+                        fprintf(stderr, "fuzz: %s:%d: property failed: %s: ", __FILE__, __LINE__, \
+                                #cond);                                                           \
+                        fprintf(stderr, __VA_ARGS__);                                             \
+                        fputc('\n', stderr);                                                      \
+                        abort();                                                                  \
+                }                                                                                 \
         } while (0)
 
 /* A little reader over the fuzz input: past the end it yields zeros, never fails. */

@@ -13,17 +13,46 @@
 
 #include "nsd-protocol.h"
 
-enum { FIX_HDR = 1, FIX_LEN = 2, FIX_SEQ = 4, SEQ_ZERO = 8, FIX_ERR = 16, FIX_BODY = 32,
-       NET_INODE = 64, SET_TYPE = 128 };
+enum {
+        FIX_HDR = 1,
+        FIX_LEN = 2,
+        FIX_SEQ = 4,
+        SEQ_ZERO = 8,
+        FIX_ERR = 16,
+        FIX_BODY = 32,
+        NET_INODE = 64,
+        SET_TYPE = 128
+};
 /* head bits besides the number of calls */
 enum { VIA_ENV = 0x04, CLOSED = 0x08, SEQ_WRAP = 0x10, CONNECT_TIMEOUT = 0x20 };
 #define SECOND (0x3d << 2) /* owner: a datagram for the second nsd (the fallback's connection) */
-#define BAD 0x80 /* op: with bad arguments */
-enum { OP_JOIN, OP_SESSION_OPEN, OP_SESSION_CLOSE, OP_STATUS, OP_LIST, OP_SHOW, OP_RELEASE,
-       OP_HIDE, OP_JOIN_SESSION };
+#define BAD 0x80           /* op: with bad arguments */
+enum {
+        OP_JOIN,
+        OP_SESSION_OPEN,
+        OP_SESSION_CLOSE,
+        OP_STATUS,
+        OP_LIST,
+        OP_SHOW,
+        OP_RELEASE,
+        OP_HIDE,
+        OP_JOIN_SESSION
+};
 /* index into fuzz-nsclient.c's types[] (SET_TYPE) */
-enum { T_JOIN, T_SESSION_OPEN, T_SESSION_CLOSE, T_STATUS, T_LIST_ENTRY, T_LIST_END,
-       T_SHOW_DATA, T_SHOW_END, T_RELEASE, T_HIDE, T_JOIN_SESSION, T_ERROR };
+enum {
+        T_JOIN,
+        T_SESSION_OPEN,
+        T_SESSION_CLOSE,
+        T_STATUS,
+        T_LIST_ENTRY,
+        T_LIST_END,
+        T_SHOW_DATA,
+        T_SHOW_END,
+        T_RELEASE,
+        T_HIDE,
+        T_JOIN_SESSION,
+        T_ERROR
+};
 #define FIX_ALL (FIX_HDR | FIX_LEN | FIX_SEQ | FIX_ERR | FIX_BODY)
 
 static unsigned char out[65536];
@@ -160,7 +189,8 @@ int main(int argc, char **argv) {
                 static const unsigned char c[] = { OP_JOIN, 0x20, OP_STATUS, 0 };
                 struct nsd_rep_status *s;
                 begin(2, c);
-                error_reply(1, EPERM, NSD_REQ_JOIN, "only root may join another user's namespace", 0);
+                error_reply(1, EPERM, NSD_REQ_JOIN, "only root may join another user's namespace",
+                            0);
                 s = reply(NSD_REP_STATUS, sizeof *s, 2);
                 snprintf(s->version, sizeof s->version, "0.1.0");
                 s->features = NSD_FEATURE_PIN_NAMESPACE | NSD_FEATURE_OWNER_PRIVATE;
@@ -308,12 +338,18 @@ int main(int argc, char **argv) {
         }
         /* every call with bad arguments, then a good one: nothing sent, nothing broken */
         {
-                static const unsigned char c[] = { OP_JOIN | BAD, 0x10, OP_SESSION_OPEN | BAD, 0x11,
-                                                   OP_HIDE | BAD, 0x11, OP_STATUS, 0 };
-                static const unsigned char c2[] = { OP_LIST | BAD, 0x1, OP_SHOW | BAD, 0x11,
-                                                    OP_RELEASE | BAD, 0x10, OP_SESSION_CLOSE | BAD, 0 };
-                static const unsigned char c3[] = { OP_JOIN_SESSION | BAD, 0x10, OP_JOIN_SESSION | BAD, 0x13,
-                                                    OP_JOIN_SESSION | BAD, 0x14, OP_STATUS | BAD, 0x12 };
+                static const unsigned char c[] = {
+                        OP_JOIN | BAD, 0x10, OP_SESSION_OPEN | BAD, 0x11, OP_HIDE | BAD, 0x11,
+                        OP_STATUS,     0
+                };
+                static const unsigned char c2[] = { OP_LIST | BAD,          0x1,
+                                                    OP_SHOW | BAD,          0x11,
+                                                    OP_RELEASE | BAD,       0x10,
+                                                    OP_SESSION_CLOSE | BAD, 0 };
+                static const unsigned char c3[] = { OP_JOIN_SESSION | BAD, 0x10,
+                                                    OP_JOIN_SESSION | BAD, 0x13,
+                                                    OP_JOIN_SESSION | BAD, 0x14,
+                                                    OP_STATUS | BAD,       0x12 };
                 begin(4, c);
                 datagram(0, T_STATUS, 0, 0, reply(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 1),
                          sizeof(struct nsd_rep_status));

@@ -33,16 +33,15 @@ static inline gboolean core_test_on_expire(gpointer p) {
 }
 
 /* Run the main context until expr holds, or the deadline passed (then expr is false). */
-#define RUN_UNTIL(expr)                                                                      \
-        ({                                                                                   \
-                bool _expired = false;                                                       \
-                guint _t = g_timeout_add(CORE_TEST_DEADLINE_MS, core_test_on_expire,         \
-                                         &_expired);                                         \
-                while (!(expr) && !_expired)                                                 \
-                        g_main_context_iteration(NULL, TRUE);                                \
-                if (!_expired)                                                               \
-                        g_source_remove(_t);                                                 \
-                (bool) (expr);                                                               \
+#define RUN_UNTIL(expr)                                                                          \
+        ({                                                                                       \
+                bool _expired = false;                                                           \
+                guint _t = g_timeout_add(CORE_TEST_DEADLINE_MS, core_test_on_expire, &_expired); \
+                while (!(expr) && !_expired)                                                     \
+                        g_main_context_iteration(NULL, TRUE);                                    \
+                if (!_expired)                                                                   \
+                        g_source_remove(_t);                                                     \
+                (bool) (expr);                                                                   \
         })
 
 static inline Config core_test_config(void) {
@@ -131,7 +130,9 @@ static inline CoreReply core_test_recv(int fd, int timeout_ms) {
         } control;
         CoreReply rep = { .type = 0xdead };
         struct iovec iov = { .iov_base = &rep.msg, .iov_len = sizeof rep.msg };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+        struct msghdr mh = { .msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = &control,
                              .msg_controllen = sizeof control };
         struct pollfd p = { .fd = fd, .events = POLLIN };
         ssize_t n;

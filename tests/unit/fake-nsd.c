@@ -173,7 +173,8 @@ static const char *request_problem(const struct fake_req *r) {
         case NSD_REQ_SESSION_OPEN:
                 if (r->session_open.flags & ~NSD_SESSION_PIDFD)
                         return "unknown SESSION_OPEN flags";
-                if (r->session_open.reserved || !nsd_field_is_string(r->session_open.service, NSD_SERVICE_MAX) ||
+                if (r->session_open.reserved ||
+                    !nsd_field_is_string(r->session_open.service, NSD_SERVICE_MAX) ||
                     r->session_open.pid == 0)
                         return "bad SESSION_OPEN fields";
                 return r->nfds == ((r->session_open.flags & NSD_SESSION_PIDFD) ? 1u : 0u)
@@ -182,7 +183,8 @@ static const char *request_problem(const struct fake_req *r) {
         case NSD_REQ_JOIN_SESSION:
                 if (r->join_session.flags & ~(NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD))
                         return "unknown JOIN_SESSION flags";
-                if (r->join_session.reserved || !nsd_field_is_string(r->join_session.service, NSD_SERVICE_MAX) ||
+                if (r->join_session.reserved ||
+                    !nsd_field_is_string(r->join_session.service, NSD_SERVICE_MAX) ||
                     r->join_session.pid == 0)
                         return "bad JOIN_SESSION fields";
                 return r->nfds == ((r->join_session.flags & NSD_JOIN_SESSION_PIDFD) ? 1u : 0u)
@@ -331,7 +333,8 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                         break;
                 }
                 if (peer_namespace(cfd, cfg->ns_pid, fds, &ino) < 0) {
-                        (void) fake_nsd_send_error(cfd, &r, -EIO, "fake nsd cannot open the namespace");
+                        (void) fake_nsd_send_error(cfd, &r, -EIO,
+                                                   "fake nsd cannot open the namespace");
                         break;
                 }
                 if (js) {
@@ -361,7 +364,8 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 struct nsd_rep_session_open rep;
 
                 rec->session_opens++;
-                record_session(rec, r.session_open.uid, r.session_open.pid, r.session_open.service, &r);
+                record_session(rec, r.session_open.uid, r.session_open.pid, r.session_open.service,
+                               &r);
                 if (cfg->session_open_error) {
                         (void) fake_nsd_send_error(cfd, &r, cfg->session_open_error,
                                                    "fake nsd: no more sessions");

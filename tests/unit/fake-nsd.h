@@ -71,23 +71,23 @@ bool fake_fd_is_pidfd_of(int fd, pid_t pid);
 /* ---- a behaving nsd ------------------------------------------------------------------- */
 
 struct fake_nsd_config {
-        unsigned minor;          /* protocol minor it speaks; 0 means NSD_PROTO_MINOR. With 1,
+        unsigned minor; /* protocol minor it speaks; 0 means NSD_PROTO_MINOR. With 1,
                                   * JOIN_SESSION is refused with -EOPNOTSUPP and the connection
                                   * closed, as a 1.1 nsd does. */
-        bool stuck;              /* accept and read, never answer (a SIGSTOPped nsd) */
-        int join_error;          /* 0 or -errno for JOIN and JOIN_SESSION */
+        bool stuck;     /* accept and read, never answer (a SIGSTOPped nsd) */
+        int join_error; /* 0 or -errno for JOIN and JOIN_SESSION */
         const char *join_message;
-        unsigned not_yet;        /* answer the first N JOIN/JOIN_SESSION with -EAGAIN */
-        int session_open_error;  /* SESSION_OPEN, or the session part of JOIN_SESSION */
+        unsigned not_yet;       /* answer the first N JOIN/JOIN_SESSION with -EAGAIN */
+        int session_open_error; /* SESSION_OPEN, or the session part of JOIN_SESSION */
         int session_close_error;
-        uint64_t session_id;     /* 0 means 4242 */
+        uint64_t session_id; /* 0 means 4242 */
         /* for nsctl's tests */
-        pid_t ns_pid;            /* JOIN hands out this process's namespace; 0: the caller's */
+        pid_t ns_pid;               /* JOIN hands out this process's namespace; 0: the caller's */
         const char *status_version; /* STATUS's version; NULL means "fake-1.<minor>" */
         uint32_t status_features;   /* STATUS's NSD_FEATURE_* */
         const struct fake_ns *list; /* LIST's entries */
         size_t n_list;
-        const char *show_text;   /* SHOW's mountinfo text; NULL: none (an empty table) */
+        const char *show_text; /* SHOW's mountinfo text; NULL: none (an empty table) */
         int list_error, show_error, release_error, hide_error; /* 0 or -errno */
         const char *error_message; /* with those; NULL means "fake nsd: refused" */
 };
@@ -102,12 +102,12 @@ struct fake_ns {
 
 struct fake_nsd_record {
         unsigned connections, requests, bad;
-        char bad_why[160];       /* the first bad request's reason */
+        char bad_why[160]; /* the first bad request's reason */
         unsigned joins, join_sessions, session_opens, session_closes, statuses, not_yet_sent;
         uint32_t join_uid, join_flags;
         /* SESSION_OPEN or the session part of JOIN_SESSION */
         uint32_t so_uid, so_pid;
-        bool so_pidfd;           /* a pidfd of so_pid came with it */
+        bool so_pidfd; /* a pidfd of so_pid came with it */
         char so_service[NSD_SERVICE_MAX];
         uint64_t sc_id;
         uint32_t sc_uid, sc_pid;

@@ -75,9 +75,8 @@ static void test_defaults(const char *shipped) {
         ok(c.users == NULL && c.groups == NULL, "config_done() leaves the struct empty");
 
         config_init_defaults(&c);
-        ok(c.min_uid == 1000 && c.max_uid == 60000 &&
-                   c.linger_sec == CONFIG_LINGER_FOREVER && !c.propagation_private &&
-                   !c.private_tmp && c.max_namespaces == 10000 &&
+        ok(c.min_uid == 1000 && c.max_uid == 60000 && c.linger_sec == CONFIG_LINGER_FOREVER &&
+                   !c.propagation_private && !c.private_tmp && c.max_namespaces == 10000 &&
                    c.max_sessions_per_user == 64 && c.max_connections_per_user == 8 &&
                    c.max_connections == 512 && g_strv_length(c.users) == 1 &&
                    strcmp(c.users[0], "@regular") == 0,
@@ -94,8 +93,8 @@ static void test_defaults(const char *shipped) {
         }
 
         g_clear_pointer(&err, g_free);
-        ok(config_load("/nonexistent-nsd-test-dir/nsd.conf", &c, &missing, &err) == 0 &&
-                   missing && same_as_defaults(&c),
+        ok(config_load("/nonexistent-nsd-test-dir/nsd.conf", &c, &missing, &err) == 0 && missing &&
+                   same_as_defaults(&c),
            "a missing file gives the defaults and says so");
         config_done(&c);
 }
@@ -158,13 +157,15 @@ static void test_valid(void) {
         ok(parse("[Namespaces]\nLinger=0\n", &c, &err) == 0 && c.linger_sec == 0, "Linger=0");
         config_done(&c);
         ok(parse("[Namespaces]\nLinger=forever\n", &c, &err) == 0 &&
-                   c.linger_sec == CONFIG_LINGER_FOREVER, "Linger=forever");
+                   c.linger_sec == CONFIG_LINGER_FOREVER,
+           "Linger=forever");
         config_done(&c);
         ok(parse("[Namespaces]\nUsers=\n", &c, &err) == 0 && g_strv_length(c.users) == 0,
            "an empty Users= names nobody");
         config_done(&c);
         ok(parse("[Namespaces]\nPrivateTmp=off\nPropagation=slave\n", &c, &err) == 0 &&
-                   !c.private_tmp && !c.propagation_private, "PrivateTmp=off, Propagation=slave");
+                   !c.private_tmp && !c.propagation_private,
+           "PrivateTmp=off, Propagation=slave");
         config_done(&c);
         ok(parse("[Namespaces]\r\nMinUid=1001\r\n", &c, &err) == 0 && c.min_uid == 1001,
            "CRLF line ends");
@@ -172,7 +173,7 @@ static void test_valid(void) {
 
         /* not NUL-terminated: the length is what counts */
         const char buf[] = { '[', 'L', 'i', 'm', 'i', 't', 's', ']', '\n', 'M', 'a', 'x', 'N',
-                             'a', 'm', 'e', 's', 'p', 'a', 'c', 'e', 's', '=', '4', '2', 'X' };
+                             'a', 'm', 'e', 's', 'p', 'a', 'c', 'e', 's',  '=', '4', '2', 'X' };
         ok(config_parse_text(buf, sizeof buf - 1, "t", &c, &err) == 0 && c.max_namespaces == 42,
            "text that is not NUL-terminated is read up to its length");
         config_done(&c);
@@ -247,8 +248,7 @@ static void test_bad_values(void) {
         bad("[Namespaces]\nMinUid=1000\nPrivateTmp=no\n\n[Limits]\nMaxConnections=1\n"
             "MaxNamespaces=x\n",
             7, "MaxNamespaces", "a bad value on line 7 after good ones");
-        bad("[Namespaces]\nMinUid=5000\nMaxUid=4000\n", 2, "MinUid",
-            "MinUid= larger than MaxUid=");
+        bad("[Namespaces]\nMinUid=5000\nMaxUid=4000\n", 2, "MinUid", "MinUid= larger than MaxUid=");
         bad("[Limits]\nMaxConnections=4\nMaxConnectionsPerUser=5\n", 3, "MaxConnectionsPerUser",
             "MaxConnectionsPerUser= larger than MaxConnections=");
 }
@@ -307,14 +307,14 @@ static void test_bad_escapes(void) {
         bad_says("[Namespaces]\nLinger=600\\\r\n", 2, "Linger=600\\ before CR LF",
                  "[Namespaces] Linger=", "ends in a backslash", NULL);
         bad_says("[Namespaces]\nUsers=alice\\\n[Limits]\nMaxConnections=5\\\n", 2,
-                 "Users=alice\\ (the first of two)", "[Namespaces] Users=alice\\:",
-                 "ends in a backslash", NULL);
+                 "Users=alice\\ (the first of two)",
+                 "[Namespaces] Users=alice\\:", "ends in a backslash", NULL);
         bad_says("[Namespaces]\r\nUsers=\r\rs0A\\\n", 2, "Users= with CRs and a trailing backslash",
                  "[Namespaces] Users=", "ends in a backslash", NULL);
         bad_says("[Limits]\nMaxConnections=5\\\n", 2, "MaxConnections=5\\",
                  "[Limits] MaxConnections=5\\:", "ends in a backslash", NULL);
-        bad_says("[Private]\nEnable=yes\\\n", 2, "Enable=yes\\", "[Private] Enable=yes\\:",
-                 "ends in a backslash", NULL);
+        bad_says("[Private]\nEnable=yes\\\n", 2, "Enable=yes\\",
+                 "[Private] Enable=yes\\:", "ends in a backslash", NULL);
         bad_says("[Limits]\nMaxNamespaces=1\\q0\n", 2, "MaxNamespaces=1\\q0 (an unknown escape)",
                  "[Limits] MaxNamespaces=1\\q0:", "'\\q' is not an escape", NULL);
         bad_says("[Namespaces]\nUsers=alice\\;bob\n", 2, "Users=alice\\;bob (\\; is for lists)",
@@ -328,8 +328,7 @@ static void test_bad_escapes(void) {
                    g_strv_length(c.users) == 3 && strcmp(c.users[1], "bob") == 0,
            "GKeyFile's own escapes still work: Users=alice\\sbob\\t1234 (%s)", err ? err : "");
         config_done(&c);
-        ok(parse("[Namespaces]\n# a comment\\\nLinger=600\n", &c, &err) == 0 &&
-                   c.linger_sec == 600,
+        ok(parse("[Namespaces]\n# a comment\\\nLinger=600\n", &c, &err) == 0 && c.linger_sec == 600,
            "a backslash at the end of a comment is no value's (%s)", err ? err : "");
         config_done(&c);
 }
@@ -343,8 +342,7 @@ static void test_policy(void) {
         ok(config_uid_managed(&c, 60000, NULL), "default policy: uid 60000 gets one");
         bool managed = config_uid_managed(&c, 999, &why);
         ok(!managed && why && strstr(why, "MinUid=1000"),
-           "default policy: uid 999 does not, and the reason names MinUid (%s)",
-           why ? why : "");
+           "default policy: uid 999 does not, and the reason names MinUid (%s)", why ? why : "");
         g_clear_pointer(&why, g_free);
         managed = config_uid_managed(&c, 0, &why);
         ok(!managed && why, "root never gets one (%s)", why ? why : "");

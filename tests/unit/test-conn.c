@@ -46,15 +46,15 @@ static gboolean on_expire(gpointer p) {
 }
 
 /* Run the main context until expr holds, or the deadline passed (then expr is false). */
-#define RUN_UNTIL(expr)                                                                      \
-        ({                                                                                   \
-                bool _expired = false;                                                       \
-                guint _t = g_timeout_add(DEADLINE_MS, on_expire, &_expired);                 \
-                while (!(expr) && !_expired)                                                 \
-                        g_main_context_iteration(NULL, TRUE);                                \
-                if (!_expired)                                                               \
-                        g_source_remove(_t);                                                 \
-                (bool) (expr);                                                               \
+#define RUN_UNTIL(expr)                                                      \
+        ({                                                                   \
+                bool _expired = false;                                       \
+                guint _t = g_timeout_add(DEADLINE_MS, on_expire, &_expired); \
+                while (!(expr) && !_expired)                                 \
+                        g_main_context_iteration(NULL, TRUE);                \
+                if (!_expired)                                               \
+                        g_source_remove(_t);                                 \
+                (bool) (expr);                                               \
         })
 
 /* Run the context for a while without a condition: only to show something does NOT happen
@@ -187,7 +187,8 @@ static uint16_t next_reply(int fd, int *ret_error, char *ret_message, size_t siz
         if (ret_message && size > 0)
                 g_strlcpy(ret_message,
                           buf.hdr.type == NSD_REP_ERROR && n >= (ssize_t) sizeof buf.err
-                                  ? buf.err.message : "",
+                                  ? buf.err.message
+                                  : "",
                           size);
         return buf.hdr.type;
 }
@@ -313,7 +314,8 @@ static void test_slow_reader(void) {
         c.reply_timeout_usec = 200 * MSEC;
         c.max_queued_replies = 1000;
         Server *s = server_start(&c);
-        int fd = peer_full(s, CONN_KIND_USER, 1000, 4096, NULL), other = peer(s, CONN_KIND_USER, 1001);
+        int fd = peer_full(s, CONN_KIND_USER, 1000, 4096, NULL),
+            other = peer(s, CONN_KIND_USER, 1001);
         int sent = 0;
 
         for (int i = 0; i < 150 && send_status(fd, (uint32_t) i) == 0; i++)
@@ -341,7 +343,8 @@ static void test_queue_bound(void) {
                 sent++;
         ok(RUN_UNTIL(stats(s)->dropped_overflow == 1),
            "a client pipelining %d requests without reading overflows MaxQueuedReplies=4 "
-           "and is dropped", sent);
+           "and is dropped",
+           sent);
         is_int(conn_manager_count(s->conns), 0, "its connection is closed");
         close(fd);
         server_free(s);
@@ -376,8 +379,7 @@ static void test_stream(void) {
         ok(RUN_UNTIL(readable(other)) && drain(other, NSD_REP_STATUS) == 1,
            "while root's LIST of 1000 entries waits to be read, another client is served");
         /* read what is there at each turn of nsd's loop */
-        ok(RUN_UNTIL(drain_list(fd, &entries, &ends) > 0),
-           "root's LIST arrives to the end");
+        ok(RUN_UNTIL(drain_list(fd, &entries, &ends) > 0), "root's LIST arrives to the end");
         is_int(entries, 1000, "with all 1000 entries");
         is_int(stats(s)->dropped_overflow, 0,
                "made as the socket drains: a 2-reply queue never overflows");
@@ -490,8 +492,9 @@ static void test_root_socket(void) {
         if (pid == 0) {
                 int fd;
                 close(sv[0]);
-                if (getuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
-                                      setresuid(65534, 65534, 65534) < 0))
+                if (getuid() == 0 &&
+                    (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                     setresuid(65534, 65534, 65534) < 0))
                         _exit(2);
                 fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
                 if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
@@ -510,7 +513,9 @@ static void test_root_socket(void) {
                         struct cmsghdr h;
                         char buf[CMSG_SPACE(sizeof(int))];
                 } control;
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                struct msghdr mh = { .msg_iov = &iov,
+                                     .msg_iovlen = 1,
+                                     .msg_control = &control,
                                      .msg_controllen = sizeof control };
                 int fd = -1;
                 if (recvmsg(sv[0], &mh, 0) == 1 && CMSG_FIRSTHDR(&mh))
@@ -520,7 +525,8 @@ static void test_root_socket(void) {
                 ok(next_reply(fd, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -EPERM,
                    "nsd refuses it with EPERM (%s)", msg);
                 ok(at_eof(fd), "and closes it");
-                is_int(stats(s)->refused_not_root, 1, "counted as a non-root peer on root's socket");
+                is_int(stats(s)->refused_not_root, 1,
+                       "counted as a non-root peer on root's socket");
                 close(fd);
         }
         close(sv[0]);

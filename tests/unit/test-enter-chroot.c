@@ -97,16 +97,20 @@ static bool same(const struct stat *a, const struct stat *b) {
 }
 
 /* exit codes of a case's child */
-enum { CHILD_OK, CHILD_WRONG_RESULT, CHILD_ROOT_MOVED, CHILD_CWD_MOVED, CHILD_NOT_ENTERED,
-       CHILD_SETUP };
+enum {
+        CHILD_OK,
+        CHILD_WRONG_RESULT,
+        CHILD_ROOT_MOVED,
+        CHILD_CWD_MOVED,
+        CHILD_NOT_ENTERED,
+        CHILD_SETUP
+};
 
 /* Run nsc_enter_chroot() in a child with these failures; want: its result (0 = entered). */
 static void run_case(const char *what, int want, struct fail f1, struct fail f2, struct fail f3) {
         static const char *const why[] = {
-                [CHILD_WRONG_RESULT] = "wrong result",
-                [CHILD_ROOT_MOVED] = "root moved",
-                [CHILD_CWD_MOVED] = "cwd moved",
-                [CHILD_NOT_ENTERED] = "not entered",
+                [CHILD_WRONG_RESULT] = "wrong result", [CHILD_ROOT_MOVED] = "root moved",
+                [CHILD_CWD_MOVED] = "cwd moved",       [CHILD_NOT_ENTERED] = "not entered",
                 [CHILD_SETUP] = "setup failed",
         };
         int status;
@@ -140,8 +144,8 @@ static void run_case(const char *what, int want, struct fail f1, struct fail f2,
                         _exit(CHILD_SETUP);
                 if (want == 0) {
                         /* entered: / is the namespace's root, and so is the cwd */
-                        if (!same(&a, &st_nsroot) || !same(&b, &st_nsroot) || access("/marker", F_OK) < 0 ||
-                            used != 0)
+                        if (!same(&a, &st_nsroot) || !same(&b, &st_nsroot) ||
+                            access("/marker", F_OK) < 0 || used != 0)
                                 _exit(CHILD_NOT_ENTERED);
                         _exit(CHILD_OK);
                 }
@@ -154,9 +158,9 @@ static void run_case(const char *what, int want, struct fail f1, struct fail f2,
         if (waitpid(pid, &status, 0) != pid)
                 tap_bail_errno("waitpid");
         if (!ok(WIFEXITED(status) && WEXITSTATUS(status) == CHILD_OK, "%s", what))
-                tap_diag("child: %s",
-                         WIFEXITED(status) && WEXITSTATUS(status) <= CHILD_SETUP ? why[WEXITSTATUS(status)]
-                                                                                  : "killed");
+                tap_diag("child: %s", WIFEXITED(status) && WEXITSTATUS(status) <= CHILD_SETUP
+                                              ? why[WEXITSTATUS(status)]
+                                              : "killed");
 }
 
 #define NONE ((struct fail) { 0 })
@@ -195,15 +199,18 @@ int main(void) {
                 run_case("chdir(\"/\") fails after chroot(): root and cwd are back", -EIO, no_setns,
                          FAIL(FN_CHDIR, 1, EIO), NONE);
                 run_case("chroot() fails and putting the cwd back fails too: ENOTRECOVERABLE",
-                         -ENOTRECOVERABLE, no_setns, FAIL(FN_CHROOT, 1, EPERM), FAIL(FN_FCHDIR, 2, EIO));
+                         -ENOTRECOVERABLE, no_setns, FAIL(FN_CHROOT, 1, EPERM),
+                         FAIL(FN_FCHDIR, 2, EIO));
                 run_case("chdir() fails and putting the root back fails too: ENOTRECOVERABLE",
-                         -ENOTRECOVERABLE, no_setns, FAIL(FN_CHDIR, 1, EIO), FAIL(FN_CHROOT, 2, EPERM));
-                run_case("nothing fails: root and cwd are the namespace's root", 0, no_setns, NONE, NONE);
+                         -ENOTRECOVERABLE, no_setns, FAIL(FN_CHDIR, 1, EIO),
+                         FAIL(FN_CHROOT, 2, EPERM));
+                run_case("nothing fails: root and cwd are the namespace's root", 0, no_setns, NONE,
+                         NONE);
         } else {
                 /* without CAP_SYS_CHROOT the kernel refuses chroot() after fchdir() succeeded:
                  * exactly the half-entered state this is about */
-                run_case("unprivileged: chroot() refused (EPERM) after fchdir(): the cwd is back", -EPERM,
-                         no_setns, NONE, NONE);
+                run_case("unprivileged: chroot() refused (EPERM) after fchdir(): the cwd is back",
+                         -EPERM, no_setns, NONE, NONE);
                 tap_skip("the failures after a successful chroot() need root");
         }
 

@@ -39,8 +39,8 @@ static void test_mounts(void) {
 
         /* issue 9: the host unmounts the USB stick and the user mounts a tmpfs: a count of
          * mounts balances out, this does not */
-        r = mounts_user_made(ROOT HOME TMP
-                             "140 101 0:45 / /home/alice/vault rw - tmpfs vault rw\n", b, &first);
+        r = mounts_user_made(ROOT HOME TMP "140 101 0:45 / /home/alice/vault rw - tmpfs vault rw\n",
+                             b, &first);
         is_int(r, 1, "host unmount + user mount: one mount of the user's");
         ok(first && strstr(first, "tmpfs on /home/alice/vault"), "... described: %s",
            first ? first : "(null)");
@@ -48,7 +48,8 @@ static void test_mounts(void) {
 
         r = mounts_user_made(ROOT HOME TMP USB
                              "141 101 0:46 / /home/alice/mnt rw,nosuid,nodev - fuse.sshfs "
-                             "alice@h: rw,user_id=1001,group_id=1001\n", b, &first);
+                             "alice@h: rw,user_id=1001,group_id=1001\n",
+                             b, &first);
         is_int(r, 1, "a FUSE mount under a received mount is the user's");
         ok(first && strstr(first, "FUSE of uid 1001"), "... named with its owner: %s",
            first ? first : "(null)");
@@ -56,7 +57,8 @@ static void test_mounts(void) {
 
         is_int(mounts_user_made(ROOT HOME TMP USB
                                 "142 100 8:33 / /media/nfs rw master:9 - nfs4 srv:/x rw\n",
-                                b, NULL), 0, "a new host mount received later is not the user's");
+                                b, NULL),
+               0, "a new host mount received later is not the user's");
         is_int(mounts_user_made(ROOT HOME USB, b, NULL), 0,
                "the baseline's own mount gone: nothing of the user's");
         /* the kernel reuses mount id 102 for a mount the user made on /tmp */
@@ -107,17 +109,19 @@ static void test_nsprocs(const char *scratch) {
         g_file_set_contents(b, "", 0, NULL);
         g_file_set_contents(self, "", 0, NULL);
         fake_proc(proc, "1", self, 0);
-        fake_proc(proc, "200", a, 1);   /* a tmux server left in alice's namespace */
+        fake_proc(proc, "200", a, 1); /* a tmux server left in alice's namespace */
         fake_proc(proc, "201", a, 200);
-        fake_proc(proc, "300", b, 42);  /* nsd's own helper child (parent 42) */
+        fake_proc(proc, "300", b, 42); /* nsd's own helper child (parent 42) */
         g_mkdir_with_parents(g_build_filename(proc, "self", NULL), 0755);
 
         r = nsprocs_scan(proc, 42, ino_of(self), &p);
         is_int(r, 0, "scan of a fake /proc");
         is_int((int) nsprocs_count(p, ino_of(a), &first), 2, "two processes left in A's namespace");
         ok(first == 200 || first == 201, "... the first one named (pid %d)", (int) first);
-        is_int((int) nsprocs_count(p, ino_of(b), NULL), 0, "nsd's own helper children are not counted");
-        is_int((int) nsprocs_count(p, ino_of(self), NULL), 0, "the scanner's namespace is not counted");
+        is_int((int) nsprocs_count(p, ino_of(b), NULL), 0,
+               "nsd's own helper children are not counted");
+        is_int((int) nsprocs_count(p, ino_of(self), NULL), 0,
+               "the scanner's namespace is not counted");
         nsprocs_free(p);
 
         is_int(nsprocs_scan("/nonexistent-proc", 0, 0, &p), -ENOENT, "no /proc: an error, not 0");

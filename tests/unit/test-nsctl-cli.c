@@ -54,7 +54,7 @@ struct run {
 };
 
 struct run_opts {
-        uid_t uid;              /* as root: run nsctl as this uid (and gid); 0: as we are */
+        uid_t uid;               /* as root: run nsctl as this uid (and gid); 0: as we are */
         const char *stdout_path; /* stdout to this file (/dev/full) instead of captured */
 };
 
@@ -68,7 +68,8 @@ static void write_file(const char *path, const char *text) {
 
 /* read stdout and stderr of the child to their ends, whichever has data */
 static void capture(int fds[2], struct run *r) {
-        struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN } };
+        struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN },
+                               { .fd = fds[1], .events = POLLIN } };
         char *buf[2] = { r->out, r->err };
         size_t size[2] = { sizeof(r->out), sizeof(r->err) }, len[2] = { 0, 0 };
 
@@ -221,7 +222,8 @@ static void check_json(const char *what, const char *text, const char *const *ch
         close(out[1]);
         /* to the end, keeping what fits: python3 must not die of a full pipe */
         while ((n = read(out[0], chunk, sizeof(chunk))) > 0) {
-                size_t k = (size_t) n < sizeof(result) - 1 - len ? (size_t) n : sizeof(result) - 1 - len;
+                size_t k = (size_t) n < sizeof(result) - 1 - len ? (size_t) n
+                                                                 : sizeof(result) - 1 - len;
 
                 memcpy(result + len, chunk, k);
                 len += k;
@@ -294,12 +296,14 @@ static void test_usage_errors(void) {
         ok(r.status == 1 && r.out[0] == '\0', "no command: exit 1, nothing on stdout");
         run(&r, NULL, "frobnicate", NULL);
         ok(r.status == 1 && starts_with(r.err, "nsctl: unknown command 'frobnicate'\n") &&
-           ends_with(r.err, try_help), "unknown command: exit 1 with a hint");
+                   ends_with(r.err, try_help),
+           "unknown command: exit 1 with a hint");
         run(&r, NULL, "--bogus", "status", NULL);
         ok(r.status == 1 && starts_with(r.err, "nsctl: unrecognized option '--bogus'\n"),
            "unknown global option: '%s'", line1(r.err));
         run(&r, NULL, "list", "-x", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: invalid option -- 'x'\n") && ends_with(r.err, try_help),
+        ok(r.status == 1 && starts_with(r.err, "nsctl: invalid option -- 'x'\n") &&
+                   ends_with(r.err, try_help),
            "unknown short option: '%s'", line1(r.err));
         run(&r, NULL, "list", "--output", NULL);
         ok(r.status == 1 && starts_with(r.err, "nsctl: option '--output' requires an argument\n"),
@@ -308,31 +312,41 @@ static void test_usage_errors(void) {
         ok(r.status == 1 && starts_with(r.err, "nsctl: unknown column: BOGUS\n"),
            "unknown column: '%s'", line1(r.err));
         run(&r, NULL, "show", "-o", "TARGET,NOPE", "root", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: unknown column: NOPE\n"), "show: unknown column");
+        ok(r.status == 1 && starts_with(r.err, "nsctl: unknown column: NOPE\n"),
+           "show: unknown column");
         run(&r, NULL, "list", "extra", NULL);
         ok(r.status == 1 && starts_with(r.err, "nsctl: list: unexpected argument 'extra'\n"),
            "list: extra argument refused");
         run(&r, NULL, "show", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: show: missing user\n") && ends_with(r.err, try_help),
+        ok(r.status == 1 && starts_with(r.err, "nsctl: show: missing user\n") &&
+                   ends_with(r.err, try_help),
            "show: missing user");
         run(&r, NULL, "release", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: release: missing user\n"), "release: missing user");
+        ok(r.status == 1 && starts_with(r.err, "nsctl: release: missing user\n"),
+           "release: missing user");
         run(&r, NULL, "enter", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: enter: missing user\n"), "enter: missing user");
+        ok(r.status == 1 && starts_with(r.err, "nsctl: enter: missing user\n"),
+           "enter: missing user");
         run(&r, NULL, "hide", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: hide: missing path\n"), "hide: missing path");
+        ok(r.status == 1 && starts_with(r.err, "nsctl: hide: missing path\n"),
+           "hide: missing path");
         run(&r, NULL, "show", "nsctl-test-no-such-user", NULL);
         if (have_nss_wrapper)
-                ok(r.status == 1 && starts_with(r.err, "nsctl: unknown user 'nsctl-test-no-such-user'\n") &&
-                   ends_with(r.err, try_help), "unknown user name: '%s'", line1(r.err));
+                ok(r.status == 1 &&
+                           starts_with(r.err, "nsctl: unknown user 'nsctl-test-no-such-user'\n") &&
+                           ends_with(r.err, try_help),
+                   "unknown user name: '%s'", line1(r.err));
         else
                 tap_skip("unknown user names need nss_wrapper");
         run(&r, NULL, "show", "4294967295", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: invalid user '4294967295'\n"), "uid -1 refused");
+        ok(r.status == 1 && starts_with(r.err, "nsctl: invalid user '4294967295'\n"),
+           "uid -1 refused");
         run(&r, NULL, "show", "root", "extra", NULL);
-        ok(r.status == 1 && strstr(r.err, "unexpected argument 'extra'"), "show: extra argument refused");
+        ok(r.status == 1 && strstr(r.err, "unexpected argument 'extra'"),
+           "show: extra argument refused");
         run(&r, NULL, "enter", "--mode", "teleport", "root", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: unknown mode 'teleport'"), "enter: unknown mode");
+        ok(r.status == 1 && starts_with(r.err, "nsctl: unknown mode 'teleport'"),
+           "enter: unknown mode");
 }
 
 /* -J and -r together, as lsns and findmnt refuse them; nsd is not asked */
@@ -346,7 +360,8 @@ static void test_exclusive(void) {
         is_str(r.err, want, "list -J -r: the message");
         ok(r.status == 1 && r.out[0] == '\0', "list -J -r: exit 1, nothing on stdout");
         run(&r, NULL, "--socket", sock_path, "list", "--raw", "--json", NULL);
-        ok(r.status == 1 && strcmp(r.err, want) == 0, "list --raw --json: the same, in either order");
+        ok(r.status == 1 && strcmp(r.err, want) == 0,
+           "list --raw --json: the same, in either order");
         run(&r, NULL, "--socket", sock_path, "show", "-rJ", "0", NULL);
         ok(r.status == 1 && strcmp(r.err, want) == 0, "show -rJ: refused");
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
@@ -360,33 +375,54 @@ static void test_no_nsd(void) {
 
         /* nothing listens at these paths */
         run(&r, NULL, "--socket", "/nonexistent/nsctl-test/socket", "status", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: cannot connect to nsd at /nonexistent/nsctl-test/socket: ") &&
-           r.out[0] == '\0', "status, no nsd: '%s'", line1(r.err));
+        ok(r.status == 1 &&
+                   starts_with(r.err, "nsctl: cannot connect to nsd at "
+                                      "/nonexistent/nsctl-test/socket: ") &&
+                   r.out[0] == '\0',
+           "status, no nsd: '%s'", line1(r.err));
         run(&r, NULL, "list", "--socket", "/nonexistent/nsctl-test/socket2", NULL);
-        ok(r.status == 1 && starts_with(r.err, "nsctl: cannot connect to nsd at /nonexistent/nsctl-test/socket2: "),
+        ok(r.status == 1 &&
+                   starts_with(r.err,
+                               "nsctl: cannot connect to nsd at /nonexistent/nsctl-test/socket2: "),
            "--socket after the command");
         /* meson sets NSD_SOCKET for this test */
         if (getenv("NSD_SOCKET")) {
-                snprintf(want, sizeof(want), "nsctl: cannot connect to nsd at %s: ", getenv("NSD_SOCKET"));
+                snprintf(want, sizeof(want),
+                         "nsctl: cannot connect to nsd at %s: ", getenv("NSD_SOCKET"));
                 run(&r, NULL, "show", "0", NULL);
-                ok(r.status == 1 && starts_with(r.err, want), "$NSD_SOCKET is used: '%s'", line1(r.err));
+                ok(r.status == 1 && starts_with(r.err, want), "$NSD_SOCKET is used: '%s'",
+                   line1(r.err));
         } else
                 tap_skip("NSD_SOCKET is not set (run through meson)");
-        run(&r, NULL, "release", "--force", "0", "--socket", "/nonexistent/nsctl-test/socket", NULL);
-        ok(r.status == 1 && strstr(r.err, "cannot connect to nsd at /nonexistent/nsctl-test/socket:"),
+        run(&r, NULL, "release", "--force", "0", "--socket", "/nonexistent/nsctl-test/socket",
+            NULL);
+        ok(r.status == 1 &&
+                   strstr(r.err, "cannot connect to nsd at /nonexistent/nsctl-test/socket:"),
            "release: connection error");
-        run(&r, NULL, "enter", "--socket", "/nonexistent/nsctl-test/socket", "0", "--", "true", NULL);
-        ok(r.status == 1 && strstr(r.err, "cannot connect to nsd at /nonexistent/nsctl-test/socket:"),
+        run(&r, NULL, "enter", "--socket", "/nonexistent/nsctl-test/socket", "0", "--", "true",
+            NULL);
+        ok(r.status == 1 &&
+                   strstr(r.err, "cannot connect to nsd at /nonexistent/nsctl-test/socket:"),
            "enter: connection error, command not run");
 }
 
 /* ---- with the fake nsd ----------------------------------------------------------------- */
 
 static const struct fake_ns namespaces[] = {
-        { .uid = BOB, .ns_flags = NSD_NS_PINNED, .sessions = 0, .mounts = 27, .ns_inode = 4026532305,
-          .created_usec = 1700000000000000ull, .pin = "pins/1600" },
-        { .uid = ALICE, .ns_flags = NSD_NS_PINNED | NSD_NS_ADOPTED, .sessions = 2, .mounts = 31,
-          .ns_inode = 4026532291, .created_usec = 1700000000000000ull, .pin = "pins/\xff\x01" },
+        { .uid = BOB,
+          .ns_flags = NSD_NS_PINNED,
+          .sessions = 0,
+          .mounts = 27,
+          .ns_inode = 4026532305,
+          .created_usec = 1700000000000000ull,
+          .pin = "pins/1600" },
+        { .uid = ALICE,
+          .ns_flags = NSD_NS_PINNED | NSD_NS_ADOPTED,
+          .sessions = 2,
+          .mounts = 31,
+          .ns_inode = 4026532291,
+          .created_usec = 1700000000000000ull,
+          .pin = "pins/\xff\x01" },
         { .uid = NO_NAME, .sessions = 1, .mounts = -1, .ns_inode = 4026532999 },
 };
 
@@ -398,11 +434,13 @@ static char *big_mountinfo(void) {
 
         off += (size_t) snprintf(text + off, sizeof(text) - off,
                                  "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
-                                 "26 25 0:50 / /home/alice/\xff\xfe rw - fuse.sshfs alice@h:/ rw,user_id=1500\n"
+                                 "26 25 0:50 / /home/alice/\xff\xfe rw - fuse.sshfs alice@h:/ "
+                                 "rw,user_id=1500\n"
                                  "27 25 0:51 / /mnt/a\\011tab rw - tmpfs tmpfs rw\n");
         for (int i = 0; i < 200; i++)
                 off += (size_t) snprintf(text + off, sizeof(text) - off,
-                                         "%d 25 0:%d / /srv/mount-number-%03d rw,relatime - tmpfs tmpfs rw,size=1024k\n",
+                                         "%d 25 0:%d / /srv/mount-number-%03d rw,relatime - tmpfs "
+                                         "tmpfs rw,size=1024k\n",
                                          100 + i, 100 + i, i);
         return text;
 }
@@ -415,31 +453,34 @@ static void test_list(void) {
         run(&r, NULL, "--socket", sock_path, "list", NULL);
         ok(r.status == 0 && r.err[0] == '\0', "list: exit 0, nothing on stderr");
         if (have_nss_wrapper) {
-                ok(starts_with(r.out, "USER ") && strstr(r.out, "\nalice ") && strstr(r.out, "\nbob "),
+                ok(starts_with(r.out, "USER ") && strstr(r.out, "\nalice ") &&
+                           strstr(r.out, "\nbob "),
                    "list: user names from the passwd file (nss_wrapper)");
-                ok(strstr(r.out, "\n4242 ") != NULL, "list: a uid without a name is shown as the number");
+                ok(strstr(r.out, "\n4242 ") != NULL,
+                   "list: a uid without a name is shown as the number");
         } else {
                 tap_skip("list: user names need nss_wrapper");
                 tap_skip("list: user names need nss_wrapper");
         }
 
-        run(&r, NULL, "--socket", sock_path, "list", "--raw", "--noheadings", "-o", "UID,SESSIONS,MOUNTS,PINNED", NULL);
+        run(&r, NULL, "--socket", sock_path, "list", "--raw", "--noheadings", "-o",
+            "UID,SESSIONS,MOUNTS,PINNED", NULL);
         is_str(r.out, "1500 2 31 pins/\\xff\\x01\n1600 0 27 pins/1600\n4242 1 - fd\\x20only\n",
                "list --raw: sorted by uid, the values, unsafe bytes escaped");
 
         run(&r, NULL, "--socket", sock_path, "list", "--json", NULL);
         is_int(r.status, 0, "list --json: exit 0");
-        check_json("list --json, a pin that is not UTF-8", r.out, (const char *[]) {
-                "ascii(d['namespaces'][0]['pinned'])", "'pins/\\ufffd\\x01'",
-                "d['namespaces'][2]['mounts']", "None",
-                "d['namespaces'][0]['adopted']", "True",
-                "d['namespaces'][1]['ns']", "4026532305",
-                /* last: without nss_wrapper the list ends here */
-                have_nss_wrapper ? "d['namespaces'][0]['user']" : NULL, "alice",
-                NULL });
+        check_json("list --json, a pin that is not UTF-8", r.out,
+                   (const char *[]) {
+                           "ascii(d['namespaces'][0]['pinned'])", "'pins/\\ufffd\\x01'",
+                           "d['namespaces'][2]['mounts']", "None", "d['namespaces'][0]['adopted']",
+                           "True", "d['namespaces'][1]['ns']", "4026532305",
+                           /* last: without nss_wrapper the list ends here */
+                           have_nss_wrapper ? "d['namespaces'][0]['user']" : NULL, "alice", NULL });
 
         run(&r, &to_full, "--socket", sock_path, "list", NULL);
-        is_str(r.err, "nsctl: write error: No space left on device\n", "list > /dev/full: the message");
+        is_str(r.err, "nsctl: write error: No space left on device\n",
+               "list > /dev/full: the message");
         is_int(r.status, 1, "list > /dev/full: exit 1");
         is_int(served_stop()->lists, 4, "nsd was asked four times");
 }
@@ -451,17 +492,18 @@ static void test_show(void) {
         serve(&cfg);
         run(&r, NULL, "--socket", sock_path, "show", "--json", "1500", NULL);
         is_int(r.status, 0, "show --json: exit 0");
-        check_json("show --json, a mount point that is not UTF-8", r.out, (const char *[]) {
-                "ascii(d['filesystems'][0]['children'][0]['target'])", "'/home/alice/\\ufffd\\ufffd'",
-                "ascii(d['filesystems'][0]['children'][1]['target'])", "'/mnt/a\\ttab'",
-                "len(d['filesystems'][0]['children'])", "202",
-                NULL });
+        check_json("show --json, a mount point that is not UTF-8", r.out,
+                   (const char *[]) { "ascii(d['filesystems'][0]['children'][0]['target'])",
+                                      "'/home/alice/\\ufffd\\ufffd'",
+                                      "ascii(d['filesystems'][0]['children'][1]['target'])",
+                                      "'/mnt/a\\ttab'", "len(d['filesystems'][0]['children'])",
+                                      "202", NULL });
 
-        run(&r, NULL, "--socket", sock_path, "show", "--list", "--json", "-o", "ID,PARENT,TARGET", "1500", NULL);
-        check_json("show --list --json", r.out, (const char *[]) {
-                "d['filesystems'][1]['parent']", "25",
-                "d['filesystems'][1]['id']", "26",
-                NULL });
+        run(&r, NULL, "--socket", sock_path, "show", "--list", "--json", "-o", "ID,PARENT,TARGET",
+            "1500", NULL);
+        check_json("show --list --json", r.out,
+                   (const char *[]) { "d['filesystems'][1]['parent']", "25",
+                                      "d['filesystems'][1]['id']", "26", NULL });
 
         run(&r, NULL, "--socket", sock_path, "show", "-r", "-n", "-o", "TARGET", "1500", NULL);
         ok(r.status == 0 && starts_with(r.out, "/\n/home/alice/\\xff\\xfe\n/mnt/a\\x09tab\n"),
@@ -474,21 +516,26 @@ static void test_show(void) {
         if (have_nss_wrapper) {
                 run(&r, NULL, "--socket", sock_path, "show", "-o", "TARGET", "bob", NULL);
                 is_int(r.status, 0, "show bob: exit 0");
-                is_int(served_stop()->show_uid, BOB, "show bob asked for uid 1600 (nss_wrapper's bob)");
+                is_int(served_stop()->show_uid, BOB,
+                       "show bob asked for uid 1600 (nss_wrapper's bob)");
         } else {
                 tap_skip("user names need nss_wrapper");
                 (void) served_stop();
         }
 
-        serve(&(struct fake_nsd_config) { .show_error = -EPERM,
-                                          .error_message = "only root may see another user's namespace" });
+        serve(&(struct fake_nsd_config) {
+                .show_error = -EPERM,
+                .error_message = "only root may see another user's namespace" });
         run(&r, NULL, "--socket", sock_path, "show", "1600", NULL);
-        is_str(r.err, "nsctl: cannot show 1600: Operation not permitted (only root may see another user's namespace)\n",
+        is_str(r.err,
+               "nsctl: cannot show 1600: Operation not permitted (only root may see another user's "
+               "namespace)\n",
                "show refused: nsctl: cannot ...: <strerror> (<nsd's reason>)");
         is_int(r.status, 1, "show refused: exit 1");
         (void) served_stop();
 
-        serve(&(struct fake_nsd_config) { .show_text = "25 1 8:1 / / rw - ext4 /dev/sda1 rw\nno mountinfo\n" });
+        serve(&(struct fake_nsd_config) {
+                .show_text = "25 1 8:1 / / rw - ext4 /dev/sda1 rw\nno mountinfo\n" });
         run(&r, NULL, "--socket", sock_path, "show", "1500", NULL);
         is_str(r.err, "nsctl: cannot parse the mount table of 1500: line 2 is not mountinfo\n",
                "show: a bad table named by its line");
@@ -507,21 +554,22 @@ static void test_status(void) {
         run(&r, NULL, "--socket", sock_path, "status", "--json", NULL);
         is_int(r.status, 0, "status --json: exit 0");
         check_json("status --json, a version with quotes, a backslash, a newline, a byte not UTF-8",
-                   r.out, (const char *[]) {
-                "ascii(d['status']['version'])", "'1.2 \"q\" \\\\ \\n\\ufffd'",
-                "d['status']['features']['setns-dirfd']", "True",
-                "d['status']['features']['proc-mounts-root']", "False",
-                "d['status']['features']['owner-private']", "True",
-                "d['status']['private_mode']", "unavailable",
-                "d['status']['pid'] > 0", "True",
-                "sorted(d['status']['limits'])", "['connections_per_user', 'namespaces', 'sessions_per_user']",
-                NULL });
+                   r.out,
+                   (const char *[]) {
+                           "ascii(d['status']['version'])", "'1.2 \"q\" \\\\ \\n\\ufffd'",
+                           "d['status']['features']['setns-dirfd']", "True",
+                           "d['status']['features']['proc-mounts-root']", "False",
+                           "d['status']['features']['owner-private']", "True",
+                           "d['status']['private_mode']", "unavailable", "d['status']['pid'] > 0",
+                           "True", "sorted(d['status']['limits'])",
+                           "['connections_per_user', 'namespaces', 'sessions_per_user']", NULL });
         ok(strstr(r.out, "\"private_mode\": \"unavailable\"") != NULL,
            "status --json: \"key\": value, as libsmartcols writes it");
 
         run(&r, NULL, "--socket", sock_path, "status", NULL);
         ok(r.status == 0 && starts_with(r.out, "nsd version:     1.2 ") &&
-           strstr(r.out, "\n  setns-dirfd       yes ") && strstr(r.out, "\nprivate mode:    unavailable (nsd cannot"),
+                   strstr(r.out, "\n  setns-dirfd       yes ") &&
+                   strstr(r.out, "\nprivate mode:    unavailable (nsd cannot"),
            "status: the human form");
 
         run(&r, &to_full, "--socket", sock_path, "status", "--json", NULL);
@@ -534,7 +582,8 @@ static void test_write_errors(void) {
         struct run r;
 
         run(&r, &to_full, "--help", NULL);
-        is_str(r.err, "nsctl: write error: No space left on device\n", "--help > /dev/full: the message");
+        is_str(r.err, "nsctl: write error: No space left on device\n",
+               "--help > /dev/full: the message");
         is_int(r.status, 1, "--help > /dev/full: exit 1");
         run(&r, &to_full, "list", "--help", NULL);
         ok(r.status == 1 && strcmp(r.err, "nsctl: write error: No space left on device\n") == 0,
@@ -545,7 +594,9 @@ static void test_write_errors(void) {
 }
 
 static void test_release_hide(void) {
-        const struct fake_nsd_config busy = { .release_error = -EBUSY, .list = namespaces, .n_list = 3 };
+        const struct fake_nsd_config busy = { .release_error = -EBUSY,
+                                              .list = namespaces,
+                                              .n_list = 3 };
         const struct fake_nsd_record *rec;
         char cwd[4096], want[4200];
         struct run r;
@@ -561,15 +612,20 @@ static void test_release_hide(void) {
 
         serve(&(struct fake_nsd_config) {});
         run(&r, NULL, "--socket", sock_path, "release", "--force", "1600", NULL);
-        ok(r.status == 0 && r.err[0] == '\0' && r.out[0] == '\0', "release --force: exit 0, silent");
+        ok(r.status == 0 && r.err[0] == '\0' && r.out[0] == '\0',
+           "release --force: exit 0, silent");
         rec = served_stop();
-        ok(rec->release_uid == BOB && rec->release_flags == NSD_RELEASE_FORCE, "release --force: the flag reached nsd");
+        ok(rec->release_uid == BOB && rec->release_flags == NSD_RELEASE_FORCE,
+           "release --force: the flag reached nsd");
 
         if (!getcwd(cwd, sizeof(cwd)))
                 tap_bail_errno("getcwd");
-        serve(&(struct fake_nsd_config) { .hide_error = -EPERM, .error_message = "not a FUSE mount of yours" });
+        serve(&(struct fake_nsd_config) { .hide_error = -EPERM,
+                                          .error_message = "not a FUSE mount of yours" });
         run(&r, NULL, "--socket", sock_path, "hide", "--user", "1500", "sub/dir", NULL);
-        snprintf(want, sizeof(want), "nsctl: cannot hide %s/sub/dir for %s: Operation not permitted (not a FUSE mount of yours)\n",
+        snprintf(want, sizeof(want),
+                 "nsctl: cannot hide %s/sub/dir for %s: Operation not permitted (not a FUSE mount "
+                 "of yours)\n",
                  strcmp(cwd, "/") == 0 ? "" : cwd, have_nss_wrapper ? "alice" : "1500");
         is_str(r.err, want, "hide refused: the absolute path, the owner, nsd's reason");
         rec = served_stop();
@@ -577,9 +633,11 @@ static void test_release_hide(void) {
         ok(rec->hide_uid == ALICE && strcmp(rec->hide_path, want) == 0 && rec->hide_flags == 0,
            "hide: a relative path reaches nsd made absolute: '%s'", rec->hide_path);
 
-        run(&r, NULL, "--socket", sock_path, "hide", "--user", "nsctl-test-no-such-user", "/x", NULL);
+        run(&r, NULL, "--socket", sock_path, "hide", "--user", "nsctl-test-no-such-user", "/x",
+            NULL);
         if (have_nss_wrapper)
-                ok(r.status == 1 && starts_with(r.err, "nsctl: unknown user 'nsctl-test-no-such-user'\n"),
+                ok(r.status == 1 &&
+                           starts_with(r.err, "nsctl: unknown user 'nsctl-test-no-such-user'\n"),
                    "hide --user: unknown user: '%s'", line1(r.err));
         else
                 tap_skip("unknown user names need nss_wrapper");
@@ -604,7 +662,8 @@ static pid_t sandbox_start(int *ret_fd) {
                 close(ready[0]);
                 close(hold[1]);
                 snprintf(path, sizeof(path), "%s/mnt", tmpdir);
-                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                if (unshare(CLONE_NEWNS) < 0 ||
+                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
                     mount("tmpfs", path, "tmpfs", 0, "size=64k") < 0)
                         _exit(1);
                 snprintf(path, sizeof(path), "%s/mnt/marker", tmpdir);
@@ -631,7 +690,8 @@ static pid_t sandbox_start(int *ret_fd) {
 
 static void test_enter_refused(void) {
         static const char own_hint[] =
-                "nsctl: only root may enter a namespace from outside it; 'nsctl show 1500' shows its\n"
+                "nsctl: only root may enter a namespace from outside it; 'nsctl show 1500' shows "
+                "its\n"
                 "nsctl: mounts, and a new login (ssh, su -l, a new session) runs inside it\n";
         const struct run_opts *user = is_root ? &as_alice : NULL;
         char want[512], uid[16];
@@ -644,7 +704,8 @@ static void test_enter_refused(void) {
         }
         if (is_root && !alice_can_run) {
                 tap_skip("enter as a user: uid 1500 cannot reach '%s' (a folder on the way is "
-                         "closed to others)", nsctl);
+                         "closed to others)",
+                         nsctl);
                 return;
         }
         snprintf(uid, sizeof(uid), "%u", ALICE);
@@ -652,20 +713,28 @@ static void test_enter_refused(void) {
         /* what nsd answers a user outside its namespace (after the descriptor policy) */
         serve(&(struct fake_nsd_config) {
                 .join_error = -EPERM,
-                .join_message = "only root and processes already in it get a namespace's descriptors" });
+                .join_message =
+                        "only root and processes already in it get a namespace's descriptors" });
         run(&r, user, "--socket", sock_path, "enter", uid, "--", "echo", "ran", NULL);
         snprintf(want, sizeof(want),
-                 "nsctl: cannot enter the namespace of 1500: Operation not permitted (only root and "
-                 "processes already in it get a namespace's descriptors)\n%s", own_hint);
-        is_str(r.err, want, "user outside its namespace, nsd says EPERM: the reason and what to do instead");
+                 "nsctl: cannot enter the namespace of 1500: Operation not permitted (only root "
+                 "and "
+                 "processes already in it get a namespace's descriptors)\n%s",
+                 own_hint);
+        is_str(r.err, want,
+               "user outside its namespace, nsd says EPERM: the reason and what to do instead");
         ok(r.status == 1 && r.out[0] == '\0', "... exit 1, the command not run");
         ok(served_stop()->joins == 1, "... nsd was asked");
 
         serve(&(struct fake_nsd_config) {
-                .join_error = -EPERM, .join_message = "only root may ask for another user's namespace" });
+                .join_error = -EPERM,
+                .join_message = "only root may ask for another user's namespace" });
         run(&r, user, "--socket", sock_path, "enter", "1600", NULL);
-        is_str(r.err, "nsctl: cannot enter the namespace of 1600: Operation not permitted (only root may ask "
-                      "for another user's namespace)\nnsctl: only root may enter another user's namespace\n",
+        is_str(r.err,
+               "nsctl: cannot enter the namespace of 1600: Operation not permitted (only root may "
+               "ask "
+               "for another user's namespace)\nnsctl: only root may enter another user's "
+               "namespace\n",
                "user asking for another user's namespace: refused, said so");
         is_int(r.status, 1, "... exit 1");
         (void) served_stop();
@@ -674,8 +743,10 @@ static void test_enter_refused(void) {
         serve(&(struct fake_nsd_config) {});
         run(&r, user, "--socket", sock_path, "enter", uid, "--", "echo", "ran inside", NULL);
         ok(r.status == 0 && strcmp(r.out, "ran inside\n") == 0 && r.err[0] == '\0',
-           "user already in the namespace: the command runs (exit %d, '%s')", r.status, line1(r.err));
-        run(&r, user, "--socket", sock_path, "enter", "--mode", "chroot", uid, "echo", "chroot too", NULL);
+           "user already in the namespace: the command runs (exit %d, '%s')", r.status,
+           line1(r.err));
+        run(&r, user, "--socket", sock_path, "enter", "--mode", "chroot", uid, "echo", "chroot too",
+            NULL);
         ok(r.status == 0 && strcmp(r.out, "chroot too\n") == 0, "... also with --mode chroot");
         (void) served_stop();
 }
@@ -701,19 +772,23 @@ static void test_enter_sandbox(void) {
         serve(&(struct fake_nsd_config) { .ns_pid = pid });
         run(&r, NULL, "--socket", sock_path, "enter", "0", "--", "cat", marker, NULL);
         ok(r.status == 0 && strcmp(r.out, "in the sandbox\n") == 0,
-           "root, mode setns: the command sees the namespace's mounts (exit %d, '%s')", r.status, line1(r.err));
+           "root, mode setns: the command sees the namespace's mounts (exit %d, '%s')", r.status,
+           line1(r.err));
         run(&r, NULL, "--socket", sock_path, "enter", "--mode", "chroot", "0", "cat", marker, NULL);
         ok(r.status == 0 && strcmp(r.out, "in the sandbox\n") == 0,
            "root, mode chroot: the same (exit %d, '%s')", r.status, line1(r.err));
-        run(&r, NULL, "--socket", sock_path, "enter", "0", "--", "/nonexistent/nsctl-test/cmd", NULL);
-        ok(r.status == 127 && starts_with(r.err, "nsctl: cannot execute /nonexistent/nsctl-test/cmd: "),
+        run(&r, NULL, "--socket", sock_path, "enter", "0", "--", "/nonexistent/nsctl-test/cmd",
+            NULL);
+        ok(r.status == 127 &&
+                   starts_with(r.err, "nsctl: cannot execute /nonexistent/nsctl-test/cmd: "),
            "a command that is not there: exit 127 (%d)", r.status);
 
         /* with the descriptors of a namespace it is not in (an nsd before the descriptor
          * policy gives them), a user is stopped by the kernel: the same advice */
         if (!alice_can_run) {
                 tap_skip("enter as a user with another namespace's descriptors: uid 1500 cannot "
-                         "reach '%s'", nsctl);
+                         "reach '%s'",
+                         nsctl);
                 served_stop();
                 kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);
@@ -721,13 +796,19 @@ static void test_enter_sandbox(void) {
                 return;
         }
         run(&r, &as_alice, "--socket", sock_path, "enter", "1500", "--", "cat", marker, NULL);
-        snprintf(want, sizeof(want), "nsctl: cannot enter the namespace of 1500 (mode setns): Operation not permitted\n"
-                                     "nsctl: only root may enter a namespace from outside it;");
+        snprintf(want, sizeof(want),
+                 "nsctl: cannot enter the namespace of 1500 (mode setns): Operation not permitted\n"
+                 "nsctl: only root may enter a namespace from outside it;");
         ok(r.status == 1 && starts_with(r.err, want) && r.out[0] == '\0',
-           "user, descriptors of another namespace, setns: EPERM and the advice: '%s'", line1(r.err));
-        run(&r, &as_alice, "--socket", sock_path, "enter", "--mode", "chroot", "1500", "cat", marker, NULL);
-        ok(r.status == 1 && strstr(r.err, "(mode chroot): Operation not permitted\nnsctl: only root may enter") &&
-           r.out[0] == '\0', "user, mode chroot: the same: '%s'", line1(r.err));
+           "user, descriptors of another namespace, setns: EPERM and the advice: '%s'",
+           line1(r.err));
+        run(&r, &as_alice, "--socket", sock_path, "enter", "--mode", "chroot", "1500", "cat",
+            marker, NULL);
+        ok(r.status == 1 &&
+                   strstr(r.err,
+                          "(mode chroot): Operation not permitted\nnsctl: only root may enter") &&
+                   r.out[0] == '\0',
+           "user, mode chroot: the same: '%s'", line1(r.err));
         ok(served_stop()->joins == 5, "nsd was asked five times");
 
         close(hold);

@@ -60,7 +60,8 @@ int main(int argc, char *argv[]) {
         is_int(nss_user_by_name("nosuchuser", &pw), -ENOENT, "a missing user is -ENOENT");
         is_int(nss_user_by_uid(4242, &pw), -ENOENT, "a missing uid is -ENOENT");
 
-        is_int(nss_group_by_name("big", &gr), 0, "a group with 3000 members is found (ERANGE retried)");
+        is_int(nss_group_by_name("big", &gr), 0,
+               "a group with 3000 members is found (ERANGE retried)");
         if (gr) {
                 size_t members = 0;
                 for (char **m = gr->gr_mem; *m; m++)

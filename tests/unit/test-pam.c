@@ -75,72 +75,98 @@ static void test_args(void) {
 
         nsjoin_args_init(&a);
         ok(a.mode == NSJOIN_MODE_SETNS && !a.socket && !a.debug && !a.skip_users && !a.only_group &&
-           !a.min_uid_set && !a.max_uid_set && a.timeout_usec == NSJOIN_TIMEOUT_DEFAULT_USEC,
-           "defaults: mode setns, default socket, no debug, nobody skipped, no group, range from login.defs, timeout 5 s");
+                   !a.min_uid_set && !a.max_uid_set &&
+                   a.timeout_usec == NSJOIN_TIMEOUT_DEFAULT_USEC,
+           "defaults: mode setns, default socket, no debug, nobody skipped, no group, range from "
+           "login.defs, timeout 5 s");
 
-        ok(nsjoin_args_parse_one(&a, "mode=chroot", NULL) == NSJOIN_ARG_OK && a.mode == NSJOIN_MODE_CHROOT,
+        ok(nsjoin_args_parse_one(&a, "mode=chroot", NULL) == NSJOIN_ARG_OK &&
+                   a.mode == NSJOIN_MODE_CHROOT,
            "mode=chroot");
-        ok(nsjoin_args_parse_one(&a, "mode=setns", NULL) == NSJOIN_ARG_OK && a.mode == NSJOIN_MODE_SETNS,
+        ok(nsjoin_args_parse_one(&a, "mode=setns", NULL) == NSJOIN_ARG_OK &&
+                   a.mode == NSJOIN_MODE_SETNS,
            "mode=setns (a later argument wins)");
         ok(nsjoin_args_parse_one(&a, "mode=bogus", &hint) == NSJOIN_ARG_BAD_VALUE && hint &&
-           strstr(hint, "mode=setns or mode=chroot"), "mode=bogus is a bad value, with a hint");
-        ok(nsjoin_args_parse_one(&a, "mode=", NULL) == NSJOIN_ARG_BAD_VALUE, "mode= is a bad value");
+                   strstr(hint, "mode=setns or mode=chroot"),
+           "mode=bogus is a bad value, with a hint");
+        ok(nsjoin_args_parse_one(&a, "mode=", NULL) == NSJOIN_ARG_BAD_VALUE,
+           "mode= is a bad value");
         ok(nsjoin_args_parse_one(&a, "socket=/run/x/sock", NULL) == NSJOIN_ARG_OK && a.socket &&
-           strcmp(a.socket, "/run/x/sock") == 0, "socket=/run/x/sock");
-        ok(nsjoin_args_parse_one(&a, "socket=", NULL) == NSJOIN_ARG_BAD_VALUE, "empty socket= is a bad value");
+                   strcmp(a.socket, "/run/x/sock") == 0,
+           "socket=/run/x/sock");
+        ok(nsjoin_args_parse_one(&a, "socket=", NULL) == NSJOIN_ARG_BAD_VALUE,
+           "empty socket= is a bad value");
         ok(nsjoin_args_parse_one(&a, "socket=relative/sock", NULL) == NSJOIN_ARG_BAD_VALUE,
            "a relative socket= is a bad value");
         ok(nsjoin_args_parse_one(&a, "debug", NULL) == NSJOIN_ARG_OK && a.debug, "debug");
         ok(nsjoin_args_parse_one(&a, "skip_users=a,b", NULL) == NSJOIN_ARG_OK && a.skip_users &&
-           strcmp(a.skip_users, "a,b") == 0, "skip_users=a,b");
+                   strcmp(a.skip_users, "a,b") == 0,
+           "skip_users=a,b");
         ok(nsjoin_args_parse_one(&a, "skip_users=", NULL) == NSJOIN_ARG_OK && !a.skip_users,
            "empty skip_users= skips nobody");
         ok(nsjoin_args_parse_one(&a, "only_group=fuse", NULL) == NSJOIN_ARG_OK && a.only_group &&
-           strcmp(a.only_group, "fuse") == 0, "only_group=fuse");
-        ok(nsjoin_args_parse_one(&a, "only_group=", NULL) == NSJOIN_ARG_BAD_VALUE, "empty only_group= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "min_uid=2000", NULL) == NSJOIN_ARG_OK && a.min_uid_set && a.min_uid == 2000,
+                   strcmp(a.only_group, "fuse") == 0,
+           "only_group=fuse");
+        ok(nsjoin_args_parse_one(&a, "only_group=", NULL) == NSJOIN_ARG_BAD_VALUE,
+           "empty only_group= is a bad value");
+        ok(nsjoin_args_parse_one(&a, "min_uid=2000", NULL) == NSJOIN_ARG_OK && a.min_uid_set &&
+                   a.min_uid == 2000,
            "min_uid=2000");
-        ok(nsjoin_args_parse_one(&a, "max_uid=3000", NULL) == NSJOIN_ARG_OK && a.max_uid_set && a.max_uid == 3000,
+        ok(nsjoin_args_parse_one(&a, "max_uid=3000", NULL) == NSJOIN_ARG_OK && a.max_uid_set &&
+                   a.max_uid == 3000,
            "max_uid=3000");
-        ok(nsjoin_args_parse_one(&a, "min_uid=0", &hint) == NSJOIN_ARG_BAD_VALUE && strstr(hint, "uid"),
+        ok(nsjoin_args_parse_one(&a, "min_uid=0", &hint) == NSJOIN_ARG_BAD_VALUE &&
+                   strstr(hint, "uid"),
            "min_uid=0 is a bad value (uid 0 is never managed)");
         ok(nsjoin_args_parse_one(&a, "max_uid=4294967295", NULL) == NSJOIN_ARG_BAD_VALUE,
            "max_uid=4294967295 ((uid_t) -1) is a bad value");
         ok(nsjoin_args_parse_one(&a, "max_uid=1e3", NULL) == NSJOIN_ARG_BAD_VALUE &&
-           nsjoin_args_parse_one(&a, "min_uid= 1000", NULL) == NSJOIN_ARG_BAD_VALUE &&
-           nsjoin_args_parse_one(&a, "min_uid=-1", NULL) == NSJOIN_ARG_BAD_VALUE,
+                   nsjoin_args_parse_one(&a, "min_uid= 1000", NULL) == NSJOIN_ARG_BAD_VALUE &&
+                   nsjoin_args_parse_one(&a, "min_uid=-1", NULL) == NSJOIN_ARG_BAD_VALUE,
            "min_uid/max_uid take plain decimals only");
-        ok(nsjoin_args_parse_one(&a, "timeout=2", NULL) == NSJOIN_ARG_OK && a.timeout_usec == 2000000, "timeout=2");
-        ok(nsjoin_args_parse_one(&a, "timeout=0.25", NULL) == NSJOIN_ARG_OK && a.timeout_usec == 250000,
+        ok(nsjoin_args_parse_one(&a, "timeout=2", NULL) == NSJOIN_ARG_OK &&
+                   a.timeout_usec == 2000000,
+           "timeout=2");
+        ok(nsjoin_args_parse_one(&a, "timeout=0.25", NULL) == NSJOIN_ARG_OK &&
+                   a.timeout_usec == 250000,
            "timeout=0.25");
-        ok(nsjoin_args_parse_one(&a, "timeout=300", NULL) == NSJOIN_ARG_OK && a.timeout_usec == 300000000,
+        ok(nsjoin_args_parse_one(&a, "timeout=300", NULL) == NSJOIN_ARG_OK &&
+                   a.timeout_usec == 300000000,
            "timeout=300 (the most)");
-        ok(nsjoin_args_parse_one(&a, "timeout=0", &hint) == NSJOIN_ARG_BAD_VALUE && strstr(hint, "seconds"),
+        ok(nsjoin_args_parse_one(&a, "timeout=0", &hint) == NSJOIN_ARG_BAD_VALUE &&
+                   strstr(hint, "seconds"),
            "timeout=0 is a bad value (it would mean forever)");
         ok(nsjoin_args_parse_one(&a, "timeout=300.5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-           nsjoin_args_parse_one(&a, "timeout=abc", NULL) == NSJOIN_ARG_BAD_VALUE &&
-           nsjoin_args_parse_one(&a, "timeout=1,5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-           nsjoin_args_parse_one(&a, "timeout=.5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-           nsjoin_args_parse_one(&a, "timeout=5.", NULL) == NSJOIN_ARG_BAD_VALUE &&
-           nsjoin_args_parse_one(&a, "timeout=", NULL) == NSJOIN_ARG_BAD_VALUE,
+                   nsjoin_args_parse_one(&a, "timeout=abc", NULL) == NSJOIN_ARG_BAD_VALUE &&
+                   nsjoin_args_parse_one(&a, "timeout=1,5", NULL) == NSJOIN_ARG_BAD_VALUE &&
+                   nsjoin_args_parse_one(&a, "timeout=.5", NULL) == NSJOIN_ARG_BAD_VALUE &&
+                   nsjoin_args_parse_one(&a, "timeout=5.", NULL) == NSJOIN_ARG_BAD_VALUE &&
+                   nsjoin_args_parse_one(&a, "timeout=", NULL) == NSJOIN_ARG_BAD_VALUE,
            "timeout= beyond 300 s, not a number, a decimal comma, a bare dot: bad values");
-        ok(nsjoin_args_parse_one(&a, "frobnicate", NULL) == NSJOIN_ARG_UNKNOWN, "frobnicate is unknown");
-        ok(nsjoin_args_parse_one(&a, "modex=setns", NULL) == NSJOIN_ARG_UNKNOWN, "modex=setns is unknown, not mode=");
+        ok(nsjoin_args_parse_one(&a, "frobnicate", NULL) == NSJOIN_ARG_UNKNOWN,
+           "frobnicate is unknown");
+        ok(nsjoin_args_parse_one(&a, "modex=setns", NULL) == NSJOIN_ARG_UNKNOWN,
+           "modex=setns is unknown, not mode=");
         ok(nsjoin_args_parse_one(&a, "debug=1", NULL) == NSJOIN_ARG_UNKNOWN, "debug=1 is unknown");
-        ok(nsjoin_args_parse_one(&a, "min_uidx=1", NULL) == NSJOIN_ARG_UNKNOWN, "min_uidx=1 is unknown");
+        ok(nsjoin_args_parse_one(&a, "min_uidx=1", NULL) == NSJOIN_ARG_UNKNOWN,
+           "min_uidx=1 is unknown");
 
         is_int(nsjoin_parse_uid("1000", &uid), 0, "parse_uid 1000");
         is_int(uid, 1000, "is 1000");
         is_int(nsjoin_parse_uid("4294967294", &uid), 0, "parse_uid 4294967294 (the largest)");
-        is_int(nsjoin_parse_uid("99999999999999999999", &uid), -ERANGE, "parse_uid of 20 digits: ERANGE");
+        is_int(nsjoin_parse_uid("99999999999999999999", &uid), -ERANGE,
+               "parse_uid of 20 digits: ERANGE");
         is_int(nsjoin_parse_timeout("1.000001", &usec), 0, "parse_timeout to the microsecond");
         is_int(usec, 1000001, "is 1000001 us");
-        is_int(nsjoin_parse_timeout("1.0000001", &usec), -EINVAL, "parse_timeout finer than a microsecond: EINVAL");
+        is_int(nsjoin_parse_timeout("1.0000001", &usec), -EINVAL,
+               "parse_timeout finer than a microsecond: EINVAL");
 
         ok(nsjoin_name_in_list("alice,bob,carol", "bob"), "bob in alice,bob,carol");
-        ok(nsjoin_name_in_list("alice,bob,carol", "alice") && nsjoin_name_in_list("alice,bob,carol", "carol"),
+        ok(nsjoin_name_in_list("alice,bob,carol", "alice") &&
+                   nsjoin_name_in_list("alice,bob,carol", "carol"),
            "first and last entries match");
-        ok(!nsjoin_name_in_list("alice,bob,carol", "bo") && !nsjoin_name_in_list("alice,bob", "bobby"),
+        ok(!nsjoin_name_in_list("alice,bob,carol", "bo") &&
+                   !nsjoin_name_in_list("alice,bob", "bobby"),
            "prefixes and longer names do not match");
         ok(!nsjoin_name_in_list("alice,,bob", "") && !nsjoin_name_in_list(NULL, "bob"),
            "empty names and lists match nothing");
@@ -150,27 +176,35 @@ static void test_args(void) {
 static void test_errno_map(void) {
         const char *e = "x";
 
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, 0, &e) == PAM_SUCCESS && e == NULL, "0 -> PAM_SUCCESS");
+        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, 0, &e) == PAM_SUCCESS && e == NULL,
+           "0 -> PAM_SUCCESS");
         ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ENXIO, &e) == PAM_IGNORE && e,
            "JOIN -ENXIO (not managed) -> PAM_IGNORE");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EPERM, &e) == PAM_SESSION_ERR && strstr(e, "refused"),
+        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EPERM, &e) == PAM_SESSION_ERR &&
+                   strstr(e, "refused"),
            "JOIN -EPERM -> PAM_SESSION_ERR, 'refused'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EUSERS, &e) == PAM_SESSION_ERR && strstr(e, "limit"),
+        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EUSERS, &e) == PAM_SESSION_ERR &&
+                   strstr(e, "limit"),
            "JOIN -EUSERS -> PAM_SESSION_ERR, 'limit'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EAGAIN, &e) == PAM_SESSION_ERR && strstr(e, "not yet"),
+        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EAGAIN, &e) == PAM_SESSION_ERR &&
+                   strstr(e, "not yet"),
            "JOIN -EAGAIN (after the retries) -> PAM_SESSION_ERR, 'not yet'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ETIMEDOUT, &e) == PAM_SESSION_ERR && strstr(e, "in time"),
+        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ETIMEDOUT, &e) == PAM_SESSION_ERR &&
+                   strstr(e, "in time"),
            "JOIN -ETIMEDOUT -> PAM_SESSION_ERR, 'in time'");
         ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ECONNREFUSED, &e) == PAM_SESSION_ERR &&
-           strcmp(e, "is not running") == 0, "connect -ECONNREFUSED -> 'is not running'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ETIMEDOUT, &e) == PAM_SESSION_ERR && strstr(e, "in time"),
+                   strcmp(e, "is not running") == 0,
+           "connect -ECONNREFUSED -> 'is not running'");
+        ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ETIMEDOUT, &e) == PAM_SESSION_ERR &&
+                   strstr(e, "in time"),
            "connect -ETIMEDOUT (a full backlog) -> 'did not accept the connection in time'");
         ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ENXIO, &e) == PAM_SESSION_ERR,
            "-ENXIO means 'not managed' only at JOIN");
         ok(nsjoin_errno_to_pam(NSJOIN_STEP_ENTER_SETNS, -EINVAL, &e) == PAM_SESSION_ERR &&
-           strstr(e, "multi-threaded") && strstr(e, "mode=chroot"),
+                   strstr(e, "multi-threaded") && strstr(e, "mode=chroot"),
            "setns -EINVAL explains multi-threaded callers and suggests mode=chroot");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ENOMEM, &e) == PAM_BUF_ERR, "-ENOMEM -> PAM_BUF_ERR");
+        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ENOMEM, &e) == PAM_BUF_ERR,
+           "-ENOMEM -> PAM_BUF_ERR");
 }
 
 /* ---- dlopen ------------------------------------------------------------------------------- */
@@ -179,8 +213,9 @@ static void test_dlopen(void) {
         void *h = dlopen(PAM_NSJOIN_MODULE, RTLD_NOW | RTLD_LOCAL);
         static const char *const hidden[] = {
                 "nsjoin_args_parse_one", "nsjoin_args_init", "nsjoin_name_in_list",
-                "nsjoin_errno_to_pam", "nsjoin_parse_uid", "nss_user_by_name",
-                "pam_sm_authenticate", "pam_sm_setcred", "pam_sm_acct_mgmt", "pam_sm_chauthtok",
+                "nsjoin_errno_to_pam",   "nsjoin_parse_uid", "nss_user_by_name",
+                "pam_sm_authenticate",   "pam_sm_setcred",   "pam_sm_acct_mgmt",
+                "pam_sm_chauthtok",
         };
 
         if (!ok(h != NULL, "dlopen %s", PAM_NSJOIN_MODULE)) {
@@ -194,7 +229,8 @@ static void test_dlopen(void) {
                 Dl_info info;
 
                 /* a symbol of the same name in a dependency is no export of ours */
-                if (p && dladdr(p, &info) && info.dli_fname && !strstr(info.dli_fname, "pam_nsjoin"))
+                if (p && dladdr(p, &info) && info.dli_fname &&
+                    !strstr(info.dli_fname, "pam_nsjoin"))
                         p = NULL;
                 ok(p == NULL, "%s is not exported", hidden[i]);
         }
@@ -213,13 +249,13 @@ enum sandbox {
 };
 
 struct pam_case {
-        const char *name;       /* for the TAP lines */
+        const char *name; /* for the TAP lines */
         const char *user;
-        const char *args;       /* @SOCKET@ becomes the fake's socket */
-        const char *control;    /* of our line; NULL: required */
-        const char *extra;      /* more lines of the service file, or NULL */
+        const char *args;    /* @SOCKET@ becomes the fake's socket */
+        const char *control; /* of our line; NULL: required */
+        const char *extra;   /* more lines of the service file, or NULL */
         struct fake_nsd_config cfg;
-        bool threaded;          /* a second thread in the PAM process */
+        bool threaded; /* a second thread in the PAM process */
         enum sandbox sandbox;
 };
 
@@ -235,7 +271,8 @@ static struct child_result res;
 static bool child_killed;
 static char log_text[16384];
 
-static int conv_none(int n, const struct pam_message **msg, struct pam_response **resp, void *data) {
+static int conv_none(int n, const struct pam_message **msg, struct pam_response **resp,
+                     void *data) {
         return PAM_CONV_ERR;
 }
 
@@ -390,7 +427,8 @@ static void run_case(const struct pam_case *c) {
 
         at = strstr(c->args, "@SOCKET@");
         if (at)
-                snprintf(argbuf, sizeof(argbuf), "%.*s%s%s", (int) (at - c->args), c->args, sock_path, at + 8);
+                snprintf(argbuf, sizeof(argbuf), "%.*s%s%s", (int) (at - c->args), c->args,
+                         sock_path, at + 8);
         else
                 snprintf(argbuf, sizeof(argbuf), "%s", c->args);
 
@@ -431,18 +469,25 @@ static void run_case(const struct pam_case *c) {
                 tap_diag("%s: pam_start_confdir: %d", c->name, res.start_rc);
 }
 
-#define CHECK_RC(c, what, got, want) \
-        (is_int((got), (want), "%s: %s is %s", (c)->name, what, pam_code_name(want)) || (show_log(), false))
+#define CHECK_RC(c, what, got, want)                                                    \
+        (is_int((got), (want), "%s: %s is %s", (c)->name, what, pam_code_name(want)) || \
+         (show_log(), false))
 #define CHECK_LOG(c, s) (ok(log_has(s), "%s: log says '%s'", (c)->name, s) || (show_log(), false))
-#define CHECK_NO_LOG(c, s) (ok(!log_has(s), "%s: log does not say '%s'", (c)->name, s) || (show_log(), false))
+#define CHECK_NO_LOG(c, s) \
+        (ok(!log_has(s), "%s: log does not say '%s'", (c)->name, s) || (show_log(), false))
 
 static const char *pam_code_name(int code) {
         switch (code) {
-        case PAM_SUCCESS: return "PAM_SUCCESS";
-        case PAM_SESSION_ERR: return "PAM_SESSION_ERR";
-        case PAM_PERM_DENIED: return "PAM_PERM_DENIED";
-        case PAM_IGNORE: return "PAM_IGNORE";
-        default: return "another code";
+        case PAM_SUCCESS:
+                return "PAM_SUCCESS";
+        case PAM_SESSION_ERR:
+                return "PAM_SESSION_ERR";
+        case PAM_PERM_DENIED:
+                return "PAM_PERM_DENIED";
+        case PAM_IGNORE:
+                return "PAM_IGNORE";
+        default:
+                return "another code";
         }
 }
 
@@ -463,7 +508,9 @@ static void close_after_failed_open(const struct pam_case *c) {
 /* ---- the local decision: no nsd needed ---------------------------------------------------- */
 
 static void case_root(void) {
-        struct pam_case c = { .name = "root", .user = "root", .args = "debug socket=@SOCKET@", .extra = PERMIT };
+        struct pam_case c = {
+                .name = "root", .user = "root", .args = "debug socket=@SOCKET@", .extra = PERMIT
+        };
 
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
@@ -488,13 +535,16 @@ static void case_root(void) {
 }
 
 static void case_unmanaged(void) {
-        struct pam_case c = { .name = "uid 500", .user = "sys", .args = RANGE " debug socket=@SOCKET@",
+        struct pam_case c = { .name = "uid 500",
+                              .user = "sys",
+                              .args = RANGE " debug socket=@SOCKET@",
                               .extra = PERMIT };
 
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
         is_int(rec.connections, 0, "uid 500: no connection to nsd was attempted");
-        CHECK_LOG(&c, "uid 500 of user 'sys' is outside min_uid=1000..max_uid=60000, leaving the session alone");
+        CHECK_LOG(&c, "uid 500 of user 'sys' is outside min_uid=1000..max_uid=60000, leaving the "
+                      "session alone");
 
         c.name = "uid 70000, nsd down";
         c.user = "high";
@@ -507,22 +557,28 @@ static void case_unmanaged(void) {
         c.user = "sys";
         c.args = "min_uid=400 max_uid=60000 socket=@SOCKET@";
         run_case(&c);
-        is_int(rec.join_sessions, 1, "uid 500 with min_uid=400: the range is widened, nsd is asked");
+        is_int(rec.join_sessions, 1,
+               "uid 500 with min_uid=400: the range is widened, nsd is asked");
 
         /* nsd's policy narrower than the module's range: nsd says ENXIO, PAM_IGNORE */
-        c = (struct pam_case) { .name = "JOIN -ENXIO", .user = "alice", .args = RANGE " debug socket=@SOCKET@",
+        c = (struct pam_case) { .name = "JOIN -ENXIO",
+                                .user = "alice",
+                                .args = RANGE " debug socket=@SOCKET@",
                                 .extra = PERMIT,
                                 .cfg = { .join_error = -ENXIO, .join_message = "not in Users=" } };
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
-        CHECK_LOG(&c, "nsd's policy does not manage user 'alice' (uid 1500), leaving the session alone");
+        CHECK_LOG(&c, "nsd's policy does not manage user 'alice' (uid 1500), leaving the session "
+                      "alone");
         CHECK_NO_LOG(&c, "cannot join");
         ok(rec.session_closes == 0, "JOIN -ENXIO: nothing to close");
 }
 
 static void case_skip(void) {
-        struct pam_case c = { .name = "skip_users", .user = "alice",
-                              .args = RANGE " skip_users=someone,alice,else socket=@SOCKET@", .extra = PERMIT };
+        struct pam_case c = { .name = "skip_users",
+                              .user = "alice",
+                              .args = RANGE " skip_users=someone,alice,else socket=@SOCKET@",
+                              .extra = PERMIT };
 
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
@@ -556,22 +612,29 @@ static void case_bad_values(void) {
         static const struct {
                 const char *args, *want;
         } cases[] = {
-                { "mode=bogus", "bad argument 'mode=bogus' (expected mode=setns or mode=chroot), refusing the session" },
+                { "mode=bogus", "bad argument 'mode=bogus' (expected mode=setns or mode=chroot), "
+                                "refusing the session" },
                 { "socket=", "bad argument 'socket=' (expected an absolute path)" },
                 { "socket=rel/sock", "bad argument 'socket=rel/sock' (expected an absolute path)" },
                 { "only_group=", "bad argument 'only_group=' (expected a group name)" },
-                { "only_group=no-such-group", "bad argument 'only_group=no-such-group' (no such group)" },
-                { "min_uid=abc", "bad argument 'min_uid=abc' (expected a uid from 1 to 4294967294)" },
+                { "only_group=no-such-group",
+                  "bad argument 'only_group=no-such-group' (no such group)" },
+                { "min_uid=abc",
+                  "bad argument 'min_uid=abc' (expected a uid from 1 to 4294967294)" },
                 { "max_uid=0", "bad argument 'max_uid=0' (expected a uid" },
-                { "min_uid=2000 max_uid=1000", "bad arguments: min_uid=2000 is above max_uid=1000, refusing" },
-                { "timeout=0", "bad argument 'timeout=0' (expected seconds, more than 0 and at most 300" },
+                { "min_uid=2000 max_uid=1000",
+                  "bad arguments: min_uid=2000 is above max_uid=1000, refusing" },
+                { "timeout=0",
+                  "bad argument 'timeout=0' (expected seconds, more than 0 and at most 300" },
                 { "timeout=1,5", "bad argument 'timeout=1,5'" },
                 { "timeout=301", "bad argument 'timeout=301'" },
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char args[256];
-                struct pam_case c = { .name = cases[i].args, .user = "alice", .args = args, .extra = PERMIT };
+                struct pam_case c = {
+                        .name = cases[i].args, .user = "alice", .args = args, .extra = PERMIT
+                };
 
                 /* RANGE first: a later min_uid/max_uid overrides it */
                 snprintf(args, sizeof(args), RANGE " %s socket=@SOCKET@", cases[i].args);
@@ -583,7 +646,9 @@ static void case_bad_values(void) {
         }
 
         {
-                struct pam_case c = { .name = "frobnicate", .user = "alice", .args = RANGE " frobnicate socket=@SOCKET@" };
+                struct pam_case c = { .name = "frobnicate",
+                                      .user = "alice",
+                                      .args = RANGE " frobnicate socket=@SOCKET@" };
 
                 run_case(&c);
                 CHECK_LOG(&c, "unknown argument 'frobnicate', ignoring");
@@ -594,13 +659,15 @@ static void case_bad_values(void) {
 /* ---- nsd down, stopped, stuck, not yet ready --------------------------------------------- */
 
 static void case_nsd_down(void) {
-        struct pam_case c = { .name = "alice, no socket", .user = "alice",
+        struct pam_case c = { .name = "alice, no socket",
+                              .user = "alice",
                               .args = RANGE " socket=/nonexistent/nsd.sock" };
         int fd;
 
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
-        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd at /nonexistent/nsd.sock is not running (No such file or directory)");
+        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd at "
+                      "/nonexistent/nsd.sock is not running (No such file or directory)");
         is_int(log_lines(), 1, "alice, no socket: ONE line");
         close_after_failed_open(&c);
 
@@ -634,7 +701,9 @@ static void case_nsd_down(void) {
 }
 
 static void case_nsd_stuck(void) {
-        struct pam_case c = { .name = "nsd stuck", .user = "alice", .args = RANGE " timeout=0.5 socket=@SOCKET@",
+        struct pam_case c = { .name = "nsd stuck",
+                              .user = "alice",
+                              .args = RANGE " timeout=0.5 socket=@SOCKET@",
                               .cfg = { .stuck = true } };
         int lfd, filler[8], n_fill = 0;
 
@@ -642,7 +711,9 @@ static void case_nsd_stuck(void) {
         ok(!child_killed, "nsd stuck: the login returned by itself");
         CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
         is_int(rec.requests, 1, "nsd stuck: it got the request");
-        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd did not answer in time (Connection timed out); gave up after timeout=0.5 s, socket /tmp/test-pam.");
+        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd did not "
+                      "answer in time (Connection timed out); gave up after timeout=0.5 s, socket "
+                      "/tmp/test-pam.");
         is_int(log_lines(), 1, "nsd stuck: ONE line");
 
         /* stopped with a full backlog: the connect itself would wait */
@@ -666,7 +737,8 @@ static void case_nsd_stuck(void) {
                 run_case(&c);
                 ok(!child_killed, "nsd stopped, backlog full: the login returned by itself");
                 CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
-                CHECK_LOG(&c, "did not accept the connection in time (Connection timed out); gave up after timeout=0.5 s");
+                CHECK_LOG(&c, "did not accept the connection in time (Connection timed out); gave "
+                              "up after timeout=0.5 s");
                 is_int(log_lines(), 1, "nsd stopped, backlog full: ONE line");
         }
         for (int i = 0; i < n_fill; i++)
@@ -677,13 +749,16 @@ static void case_nsd_stuck(void) {
 }
 
 static void case_not_yet(void) {
-        struct pam_case c = { .name = "not yet available twice", .user = "alice",
-                              .args = RANGE " debug socket=@SOCKET@", .cfg = { .not_yet = 2 } };
+        struct pam_case c = { .name = "not yet available twice",
+                              .user = "alice",
+                              .args = RANGE " debug socket=@SOCKET@",
+                              .cfg = { .not_yet = 2 } };
 
         run_case(&c);
         is_int(rec.not_yet_sent, 2, "not yet twice: nsd said -EAGAIN twice");
         is_int(rec.join_sessions, 3, "and was asked three times");
-        is_int(rec.connections, is_root ? 2 : 1, "on one connection (and, as root, one for the close)");
+        is_int(rec.connections, is_root ? 2 : 1,
+               "on one connection (and, as root, one for the close)");
         CHECK_LOG(&c, "is not yet available, asking again in 50 ms");
         CHECK_LOG(&c, "asking again in 100 ms");
         CHECK_RC(&c, "open", res.open_rc, is_root ? PAM_SUCCESS : PAM_SESSION_ERR);
@@ -696,19 +771,25 @@ static void case_not_yet(void) {
         CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
         CHECK_LOG(&c, "nsd has not yet made this user's namespace available again");
         CHECK_LOG(&c, "within timeout=0.5 s");
-        ok(rec.not_yet_sent >= 2, "never available: asked again and again (%u times)", rec.not_yet_sent);
+        ok(rec.not_yet_sent >= 2, "never available: asked again and again (%u times)",
+           rec.not_yet_sent);
         is_int(log_lines(), 1, "never available: ONE line");
 }
 
 /* ---- joining ------------------------------------------------------------------------------ */
 
 static void case_join(const char *name, const char *args, unsigned minor, bool chroot_mode) {
-        struct pam_case c = { .name = name, .user = "alice", .args = args, .cfg = { .minor = minor, .session_id = 77 } };
+        struct pam_case c = { .name = name,
+                              .user = "alice",
+                              .args = args,
+                              .cfg = { .minor = minor, .session_id = 77 } };
 
         run_case(&c);
         if (minor == 1) {
-                ok(rec.join_sessions == 1 && rec.joins == 1, "%s: JOIN_SESSION refused, then JOIN", c.name);
-                is_int(rec.bad, 0, "%s: every request passes nsd's checks (%s)", c.name, rec.bad_why);
+                ok(rec.join_sessions == 1 && rec.joins == 1, "%s: JOIN_SESSION refused, then JOIN",
+                   c.name);
+                is_int(rec.bad, 0, "%s: every request passes nsd's checks (%s)", c.name,
+                       rec.bad_why);
         } else {
                 ok(rec.join_sessions == 1 && rec.joins == 0 && rec.session_opens == 0,
                    "%s: one JOIN_SESSION, no JOIN, no SESSION_OPEN", c.name);
@@ -716,46 +797,63 @@ static void case_join(const char *name, const char *args, unsigned minor, bool c
         }
         is_int(rec.join_uid, ALICE_UID, "%s: for uid 1500", c.name);
         ok(rec.so_uid == ALICE_UID && rec.so_pid > 1 && strcmp(rec.so_service, SERVICE) == 0,
-           "%s: session of uid %u pid %u service '%s'", c.name, rec.so_uid, rec.so_pid, rec.so_service);
+           "%s: session of uid %u pid %u service '%s'", c.name, rec.so_uid, rec.so_pid,
+           rec.so_service);
         ok(rec.so_pidfd, "%s: a pidfd of the session leader came along", c.name);
         if (is_root) {
                 CHECK_RC(&c, "open as root", res.open_rc, PAM_SUCCESS);
                 CHECK_RC(&c, "close", res.close_rc, PAM_SUCCESS);
-                ok(rec.session_closes == 1 && rec.sc_id == 77 && rec.sc_uid == ALICE_UID && rec.sc_pid == rec.so_pid,
-                   "%s: SESSION_CLOSE id %llu uid %u pid %u", c.name, (unsigned long long) rec.sc_id, rec.sc_uid,
-                   rec.sc_pid);
+                ok(rec.session_closes == 1 && rec.sc_id == 77 && rec.sc_uid == ALICE_UID &&
+                           rec.sc_pid == rec.so_pid,
+                   "%s: SESSION_CLOSE id %llu uid %u pid %u", c.name,
+                   (unsigned long long) rec.sc_id, rec.sc_uid, rec.sc_pid);
                 is_int(rec.connections, minor == 1 ? 3 : 2,
-                       "%s: connections: %s, one for the close", c.name, minor == 1 ? "two for the open" : "one for the open");
+                       "%s: connections: %s, one for the close", c.name,
+                       minor == 1 ? "two for the open" : "one for the open");
                 if (chroot_mode)
                         ok(log_has("by fchdir+chroot") || log_has("by setns(root directory)"),
-                           "%s: debug line says how it entered", c.name) || (show_log(), 0);
+                           "%s: debug line says how it entered", c.name) ||
+                                (show_log(), 0);
                 else
                         CHECK_LOG(&c, "by setns(nsfs)");
-                CHECK_LOG(&c, minor == 1 ? "by JOIN + SESSION_OPEN (nsd < 1.2)" : "by one JOIN_SESSION");
+                CHECK_LOG(&c, minor == 1 ? "by JOIN + SESSION_OPEN (nsd < 1.2)"
+                                         : "by one JOIN_SESSION");
         } else {
                 CHECK_RC(&c, "open as non-root", res.open_rc, PAM_SESSION_ERR);
-                CHECK_LOG(&c, chroot_mode ? "chroot into the namespace root needs CAP_SYS_CHROOT (Operation not permitted)"
-                                          : "setns() needs CAP_SYS_ADMIN and CAP_SYS_CHROOT (Operation not permitted)");
+                CHECK_LOG(&c, chroot_mode ? "chroot into the namespace root needs CAP_SYS_CHROOT "
+                                            "(Operation not permitted)"
+                                          : "setns() needs CAP_SYS_ADMIN and CAP_SYS_CHROOT "
+                                            "(Operation not permitted)");
                 ok(rec.session_closes == 1 && rec.sc_id == 77,
-                   "%s: the session opened with the join is closed again after the failed enter", c.name);
+                   "%s: the session opened with the join is closed again after the failed enter",
+                   c.name);
                 is_int(rec.connections, minor == 1 ? 2 : 1, "%s: on the same connection", c.name);
         }
         ok(res.nsfs_left_open == 0, "%s: no namespace descriptor left open in the login", c.name);
 }
 
 static void case_refused(void) {
-        struct pam_case c = { .name = "JOIN -EPERM", .user = "alice", .args = RANGE " socket=@SOCKET@",
-                              .cfg = { .join_error = -EPERM, .join_message = "only root may join another user's namespace" } };
+        struct pam_case c = {
+                .name = "JOIN -EPERM",
+                .user = "alice",
+                .args = RANGE " socket=@SOCKET@",
+                .cfg = { .join_error = -EPERM,
+                         .join_message = "only root may join another user's namespace" }
+        };
 
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
-        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd refused the request (Operation not permitted); nsd says: only root may join another user's namespace");
+        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd refused the "
+                      "request (Operation not permitted); nsd says: only root may join another "
+                      "user's namespace");
         is_int(log_lines(), 1, "JOIN -EPERM: ONE line");
 
         /* a refused session refuses the whole request (protocol 1.2), with either protocol */
         for (unsigned minor = 1; minor <= 2; minor++) {
-                c = (struct pam_case) { .name = minor == 1 ? "1.1, SESSION_OPEN refused" : "1.2, session refused",
-                                        .user = "alice", .args = RANGE " socket=@SOCKET@",
+                c = (struct pam_case) { .name = minor == 1 ? "1.1, SESSION_OPEN refused"
+                                                           : "1.2, session refused",
+                                        .user = "alice",
+                                        .args = RANGE " socket=@SOCKET@",
                                         .cfg = { .minor = minor, .session_open_error = -EUSERS } };
                 run_case(&c);
                 CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
@@ -768,7 +866,9 @@ static void case_refused(void) {
                 tap_skip("SESSION_CLOSE refused: entering needs root");
                 return;
         }
-        c = (struct pam_case) { .name = "SESSION_CLOSE refused", .user = "alice", .args = RANGE " socket=@SOCKET@",
+        c = (struct pam_case) { .name = "SESSION_CLOSE refused",
+                                .user = "alice",
+                                .args = RANGE " socket=@SOCKET@",
                                 .cfg = { .session_close_error = -ENOENT } };
         run_case(&c);
         CHECK_RC(&c, "close", res.close_rc, PAM_SUCCESS);
@@ -778,7 +878,9 @@ static void case_refused(void) {
 }
 
 static void case_threaded(void) {
-        struct pam_case c = { .name = "multi-threaded, mode=setns", .user = "alice", .args = RANGE " socket=@SOCKET@",
+        struct pam_case c = { .name = "multi-threaded, mode=setns",
+                              .user = "alice",
+                              .args = RANGE " socket=@SOCKET@",
                               .threaded = true };
 
         if (!is_root) {
@@ -797,7 +899,8 @@ static void case_threaded(void) {
         c.args = RANGE " mode=chroot socket=@SOCKET@";
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
-        ok(rec.join_sessions == 1 && rec.session_closes == 1, "multi-threaded, mode=chroot: joined, closed at the end");
+        ok(rec.join_sessions == 1 && rec.session_closes == 1,
+           "multi-threaded, mode=chroot: joined, closed at the end");
 }
 
 /* ---- as root, in a private mount namespace: the socket, login.defs ----------------------- */
@@ -822,7 +925,8 @@ static void case_sandbox(void) {
         int fd;
 
         if (!is_root) {
-                tap_skip("the default socket and login.defs: need root for a private mount namespace");
+                tap_skip("the default socket and login.defs: need root for a private mount "
+                         "namespace");
                 return;
         }
         /* a socket nobody listens on */
@@ -835,14 +939,16 @@ static void case_sandbox(void) {
         run_case(&c);
         if (sandbox_ran(&c)) {
                 CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
-                is_int(rec.connections, 2, "no socket=, both sockets: open and close went to root's socket");
+                is_int(rec.connections, 2,
+                       "no socket=, both sockets: open and close went to root's socket");
         }
         c.name = "no socket=, no root socket (nsd < 1.2)";
         c.sandbox = SANDBOX_USER_SOCK;
         run_case(&c);
         if (sandbox_ran(&c)) {
                 CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
-                is_int(rec.connections, 2, "no root socket: open and close went to the user socket");
+                is_int(rec.connections, 2,
+                       "no root socket: open and close went to the user socket");
         }
         c.name = "no socket=, root socket refused";
         c.sandbox = SANDBOX_ROOT_DEAD;
@@ -855,12 +961,16 @@ static void case_sandbox(void) {
 
         /* the range from login.defs */
         write_defs("# login.defs of test-pam\nUID_MIN\t\t 2000\nUID_MAX   3000\n");
-        c = (struct pam_case) { .name = "login.defs 2000..3000, uid 1500", .user = "alice",
-                                .args = "debug socket=@SOCKET@", .extra = PERMIT, .sandbox = SANDBOX_DEFS };
+        c = (struct pam_case) { .name = "login.defs 2000..3000, uid 1500",
+                                .user = "alice",
+                                .args = "debug socket=@SOCKET@",
+                                .extra = PERMIT,
+                                .sandbox = SANDBOX_DEFS };
         run_case(&c);
         if (sandbox_ran(&c)) {
                 CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
-                is_int(rec.connections, 0, "login.defs 2000..3000: uid 1500 is left alone, no connection");
+                is_int(rec.connections, 0,
+                       "login.defs 2000..3000: uid 1500 is left alone, no connection");
                 CHECK_LOG(&c, "outside min_uid=2000..max_uid=3000");
         }
         c.name = "login.defs 2000..3000, uid 2500";
@@ -878,10 +988,13 @@ static void case_sandbox(void) {
         run_case(&c);
         if (sandbox_ran(&c)) {
                 CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
-                CHECK_LOG(&c, "bad arguments: min_uid=2000 is above max_uid=1600 (the other one from /etc/login.defs)");
+                CHECK_LOG(&c, "bad arguments: min_uid=2000 is above max_uid=1600 (the other one "
+                              "from /etc/login.defs)");
         }
         write_defs("UID_MIN lots\n");
-        c = (struct pam_case) { .name = "login.defs UID_MIN lots", .user = "alice", .args = "socket=@SOCKET@",
+        c = (struct pam_case) { .name = "login.defs UID_MIN lots",
+                                .user = "alice",
+                                .args = "socket=@SOCKET@",
                                 .sandbox = SANDBOX_DEFS };
         run_case(&c);
         if (sandbox_ran(&c)) {
@@ -889,11 +1002,15 @@ static void case_sandbox(void) {
                 CHECK_LOG(&c, "UID_MIN of /etc/login.defs is 'lots', not a uid; using 1000");
         }
         write_defs("# no UID_MIN, no UID_MAX\n");
-        c = (struct pam_case) { .name = "login.defs without UID_*, uid 70000", .user = "high",
-                                .args = "debug socket=@SOCKET@", .extra = PERMIT, .sandbox = SANDBOX_DEFS };
+        c = (struct pam_case) { .name = "login.defs without UID_*, uid 70000",
+                                .user = "high",
+                                .args = "debug socket=@SOCKET@",
+                                .extra = PERMIT,
+                                .sandbox = SANDBOX_DEFS };
         run_case(&c);
         if (sandbox_ran(&c)) {
-                is_int(rec.connections, 0, "login.defs without UID_*: the defaults 1000..60000 leave uid 70000 alone");
+                is_int(rec.connections, 0,
+                       "login.defs without UID_*: the defaults 1000..60000 leave uid 70000 alone");
                 CHECK_LOG(&c, "outside min_uid=1000..max_uid=60000");
         }
         unlink(defs_path);
@@ -936,7 +1053,8 @@ int main(int argc, char *argv[]) {
         test_dlopen();
 
         if (argc < 2 || !getenv("NSS_WRAPPER_PASSWD")) {
-                tap_skip("the return codes need nss_wrapper (run through meson, libnss-wrapper installed)");
+                tap_skip("the return codes need nss_wrapper (run through meson, libnss-wrapper "
+                         "installed)");
                 return tap_done();
         }
         if (write_nss_files(argv[1]) < 0 || !mkdtemp(tmpdir))

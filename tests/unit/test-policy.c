@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "nss-wrapper.h"
 #include "policy.h"
 #include "server.h"
-#include "nss-wrapper.h"
 #include "tap.h"
 
 static void write_files(const char *dir) {

@@ -59,7 +59,8 @@ static uint8_t msgbuf[NSD_MSG_SIZE_MAX + 64] __attribute__((aligned(8)));
 static void *msg(uint16_t type, size_t size) {
         memset(msgbuf, 0, sizeof(msgbuf));
         nsd_msg_init((struct nsd_msg_header *) msgbuf, type,
-                     size < sizeof(struct nsd_msg_header) ? sizeof(struct nsd_msg_header) : size, 1);
+                     size < sizeof(struct nsd_msg_header) ? sizeof(struct nsd_msg_header) : size,
+                     1);
         ((struct nsd_msg_header *) msgbuf)->length = (uint32_t) size;
         return msgbuf;
 }
@@ -75,13 +76,14 @@ static int check(size_t n, int is_request) {
 
 static void test_msg_check(void) {
         static const uint16_t requests[] = {
-                NSD_REQ_JOIN, NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
-                NSD_REQ_LIST, NSD_REQ_SHOW, NSD_REQ_RELEASE, NSD_REQ_HIDE, NSD_REQ_JOIN_SESSION,
+                NSD_REQ_JOIN,    NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE,
+                NSD_REQ_STATUS,  NSD_REQ_LIST,         NSD_REQ_SHOW,
+                NSD_REQ_RELEASE, NSD_REQ_HIDE,         NSD_REQ_JOIN_SESSION,
         };
         static const uint16_t replies[] = {
-                NSD_REP_JOIN, NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
-                NSD_REP_LIST_ENTRY, NSD_REP_LIST_END, NSD_REP_SHOW_END, NSD_REP_RELEASE,
-                NSD_REP_HIDE, NSD_REP_JOIN_SESSION, NSD_REP_ERROR,
+                NSD_REP_JOIN,       NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
+                NSD_REP_LIST_ENTRY, NSD_REP_LIST_END,     NSD_REP_SHOW_END,      NSD_REP_RELEASE,
+                NSD_REP_HIDE,       NSD_REP_JOIN_SESSION, NSD_REP_ERROR,
         };
         const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
         const char *why;
@@ -151,16 +153,20 @@ static void test_msg_check(void) {
         is_int(check(sizeof(struct nsd_req_join), 1), -EBADMSG, "bad magic fails");
         msg(NSD_REQ_JOIN, sizeof(struct nsd_req_join));
         ((struct nsd_msg_header *) msgbuf)->version_major = NSD_PROTO_MAJOR + 1;
-        is_int(check(sizeof(struct nsd_req_join), 1), -EPROTONOSUPPORT, "another major version: EPROTONOSUPPORT");
+        is_int(check(sizeof(struct nsd_req_join), 1), -EPROTONOSUPPORT,
+               "another major version: EPROTONOSUPPORT");
         msg(NSD_REP_STATUS, sizeof(struct nsd_rep_status));
         ((struct nsd_msg_header *) msgbuf)->version_major = 0;
-        is_int(check(sizeof(struct nsd_rep_status), 0), -EPROTONOSUPPORT, "major version 0 reply: EPROTONOSUPPORT");
+        is_int(check(sizeof(struct nsd_rep_status), 0), -EPROTONOSUPPORT,
+               "major version 0 reply: EPROTONOSUPPORT");
         msg(NSD_REQ_JOIN, sizeof(struct nsd_req_join));
         ((struct nsd_msg_header *) msgbuf)->length = sizeof(struct nsd_req_join) + 8;
-        is_int(check(sizeof(struct nsd_req_join), 1), -EBADMSG, "length field larger than the datagram fails");
+        is_int(check(sizeof(struct nsd_req_join), 1), -EBADMSG,
+               "length field larger than the datagram fails");
         msg(NSD_REQ_JOIN, sizeof(struct nsd_req_join));
         ((struct nsd_msg_header *) msgbuf)->length = sizeof(struct nsd_req_join);
-        is_int(check(sizeof(struct nsd_req_join) + 8, 1), -EBADMSG, "datagram larger than its length field fails");
+        is_int(check(sizeof(struct nsd_req_join) + 8, 1), -EBADMSG,
+               "datagram larger than its length field fails");
 
         /* every request type has a size and a reply, and the tables above cover them all */
         _Static_assert(sizeof(requests) / sizeof(requests[0]) == _NSD_REQ_MAX - 1,
@@ -171,7 +177,8 @@ static void test_msg_check(void) {
                 for (size_t i = 0; i < sizeof(requests) / sizeof(requests[0]); i++)
                         listed = listed || requests[i] == t;
                 ok(listed && nsd_request_size(t) > 0 &&
-                   (t == NSD_REQ_LIST || t == NSD_REQ_SHOW || nsd_reply_size(t | NSD_REPLY_BIT) > 0),
+                           (t == NSD_REQ_LIST || t == NSD_REQ_SHOW ||
+                            nsd_reply_size(t | NSD_REPLY_BIT) > 0),
                    "request type %u is tested, has a size and a reply", t);
         }
         ok(nsd_request_size(NSD_REQ_HIDE) <= NSD_MSG_SIZE_MAX, "a HIDE request fits in a datagram");
@@ -212,7 +219,7 @@ static int listen_fd = -1;
 static struct {
         unsigned requests;
         unsigned bad_requests; /* failed nsd_msg_check */
-        struct fake_req last;   /* the last request (its fds closed) */
+        struct fake_req last;  /* the last request (its fds closed) */
         bool pidfd_matches;    /* SESSION_OPEN: the fd is a pidfd of the request's pid */
         bool send_failed;
 } seen;
@@ -329,10 +336,10 @@ enum join_variant {
         JOIN_GOOD,
         JOIN_ONE_FD,
         JOIN_THREE_FDS,
-        JOIN_SWAPPED,     /* nsfs first, directory second */
+        JOIN_SWAPPED, /* nsfs first, directory second */
         JOIN_WRONG_INODE,
         JOIN_WRONG_UID,
-        JOIN_SHORT,       /* reply 8 bytes short, with both fds */
+        JOIN_SHORT, /* reply 8 bytes short, with both fds */
 };
 static enum join_variant join_variant;
 
@@ -352,9 +359,15 @@ static void script_join(int cfd) {
         j.ns_inode = own_ns_inode();
         j.created_usec = 1234567;
         switch (join_variant) {
-        case JOIN_GOOD: srv_send(cfd, &j, sizeof(j), fds, 2); break;
-        case JOIN_ONE_FD: srv_send(cfd, &j, sizeof(j), fds, 1); break;
-        case JOIN_THREE_FDS: srv_send(cfd, &j, sizeof(j), fds, 3); break;
+        case JOIN_GOOD:
+                srv_send(cfd, &j, sizeof(j), fds, 2);
+                break;
+        case JOIN_ONE_FD:
+                srv_send(cfd, &j, sizeof(j), fds, 1);
+                break;
+        case JOIN_THREE_FDS:
+                srv_send(cfd, &j, sizeof(j), fds, 3);
+                break;
         case JOIN_SWAPPED: {
                 int sw[2] = { fds[1], fds[0] };
                 srv_send(cfd, &j, sizeof(j), sw, 2);
@@ -403,8 +416,16 @@ static void script_error_then_status(int cfd) {
 }
 
 /* one bad answer to whatever comes, then answer everything else well */
-enum bad_variant { BAD_SEQ, BAD_TYPE, BAD_OVERSIZED, BAD_CLOSE, BAD_MAJOR, BAD_FD_ON_STATUS,
-                   BAD_ERROR_IN_REPLY, BAD_VERSION_STRING };
+enum bad_variant {
+        BAD_SEQ,
+        BAD_TYPE,
+        BAD_OVERSIZED,
+        BAD_CLOSE,
+        BAD_MAJOR,
+        BAD_FD_ON_STATUS,
+        BAD_ERROR_IN_REPLY,
+        BAD_VERSION_STRING
+};
 static enum bad_variant bad_variant;
 static void script_bad_status(int cfd) {
         static uint8_t big[NSD_MSG_SIZE_MAX + 100] __attribute__((aligned(8)));
@@ -544,7 +565,8 @@ static void script_sessions(int cfd) {
                 if (r.hdr.type == NSD_REQ_SESSION_OPEN) {
                         struct nsd_rep_session_open o;
 
-                        if (r.nfds == 1 && fake_fd_is_pidfd_of(r.fds[0], (pid_t) r.session_open.pid))
+                        if (r.nfds == 1 &&
+                            fake_fd_is_pidfd_of(r.fds[0], (pid_t) r.session_open.pid))
                                 seen.pidfd_matches = true;
                         rep(&o, NSD_REP_SESSION_OPEN, sizeof(o), &r);
                         o.session_id = session_reply_id;
@@ -590,12 +612,14 @@ static void test_join(void) {
         is_int(seen.last.join.flags, NSD_JOIN_NO_CREATE, "it carries NO_CREATE");
         ok(seen.last.hdr.seq != 0, "it carries a sequence number");
         if (r == 0) {
-                ok(fd_is_cloexec(j.root_fd) && fd_is_cloexec(j.ns_fd), "both descriptors are close-on-exec");
+                ok(fd_is_cloexec(j.root_fd) && fd_is_cloexec(j.ns_fd),
+                   "both descriptors are close-on-exec");
                 ok(fstat(j.root_fd, &st_got) == 0 && stat("/", &st_root) == 0 &&
-                   st_got.st_ino == st_root.st_ino && st_got.st_dev == st_root.st_dev,
+                           st_got.st_ino == st_root.st_ino && st_got.st_dev == st_root.st_dev,
                    "root_fd is the directory that was sent");
                 is_int(j.ns_inode, own_ns_inode(), "ns_inode is the nsfs inode");
-                ok(fstat(j.ns_fd, &st_got) == 0 && st_got.st_ino == j.ns_inode, "ns_fd is the nsfs file");
+                ok(fstat(j.ns_fd, &st_got) == 0 && st_got.st_ino == j.ns_inode,
+                   "ns_fd is the nsfs file");
                 is_int(j.uid, 1000, "uid");
                 is_int(j.ns_flags, NSC_NS_CREATED | NSC_NS_PINNED, "ns_flags");
                 is_int(j.created_usec, 1234567, "created_usec");
@@ -624,7 +648,8 @@ static void test_join(void) {
                 c = start(script_join);
                 is_int(nsc_join(c, 1000, 0, &j), bad[i].want, "%s is refused", bad[i].what);
                 ok(j.root_fd == -7 && j.ns_fd == -7, "%s: result untouched", bad[i].what);
-                is_int(nsc_join(c, 1000, 0, &j), -ENOTCONN, "%s: the connection is unusable after", bad[i].what);
+                is_int(nsc_join(c, 1000, 0, &j), -ENOTCONN, "%s: the connection is unusable after",
+                       bad[i].what);
                 finish(c);
                 is_int(count_fds(), before, "%s: no descriptor leaked", bad[i].what);
         }
@@ -650,7 +675,8 @@ static void test_error_reply(void) {
         error_value = -EUSERS;
         error_seq_delta = 1;
         c = start(script_error_then_status);
-        is_int(nsc_join(c, 1000, 0, &j), -EUSERS, "error reply with seq 0 (request not read) is accepted");
+        is_int(nsc_join(c, 1000, 0, &j), -EUSERS,
+               "error reply with seq 0 (request not read) is accepted");
         finish(c);
 
         error_seq_delta = 0;
@@ -692,9 +718,11 @@ static void test_bad_replies(void) {
                 c = start(script_bad_status);
                 is_int(nsc_status(c, &st), cases[i].want, "%s", cases[i].what);
                 ok(st.namespaces == 0x5a5a5a5a, "%s: result untouched", cases[i].what);
-                is_int(nsc_status(c, &st), -ENOTCONN, "%s: later calls fail with ENOTCONN", cases[i].what);
+                is_int(nsc_status(c, &st), -ENOTCONN, "%s: later calls fail with ENOTCONN",
+                       cases[i].what);
                 finish(c);
-                is_int(seen.requests, 1, "%s: no request sent on a broken connection", cases[i].what);
+                is_int(seen.requests, 1, "%s: no request sent on a broken connection",
+                       cases[i].what);
                 is_int(count_fds(), before, "%s: no descriptor leaked", cases[i].what);
         }
 }
@@ -789,7 +817,8 @@ static bool is_own_namespace(const struct nsc_join_result *j) {
 }
 
 static void test_join_session(void) {
-        const struct fake_nsd_config v12 = { .session_id = 99 }, v11 = { .minor = 1, .session_id = 98 };
+        const struct fake_nsd_config v12 = { .session_id = 99 },
+                                     v11 = { .minor = 1, .session_id = 98 };
         struct nsc_join_result j = { .root_fd = -7, .ns_fd = -7 };
         bool have_pidfd = pidfd_open_works();
         uint64_t id = 0;
@@ -816,7 +845,8 @@ static void test_join_session(void) {
         ok(v.rec.joins == 0 && v.rec.session_opens == 0, "and no JOIN, no SESSION_OPEN");
         is_int(v.rec.bad, 0, "the request passes nsd's checks (%s)", v.rec.bad_why);
         ok(v.rec.so_uid == 1000 && v.rec.so_pid == (uint32_t) getpid() &&
-           strcmp(v.rec.so_service, "sshd") == 0, "uid, pid and service arrive");
+                   strcmp(v.rec.so_service, "sshd") == 0,
+           "uid, pid and service arrive");
         if (have_pidfd)
                 ok(v.rec.so_pidfd && (v.rec.join_flags & NSD_JOIN_SESSION_PIDFD),
                    "a pidfd of the leader rides along, flagged NSD_JOIN_SESSION_PIDFD");
@@ -874,7 +904,8 @@ static void test_join_session(void) {
 
         /* a refused session refuses the whole call, with both protocols */
         for (unsigned minor = 1; minor <= 2; minor++) {
-                const struct fake_nsd_config cfg = { .minor = minor, .session_open_error = -EUSERS };
+                const struct fake_nsd_config cfg = { .minor = minor,
+                                                     .session_open_error = -EUSERS };
 
                 served_start(&v, listen_fd, &cfg);
                 c = NULL;
@@ -889,13 +920,16 @@ static void test_join_session(void) {
 
         /* arguments */
         c = NULL;
-        is_int(nsc_join_session(NULL, 1000, 0, getpid(), NULL, &j, NULL, NULL), -EINVAL, "NULL conn: EINVAL");
+        is_int(nsc_join_session(NULL, 1000, 0, getpid(), NULL, &j, NULL, NULL), -EINVAL,
+               "NULL conn: EINVAL");
         served_start(&v, listen_fd, &v12);
         (void) nsc_connect(sock_path, &c);
-        is_int(nsc_join_session(c, 1000, 0, getpid(), NULL, NULL, NULL, NULL), -EINVAL, "NULL ret_join: EINVAL");
+        is_int(nsc_join_session(c, 1000, 0, getpid(), NULL, NULL, NULL, NULL), -EINVAL,
+               "NULL ret_join: EINVAL");
         is_int(nsc_join_session(c, 1000, 0x2, getpid(), NULL, &j, NULL, NULL), -EINVAL,
                "unknown flags (the protocol's PIDFD bit is the library's business): EINVAL");
-        is_int(nsc_join_session(c, (uid_t) -1, 0, getpid(), NULL, &j, NULL, NULL), -EINVAL, "uid -1: EINVAL");
+        is_int(nsc_join_session(c, (uid_t) -1, 0, getpid(), NULL, &j, NULL, NULL), -EINVAL,
+               "uid -1: EINVAL");
         is_int(nsc_join_session(c, 1000, 0, 0, NULL, &j, NULL, NULL), -EINVAL, "pid 0: EINVAL");
         {
                 char longservice[NSD_SERVICE_MAX + 1];
@@ -936,7 +970,8 @@ static void test_connect_timeout(void) {
                         break;
                 }
         }
-        ok(n_fill < 8, "the backlog of a listener that never accepts is full after %d connections", n_fill);
+        ok(n_fill < 8, "the backlog of a listener that never accepts is full after %d connections",
+           n_fill);
         is_int(nsc_connect_timeout(path, 200 * 1000, &c), -ETIMEDOUT,
                "nsc_connect_timeout to it returns: ETIMEDOUT");
         ok(c == (void *) 0x1, "ret_conn untouched");
@@ -956,7 +991,8 @@ static void test_connect_timeout(void) {
                 c = NULL;
                 is_int(nsc_connect_timeout(sock_path, 200 * 1000, &c), 0, "connect to a stuck nsd");
                 r = nsc_join_session(c, 1000, 0, getpid(), NULL, &j, NULL, NULL);
-                is_int(r, -ETIMEDOUT, "JOIN_SESSION to it returns within the connection's timeout: ETIMEDOUT");
+                is_int(r, -ETIMEDOUT,
+                       "JOIN_SESSION to it returns within the connection's timeout: ETIMEDOUT");
                 nsc_disconnect(c);
                 served_stop(&v);
                 is_int(v.rec.requests, 1, "the stuck nsd got the request");
@@ -1010,10 +1046,13 @@ static void test_default_socket(void) {
                         nsc_conn *c = NULL;
 
                         /* A is the root socket, B the user socket */
-                        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-                            mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0 || mkdir("/run/nsd", 0755) < 0)
+                        if (unshare(CLONE_NEWNS) < 0 ||
+                            mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                            mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0 ||
+                            mkdir("/run/nsd", 0755) < 0)
                                 _exit(77);
-                        if (k != PICK_ROOT_ONLY_USER && bind_socket(a_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0)
+                        if (k != PICK_ROOT_ONLY_USER &&
+                            bind_socket(a_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0)
                                 _exit(78);
                         if (bind_socket(b_path, NSD_SOCKET_PATH_DEFAULT) < 0)
                                 _exit(78);
@@ -1039,10 +1078,12 @@ static void test_default_socket(void) {
                 unlink(a_path);
                 unlink(b_path);
                 if (WIFEXITED(status) && WEXITSTATUS(status) >= 77) {
-                        tap_skip("%s: no private mount namespace here (step %d)", what[k], WEXITSTATUS(status));
+                        tap_skip("%s: no private mount namespace here (step %d)", what[k],
+                                 WEXITSTATUS(status));
                         continue;
                 }
-                is_int(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0, "%s: connected, STATUS answered", what[k]);
+                is_int(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0,
+                       "%s: connected, STATUS answered", what[k]);
                 if (k == PICK_BOTH_USER || k == PICK_ROOT_ONLY_USER)
                         ok(a.rec.connections == 0 && b.rec.connections == 1, "%s (%u, %u)", what[k],
                            a.rec.connections, b.rec.connections);
@@ -1067,7 +1108,8 @@ static void test_status(void) {
         ok(st.namespaces == 5 && st.pinned == 4 && st.sessions == 9 && st.connections == 2,
            "counters");
         ok(st.max_namespaces == 10000 && st.max_sessions_per_uid == 256 &&
-           st.max_connections_per_uid == 16, "limits");
+                   st.max_connections_per_uid == 16,
+           "limits");
         is_int(st.pid, 4242, "nsd's pid");
         finish(c);
 }
@@ -1125,9 +1167,11 @@ static void test_list(void) {
         if (r == 0) {
                 is_int(n, 3, "3 entries");
                 ok(v[0].uid == 1000 && v[1].uid == 1001 && v[2].uid == 1002, "uids in order");
-                ok(v[1].mounts == -1 && v[2].mounts == 32 && v[2].sessions == 2, "mounts and sessions");
+                ok(v[1].mounts == -1 && v[2].mounts == 32 && v[2].sessions == 2,
+                   "mounts and sessions");
                 ok(v[2].ns_inode == 4026530002ull && v[2].created_usec == 2000 &&
-                   v[2].ns_flags == NSC_NS_PINNED, "inode, time, flags");
+                           v[2].ns_flags == NSC_NS_PINNED,
+                   "inode, time, flags");
                 ok(strcmp(v[2].pin, "/run/nsd/pins/1002") == 0, "pin path");
                 free(v);
         }
@@ -1159,13 +1203,14 @@ static void test_list(void) {
         list_end_count = 3;
         list_close_early = true;
         c = start(script_list);
-        is_int(nsc_list(c, &v, &n), -ECONNRESET, "nsd closing the connection in the middle of a LIST");
+        is_int(nsc_list(c, &v, &n), -ECONNRESET,
+               "nsd closing the connection in the middle of a LIST");
         finish(c);
         list_close_early = false;
 }
 
 static void test_show(void) {
-        static const size_t parts[] = { 1, 100, NSD_MSG_SIZE_MAX - sizeof(struct nsd_msg_header),
+        static const size_t parts[] = { 1, 100,  NSD_MSG_SIZE_MAX - sizeof(struct nsd_msg_header),
                                         3, 4000, 17 };
         /* 262 parts of 4000 bytes and one of the 576 left */
         static size_t big[NSD_SHOW_TEXT_MAX / 4000 + 1];
@@ -1222,7 +1267,8 @@ static void test_show(void) {
         big[sizeof(big) / sizeof(big[0]) - 1]++;
         text = (void *) 0x1;
         c = start(script_show);
-        is_int(nsc_show(c, 1000, &text, &len), -EFBIG, "SHOW of NSD_SHOW_TEXT_MAX + 1 bytes: EFBIG");
+        is_int(nsc_show(c, 1000, &text, &len), -EFBIG,
+               "SHOW of NSD_SHOW_TEXT_MAX + 1 bytes: EFBIG");
         ok(text == (void *) 0x1, "result untouched");
         finish(c);
 }
@@ -1244,38 +1290,46 @@ static void test_sessions(void) {
            "uid and pid arrive");
         if (have_pidfd) {
                 is_int(seen.last.nfds, 1, "a pidfd comes with it (the kernel has pidfd_open)");
-                is_int(seen.last.session_open.flags, NSD_SESSION_PIDFD, "and NSD_SESSION_PIDFD is set");
+                is_int(seen.last.session_open.flags, NSD_SESSION_PIDFD,
+                       "and NSD_SESSION_PIDFD is set");
                 ok(seen.pidfd_matches, "the pidfd is one of the session leader");
         } else {
                 is_int(seen.last.nfds, 0, "no pidfd without pidfd_open");
                 is_int(seen.last.session_open.flags, 0, "and no flag");
         }
 
-        is_int(nsc_session_open(c, 1000, getpid(), NULL, NULL, NULL), 0, "SESSION_OPEN without service and results");
+        is_int(nsc_session_open(c, 1000, getpid(), NULL, NULL, NULL), 0,
+               "SESSION_OPEN without service and results");
         is_int(seen.last.session_open.service[0], 0, "service is empty");
 
         is_int(nsc_session_close(c, 1000, 0, 77, &n), 0, "SESSION_CLOSE by id succeeds");
-        ok(seen.last.hdr.type == NSD_REQ_SESSION_CLOSE && seen.last.session_close.session_id == 77 &&
-           seen.last.session_close.uid == 1000 && seen.last.check == 0, "it names session 77");
+        ok(seen.last.hdr.type == NSD_REQ_SESSION_CLOSE &&
+                   seen.last.session_close.session_id == 77 &&
+                   seen.last.session_close.uid == 1000 && seen.last.check == 0,
+           "it names session 77");
         is_int(n, 1, "sessions left");
         is_int(nsc_session_close(c, 1000, 1234, 0, NULL), 0, "SESSION_CLOSE by uid+pid succeeds");
-        ok(seen.last.session_close.session_id == 0 && seen.last.session_close.pid == 1234, "it names pid 1234");
+        ok(seen.last.session_close.session_id == 0 && seen.last.session_close.pid == 1234,
+           "it names pid 1234");
 
         is_int(nsc_release(c, 1001, NSC_RELEASE_FORCE), 0, "RELEASE succeeds");
         ok(seen.last.hdr.type == NSD_REQ_RELEASE && seen.last.release.uid == 1001 &&
-           seen.last.release.flags == NSD_RELEASE_FORCE && seen.last.check == 0, "it names uid 1001 and FORCE");
+                   seen.last.release.flags == NSD_RELEASE_FORCE && seen.last.check == 0,
+           "it names uid 1001 and FORCE");
 
         is_int(nsc_hide(c, 1001, "/home/alice/mnt", NSC_HIDE_UNHIDE), 0, "HIDE succeeds");
         ok(seen.last.hdr.type == NSD_REQ_HIDE && seen.last.hide.uid == 1001 &&
-           seen.last.hide.flags == NSD_HIDE_UNHIDE && seen.last.check == 0 &&
-           strcmp(seen.last.hide.path, "/home/alice/mnt") == 0 && seen.last.hide.hdr.version_minor == NSD_PROTO_MINOR,
+                   seen.last.hide.flags == NSD_HIDE_UNHIDE && seen.last.check == 0 &&
+                   strcmp(seen.last.hide.path, "/home/alice/mnt") == 0 &&
+                   seen.last.hide.hdr.version_minor == NSD_PROTO_MINOR,
            "it names uid 1001, the path and UNHIDE, the current protocol minor");
         finish(c);
         is_int(count_fds(), before, "no descriptor left behind by sessions");
 
         session_reply_id = 0;
         c = start(script_sessions);
-        is_int(nsc_session_open(c, 1000, getpid(), "login", &id, &n), -EBADMSG, "session id 0 in a reply: EBADMSG");
+        is_int(nsc_session_open(c, 1000, getpid(), "login", &id, &n), -EBADMSG,
+               "session id 0 in a reply: EBADMSG");
         finish(c);
 }
 
@@ -1293,7 +1347,8 @@ static void test_arguments(void) {
         longpath[sizeof(longpath) - 1] = 0;
         is_int(nsc_connect(longpath, &c), -ENAMETOOLONG, "socket path too long: ENAMETOOLONG");
         longpath[sizeof(((struct sockaddr_un *) 0)->sun_path)] = 0;
-        is_int(nsc_connect(longpath, &c), -ENAMETOOLONG, "socket path of sizeof(sun_path) bytes: ENAMETOOLONG");
+        is_int(nsc_connect(longpath, &c), -ENAMETOOLONG,
+               "socket path of sizeof(sun_path) bytes: ENAMETOOLONG");
         is_int(nsc_connect("", &c), -EINVAL, "empty socket path: EINVAL");
         is_int(nsc_connect(sock_path, NULL), -EINVAL, "NULL ret_conn: EINVAL");
         ok(c == (void *) 0x1, "ret_conn untouched on failure");
@@ -1310,8 +1365,10 @@ static void test_arguments(void) {
         is_int(nsc_show(NULL, 1000, &t, &n), -EINVAL, "nsc_show(NULL conn): EINVAL");
         is_int(nsc_release(NULL, 1000, 0), -EINVAL, "nsc_release(NULL conn): EINVAL");
         is_int(nsc_hide(NULL, 1000, "/mnt", 0), -EINVAL, "nsc_hide(NULL conn): EINVAL");
-        is_int(nsc_session_open(NULL, 1000, 1, NULL, NULL, NULL), -EINVAL, "nsc_session_open(NULL conn): EINVAL");
-        is_int(nsc_session_close(NULL, 1000, 1, 0, NULL), -EINVAL, "nsc_session_close(NULL conn): EINVAL");
+        is_int(nsc_session_open(NULL, 1000, 1, NULL, NULL, NULL), -EINVAL,
+               "nsc_session_open(NULL conn): EINVAL");
+        is_int(nsc_session_close(NULL, 1000, 1, 0, NULL), -EINVAL,
+               "nsc_session_close(NULL conn): EINVAL");
         ok(nsc_last_error_message(NULL) == NULL, "nsc_last_error_message(NULL) is NULL");
         nsc_disconnect(NULL);
         is_int(nsc_enter_setns(NULL), -EINVAL, "nsc_enter_setns(NULL): EINVAL");
@@ -1327,8 +1384,10 @@ static void test_arguments(void) {
         is_int(nsc_session_open(c, 1000, getpid(), longservice, NULL, NULL), -EINVAL,
                "service of NSD_SERVICE_MAX bytes: EINVAL");
         longservice[NSD_SERVICE_MAX - 1] = 0;
-        is_int(nsc_session_open(c, 1000, 0, longservice, NULL, NULL), -EINVAL, "session pid 0: EINVAL");
-        is_int(nsc_session_close(c, 1000, 0, 0, NULL), -EINVAL, "session close without id and pid: EINVAL");
+        is_int(nsc_session_open(c, 1000, 0, longservice, NULL, NULL), -EINVAL,
+               "session pid 0: EINVAL");
+        is_int(nsc_session_close(c, 1000, 0, 0, NULL), -EINVAL,
+               "session close without id and pid: EINVAL");
         is_int(nsc_release(c, 1000, 0x2), -EINVAL, "nsc_release with unknown flags: EINVAL");
         is_int(nsc_hide(c, 1000, "/mnt", 0x2), -EINVAL, "nsc_hide with unknown flags: EINVAL");
         is_int(nsc_hide(c, 1000, "mnt", 0), -EINVAL, "nsc_hide of a relative path: EINVAL");
@@ -1415,10 +1474,12 @@ static void test_enter(void) {
                 tap_bail_errno("waitpid");
         if (root) {
                 ok(WIFEXITED(status) && WEXITSTATUS(status) <= 1,
-                   "as root: nsc_enter_setns enters, nsc_enter_chroot puts / at the joined root (exit %d)",
+                   "as root: nsc_enter_setns enters, nsc_enter_chroot puts / at the joined root "
+                   "(exit %d)",
                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
                 if (WIFEXITED(status) && WEXITSTATUS(status) <= 1)
-                        tap_diag("nsc_enter_chroot used %s", WEXITSTATUS(status) ? "setns (F1 kernel)" : "fchdir+chroot");
+                        tap_diag("nsc_enter_chroot used %s",
+                                 WEXITSTATUS(status) ? "setns (F1 kernel)" : "fchdir+chroot");
         } else
                 ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                    "unprivileged: both enter functions fail with EPERM (exit %d)",

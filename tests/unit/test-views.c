@@ -22,8 +22,9 @@
 #include "core-test.h"
 #include "tap.h"
 
-#define WHY_DESCRIPTORS "descriptors of a namespace go only to root or to a process already " \
-                        "inside it; see nsctl show"
+#define WHY_DESCRIPTORS                                                       \
+        "descriptors of a namespace go only to root or to a process already " \
+        "inside it; see nsctl show"
 #define UID 1000
 
 static char tmpdir[] = "/tmp/test-views.XXXXXX";
@@ -272,8 +273,7 @@ static void test_root_and_creation(void) {
         core_test_send(fd, &other, sizeof other, -1);
         rep = core_test_next(fd);
         ok(rep.type == NSD_REP_ERROR && rep.error == -EPERM,
-           "a user asking for descriptors of a namespace it has not got: EPERM (%s)",
-           rep.message);
+           "a user asking for descriptors of a namespace it has not got: EPERM (%s)", rep.message);
         is_int(g_hash_table_size(s->users), 1, "and no namespace was created for it");
         close(fd);
         server_free(s);

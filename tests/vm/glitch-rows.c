@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -40,12 +41,11 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
-#include <sys/vfs.h>
 #include <sys/utsname.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <grp.h>
 
 #include "nsclient.h"
 
@@ -53,12 +53,12 @@
 #define BASE_SOURCE "glitchfs"
 #define MSG_MAX 2048
 
-static bool g_fixed;           /* --expect fixed */
-static const char *g_dir;      /* DIR, a tmpfs in the user's namespace */
+static bool g_fixed;      /* --expect fixed */
+static const char *g_dir; /* DIR, a tmpfs in the user's namespace */
 static uid_t g_uid;
 static gid_t g_gid;
 static struct nsc_join_result g_join;
-static int g_init_ns_fd = -1;  /* the initial mount namespace (to leave a joined one) */
+static int g_init_ns_fd = -1; /* the initial mount namespace (to leave a joined one) */
 static ino_t g_init_ns_ino;
 static char *g_init_mountinfo; /* the initial namespace's mountinfo, read at start */
 
@@ -157,7 +157,7 @@ static int wait_status(pid_t pid) {
 
 struct mi {
         char mp[512];
-        char opt[256];    /* optional fields: "shared:N master:M" */
+        char opt[256]; /* optional fields: "shared:N master:M" */
         char fstype[64];
         char source[256];
         char superopts[512];
@@ -177,7 +177,8 @@ static bool mi_find(const char *text, const char *mp, struct mi *ret) {
                 if (len < sizeof(buf)) {
                         memcpy(buf, line, len);
                         buf[len] = '\0';
-                        for (t = strtok_r(buf, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save)) {
+                        for (t = strtok_r(buf, " ", &save); t && n < 64;
+                             t = strtok_r(NULL, " ", &save)) {
                                 if (dash < 0 && strcmp(t, "-") == 0)
                                         dash = n;
                                 f[n++] = t;
@@ -188,11 +189,15 @@ static bool mi_find(const char *text, const char *mp, struct mi *ret) {
                                 snprintf(m.mp, sizeof(m.mp), "%s", f[4]);
                                 for (i = 6; i < dash; i++) {
                                         size_t l = strlen(m.opt);
-                                        snprintf(m.opt + l, sizeof(m.opt) - l, "%s%s", l ? " " : "", f[i]);
+                                        snprintf(m.opt + l, sizeof(m.opt) - l, "%s%s", l ? " " : "",
+                                                 f[i]);
                                 }
-                                snprintf(m.fstype, sizeof(m.fstype), "%s", dash + 1 < n ? f[dash + 1] : "");
-                                snprintf(m.source, sizeof(m.source), "%s", dash + 2 < n ? f[dash + 2] : "");
-                                snprintf(m.superopts, sizeof(m.superopts), "%s", dash + 3 < n ? f[dash + 3] : "");
+                                snprintf(m.fstype, sizeof(m.fstype), "%s",
+                                         dash + 1 < n ? f[dash + 1] : "");
+                                snprintf(m.source, sizeof(m.source), "%s",
+                                         dash + 2 < n ? f[dash + 2] : "");
+                                snprintf(m.superopts, sizeof(m.superopts), "%s",
+                                         dash + 3 < n ? f[dash + 3] : "");
                                 *ret = m;
                                 found = true;
                         }
@@ -369,8 +374,8 @@ static bool row1(char *msg) {
         e = errno;
         mi = user_mountinfo();
         in = mi_has(mi, mp, "glitch-r1");
-        snprintf(msg, MSG_MAX, "mount(tmpfs on %s): %s; in the namespace's mountinfo: %s",
-                 mp, res(r, e), in ? "yes" : "no");
+        snprintf(msg, MSG_MAX, "mount(tmpfs on %s): %s; in the namespace's mountinfo: %s", mp,
+                 res(r, e), in ? "yes" : "no");
         if (g_fixed)
                 return r == 0 && in;
         return r < 0 && e == EINVAL && !in;
@@ -390,7 +395,8 @@ static bool row2(char *msg) {
         e = errno;
         mi = user_mountinfo();
         in = mi_has(mi, mp, "glitch-r2");
-        snprintf(msg, MSG_MAX, "umount2(%s): %s; still mounted: %s", mp, res(r, e), in ? "yes" : "no");
+        snprintf(msg, MSG_MAX, "umount2(%s): %s; still mounted: %s", mp, res(r, e),
+                 in ? "yes" : "no");
         if (g_fixed)
                 return r == 0 && !in;
         return r < 0 && e == EINVAL && in;
@@ -418,7 +424,8 @@ static bool row3(char *msg) {
         bsub_in = mi_has(mi, bsub, "glitch-r3sub");
         rbsub_in = mi_has(mi, rbsub, "glitch-r3sub");
         file = access(bfile, F_OK) == 0;
-        snprintf(msg, MSG_MAX, "MS_BIND: %s, MS_BIND|MS_REC: %s; in mountinfo: bind %s, rbind %s, "
+        snprintf(msg, MSG_MAX,
+                 "MS_BIND: %s, MS_BIND|MS_REC: %s; in mountinfo: bind %s, rbind %s, "
                  "rbind's submount %s, bind's submount %s; file through the bind: %s",
                  res(r1, e1), res(r2, e2), b_in ? "yes" : "no", rb_in ? "yes" : "no",
                  rbsub_in ? "yes" : "no", bsub_in ? "yes" : "no", file ? "yes" : "no");
@@ -446,8 +453,13 @@ static bool row4(char *msg) {
         at_a = mi_has(mi, a, "glitch-r4");
         at_b = mi_has(mi, b, "glitch-r4");
         at_c = mi_has(mi, c, "glitch-r4");
-        snprintf(msg, MSG_MAX, "mount(MS_MOVE) r4a->r4b: %s, move_mount() ->r4c: %s; the mount is at %s",
-                 res(r1, e1), res(r2, e2), at_c ? "r4c" : at_b ? "r4b" : at_a ? "r4a" : "nowhere");
+        snprintf(msg, MSG_MAX,
+                 "mount(MS_MOVE) r4a->r4b: %s, move_mount() ->r4c: %s; the mount is at %s",
+                 res(r1, e1), res(r2, e2),
+                 at_c   ? "r4c"
+                 : at_b ? "r4b"
+                 : at_a ? "r4a"
+                        : "nowhere");
         if (g_fixed)
                 return r1 == 0 && r2 == 0 && at_c && !at_a && !at_b;
         return r1 < 0 && e1 == EINVAL && r2 < 0 && e2 == EINVAL && at_a && !at_b && !at_c;
@@ -467,7 +479,8 @@ static bool row5(char *msg) {
         e2 = errno;
         ro_a = is_ro(a);
         ro_b = is_ro(b);
-        snprintf(msg, MSG_MAX, "MS_REMOUNT|MS_RDONLY: %s (read-only now: %d), "
+        snprintf(msg, MSG_MAX,
+                 "MS_REMOUNT|MS_RDONLY: %s (read-only now: %d), "
                  "MS_REMOUNT|MS_BIND|MS_RDONLY: %s (read-only now: %d)",
                  res(r1, e1), ro_a, res(r2, e2), ro_b);
         if (g_fixed)
@@ -488,8 +501,8 @@ static bool row6(char *msg) {
         e = errno;
         if (fd >= 0)
                 file = faccessat(fd, "r6file", F_OK, 0) == 0;
-        snprintf(msg, MSG_MAX, "open_tree(%s, OPEN_TREE_CLONE): %s; the clone holds r6file: %s",
-                 a, res(fd, e), file ? "yes" : "no");
+        snprintf(msg, MSG_MAX, "open_tree(%s, OPEN_TREE_CLONE): %s; the clone holds r6file: %s", a,
+                 res(fd, e), file ? "yes" : "no");
         if (g_fixed)
                 return fd >= 0 && file;
         return fd < 0 && e == EINVAL;
@@ -507,7 +520,8 @@ static bool row7(char *msg) {
         r = mount_setattr(AT_FDCWD, a, 0, &attr, sizeof(attr));
         e = errno;
         ro = is_ro(a);
-        snprintf(msg, MSG_MAX, "mount_setattr(%s, MOUNT_ATTR_RDONLY): %s; read-only now: %d", a, res(r, e), ro);
+        snprintf(msg, MSG_MAX, "mount_setattr(%s, MOUNT_ATTR_RDONLY): %s; read-only now: %d", a,
+                 res(r, e), ro);
         if (g_fixed)
                 return r == 0 && ro == 1;
         return r < 0 && e == EINVAL && ro == 0;
@@ -537,8 +551,10 @@ static bool row8(char *msg) {
         new_at_r8 = mi_has(mi, r8, "glitch-r8new");
         old_at_old = mi_has(mi, r8old, "glitch-r8");
         unchanged = mi_has(mi, r8, "glitch-r8") && !old_at_old;
-        snprintf(msg, MSG_MAX, "pivot_root(\"/new\", \"/new/old\") rooted at %s: %s; "
-                 "in mountinfo: r8new on r8 %s, old root on r8/old %s; root holds r8new's marker: %s",
+        snprintf(msg, MSG_MAX,
+                 "pivot_root(\"/new\", \"/new/old\") rooted at %s: %s; "
+                 "in mountinfo: r8new on r8 %s, old root on r8/old %s; root holds r8new's marker: "
+                 "%s",
                  r8, res(r, e), new_at_r8 ? "yes" : "no", old_at_old ? "yes" : "no",
                  root_is_new ? "yes" : "no");
         if (g_fixed)
@@ -614,20 +630,24 @@ static bool row9(char *msg) {
         if (enter(msg) < 0)
                 return false;
         row9_ops(mp, "glitch-r9", &o);
-        l = (size_t) snprintf(msg, MSG_MAX, "%s: MS_SHARED: %s (shared in mountinfo: %s), "
-                              "fspick+RECONFIGURE size=3m: %s (size %lld KiB), MS_REMOUNT size=2m: %s (size %lld KiB)",
-                              g_used_setns ? "joined" : "chrooted",
-                              res(o.shared_r, o.shared_e), o.shared_in ? "yes" : "no",
-                              res(o.fspick_r, o.fspick_e), o.kib_after_fspick,
-                              res(o.remount_r, o.remount_e), o.kib_after_remount);
+        l = (size_t) snprintf(msg, MSG_MAX,
+                              "%s: MS_SHARED: %s (shared in mountinfo: %s), "
+                              "fspick+RECONFIGURE size=3m: %s (size %lld KiB), MS_REMOUNT size=2m: "
+                              "%s (size %lld KiB)",
+                              g_used_setns ? "joined" : "chrooted", res(o.shared_r, o.shared_e),
+                              o.shared_in ? "yes" : "no", res(o.fspick_r, o.fspick_e),
+                              o.kib_after_fspick, res(o.remount_r, o.remount_e),
+                              o.kib_after_remount);
         if (!g_fixed)
                 /* the inconsistency: the propagation change and fspick() reconfigure work on a
                  * mount that MS_REMOUNT (row 5) refuses with EINVAL */
-                return o.shared_r == 0 && o.shared_in && o.fspick_r == 0 && o.kib_after_fspick == 3072 &&
-                       o.remount_r < 0 && o.remount_e == EINVAL && o.kib_after_remount == 3072;
+                return o.shared_r == 0 && o.shared_in && o.fspick_r == 0 &&
+                       o.kib_after_fspick == 3072 && o.remount_r < 0 && o.remount_e == EINVAL &&
+                       o.kib_after_remount == 3072;
 
         if (l < MSG_MAX)
-                snprintf(msg + l, MSG_MAX - l, "; plain chroot: MS_SHARED: %s (shared in mountinfo: %s), "
+                snprintf(msg + l, MSG_MAX - l,
+                         "; plain chroot: MS_SHARED: %s (shared in mountinfo: %s), "
                          "fspick+RECONFIGURE: %s (size %lld KiB), MS_REMOUNT: %s (size %lld KiB)",
                          res(c.shared_r, c.shared_e), c.shared_in ? "yes" : "no",
                          res(c.fspick_r, c.fspick_e), c.kib_after_fspick,
@@ -635,8 +655,8 @@ static bool row9(char *msg) {
         /* joined: all three succeed alike; plain chroot: fspick refused like MS_REMOUNT (F3),
          * the propagation change allowed by upstream's uniform rule */
         return o.shared_r == 0 && o.shared_in && o.fspick_r == 0 && o.kib_after_fspick == 3072 &&
-               o.remount_r == 0 && o.kib_after_remount == 2048 &&
-               c.fspick_r < 0 && c.fspick_e == EINVAL && c.remount_r < 0 && c.remount_e == EINVAL &&
+               o.remount_r == 0 && o.kib_after_remount == 2048 && c.fspick_r < 0 &&
+               c.fspick_e == EINVAL && c.remount_r < 0 && c.remount_e == EINVAL &&
                c.kib_after_remount == c.kib_after_fspick && c.kib_after_fspick == 1024 &&
                c.shared_r == 0 && c.shared_in;
 }
@@ -666,7 +686,8 @@ static bool row10(char *msg) {
         mounts = read_file("/proc/self/mounts");
         mi = read_file("/proc/self/mountinfo");
         if (!mounts || !mi) {
-                snprintf(msg, MSG_MAX, "cannot read /proc/self/mounts or mountinfo: %s", strerrorname_np(errno));
+                snprintf(msg, MSG_MAX, "cannot read /proc/self/mounts or mountinfo: %s",
+                         strerrorname_np(errno));
                 return false;
         }
         nm = count_lines(mounts);
@@ -674,14 +695,19 @@ static bool row10(char *msg) {
         want = user_mountinfo();
         same = strcmp(mi, want) == 0;
         has_dir = mi_has(mi, g_dir, BASE_SOURCE);
-        l = (size_t) snprintf(msg, MSG_MAX, "/proc/self/mounts: %d lines, mountinfo: %d lines (the namespace has %d); "
-                              "mountinfo identical to the namespace's: %s; lists %s: %s",
-                              nm, nmi, count_lines(want), same ? "yes" : "no", g_dir, has_dir ? "yes" : "no");
+        l = (size_t)
+                snprintf(msg, MSG_MAX,
+                         "/proc/self/mounts: %d lines, mountinfo: %d lines (the namespace has %d); "
+                         "mountinfo identical to the namespace's: %s; lists %s: %s",
+                         nm, nmi, count_lines(want), same ? "yes" : "no", g_dir,
+                         has_dir ? "yes" : "no");
         if (g_fixed && l < MSG_MAX)
-                snprintf(msg + l, MSG_MAX - l, "; plain chroot (F2): mountinfo %d lines, identical: %s",
+                snprintf(msg + l, MSG_MAX - l,
+                         "; plain chroot (F2): mountinfo %d lines, identical: %s",
                          count_lines(chrooted), chrooted_same ? "yes" : "no");
         if (g_fixed)
-                return nm > 0 && nmi > 0 && same && has_dir && strstr(mounts, g_dir) != NULL && chrooted_same;
+                return nm > 0 && nmi > 0 && same && has_dir && strstr(mounts, g_dir) != NULL &&
+                       chrooted_same;
         return nm == 0 && nmi == 0;
 }
 
@@ -696,7 +722,8 @@ static bool row11(char *msg) {
                 snprintf(msg, MSG_MAX, "stat(/proc/self/ns/mnt): %s", strerrorname_np(errno));
                 return false;
         }
-        snprintf(msg, MSG_MAX, "/proc/self/ns/mnt inode %llu; the user's namespace %llu, the initial one %llu",
+        snprintf(msg, MSG_MAX,
+                 "/proc/self/ns/mnt inode %llu; the user's namespace %llu, the initial one %llu",
                  (unsigned long long) st.st_ino, (unsigned long long) g_join.ns_inode,
                  (unsigned long long) g_init_ns_ino);
         if (g_fixed)
@@ -767,14 +794,17 @@ static bool row12(char *msg) {
 
         control = suid_euid(why, sizeof(why));
         if (control != 0) {
-                snprintf(msg, MSG_MAX, "control: %s exec'd by uid %u in the initial namespace has euid %ld, "
-                         "not 0 (%s): setuid cannot be tested here", SETUID_BIN, g_uid, control, why);
+                snprintf(msg, MSG_MAX,
+                         "control: %s exec'd by uid %u in the initial namespace has euid %ld, "
+                         "not 0 (%s): setuid cannot be tested here",
+                         SETUID_BIN, g_uid, control, why);
                 return false;
         }
         if (enter(msg) < 0)
                 return false;
         euid = suid_euid(why, sizeof(why));
-        snprintf(msg, MSG_MAX, "setuid-root %s exec'd by uid %u: euid %ld (in the initial namespace: %ld)%s%s",
+        snprintf(msg, MSG_MAX,
+                 "setuid-root %s exec'd by uid %u: euid %ld (in the initial namespace: %ld)%s%s",
                  SETUID_BIN, g_uid, euid, control, *why ? "; " : "", why);
         if (g_fixed)
                 return euid == 0;
@@ -827,7 +857,8 @@ static bool row13(char *msg) {
         mp_want = mi_mountpoints(want);
         same = strcmp(mp_copy, mp_want) == 0;
         has_dir = mi_has(mi, g_dir, BASE_SOURCE);
-        snprintf(msg, MSG_MAX, "unshare(CLONE_NEWNS): ok, new namespace %llu has %d mounts; "
+        snprintf(msg, MSG_MAX,
+                 "unshare(CLONE_NEWNS): ok, new namespace %llu has %d mounts; "
                  "%s (%s) in it: %s; same mount points as a copy of the %s namespace: %s",
                  (unsigned long long) st.st_ino, count_lines(mi), g_dir, BASE_SOURCE,
                  has_dir ? "yes" : "no", g_fixed ? "user's" : "initial", same ? "yes" : "no");
@@ -881,19 +912,18 @@ static int fixtures(void *arg) {
         char *mi = read_file("/proc/self/mountinfo");
 
         if (!mi || !mi_has(mi, g_dir, BASE_SOURCE) || stat(g_dir, &st) < 0) {
-                fprintf(stderr, "glitch-rows: %s is not a tmpfs '%s' in the user's namespace\n", g_dir, BASE_SOURCE);
+                fprintf(stderr, "glitch-rows: %s is not a tmpfs '%s' in the user's namespace\n",
+                        g_dir, BASE_SOURCE);
                 return 1;
         }
-        if (mk("r1") || mnt("glitch-r2", "r2", NULL) ||
-            mk("r3src") || touch("r3src/r3file") || mnt("glitch-r3sub", "r3src/sub", NULL) ||
-            mk("r3b") || mk("r3rb") ||
+        if (mk("r1") || mnt("glitch-r2", "r2", NULL) || mk("r3src") || touch("r3src/r3file") ||
+            mnt("glitch-r3sub", "r3src/sub", NULL) || mk("r3b") || mk("r3rb") ||
             mnt("glitch-r4", "r4a", NULL) || mk("r4b") || mk("r4c") ||
             mnt("glitch-r5a", "r5a", NULL) || mnt("glitch-r5b", "r5b", NULL) ||
-            mnt("glitch-r6", "r6", NULL) || touch("r6/r6file") ||
-            mnt("glitch-r7", "r7", NULL) ||
+            mnt("glitch-r6", "r6", NULL) || touch("r6/r6file") || mnt("glitch-r7", "r7", NULL) ||
             mnt("glitch-r8", "r8", NULL) || mnt("glitch-r8new", "r8/new", NULL) ||
-            touch("r8/new/r8new-marker") || mk("r8/new/old") ||
-            mnt("glitch-r9", "r9", "size=1m") || mnt("glitch-r9c", "r9c", "size=1m"))
+            touch("r8/new/r8new-marker") || mk("r8/new/old") || mnt("glitch-r9", "r9", "size=1m") ||
+            mnt("glitch-r9c", "r9c", "size=1m"))
                 return 1;
         printf("ready\n");
         return 0;
@@ -926,7 +956,9 @@ static long g_listmount(uint64_t *ids, size_t n) {
 }
 
 static int g_statmount(uint64_t id) {
-        struct g_mnt_id_req req = { .size = sizeof(req), .mnt_id = id, .param = 0x2 /* MNT_BASIC */ };
+        struct g_mnt_id_req req = { .size = sizeof(req),
+                                    .mnt_id = id,
+                                    .param = 0x2 /* MNT_BASIC */ };
         char buf[1024];
 
         return (int) syscall(__NR_statmount, &req, buf, sizeof(buf), 0);
@@ -963,8 +995,8 @@ static bool row14(char *msg) {
 
         if (g_listmount(one, 1) < 0 && errno == ENOSYS) {
                 uname(&u);
-                snprintf(msg, MSG_MAX, "SKIP listmount() and statmount() need Linux 6.8 (this is %s)",
-                         u.release);
+                snprintf(msg, MSG_MAX,
+                         "SKIP listmount() and statmount() need Linux 6.8 (this is %s)", u.release);
                 return true;
         }
         /* a plain chroot, as a multi-threaded process must enter */
@@ -974,7 +1006,8 @@ static bool row14(char *msg) {
                 return false;
         }
         want = user_mountinfo();
-        snprintf(msg, MSG_MAX, "after fchdir(root_fd) + chroot(\".\"): listmount() lists %ld mounts "
+        snprintf(msg, MSG_MAX,
+                 "after fchdir(root_fd) + chroot(\".\"): listmount() lists %ld mounts "
                  "(the namespace's mountinfo has %d), %s among them: %s; statmount() of it: %s",
                  n, count_lines(want), g_dir, has ? "yes" : "no", st);
         if (g_fixed)
@@ -1000,17 +1033,35 @@ static const struct row rows[] = {
 };
 
 static const char *const glitch_text[] = {
-        "EINVAL", "EINVAL", "EINVAL", "EINVAL", "EINVAL", "EINVAL", "EINVAL", "EINVAL",
+        "EINVAL",
+        "EINVAL",
+        "EINVAL",
+        "EINVAL",
+        "EINVAL",
+        "EINVAL",
+        "EINVAL",
+        "EINVAL",
         "the propagation change and fspick reconfigure succeed where MS_REMOUNT gets EINVAL",
-        "0 lines", "the old namespace", "setuid lost: euid stays the user's",
+        "0 lines",
+        "the old namespace",
+        "setuid lost: euid stays the user's",
         "copies the old namespace",
         "list the old namespace: nothing reachable, statmount ENOENT",
 };
 
 static const char *const fixed_text[] = {
-        "works", "works", "works", "works", "works", "works", "works", "works",
+        "works",
+        "works",
+        "works",
+        "works",
+        "works",
+        "works",
+        "works",
+        "works",
         "consistent: all succeed joined; fspick refused like MS_REMOUNT when only chrooted",
-        "lists the namespace", "the user's namespace", "setuid honoured: euid 0",
+        "lists the namespace",
+        "the user's namespace",
+        "setuid honoured: euid 0",
         "copies the user's namespace",
         "list the user's namespace (as its mountinfo)",
 };
@@ -1075,8 +1126,10 @@ int main(int argc, char **argv) {
                 return 2;
         }
         nsc_disconnect(conn);
-        if (fstat(g_join.ns_fd, &st) < 0 || st.st_ino != g_join.ns_inode || st.st_ino == g_init_ns_ino) {
-                printf("Bail out! nsfs descriptor's inode %llu, nsd says %llu, initial namespace %llu\n",
+        if (fstat(g_join.ns_fd, &st) < 0 || st.st_ino != g_join.ns_inode ||
+            st.st_ino == g_init_ns_ino) {
+                printf("Bail out! nsfs descriptor's inode %llu, nsd says %llu, initial namespace "
+                       "%llu\n",
                        (unsigned long long) st.st_ino, (unsigned long long) g_join.ns_inode,
                        (unsigned long long) g_init_ns_ino);
                 return 2;
@@ -1090,7 +1143,8 @@ int main(int argc, char **argv) {
 
         ready = in_ns(g_join.ns_fd, fixtures, NULL);
         if (!ready || strcmp(ready, "ready\n") != 0) {
-                printf("Bail out! cannot make the fixture mounts under %s in %s's namespace\n", g_dir, user);
+                printf("Bail out! cannot make the fixture mounts under %s in %s's namespace\n",
+                       g_dir, user);
                 return 2;
         }
 
@@ -1118,10 +1172,12 @@ int main(int argc, char **argv) {
                         return 2;
                 }
                 printf("# nsc_enter_chroot(root descriptor) entered with %s\n",
-                       used ? "setns(root_fd) (kernel F1)" : "fchdir(root_fd) + chroot(\".\") (no F1)");
+                       used ? "setns(root_fd) (kernel F1)"
+                            : "fchdir(root_fd) + chroot(\".\") (no F1)");
                 if (used != g_fixed) {
                         /* the rows still run (and show what this kernel does); the run fails */
-                        printf("# WRONG KERNEL: --expect %s wants %s; the rows below will not match\n",
+                        printf("# WRONG KERNEL: --expect %s wants %s; the rows below will not "
+                               "match\n",
                                expect, g_fixed ? "setns(root_fd)" : "fchdir+chroot");
                         failed++;
                 }
@@ -1157,15 +1213,18 @@ int main(int argc, char **argv) {
                         failed++;
                 /* a row that cannot run on this kernel says "SKIP why" */
                 if (ok && strncmp(got, "SKIP ", 5) == 0) {
-                        printf("ok %u - row %u: %s # SKIP %s\n", i + 1, i + 1, rows[i].what, got + 5);
+                        printf("ok %u - row %u: %s # SKIP %s\n", i + 1, i + 1, rows[i].what,
+                               got + 5);
                         free(got);
                         continue;
                 }
                 /* one line per row: what the mode expects, then what was seen */
                 printf("%sok %u - row %u: %s: %s%s -- seen: %s%s\n", ok ? "" : "not ", i + 1, i + 1,
-                       rows[i].what, ok ? "" : "expected ", g_fixed ? fixed_text[i] : glitch_text[i],
+                       rows[i].what, ok ? "" : "expected ",
+                       g_fixed ? fixed_text[i] : glitch_text[i],
                        *got ? got : "(no report from the child)",
-                       st2 > 1 ? (st2 >= 128 ? " [child killed by a signal]" : " [child failed]") : "");
+                       st2 > 1 ? (st2 >= 128 ? " [child killed by a signal]" : " [child failed]")
+                               : "");
                 free(got);
         }
         return failed ? 1 : 0;

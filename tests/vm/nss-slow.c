@@ -23,11 +23,10 @@
 
 enum nss_status _nss_nsdslow_getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len,
                                         int *errnop);
-enum nss_status _nss_nsdslow_getpwnam_r(const char *name, struct passwd *pw, char *buf,
-                                        size_t len, int *errnop);
-enum nss_status _nss_nsdslow_initgroups_dyn(const char *user, gid_t group, long *start,
-                                            long *size, gid_t **groups, long limit,
-                                            int *errnop);
+enum nss_status _nss_nsdslow_getpwnam_r(const char *name, struct passwd *pw, char *buf, size_t len,
+                                        int *errnop);
+enum nss_status _nss_nsdslow_initgroups_dyn(const char *user, gid_t group, long *start, long *size,
+                                            gid_t **groups, long limit, int *errnop);
 
 static int read_line(const char *path, char *buf, size_t size) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -72,17 +71,16 @@ enum nss_status _nss_nsdslow_getpwuid_r(uid_t uid, struct passwd *pw, char *buf,
         return NSS_STATUS_NOTFOUND;
 }
 
-enum nss_status _nss_nsdslow_getpwnam_r(const char *name, struct passwd *pw, char *buf,
-                                        size_t len, int *errnop) {
+enum nss_status _nss_nsdslow_getpwnam_r(const char *name, struct passwd *pw, char *buf, size_t len,
+                                        int *errnop) {
         if (is_slow_name(name))
                 wait_while_blocked();
         *errnop = ENOENT;
         return NSS_STATUS_NOTFOUND;
 }
 
-enum nss_status _nss_nsdslow_initgroups_dyn(const char *user, gid_t group, long *start,
-                                            long *size, gid_t **groups, long limit,
-                                            int *errnop) {
+enum nss_status _nss_nsdslow_initgroups_dyn(const char *user, gid_t group, long *start, long *size,
+                                            gid_t **groups, long limit, int *errnop) {
         if (is_slow_name(user))
                 wait_while_blocked();
         *errnop = ENOENT;
