@@ -22,6 +22,7 @@
 #include "conn.h"
 #include "nsd-protocol.h"
 #include "server.h"
+#include "socket-util.h"
 #include "user.h"
 #include "userns.h"
 
@@ -85,24 +86,8 @@ static inline User *core_test_user_here(Server *s, uid_t uid) {
 }
 
 static inline int core_test_send(int fd, const void *msg, size_t len, int pass_fd) {
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } control;
-        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-        if (pass_fd >= 0) {
-                memset(&control, 0, sizeof control);
-                mh.msg_control = &control;
-                mh.msg_controllen = sizeof control;
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-        }
-        return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t) len ? 0 : -errno;
+        ssize_t n = send_with_fds(fd, msg, len, &pass_fd, pass_fd >= 0 ? 1 : 0, MSG_NOSIGNAL);
+        return n == (ssize_t) len ? 0 : n < 0 ? (int) n : -EIO;
 }
 
 static inline bool core_test_readable(int fd) {
