@@ -112,7 +112,8 @@ static void test_nsprocs(const char *scratch) {
         fake_proc(proc, "200", a, 1); /* a tmux server left in alice's namespace */
         fake_proc(proc, "201", a, 200);
         fake_proc(proc, "300", b, 42); /* nsd's own helper child (parent 42) */
-        g_mkdir_with_parents(g_build_filename(proc, "self", NULL), 0755);
+        g_autofree char *proc_self = g_build_filename(proc, "self", NULL);
+        g_mkdir_with_parents(proc_self, 0755);
 
         r = nsprocs_scan(proc, 42, ino_of(self), &p);
         is_int(r, 0, "scan of a fake /proc");
