@@ -695,28 +695,28 @@ static int handle_hide(Request *r) {
 
 /* ---- checks beyond the table's -------------------------------------------------------- */
 
+/* The session fields SESSION_OPEN and JOIN_SESSION share (their order differs). */
+static int check_session_fields(uint32_t reserved, const char *service, size_t service_size,
+                                uint32_t pid, const char **why) {
+        if (reserved != 0)
+                return *why = "reserved field not zero", -EINVAL;
+        if (!nsd_field_is_string(service, service_size))
+                return *why = "service name not NUL-terminated in its field", -EINVAL;
+        if (pid == 0 || pid > INT32_MAX)
+                return *why = "invalid session leader pid", -EINVAL;
+        return 0;
+}
+
 static int check_session_open(const void *msg, const char **why) {
         const struct nsd_req_session_open *r = msg;
 
-        if (r->reserved != 0)
-                return *why = "reserved field not zero", -EINVAL;
-        if (!nsd_field_is_string(r->service, sizeof r->service))
-                return *why = "service name not NUL-terminated in its field", -EINVAL;
-        if (r->pid == 0 || r->pid > INT32_MAX)
-                return *why = "invalid session leader pid", -EINVAL;
-        return 0;
+        return check_session_fields(r->reserved, r->service, sizeof r->service, r->pid, why);
 }
 
 static int check_join_session(const void *msg, const char **why) {
         const struct nsd_req_join_session *r = msg;
 
-        if (r->reserved != 0)
-                return *why = "reserved field not zero", -EINVAL;
-        if (!nsd_field_is_string(r->service, sizeof r->service))
-                return *why = "service name not NUL-terminated in its field", -EINVAL;
-        if (r->pid == 0 || r->pid > INT32_MAX)
-                return *why = "invalid session leader pid", -EINVAL;
-        return 0;
+        return check_session_fields(r->reserved, r->service, sizeof r->service, r->pid, why);
 }
 
 static int check_session_close(const void *msg, const char **why) {
