@@ -20,11 +20,7 @@ say "This VM runs the kernel we built: $(uname -r), systemd $(systemctl --versio
 export DEBIAN_FRONTEND=noninteractive
 systemctl start systemd-user-sessions.service
 rm -f /var/lib/man-db/auto-update
-sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > /etc/systemd/system/nsd.service
-cp systemd/nsd.socket systemd/nsd-root.socket /etc/systemd/system/
-cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
-systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
-systemctl daemon-reload
+nsd_install_units
 run systemctl enable --now nsd.socket nsd-root.socket
 sed "s|pam_nsjoin.so|$PAM_NSJOIN|" debian/pam-configs/nsjoin > /usr/share/pam-configs/nsjoin
 say "pam_nsjoin into every login, the Debian way (libpam-nsjoin's profile):"

@@ -26,6 +26,18 @@ syslog_start() {
         fail "syslogd did not create /dev/log"
 }
 
+# nsd_install_units: what the package installs for systemd, from this tree: nsd.service
+# (ExecStart= the build's nsd), nsd.socket and nsd-root.socket (nsd.service requires both), the
+# tmpfiles.d entry (and /run/nsd made from it); then daemon-reload. Starts nothing.
+nsd_install_units() {
+        local units=/etc/systemd/system
+        sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > "$units/nsd.service"
+        cp systemd/nsd.socket systemd/nsd-root.socket "$units/"
+        cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
+        systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
+        systemctl daemon-reload
+}
+
 nsd_start() {
         "$NSD_BIN" --log-target stderr --log-level debug "$@" >>"$NSD_LOG" 2>&1 &
         NSD_PID=$!

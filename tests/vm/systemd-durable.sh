@@ -35,14 +35,9 @@ secret of alice" "$out" "$1: alice's next login"
 }
 
 say "the built units, with ExecStart= pointing at the build"
-sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > "$units/nsd.service"
-cp systemd/nsd.socket "$units/nsd.socket"
-cp systemd/nsd-root.socket "$units/nsd-root.socket"
-cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
-systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
 mkdir -p /etc/nsd
 printf '[Namespaces]\nLinger=0\n' > /etc/nsd/nsd.conf
-systemctl daemon-reload
+nsd_install_units
 systemctl start nsd.socket nsd-root.socket
 
 say "alice logs in, mounts, and keeps one login open"

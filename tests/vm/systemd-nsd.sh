@@ -31,13 +31,8 @@ secret of alice" "$out" "$1: alice's next login"
 }
 
 say "the built units, with ExecStart= pointing at the build"
-sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > "$units/nsd.service"
-cp systemd/nsd.socket "$units/nsd.socket"
-cp systemd/nsd-root.socket "$units/nsd-root.socket"
-cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
-systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
+nsd_install_units
 assert_eq "755 root" "$(stat -c '%a %U' /run/nsd)" "/run/nsd from tmpfiles.d"
-systemctl daemon-reload
 systemctl start nsd.socket nsd-root.socket
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket"
 assert_eq active "$(systemctl is-active nsd-root.socket)" "nsd-root.socket"

@@ -12,15 +12,10 @@ set -u
 
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
 
-units=/etc/systemd/system
 journal_dump() { journalctl -u nsd.service --no-pager -n 60 >&2 || true; }
 
 say "nsd from the built units"
-sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > "$units/nsd.service"
-cp systemd/nsd.socket systemd/nsd-root.socket "$units/"
-cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
-systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
-systemctl daemon-reload
+nsd_install_units
 systemctl start nsd.socket nsd-root.socket
 
 nsd_user alice 1001
