@@ -53,7 +53,8 @@ say "alice's cron job reads it (cron's own PAM stack; @reboot runs as cron start
 printf '%s\n' '#!/bin/sh' 'stat -L -c "cron job in mnt:[%i]" /proc/self/ns/mnt' 'cat ~/remote/note' \
         > /home/alice/cron-job
 chmod 0755 /home/alice/cron-job
-echo '@reboot ~/cron-job > ~/cron.out 2>&1' | crontab -u alice -
+# (written whole, then renamed: the test below never reads half of it)
+echo '@reboot ~/cron-job > ~/cron.part 2>&1; mv ~/cron.part ~/cron.out' | crontab -u alice -
 run crontab -u alice -l
 rm -f /run/crond.reboot
 systemctl start cron.service
