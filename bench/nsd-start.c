@@ -867,6 +867,7 @@ int main(int argc, char *argv[]) {
                 }
                 grow(held, n);
                 held = n;
+                usleep(200000); /* the notify thread's last FDSTORE=1 */
                 pthread_mutex_lock(&store_lock);
                 result("store.entries", "%zu", n_store);
                 pthread_mutex_unlock(&store_lock);
