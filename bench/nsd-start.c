@@ -72,6 +72,7 @@ static uid_t arg_uid_base = 100000;
 static unsigned arg_counts[MAX_COUNTS] = { 1, 1000, 7000 };
 static unsigned arg_n_counts = 3;
 static unsigned arg_repeat = 5;
+static unsigned long arg_nofile_soft = 0; /* 0: the hard limit */
 
 enum mode { MODE_PINS, MODE_EMPTY_STORE, MODE_STORE, MODE_STORE_ONLY, N_MODES };
 static const char *const mode_name[N_MODES] = { "pins", "empty-store", "store", "store-only" };
@@ -517,14 +518,18 @@ static void start_nsd(bool with_store, bool pass, struct start_result *res) {
                                 dup2(fd, STDERR_FILENO);
                         }
                 }
-                /* what systemd gives a service: soft 1024, hard 524288 where allowed, else
-                 * the hard limit we have (the descriptors passed above 1024 stay open) */
-                rl.rlim_cur = 1024;
-                rl.rlim_max = 524288;
-                if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
-                        rl.rlim_cur = rl.rlim_max < 1024 ? rl.rlim_max : 1024;
-                        (void) setrlimit(RLIMIT_NOFILE, &rl);
-                }
+                /* what nsd.service's LimitNOFILE= gives: hard 524288 where allowed, else the
+                 * hard limit we have; soft the same, or --nofile-soft (systemd's default
+                 * soft limit is 1024: the descriptors passed above it stay open, but nothing
+                 * more can be opened until nsd raises it) */
+                rl.rlim_cur = rl.rlim_max = 524288;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        (void) getrlimit(RLIMIT_NOFILE, &rl);
+                if (arg_nofile_soft > 0 && arg_nofile_soft < rl.rlim_max)
+                        rl.rlim_cur = arg_nofile_soft;
+                else
+                        rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
                 execve(nsd_argv[0], nsd_argv, env);
                 _exit(127);
         }
@@ -730,12 +735,15 @@ static void help(void) {
                "     --modes M,M,...   of pins, empty-store, store, store-only (default all)\n"
                "     --uid-base UID    first uid (default 100000)\n"
                "     --nsd-log FILE    nsd's stdout and stderr (appended)\n"
-               "     --table FILE      the markdown table\n\n"
+               "     --table FILE      the markdown table\n"
+               "     --nofile-soft N   nsd's soft RLIMIT_NOFILE at exec (default: the hard limit,\n"
+               "                       as nsd.service's LimitNOFILE= gives; systemd's default is\n"
+               "                       1024)\n\n"
                "See bench/README.md.\n");
 }
 
 int main(int argc, char *argv[]) {
-        enum { O_SOCKET = 256, O_RUNDIR, O_NOTIFY, O_COUNTS, O_REPEAT, O_MODES, O_UID, O_LOG, O_TABLE };
+        enum { O_SOCKET = 256, O_RUNDIR, O_NOTIFY, O_COUNTS, O_REPEAT, O_MODES, O_UID, O_LOG, O_TABLE, O_NOFILE };
         static const struct option opts[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, O_SOCKET },
@@ -747,6 +755,7 @@ int main(int argc, char *argv[]) {
                 { "uid-base", required_argument, NULL, O_UID },
                 { "nsd-log", required_argument, NULL, O_LOG },
                 { "table", required_argument, NULL, O_TABLE },
+                { "nofile-soft", required_argument, NULL, O_NOFILE },
                 {},
         };
         struct start_result sr;
@@ -809,6 +818,9 @@ int main(int argc, char *argv[]) {
                 case O_TABLE:
                         arg_table = optarg;
                         break;
+                case O_NOFILE:
+                        arg_nofile_soft = parse_uint(optarg, "--nofile-soft");
+                        break;
                 default:
                         return 2;
                 }
@@ -842,6 +854,7 @@ int main(int argc, char *argv[]) {
                 store_fd_base = 3 + (int) max_count + 64;
         result("machine.nofile_hard", "%llu", (unsigned long long) rl.rlim_max);
         result("machine.nproc", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+        result("nsd.nofile_soft_at_exec", "%lu", arg_nofile_soft ? arg_nofile_soft : (unsigned long) rl.rlim_max);
         {
                 struct utsname un;
                 if (uname(&un) == 0)
