@@ -664,8 +664,7 @@ static unsigned remove_pins(void) {
 /* ---- the table ---------------------------------------------------------------------------- */
 
 struct cell {
-        double status_ms[MAX_REPEAT], ready_ms[MAX_REPEAT], cpu_ms[MAX_REPEAT],
-                stop_ms[MAX_REPEAT];
+        double status_ms[MAX_REPEAT], ready_ms[MAX_REPEAT], cpu_ms[MAX_REPEAT], stop_ms[MAX_REPEAT];
         long rss_kb, hwm_kb, fds;
         unsigned namespaces, pinned, passed, n;
         bool ran;
@@ -713,9 +712,10 @@ static void write_table(FILE *f) {
                         fprintf(f, " %u / %u | %.1f / %.1f | %ld |\n", c->namespaces, c->pinned,
                                 c->rss_kb / 1024.0, c->hwm_kb / 1024.0, c->fds);
                 }
-        fprintf(f, "\nmedian (min–max) of %u starts each; nsd CPU: its own (schedstat) and "
-                   "its reaped helper children's (clock ticks), at the first answer\n",
-                   arg_repeat);
+        fprintf(f,
+                "\nmedian (min–max) of %u starts each; nsd CPU: its own (schedstat) and "
+                "its reaped helper children's (clock ticks), at the first answer\n",
+                arg_repeat);
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
@@ -743,7 +743,18 @@ static void help(void) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { O_SOCKET = 256, O_RUNDIR, O_NOTIFY, O_COUNTS, O_REPEAT, O_MODES, O_UID, O_LOG, O_TABLE, O_NOFILE };
+        enum {
+                O_SOCKET = 256,
+                O_RUNDIR,
+                O_NOTIFY,
+                O_COUNTS,
+                O_REPEAT,
+                O_MODES,
+                O_UID,
+                O_LOG,
+                O_TABLE,
+                O_NOFILE
+        };
         static const struct option opts[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, O_SOCKET },
@@ -854,7 +865,8 @@ int main(int argc, char *argv[]) {
                 store_fd_base = 3 + (int) max_count + 64;
         result("machine.nofile_hard", "%llu", (unsigned long long) rl.rlim_max);
         result("machine.nproc", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
-        result("nsd.nofile_soft_at_exec", "%lu", arg_nofile_soft ? arg_nofile_soft : (unsigned long) rl.rlim_max);
+        result("nsd.nofile_soft_at_exec", "%lu",
+               arg_nofile_soft ? arg_nofile_soft : (unsigned long) rl.rlim_max);
         {
                 struct utsname un;
                 if (uname(&un) == 0)
