@@ -73,6 +73,7 @@ static unsigned arg_counts[MAX_COUNTS] = { 1, 1000, 7000 };
 static unsigned arg_n_counts = 3;
 static unsigned arg_repeat = 5;
 static unsigned long arg_nofile_soft = 0; /* 0: the hard limit */
+static bool arg_attach = false;
 
 enum mode { MODE_PINS, MODE_EMPTY_STORE, MODE_STORE, MODE_STORE_ONLY, N_MODES };
 static const char *const mode_name[N_MODES] = { "pins", "empty-store", "store", "store-only" };
@@ -738,7 +739,10 @@ static void help(void) {
                "     --table FILE      the markdown table\n"
                "     --nofile-soft N   nsd's soft RLIMIT_NOFILE at exec (default: the hard limit,\n"
                "                       as nsd.service's LimitNOFILE= gives; systemd's default is\n"
-               "                       1024)\n\n"
+               "                       1024)\n"
+               "     --attach          start and stop nothing: JOIN against the nsd that serves\n"
+               "                       --socket until it holds the last count, then exit (for\n"
+               "                       an nsd that systemd runs); no NSD-COMMAND\n\n"
                "See bench/README.md.\n");
 }
 
@@ -753,7 +757,8 @@ int main(int argc, char *argv[]) {
                 O_UID,
                 O_LOG,
                 O_TABLE,
-                O_NOFILE
+                O_NOFILE,
+                O_ATTACH
         };
         static const struct option opts[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -767,6 +772,7 @@ int main(int argc, char *argv[]) {
                 { "nsd-log", required_argument, NULL, O_LOG },
                 { "table", required_argument, NULL, O_TABLE },
                 { "nofile-soft", required_argument, NULL, O_NOFILE },
+                { "attach", no_argument, NULL, O_ATTACH },
                 {},
         };
         struct start_result sr;
@@ -832,9 +838,24 @@ int main(int argc, char *argv[]) {
                 case O_NOFILE:
                         arg_nofile_soft = parse_uint(optarg, "--nofile-soft");
                         break;
+                case O_ATTACH:
+                        arg_attach = true;
+                        break;
                 default:
                         return 2;
                 }
+        }
+        if (arg_attach) {
+                nsc_conn *c;
+                struct nsc_status st;
+                int r = nsc_connect_timeout(arg_socket, 60 * 1000000ull, &c);
+
+                if (r < 0 || (r = nsc_status(c, &st)) < 0)
+                        die("STATUS", r);
+                nsc_disconnect(c);
+                if (st.namespaces < arg_counts[arg_n_counts - 1])
+                        grow(st.namespaces, arg_counts[arg_n_counts - 1]);
+                return 0;
         }
         if (optind >= argc) {
                 fprintf(stderr, "nsd-start: no NSD-COMMAND given (see --help)\n");
