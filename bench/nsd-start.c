@@ -177,8 +177,9 @@ static long count_fds(pid_t pid) {
         return n;
 }
 
-/* CPU time of pid in ms: its own from /proc/PID/schedstat (ns), plus cutime + cstime of its
- * reaped children (the helpers, in clock ticks) from /proc/PID/stat */
+/* CPU time of pid in ms: its own from /proc/PID/schedstat (ns; else utime + stime in clock
+ * ticks), plus cutime + cstime of its reaped children (the helpers, in clock ticks) from
+ * /proc/PID/stat */
 static double proc_cpu_ms(pid_t pid) {
         char path[64], buf[1024];
         unsigned long long own = 0;
@@ -201,9 +202,13 @@ static double proc_cpu_ms(pid_t pid) {
         fclose(f);
         buf[n] = 0;
         p = strrchr(buf, ')');
-        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %ld %ld", &cut,
-                         &cst) != 2)
+        unsigned long ut = 0, st = 0;
+        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", &ut,
+                         &st, &cut, &cst) != 4)
                 return -1;
+        if (own == 0) /* no schedstat (a kernel without CONFIG_SCHED_INFO): clock ticks */
+                own = (unsigned long long) (ut + st) * 1000000000ull /
+                      (unsigned long long) sysconf(_SC_CLK_TCK);
         return (double) own / 1e6 + (double) (cut + cst) * 1000.0 / (double) sysconf(_SC_CLK_TCK);
 }
 
