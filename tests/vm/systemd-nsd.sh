@@ -75,6 +75,9 @@ assert_contains "$out" "Serving everyone on the socket passed by the service man
 "$NSCTL" --socket /run/nsd/root.socket status >/dev/null || fail "nsctl status on root's socket"
 
 say "systemctl restart nsd"
+# nsd.service's LimitNOFILE=: a soft limit of 1024 would keep nsd from starting once the fd
+# store passes 1021 descriptors back (bench/start)
+assert_eq 524288 "$(systemctl show -p LimitNOFILESoft --value nsd.service)" "LimitNOFILESoft"
 pid=$(main_pid)
 systemctl restart nsd.service
 vm_wait_for 30 nsd_active_new "$pid"
