@@ -6,48 +6,9 @@
  *
  *   gen-nsclient-corpus FOLDER
  */
+#include "fuzz-nsclient.h"
 #include "gen-corpus.h"
 
-enum {
-        FIX_HDR = 1,
-        FIX_LEN = 2,
-        FIX_SEQ = 4,
-        SEQ_ZERO = 8,
-        FIX_ERR = 16,
-        FIX_BODY = 32,
-        NET_INODE = 64,
-        SET_TYPE = 128
-};
-/* head bits besides the number of calls */
-enum { VIA_ENV = 0x04, CLOSED = 0x08, SEQ_WRAP = 0x10, CONNECT_TIMEOUT = 0x20 };
-#define SECOND (0x3d << 2) /* owner: a datagram for the second nsd (the fallback's connection) */
-#define BAD 0x80           /* op: with bad arguments */
-enum {
-        OP_JOIN,
-        OP_SESSION_OPEN,
-        OP_SESSION_CLOSE,
-        OP_STATUS,
-        OP_LIST,
-        OP_SHOW,
-        OP_RELEASE,
-        OP_HIDE,
-        OP_JOIN_SESSION
-};
-/* index into fuzz-nsclient.c's types[] (SET_TYPE) */
-enum {
-        T_JOIN,
-        T_SESSION_OPEN,
-        T_SESSION_CLOSE,
-        T_STATUS,
-        T_LIST_ENTRY,
-        T_LIST_END,
-        T_SHOW_DATA,
-        T_SHOW_END,
-        T_RELEASE,
-        T_HIDE,
-        T_JOIN_SESSION,
-        T_ERROR
-};
 #define FIX_ALL (FIX_HDR | FIX_LEN | FIX_SEQ | FIX_ERR | FIX_BODY)
 
 /* head: ncalls 1..4 and flags, then (op, arg) pairs */
@@ -83,13 +44,13 @@ static void error_reply(uint32_t seq, int err, uint16_t req, const char *why, un
 static void fallback_join(uint32_t seq) {
         struct nsd_rep_join *j = proto_msg(NSD_REP_JOIN, sizeof *j, seq);
         j->uid = 1001;
-        datagram(FIX_BODY, T_JOIN, 2, SECOND, j, sizeof *j);
+        datagram(FIX_BODY, T_JOIN, 2, OWNER_SECOND_NSD << 2, j, sizeof *j);
 }
 static void fallback_open(uint32_t seq) {
         struct nsd_rep_session_open *o = proto_msg(NSD_REP_SESSION_OPEN, sizeof *o, seq);
         o->session_id = 5;
         o->sessions = 1;
-        datagram(0, T_SESSION_OPEN, 0, SECOND, o, sizeof *o);
+        datagram(0, T_SESSION_OPEN, 0, OWNER_SECOND_NSD << 2, o, sizeof *o);
 }
 
 int main(int argc, char **argv) {
@@ -124,12 +85,12 @@ int main(int argc, char **argv) {
                 finish("join-net-ns");
                 /* through $NSD_SOCKET, and with sequence numbers about to wrap: 0xffffffff, 1 */
                 static const unsigned char c2[] = { OP_JOIN, 0x10, OP_JOIN, 0x10 };
-                begin_flags(2, VIA_ENV | SEQ_WRAP, c2);
+                begin_flags(2, HEAD_VIA_ENV | HEAD_SEQ_WRAP, c2);
                 datagram(FIX_BODY | FIX_SEQ, T_JOIN, 2, 0, j, sizeof *j);
                 datagram(FIX_BODY | FIX_SEQ, T_JOIN, 2, 1, j, sizeof *j);
                 finish("join-env-seq-wrap");
                 /* nsd closed the connection: the request cannot be sent */
-                begin_flags(1, CLOSED, c);
+                begin_flags(1, HEAD_CLOSED, c);
                 datagram(FIX_BODY, T_JOIN, 2, 0, j, sizeof *j);
                 finish("join-nsd-closed");
                 /* another uid than asked, and the inode left wrong */
@@ -172,7 +133,7 @@ int main(int argc, char **argv) {
                 js->ns_flags = NSD_NS_PINNED;
                 js->session_id = 99;
                 js->sessions = 2;
-                begin_flags(1, CONNECT_TIMEOUT, c);
+                begin_flags(1, HEAD_CONNECT_TIMEOUT, c);
                 datagram(FIX_BODY, T_JOIN_SESSION, 2, 0, js, sizeof *js);
                 finish("join-session-ok");
                 js->session_id = 0;
@@ -193,7 +154,7 @@ int main(int argc, char **argv) {
                 struct nsd_rep_error *e = proto_msg(NSD_REP_ERROR, sizeof *e, 3);
                 e->hdr.error = -EUSERS;
                 snprintf(e->message, sizeof e->message, "uid 1001 has 64 sessions");
-                datagram(0, T_ERROR, 0, SECOND, e, sizeof *e);
+                datagram(0, T_ERROR, 0, OWNER_SECOND_NSD << 2, e, sizeof *e);
                 finish("join-session-fallback-refused");
                 /* two JOIN_SESSION calls: the second one uses the fallback at once */
                 static const unsigned char c2[] = { OP_JOIN_SESSION, 0x12, OP_JOIN_SESSION, 0x12 };
@@ -278,32 +239,36 @@ int main(int argc, char **argv) {
                 begin(1, c);
                 l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
                 l->uid = 1000;
-                datagram(0, T_LIST_ENTRY, 0, 63 << 2, l, sizeof *l);
+                datagram(0, T_LIST_ENTRY, 0, OWNER_REPEAT_LONG << 2, l, sizeof *l);
                 e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
                 e->count = 300;
                 datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
                 finish("list-300");
                 static const unsigned char c2[] = { OP_SHOW, 0x10 };
                 begin(1, c2);
-                datagram(0, T_SHOW_DATA, 0, 63 << 2,
+                datagram(0, T_SHOW_DATA, 0, OWNER_REPEAT_LONG << 2,
                          proto_msg(NSD_REP_SHOW_DATA, NSD_MSG_SIZE_MAX, 1), NSD_MSG_SIZE_MAX);
                 datagram(0, T_SHOW_END, 0, 0, proto_msg(NSD_REP_SHOW_END, 24, 1), 24);
                 finish("show-too-long");
         }
         /* every call with bad arguments, then a good one: nothing sent, nothing broken */
         {
-                static const unsigned char c[] = {
-                        OP_JOIN | BAD, 0x10, OP_SESSION_OPEN | BAD, 0x11, OP_HIDE | BAD, 0x11,
-                        OP_STATUS,     0
-                };
-                static const unsigned char c2[] = { OP_LIST | BAD,          0x1,
-                                                    OP_SHOW | BAD,          0x11,
-                                                    OP_RELEASE | BAD,       0x10,
-                                                    OP_SESSION_CLOSE | BAD, 0 };
-                static const unsigned char c3[] = { OP_JOIN_SESSION | BAD, 0x10,
-                                                    OP_JOIN_SESSION | BAD, 0x13,
-                                                    OP_JOIN_SESSION | BAD, 0x14,
-                                                    OP_STATUS | BAD,       0x12 };
+                static const unsigned char c[] = { OP_JOIN | OP_BAD,
+                                                   0x10,
+                                                   OP_SESSION_OPEN | OP_BAD,
+                                                   0x11,
+                                                   OP_HIDE | OP_BAD,
+                                                   0x11,
+                                                   OP_STATUS,
+                                                   0 };
+                static const unsigned char c2[] = { OP_LIST | OP_BAD,          0x1,
+                                                    OP_SHOW | OP_BAD,          0x11,
+                                                    OP_RELEASE | OP_BAD,       0x10,
+                                                    OP_SESSION_CLOSE | OP_BAD, 0 };
+                static const unsigned char c3[] = { OP_JOIN_SESSION | OP_BAD, 0x10,
+                                                    OP_JOIN_SESSION | OP_BAD, 0x13,
+                                                    OP_JOIN_SESSION | OP_BAD, 0x14,
+                                                    OP_STATUS | OP_BAD,       0x12 };
                 begin(4, c);
                 datagram(0, T_STATUS, 0, 0,
                          proto_msg(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 1),
@@ -393,17 +358,17 @@ int main(int argc, char **argv) {
         {
                 struct nsd_req_join *j = proto_msg(NSD_REQ_JOIN, sizeof *j, 1);
                 out_n = 0;
-                put8(0x81);
+                put8(HEAD_RAW | HEAD_RAW_REQUEST);
                 put(j, sizeof *j);
                 finish("raw-request-join");
                 struct nsd_req_hide *hd = proto_msg(NSD_REQ_HIDE, sizeof *hd, 3);
                 snprintf(hd->path, sizeof hd->path, "/home/alice/mnt");
                 out_n = 0;
-                put8(0x81);
+                put8(HEAD_RAW | HEAD_RAW_REQUEST);
                 put(hd, sizeof *hd);
                 finish("raw-request-hide");
                 out_n = 0;
-                put8(0x80);
+                put8(HEAD_RAW);
                 put(proto_msg(NSD_REP_SHOW_DATA, 40, 1), 40);
                 finish("raw-reply-show-data");
         }
