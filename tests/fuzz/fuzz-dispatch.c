@@ -132,21 +132,15 @@ static void drain(int fd, uint32_t seq) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * 2)];
-        } control;
         struct nsd_msg_header hdr = { 0 };
-        struct iovec iov = { .iov_base = datagram };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         unsigned n_fds, fds_before;
         Session *sess;
         size_t n, at;
-        int fd;
+        int sent, fd;
 
         if (size < 1 || size - 1 > FUZZ_DATAGRAM_MAX)
                 return -1;
-        n = iov.iov_len = size - 1;
+        n = size - 1;
         memcpy(datagram, data + 1, n);
         if (n >= sizeof hdr)
                 memcpy(&hdr, datagram, sizeof hdr);
@@ -156,21 +150,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         n_fds = data[0] & FUZZ_FDS_MASK;
         if (n_fds > 2)
                 n_fds = 2;
-        if (n_fds > 0) {
-                int sent = (data[0] & FUZZ_FDS_PIDFD) ? pidfd : devnull;
-                memset(&control, 0, sizeof control);
-                mh.msg_control = &control;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-                memcpy(CMSG_DATA(cm), (int[]) { sent, sent }, sizeof(int) * n_fds);
-        }
+        sent = (data[0] & FUZZ_FDS_PIDFD) ? pidfd : devnull;
 
         fds_before = count_fds();
         fd = core_test_peer(server, CONN_KIND_USER, FUZZ_UID, getpid());
-        (void) sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void) send_with_fds(fd, datagram, n, (int[]) { sent, sent }, n_fds,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
         run_loop();
         drain(fd, hdr.seq);
         close(fd);
