@@ -98,7 +98,7 @@ static uid_t walker_uid = 1000, other_uid = 2000;
 static int cpu = -1;
 static unsigned case_mask = 0x1f;
 
-static void die(const char *fmt, ...) {
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
         va_list ap;
         int e = errno;
 

@@ -56,8 +56,10 @@ static struct iovec field(char *buf, size_t size, const char *fmt, ...) {
                                 .iov_len = (size_t) k >= size ? size - 1 : (size_t) k };
 }
 
-static void log_write(int level, int error, uid_t uid, const char *event, const char *file,
-                      int line, const char *func, const char *fmt, va_list ap) {
+__attribute__((format(printf, 8, 0))) static void log_write(int level, int error, uid_t uid,
+                                                            const char *event, const char *file,
+                                                            int line, const char *func,
+                                                            const char *fmt, va_list ap) {
         static const char prefix[] = "MESSAGE=";
         char msg[sizeof prefix - 1 + 2048];
         char *text = msg + sizeof prefix - 1;

@@ -25,7 +25,8 @@
 
 static int tap_n_test, tap_n_failed;
 
-static inline void tap_vline(bool pass, const char *directive, const char *fmt, va_list ap) {
+__attribute__((format(printf, 3, 0))) static inline void tap_vline(bool pass, const char *directive,
+                                                                   const char *fmt, va_list ap) {
         tap_n_test++;
         if (!pass)
                 tap_n_failed++;

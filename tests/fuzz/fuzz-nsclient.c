@@ -58,31 +58,8 @@
 #include <sys/eventfd.h>
 #include <sys/sysmacros.h>
 
+#include "fuzz-nsclient.h"
 #include "fuzz.h"
-
-enum {
-        FIX_HDR = 1 << 0,
-        FIX_LEN = 1 << 1,
-        FIX_SEQ = 1 << 2,
-        SEQ_ZERO = 1 << 3,
-        FIX_ERR = 1 << 4,
-        FIX_BODY = 1 << 5,
-        NET_INODE = 1 << 6,
-        SET_TYPE = 1 << 7,
-};
-
-enum {
-        OP_JOIN,
-        OP_SESSION_OPEN,
-        OP_SESSION_CLOSE,
-        OP_STATUS,
-        OP_LIST,
-        OP_SHOW,
-        OP_RELEASE,
-        OP_HIDE,
-        OP_JOIN_SESSION,
-        _OP_MAX
-};
 
 #define CALLS_MAX 4
 #define DATAGRAMS_MAX 64
@@ -90,28 +67,26 @@ enum {
 #define FDS_PER_DATAGRAM_MAX 20 /* past libnsclient's RECV_FDS_MAX: the MSG_CTRUNC path */
 #define REPEAT_LONG 300         /* 300 full SHOW_DATA parts are past NSD_SHOW_TEXT_MAX */
 #define REPEAT_SHORT 20
-#define SECOND_NSD 0x3d /* owner >> 2: a datagram for the second nsd */
 #define SCRIPT_MAX 8
 
-static const uint16_t types[] = {
-        NSD_REP_JOIN,
-        NSD_REP_SESSION_OPEN,
-        NSD_REP_SESSION_CLOSE,
-        NSD_REP_STATUS,
-        NSD_REP_LIST_ENTRY,
-        NSD_REP_LIST_END,
-        NSD_REP_SHOW_DATA,
-        NSD_REP_SHOW_END,
-        NSD_REP_RELEASE,
-        NSD_REP_HIDE,
-        NSD_REP_JOIN_SESSION,
-        NSD_REP_ERROR,
-        /* not replies */
-        0,
-        NSD_REQ_JOIN,
-        NSD_REQ_LIST,
-        NSD_REPLY_BIT,
-        0x8102,
+static const uint16_t types[_T_MAX] = {
+        [T_JOIN] = NSD_REP_JOIN,
+        [T_SESSION_OPEN] = NSD_REP_SESSION_OPEN,
+        [T_SESSION_CLOSE] = NSD_REP_SESSION_CLOSE,
+        [T_STATUS] = NSD_REP_STATUS,
+        [T_LIST_ENTRY] = NSD_REP_LIST_ENTRY,
+        [T_LIST_END] = NSD_REP_LIST_END,
+        [T_SHOW_DATA] = NSD_REP_SHOW_DATA,
+        [T_SHOW_END] = NSD_REP_SHOW_END,
+        [T_RELEASE] = NSD_REP_RELEASE,
+        [T_HIDE] = NSD_REP_HIDE,
+        [T_JOIN_SESSION] = NSD_REP_JOIN_SESSION,
+        [T_ERROR] = NSD_REP_ERROR,
+        [T_ZERO] = 0,
+        [T_REQ_JOIN] = NSD_REQ_JOIN,
+        [T_REQ_LIST] = NSD_REQ_LIST,
+        [T_REPLY_BIT] = NSD_REPLY_BIT,
+        [T_UNKNOWN] = 0x8102,
 };
 
 static char tmp_dir[64];
@@ -339,8 +314,10 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                            unsigned ncalls, uint32_t seq_start, unsigned *list_entries) {
         uint8_t ctl = fuzz_u8(in), tsel = fuzz_u8(in), fdspec = fuzz_u8(in), o = fuzz_u8(in);
         unsigned owner = (o & 3) % ncalls;
-        bool for_second = (o >> 2) == SECOND_NSD && second.n < SCRIPT_MAX;
-        unsigned copies = (o >> 2) == 0x3f ? REPEAT_LONG : (o >> 2) == 0x3e ? REPEAT_SHORT : 1;
+        bool for_second = (o >> 2) == OWNER_SECOND_NSD && second.n < SCRIPT_MAX;
+        unsigned copies = (o >> 2) == OWNER_REPEAT_LONG    ? REPEAT_LONG
+                          : (o >> 2) == OWNER_REPEAT_SHORT ? REPEAT_SHORT
+                                                           : 1;
         size_t size = fuzz_u16(in) % DATAGRAM_SIZE_MAX;
         _cleanup_free_ uint8_t *buf = calloc(1, size ? size : 1);
         struct nsd_msg_header *h = (struct nsd_msg_header *) buf;
@@ -352,7 +329,7 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
 
         if (size >= sizeof *h) {
                 if (ctl & SET_TYPE)
-                        h->type = types[tsel % (sizeof types / sizeof types[0])];
+                        h->type = types[tsel % _T_MAX];
                 if (ctl & FIX_HDR) {
                         h->magic = NSD_PROTO_MAGIC;
                         h->version_major = NSD_PROTO_MAJOR;
@@ -473,7 +450,7 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
         char *text;
         char long_path[NSD_HIDE_PATH_MAX + 1];
 
-        switch ((call->op & 0x7f) % _OP_MAX) {
+        switch ((call->op & OP_MASK) % _OP_MAX) {
         case OP_JOIN:
                 return v % 4 == 0   ? nsc_join(c, (uid_t) -1, 0, &j)
                        : v % 4 == 1 ? nsc_join(c, uid, 0x80, &j)
@@ -550,10 +527,10 @@ static int do_call(nsc_conn *c, const struct call *call) {
         uid_t uid = call_uid(call);
         int r;
 
-        if (call->op & 0x80)
+        if (call->op & OP_BAD)
                 return do_bad_call(c, call);
 
-        switch ((call->op & 0x7f) % _OP_MAX) {
+        switch ((call->op & OP_MASK) % _OP_MAX) {
         case OP_JOIN: {
                 struct nsc_join_result j;
 
@@ -731,25 +708,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int srv, fd2, before, r;
         uint8_t head = fuzz_u8(&in);
 
-        if (head & 0x80) {
-                check_raw(data + 1, size ? size - 1 : 0, head & 1);
+        if (head & HEAD_RAW) {
+                check_raw(data + 1, size ? size - 1 : 0, head & HEAD_RAW_REQUEST);
                 return 0;
         }
 
         before = lowest_free_fd();
-        ncalls = 1 + (head & 3);
-        closed = head & 0x08;
-        seq_start = head & 0x10 ? UINT32_MAX - 1 : 0;
+        ncalls = 1 + (head & HEAD_CALLS_MASK);
+        closed = head & HEAD_CLOSED;
+        seq_start = head & HEAD_SEQ_WRAP ? UINT32_MAX - 1 : 0;
         for (unsigned i = 0; i < ncalls; i++) {
                 calls[i].op = fuzz_u8(&in);
                 calls[i].arg = fuzz_u8(&in);
         }
 
         /* the default timeout is only a safety net: the fake nsd's shutdown ends every wait */
-        if (head & 0x20)
+        if (head & HEAD_CONNECT_TIMEOUT)
                 r = nsc_connect_timeout(sock_path, 5 * 1000 * 1000, &c);
         else
-                r = nsc_connect(head & 0x04 ? NULL : sock_path, &c);
+                r = nsc_connect(head & HEAD_VIA_ENV ? NULL : sock_path, &c);
         fuzz_assert(r == 0, "nsc_connect: %s", strerror(-r));
         srv = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
         fuzz_assert(srv >= 0, "accept: %m");
@@ -773,8 +750,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (unsigned i = 0; i < ncalls; i++) {
                 int was_broken = c->broken;
                 uint32_t seq_before = c->seq;
-                bool bad = calls[i].op & 0x80;
-                unsigned op = (calls[i].op & 0x7f) % _OP_MAX;
+                bool bad = calls[i].op & OP_BAD;
+                unsigned op = (calls[i].op & OP_MASK) % _OP_MAX;
                 const char *msg;
 
                 r = do_call(c, &calls[i]);

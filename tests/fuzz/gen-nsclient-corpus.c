@@ -6,71 +6,10 @@
  *
  *   gen-nsclient-corpus FOLDER
  */
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "fuzz-nsclient.h"
+#include "gen-corpus.h"
 
-#include "nsd-protocol.h"
-
-enum {
-        FIX_HDR = 1,
-        FIX_LEN = 2,
-        FIX_SEQ = 4,
-        SEQ_ZERO = 8,
-        FIX_ERR = 16,
-        FIX_BODY = 32,
-        NET_INODE = 64,
-        SET_TYPE = 128
-};
-/* head bits besides the number of calls */
-enum { VIA_ENV = 0x04, CLOSED = 0x08, SEQ_WRAP = 0x10, CONNECT_TIMEOUT = 0x20 };
-#define SECOND (0x3d << 2) /* owner: a datagram for the second nsd (the fallback's connection) */
-#define BAD 0x80           /* op: with bad arguments */
-enum {
-        OP_JOIN,
-        OP_SESSION_OPEN,
-        OP_SESSION_CLOSE,
-        OP_STATUS,
-        OP_LIST,
-        OP_SHOW,
-        OP_RELEASE,
-        OP_HIDE,
-        OP_JOIN_SESSION
-};
-/* index into fuzz-nsclient.c's types[] (SET_TYPE) */
-enum {
-        T_JOIN,
-        T_SESSION_OPEN,
-        T_SESSION_CLOSE,
-        T_STATUS,
-        T_LIST_ENTRY,
-        T_LIST_END,
-        T_SHOW_DATA,
-        T_SHOW_END,
-        T_RELEASE,
-        T_HIDE,
-        T_JOIN_SESSION,
-        T_ERROR
-};
 #define FIX_ALL (FIX_HDR | FIX_LEN | FIX_SEQ | FIX_ERR | FIX_BODY)
-
-static unsigned char out[65536];
-static size_t out_n;
-static const char *folder;
-
-static void put(const void *p, size_t n) {
-        if (out_n + n > sizeof out) {
-                fprintf(stderr, "seed too large\n");
-                exit(1);
-        }
-        memcpy(out + out_n, p, n);
-        out_n += n;
-}
-static void put8(unsigned v) {
-        unsigned char b = (unsigned char) v;
-        put(&b, 1);
-}
 
 /* head: ncalls 1..4 and flags, then (op, arg) pairs */
 static void begin_flags(unsigned ncalls, unsigned flags, const unsigned char *ops_args) {
@@ -93,28 +32,8 @@ static void datagram(unsigned ctl, unsigned type_index, unsigned fds, unsigned o
         put(msg, size);
 }
 
-static void finish(const char *name) {
-        char path[4096];
-        FILE *f;
-
-        snprintf(path, sizeof path, "%s/%s", folder, name);
-        f = fopen(path, "we");
-        if (!f || fwrite(out, 1, out_n, f) != out_n || fclose(f) != 0) {
-                fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
-                exit(1);
-        }
-}
-
-/* a sound reply of this type and size with seq */
-static void *reply(uint16_t type, size_t size, uint32_t seq) {
-        static unsigned char buf[NSD_MSG_SIZE_MAX + 200] __attribute__((aligned(8)));
-        memset(buf, 0, sizeof buf);
-        nsd_msg_init((struct nsd_msg_header *) buf, type, (uint32_t) size, seq);
-        return buf;
-}
-
 static void error_reply(uint32_t seq, int err, uint16_t req, const char *why, unsigned ctl) {
-        struct nsd_rep_error *e = reply(NSD_REP_ERROR, sizeof *e, seq);
+        struct nsd_rep_error *e = proto_msg(NSD_REP_ERROR, sizeof *e, seq);
         e->hdr.error = -err;
         e->request_type = req;
         snprintf(e->message, sizeof e->message, "%s", why);
@@ -123,28 +42,24 @@ static void error_reply(uint32_t seq, int err, uint16_t req, const char *why, un
 
 /* the second nsd's answers to the fallback of JOIN_SESSION, for uid 1001 */
 static void fallback_join(uint32_t seq) {
-        struct nsd_rep_join *j = reply(NSD_REP_JOIN, sizeof *j, seq);
+        struct nsd_rep_join *j = proto_msg(NSD_REP_JOIN, sizeof *j, seq);
         j->uid = 1001;
-        datagram(FIX_BODY, T_JOIN, 2, SECOND, j, sizeof *j);
+        datagram(FIX_BODY, T_JOIN, 2, OWNER_SECOND_NSD << 2, j, sizeof *j);
 }
 static void fallback_open(uint32_t seq) {
-        struct nsd_rep_session_open *o = reply(NSD_REP_SESSION_OPEN, sizeof *o, seq);
+        struct nsd_rep_session_open *o = proto_msg(NSD_REP_SESSION_OPEN, sizeof *o, seq);
         o->session_id = 5;
         o->sessions = 1;
-        datagram(0, T_SESSION_OPEN, 0, SECOND, o, sizeof *o);
+        datagram(0, T_SESSION_OPEN, 0, OWNER_SECOND_NSD << 2, o, sizeof *o);
 }
 
 int main(int argc, char **argv) {
-        if (argc != 2) {
-                fprintf(stderr, "usage: gen-nsclient-corpus FOLDER\n");
-                return 2;
-        }
-        folder = argv[1];
+        gen_corpus_folder(argc, argv, "gen-nsclient-corpus");
 
         /* JOIN: the real answer, two descriptors (directory, mount nsfs); uid 1001 */
         {
                 static const unsigned char c[] = { OP_JOIN, 0x10 };
-                struct nsd_rep_join *j = reply(NSD_REP_JOIN, sizeof *j, 1);
+                struct nsd_rep_join *j = proto_msg(NSD_REP_JOIN, sizeof *j, 1);
                 j->uid = 1001;
                 j->ns_flags = NSD_NS_CREATED | NSD_NS_PINNED;
                 j->created_usec = 1700000000000000ull;
@@ -170,12 +85,12 @@ int main(int argc, char **argv) {
                 finish("join-net-ns");
                 /* through $NSD_SOCKET, and with sequence numbers about to wrap: 0xffffffff, 1 */
                 static const unsigned char c2[] = { OP_JOIN, 0x10, OP_JOIN, 0x10 };
-                begin_flags(2, VIA_ENV | SEQ_WRAP, c2);
+                begin_flags(2, HEAD_VIA_ENV | HEAD_SEQ_WRAP, c2);
                 datagram(FIX_BODY | FIX_SEQ, T_JOIN, 2, 0, j, sizeof *j);
                 datagram(FIX_BODY | FIX_SEQ, T_JOIN, 2, 1, j, sizeof *j);
                 finish("join-env-seq-wrap");
                 /* nsd closed the connection: the request cannot be sent */
-                begin_flags(1, CLOSED, c);
+                begin_flags(1, HEAD_CLOSED, c);
                 datagram(FIX_BODY, T_JOIN, 2, 0, j, sizeof *j);
                 finish("join-nsd-closed");
                 /* another uid than asked, and the inode left wrong */
@@ -191,7 +106,7 @@ int main(int argc, char **argv) {
                 begin(2, c);
                 error_reply(1, EPERM, NSD_REQ_JOIN, "only root may join another user's namespace",
                             0);
-                s = reply(NSD_REP_STATUS, sizeof *s, 2);
+                s = proto_msg(NSD_REP_STATUS, sizeof *s, 2);
                 snprintf(s->version, sizeof s->version, "0.1.0");
                 s->features = NSD_FEATURE_PIN_NAMESPACE | NSD_FEATURE_OWNER_PRIVATE;
                 s->namespaces = 3;
@@ -213,12 +128,12 @@ int main(int argc, char **argv) {
         /* JOIN_SESSION (1.2): the answer in one; id 0; the fallback of an nsd < 1.2 */
         {
                 static const unsigned char c[] = { OP_JOIN_SESSION, 0x12 };
-                struct nsd_rep_join_session *js = reply(NSD_REP_JOIN_SESSION, sizeof *js, 1);
+                struct nsd_rep_join_session *js = proto_msg(NSD_REP_JOIN_SESSION, sizeof *js, 1);
                 js->uid = 1001;
                 js->ns_flags = NSD_NS_PINNED;
                 js->session_id = 99;
                 js->sessions = 2;
-                begin_flags(1, CONNECT_TIMEOUT, c);
+                begin_flags(1, HEAD_CONNECT_TIMEOUT, c);
                 datagram(FIX_BODY, T_JOIN_SESSION, 2, 0, js, sizeof *js);
                 finish("join-session-ok");
                 js->session_id = 0;
@@ -236,10 +151,10 @@ int main(int argc, char **argv) {
                 begin(1, c);
                 error_reply(1, EOPNOTSUPP, NSD_REQ_JOIN_SESSION, "unknown request type (9)", 0);
                 fallback_join(2);
-                struct nsd_rep_error *e = reply(NSD_REP_ERROR, sizeof *e, 3);
+                struct nsd_rep_error *e = proto_msg(NSD_REP_ERROR, sizeof *e, 3);
                 e->hdr.error = -EUSERS;
                 snprintf(e->message, sizeof e->message, "uid 1001 has 64 sessions");
-                datagram(0, T_ERROR, 0, SECOND, e, sizeof *e);
+                datagram(0, T_ERROR, 0, OWNER_SECOND_NSD << 2, e, sizeof *e);
                 finish("join-session-fallback-refused");
                 /* two JOIN_SESSION calls: the second one uses the fallback at once */
                 static const unsigned char c2[] = { OP_JOIN_SESSION, 0x12, OP_JOIN_SESSION, 0x12 };
@@ -258,16 +173,16 @@ int main(int argc, char **argv) {
         /* SESSION_OPEN and SESSION_CLOSE */
         {
                 static const unsigned char c[] = { OP_SESSION_OPEN, 0x11, OP_SESSION_CLOSE, 0x11 };
-                struct nsd_rep_session_open *o = reply(NSD_REP_SESSION_OPEN, sizeof *o, 1);
+                struct nsd_rep_session_open *o = proto_msg(NSD_REP_SESSION_OPEN, sizeof *o, 1);
                 struct nsd_rep_session_close *cl;
                 o->session_id = 7;
                 o->sessions = 1;
                 begin(2, c);
                 datagram(0, T_SESSION_OPEN, 0, 0, o, sizeof *o);
-                cl = reply(NSD_REP_SESSION_CLOSE, sizeof *cl, 2);
+                cl = proto_msg(NSD_REP_SESSION_CLOSE, sizeof *cl, 2);
                 datagram(0, T_SESSION_CLOSE, 0, 1, cl, sizeof *cl);
                 finish("session-open-close");
-                o = reply(NSD_REP_SESSION_OPEN, sizeof *o, 1);
+                o = proto_msg(NSD_REP_SESSION_OPEN, sizeof *o, 1);
                 begin(1, c);
                 datagram(0, T_SESSION_OPEN, 0, 0, o, sizeof *o);
                 finish("session-open-id0");
@@ -278,7 +193,7 @@ int main(int argc, char **argv) {
                 struct nsd_rep_list_end *e;
                 begin(1, c);
                 for (unsigned i = 0; i < 3; i++) {
-                        struct nsd_rep_list_entry *l = reply(NSD_REP_LIST_ENTRY, sizeof *l, 1);
+                        struct nsd_rep_list_entry *l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
                         l->uid = 1000 + i;
                         l->ns_flags = NSD_NS_PINNED;
                         l->sessions = i;
@@ -287,16 +202,16 @@ int main(int argc, char **argv) {
                         snprintf(l->pin, sizeof l->pin, "/run/nsd/pins/%u", 1000 + i);
                         datagram(0, T_LIST_ENTRY, 0, 0, l, sizeof *l);
                 }
-                e = reply(NSD_REP_LIST_END, sizeof *e, 1);
+                e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
                 e->count = 3;
                 datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
                 finish("list-three");
                 begin(1, c);
-                e = reply(NSD_REP_LIST_END, sizeof *e, 1);
+                e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
                 datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
                 finish("list-empty");
                 begin(1, c);
-                e = reply(NSD_REP_LIST_END, sizeof *e, 1);
+                e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
                 e->count = 5;
                 datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
                 finish("list-count-mismatch");
@@ -304,14 +219,14 @@ int main(int argc, char **argv) {
                 static const unsigned char c2[] = { OP_LIST, 0, OP_STATUS, 0 };
                 struct nsd_rep_list_entry *l;
                 begin(2, c2);
-                l = reply(NSD_REP_LIST_ENTRY, sizeof *l, 1);
+                l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
                 l->uid = 1000;
                 datagram(0, T_LIST_ENTRY, 0, 0, l, sizeof *l);
                 error_reply(1, EIO, NSD_REQ_LIST, "cannot read the mount table", 0);
                 finish("list-error-midstream");
                 /* the stream ends without LIST_END: nsd closed the connection */
                 begin(1, c);
-                l = reply(NSD_REP_LIST_ENTRY, sizeof *l, 1);
+                l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
                 datagram(0, T_LIST_ENTRY, 0, 0, l, sizeof *l);
                 finish("list-no-end");
         }
@@ -322,36 +237,41 @@ int main(int argc, char **argv) {
                 struct nsd_rep_list_entry *l;
                 struct nsd_rep_list_end *e;
                 begin(1, c);
-                l = reply(NSD_REP_LIST_ENTRY, sizeof *l, 1);
+                l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
                 l->uid = 1000;
-                datagram(0, T_LIST_ENTRY, 0, 63 << 2, l, sizeof *l);
-                e = reply(NSD_REP_LIST_END, sizeof *e, 1);
+                datagram(0, T_LIST_ENTRY, 0, OWNER_REPEAT_LONG << 2, l, sizeof *l);
+                e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
                 e->count = 300;
                 datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
                 finish("list-300");
                 static const unsigned char c2[] = { OP_SHOW, 0x10 };
                 begin(1, c2);
-                datagram(0, T_SHOW_DATA, 0, 63 << 2, reply(NSD_REP_SHOW_DATA, NSD_MSG_SIZE_MAX, 1),
-                         NSD_MSG_SIZE_MAX);
-                datagram(0, T_SHOW_END, 0, 0, reply(NSD_REP_SHOW_END, 24, 1), 24);
+                datagram(0, T_SHOW_DATA, 0, OWNER_REPEAT_LONG << 2,
+                         proto_msg(NSD_REP_SHOW_DATA, NSD_MSG_SIZE_MAX, 1), NSD_MSG_SIZE_MAX);
+                datagram(0, T_SHOW_END, 0, 0, proto_msg(NSD_REP_SHOW_END, 24, 1), 24);
                 finish("show-too-long");
         }
         /* every call with bad arguments, then a good one: nothing sent, nothing broken */
         {
-                static const unsigned char c[] = {
-                        OP_JOIN | BAD, 0x10, OP_SESSION_OPEN | BAD, 0x11, OP_HIDE | BAD, 0x11,
-                        OP_STATUS,     0
-                };
-                static const unsigned char c2[] = { OP_LIST | BAD,          0x1,
-                                                    OP_SHOW | BAD,          0x11,
-                                                    OP_RELEASE | BAD,       0x10,
-                                                    OP_SESSION_CLOSE | BAD, 0 };
-                static const unsigned char c3[] = { OP_JOIN_SESSION | BAD, 0x10,
-                                                    OP_JOIN_SESSION | BAD, 0x13,
-                                                    OP_JOIN_SESSION | BAD, 0x14,
-                                                    OP_STATUS | BAD,       0x12 };
+                static const unsigned char c[] = { OP_JOIN | OP_BAD,
+                                                   0x10,
+                                                   OP_SESSION_OPEN | OP_BAD,
+                                                   0x11,
+                                                   OP_HIDE | OP_BAD,
+                                                   0x11,
+                                                   OP_STATUS,
+                                                   0 };
+                static const unsigned char c2[] = { OP_LIST | OP_BAD,          0x1,
+                                                    OP_SHOW | OP_BAD,          0x11,
+                                                    OP_RELEASE | OP_BAD,       0x10,
+                                                    OP_SESSION_CLOSE | OP_BAD, 0 };
+                static const unsigned char c3[] = { OP_JOIN_SESSION | OP_BAD, 0x10,
+                                                    OP_JOIN_SESSION | OP_BAD, 0x13,
+                                                    OP_JOIN_SESSION | OP_BAD, 0x14,
+                                                    OP_STATUS | OP_BAD,       0x12 };
                 begin(4, c);
-                datagram(0, T_STATUS, 0, 0, reply(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 1),
+                datagram(0, T_STATUS, 0, 0,
+                         proto_msg(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 1),
                          sizeof(struct nsd_rep_status));
                 finish("bad-arguments-then-status");
                 begin(4, c2);
@@ -370,19 +290,19 @@ int main(int argc, char **argv) {
                 begin(1, c);
                 for (unsigned i = 0; i < 2; i++) {
                         size_t n = strlen(parts[i]);
-                        unsigned char *m = reply(NSD_REP_SHOW_DATA,
-                                                 sizeof(struct nsd_msg_header) + n, 1);
+                        unsigned char *m = proto_msg(NSD_REP_SHOW_DATA,
+                                                     sizeof(struct nsd_msg_header) + n, 1);
                         memcpy(m + sizeof(struct nsd_msg_header), parts[i], n);
                         datagram(0, T_SHOW_DATA, 0, 0, m, sizeof(struct nsd_msg_header) + n);
                 }
-                datagram(0, T_SHOW_END, 0, 0, reply(NSD_REP_SHOW_END, 24, 1), 24);
+                datagram(0, T_SHOW_END, 0, 0, proto_msg(NSD_REP_SHOW_END, 24, 1), 24);
                 finish("show-two-parts");
                 begin(1, c);
-                datagram(0, T_SHOW_END, 0, 0, reply(NSD_REP_SHOW_END, 24, 1), 24);
+                datagram(0, T_SHOW_END, 0, 0, proto_msg(NSD_REP_SHOW_END, 24, 1), 24);
                 finish("show-empty");
                 /* a SHOW_DATA part carrying a descriptor */
                 begin(1, c);
-                unsigned char *m = reply(NSD_REP_SHOW_DATA, 30, 1);
+                unsigned char *m = proto_msg(NSD_REP_SHOW_DATA, 30, 1);
                 datagram(0, T_SHOW_DATA, 1, 0, m, 30);
                 finish("show-data-with-fd");
         }
@@ -390,14 +310,15 @@ int main(int argc, char **argv) {
         {
                 static const unsigned char c[] = { OP_RELEASE, 0x11, OP_HIDE, 0x10 };
                 begin(2, c);
-                datagram(0, T_RELEASE, 0, 0, reply(NSD_REP_RELEASE, 24, 1), 24);
-                datagram(0, T_HIDE, 0, 1, reply(NSD_REP_HIDE, 24, 2), 24);
+                datagram(0, T_RELEASE, 0, 0, proto_msg(NSD_REP_RELEASE, 24, 1), 24);
+                datagram(0, T_HIDE, 0, 1, proto_msg(NSD_REP_HIDE, 24, 2), 24);
                 finish("release-hide");
                 /* HIDE answered with RELEASE's type: out of step */
                 static const unsigned char c2[] = { OP_HIDE, 0x10, OP_STATUS, 0 };
                 begin(2, c2);
-                datagram(0, T_RELEASE, 0, 0, reply(NSD_REP_RELEASE, 24, 1), 24);
-                datagram(0, T_STATUS, 0, 0, reply(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 2),
+                datagram(0, T_RELEASE, 0, 0, proto_msg(NSD_REP_RELEASE, 24, 1), 24);
+                datagram(0, T_STATUS, 0, 0,
+                         proto_msg(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 2),
                          sizeof(struct nsd_rep_status));
                 finish("hide-wrong-type-then-status");
         }
@@ -406,19 +327,19 @@ int main(int argc, char **argv) {
                 static const unsigned char c[] = { OP_RELEASE, 0x10, OP_RELEASE, 0x10 };
                 struct nsd_msg_header *h;
                 begin(2, c);
-                datagram(0, T_RELEASE, 0, 0, reply(NSD_REP_RELEASE, 24, 9), 24);
+                datagram(0, T_RELEASE, 0, 0, proto_msg(NSD_REP_RELEASE, 24, 9), 24);
                 finish("wrong-seq-then-call");
                 begin(2, c);
-                h = reply(NSD_REP_RELEASE, 24, 1);
+                h = proto_msg(NSD_REP_RELEASE, 24, 1);
                 h->magic = 0x12345678;
                 datagram(0, T_RELEASE, 0, 0, h, 24);
-                datagram(0, T_RELEASE, 0, 1, reply(NSD_REP_RELEASE, 24, 2), 24);
+                datagram(0, T_RELEASE, 0, 1, proto_msg(NSD_REP_RELEASE, 24, 2), 24);
                 finish("bad-magic-then-call");
                 begin(1, c);
-                datagram(0, T_RELEASE, 0, 0, reply(NSD_REP_RELEASE, 24, 1), 10);
+                datagram(0, T_RELEASE, 0, 0, proto_msg(NSD_REP_RELEASE, 24, 1), 10);
                 finish("short-datagram");
                 begin(1, c);
-                h = reply(NSD_REP_RELEASE, 4200, 1);
+                h = proto_msg(NSD_REP_RELEASE, 4200, 1);
                 datagram(FIX_ALL | SET_TYPE, T_RELEASE, 0, 0, h, 4200);
                 finish("oversized-datagram");
                 begin(1, c);
@@ -427,7 +348,7 @@ int main(int argc, char **argv) {
                 begin(1, c);
                 datagram(0, 0, 1, 0, NULL, 0);
                 finish("empty-datagram-with-fd");
-                h = reply(NSD_REP_RELEASE, 24, 1);
+                h = proto_msg(NSD_REP_RELEASE, 24, 1);
                 h->version_major = 2;
                 begin(1, c);
                 datagram(0, T_RELEASE, 0, 0, h, 24);
@@ -435,20 +356,20 @@ int main(int argc, char **argv) {
         }
         /* raw mode: nsd_msg_check() on a request and on a reply */
         {
-                struct nsd_req_join *j = reply(NSD_REQ_JOIN, sizeof *j, 1);
+                struct nsd_req_join *j = proto_msg(NSD_REQ_JOIN, sizeof *j, 1);
                 out_n = 0;
-                put8(0x81);
+                put8(HEAD_RAW | HEAD_RAW_REQUEST);
                 put(j, sizeof *j);
                 finish("raw-request-join");
-                struct nsd_req_hide *hd = reply(NSD_REQ_HIDE, sizeof *hd, 3);
+                struct nsd_req_hide *hd = proto_msg(NSD_REQ_HIDE, sizeof *hd, 3);
                 snprintf(hd->path, sizeof hd->path, "/home/alice/mnt");
                 out_n = 0;
-                put8(0x81);
+                put8(HEAD_RAW | HEAD_RAW_REQUEST);
                 put(hd, sizeof *hd);
                 finish("raw-request-hide");
                 out_n = 0;
-                put8(0x80);
-                put(reply(NSD_REP_SHOW_DATA, 40, 1), 40);
+                put8(HEAD_RAW);
+                put(proto_msg(NSD_REP_SHOW_DATA, 40, 1), 40);
                 finish("raw-reply-show-data");
         }
         return 0;

@@ -5,29 +5,12 @@
  * to exactly the defaults.
  */
 #include <glib.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conf.h"
-
-static int n_test, n_failed;
-
-static void ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(bool cond, const char *fmt, ...) {
-        va_list ap;
-
-        n_test++;
-        if (!cond)
-                n_failed++;
-        printf("%s %d - ", cond ? "ok" : "not ok", n_test);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        printf("\n");
-        fflush(stdout);
-}
+#include "tap.h"
 
 static int parse(const char *text, Config *c, char **err) {
         return config_parse_text(text, strlen(text), "test.conf", c, err);
@@ -372,6 +355,5 @@ int main(int argc, char *argv[]) {
         test_bad_syntax();
         test_bad_escapes();
         test_policy();
-        printf("1..%d\n", n_test);
-        return n_failed == 0 ? 0 : 1;
+        return tap_done();
 }

@@ -7,7 +7,7 @@
 set -u
 . tests/vm/lib.sh
 . tests/vm/lib-nsd.sh "${1:-build}"
-js="python3 tests/vm/nsd-join-session.py --socket $NSD_ROOT_SOCKET"
+js="python3 tests/vm/nsd-rawclient.py --socket $NSD_ROOT_SOCKET join-session"
 
 nsd_user alice 1001
 nsd_user bob 1002

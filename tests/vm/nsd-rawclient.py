@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
-"""A raw nsd protocol client for tests: sends well-formed and deliberately bad requests and
-prints what came back, one line per request, as:  <name> <reply-type> <errno> <message>
-The layouts mirror libnsclient/nsd-protocol.h (checked against its sizes at start)."""
+"""The raw nsd protocol client of the VM scenarios: sends well-formed and deliberately bad
+requests and prints what came back, one line per request, as
+  <name> <reply-type> <errno> fds=<n> <message>
+and for join-session (protocol 1.2, JOIN + SESSION_OPEN in one; root's socket, as pam_nsjoin)
+  join-session <reply-type> <errno> fds=<n> sessions=<n> session=<id> ns=<inode>|<message>
+The layouts mirror libnsclient/nsd-protocol.h (checked against its sizes at start).
+
+  nsd-rawclient.py [--socket PATH] [--header FILE] WHAT [UID] [--count N]
+  nsd-rawclient.py [--socket PATH] join-session [--no-pidfd | --pidfd-of PID] UID LEADER_PID
+"""
 import argparse, errno, os, re, socket, struct, sys
 
-MAGIC, MAJOR, MINOR = 0x3044534E, 1, 0
+MAGIC, MAJOR, MINOR = 0x3044534E, 1, 2
 HDR = struct.Struct("<IHHHHIIi")  # magic, major, minor, type, flags, length, seq, error
-REQ_JOIN, REQ_STATUS, REQ_LIST = 1, 4, 5
-REP_ERROR = 0xFFFF
+REQ_JOIN, REQ_STATUS, REQ_LIST, REQ_JOIN_SESSION = 1, 4, 5, 9
+REP_JOIN_SESSION, REP_ERROR = 0x8009, 0xFFFF
+JOIN_SESSION_PIDFD = 0x2
 
 
 def proto_header_sizes(path):
@@ -25,33 +33,64 @@ def join(uid, **kw):
     return hdr(REQ_JOIN, 32, **kw) + struct.pack("<II", uid, 0)
 
 
-def request(sock_path, payload, name, fds_expected=False):
+def request(sock_path, payload, name, fds=(), timeout=5):
+    """Send payload (and fds by SCM_RIGHTS) on a new connection and read one reply: returns
+    (reply type, errno name, descriptors received, datagram), or None when none came (said
+    on a line of its own)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(5)
+    s.settimeout(timeout)
     s.connect(sock_path)
-    s.send(payload)
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
+    s.sendmsg([payload], anc)
     try:
         data, anc, _, _ = s.recvmsg(8192, socket.CMSG_SPACE(4 * 4))
     except (ConnectionResetError, socket.timeout) as e:
         print(f"{name} none {type(e).__name__} -")
-        return
+        return None
     finally:
         s.close()
-    fds = []
+    got = []
     for level, typ, cdata in anc:
         if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-            fds += list(struct.unpack(f"{len(cdata) // 4}i", cdata[: len(cdata) // 4 * 4]))
-    for fd in fds:
+            got += list(struct.unpack(f"{len(cdata) // 4}i", cdata[: len(cdata) // 4 * 4]))
+    for fd in got:
         os.close(fd)
     if len(data) < HDR.size:
         print(f"{name} short {len(data)} -")
-        return
-    _, _, _, rtype, _, length, _, err = HDR.unpack_from(data)
-    msg = "-"
-    if rtype == REP_ERROR and len(data) >= HDR.size + 4:
-        msg = data[HDR.size + 4:].split(b"\0", 1)[0].decode(errors="replace") or "-"
+        return None
+    _, _, _, rtype, _, _, _, err = HDR.unpack_from(data)
     ename = errno.errorcode.get(-err, str(err)) if err else "0"
-    print(f"{name} {rtype:#06x} {ename} fds={len(fds)} {msg}")
+    return rtype, ename, len(got), data
+
+
+def error_message(rtype, data):
+    if rtype == REP_ERROR and len(data) >= HDR.size + 4:
+        return data[HDR.size + 4:].split(b"\0", 1)[0].decode(errors="replace") or "-"
+    return "-"
+
+
+def simple(sock_path, payload, name):
+    r = request(sock_path, payload, name)
+    if r:
+        rtype, ename, n_fds, data = r
+        print(f"{name} {rtype:#06x} {ename} fds={n_fds} {error_message(rtype, data)}")
+
+
+def join_session(a):
+    if a.pid is None:
+        sys.exit("nsd-rawclient: join-session needs UID and LEADER_PID")
+    flags = 0 if a.no_pidfd else JOIN_SESSION_PIDFD
+    payload = hdr(REQ_JOIN_SESSION, 72) + struct.pack("<IIII32s", a.uid, flags, a.pid, 0, b"nsd-test")
+    fds = [] if a.no_pidfd else [os.pidfd_open(a.pidfd_of or a.pid)]
+    r = request(a.socket, payload, "join-session", fds, timeout=20)
+    if not r:
+        return
+    rtype, ename, n_fds, data = r
+    sessions, msg = "-", error_message(rtype, data)
+    if rtype == REP_JOIN_SESSION:
+        _, _, ino, _, sid, sessions, _ = struct.unpack_from("<IIQQQII", data, HDR.size)
+        msg = f"session={sid} ns={ino}"
+    print(f"join-session {rtype:#06x} {ename} fds={n_fds} sessions={sessions} {msg}")
 
 
 def main():
@@ -59,30 +98,37 @@ def main():
     ap.add_argument("--socket", default="/run/nsd/socket")
     ap.add_argument("--header", default="libnsclient/nsd-protocol.h")
     ap.add_argument("what", choices=["join", "garbage", "truncated", "wrong-version", "oversized",
-                                     "bad-length", "unknown-type", "hold"])
+                                     "bad-length", "unknown-type", "hold", "join-session"])
     ap.add_argument("uid", nargs="?", type=int, default=os.getuid())
+    ap.add_argument("pid", nargs="?", type=int, help="join-session: the session leader")
     ap.add_argument("--count", type=int, default=1, help="hold: connections to open")
-    a = ap.parse_args()
+    ap.add_argument("--no-pidfd", action="store_true",
+                    help="join-session: send no pidfd (nsd opens one)")
+    ap.add_argument("--pidfd-of", type=int, help="join-session: send the pidfd of this pid instead")
+    a = ap.parse_intermixed_args()
 
     sizes = proto_header_sizes(a.header)
     assert sizes["nsd_msg_header"] == HDR.size and sizes["nsd_req_join"] == 32, sizes
+    assert sizes["nsd_req_join_session"] == 72 and sizes["nsd_rep_join_session"] == 64, sizes
 
-    if a.what == "join":
-        request(a.socket, join(a.uid), "join")
+    if a.what == "join-session":
+        join_session(a)
+    elif a.what == "join":
+        simple(a.socket, join(a.uid), "join")
     elif a.what == "garbage":
-        request(a.socket, os.urandom(7) + b"garbage-not-a-message" * 3, "garbage")
+        simple(a.socket, os.urandom(7) + b"garbage-not-a-message" * 3, "garbage")
     elif a.what == "truncated":
-        request(a.socket, join(a.uid)[:-3], "truncated")
+        simple(a.socket, join(a.uid)[:-3], "truncated")
     elif a.what == "wrong-version":
-        request(a.socket, join(a.uid, major=MAJOR + 41), "wrong-version")
+        simple(a.socket, join(a.uid, major=MAJOR + 41), "wrong-version")
     elif a.what == "oversized":
-        request(a.socket, hdr(REQ_JOIN, 65536) + b"\0" * (65536 - HDR.size), "oversized")
+        simple(a.socket, hdr(REQ_JOIN, 65536) + b"\0" * (65536 - HDR.size), "oversized")
     elif a.what == "bad-length":
         p = bytearray(join(a.uid))
         struct.pack_into("<I", p, 12, 1000)
-        request(a.socket, bytes(p), "bad-length")
+        simple(a.socket, bytes(p), "bad-length")
     elif a.what == "unknown-type":
-        request(a.socket, hdr(0x77, HDR.size), "unknown-type")
+        simple(a.socket, hdr(0x77, HDR.size), "unknown-type")
     elif a.what == "hold":
         # open --count connections, report how many nsd kept open, then release them all
         socks, refused = [], 0
