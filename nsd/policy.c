@@ -236,7 +236,7 @@ static void identity_lookup(Lookup *l) {
                 if (r == -ENOENT)
                         l->why = g_strdup_printf("uid %u has no entry in the user database",
                                                  (unsigned) l->uid);
-                else if (r == -E2BIG)
+                else if (r == -E2BIG && n > NGROUPS_MAX)
                         l->why = g_strdup_printf("uid %u is in %zu groups, more than the "
                                                  "kernel's NGROUPS_MAX (%d)",
                                                  (unsigned) l->uid, n, NGROUPS_MAX);
