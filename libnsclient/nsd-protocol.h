@@ -26,7 +26,9 @@
  *     mounts without descriptors.
  *   - HIDE (and NSD_HIDE_UNHIDE): only a mount the caller owns (a FUSE mount with user_id=
  *     its uid, or one owner-private for it already); the path is walked with the caller's
- *     whole identity (uid, gid, groups), so errors say what stat(2) would say to it.
+ *     whole identity (uid, gid, groups), so errors say what stat(2) would say to it. The
+ *     groups are looked up first (nsd.conf LookupTimeoutSec=), then the path is walked
+ *     (PathWalkTimeoutSec=): a HIDE is answered within the sum of the two.
  *   - STATUS: its own figures (namespaces, pinned, sessions, connections of its uid); the
  *     limits, version, features and pid are the same for everyone. LIST: its own entry.
  *
@@ -299,6 +301,10 @@ _Static_assert(sizeof(struct nsd_req_release) == 32, "nsd_req_release layout");
  *   -EINVAL      the path is not the root of a mount
  *   -EPERM       not root and not a FUSE mount of the caller's; or (UNHIDE) not the owner
  *   -ENXIO       nsd's policy does not manage uid
+ *   -ETIMEDOUT   the user database did not tell the caller's groups within
+ *                LookupTimeoutSec=, or the walk took longer than PathWalkTimeoutSec=
+ *   -E2BIG       the caller is in more than NGROUPS_MAX groups
+ *   -EBUSY       too many path walks at once (MaxPathWalks=)
  *   -EOPNOTSUPP  the kernel lacks owner-private mounts (or nsd cannot take a user's fsuid) */
 struct nsd_req_hide {
         struct nsd_msg_header hdr;

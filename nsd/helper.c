@@ -87,8 +87,9 @@ static const char *const step_text[_HELPER_STEP_MAX] = {
         [HELPER_STEP_READ] = "read",
         [HELPER_STEP_PROBE_MOUNT] = "mount a probe tmpfs",
         [HELPER_STEP_FSUID] = "take the user's fsuid (setfsuid, needs CAP_SETUID)",
-        [HELPER_STEP_IDENTITY] = "take the user's identity (groups from the user database, "
-                                 "setgroups, setresgid, setresuid: needs CAP_SETGID, CAP_SETUID)",
+        [HELPER_STEP_IDENTITY] = "take the user's identity (setgroups with its groups from the "
+                                 "user database, setresgid, setresuid: needs CAP_SETGID, "
+                                 "CAP_SETUID)",
         [HELPER_STEP_OPEN_MOUNT_POINT] = "open the mount point",
         [HELPER_STEP_STATX] = "statx the mount point",
         [HELPER_STEP_SETATTR] = "set the owner-private attribute (mount_setattr)",

@@ -5,10 +5,15 @@
  * Helper children. setfsuid() changes the credentials of the calling thread only, and nsd
  * must not walk paths or set attributes with a user's fsuid by accident, so every step that
  * needs another fsuid runs in a helper child with its own credentials that calls only plain
- * system calls and reports through its argument struct. The walk (step 1) can hang in a
- * FUSE file system, so it runs in a watched child (child.c) with a deadline and hands the
- * O_PATH descriptor back by SCM_RIGHTS; the attribute (step 3) in a vfork()ed one
- * (helper.c), which shares nsd's descriptor table.
+ * system calls and reports through its argument struct. The user database is never asked
+ * in a child: nsd has other threads (policy.c's), and a child cloned while one of them held
+ * a lock (malloc's, NSS's, nscd's socket) would wait for it for good. A user's groups are
+ * looked up before its walk starts, by policy_uid_identity() (LookupTimeoutSec=), and the
+ * child gets them in its argument.
+ *
+ * The walk (step 1) can hang in a FUSE file system, so it runs in a watched child (child.c)
+ * with a deadline and hands the O_PATH descriptor back by SCM_RIGHTS; the attribute (step 3)
+ * in a vfork()ed one (helper.c), which shares nsd's descriptor table.
  *
  * How a mount is found and hidden, safely against a user who changes paths under nsd:
  *  1. resolve: openat2(path, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) with the
@@ -28,7 +33,6 @@
 #include <fcntl.h>
 #include <glib-unix.h>
 #include <glib.h>
-#include <grp.h>
 #include <libmount.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -47,7 +51,6 @@
 #include "libmount-cleanup.h"
 #include "log.h"
 #include "nsd-protocol.h"
-#include "nss-util.h"
 
 #define MOUNTINFO_PATH "/proc/self/mountinfo"
 /* any uid that is neither 0 nor a real user's: for the CAP_SETUID probe */
@@ -59,10 +62,12 @@ struct op {
         struct helper_status s;
         /* in */
         uid_t fsuid; /* run with this fsuid; 0: stay root */
-        /* resolve: become fsuid wholly (uid, gid, groups from the user database, whose
-         * primary gid or, without an entry, this gid), not only its fsuid */
+        /* resolve: become fsuid wholly (uid, gid and groups, looked up before the child
+         * started), not only its fsuid */
         bool identity;
         gid_t gid;
+        const gid_t *gids; /* in nsd's memory, which the child has a copy of */
+        size_t n_gids;
         const char *path;
         int fd; /* set: the mount to change; resolve: out */
         bool unhide;
@@ -83,34 +88,30 @@ static int op_take_fsuid(struct op *o) {
         return 0;
 }
 
-/* The user's whole identity, as a login of the user would have it: its groups from the user
- * database (in this child, so a slow NSS stalls only this walk, under its deadline), then
- * setgroups, setresgid, setresuid. Afterwards the child holds no capability, so the walk
- * below searches directories exactly as the user's own processes would. */
-static int op_take_identity(struct op *o) {
-        struct passwd *pw = NULL;
-        gid_t *gids = NULL, gid = o->gid;
-        size_t n = 0;
-        uid_t ru, eu, su;
-        int r;
+/* 32-bit ids: where the plain calls take 16-bit ones (i386, arm) the *32 calls are libc's */
+#ifdef SYS_setresuid32
+#define NR_SETGROUPS SYS_setgroups32
+#define NR_SETRESGID SYS_setresgid32
+#define NR_SETRESUID SYS_setresuid32
+#else
+#define NR_SETGROUPS SYS_setgroups
+#define NR_SETRESGID SYS_setresgid
+#define NR_SETRESUID SYS_setresuid
+#endif
 
-        r = nss_user_by_uid(o->fsuid, &pw);
-        if (r == 0) {
-                gid = pw->pw_gid;
-                r = nss_user_groups(pw->pw_name, gid, &gids, &n);
-                free(pw);
-        } else if (r == -ENOENT)
-                r = gid != (gid_t) -1 ? 0 : -EPERM; /* no entry: the caller's gid alone */
-        if (r < 0) {
-                errno = -r;
+/* The user's whole identity, as a login of the user would have it: its groups (o->gids, from
+ * the user database), then setgroups, setresgid, setresuid. Raw system calls, for this
+ * thread alone: libc's set*id() would signal every thread of nsd it believes this child to
+ * have (its thread list is nsd's, stale here) and take libc's locks. Afterwards the child
+ * holds no capability, so the walk below searches directories exactly as the user's own
+ * processes would. */
+static int op_take_identity(struct op *o) {
+        uid_t ru, eu, su;
+
+        if (syscall(NR_SETGROUPS, o->n_gids, o->gids) < 0 ||
+            syscall(NR_SETRESGID, o->gid, o->gid, o->gid) < 0 ||
+            syscall(NR_SETRESUID, o->fsuid, o->fsuid, o->fsuid) < 0)
                 return helper_fail(&o->s, HELPER_STEP_IDENTITY);
-        }
-        if (setgroups(gids ? n : 1, gids ? gids : &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
-            setresuid(o->fsuid, o->fsuid, o->fsuid) < 0) {
-                free(gids);
-                return helper_fail(&o->s, HELPER_STEP_IDENTITY);
-        }
-        free(gids);
         if (getresuid(&ru, &eu, &su) < 0 || ru != o->fsuid || eu != o->fsuid || su != o->fsuid ||
             (uid_t) setfsuid((uid_t) -1) != o->fsuid) {
                 errno = EPERM;
@@ -294,7 +295,11 @@ static int mount_set_owner_private(int fd, uid_t uid, bool unhide,
 }
 
 typedef struct HideOp {
+        Children *set;
         uid_t caller, uid;
+        gid_t caller_gid;
+        gid_t gid, *gids; /* the caller's identity (caller != 0), once looked up */
+        size_t n_gids;
         char *path;
         bool unhide;
         PrivateHideDone done;
@@ -303,6 +308,7 @@ typedef struct HideOp {
 } HideOp;
 
 static void hide_op_free(HideOp *h) {
+        g_free(h->gids);
         g_free(h->path);
         g_free(h);
 }
@@ -410,39 +416,99 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
         hide_op_free(h);
 }
 
-int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, gid_t caller_gid,
-                       uid_t uid, const char *path, bool unhide, PrivateHideDone done,
-                       void *userdata, char **ret_why) {
-        HideOp *h = g_new0(HideOp, 1);
+/* Step 1 of a HIDE: the walk, in a watched child. 0, or -errno with *ret_why. */
+static int hide_walk_start(HideOp *h, char **ret_why) {
         /* walk as the asking user; root unhiding walks as the owner (root cannot see it) */
-        struct op o = { .fd = -1, .fsuid = caller != 0 ? caller : unhide ? uid : 0 };
+        uid_t fsuid = h->caller != 0 ? h->caller : h->unhide ? h->uid : 0;
+        struct op o = {
+                .fd = -1,
+                .fsuid = fsuid,
+                /* a user's walk is the user's own, wholly (root's unhide only takes the
+                 * owner's fsuid, to see the mount) */
+                .identity = h->caller != 0,
+                .gid = h->gid,
+                .gids = h->gids,
+                .n_gids = h->n_gids,
+                .path = h->path,
+        };
         int r;
 
-        /* a user's walk is the user's own, wholly (root's unhide only takes the owner's
-         * fsuid, to see the mount) */
-        o.identity = caller != 0;
-        o.gid = caller_gid;
-
-        h->caller = caller;
-        h->uid = uid;
-        h->path = g_strdup(path);
-        h->unhide = unhide;
-        h->done = done;
-        h->userdata = userdata;
-        h->timeout_usec = timeout_usec;
-        o.path = h->path;
-        r = child_start(set, caller != 0 ? caller : uid, resolve_child, &o, sizeof o, timeout_usec,
-                        on_hide_walked, h);
+        r = child_start(h->set, h->caller != 0 ? h->caller : h->uid, resolve_child, &o, sizeof o,
+                        h->timeout_usec, on_hide_walked, h);
         if (r < 0) {
                 *ret_why = r == -EAGAIN
                                    ? g_strdup("too many path walks in progress (MaxPathWalks=, "
                                               "a quarter of them per uid); try again later")
                                    : g_strdup_printf("cannot start a helper process: %s",
                                                      g_strerror(-r));
-                hide_op_free(h);
                 return r == -EAGAIN ? -EBUSY : r;
         }
         return 0;
+}
+
+/* The caller's identity is known (or not): now the walk. */
+static void on_hide_identity(int r, const PolicyIdentity *id, const char *why, void *userdata) {
+        HideOp *h = userdata;
+        g_autofree char *walk_why = NULL;
+
+        if (r == 0) {
+                h->gid = id->gid;
+                h->gids = g_memdup2(id->gids, id->n_gids * sizeof(gid_t));
+                h->n_gids = id->n_gids;
+        } else if (r == -ENOENT && h->caller_gid != (gid_t) -1) {
+                /* no entry: the caller's gid alone */
+                h->gid = h->caller_gid;
+                h->gids = g_memdup2(&h->caller_gid, sizeof(gid_t));
+                h->n_gids = 1;
+        } else {
+                /* (a timeout is logged by policy.c, rate limited) */
+                if (r == -ENOENT)
+                        r = -EPERM; /* and the request said no gid */
+                walk_why = r == -ECANCELED
+                                   ? g_strdup("nsd is stopping")
+                                   : g_strdup_printf("nsd cannot take uid %u's identity to "
+                                                     "resolve the path (its groups from the "
+                                                     "user database): %s",
+                                                     (unsigned) h->caller,
+                                                     why ? why : g_strerror(-r));
+                h->done(r, 0, walk_why, h->userdata);
+                hide_op_free(h);
+                return;
+        }
+        r = hide_walk_start(h, &walk_why);
+        if (r < 0) {
+                h->done(r, 0, walk_why, h->userdata);
+                hide_op_free(h);
+        }
+}
+
+int private_hide_start(Policy *policy, Children *set, uint64_t timeout_usec, uid_t caller,
+                       gid_t caller_gid, uid_t uid, const char *path, bool unhide,
+                       PrivateHideDone done, void *userdata, char **ret_why) {
+        HideOp *h = g_new0(HideOp, 1);
+        int r;
+
+        h->set = set;
+        h->caller = caller;
+        h->caller_gid = caller_gid;
+        h->uid = uid;
+        h->path = g_strdup(path);
+        h->unhide = unhide;
+        h->done = done;
+        h->userdata = userdata;
+        h->timeout_usec = timeout_usec;
+        if (caller == 0) /* root walks as root (or the owner's fsuid): no groups to look up */
+                r = hide_walk_start(h, ret_why);
+        else {
+                r = policy_uid_identity(policy, caller, on_hide_identity, h);
+                if (r == -EINPROGRESS)
+                        return 0;
+                *ret_why = g_strdup_printf("nsd cannot look up uid %u's groups: %s",
+                                           (unsigned) caller, g_strerror(-r));
+        }
+        if (r < 0)
+                hide_op_free(h);
+        return r;
 }
 
 /* ---- the watch ---------------------------------------------------------------------------- */

@@ -15,7 +15,8 @@
  * Path walks (resolving a HIDE path, a new mount's mount point) can hang in a user's FUSE
  * file system, so they run in helper children the loop watches (child.h) with a deadline,
  * PathWalkTimeoutSec=; a HIDE past it gets -ETIMEDOUT, a mount of the watch is left as it
- * is (logged). Setting the attribute on a resolved mount cannot hang (no file system
+ * is (logged). A user's walk runs with the user's groups, which are looked up before the
+ * child starts (policy.h), never in it. Setting the attribute on a resolved mount cannot hang (no file system
  * callback) and runs in a vfork()ed helper (helper.h).
  */
 #pragma once
@@ -46,13 +47,16 @@ void private_watch_exempt(PrivateWatch *w, uint64_t mnt_id);
 /* A HIDE request: set (or with unhide clear) the owner-private attribute with owner uid on
  * the mount whose root is path (absolute; symlinks refused). caller is the asking uid: for
  * one other than root the path is resolved with the caller's whole identity (uid, its
- * groups from the user database, primary gid or, without an entry there, caller_gid) and
- * the mount must be the caller's: a FUSE mount with user_id=caller, or one owner-private for
- * the caller already (then the kernel checks the owner). Hide and unhide alike. Returns 0 when started: done() follows on
- * the loop with 0 and the mount's id, or -errno and why (for the client; -ETIMEDOUT past
- * timeout_usec); logs the event. Or returns -EBUSY (MaxPathWalks=) or -errno at once, with
- * *ret_why (g_malloc()ed). */
+ * primary gid and groups from the user database, or without an entry there caller_gid
+ * alone) and the mount must be the caller's: a FUSE mount with user_id=caller, or one
+ * owner-private for the caller already (then the kernel checks the owner). Hide and unhide
+ * alike. The groups are looked up first, through policy (policy_uid_identity(): its threads,
+ * LookupTimeoutSec=), never in the walk's child; then the walk runs, PathWalkTimeoutSec=. So
+ * a HIDE takes at most LookupTimeoutSec= + PathWalkTimeoutSec= (and a helper for step 3).
+ * Returns 0 when started: done() follows on the loop with 0 and the mount's id, or -errno
+ * and why (for the client; -ETIMEDOUT past either deadline, -EBUSY past MaxPathWalks=);
+ * logs the event. Or returns -errno at once, with *ret_why (g_malloc()ed). */
 typedef void (*PrivateHideDone)(int r, uint64_t mnt_id, const char *why, void *userdata);
-int private_hide_start(Children *set, uint64_t timeout_usec, uid_t caller, gid_t caller_gid,
-                       uid_t uid, const char *path, bool unhide, PrivateHideDone done,
-                       void *userdata, char **ret_why);
+int private_hide_start(Policy *policy, Children *set, uint64_t timeout_usec, uid_t caller,
+                       gid_t caller_gid, uid_t uid, const char *path, bool unhide,
+                       PrivateHideDone done, void *userdata, char **ret_why);

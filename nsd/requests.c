@@ -674,7 +674,7 @@ static int hide_continue(Request *r) {
                 return rv;
         if (private_supported(s->features, &reason) < 0)
                 return REFUSE(r, EOPNOTSUPP, "%s", reason);
-        rv = private_hide_start(s->children, s->config.path_walk_timeout_usec, r->uid,
+        rv = private_hide_start(s->policy, s->children, s->config.path_walk_timeout_usec, r->uid,
                                 r->sender.gid, req->uid, req->path, req->flags & NSD_HIDE_UNHIDE,
                                 on_hidden, request_ref(r), &r->why);
         if (rv < 0) {
