@@ -113,6 +113,7 @@ mgr=$(systemctl show -p MainPID --value user@1003.service)
 assert_eq "$ns_c" "$(vm_ns_of "$mgr")" "carol's systemd --user"
 wait_sessions carol 1
 say "c) carol logs in, starts a user service and logs out"
+cur_c=$(cursor)
 out=$(vm_ssh carol 'XDG_RUNTIME_DIR=/run/user/$(id -u) systemd-run --user --quiet --unit=carol-job sleep 1000 &&
         stat -L -c %i /proc/self/ns/mnt') || { journal_dump; fail "carol's user service: $out"; }
 assert_eq "$ns_c" "$out" "carol's ssh login"
@@ -211,11 +212,15 @@ say "c) carol's namespace is still held by her user manager and its service"
 assert_kept carol "$ns_c" "after dave's, alice's and bob's releases"
 assert_eq 1 "$(sessions_of carol)" "carol's sessions (her user manager's)"
 kill -0 "$svc" || fail "carol's user service is gone"
+# her ssh logout was not her last session: linger never started
+assert_eq 0 "$(j_count "$cur_c" "Last session of uid 1003 ended")" "linger countdowns of carol's"
+assert_eq 0 "$(j_count "$cur_c" "Keeping the namespace of uid 1003")" "linger's checks of carol's"
 assert_eq "$ns_c" "$(vm_ns_of "$svc")" "carol's user service"
 say "c) loginctl disable-linger carol: her manager stops, then the namespace goes"
 cur_c=$(cursor)
 loginctl disable-linger carol
 vm_wait_for 120 sh -c '! systemctl is-active --quiet user@1003.service'
+j_wait 90 1 "$cur_c" "Last session of uid 1003 ended, Linger=$LINGER"
 j_wait 90 1 "$cur_c" "Released the namespace of uid 1003 $released"
 assert_eq "" "$(nsd_ns_inode carol)" "carol's namespace after her manager stopped"
 ! kill -0 "$svc" 2> /dev/null || fail "carol's user service still runs"
