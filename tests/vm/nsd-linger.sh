@@ -40,9 +40,14 @@ j_lines() {
 # j_count CURSOR TEXT: lines after CURSOR containing TEXT (a fixed string)
 j_count() { j_lines "$1" | grep -cF -- "$2" || true; }
 j_has_n() { [ "$(j_count "$2" "$3")" -ge "$1" ]; }
-# j_wait SECONDS N CURSOR TEXT: until N lines after CURSOR contain TEXT
+# j_wait SECONDS N CURSOR TEXT: until N lines after CURSOR contain TEXT; the deadline is
+# wall-clock time, however long each look at the (debug) journal takes
 j_wait() {
-        vm_poll "$1" j_has_n "$2" "$3" "$4" && return 0
+        local end=$((SECONDS + $1))
+        while [ "$SECONDS" -le "$end" ]; do
+                j_has_n "$2" "$3" "$4" && return 0
+                sleep 0.5
+        done
         journal_dump
         fail "nsd's journal has not $2 line(s) with '$4' after $1 s"
 }
