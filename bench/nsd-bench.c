@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_NAME "nsd-bench"
+#include "bench-util.h"
 #include "nsclient.h"
 
 static const char *arg_socket = "/run/nsd/socket";
@@ -57,22 +59,6 @@ static pid_t nsd_pid = -1;
 static const char *join_reuse_prefix = "join_reuse";
 
 /* ---- small helpers ------------------------------------------------------------------ */
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void progress(const char *fmt, ...) {
-        va_list ap;
-        fputs("nsd-bench: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-}
 
 static void result(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void result(const char *key, const char *fmt, ...) {
@@ -194,26 +180,6 @@ static long meminfo_kb(const char *name) {
         return v;
 }
 
-/* VmRSS (or another field) of a pid in kB, or -1. */
-static long proc_status_kb(pid_t pid, const char *name) {
-        char path[64], line[256];
-        size_t len = strlen(name);
-        long v = -1;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, name, len) == 0 && line[len] == ':') {
-                        v = strtol(line + len + 1, NULL, 10);
-                        break;
-                }
-        fclose(f);
-        return v;
-}
-
 static long count_lines(const char *path) {
         char buf[65536];
         long n = 0;
@@ -226,23 +192,6 @@ static long count_lines(const char *path) {
                 for (ssize_t i = 0; i < k; i++)
                         n += buf[i] == '\n';
         close(fd);
-        return n;
-}
-
-static long count_fds(pid_t pid) {
-        char path[64];
-        long n = 0;
-        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
-        /* a directory listing without opendir noise */
-        FILE *p;
-        char cmd[96];
-        snprintf(cmd, sizeof(cmd), "ls -1 %s 2>/dev/null | wc -l", path);
-        p = popen(cmd, "re");
-        if (!p)
-                return -1;
-        if (fscanf(p, "%ld", &n) != 1)
-                n = -1;
-        pclose(p);
         return n;
 }
 

@@ -76,6 +76,8 @@
 
 #include <security/pam_appl.h>
 
+#define BENCH_NAME "nsd-login"
+#include "bench-util.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
 
@@ -115,27 +117,11 @@ static uint64_t own_mntns_ino;
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 static void sleep_ns(uint64_t ns) {
         struct timespec ts = { .tv_sec = (time_t) (ns / 1000000000u),
                                .tv_nsec = (long) (ns % 1000000000u) };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
-}
-
-static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void progress(const char *fmt, ...) {
-        va_list ap;
-        fputs("nsd-login: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
 }
 
 static void result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -240,42 +226,6 @@ static void samples_report(const char *prefix, struct samples *s) {
 }
 
 /* ---- nsd as a process ------------------------------------------------------------------ */
-
-static long proc_status_kb(pid_t pid, const char *name) {
-        char path[64], line[256];
-        size_t len = strlen(name);
-        long v = -1;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, name, len) == 0 && line[len] == ':') {
-                        v = strtol(line + len + 1, NULL, 10);
-                        break;
-                }
-        fclose(f);
-        return v;
-}
-
-static long count_fds(pid_t pid) {
-        char path[64];
-        struct dirent *de;
-        long n = 0;
-        DIR *d;
-
-        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
-        d = opendir(path);
-        if (!d)
-                return -1;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        n++;
-        closedir(d);
-        return n;
-}
 
 /* user+system CPU time of a process in clock ticks */
 static uint64_t proc_cpu_ticks(pid_t pid) {

@@ -56,6 +56,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_NAME "nsd-start"
+#include "bench-util.h"
 #include "nsclient.h"
 
 extern char **environ;
@@ -105,22 +107,6 @@ static unsigned long n_fdstore_msgs, n_fdstore_remove_msgs;
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
-static uint64_t clock_ns(clockid_t c) {
-        struct timespec ts;
-        clock_gettime(c, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void progress(const char *fmt, ...) {
-        va_list ap;
-        fputs("nsd-start: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-}
-
 static void result(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void result(const char *key, const char *fmt, ...) {
         va_list ap;
@@ -140,41 +126,6 @@ static void die(const char *what, int r) {
         result("error", "'%s: %s'", what, strerror(r < 0 ? -r : r));
         stop_nsd_quietly();
         exit(1);
-}
-
-static long proc_status_kb(pid_t pid, const char *name) {
-        char path[64], line[256];
-        size_t len = strlen(name);
-        long v = -1;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, name, len) == 0 && line[len] == ':') {
-                        v = strtol(line + len + 1, NULL, 10);
-                        break;
-                }
-        fclose(f);
-        return v;
-}
-
-static long count_fds(pid_t pid) {
-        char path[64];
-        struct dirent *de;
-        long n = 0;
-        DIR *d;
-
-        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
-        d = opendir(path);
-        if (!d)
-                return -1;
-        while ((de = readdir(d)))
-                n += de->d_name[0] != '.';
-        closedir(d);
-        return n;
 }
 
 /* CPU time of pid in ms: its own from /proc/PID/schedstat (ns; else utime + stime in clock
