@@ -3,8 +3,11 @@
  * gen-dispatch-corpus: write the seed corpus of fuzz-dispatch (tests/fuzz/corpus/dispatch/)
  * from the protocol's own structs, so the seeds follow nsd-protocol.h: a sound request of
  * every type (as uid 1000 sends it for itself, and where it may not), then the ways
- * nsd_msg_check() and the table of nsd/requests.c refuse one. The input format (byte 0, then
- * the datagram) is described at the top of fuzz-dispatch.c.
+ * nsd_msg_check() and the table of nsd/requests.c refuse one; then scripts of several
+ * datagrams on one connection (sound requests in a row, read at once, later or never; floods
+ * that overflow nsd's reply queue; bursts that get throttled; LIST and SHOW streams; timeouts).
+ * The input formats (byte 0, then the datagram; or byte 0 >= 0x80, then records) are
+ * described at the top of fuzz-dispatch.c.
  *
  *   gen-dispatch-corpus FOLDER
  */
@@ -15,6 +18,19 @@
 #define FDS_PIDFD 0x4u
 #define OWN_PID 0x8u
 
+/* byte 0 of a script, and its records' control bytes (fuzz-dispatch.c) */
+#define SCRIPT 0x80u
+#define SMALL_SNDBUF 0x1u
+#define BURST 0x2u
+#define SMALL_QUEUE 0x4u
+#define ABANDON 0x8u
+#define SHORT_TIMEOUTS 0x10u
+#define SET_SEQ 0x10u
+#define LOOP 0x20u
+#define READ 0x40u
+#define NO_DATAGRAM 0x80u
+#define WAIT 0x1u
+
 #define UID 1000u  /* the harness's peer */
 #define OTHER 1001 /* another user's */
 
@@ -23,6 +39,24 @@ static void seed(const char *name, unsigned ctl, const void *msg, size_t size) {
         put8(ctl);
         put(msg, size);
         finish(name);
+}
+
+static void script(unsigned head) {
+        out_n = 0;
+        put8(SCRIPT | head);
+}
+
+/* a record with a datagram (its length in 2 bytes, little-endian) */
+static void record(unsigned ctl, const void *msg, size_t size) {
+        put8(ctl);
+        put8(size & 0xff);
+        put8(size >> 8);
+        put(msg, size);
+}
+
+/* a record without one: only LOOP, READ or WAIT */
+static void step(unsigned ctl) {
+        put8(NO_DATAGRAM | ctl);
 }
 
 /* a sound request of this type (its exact size) with seq */
@@ -155,6 +189,192 @@ static void broken(void) {
              NSD_MSG_SIZE_MAX + 1);
 }
 
+/* a sound request of every type uid 1000 may send for itself, in a row: JOIN, SESSION_OPEN,
+ * SESSION_CLOSE, JOIN_SESSION, STATUS, LIST, SHOW, HIDE, RELEASE (refused: a session is
+ * open), then its session closed and RELEASE again */
+static void sound_requests(unsigned ctl) {
+        REQ(j, NSD_REQ_JOIN, nsd_req_join, 1);
+        j->uid = UID;
+        record(ctl, j, sizeof *j);
+        REQ(o, NSD_REQ_SESSION_OPEN, nsd_req_session_open, 2);
+        o->uid = UID;
+        snprintf(o->service, sizeof o->service, "sshd");
+        record(ctl | OWN_PID, o, sizeof *o);
+        REQ(c, NSD_REQ_SESSION_CLOSE, nsd_req_session_close, 3);
+        c->uid = UID;
+        record(ctl | OWN_PID, c, sizeof *c);
+        REQ(js, NSD_REQ_JOIN_SESSION, nsd_req_join_session, 4);
+        js->uid = UID;
+        snprintf(js->service, sizeof js->service, "login");
+        record(ctl | OWN_PID, js, sizeof *js);
+        record(ctl, proto_msg(NSD_REQ_STATUS, sizeof(struct nsd_req_status), 5),
+               sizeof(struct nsd_req_status));
+        record(ctl, proto_msg(NSD_REQ_LIST, sizeof(struct nsd_req_list), 6),
+               sizeof(struct nsd_req_list));
+        REQ(sh, NSD_REQ_SHOW, nsd_req_show, 7);
+        sh->uid = UID;
+        record(ctl, sh, sizeof *sh);
+        REQ(h, NSD_REQ_HIDE, nsd_req_hide, 8);
+        h->uid = UID;
+        snprintf(h->path, sizeof h->path, "/tmp");
+        record(ctl, h, sizeof *h);
+        REQ(r, NSD_REQ_RELEASE, nsd_req_release, 9);
+        r->uid = UID;
+        record(ctl, r, sizeof *r);
+        c = proto_msg(NSD_REQ_SESSION_CLOSE, sizeof *c, 10);
+        c->uid = UID;
+        record(ctl | OWN_PID, c, sizeof *c);
+        r = proto_msg(NSD_REQ_RELEASE, sizeof *r, 11);
+        r->uid = UID;
+        record(ctl, r, sizeof *r);
+}
+
+/* n requests (a sound one of type, with seq 100 + i) */
+static void requests(unsigned ctl, uint16_t type, size_t size, unsigned n) {
+        for (unsigned i = 0; i < n; i++) {
+                struct nsd_req_show *sh = proto_msg(type, size, 100 + i);
+                if (type == NSD_REQ_SHOW)
+                        sh->uid = UID;
+                record(ctl, sh, size);
+        }
+}
+
+#define STATUS NSD_REQ_STATUS, sizeof(struct nsd_req_status)
+#define LIST NSD_REQ_LIST, sizeof(struct nsd_req_list)
+#define SHOW NSD_REQ_SHOW, sizeof(struct nsd_req_show)
+
+static void scripts(void) {
+        /* sound requests in a row: each read before the next is sent; sent back to back and
+         * read at the end; served one by one but read only at the end; the same with
+         * the replies waiting in nsd's queue; a RELEASE and a JOIN read back to back */
+        script(0);
+        sound_requests(SET_SEQ | LOOP | READ);
+        finish("script-sound-read");
+        script(0);
+        sound_requests(SET_SEQ);
+        finish("script-sound-back-to-back");
+        script(0);
+        sound_requests(LOOP);
+        finish("script-sound-unread");
+        script(SMALL_SNDBUF);
+        sound_requests(SET_SEQ | LOOP);
+        finish("script-sound-queued");
+        script(0);
+        REQ(r, NSD_REQ_RELEASE, nsd_req_release, 1);
+        r->uid = UID;
+        record(SET_SEQ, r, sizeof *r);
+        REQ(j, NSD_REQ_JOIN, nsd_req_join, 2);
+        j->uid = UID;
+        record(SET_SEQ, j, sizeof *j);
+        finish("script-release-join");
+
+        /* floods of STATUS never read: nsd's queue overflows (MaxQueuedReplies=16, or 2),
+         * served one by one or read back to back */
+        script(SMALL_SNDBUF);
+        requests(LOOP, STATUS, 32);
+        finish("script-status-flood");
+        script(SMALL_SNDBUF);
+        requests(0, STATUS, 32);
+        finish("script-status-flood-back-to-back");
+        script(SMALL_SNDBUF | SMALL_QUEUE);
+        requests(SET_SEQ | LOOP, STATUS, 12);
+        finish("script-status-flood-small-queue");
+
+        /* replies with descriptors queued (duplicates in nsd's queue), then read; floods of
+         * SESSION_OPEN and JOIN_SESSION never read: the reply that overflows the queue opens
+         * a session nobody learns of (nsd ends it), queued descriptors are closed */
+        REQ(jq, NSD_REQ_JOIN, nsd_req_join, 1);
+        jq->uid = UID;
+        script(SMALL_SNDBUF);
+        for (int i = 0; i < 8; i++)
+                record(SET_SEQ | LOOP, jq, sizeof *jq);
+        finish("script-join-queued");
+        REQ(oq, NSD_REQ_SESSION_OPEN, nsd_req_session_open, 2);
+        oq->uid = UID;
+        snprintf(oq->service, sizeof oq->service, "sshd");
+        script(SMALL_SNDBUF | SMALL_QUEUE);
+        for (int i = 0; i < 16; i++)
+                record(SET_SEQ | LOOP | OWN_PID, oq, sizeof *oq);
+        finish("script-session-open-flood");
+        REQ(jsq, NSD_REQ_JOIN_SESSION, nsd_req_join_session, 3);
+        jsq->uid = UID;
+        snprintf(jsq->service, sizeof jsq->service, "login");
+        script(SMALL_SNDBUF | SMALL_QUEUE);
+        for (int i = 0; i < 16; i++)
+                record(SET_SEQ | LOOP | OWN_PID, jsq, sizeof *jsq);
+        finish("script-join-session-flood");
+
+        /* a burst past RequestBurstPerUser=3: throttled, then read on */
+        script(BURST);
+        requests(SET_SEQ, STATUS, 8);
+        finish("script-burst");
+        script(BURST);
+        requests(SET_SEQ | LOOP | READ, STATUS, 8);
+        finish("script-burst-read");
+        script(BURST | SMALL_SNDBUF);
+        requests(0, STATUS, 6);
+        step(WAIT);
+        requests(0, STATUS, 6);
+        finish("script-burst-wait");
+
+        /* LIST and SHOW streams unread, with small buffers: the next request waits for the
+         * stream; then a SHOW read part by part */
+        script(SMALL_SNDBUF);
+        requests(LOOP, LIST, 16);
+        finish("script-list-unread");
+        script(SMALL_SNDBUF);
+        requests(LOOP, SHOW, 4);
+        finish("script-show-unread");
+        script(SMALL_SNDBUF | SMALL_QUEUE);
+        requests(0, SHOW, 2);
+        requests(0, LIST, 2);
+        finish("script-show-list-back-to-back");
+        script(SMALL_SNDBUF);
+        requests(SET_SEQ | LOOP, SHOW, 1);
+        for (int i = 0; i < 8; i++)
+                step(READ | LOOP);
+        requests(SET_SEQ | LOOP | READ, STATUS, 1);
+        finish("script-show-read-slowly");
+
+        /* the client leaves with requests unread and replies queued */
+        script(ABANDON | SMALL_SNDBUF);
+        sound_requests(0);
+        finish("script-abandon");
+        script(ABANDON | SMALL_SNDBUF);
+        requests(LOOP, SHOW, 2);
+        finish("script-abandon-show");
+
+        /* what ends a connection, then requests nsd must not read */
+        script(0);
+        requests(SET_SEQ | LOOP, STATUS, 1);
+        record(LOOP, "", 0);
+        requests(SET_SEQ | LOOP | READ, STATUS, 1);
+        finish("script-empty-then-status");
+        script(0);
+        requests(SET_SEQ, STATUS, 1);
+        struct nsd_msg_header *h = proto_msg(NSD_REQ_STATUS, sizeof *h, 10);
+        h->magic = 0x12345678;
+        record(0, h, sizeof *h);
+        requests(SET_SEQ, STATUS, 2);
+        finish("script-bad-magic-then-status");
+        script(SMALL_SNDBUF);
+        requests(LOOP, SHOW, 1);
+        record(SET_SEQ, proto_msg(NSD_REQ_JOIN, sizeof *h, 10), sizeof *h);
+        requests(SET_SEQ, STATUS, 1);
+        finish("script-short-join-after-show");
+
+        /* IdleTimeoutSec=, ReplyTimeoutSec= 1 ms: an idle connection and a slow reader */
+        script(SHORT_TIMEOUTS);
+        requests(SET_SEQ | LOOP | READ, STATUS, 1);
+        step(WAIT);
+        requests(SET_SEQ | LOOP | READ, STATUS, 1);
+        finish("script-idle-timeout");
+        script(SHORT_TIMEOUTS | SMALL_SNDBUF);
+        requests(LOOP, STATUS, 10);
+        step(WAIT);
+        finish("script-slow-reader");
+}
+
 int main(int argc, char **argv) {
         gen_corpus_folder(argc, argv, "gen-dispatch-corpus");
         join();
@@ -164,5 +384,6 @@ int main(int argc, char **argv) {
         status_list_show();
         release_hide();
         broken();
+        scripts();
         return 0;
 }
