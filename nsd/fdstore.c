@@ -4,23 +4,63 @@
 
 #include <errno.h>
 #include <glib.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "config.h" /* NSD_FDSTORE_MAX */
 #include "log.h"
+
+/* A crossing into "no room" is said at warning level at most this often per class. */
+#define FDSTORE_LOG_INTERVAL_USEC (10 * 60 * 1000000LL)
+#define LISTEN_FDNAMES_PREFIX "LISTEN_FDNAMES="
 
 typedef struct Passed {
         int fd; /* -1 once taken */
         char *name;
 } Passed;
 
+/* One name in the store: what the service manager holds under it, as far as nsd knows. */
+typedef struct Entry {
+        char *name;
+        FdStoreClass cls;
+        unsigned n_fds; /* descriptors of this name (2: a duplicate passed back) */
+        GList link;     /* sessions: in FdStore.sessions, the oldest first */
+} Entry;
+
+typedef struct ClassState {
+        size_t bytes;     /* its names in LISTEN_FDNAMES: (strlen + 1) per descriptor */
+        unsigned n_fds;   /* its descriptors */
+        unsigned refused; /* puts refused since start */
+        bool full;        /* the last put was refused, none fitted since */
+        bool full_logged; /* ... and that crossing was said at warning level */
+        RateLimit log_rl; /* crossings said at warning level */
+} ClassState;
+
 struct FdStore {
         bool enabled;
         GArray *passed;    /* Passed, in the order the manager passed them */
         GHashTable *taken; /* names taken (owned strings) */
+
+        GHashTable *entries; /* name -> Entry* (owned; the key is the entry's name) */
+        GQueue sessions;     /* Entry of class session, by GList link, the oldest first */
+        ClassState cls[_FDSTORE_CLASS_MAX];
+        size_t foreign_bytes; /* names passed that are not ours (sockets): strlen + 1 each */
+        size_t budget;
+        size_t sessions_max;
+        unsigned max_fds;
+        unsigned evicted;
+        unsigned warnings;
 };
+
+static void entry_free(gpointer p) {
+        Entry *e = p;
+
+        g_free(e->name);
+        g_free(e);
+}
 
 FdStore *fdstore_new(bool enabled) {
         FdStore *fs = g_new0(FdStore, 1);
@@ -28,7 +68,22 @@ FdStore *fdstore_new(bool enabled) {
         fs->enabled = enabled;
         fs->passed = g_array_new(FALSE, FALSE, sizeof(Passed));
         fs->taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        fs->entries = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, entry_free);
+        g_queue_init(&fs->sessions);
+        fs->budget = FDSTORE_NAMES_BUDGET;
+        fs->sessions_max = FDSTORE_SESSIONS_SHARE;
+        fs->max_fds = NSD_FDSTORE_MAX;
         return fs;
+}
+
+void fdstore_set_limits(FdStore *fs, size_t budget_bytes, size_t sessions_max_bytes,
+                        unsigned max_fds) {
+        if (budget_bytes > 0)
+                fs->budget = budget_bytes;
+        if (sessions_max_bytes > 0)
+                fs->sessions_max = sessions_max_bytes;
+        if (max_fds > 0)
+                fs->max_fds = max_fds;
 }
 
 void fdstore_free(FdStore *fs) {
@@ -42,7 +97,87 @@ void fdstore_free(FdStore *fs) {
         }
         g_array_unref(fs->passed);
         g_hash_table_unref(fs->taken);
+        g_queue_init(&fs->sessions); /* forgotten, not freed: the links are the entries' own */
+        g_hash_table_unref(fs->entries);
         g_free(fs);
+}
+
+/* ---- what the store holds, counted ------------------------------------------------------ */
+
+static FdStoreClass class_of(const char *name) {
+        return g_str_has_prefix(name, FDSTORE_SESSION_PREFIX) ? FDSTORE_CLASS_SESSION
+                                                              : FDSTORE_CLASS_NAMESPACE;
+}
+
+/* "LISTEN_FDNAMES=", the NUL and the names that are not ours: at least FDSTORE_NAMES_FIXED. */
+static size_t fixed_bytes(const FdStore *fs) {
+        return MAX((size_t) FDSTORE_NAMES_FIXED, strlen(LISTEN_FDNAMES_PREFIX) + fs->foreign_bytes);
+}
+
+static size_t names_bytes(const FdStore *fs) {
+        return fixed_bytes(fs) + fs->cls[FDSTORE_CLASS_NAMESPACE].bytes +
+               fs->cls[FDSTORE_CLASS_SESSION].bytes;
+}
+
+static unsigned n_fds(const FdStore *fs) {
+        return fs->cls[FDSTORE_CLASS_NAMESPACE].n_fds + fs->cls[FDSTORE_CLASS_SESSION].n_fds;
+}
+
+/* One more descriptor of name in the store. */
+static void entry_add(FdStore *fs, const char *name) {
+        Entry *e = g_hash_table_lookup(fs->entries, name);
+        ClassState *c;
+
+        if (!e) {
+                e = g_new0(Entry, 1);
+                e->name = g_strdup(name);
+                e->cls = class_of(name);
+                e->link.data = e;
+                g_hash_table_insert(fs->entries, e->name, e);
+                if (e->cls == FDSTORE_CLASS_SESSION)
+                        g_queue_push_tail_link(&fs->sessions, &e->link);
+        }
+        c = &fs->cls[e->cls];
+        e->n_fds++;
+        c->n_fds++;
+        c->bytes += strlen(name) + 1;
+}
+
+/* Every descriptor of e's name is out of the store; frees e. */
+static void entry_drop(FdStore *fs, Entry *e) {
+        ClassState *c = &fs->cls[e->cls];
+
+        c->n_fds -= e->n_fds;
+        c->bytes -= e->n_fds * (strlen(e->name) + 1);
+        if (e->cls == FDSTORE_CLASS_SESSION)
+                g_queue_unlink(&fs->sessions, &e->link);
+        g_hash_table_remove(fs->entries, e->name);
+}
+
+bool fdstore_contains(const FdStore *fs, const char *name) {
+        return fs && g_hash_table_contains(fs->entries, name);
+}
+
+bool fdstore_full(const FdStore *fs, FdStoreClass c) {
+        return fs && fs->cls[c].full;
+}
+
+void fdstore_get_stats(const FdStore *fs, FdStoreStats *ret) {
+        *ret = (FdStoreStats) {
+                .names_bytes = names_bytes(fs),
+                .budget_bytes = fs->budget,
+                .sessions_bytes = fs->cls[FDSTORE_CLASS_SESSION].bytes,
+                .sessions_max_bytes = fs->sessions_max,
+                .n_fds = n_fds(fs),
+                .max_fds = fs->max_fds,
+                .evicted = fs->evicted,
+                .warnings = fs->warnings,
+        };
+        for (int c = 0; c < _FDSTORE_CLASS_MAX; c++) {
+                ret->n_fds_class[c] = fs->cls[c].n_fds;
+                ret->refused[c] = fs->cls[c].refused;
+                ret->full[c] = fs->cls[c].full;
+        }
 }
 
 bool fdstore_enabled(const FdStore *fs) {
@@ -59,6 +194,11 @@ void fdstore_add_passed(FdStore *fs, int fd, const char *name) {
         Passed p = { .fd = fd, .name = g_strdup(name) };
 
         g_array_append_val(fs->passed, p);
+        entry_add(fs, name); /* in the store until removed, taken or not */
+}
+
+void fdstore_add_foreign(FdStore *fs, const char *name) {
+        fs->foreign_bytes += strlen(name) + 1;
 }
 
 size_t fdstore_n_passed(const FdStore *fs) {
@@ -101,7 +241,170 @@ char **fdstore_passed_names(const FdStore *fs, const char *prefix) {
         return (char **) g_ptr_array_free(a, FALSE);
 }
 
+/* ---- the budget ------------------------------------------------------------------------ */
+
+/* "namespaces", "sessions" */
+static const char *class_plural(FdStoreClass c) {
+        return c == FDSTORE_CLASS_SESSION ? "sessions" : "namespaces";
+}
+
+/* What no room means for what name (of class c) is of. */
+static char *no_room_means(FdStoreClass c, const char *name, uid_t *ret_uid) {
+        unsigned uid;
+        char end;
+
+        *ret_uid = (uid_t) -1;
+        if (c == FDSTORE_CLASS_SESSION)
+                return g_strdup("Sessions are kept by their state files only (after a restart "
+                                "nsd checks their leaders by pid and start time)");
+        if (sscanf(name, FDSTORE_NS_PREFIX "%u%c", &uid, &end) == 1) {
+                *ret_uid = (uid_t) uid;
+                return g_strdup_printf("The namespace of uid %u is kept by its pin only", uid);
+        }
+        return g_strdup("The pin namespace is kept by its own pin only");
+}
+
+/* Class c found no room for name (a put refused; for sessions also: sessions removed to make
+ * room for namespaces, name NULL): said at warning level when c had room before (at most once
+ * each FDSTORE_LOG_INTERVAL_USEC), else at debug level. */
+static void no_room(FdStore *fs, FdStoreClass c, const char *name, const char *why,
+                    const char *means_given) {
+        g_autofree char *what = name ? g_strdup_printf("'%s'", name) : g_strdup("sessions");
+        ClassState *cs = &fs->cls[c];
+        g_autofree char *means = NULL, *held = NULL;
+        unsigned suppressed = 0;
+        uid_t uid;
+
+        if (cs->full || !ratelimit_below(&cs->log_rl, FDSTORE_LOG_INTERVAL_USEC, 1, &suppressed)) {
+                if (!cs->full)
+                        cs->full_logged = false;
+                cs->full = true;
+                log_debug("No room for %s in the service manager's fd store: %s (%zu of %zu "
+                          "bytes of LISTEN_FDNAMES, %u of %u descriptors)",
+                          what, why, names_bytes(fs), fs->budget, n_fds(fs), fs->max_fds);
+                return;
+        }
+        cs->full = true;
+        cs->full_logged = true;
+        fs->warnings++;
+        means = no_room_means(c, name ? name : "", &uid);
+        if (means_given) {
+                g_free(means);
+                means = g_strdup(means_given);
+        }
+        if (suppressed > 0)
+                held = g_strdup_printf(" (%u more time%s since the last such line)", suppressed,
+                                       suppressed == 1 ? "" : "s");
+        log_event(LOG_WARNING, 0, uid, "fdstore-full",
+                  "No room for %s in the service manager's fd store: %s (%zu of %zu bytes of "
+                  "LISTEN_FDNAMES, %u of %u descriptors). %s; further %s without room are "
+                  "logged at debug level only%s",
+                  what, why, names_bytes(fs), fs->budget, n_fds(fs), fs->max_fds, means,
+                  class_plural(c), held ? held : "");
+}
+
+/* A put of class c fitted. */
+static void room_again(FdStore *fs, FdStoreClass c) {
+        ClassState *cs = &fs->cls[c];
+
+        if (!cs->full)
+                return;
+        cs->full = false;
+        if (cs->full_logged)
+                log_info("The service manager's fd store has room for %s again (%zu of %zu bytes "
+                         "of LISTEN_FDNAMES, %u of %u descriptors; %u refused since nsd started)",
+                         class_plural(c), names_bytes(fs), fs->budget, n_fds(fs), fs->max_fds,
+                         cs->refused);
+        cs->full_logged = false;
+}
+
+/* Remove the oldest session's descriptor from the store: 0, or -errno (it stays). */
+static int evict_session(FdStore *fs) {
+        GList *l = g_queue_peek_head_link(&fs->sessions);
+        Entry *e;
+        int r;
+
+        if (!l)
+                return -ENOENT;
+        e = l->data;
+        r = sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", e->name);
+        if (r <= 0)
+                return log_debug_errno(r < 0 ? r : -ENOTCONN,
+                                       "Failed to remove '%s' from the service manager's fd "
+                                       "store: %m",
+                                       e->name);
+        log_debug("Removed '%s' from the service manager's fd store to make room for namespaces",
+                  e->name);
+        fs->evicted++;
+        entry_drop(fs, e);
+        return 0;
+}
+
+/* Room for one more descriptor of class c whose name takes need bytes: 0 (for a namespace
+ * possibly after removing sessions), or -ENOSPC with *ret_why. */
+static int make_room(FdStore *fs, FdStoreClass c, const char *name, size_t need, char **ret_why) {
+        const ClassState *ns = &fs->cls[FDSTORE_CLASS_NAMESPACE],
+                         *ss = &fs->cls[FDSTORE_CLASS_SESSION];
+        unsigned evicted = 0;
+
+        if (c == FDSTORE_CLASS_SESSION) {
+                if (ss->bytes + need > fs->sessions_max)
+                        *ret_why = g_strdup_printf("session names would take %zu bytes, past "
+                                                   "their share of %zu (the rest of the budget "
+                                                   "is kept for namespaces)",
+                                                   ss->bytes + need, fs->sessions_max);
+                else if (names_bytes(fs) + need > fs->budget)
+                        *ret_why = g_strdup_printf("LISTEN_FDNAMES would take %zu bytes, past "
+                                                   "nsd's budget of %zu (the kernel refuses %u "
+                                                   "at exec)",
+                                                   names_bytes(fs) + need, fs->budget,
+                                                   FDSTORE_ENV_STRING_MAX);
+                else if (n_fds(fs) + 1 > fs->max_fds)
+                        *ret_why = g_strdup_printf("the store would hold %u descriptors, past "
+                                                   "FileDescriptorStoreMax=%u",
+                                                   n_fds(fs) + 1, fs->max_fds);
+                else
+                        return 0;
+                return -ENOSPC;
+        }
+
+        /* a namespace: only namespaces count against it, sessions make room */
+        if (fixed_bytes(fs) + ns->bytes + need > fs->budget) {
+                *ret_why = g_strdup_printf("the names of namespaces alone would take %zu bytes "
+                                           "of LISTEN_FDNAMES, past nsd's budget of %zu (the "
+                                           "kernel refuses %u at exec)",
+                                           fixed_bytes(fs) + ns->bytes + need, fs->budget,
+                                           FDSTORE_ENV_STRING_MAX);
+                return -ENOSPC;
+        }
+        if (ns->n_fds + 1 > fs->max_fds) {
+                *ret_why = g_strdup_printf("the store would hold %u namespaces, past "
+                                           "FileDescriptorStoreMax=%u",
+                                           ns->n_fds + 1, fs->max_fds);
+                return -ENOSPC;
+        }
+        while (names_bytes(fs) + need > fs->budget || n_fds(fs) + 1 > fs->max_fds) {
+                int r = evict_session(fs);
+                if (r < 0) {
+                        *ret_why = g_strdup_printf("sessions hold the room it needs, and "
+                                                   "removing one failed (%s)",
+                                                   g_strerror(-r));
+                        return -ENOSPC;
+                }
+                evicted++;
+        }
+        if (evicted > 0) {
+                g_autofree char *why = g_strdup_printf("'%s' needed room that sessions held, "
+                                                       "%u session descriptor%s removed",
+                                                       name, evicted, evicted == 1 ? "" : "s");
+                no_room(fs, FDSTORE_CLASS_SESSION, NULL, why, NULL);
+        }
+        return 0;
+}
+
 void fdstore_drop_unclaimed(FdStore *fs) {
+        unsigned evicted = 0;
+
         if (!fs)
                 return;
         for (guint i = 0; i < fs->passed->len; i++) {
@@ -121,14 +424,52 @@ void fdstore_drop_unclaimed(FdStore *fs) {
                          p->name);
                 (void) fdstore_remove(fs, p->name);
         }
+        if (!fdstore_enabled(fs))
+                return;
+        /* passed back over the budget (filled by an nsd without one): sessions go first;
+         * namespaces stay (the exec that started nsd took them, and nothing is added) */
+        while (names_bytes(fs) > fs->budget || n_fds(fs) > fs->max_fds ||
+               fs->cls[FDSTORE_CLASS_SESSION].bytes > fs->sessions_max) {
+                if (evict_session(fs) < 0)
+                        break;
+                evicted++;
+        }
+        if (evicted > 0)
+                log_warning("The service manager's fd store passed back more than nsd's budget: "
+                            "removed %u session descriptors from it, those sessions are kept by "
+                            "their state files only (now %zu of %zu bytes of LISTEN_FDNAMES, %u "
+                            "of %u descriptors)",
+                            evicted, names_bytes(fs), fs->budget, n_fds(fs), fs->max_fds);
+        if (names_bytes(fs) > fs->budget || n_fds(fs) > fs->max_fds) {
+                fs->cls[FDSTORE_CLASS_NAMESPACE].full = true;
+                fs->cls[FDSTORE_CLASS_NAMESPACE].full_logged = true;
+                fs->warnings++;
+                log_warning("The service manager's fd store passed back more namespaces than "
+                            "nsd's budget allows (%zu of %zu bytes of LISTEN_FDNAMES, %u of %u "
+                            "descriptors): nsd puts no namespace into it until releases make "
+                            "room; those not in it are kept by their pins only",
+                            names_bytes(fs), fs->budget, n_fds(fs), fs->max_fds);
+        }
 }
 
 int fdstore_put(FdStore *fs, int fd, const char *name) {
-        g_autofree char *msg = NULL;
+        return fdstore_put_as(fs, fd, name, NULL);
+}
+
+int fdstore_put_as(FdStore *fs, int fd, const char *name, const char *means) {
+        g_autofree char *msg = NULL, *why = NULL;
+        FdStoreClass c;
         int r;
 
         if (!fdstore_enabled(fs) || fd < 0)
                 return 0;
+        c = class_of(name);
+        r = make_room(fs, c, name, strlen(name) + 1, &why);
+        if (r < 0) {
+                fs->cls[c].refused++;
+                no_room(fs, c, name, why, means);
+                return r;
+        }
         msg = g_strdup_printf("FDSTORE=1\nFDNAME=%s\nFDPOLL=0", name);
         r = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
         if (r < 0)
@@ -136,21 +477,32 @@ int fdstore_put(FdStore *fs, int fd, const char *name) {
                                        "Failed to put '%s' into the service manager's fd "
                                        "store: %m",
                                        name);
-        return r > 0 ? 1 : 0;
+        if (r == 0)
+                return 0;
+        entry_add(fs, name);
+        room_again(fs, c);
+        return 1;
 }
 
 int fdstore_remove(FdStore *fs, const char *name) {
+        Entry *e;
         int r;
 
         if (!fdstore_enabled(fs))
                 return 0;
+        e = g_hash_table_lookup(fs->entries, name);
+        if (!e)
+                return 0; /* never put, refused, or removed already */
         r = sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", name);
         if (r < 0)
                 return log_debug_errno(r,
                                        "Failed to remove '%s' from the service manager's "
                                        "fd store: %m",
                                        name);
-        return r > 0 ? 1 : 0;
+        if (r == 0)
+                return 0;
+        entry_drop(fs, e);
+        return 1;
 }
 
 const char *fdstore_ns_name(char buf[static FDSTORE_NAME_MAX], unsigned uid) {

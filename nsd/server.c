@@ -447,6 +447,9 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                                 user_arm_linger(v, USER_JOIN_GRACE_SEC);
         }
         fdstore_drop_unclaimed(s->fdstore);
+        /* what nobody claimed is out: room for namespaces the budget refused meanwhile */
+        if (fdstore_full(s->fdstore, FDSTORE_CLASS_NAMESPACE))
+                users_store_more(s);
         if (setup->run_dir || fdstore_n_passed(s->fdstore) > 0)
                 log_info("Adopted %u namespaces, restored %u sessions%s",
                          g_hash_table_size(s->users), g_hash_table_size(s->sessions),

@@ -89,11 +89,41 @@ User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags) {
                 u->baseline = user_state_baseline(s, ns);
         /* at start, a descriptor the store passed back is looked at by server.c first */
         fdstore_ns_name(name, u->uid);
-        if (!u->fd_stored && !fdstore_is_passed(s->fdstore, name) &&
-            fdstore_put(s->fdstore, ns->ns_fd, name) > 0)
-                u->fd_stored = true;
+        if (!u->fd_stored && !fdstore_is_passed(s->fdstore, name))
+                user_store(u);
         session_attach_waiting(s, u);
         return u;
+}
+
+int user_store(User *u) {
+        Server *s = u->server;
+        char name[FDSTORE_NAME_MAX];
+        g_autofree char *means = NULL;
+        FdStoreStats before, after;
+        int r;
+
+        if (!u->ns->pinned)
+                means = g_strdup_printf("The namespace of uid %u is not pinned either: only "
+                                        "nsd's descriptor keeps it, it does not survive a restart "
+                                        "of nsd",
+                                        (unsigned) u->uid);
+        fdstore_get_stats(s->fdstore, &before);
+        r = fdstore_put_as(s->fdstore, u->ns->ns_fd, fdstore_ns_name(name, u->uid), means);
+        if (r > 0)
+                u->fd_stored = true;
+        fdstore_get_stats(s->fdstore, &after);
+        /* one without a pin is said once each, also past the first refusal of a crossing (which
+         * the store says at warning level itself, with the means above) */
+        if (r == -ENOSPC && means && !u->store_warned) {
+                u->store_warned = true;
+                if (after.warnings == before.warnings)
+                        log_event(LOG_WARNING, 0, u->uid, "fdstore-full",
+                                  "No room in the service manager's fd store for the namespace "
+                                  "of uid %u, which is not pinned either: only nsd's descriptor "
+                                  "keeps it, it does not survive a restart of nsd",
+                                  (unsigned) u->uid);
+        }
+        return r;
 }
 
 void user_free(gpointer p) {
@@ -256,6 +286,9 @@ int user_release(User *u, const char *why, char **ret_why) {
         log_event(LOG_INFO, 0, uid, "namespace-released", "Released the namespace of uid %u (%s)",
                   (unsigned) uid, why);
         g_hash_table_remove(s->users, GUINT_TO_POINTER(uid)); /* frees u and its ns */
+        /* its room in the fd store goes to a namespace that found none */
+        if (fdstore_full(s->fdstore, FDSTORE_CLASS_NAMESPACE))
+                users_store_more(s);
         server_notify_status(s);
         return 0;
 }
@@ -490,6 +523,38 @@ void users_prune_state(Server *s) {
                           state_path(s->state), *n);
                 state_remove(s->state, *n);
         }
+}
+
+void users_store_more(Server *s) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0;
+
+        if (!fdstore_enabled(s->fdstore))
+                return;
+        /* those without a pin first: the store is all that keeps them across a restart */
+        for (int pass = 0; pass < 2; pass++) {
+                g_hash_table_iter_init(&it, s->users);
+                while (g_hash_table_iter_next(&it, NULL, &v)) {
+                        User *u = v;
+                        char name[FDSTORE_NAME_MAX];
+                        int r;
+
+                        if (u->fd_stored || u->ns->pinned != (pass == 1) ||
+                            fdstore_contains(s->fdstore, fdstore_ns_name(name, u->uid)))
+                                continue;
+                        r = user_store(u);
+                        if (r == -ENOSPC)
+                                goto done;
+                        if (r > 0)
+                                n++;
+                }
+        }
+done:
+        if (n > 0)
+                log_info("Put %u namespace%s into the service manager's fd store that found no "
+                         "room there before",
+                         n, n == 1 ? "" : "s");
 }
 
 unsigned users_count_pinned(Server *s) {

@@ -53,6 +53,7 @@ typedef struct User {
         GArray *baseline;    /* mounts.h fingerprints; NULL: unknown (kept by linger) */
         bool fd_stored;      /* ns-<uid> is in the service manager's fd store */
         bool pin_refused;    /* the kernel refused to pin it: not tried again */
+        bool store_warned;   /* not pinned and no room in the fd store: said once */
 } User;
 
 typedef enum UserAddFlags {
@@ -65,6 +66,10 @@ User *user_get(Server *s, uid_t uid);
  * not USER_ADD_CREATED). Puts ns into the fd store unless it is there, attaches sessions
  * restored at start that waited for this uid (session.h). */
 User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags);
+/* Put u's namespace into the service manager's fd store (fdstore_put(): 1 put, 0 no store,
+ * -ENOSPC no room in the budget, another -errno); one without a pin that finds no room is
+ * logged at warning level, as it does not survive a restart of nsd then. */
+int user_store(User *u);
 /* The free function of server->users: memory and descriptors only (the pin, the fd store
  * and the state file stay: what survives a restart). */
 void user_free(gpointer p);
@@ -98,5 +103,8 @@ void users_repin(Server *s);
 /* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for. */
 void users_prune_state(Server *s);
 unsigned users_count_pinned(Server *s);
+/* Room in the fd store for namespaces again (a release, the start's drop of what nobody
+ * claimed): put those that found none, those without a pin first, until one finds none. */
+void users_store_more(Server *s);
 /* Sessions ended, sessions dropped: for server_free(). */
 void users_forget_sessions(Server *s);
