@@ -557,6 +557,23 @@ done:
                          n, n == 1 ? "" : "s");
 }
 
+unsigned users_count_not_stored(Server *s, unsigned *ret_unpinned) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0, unpinned = 0;
+
+        g_hash_table_iter_init(&it, s->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                if (u->fd_stored)
+                        continue;
+                n++;
+                unpinned += !u->ns->pinned;
+        }
+        *ret_unpinned = unpinned;
+        return n;
+}
+
 unsigned users_count_pinned(Server *s) {
         GHashTableIter it;
         gpointer v;

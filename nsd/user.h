@@ -103,6 +103,9 @@ void users_repin(Server *s);
 /* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for. */
 void users_prune_state(Server *s);
 unsigned users_count_pinned(Server *s);
+/* Namespaces that are not in the fd store (it found no room, or there is no store), and of
+ * them those without a pin (lost at a restart of nsd). */
+unsigned users_count_not_stored(Server *s, unsigned *ret_unpinned);
 /* Room in the fd store for namespaces again (a release, the start's drop of what nobody
  * claimed): put those that found none, those without a pin first, until one finds none. */
 void users_store_more(Server *s);
