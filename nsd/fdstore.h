@@ -34,17 +34,28 @@
  *     this budget put before an upgrade, a service manager that adds names of its own). At
  *     10 to 14 bytes a namespace ("ns-" and a 6- to 10-digit uid) that is 9700 to 6900
  *     namespaces, however many sessions there are.
- *   - Namespaces come first: the pin namespace and the users' namespaces may use the whole
- *     budget, and when they need room that sessions hold, session descriptors are removed
- *     from the store (oldest first) to make it. Sessions may use at most
- *     FDSTORE_SESSIONS_SHARE of it (about 980 pidfds), and only what namespaces leave.
+ *   - Namespaces come first, and of them those the store alone brings back (a namespace is
+ *     kept by its pin first, the store second). Every put says its class (FdStoreClass) and
+ *     takes the room it needs from the classes after its own, removing their descriptors
+ *     from the store (FDSTOREREMOVE=1; the last class first, in each the oldest first): a
+ *     namespace without a pin (and the pin namespace) takes it from sessions, then from
+ *     pinned namespaces, whose pins keep them anyway; a pinned namespace from sessions only.
+ *     So namespaces may use the whole budget. Sessions may use at most
+ *     FDSTORE_SESSIONS_SHARE of it (about 980 pidfds), and only what namespaces leave. A
+ *     name passed back at start counts in the first class (a namespace as one without a
+ *     pin, whose room nothing takes) until nsd says what keeps it (fdstore_set_class(), as
+ *     it adopts it, and whenever its pin comes or goes).
  *   - At most NSD_FDSTORE_MAX descriptors (meson.build, also nsd.service's
  *     FileDescriptorStoreMax=), or $FDSTORE where the service manager says it (systemd >= 254).
  * A put that does not fit returns -ENOSPC and changes nothing: what it was for still works
- * (a namespace is kept by its pin, a session by its state file), it only does not come back
- * from the store after a restart. The first refusal of a kind (namespaces, sessions) after
- * it had room is logged at warning level with the figures, at most once each 10 minutes;
- * the next refusals at debug level; room again at info level. A removal gives room back.
+ * (a pinned namespace is kept by its pin, a session by its state file), it only does not come
+ * back from the store after a restart; only a namespace without a pin is lost then, and it
+ * finds no room only when namespaces without a pin fill the budget alone. A descriptor
+ * removed to make room is as one refused: nothing tells its owner, who asks
+ * fdstore_contains(), and puts it again when room comes back (user.c users_store_more()).
+ * The first refusal or removal of a class after it had room is logged at warning level with
+ * what happened, what it means and the figures, at most once each 10 minutes per class; the
+ * next ones at debug level; room again at info level. A removal gives room back.
  */
 #pragma once
 
@@ -70,10 +81,14 @@ typedef struct FdStore FdStore;
 /* The most session names may take of the budget. */
 #define FDSTORE_SESSIONS_SHARE (24u << 10)
 
-/* What a name takes its room from. */
+/* What keeps a name's descriptor besides the store, which says whose room it may take: a put
+ * of one class takes the room of the classes after it (see above). */
 typedef enum FdStoreClass {
-        FDSTORE_CLASS_NAMESPACE, /* pinns, ns-<uid>: first */
-        FDSTORE_CLASS_SESSION,   /* session-<id>: what namespaces leave, up to its share */
+        FDSTORE_CLASS_NAMESPACE, /* pinns, ns-<uid> without a pin: the store alone brings it
+                                  * back; nothing takes its room */
+        FDSTORE_CLASS_PINNED,    /* ns-<uid> with a pin: the store is its second line */
+        FDSTORE_CLASS_SESSION,   /* session-<id> (the state file brings it back): what
+                                  * namespaces leave, up to its share */
         _FDSTORE_CLASS_MAX,
 } FdStoreClass;
 
@@ -86,9 +101,9 @@ typedef struct FdStoreStats {
         unsigned max_fds;
         unsigned n_fds_class[_FDSTORE_CLASS_MAX];
         unsigned refused[_FDSTORE_CLASS_MAX]; /* puts refused since start */
-        bool full[_FDSTORE_CLASS_MAX];        /* refused since the last put that fitted */
-        unsigned evicted;                     /* sessions removed to make room for namespaces */
-        unsigned warnings;                    /* crossings said at warning level */
+        unsigned evicted[_FDSTORE_CLASS_MAX]; /* removed to make room for a class before it */
+        bool full[_FDSTORE_CLASS_MAX]; /* refused or removed since the last put that fitted */
+        unsigned warnings;             /* crossings said at warning level */
 } FdStoreStats;
 
 /* enabled: $NOTIFY_SOCKET was set (or a test says so) */
@@ -122,21 +137,23 @@ char **fdstore_passed_names(const FdStore *fs, const char *prefix);
  * one), session descriptors are removed until it is not. */
 void fdstore_drop_unclaimed(FdStore *fs);
 
-/* Put fd into the store under name (FDSTORE=1, FDNAME=, FDPOLL=0: nsd itself removes what
- * ends), if it fits the budget (above; a namespace may remove sessions to make room). The
- * caller keeps fd. 0 (no store), 1 (sent), -ENOSPC (no room: logged once per crossing, see
- * above), or another -errno (logged at debug: the pins and state files still hold what
- * matters). */
-int fdstore_put(FdStore *fs, int fd, const char *name);
-/* The same, with what no room means for it, when that is not what its name tells (a namespace
- * without a pin): said in the warning instead of "kept by its pin only". */
-int fdstore_put_as(FdStore *fs, int fd, const char *name, const char *means);
+/* Put fd into the store under name, of class c (FDSTORE_CLASS_SESSION for a session-<id>,
+ * one of the others for the rest: asserted), with FDSTORE=1, FDNAME=, FDPOLL=0 (nsd itself
+ * removes what ends), if it fits the budget (above; it may remove descriptors of the classes
+ * after c to make room). The caller keeps fd. 0 (no store), 1 (sent), -ENOSPC (no room:
+ * logged once per crossing, see above), or another -errno (logged at debug: the pins and
+ * state files still hold what matters). */
+int fdstore_put(FdStore *fs, int fd, const char *name, FdStoreClass c);
+/* What keeps name changed (a namespace got its pin, or lost it): from now on it is of class c,
+ * and gives its room to, or takes it from, the classes that says. Sends nothing, changes no
+ * budget; a name the store does not hold: nothing. */
+void fdstore_set_class(FdStore *fs, const char *name, FdStoreClass c);
 /* Remove every descriptor of name from the store (FDSTOREREMOVE=1), giving its room back. A
  * name the store does not hold (never put, refused, removed to make room) sends nothing: 0. */
 int fdstore_remove(FdStore *fs, const char *name);
 /* Does the store hold a descriptor of name (passed or put, taken or not)? */
 bool fdstore_contains(const FdStore *fs, const char *name);
-/* Was the last put of class c refused (and none fitted since)? */
+/* Was the last put of class c refused, or one of c removed for room (and none fitted since)? */
 bool fdstore_full(const FdStore *fs, FdStoreClass c);
 void fdstore_get_stats(const FdStore *fs, FdStoreStats *ret);
 

@@ -54,7 +54,8 @@ static char *server_fdstore_status(Server *s) {
                         st.names_bytes / 1024.0, st.budget_bytes / 1024.0, st.n_fds, st.max_fds);
         /* what is not in it, once the budget refused something (sessions without a pidfd, on
          * a kernel without pidfd_open, are never in it: that is no news) */
-        if (!st.full[FDSTORE_CLASS_NAMESPACE] && !st.full[FDSTORE_CLASS_SESSION])
+        if (!st.full[FDSTORE_CLASS_NAMESPACE] && !st.full[FDSTORE_CLASS_PINNED] &&
+            !st.full[FDSTORE_CLASS_SESSION])
                 return g_string_free(g_steal_pointer(&out), FALSE);
         ns_out = users_count_not_stored(s, &unpinned);
         sessions = g_hash_table_size(s->sessions);
@@ -221,6 +222,10 @@ static void on_adopt(UserNs *ns, void *userdata) {
                         u->ns->pinned = true;
                         log_debug("The pin of uid %u is the namespace nsd holds already",
                                   (unsigned) ns->uid);
+                        /* pinned now: its room in the fd store may go to one without a pin */
+                        (void) user_store(u);
+                        if (!s->starting)
+                                users_store_more(s);
                 } else
                         log_error("The pin of uid %u (mnt:[%" PRIu64 "]) is another namespace "
                                   "than the one nsd holds from the fd store (mnt:[%" PRIu64 "]); "
@@ -267,7 +272,7 @@ static void server_store_pinns(Server *s) {
         fd = pinstore_pinns_fd(s->pins, &from_store);
         if (fd < 0)
                 return;
-        if (from_store || fdstore_put(s->fdstore, fd, FDSTORE_PINNS) > 0)
+        if (from_store || fdstore_put(s->fdstore, fd, FDSTORE_PINNS, FDSTORE_CLASS_NAMESPACE) > 0)
                 s->pinns_stored = true;
 }
 
@@ -483,8 +488,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         }
         fdstore_drop_unclaimed(s->fdstore);
         /* what nobody claimed is out: room for namespaces the budget refused meanwhile */
-        if (fdstore_full(s->fdstore, FDSTORE_CLASS_NAMESPACE))
-                users_store_more(s);
+        users_store_more(s);
         if (setup->run_dir || fdstore_n_passed(s->fdstore) > 0) {
                 g_autofree char *store = server_fdstore_status(s);
                 log_info("Adopted %u namespaces, restored %u sessions%s",

@@ -80,7 +80,6 @@ User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags) {
         u->ns = ns;
         u->sessions = g_ptr_array_new();
         u->baseline = baseline;
-        u->fd_stored = flags & USER_ADD_FD_STORED;
         g_hash_table_replace(s->users, GUINT_TO_POINTER(u->uid), u);
 
         if (flags & USER_ADD_CREATED)
@@ -89,32 +88,36 @@ User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags) {
                 u->baseline = user_state_baseline(s, ns);
         /* at start, a descriptor the store passed back is looked at by server.c first */
         fdstore_ns_name(name, u->uid);
-        if (!u->fd_stored && !fdstore_is_passed(s->fdstore, name))
+        if ((flags & USER_ADD_FD_STORED) || !fdstore_is_passed(s->fdstore, name))
                 user_store(u);
         session_attach_waiting(s, u);
         return u;
 }
 
+bool user_is_stored(const User *u) {
+        char name[FDSTORE_NAME_MAX];
+
+        return fdstore_contains(u->server->fdstore, fdstore_ns_name(name, u->uid));
+}
+
 int user_store(User *u) {
         Server *s = u->server;
+        FdStoreClass c = u->ns->pinned ? FDSTORE_CLASS_PINNED : FDSTORE_CLASS_NAMESPACE;
         char name[FDSTORE_NAME_MAX];
-        g_autofree char *means = NULL;
         FdStoreStats before, after;
         int r;
 
-        if (!u->ns->pinned)
-                means = g_strdup_printf("The namespace of uid %u is not pinned either: only "
-                                        "nsd's descriptor keeps it, it does not survive a restart "
-                                        "of nsd",
-                                        (unsigned) u->uid);
+        fdstore_ns_name(name, u->uid);
+        if (fdstore_contains(s->fdstore, name)) {
+                fdstore_set_class(s->fdstore, name, c);
+                return 1;
+        }
         fdstore_get_stats(s->fdstore, &before);
-        r = fdstore_put_as(s->fdstore, u->ns->ns_fd, fdstore_ns_name(name, u->uid), means);
-        if (r > 0)
-                u->fd_stored = true;
+        r = fdstore_put(s->fdstore, u->ns->ns_fd, name, c);
         fdstore_get_stats(s->fdstore, &after);
         /* one without a pin is said once each, also past the first refusal of a crossing (which
-         * the store says at warning level itself, with the means above) */
-        if (r == -ENOSPC && means && !u->store_warned) {
+         * the store says at warning level itself) */
+        if (r == -ENOSPC && c == FDSTORE_CLASS_NAMESPACE && !u->store_warned) {
                 u->store_warned = true;
                 if (after.warnings == before.warnings)
                         log_event(LOG_WARNING, 0, u->uid, "fdstore-full",
@@ -287,8 +290,7 @@ int user_release(User *u, const char *why, char **ret_why) {
                   (unsigned) uid, why);
         g_hash_table_remove(s->users, GUINT_TO_POINTER(uid)); /* frees u and its ns */
         /* its room in the fd store goes to a namespace that found none */
-        if (fdstore_full(s->fdstore, FDSTORE_CLASS_NAMESPACE))
-                users_store_more(s);
+        users_store_more(s);
         server_notify_status(s);
         return 0;
 }
@@ -504,9 +506,15 @@ void users_repin(Server *s) {
                           "Pinned the namespace of uid %u (mnt:[%" PRIu64 "]) again: it was "
                           "kept by descriptor only",
                           (unsigned) u->uid, u->ns->ns_inode);
+                (void) user_store(u); /* pinned now: its room in the store may be taken */
         }
-        if (n > 0)
-                server_notify_status(s);
+        if (n == 0)
+                return;
+        /* ... by one without a pin that found none (at start: after the drop of what nobody
+         * claimed, server_new()) */
+        if (!s->starting)
+                users_store_more(s);
+        server_notify_status(s);
 }
 
 void users_prune_state(Server *s) {
@@ -530,18 +538,18 @@ void users_store_more(Server *s) {
         gpointer v;
         unsigned n = 0;
 
-        if (!fdstore_enabled(s->fdstore))
-                return;
-        /* those without a pin first: the store is all that keeps them across a restart */
+        if (!fdstore_full(s->fdstore, FDSTORE_CLASS_NAMESPACE) &&
+            !fdstore_full(s->fdstore, FDSTORE_CLASS_PINNED))
+                return; /* nothing found no room (nor was removed for room) */
+        /* those without a pin first: the store is all that keeps them across a restart, and
+         * they may take the room of pinned ones */
         for (int pass = 0; pass < 2; pass++) {
                 g_hash_table_iter_init(&it, s->users);
                 while (g_hash_table_iter_next(&it, NULL, &v)) {
                         User *u = v;
-                        char name[FDSTORE_NAME_MAX];
                         int r;
 
-                        if (u->fd_stored || u->ns->pinned != (pass == 1) ||
-                            fdstore_contains(s->fdstore, fdstore_ns_name(name, u->uid)))
+                        if (u->ns->pinned != (pass == 1) || user_is_stored(u))
                                 continue;
                         r = user_store(u);
                         if (r == -ENOSPC)
@@ -565,7 +573,7 @@ unsigned users_count_not_stored(Server *s, unsigned *ret_unpinned) {
         g_hash_table_iter_init(&it, s->users);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 const User *u = v;
-                if (u->fd_stored)
+                if (user_is_stored(u))
                         continue;
                 n++;
                 unpinned += !u->ns->pinned;

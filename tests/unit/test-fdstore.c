@@ -76,12 +76,17 @@ static void log_show(size_t mark, const char *text) {
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-static int put_ns(FdStore *fs, unsigned uid) {
+static int put_ns_as(FdStore *fs, unsigned uid, FdStoreClass c) {
         char name[FDSTORE_NAME_MAX];
-        int r = fdstore_put(fs, null_fd, fdstore_ns_name(name, uid));
+        int r = fdstore_put(fs, null_fd, fdstore_ns_name(name, uid), c);
 
         fake_manager_drain(mgr);
         return r;
+}
+
+/* a pinned namespace: the store is its second line */
+static int put_ns(FdStore *fs, unsigned uid) {
+        return put_ns_as(fs, uid, FDSTORE_CLASS_PINNED);
 }
 
 static int remove_ns(FdStore *fs, unsigned uid) {
@@ -98,7 +103,8 @@ static unsigned long long session_id(unsigned i) {
 
 static int put_session(FdStore *fs, unsigned i) {
         char name[FDSTORE_NAME_MAX];
-        int r = fdstore_put(fs, null_fd, fdstore_session_name(name, session_id(i)));
+        int r = fdstore_put(fs, null_fd, fdstore_session_name(name, session_id(i)),
+                            FDSTORE_CLASS_SESSION);
 
         fake_manager_drain(mgr);
         return r;
@@ -138,7 +144,8 @@ static void test_budget(void) {
         int r;
 
         fake_manager_reset(mgr, 16384);
-        is_int(fdstore_put(fs, null_fd, FDSTORE_PINNS), 1, "the pin namespace goes in");
+        is_int(fdstore_put(fs, null_fd, FDSTORE_PINNS, FDSTORE_CLASS_NAMESPACE), 1,
+               "the pin namespace goes in");
         fake_manager_drain(mgr);
 
         /* sessions until their share is used, and beyond */
@@ -186,8 +193,9 @@ static void test_budget(void) {
                "... and the service manager holds them all");
         fdstore_get_stats(fs, &st);
         is_int(fake_manager_count(mgr, FDSTORE_SESSION_PREFIX), 0,
-               "sessions made room for them (%u removed from the store)", st.evicted);
-        is_int(st.evicted, want_sessions, "... counted");
+               "sessions made room for them (%u removed from the store)",
+               st.evicted[FDSTORE_CLASS_SESSION]);
+        is_int(st.evicted[FDSTORE_CLASS_SESSION], want_sessions, "... counted");
         check_listen("sessions, then namespaces", FDSTORE_NAMES_BUDGET);
         ok(st.names_bytes == mgr->names_bytes + FDSTORE_NAMES_FIXED,
            "nsd counts the names the service manager holds, and its fixed allowance for the "
@@ -216,7 +224,7 @@ static void test_budget(void) {
         for (unsigned i = 0; i < 10; i++)
                 r += put_ns(fs, UID_BASE + 10000 + i) == 1;
         is_int(r, 10, "... and 10 others take their room");
-        is_int(log_count(mark, LOG_INFO, "has room for namespaces again"), 1,
+        is_int(log_count(mark, LOG_INFO, "has room for pinned namespaces again"), 1,
                "room again: said once, at info level");
         is_int(put_ns(fs, UID_BASE + 10010), -ENOSPC, "the 11th finds none");
         is_int(log_count(mark, LOG_WARNING, "No room for"), 0,
@@ -250,7 +258,7 @@ static void test_max_fds(void) {
         for (unsigned i = 0; i < 60; i++)
                 sessions += put_session(fs, i) == 1;
         is_int(sessions, 60, "60 sessions in a store of 100 descriptors");
-        (void) fdstore_put(fs, null_fd, FDSTORE_PINNS);
+        (void) fdstore_put(fs, null_fd, FDSTORE_PINNS, FDSTORE_CLASS_NAMESPACE);
         fake_manager_drain(mgr);
         for (unsigned i = 0; i < 150; i++)
                 ns += put_ns(fs, 1000 + i) == 1;
@@ -361,9 +369,9 @@ static void test_server(void) {
                 fake_manager_drain(mgr);
         }
         for (unsigned i = 0; i < 20; i++)
-                stored += u[i]->fd_stored;
+                stored += user_is_stored(u[i]);
         is_int(stored, 17, "20 namespaces: 17 in the store, the budget's");
-        ok(!u[17]->fd_stored && !u[18]->fd_stored && !u[19]->fd_stored,
+        ok(!user_is_stored(u[17]) && !user_is_stored(u[18]) && !user_is_stored(u[19]),
            "... the last 3 not, and their users know it");
         is_int(fake_manager_count(mgr, FDSTORE_SESSION_PREFIX), 0,
                "sessions made room for namespaces");
@@ -395,7 +403,7 @@ static void test_server(void) {
         ok(!fake_manager_has(mgr, "ns-4000000000"), "... out of the store");
         stored = 0;
         for (unsigned i = 17; i < 20; i++)
-                stored += u[i]->fd_stored;
+                stored += user_is_stored(u[i]);
         is_int(stored, 1, "... and one namespace that found no room is put in its place");
         is_int(fake_manager_count(mgr, FDSTORE_NS_PREFIX), 17, "the store holds 17 again");
         check_listen("after a release", budget);
