@@ -15,6 +15,7 @@
  *   ... nsd's code puts and removes ...
  *   fake_manager_drain(m);
  *   m->names_bytes, fake_manager_listen_fdnames_len(m), fake_manager_count(m, "ns-")
+ *   fake_manager_names(m): what the next start would be passed
  */
 #pragma once
 
@@ -213,6 +214,23 @@ static inline bool fake_manager_has(FakeManager *m, const char *name) {
         r = g_hash_table_contains(m->store, name);
         g_mutex_unlock(&m->lock);
         return r;
+}
+
+/* The store's names, one per descriptor, as LISTEN_FDNAMES= would list them at the next start
+ * (g_strfreev()). */
+static inline char **fake_manager_names(FakeManager *m) {
+        GPtrArray *a = g_ptr_array_new();
+        GHashTableIter it;
+        gpointer k, v;
+
+        g_mutex_lock(&m->lock);
+        g_hash_table_iter_init(&it, m->store);
+        while (g_hash_table_iter_next(&it, &k, &v))
+                for (unsigned i = 0; i < GPOINTER_TO_UINT(v); i++)
+                        g_ptr_array_add(a, g_strdup(k));
+        g_mutex_unlock(&m->lock);
+        g_ptr_array_add(a, NULL);
+        return (char **) g_ptr_array_free(a, FALSE);
 }
 
 /* Seed the store with name, as if it had been put before nsd started (to pass it back). */

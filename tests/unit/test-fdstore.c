@@ -8,12 +8,16 @@
  *     limit (systemd would drop the rest unseen);
  *   - sessions get at most their share, and namespaces still get in when sessions have
  *     used it: sessions make room for them, never the other way round;
+ *   - a namespace without a pin gets in when pinned ones fill the store: the oldest pinned
+ *     one's descriptor is removed for it (after sessions), said with what happened, and it
+ *     is what the next start is passed; a pinned one takes no namespace's room;
  *   - what was passed back at start counts as much as what is put; a store passed back over
  *     the budget loses sessions until it is not;
  *   - a refused put says so once per crossing, at warning level, with what it means; the
  *     next refusals do not; a removal gives room back;
  *   - through the server: a namespace that found no room is put when a release makes room,
- *     and STATUS= tells how full the store is.
+ *     and STATUS= tells how full the store is; one without a pin takes a pinned one's place,
+ *     and what was removed is put back when its pin goes or room comes back.
  * nsd's log goes to a file here (stderr), to count its lines. No root needed.
  */
 #include <fcntl.h>
@@ -247,6 +251,118 @@ static void test_budget(void) {
         fdstore_free(fs);
 }
 
+/* ---- namespaces without a pin before pinned ones ------------------------------------------ */
+
+static void test_unpinned(void) {
+        unsigned want_ns = (FDSTORE_NAMES_BUDGET - FDSTORE_NAMES_FIXED -
+                            (unsigned) sizeof "pinns") /
+                           NS_BYTES;
+        unsigned pinned = 0, unpinned = UID_BASE + 100000;
+        char name[FDSTORE_NAME_MAX], oldest[FDSTORE_NAME_MAX], next[FDSTORE_NAME_MAX];
+        FdStore *fs = store_new(), *again;
+        g_auto(GStrv) names = NULL;
+        FdStoreStats st;
+        size_t mark;
+
+        /* the budget filled with pinned namespaces, none refused yet */
+        fake_manager_reset(mgr, 16384);
+        (void) fdstore_put(fs, null_fd, FDSTORE_PINNS, FDSTORE_CLASS_NAMESPACE);
+        for (unsigned i = 0; i < want_ns; i++)
+                pinned += put_ns(fs, UID_BASE + i) == 1;
+        fdstore_get_stats(fs, &st);
+        ok(pinned == want_ns && st.names_bytes + NS_BYTES > FDSTORE_NAMES_BUDGET,
+           "%u pinned namespaces fill the budget: no room for one more (%zu of %u bytes)", pinned,
+           st.names_bytes, FDSTORE_NAMES_BUDGET);
+
+        mark = log_mark();
+        fdstore_ns_name(oldest, UID_BASE);
+        fdstore_ns_name(next, UID_BASE + 1);
+        is_int(put_ns_as(fs, unpinned, FDSTORE_CLASS_NAMESPACE), 1,
+               "a namespace without a pin still gets in");
+        ok(fake_manager_has(mgr, fdstore_ns_name(name, unpinned)),
+           "... the service manager holds it");
+        ok(!fake_manager_has(mgr, oldest) && !fdstore_contains(fs, oldest),
+           "the oldest pinned namespace's descriptor is removed from the store for it");
+        is_int(fake_manager_count(mgr, FDSTORE_NS_PREFIX), want_ns,
+               "... that one only: the store holds %u namespaces", want_ns);
+        fdstore_get_stats(fs, &st);
+        ok(st.evicted[FDSTORE_CLASS_PINNED] == 1 && st.refused[FDSTORE_CLASS_NAMESPACE] == 0 &&
+                   st.refused[FDSTORE_CLASS_PINNED] == 0,
+           "... counted as removed; nothing refused");
+        check_listen("a namespace without a pin in a store full of pinned ones",
+                     FDSTORE_NAMES_BUDGET);
+        ok(st.names_bytes == mgr->names_bytes + FDSTORE_NAMES_FIXED,
+           "nsd's count and the service manager's agree (%zu bytes)", st.names_bytes);
+        {
+                g_autofree char *what = g_strdup_printf(
+                        "No room for '%s' in the service manager's fd store: removed to make room "
+                        "for '%s' (namespaces without a pin come before pinned namespaces)",
+                        oldest, name);
+                g_autofree char *means = g_strdup_printf("The namespace of uid %u is kept by its "
+                                                         "pin only",
+                                                         UID_BASE);
+                is_int(log_count(mark, LOG_WARNING, what), 1,
+                       "a warning names what happened: '%s' removed for '%s', and why", oldest,
+                       name);
+                is_int(log_count(mark, LOG_WARNING, means), 1, "... and what it means");
+                is_int(log_count(mark, LOG_WARNING, "No room for"), 1, "... the only warning");
+        }
+        log_show(mark, "removed to make room");
+
+        is_int(put_ns_as(fs, unpinned + 1, FDSTORE_CLASS_NAMESPACE), 1,
+               "a second namespace without a pin gets in");
+        ok(!fake_manager_has(mgr, next) && fake_manager_count(mgr, FDSTORE_NS_PREFIX) == want_ns,
+           "... in the place of the next oldest pinned one");
+        is_int(log_count(mark, LOG_WARNING, "No room for"), 1,
+               "... said at debug level only (the same crossing)");
+        is_int(put_ns(fs, UID_BASE), -ENOSPC,
+               "the pinned namespace removed finds no room again: a pinned one takes no "
+               "namespace's room");
+        is_int(fake_manager_count(mgr, FDSTORE_NS_PREFIX), want_ns, "... and removes nothing");
+        check_listen("two namespaces without a pin", FDSTORE_NAMES_BUDGET);
+
+        /* a restart: the service manager passes back what it holds, counted anew */
+        again = store_new();
+        names = fake_manager_names(mgr);
+        for (char **n = names; *n; n++) {
+                int fd = dup(null_fd);
+                if (fd < 0)
+                        tap_bail_errno("dup");
+                fdstore_add_passed(again, fd, *n);
+        }
+        fdstore_get_stats(again, &st);
+        ok(fdstore_contains(again, fdstore_ns_name(name, unpinned)) &&
+                   fdstore_contains(again, fdstore_ns_name(name, unpinned + 1)),
+           "after a restart, the namespaces without a pin are passed back");
+        ok(!fdstore_contains(again, oldest) && !fdstore_contains(again, next),
+           "... not the pinned ones removed for them (their pins bring them back)");
+        ok(st.names_bytes == mgr->names_bytes + FDSTORE_NAMES_FIXED &&
+                   st.names_bytes <= FDSTORE_NAMES_BUDGET,
+           "... and counted anew, the store is within the budget (%zu of %u bytes)", st.names_bytes,
+           FDSTORE_NAMES_BUDGET);
+        is_int(put_ns(again, UID_BASE), -ENOSPC,
+               "at that start, a pinned namespace adopted from its pin takes no room from what "
+               "was passed back (a namespace counts as one without a pin until adopted)");
+        ok(fake_manager_has(mgr, fdstore_ns_name(name, unpinned)) &&
+                   fake_manager_count(mgr, FDSTORE_NS_PREFIX) == want_ns,
+           "... the namespaces passed back stay in the store");
+        fdstore_free(again);
+
+        /* sessions give up their room before pinned namespaces do */
+        for (unsigned i = 2; i < 6; i++)
+                (void) remove_ns(fs, UID_BASE + i);
+        is_int((put_session(fs, 0) == 1) + (put_session(fs, 1) == 1), 2,
+               "4 pinned namespaces released: 2 sessions take some of their room");
+        is_int(put_ns_as(fs, unpinned + 2, FDSTORE_CLASS_NAMESPACE), 1,
+               "a third namespace without a pin gets in");
+        fdstore_get_stats(fs, &st);
+        ok(fake_manager_count(mgr, FDSTORE_SESSION_PREFIX) == 1 &&
+                   st.evicted[FDSTORE_CLASS_SESSION] == 1 && st.evicted[FDSTORE_CLASS_PINNED] == 2,
+           "... in the place of a session, not of a pinned namespace");
+        check_listen("sessions before pinned namespaces", FDSTORE_NAMES_BUDGET);
+        fdstore_free(fs);
+}
+
 /* ---- FileDescriptorStoreMax= ------------------------------------------------------------- */
 
 static void test_max_fds(void) {
@@ -419,6 +535,92 @@ static void test_server(void) {
         fake_manager_drain(mgr);
 }
 
+/* Through the server, with room for 3 namespaces: those without a pin take the room of pinned
+ * ones, and what was removed is put back when room comes back or its pin goes. */
+static void test_server_pinned(void) {
+        size_t budget = FDSTORE_NAMES_FIXED + 3 * NS_BYTES + 10;
+        FdStore *fs = store_new();
+        Config c = core_test_config();
+        size_t mark = log_mark();
+        Server *s = NULL;
+        User *u[6];
+
+        fake_manager_reset(mgr, 16384);
+        fdstore_set_limits(fs, budget, 0, 0);
+        if (server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1, .fdstore = fs }, &s) < 0)
+                abort();
+        for (unsigned i = 0; i < 3; i++)
+                u[i] = core_test_user_here_pinned(s, UID_BASE + i, true);
+        u[3] = core_test_user_here_pinned(s, UID_BASE + 3, false);
+        fake_manager_drain(mgr);
+        ok(user_is_stored(u[3]) && fake_manager_has(mgr, "ns-4000000003"),
+           "3 pinned namespaces fill the store: one without a pin gets in");
+        ok(!user_is_stored(u[0]) && !fake_manager_has(mgr, "ns-4000000000") &&
+                   user_is_stored(u[1]) && user_is_stored(u[2]),
+           "... in the place of the oldest pinned one, and its user knows it");
+        is_int(log_count(mark, LOG_WARNING,
+                         "No room for 'ns-4000000000' in the service "
+                         "manager's fd store: removed to make room for "
+                         "'ns-4000000003'"),
+               1, "a warning names what happened");
+        is_int(log_count(mark, LOG_WARNING, "not pinned either"), 0,
+               "... and none says a namespace is lost");
+        server_notify_status_now(s);
+        fake_manager_drain(mgr);
+        ok(mgr->status &&
+                   strstr(mgr->status, "full: 1 namespaces kept by their pins only, 0 "
+                                       "sessions") &&
+                   !strstr(mgr->status, "without a pin"),
+           "STATUS= counts it as kept by its pin only: '%s'", mgr->status ? mgr->status : "");
+
+        /* the pinned one removed loses its pin: it takes the place of the next pinned one */
+        u[0]->ns->pinned = false;
+        (void) user_store(u[0]); /* as for every change of a pin */
+        fake_manager_drain(mgr);
+        ok(user_is_stored(u[0]) && !user_is_stored(u[1]) && !fake_manager_has(mgr, "ns-4000000001"),
+           "the namespace removed loses its pin: it is put back, in the place of the next "
+           "pinned one");
+
+        /* a release gives room back: the pinned one removed is put back */
+        mark = log_mark();
+        is_int(user_release(u[2], "test", NULL), 0, "uid %u released", UID_BASE + 2);
+        fake_manager_drain(mgr);
+        ok(user_is_stored(u[1]) && fake_manager_has(mgr, "ns-4000000001"),
+           "... the pinned namespace removed before is put back in its room");
+        is_int(log_count(mark, LOG_INFO, "has room for pinned namespaces again"), 1,
+               "... room again, said at info level");
+
+        /* the store holds namespaces without a pin only: the next finds no room, until one
+         * of them is pinned again */
+        u[4] = core_test_user_here_pinned(s, UID_BASE + 4, false);
+        u[5] = core_test_user_here_pinned(s, UID_BASE + 5, false);
+        fake_manager_drain(mgr);
+        ok(user_is_stored(u[4]) && !user_is_stored(u[1]),
+           "another without a pin takes the last pinned one's place");
+        ok(!user_is_stored(u[5]) && log_count(mark, LOG_WARNING,
+                                              "namespace of uid 4000000005 is not pinned "
+                                              "either") == 1,
+           "with namespaces without a pin alone in the store, the next finds no room: said");
+        u[3]->ns->pinned = true;
+        (void) user_store(u[3]); /* as users_repin() does */
+        users_store_more(s);
+        fake_manager_drain(mgr);
+        ok(user_is_stored(u[5]) && !user_is_stored(u[3]),
+           "one of them pinned again: the one without a pin that found no room takes its place");
+        is_int(fake_manager_count(mgr, FDSTORE_NS_PREFIX), 3, "the store holds 3 namespaces");
+        check_listen("server, pinned and not", budget);
+        {
+                FdStoreStats st;
+                fdstore_get_stats(fs, &st);
+                ok(st.n_fds == mgr->n_fds &&
+                           st.names_bytes == mgr->names_bytes + FDSTORE_NAMES_FIXED,
+                   "nsd's count and the service manager's agree (%u descriptors, %zu bytes)",
+                   st.n_fds, st.names_bytes);
+        }
+        server_free(s);
+        fake_manager_drain(mgr);
+}
+
 int main(void) {
         int log_fd;
 
@@ -435,9 +637,11 @@ int main(void) {
         mgr = fake_manager_new(tmpdir, 16384);
 
         test_budget();
+        test_unpinned();
         test_max_fds();
         test_passed();
         test_server();
+        test_server_pinned();
 
         fake_manager_free(mgr);
         close(null_fd);
