@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <glib-unix.h>
 #include <glib.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,6 +346,8 @@ static int listen_sockets_open(const char *user_path, const char *root_path, FdS
                         fdstore_add_passed(fdstore, fd, name);
                         continue;
                 }
+                /* a socket's name: in LISTEN_FDNAMES at the next start too */
+                fdstore_add_foreign(fdstore, name);
                 if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0 ||
                     (root ? root_fd : user_fd) >= 0) {
                         log_warning("Ignoring descriptor %d ('%s') passed by the service "
@@ -397,6 +400,25 @@ fail:
         if (root_fd >= 0)
                 close(root_fd);
         return r;
+}
+
+/* systemd >= 254 tells the service its FileDescriptorStoreMax= in $FDSTORE; older ones do not,
+ * and nsd counts against NSD_FDSTORE_MAX, the number nsd.service was built with. */
+static void fdstore_limit_from_env(FdStore *fdstore) {
+        const char *e = getenv("FDSTORE");
+        unsigned long long n;
+        char *end = NULL;
+
+        if (!e || !*e)
+                return;
+        errno = 0;
+        n = strtoull(e, &end, 10);
+        if (errno != 0 || *end || n == 0 || n > UINT_MAX) {
+                log_warning("Ignoring $FDSTORE='%s' (not a positive number)", e);
+                return;
+        }
+        fdstore_set_limits(fdstore, 0, 0, (unsigned) n);
+        log_debug("The service manager's fd store keeps at most %llu descriptors ($FDSTORE)", n);
 }
 
 static gboolean on_quit(gpointer userdata) {
@@ -468,6 +490,7 @@ int main(int argc, char *argv[]) {
                                            : g_build_filename(arg_run_dir, "root.socket", NULL);
         /* the fd store is used when a service manager listens */
         fdstore = fdstore_new(getenv("NOTIFY_SOCKET") != NULL);
+        fdstore_limit_from_env(fdstore);
         if (listen_sockets_open(socket_path, root_socket_path, fdstore, &user_fd, &root_fd) < 0) {
                 fdstore_free(fdstore);
                 goto fail;

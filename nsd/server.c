@@ -40,13 +40,48 @@
 
 /* ---- STATUS= ---------------------------------------------------------------------------- */
 
+/* "; fd store: 70.3 of 96 KiB of names, 7001 of 16384 descriptors", and what is not in it
+ * when the budget refused something; "" without a store. */
+static char *server_fdstore_status(Server *s) {
+        unsigned ns_out, unpinned = 0, sessions, sess_out;
+        g_autoptr(GString) out = g_string_new("");
+        FdStoreStats st;
+
+        if (!fdstore_enabled(s->fdstore))
+                return g_strdup("");
+        fdstore_get_stats(s->fdstore, &st);
+        g_string_printf(out, "; fd store: %.1f of %.0f KiB of names, %u of %u descriptors",
+                        st.names_bytes / 1024.0, st.budget_bytes / 1024.0, st.n_fds, st.max_fds);
+        /* what is not in it, once the budget refused something (sessions without a pidfd, on
+         * a kernel without pidfd_open, are never in it: that is no news) */
+        if (!st.full[FDSTORE_CLASS_NAMESPACE] && !st.full[FDSTORE_CLASS_PINNED] &&
+            !st.full[FDSTORE_CLASS_SESSION])
+                return g_string_free(g_steal_pointer(&out), FALSE);
+        ns_out = users_count_not_stored(s, &unpinned);
+        sessions = g_hash_table_size(s->sessions);
+        sess_out = sessions > st.n_fds_class[FDSTORE_CLASS_SESSION]
+                           ? sessions - st.n_fds_class[FDSTORE_CLASS_SESSION]
+                           : 0;
+        g_string_append(out, " (full:");
+        if (ns_out > unpinned)
+                g_string_append_printf(out, " %u namespaces kept by their pins only,",
+                                       ns_out - unpinned);
+        if (unpinned > 0)
+                g_string_append_printf(out,
+                                       " %u namespaces without a pin not in it (lost at a "
+                                       "restart),",
+                                       unpinned);
+        g_string_append_printf(out, " %u sessions kept by their state files only)", sess_out);
+        return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
 void server_notify_status_now(Server *s) {
         if (s->notify_timer) {
                 g_source_remove(s->notify_timer);
                 s->notify_timer = 0;
         }
         size_t pending = s->pins ? pinstore_n_pending(s->pins) : 0;
-        g_autofree char *extra = NULL;
+        g_autofree char *extra = NULL, *store = server_fdstore_status(s);
 
         pending += g_hash_table_size(s->stored_pending);
         if (s->pins && !pinstore_is_ready(s->pins))
@@ -54,11 +89,12 @@ void server_notify_status_now(Server *s) {
         else if (pending > 0)
                 extra = g_strdup_printf(" (%zu kept namespaces not adopted yet, retrying)",
                                         pending);
-        sd_notifyf(0, "STATUS=%u namespaces, %u sessions%s", g_hash_table_size(s->users),
+        sd_notifyf(0, "STATUS=%u namespaces, %u sessions%s%s", g_hash_table_size(s->users),
                    g_hash_table_size(s->sessions),
                    extra     ? extra
                    : s->pins ? ""
-                             : " (no pin store: namespaces do not survive nsd)");
+                             : " (no pin store: namespaces do not survive nsd)",
+                   store);
 }
 
 static gboolean on_notify(gpointer userdata) {
@@ -186,6 +222,10 @@ static void on_adopt(UserNs *ns, void *userdata) {
                         u->ns->pinned = true;
                         log_debug("The pin of uid %u is the namespace nsd holds already",
                                   (unsigned) ns->uid);
+                        /* pinned now: its room in the fd store may go to one without a pin */
+                        (void) user_store(u);
+                        if (!s->starting)
+                                users_store_more(s);
                 } else
                         log_error("The pin of uid %u (mnt:[%" PRIu64 "]) is another namespace "
                                   "than the one nsd holds from the fd store (mnt:[%" PRIu64 "]); "
@@ -232,7 +272,7 @@ static void server_store_pinns(Server *s) {
         fd = pinstore_pinns_fd(s->pins, &from_store);
         if (fd < 0)
                 return;
-        if (from_store || fdstore_put(s->fdstore, fd, FDSTORE_PINNS) > 0)
+        if (from_store || fdstore_put(s->fdstore, fd, FDSTORE_PINNS, FDSTORE_CLASS_NAMESPACE) > 0)
                 s->pinns_stored = true;
 }
 
@@ -447,10 +487,13 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                                 user_arm_linger(v, USER_JOIN_GRACE_SEC);
         }
         fdstore_drop_unclaimed(s->fdstore);
-        if (setup->run_dir || fdstore_n_passed(s->fdstore) > 0)
+        /* what nobody claimed is out: room for namespaces the budget refused meanwhile */
+        users_store_more(s);
+        if (setup->run_dir || fdstore_n_passed(s->fdstore) > 0) {
+                g_autofree char *store = server_fdstore_status(s);
                 log_info("Adopted %u namespaces, restored %u sessions%s",
-                         g_hash_table_size(s->users), g_hash_table_size(s->sessions),
-                         fdstore_enabled(s->fdstore) ? " (fd store in use)" : "");
+                         g_hash_table_size(s->users), g_hash_table_size(s->sessions), store);
+        }
         s->starting = false;
 
         server_compute_limits(s);

@@ -105,8 +105,10 @@ int server_reload_config(Server *s);
 /* Take a new config (tests; reloads): limits, timeouts, cache and mode private follow. */
 void server_apply_config(Server *s, Config *config);
 
-/* Send STATUS= ("N namespaces, M sessions", and what is not adopted yet) to the service
- * manager, soon (coalesced: at most a few a second, however many logins come). */
+/* Send STATUS= ("N namespaces, M sessions", what is not adopted yet, and how full the fd
+ * store is: "; fd store: 70.3 of 96 KiB of names, 7001 of 16384 descriptors", with what is
+ * not in it once its budget refused something) to the service manager, soon (coalesced: at
+ * most a few a second, however many logins come). */
 void server_notify_status(Server *s);
 /* ... and now. */
 void server_notify_status_now(Server *s);

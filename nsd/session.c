@@ -155,7 +155,8 @@ static void session_persist(Session *sess) {
         }
         if (sess->pidfd >= 0)
                 (void) fdstore_put(s->fdstore, sess->pidfd,
-                                   fdstore_session_name(name, (unsigned long long) sess->id));
+                                   fdstore_session_name(name, (unsigned long long) sess->id),
+                                   FDSTORE_CLASS_SESSION);
 }
 
 static void session_unpersist(Session *sess) {
@@ -435,7 +436,8 @@ void sessions_restore(Server *s) {
                 sess = session_new(s, id, (uid_t) uid, (pid_t) pid, start_time, service, pidfd);
                 if (!stored && pidfd >= 0)
                         (void) fdstore_put(s->fdstore, pidfd,
-                                           fdstore_session_name(fdname, (unsigned long long) id));
+                                           fdstore_session_name(fdname, (unsigned long long) id),
+                                           FDSTORE_CLASS_SESSION);
                 u = user_get(s, (uid_t) uid);
                 if (u)
                         session_attach(sess, u);

@@ -11,10 +11,13 @@
  * takes each state file back and checks it against its leader:
  *   - with the pidfd from the fd store: the pidfd must still be of that pid and not
  *     readable (the leader alive);
- *   - without one (no service manager, or the store was full or flushed by a stop): a new
- *     pidfd_open() of the pid, and the leader's start time (/proc/PID/stat) must be the one
- *     recorded, so a pid reused by another process is not taken for the leader. This misses
- *     only a pid reused within the same clock tick of the boot, never in practice.
+ *   - without one (no service manager, the store was flushed by a stop, or its budget left
+ *     no room for sessions: fdstore.h): a new pidfd_open() of the pid, and the leader's start
+ *     time (/proc/PID/stat) must be the one recorded, so a pid reused by another process is
+ *     not taken for the leader. This misses only a pid reused within the same clock tick of
+ *     the boot, never in practice; a session whose start time is unknown (0: it could not be
+ *     read when the session opened) is taken for ended. The new pidfd is put into the store
+ *     again, if the budget has room.
  * A session whose leader is gone ended while nsd was not running ("session-ended", its file
  * removed). A restored session of a uid whose namespace is pending waits for it (counted in
  * STATUS, closable by SESSION_CLOSE) and joins it when it is adopted. Sessions, like the

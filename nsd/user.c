@@ -80,7 +80,6 @@ User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags) {
         u->ns = ns;
         u->sessions = g_ptr_array_new();
         u->baseline = baseline;
-        u->fd_stored = flags & USER_ADD_FD_STORED;
         g_hash_table_replace(s->users, GUINT_TO_POINTER(u->uid), u);
 
         if (flags & USER_ADD_CREATED)
@@ -89,11 +88,45 @@ User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags) {
                 u->baseline = user_state_baseline(s, ns);
         /* at start, a descriptor the store passed back is looked at by server.c first */
         fdstore_ns_name(name, u->uid);
-        if (!u->fd_stored && !fdstore_is_passed(s->fdstore, name) &&
-            fdstore_put(s->fdstore, ns->ns_fd, name) > 0)
-                u->fd_stored = true;
+        if ((flags & USER_ADD_FD_STORED) || !fdstore_is_passed(s->fdstore, name))
+                user_store(u);
         session_attach_waiting(s, u);
         return u;
+}
+
+bool user_is_stored(const User *u) {
+        char name[FDSTORE_NAME_MAX];
+
+        return fdstore_contains(u->server->fdstore, fdstore_ns_name(name, u->uid));
+}
+
+int user_store(User *u) {
+        Server *s = u->server;
+        FdStoreClass c = u->ns->pinned ? FDSTORE_CLASS_PINNED : FDSTORE_CLASS_NAMESPACE;
+        char name[FDSTORE_NAME_MAX];
+        FdStoreStats before, after;
+        int r;
+
+        fdstore_ns_name(name, u->uid);
+        if (fdstore_contains(s->fdstore, name)) {
+                fdstore_set_class(s->fdstore, name, c);
+                return 1;
+        }
+        fdstore_get_stats(s->fdstore, &before);
+        r = fdstore_put(s->fdstore, u->ns->ns_fd, name, c);
+        fdstore_get_stats(s->fdstore, &after);
+        /* one without a pin is said once each, also past the first refusal of a crossing (which
+         * the store says at warning level itself) */
+        if (r == -ENOSPC && c == FDSTORE_CLASS_NAMESPACE && !u->store_warned) {
+                u->store_warned = true;
+                if (after.warnings == before.warnings)
+                        log_event(LOG_WARNING, 0, u->uid, "fdstore-full",
+                                  "No room in the service manager's fd store for the namespace "
+                                  "of uid %u, which is not pinned either: only nsd's descriptor "
+                                  "keeps it, it does not survive a restart of nsd",
+                                  (unsigned) u->uid);
+        }
+        return r;
 }
 
 void user_free(gpointer p) {
@@ -256,6 +289,8 @@ int user_release(User *u, const char *why, char **ret_why) {
         log_event(LOG_INFO, 0, uid, "namespace-released", "Released the namespace of uid %u (%s)",
                   (unsigned) uid, why);
         g_hash_table_remove(s->users, GUINT_TO_POINTER(uid)); /* frees u and its ns */
+        /* its room in the fd store goes to a namespace that found none */
+        users_store_more(s);
         server_notify_status(s);
         return 0;
 }
@@ -471,9 +506,15 @@ void users_repin(Server *s) {
                           "Pinned the namespace of uid %u (mnt:[%" PRIu64 "]) again: it was "
                           "kept by descriptor only",
                           (unsigned) u->uid, u->ns->ns_inode);
+                (void) user_store(u); /* pinned now: its room in the store may be taken */
         }
-        if (n > 0)
-                server_notify_status(s);
+        if (n == 0)
+                return;
+        /* ... by one without a pin that found none (at start: after the drop of what nobody
+         * claimed, server_new()) */
+        if (!s->starting)
+                users_store_more(s);
+        server_notify_status(s);
 }
 
 void users_prune_state(Server *s) {
@@ -490,6 +531,55 @@ void users_prune_state(Server *s) {
                           state_path(s->state), *n);
                 state_remove(s->state, *n);
         }
+}
+
+void users_store_more(Server *s) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0;
+
+        if (!fdstore_full(s->fdstore, FDSTORE_CLASS_NAMESPACE) &&
+            !fdstore_full(s->fdstore, FDSTORE_CLASS_PINNED))
+                return; /* nothing found no room (nor was removed for room) */
+        /* those without a pin first: the store is all that keeps them across a restart, and
+         * they may take the room of pinned ones */
+        for (int pass = 0; pass < 2; pass++) {
+                g_hash_table_iter_init(&it, s->users);
+                while (g_hash_table_iter_next(&it, NULL, &v)) {
+                        User *u = v;
+                        int r;
+
+                        if (u->ns->pinned != (pass == 1) || user_is_stored(u))
+                                continue;
+                        r = user_store(u);
+                        if (r == -ENOSPC)
+                                goto done;
+                        if (r > 0)
+                                n++;
+                }
+        }
+done:
+        if (n > 0)
+                log_info("Put %u namespace%s into the service manager's fd store that found no "
+                         "room there before",
+                         n, n == 1 ? "" : "s");
+}
+
+unsigned users_count_not_stored(Server *s, unsigned *ret_unpinned) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0, unpinned = 0;
+
+        g_hash_table_iter_init(&it, s->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                if (user_is_stored(u))
+                        continue;
+                n++;
+                unpinned += !u->ns->pinned;
+        }
+        *ret_unpinned = unpinned;
+        return n;
 }
 
 unsigned users_count_pinned(Server *s) {

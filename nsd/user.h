@@ -51,8 +51,8 @@ typedef struct User {
                                * older generation decides nothing */
         char *linger_kept;   /* why linger kept it last time (said at info once) */
         GArray *baseline;    /* mounts.h fingerprints; NULL: unknown (kept by linger) */
-        bool fd_stored;      /* ns-<uid> is in the service manager's fd store */
         bool pin_refused;    /* the kernel refused to pin it: not tried again */
+        bool store_warned;   /* not pinned and no room in the fd store: said once */
 } User;
 
 typedef enum UserAddFlags {
@@ -62,9 +62,19 @@ typedef enum UserAddFlags {
 
 User *user_get(Server *s, uid_t uid);
 /* Add a user for ns (taken), baseline (taken; NULL: unknown, or read from the state file when
- * not USER_ADD_CREATED). Puts ns into the fd store unless it is there, attaches sessions
- * restored at start that waited for this uid (session.h). */
+ * not USER_ADD_CREATED). Puts ns into the fd store, or gives it there the class its pin says
+ * (user_store(); not for a descriptor passed back at start that server.c looks at first),
+ * attaches sessions restored at start that waited for this uid (session.h). */
 User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags);
+/* Put u's namespace into the service manager's fd store, of the class its pin says
+ * (fdstore.h: one without a pin may take the room of pinned ones), or, when the store holds
+ * it, tell the store that class: call it whenever u->ns->pinned changes. 1 in the store, 0
+ * no store, -ENOSPC no room in the budget, another -errno; one without a pin that finds no
+ * room is logged at warning level, as it does not survive a restart of nsd then. */
+int user_store(User *u);
+/* Does the service manager's fd store hold u's namespace (fdstore_contains(): put, or passed
+ * back at start; not when it found no room, or was removed to make room)? */
+bool user_is_stored(const User *u);
 /* The free function of server->users: memory and descriptors only (the pin, the fd store
  * and the state file stay: what survives a restart). */
 void user_free(gpointer p);
@@ -98,5 +108,13 @@ void users_repin(Server *s);
 /* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for. */
 void users_prune_state(Server *s);
 unsigned users_count_pinned(Server *s);
+/* Namespaces that are not in the fd store (it found no room, or there is no store), and of
+ * them those without a pin (lost at a restart of nsd). */
+unsigned users_count_not_stored(Server *s, unsigned *ret_unpinned);
+/* Room in the fd store for namespaces again (a release, a pin that makes one's room free to
+ * take, the start's drop of what nobody claimed): when some found none or were removed for
+ * room, put them, those without a pin first (taking the room of pinned ones), until one finds
+ * none. */
+void users_store_more(Server *s);
 /* Sessions ended, sessions dropped: for server_free(). */
 void users_forget_sessions(Server *s);

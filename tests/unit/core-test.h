@@ -72,8 +72,9 @@ static inline int core_test_peer(Server *s, ConnKind kind, uid_t uid, pid_t pid)
         return sv[1];
 }
 
-/* A user uid whose "namespace" is the one this process is in (its nsfs file and "/"). */
-static inline User *core_test_user_here(Server *s, uid_t uid) {
+/* A user uid whose "namespace" is the one this process is in (its nsfs file and "/"), taken
+ * for pinned or not (nothing is pinned: the server has no pin store). */
+static inline User *core_test_user_here_pinned(Server *s, uid_t uid, bool pinned) {
         UserNs *ns = userns_new(uid);
         struct stat st;
 
@@ -82,7 +83,13 @@ static inline User *core_test_user_here(Server *s, uid_t uid) {
         if (ns->ns_fd < 0 || ns->root_fd < 0 || fstat(ns->ns_fd, &st) < 0)
                 abort();
         ns->ns_inode = st.st_ino;
+        ns->pinned = pinned;
         return user_add(s, ns, NULL, 0);
+}
+
+/* ... not pinned, as without a pin store */
+static inline User *core_test_user_here(Server *s, uid_t uid) {
+        return core_test_user_here_pinned(s, uid, false);
 }
 
 static inline int core_test_send(int fd, const void *msg, size_t len, int pass_fd) {
