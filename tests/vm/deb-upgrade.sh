@@ -129,9 +129,17 @@ journalctl --no-pager -o cat -t sshd -g 'pam_nsjoin' | tail -3 || true
 
 # ---- C. the same upgrade while nsd does not run ----------------------------------------
 say "C. nsd stopped (the socket listens); dpkg -i v2 again: nsd stays stopped"
+# Nothing but the upgrade may start nsd here. Alice's user manager (user@1001, started by
+# pam_systemd for her logins above) stops UserStopDelaySec (10 s) after her last session, and
+# its PAM session's close connects to nsd, which starts it through the socket: wait until it
+# is gone (ActiveState inactive, not only "not active": it talks to nsd while deactivating).
+manager_gone() { [ "$(systemctl show -p ActiveState --value user@1001.service)" = inactive ]; }
+vm_wait_for 90 manager_gone
 systemctl stop nsd.service
 deb_install "$v2"
-assert_eq inactive "$(systemctl is-active nsd.service || true)" "nsd.service after an upgrade while stopped"
+state=$(systemctl is-active nsd.service || true)
+[ "$state" = inactive ] || journalctl --no-pager -o short-monotonic -n 30 -u nsd.service -u nsd.socket -u user@1001.service >&2
+assert_eq inactive "$state" "nsd.service after an upgrade while stopped"
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket"
 assert_eq "$want" "$(probe)" "a login after that (socket activation)"
 
