@@ -138,7 +138,9 @@ vm_wait_for 90 manager_gone
 systemctl stop nsd.service
 deb_install "$v2"
 state=$(systemctl is-active nsd.service || true)
-[ "$state" = inactive ] || journalctl --no-pager -o short-monotonic -n 30 -u nsd.service -u nsd.socket -u user@1001.service >&2
+[ "$state" = inactive ] ||
+        journalctl --no-pager -o short-monotonic -n 30 -u nsd.service -u nsd.socket \
+                -u user@1001.service >&2 # who started it
 assert_eq inactive "$state" "nsd.service after an upgrade while stopped"
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket"
 assert_eq "$want" "$(probe)" "a login after that (socket activation)"
