@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "server.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3

@@ -118,6 +118,7 @@ struct Conn {
 };
 
 struct ConnManager {
+        const Config *config;
         Server *server;
         Listener listeners[_CONN_KIND_MAX];
         GHashTable *conns; /* Conn* set */
@@ -141,7 +142,7 @@ static int conn_priority(bool root) {
 }
 
 static const Config *config_of(const ConnManager *m) {
-        return &m->server->config;
+        return m->config;
 }
 
 /* ---- logging a client can cause ------------------------------------------------------- */
@@ -860,9 +861,10 @@ int conn_manager_listen(ConnManager *m, ConnKind kind, int fd) {
 
 /* ---- the manager ------------------------------------------------------------------------ */
 
-ConnManager *conn_manager_new(Server *s) {
+ConnManager *conn_manager_new(const Config *config, Server *s) {
         ConnManager *m = g_new0(ConnManager, 1);
 
+        m->config = config;
         m->server = s;
         for (int k = 0; k < _CONN_KIND_MAX; k++) {
                 m->listeners[k].m = m;

@@ -40,16 +40,14 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "server.h"
+#include "conf.h"
+#include "nsd-forward.h"
 
 typedef enum ConnKind {
         CONN_KIND_USER, /* the socket for everyone */
         CONN_KIND_ROOT, /* root's own socket */
         _CONN_KIND_MAX,
 } ConnKind;
-
-typedef struct Conn Conn;
-typedef struct Request Request;
 
 /* Counters, for tests and for nsd's log. */
 typedef struct ConnStats {
@@ -65,7 +63,9 @@ typedef struct ConnStats {
         unsigned requests;         /* requests read */
 } ConnStats;
 
-ConnManager *conn_manager_new(Server *s);
+/* config: the one in force (a reload refills the same struct, then calls
+ * conn_manager_reconfigure()); s: what requests are dispatched with. */
+ConnManager *conn_manager_new(const Config *config, Server *s);
 void conn_manager_free(ConnManager *m);
 
 /* Serve the listening socket fd (taken; non-blocking) as kind. */

@@ -44,9 +44,7 @@
 #include <sys/types.h>
 
 #include "errno-util.h" /* errno_may_pass() */
-
-typedef struct PinStore PinStore;
-typedef struct UserNs UserNs;
+#include "nsd-forward.h"
 
 #define PINSTORE_RETRY_FIRST_USEC (50 * 1000ULL)
 #define PINSTORE_RETRY_MAX_USEC (1000 * 1000ULL)

@@ -39,7 +39,7 @@ typedef struct Core {
 } Core;
 
 struct Policy {
-        Server *server;
+        const Config *config;
         Core *core;
         GThreadPool *pool;
         PolicyLookupFn fn;
@@ -131,7 +131,7 @@ static void waiter_free(Waiter *w) {
 }
 
 static void cache_put(Policy *p, uid_t uid, int managed, const char *why) {
-        uint64_t ttl = p->server->config.lookup_cache_usec;
+        uint64_t ttl = p->config->lookup_cache_usec;
         CacheEntry *e;
 
         if (ttl == 0 || managed < 0)
@@ -276,7 +276,7 @@ static gboolean on_waiter_deadline(gpointer userdata) {
         Waiter *w = userdata;
         Lookup *l = w->lookup;
         Policy *p = l->core->policy;
-        const Config *c = &p->server->config;
+        const Config *c = p->config;
         g_autofree char *why = NULL;
         unsigned held = 0;
         char t[32];
@@ -313,7 +313,7 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, int *ret_r, cha
         l->uid = uid;
         l->generation = p->generation;
         if (kind == LOOKUP_MANAGED) {
-                config_copy(&l->config, &p->server->config);
+                config_copy(&l->config, p->config);
                 l->fn = p->fn;
         } else
                 l->identity_fn = p->identity_fn;
@@ -342,7 +342,7 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, int *ret_r, cha
 /* One more request waits for l, until its own deadline. */
 static void waiter_add(Policy *p, Lookup *l, PolicyCallback cb, PolicyIdentityCallback identity_cb,
                        void *userdata) {
-        const Config *c = &p->server->config;
+        const Config *c = p->config;
         Waiter *w = g_new0(Waiter, 1);
 
         w->lookup = l;
@@ -357,7 +357,7 @@ static void waiter_add(Policy *p, Lookup *l, PolicyCallback cb, PolicyIdentityCa
 }
 
 int policy_uid_managed(Policy *p, uid_t uid, char **ret_why, PolicyCallback cb, void *userdata) {
-        const Config *c = &p->server->config;
+        const Config *c = p->config;
         CacheEntry *e;
         Lookup *l;
         int r;
@@ -428,11 +428,11 @@ static void forget_inflight(Policy *p) {
         }
 }
 
-Policy *policy_new(Server *s) {
+Policy *policy_new(const Config *config) {
         Policy *p = g_new0(Policy, 1);
         GError *error = NULL;
 
-        p->server = s;
+        p->config = config;
         p->core = g_new0(Core, 1);
         p->core->n_ref = 1;
         p->core->context = g_main_context_ref_thread_default();
@@ -443,7 +443,7 @@ Policy *policy_new(Server *s) {
                 p->inflight[k] = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->live = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->cache = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cache_entry_free);
-        p->pool = g_thread_pool_new(lookup_thread, p, (gint) s->config.max_lookup_threads, FALSE,
+        p->pool = g_thread_pool_new(lookup_thread, p, (gint) config->max_lookup_threads, FALSE,
                                     &error);
         g_assert_no_error(error); /* non-exclusive pools never fail */
         return p;
@@ -471,8 +471,7 @@ void policy_reconfigure(Policy *p) {
         p->generation++;
         g_hash_table_remove_all(p->cache);
         forget_inflight(p);
-        if (!g_thread_pool_set_max_threads(p->pool, (gint) p->server->config.max_lookup_threads,
-                                           &error)) {
+        if (!g_thread_pool_set_max_threads(p->pool, (gint) p->config->max_lookup_threads, &error)) {
                 log_warning("Cannot change the number of lookup threads, ignoring: %s",
                             error->message);
                 g_error_free(error);

@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #include "conf.h"
-#include "server.h"
+#include "nsd-forward.h"
 
 /* managed: 1, 0 (not managed, why says why), or -errno (-ETIMEDOUT, a failed lookup). */
 typedef void (*PolicyCallback)(int managed, const char *why, void *userdata);
@@ -55,7 +55,9 @@ typedef struct PolicyStats {
         unsigned timeouts;         /* waiters that got -ETIMEDOUT */
 } PolicyStats;
 
-Policy *policy_new(Server *s);
+/* config: the one in force, read at every lookup (a reload refills the same struct, then
+ * calls policy_reconfigure()). */
+Policy *policy_new(const Config *config);
 /* Waiters get -ECANCELED; threads stuck in NSS are left to finish on their own. */
 void policy_free(Policy *p);
 /* The config changed: empty the cache, apply MaxLookupThreads=. */

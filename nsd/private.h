@@ -27,8 +27,8 @@
 
 #include "child.h"
 #include "conf.h"
+#include "nsd-forward.h"
 #include "policy.h"
-#include "server.h"
 
 /* Can this nsd make owner-private mounts? features: the probed NSD_FEATURE_* bits. Returns 0,
  * or -EOPNOTSUPP with *ret_why (a static string) saying why not: the kernel lacks F4, or nsd

@@ -424,8 +424,8 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         s->next_session_id = ((uint64_t) g_random_int() << 32 | g_random_int()) | 1;
         s->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, user_free);
         s->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, session_free);
-        s->conns = conn_manager_new(s);
-        s->policy = policy_new(s);
+        s->conns = conn_manager_new(&s->config, s);
+        s->policy = policy_new(&s->config);
         s->children = children_new(s->config.max_path_walks);
         s->fdstore = setup->fdstore ? setup->fdstore : fdstore_new(false);
         s->waiting_sessions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,

@@ -24,16 +24,7 @@
 #include <stdint.h>
 
 #include "conf.h"
-
-typedef struct Server Server;
-typedef struct ConnManager ConnManager;
-typedef struct Policy Policy;
-typedef struct Children Children;
-typedef struct PrivateWatch PrivateWatch;
-typedef struct PinStore PinStore;
-typedef struct FdStore FdStore;
-typedef struct StateDir StateDir;
-typedef struct LingerScan LingerScan;
+#include "nsd-forward.h"
 
 struct Server {
         Config config;

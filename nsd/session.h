@@ -35,7 +35,7 @@
 /* Without pidfd_open (kernel < 5.3): how often a session leader's pid is checked. */
 #define SESSION_POLL_SEC 30
 
-typedef struct Session {
+struct Session {
         Server *server;
         uint64_t id;
         uid_t uid;
@@ -45,7 +45,7 @@ typedef struct Session {
         char service[NSD_SERVICE_MAX];
         int pidfd;   /* -1 in poll mode */
         guint watch; /* pidfd watch or poll timer */
-} Session;
+};
 
 /* A session leader's pidfd, checked before anything is opened: *pidfd_io is the pidfd the
  * client sent (it must be of pid; taken: set to -1) or -1, then one is opened for pid. On

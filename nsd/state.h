@@ -17,7 +17,7 @@
 
 #include <glib.h>
 
-typedef struct StateDir StateDir;
+#include "nsd-forward.h"
 
 #define STATE_NS_PREFIX "ns-"
 #define STATE_SESSION_PREFIX "session-"

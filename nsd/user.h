@@ -41,7 +41,7 @@
 /* The most mountinfo text linger reads of one namespace. */
 #define USER_MOUNTINFO_MAX (8u << 20)
 
-typedef struct User {
+struct User {
         Server *server;
         uid_t uid;
         UserNs *ns;
@@ -53,7 +53,7 @@ typedef struct User {
         GArray *baseline;    /* mounts.h fingerprints; NULL: unknown (kept by linger) */
         bool pin_refused;    /* the kernel refused to pin it: not tried again */
         bool store_warned;   /* not pinned and no room in the fd store: said once */
-} User;
+};
 
 typedef enum UserAddFlags {
         USER_ADD_CREATED = 1 << 0,   /* made now: write its state file (baseline given) */
