@@ -15,20 +15,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "base/child.h"
+#include "base/errno-util.h"
+#include "base/log.h"
 #include "cleanup.h"
-#include "conn.h"
-#include "errno-util.h"
-#include "fdstore.h"
-#include "log.h"
+#include "domain/private.h"
+#include "domain/session.h"
+#include "domain/user.h"
 #include "nsd-protocol.h"
-#include "policy.h"
-#include "private.h"
-#include "session.h"
-#include "state.h"
+#include "policy/policy.h"
+#include "store/fdstore.h"
+#include "store/state.h"
+#include "store/userns.h"
 #include "time-util.h"
-#include "user.h"
-#include "userns.h"
+#include "transport/conn.h"
 
 /* STATUS= to the service manager at most this often (every login changes it). */
 #define NOTIFY_MSEC 250

@@ -2,7 +2,7 @@
 /*
  * peer.c: a client process's view (mount namespace and root), see peer.h.
  */
-#include "peer.h"
+#include "api/peer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/helper.h"
 #include "cleanup.h"
-#include "helper.h"
 
 #ifndef STATX_ATTR_MOUNT_ROOT
 #define STATX_ATTR_MOUNT_ROOT 0x00002000

@@ -29,7 +29,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "userns.h"
+#include "store/userns.h"
 
 typedef struct PeerView {
         bool inside;  /* its mount namespace is the user's and its root that namespace's root */

@@ -16,7 +16,7 @@
  *  - A handler that continues later checks everything again when it does: the world may have
  *    changed while it waited.
  */
-#include "requests.h"
+#include "api/requests.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -24,14 +24,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/peer.h"
+#include "base/log.h"
 #include "config.h" /* generated: PACKAGE_VERSION */
-#include "log.h"
-#include "peer.h"
-#include "policy.h"
-#include "private.h"
-#include "session.h"
-#include "user.h"
-#include "userns.h"
+#include "domain/private.h"
+#include "domain/session.h"
+#include "domain/user.h"
+#include "policy/policy.h"
+#include "store/userns.h"
 
 /* LIST computes each entry's mount count (a fork per namespace) only up to this many
  * entries; past it, mounts = -1 ("unknown"), so one LIST costs at most 256 forks. */

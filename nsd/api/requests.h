@@ -27,9 +27,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "conn.h"
 #include "nsd-protocol.h"
 #include "server.h"
+#include "transport/conn.h"
 
 #define REQUEST_PENDING 1
 

@@ -12,7 +12,7 @@
  * The child's report travels over a SOCK_SEQPACKET socketpair: one datagram with its copy
  * of the argument and, by SCM_RIGHTS, the descriptor it hands back.
  */
-#include "child.h"
+#include "base/child.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3

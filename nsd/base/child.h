@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "nsd-forward.h"
+#include "base/nsd-forward.h"
 
 /* Runs in the child: plain system calls only (no malloc, no stdio, no logging, no locks:
  * nsd has other threads). It fills *arg (its own copy) and may set *ret_fd to a descriptor

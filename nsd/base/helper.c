@@ -21,7 +21,7 @@
  * plain system calls (no malloc, no stdio, no logging): it stores the failing step and errno,
  * and the parent logs them.
  */
-#include "helper.h"
+#include "base/helper.h"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "log.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

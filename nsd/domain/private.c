@@ -27,7 +27,7 @@
  *  3. set: setfsuid(uid) (checked: without CAP_SETUID it silently keeps the old fsuid, which
  *     would make root the owner) and mount_setattr(fd, "", AT_EMPTY_PATH, OWNER_PRIVATE).
  */
-#include "private.h"
+#include "domain/private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,12 +44,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "base/child.h"
+#include "base/helper.h"
+#include "base/log.h"
 #include "cleanup.h"
-#include "helper.h"
 #include "kernel-abi.h"
 #include "libmount-cleanup.h"
-#include "log.h"
 #include "nsd-protocol.h"
 
 #define MOUNTINFO_PATH "/proc/self/mountinfo"

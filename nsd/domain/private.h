@@ -25,10 +25,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "child.h"
-#include "conf.h"
-#include "nsd-forward.h"
-#include "policy.h"
+#include "base/child.h"
+#include "base/nsd-forward.h"
+#include "policy/conf.h"
+#include "policy/policy.h"
 
 /* Can this nsd make owner-private mounts? features: the probed NSD_FEATURE_* bits. Returns 0,
  * or -EOPNOTSUPP with *ret_why (a static string) saying why not: the kernel lacks F4, or nsd

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* session.c: sessions and their leaders' pidfds, kept across restarts; see session.h. */
-#include "session.h"
+#include "domain/session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,11 +14,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/errno-util.h"
+#include "base/log.h"
 #include "cleanup.h"
-#include "errno-util.h"
-#include "fdstore.h"
-#include "log.h"
-#include "state.h"
+#include "store/fdstore.h"
+#include "store/state.h"
 
 /* ---- pidfds ---------------------------------------------------------------------------- */
 

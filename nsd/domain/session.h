@@ -28,9 +28,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "domain/user.h"
 #include "nsd-protocol.h"
 #include "server.h"
-#include "user.h"
 
 /* Without pidfd_open (kernel < 5.3): how often a session leader's pid is checked. */
 #define SESSION_POLL_SEC 30

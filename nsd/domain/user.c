@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* user.c: per-user state and linger, see user.h. */
-#include "user.h"
+#include "domain/user.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,13 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fdstore.h"
-#include "log.h"
-#include "mounts.h"
+#include "base/log.h"
+#include "domain/session.h"
 #include "nsd-protocol.h"
-#include "nsprocs.h"
-#include "session.h"
-#include "state.h"
+#include "store/fdstore.h"
+#include "store/mounts.h"
+#include "store/nsprocs.h"
+#include "store/state.h"
 
 User *user_get(Server *s, uid_t uid) {
         return g_hash_table_lookup(s->users, GUINT_TO_POINTER(uid));

@@ -28,7 +28,7 @@
 #include <sys/types.h>
 
 #include "server.h"
-#include "userns.h"
+#include "store/userns.h"
 
 /* A JOIN of a namespace that has no session keeps it at least this long, so the
  * SESSION_OPEN that follows a JOIN finds it even with Linger=0. Also the least time an

@@ -8,7 +8,7 @@
  * refuses unknown groups, unknown keys and keys set twice. Only then is the text handed to
  * GKeyFile and each known key's value parsed here, with errors at that key's line.
  */
-#include "conf.h"
+#include "policy/conf.h"
 
 #include <errno.h>
 #include <glib.h>

@@ -10,14 +10,14 @@
  * Two kinds of lookup share all of that: "does nsd manage uid?" (cached) and "who is uid?"
  * (not cached); each kind has its own table of lookups under way.
  */
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <errno.h>
 #include <glib.h>
 #include <limits.h>
 #include <stdlib.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "nss-util.h"
 
 /* The cache never grows past this many uids (a user's subuids are 65536 uids). */

@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "conf.h"
-#include "nsd-forward.h"
+#include "base/nsd-forward.h"
+#include "policy/conf.h"
 
 /* managed: 1, 0 (not managed, why says why), or -errno (-ETIMEDOUT, a failed lookup). */
 typedef void (*PolicyCallback)(int managed, const char *why, void *userdata);

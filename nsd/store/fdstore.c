@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fdstore.c: the service manager's file descriptor store, see fdstore.h. */
-#include "fdstore.h"
+#include "store/fdstore.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -10,8 +10,8 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "config.h" /* NSD_FDSTORE_MAX */
-#include "log.h"
 
 /* A crossing into "no room" is said at warning level at most this often per class. */
 #define FDSTORE_LOG_INTERVAL_USEC (10 * 60 * 1000000LL)

@@ -62,7 +62,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "nsd-forward.h"
+#include "base/nsd-forward.h"
 
 /* names: "pinns", "ns-<uid>", "session-<16 hex>" */
 #define FDSTORE_PINNS "pinns"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* mounts.c: which mounts of a user's namespace the user made, see mounts.h. */
-#include "mounts.h"
+#include "store/mounts.h"
 
 #include <errno.h>
 #include <inttypes.h>

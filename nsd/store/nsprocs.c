@@ -6,7 +6,7 @@
  * and fopen() open inside glibc, fstatat() is not counted), so a scan in its worker thread
  * never shifts the numbering of the calls the fault suite fails on nsd's main thread.
  */
-#include "nsprocs.h"
+#include "store/nsprocs.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "nsd-forward.h"
+#include "base/nsd-forward.h"
 
 /* Scan proc_dir (normally "/proc"), not counting children of skip_parent (0: none) nor
  * processes in skip_ns (the inode of the scanner's own namespace, which holds most of them;

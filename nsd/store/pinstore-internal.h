@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 
-#include "pinstore.h"
-#include "userns.h"
+#include "store/pinstore.h"
+#include "store/userns.h"
 
 /* CPUs tried for one create (see PinStore.cpus) */
 #define PIN_CPUS_MAX 16

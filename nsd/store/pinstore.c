@@ -11,7 +11,7 @@
  * dead or empty pins, logged with the reason), pinstore_unpin() (a release) and the host pin
  * of a pin namespace that is provably not one (pinstore_try_ready()).
  */
-#include "pinstore.h"
+#include "store/pinstore.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,11 +27,11 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "base/helper.h"
+#include "base/log.h"
 #include "cleanup.h"
-#include "helper.h"
 #include "kernel-abi.h"
-#include "log.h"
-#include "pinstore-internal.h"
+#include "store/pinstore-internal.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673

@@ -43,8 +43,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "errno-util.h" /* errno_may_pass() */
-#include "nsd-forward.h"
+#include "base/errno-util.h" /* errno_may_pass() */
+#include "base/nsd-forward.h"
 
 #define PINSTORE_RETRY_FIRST_USEC (50 * 1000ULL)
 #define PINSTORE_RETRY_MAX_USEC (1000 * 1000ULL)

@@ -3,7 +3,7 @@
  * probe.c: which of our kernel patches the running kernel has, found by trying them in
  * throwaway namespaces made by helper children (helper.c). See probe.h.
  */
-#include "probe.h"
+#include "store/probe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,11 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errno-util.h"
+#include "base/helper.h"
+#include "base/log.h"
 #include "cleanup.h"
-#include "errno-util.h"
-#include "helper.h"
 #include "kernel-abi.h"
-#include "log.h"
 #include "nsd-protocol.h"
 
 struct probe_args {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* state.c: nsd's state files, see state.h. */
-#include "state.h"
+#include "store/state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "cleanup.h"
-#include "log.h"
 
 #define STATE_FILE_MAX (256u << 10)
 #define TMP_PREFIX ".tmp."

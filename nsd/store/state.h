@@ -17,7 +17,7 @@
 
 #include <glib.h>
 
-#include "nsd-forward.h"
+#include "base/nsd-forward.h"
 
 #define STATE_NS_PREFIX "ns-"
 #define STATE_SESSION_PREFIX "session-"

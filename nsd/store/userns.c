@@ -8,7 +8,7 @@
  * clone(CLONE_VM | CLONE_VFORK | CLONE_FILES), so a descriptor it opens there is nsd's at once,
  * and setns()/unshare()/chroot() in it change nothing in nsd.
  */
-#include "userns.h"
+#include "store/userns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,10 +25,10 @@
 
 #include <glib.h>
 
+#include "base/helper.h"
+#include "base/log.h"
 #include "cleanup.h"
-#include "helper.h"
-#include "log.h"
-#include "pinstore-internal.h"
+#include "store/pinstore-internal.h"
 #include "time-util.h"
 
 /* ---- user namespaces --------------------------------------------------------------------- */

@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pinstore.h"
-#include "probe.h"
+#include "store/pinstore.h"
+#include "store/probe.h"
 
 struct UserNs {
         uid_t uid;

@@ -10,7 +10,7 @@
  * callback, so that code further up the stack that still holds it sees `dead` instead of
  * freed memory.
  */
-#include "conn.h"
+#include "transport/conn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,9 +22,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "api/requests.h"
+#include "base/log.h"
 #include "nsd-protocol.h"
-#include "requests.h"
 #include "socket-util.h"
 
 /* accept() at most this many connections per wakeup of a listening socket. */

@@ -40,8 +40,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "conf.h"
-#include "nsd-forward.h"
+#include "base/nsd-forward.h"
+#include "policy/conf.h"
 
 typedef enum ConnKind {
         CONN_KIND_USER, /* the socket for everyone */
