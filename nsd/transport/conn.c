@@ -22,10 +22,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "api/requests.h"
 #include "base/log.h"
 #include "nsd-protocol.h"
 #include "socket-util.h"
+#include "transport/request.h"
 
 /* accept() at most this many connections per wakeup of a listening socket. */
 #define ACCEPT_BATCH 32

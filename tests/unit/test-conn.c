@@ -24,7 +24,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "api/requests.h"
 #include "base/child.h"
 #include "domain/user.h"
 #include "nsd-protocol.h"
@@ -34,6 +33,7 @@
 #include "store/userns.h"
 #include "tap.h"
 #include "transport/conn.h"
+#include "transport/request.h"
 
 #define DEADLINE_MS 20000
 #define MSEC 1000ull

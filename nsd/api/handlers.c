@@ -16,7 +16,7 @@
  *  - A handler that continues later checks everything again when it does: the world may have
  *    changed while it waited.
  */
-#include "api/requests.h"
+#include "transport/request.h"
 
 #include <errno.h>
 #include <glib.h>
