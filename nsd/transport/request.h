@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * requests.h: what nsd answers. ONE table (requests.c) holds every request type: its name,
- * its size (nsd_request_size() of nsd-protocol.h), which flags are valid, which flag brings
- * a descriptor, a check of its other fields, and its handler. A new request is one row.
+ * request.h: the wire side of a request. ONE table (request.c) holds every request type of
+ * the protocol: its name, its size (nsd_request_size() of nsd-protocol.h), which flags are
+ * valid, which flag brings a descriptor and a check of its other fields. What nsd does with
+ * a request is a handler table given to it (RequestHandlers: api/handlers.c's, bound by
+ * server.c; fakes in the unit tests), as libfuse's lowlevel ops are given to its session. A
+ * new request is one row here and one handler there.
  *
  * Lifecycle of a request (one per connection at a time, see conn.h):
- *  1. conn.c reads a datagram and calls request_dispatch(). The header (nsd_msg_check), the
- *     row's checks and the descriptor count are verified; a malformed message gets an
- *     NSD_REP_ERROR saying why, a warning naming uid and pid, and its connection is closed.
+ *  1. conn.c reads a datagram and hands it to request_conn_handler. The header
+ *     (nsd_msg_check), the row's checks and the descriptor count are verified; a malformed
+ *     message, or a type without a handler, gets an NSD_REP_ERROR saying why, a warning
+ *     naming uid and pid, and its connection is closed.
  *  2. The handler runs. It answers at once (returns 0 after request_reply(), or -errno with
- *     r->why for an NSD_REP_ERROR; the connection stays), or it returns REQUEST_PENDING:
- *       - waiting on the user database (policy.c, LookupTimeoutSec=): request_need_managed()
- *         continues the request in the loop when the answer comes, or fails it with
- *         -ETIMEDOUT;
- *       - waiting on a path-walk helper child (child.c, PathWalkTimeoutSec=): HIDE;
- *       - streaming (LIST, SHOW): request_produce() makes parts as the socket drains.
+ *     r->why for an NSD_REP_ERROR: request_refuse(); the connection stays), or it returns
+ *     REQUEST_PENDING and holds a reference until it continues on the loop (a lookup in the
+ *     user database, a path-walk helper child), or it streams (LIST, SHOW): r->produce makes
+ *     parts as the socket drains (request_want_produce()).
  *     Meanwhile the connection reads nothing more; every other connection is served.
  *  3. request_finish() sends the error (if any) and lets the connection read the next one.
  * A client that goes away meanwhile orphans its request (r->conn = NULL): a continuation
@@ -25,10 +27,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
+#include "base/nsd-forward.h"
 #include "nsd-protocol.h"
-#include "server.h"
 #include "transport/conn.h"
 
 #define REQUEST_PENDING 1
@@ -37,7 +40,8 @@
 #define REQUEST_FDS_MAX 1
 
 typedef int (*RequestHandler)(Request *r);
-typedef int (*RequestCheck)(const void *msg, const char **ret_why);
+/* A check of a request's fields beyond size and flags: 0, or -errno with *ret_why. */
+typedef int (*RequestCheck)(const void *msg, char **ret_why);
 
 typedef struct RequestType {
         uint16_t type;
@@ -47,14 +51,24 @@ typedef struct RequestType {
         uint32_t flags_valid; /* the flags it knows */
         uint32_t fd_flag;     /* with this flag set it carries one descriptor; 0: never */
         RequestCheck check;   /* reserved fields, strings, ... (NULL: nothing more) */
-        RequestHandler handler;
 } RequestType;
+
+/* What the requests of a ConnManager are served with: a handler per type (NULL: the type is
+ * refused as unknown) and what the handlers get as r->userdata. */
+typedef struct RequestHandlers {
+        const RequestHandler *table; /* _NSD_REQ_MAX of them */
+        void *userdata;
+} RequestHandlers;
+
+/* The ConnHandler of requests: conn_manager_new(config, &request_conn_handler, handlers),
+ * handlers being a const RequestHandlers * that outlives the ConnManager. */
+extern const ConnHandler request_conn_handler;
 
 struct Request {
         unsigned n_ref;
-        Server *server;
-        Conn *conn; /* NULL once the client is gone */
-        uid_t uid;  /* the caller, from SO_PEERCRED */
+        void *userdata; /* RequestHandlers.userdata */
+        Conn *conn;     /* NULL once the client is gone */
+        uid_t uid;      /* the caller, from SO_PEERCRED */
         pid_t pid;
         struct ucred sender; /* who sent this request (SCM_CREDENTIALS, conn_sender()) */
         const RequestType *type;
@@ -74,30 +88,29 @@ struct Request {
         } msg;
 };
 
+/* The request's message as its struct. */
+#define REQUEST_MSG(r, type) ((const type *) &(r)->msg)
+
 /* The row of a request type, NULL for an unknown one. */
 const RequestType *request_type_get(uint16_t type);
 const char *request_type_name(uint16_t type); /* "unknown" */
-/* Every row: for the unit tests (size == nsd_request_size(type), names, handlers). */
+/* Every row: for the unit tests (size == nsd_request_size(type), names). */
 const RequestType *request_types(size_t *ret_n);
-
-/* conn.c: one datagram of n bytes (n may exceed NSD_MSG_SIZE_MAX after MSG_TRUNC) with
- * n_fds descriptors (fds are taken: closed or kept by the request), ctrunc when the kernel
- * dropped descriptors. Starts a request, or refuses the message (see the top). */
-void request_dispatch(Conn *c, Server *s, const void *buf, size_t n, int *fds, size_t n_fds,
-                      bool ctrunc);
 
 Request *request_ref(Request *r);
 void request_unref(Request *r);
-/* The client left: the request goes on without a connection, replies go nowhere. */
-void request_orphan(Request *r);
 /* Send a reply part of the request (0 or -ECONNRESET, see conn_send()). */
 int request_reply(Request *r, const void *msg, size_t len, const int *fds, size_t n_fds);
+/* Refuse r: r->why is the message (printf format) for the NSD_REP_ERROR; returns -error, for
+ * `return request_refuse(r, EPERM, "only root may ...");`. */
+int request_refuse(Request *r, int error, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 /* The request is done: error < 0 sends an NSD_REP_ERROR (r->why or strerror). Once. */
 void request_finish(Request *r, int error);
-/* conn.c: the socket drained; make more parts of a streaming reply. */
-void request_produce(Request *r);
-
-/* Continue with next(r) once the policy says uid is managed (at once when no NSS lookup is
- * needed or the answer is cached); -ENXIO (not managed, with the reason), -ETIMEDOUT or the
- * lookup's error otherwise. Returns what next() returned, or REQUEST_PENDING. */
-int request_need_managed(Request *r, uid_t uid, RequestHandler next);
+/* A handler continues: rv is what the continuation returned (REQUEST_PENDING: not done yet,
+ * else request_finish(r, rv)). */
+void request_continue(Request *r, int rv);
+/* May a streaming reply send its next part now (the client is there, nothing queued)? */
+bool request_can_send(const Request *r);
+/* A streaming request has more to send: r->produce(r) again once the socket drains. */
+void request_want_produce(Request *r);

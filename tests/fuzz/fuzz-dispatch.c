@@ -2,7 +2,7 @@
 /*
  * fuzz-dispatch: libFuzzer harness of nsd's request validation and dispatch (issue 10,
  * item 5), through the real path a datagram takes: a connection of an unprivileged uid
- * (conn.c reads it, nsd_msg_check and the table's checks in requests.c validate it, the
+ * (conn.c reads it, nsd_msg_check and the table's checks in transport/request.c validate it, the
  * handler answers, conn.c sends or queues the replies), over a socketpair, against nsd's core
  * library with a Server that has no sockets, pins or probes (tests/unit/core-test.h). No
  * privilege needed and none used: the peer is uid 1000 on everyone's socket, whose

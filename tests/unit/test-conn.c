@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-conn: nsd's connection layer (nsd/transport/conn.c) and request lifecycle (nsd/api/requests.c),
+ * test-conn: nsd's connection layer (nsd/transport/conn.c) and request lifecycle (nsd/transport/request.c, nsd/api/handlers.c),
  * through the core library, over socketpairs and sockets in a temp folder. TAP; no root
  * needed (run as root, the peer that must not be root drops to nobody in a child).
  *
