@@ -4,7 +4,7 @@
  * item 5), through the real path a datagram takes: a connection of an unprivileged uid
  * (conn.c reads it, nsd_msg_check and the table's checks in transport/request.c validate it, the
  * handler answers, conn.c sends or queues the replies), over a socketpair, against nsd's core
- * library with a Server that has no sockets, pins or probes (tests/unit/core-test.h). No
+ * library with a Server that has no sockets, pins or probes (tests/unit/nsd/core-test.h). No
  * privilege needed and none used: the peer is uid 1000 on everyone's socket, whose
  * "namespace" is the one the fuzzer runs in, so JOIN, SHOW, RELEASE, HIDE, SESSION_* and
  * STATUS/LIST all reach their handlers (HIDE stops at "owner-private mounts need a kernel

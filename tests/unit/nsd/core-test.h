@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * tests/unit/core-test.h: driving nsd's core library (a Server without pins or probes) over
+ * tests/unit/nsd/core-test.h: driving nsd's core library (a Server without pins or probes) over
  * socketpairs, for the unit tests of requests and policies. Header-only, like tap.h.
  *
  * Every wait runs nsd's GMainContext until the state is reached, with a generous deadline

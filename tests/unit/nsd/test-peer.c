@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-views: who gets what (nsd-protocol.h "Who gets what", nsd/api/peer.c, api/handlers.c), through
+ * test-peer: who gets what (nsd-protocol.h "Who gets what", nsd/api/peer.c, api/handlers.c), through
  * the core library over socketpairs. The "user's namespace" of these tests is the one the
  * test runs in, so a peer in this process is inside it, and a child that unshares a mount
  * namespace (or chroots) is a sandbox:
@@ -27,7 +27,7 @@
         "inside it; see nsctl show"
 #define UID 1000
 
-static char tmpdir[] = "/tmp/test-views.XXXXXX";
+static char tmpdir[] = "/tmp/test-peer.XXXXXX";
 
 enum sandbox {
         SANDBOX_NONE,   /* a child in this namespace, at its root */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-hide: the identity a user's HIDE walks with (nsd/domain/private.c, policy.c's
+ * test-private: the identity a user's HIDE walks with (nsd/domain/private.c, policy.c's
  * policy_uid_identity()). The user's groups are looked up in policy's threads before the walk,
  * never in the walk's child (a clone of the multi-threaded nsd):
  *   - a user's supplementary group reaches the child: a folder only that group may search is
@@ -35,7 +35,7 @@
 #define WALKERS 5000
 #define MSEC 1000ull
 
-static char tmpdir[] = "/tmp/test-hide.XXXXXX";
+static char tmpdir[] = "/tmp/test-private.XXXXXX";
 static bool is_root;
 
 static void write_file(const char *dir, const char *name, const char *text) {
