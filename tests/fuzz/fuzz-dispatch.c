@@ -209,7 +209,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         signal(SIGPIPE, SIG_IGN);
         /* only crashes matter here, not nsd's warnings about bad input */
         log_setup(LOG_TARGET_STDERR, LOG_CRIT);
-        config = core_test_config();
+        config = loop_test_config();
         server = core_test_server(&config);
         input_config(0);
         core_test_user_here(server, FUZZ_UID);
@@ -521,7 +521,7 @@ static void finish(Script *sc) {
                 fuzz_assert(sc->eof, "nsd dropped the connection, its client never saw EOF");
                 return;
         }
-        if (!settled || core_test_readable(sc->nsd_fd))
+        if (!settled || loop_test_readable(sc->nsd_fd))
                 return; /* requests still unread (a throttle, a turn limit) */
         fuzz_assert(sc->n_rec == 0 || (sc->cur == (int) sc->n_rec - 1 && sc->rec[sc->cur].ended),
                     "the connection is open and nsd idle, but request %d of %u is unanswered",
