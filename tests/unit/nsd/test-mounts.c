@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-linger: what linger looks at to decide that a namespace is empty (issue 9): which
+ * test-mounts: what linger looks at to decide that a namespace is empty (issue 9): which
  * mounts the user made (nsd/store/mounts.c), told apart by what they are and not by counting, and
  * which processes are in which namespace (nsd/store/nsprocs.c, on a fake /proc).
  *
- *   test-linger SCRATCH_DIR
+ *   test-mounts SCRATCH_DIR
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
         g_autofree char *scratch = NULL;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: test-linger SCRATCH_DIR\n");
+                fprintf(stderr, "usage: test-mounts SCRATCH_DIR\n");
                 return 2;
         }
         scratch = g_strdup_printf("%s/run.%d", argv[1], (int) getpid());

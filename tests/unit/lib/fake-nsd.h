@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * tests/unit/fake-nsd.h: the one fake nsd of the unit tests (test-protocol, test-pam).
+ * tests/unit/lib/fake-nsd.h: the one fake nsd of the unit tests (test-protocol, test-pam,
+ * test-cli of nsctl).
  *
  * Two layers:
  *  - wire primitives, for tests that script a conversation byte by byte (wrong sizes,

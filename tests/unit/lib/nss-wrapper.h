@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * tests/unit/nss-wrapper.h: for the unit tests that look users up. meson runs them with
+ * tests/unit/lib/nss-wrapper.h: for the unit tests that look users up. meson runs them with
  * nss_wrapper preloaded and NSS_WRAPPER_PASSWD/_GROUP pointing into a folder of their own
  * (argv[1]), so that no host account matters; the test writes the files there.
  *

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* tests/unit/fake-nsd.c: see fake-nsd.h. */
+/* tests/unit/lib/fake-nsd.c: see fake-nsd.h. */
 #include "fake-nsd.h"
 
 #include <errno.h>

@@ -452,7 +452,7 @@ static void test_server(void) {
          * digits, and 4 sessions of their own */
         size_t budget = FDSTORE_NAMES_FIXED + 17 * NS_BYTES + 10;
         FdStore *fs = store_new();
-        Config c = core_test_config();
+        Config c = loop_test_config();
         Session *sess[6] = { 0 };
         size_t mark = log_mark();
         Server *s = NULL;
@@ -540,7 +540,7 @@ static void test_server(void) {
 static void test_server_pinned(void) {
         size_t budget = FDSTORE_NAMES_FIXED + 3 * NS_BYTES + 10;
         FdStore *fs = store_new();
-        Config c = core_test_config();
+        Config c = loop_test_config();
         size_t mark = log_mark();
         Server *s = NULL;
         User *u[6];

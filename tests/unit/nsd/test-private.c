@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-hide: the identity a user's HIDE walks with (nsd/domain/private.c, policy.c's
+ * test-private: the identity a user's HIDE walks with (nsd/domain/private.c, policy.c's
  * policy_uid_identity()). The user's groups are looked up in policy's threads before the walk,
  * never in the walk's child (a clone of the multi-threaded nsd):
  *   - a user's supplementary group reaches the child: a folder only that group may search is
@@ -33,9 +33,8 @@
 #define WALKER 1500     /* in passwd, primary group 1500, member of WALKERS */
 #define NOBODY_UID 1600 /* no passwd entry */
 #define WALKERS 5000
-#define MSEC 1000ull
 
-static char tmpdir[] = "/tmp/test-hide.XXXXXX";
+static char tmpdir[] = "/tmp/test-private.XXXXXX";
 static bool is_root;
 
 static void write_file(const char *dir, const char *name, const char *text) {
@@ -268,7 +267,7 @@ static void send_hide(int fd, const char *name, uint32_t seq) {
         nsd_msg_init(&req.hdr, NSD_REQ_HIDE, sizeof req, seq);
         req.uid = WALKER;
         snprintf(req.path, sizeof req.path, "%s/%s", tmpdir, name);
-        if (core_test_send(fd, &req, sizeof req, -1) < 0)
+        if (loop_test_send(fd, &req, sizeof req, -1) < 0)
                 abort();
 }
 
@@ -276,13 +275,13 @@ static void send_status(int fd, uint32_t seq) {
         struct nsd_req_status req;
 
         nsd_msg_init(&req.hdr, NSD_REQ_STATUS, sizeof req, seq);
-        if (core_test_send(fd, &req, sizeof req, -1) < 0)
+        if (loop_test_send(fd, &req, sizeof req, -1) < 0)
                 abort();
 }
 
 static void test_requests(Server *s) {
         int walker, other;
-        CoreReply rep;
+        TestReply rep;
 
         if (!is_root) {
                 for (int i = 0; i < 5; i++)
@@ -294,7 +293,7 @@ static void test_requests(Server *s) {
         other = core_test_peer(s, CONN_KIND_USER, 2000, getpid());
 
         send_hide(walker, "walkers/sub", 1);
-        rep = core_test_next(walker);
+        rep = loop_test_next(walker);
         ok(rep.type == NSD_REP_ERROR && rep.error == -EINVAL &&
                    strstr(rep.message, "is not a mount point"),
            "a HIDE request of uid %u walks with its groups from the user database (%s)", WALKER,
@@ -306,10 +305,10 @@ static void test_requests(Server *s) {
         send_hide(walker, "walkers/sub", 2);
         ok(RUN_UNTIL(lookups_running() == 1), "a HIDE waits for a user database that hangs");
         send_status(other, 3);
-        rep = core_test_next(other);
+        rep = loop_test_next(other);
         ok(rep.type == NSD_REP_STATUS && lookups_running() == 1,
            "another client's STATUS is served meanwhile");
-        rep = core_test_next(walker);
+        rep = loop_test_next(walker);
         ok(rep.type == NSD_REP_ERROR && rep.error == -ETIMEDOUT,
            "past LookupTimeoutSec= the HIDE gets ETIMEDOUT (%s)", rep.message);
         ok(strstr(rep.message, "LookupTimeoutSec=") != NULL, "naming LookupTimeoutSec=");
@@ -334,7 +333,7 @@ int main(int argc, char *argv[]) {
         make_dir("walkers", 0750, WALKERS);
         make_dir("closed", 0750, 0);
 
-        c = core_test_config();
+        c = loop_test_config();
         g_strfreev(c.users);
         c.users = g_strsplit("1500 1600 2000", " ", -1);
         s = core_test_server(&c); /* takes c */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-views: who gets what (nsd-protocol.h "Who gets what", nsd/api/peer.c, requests.c), through
+ * test-peer: who gets what (nsd-protocol.h "Who gets what", nsd/api/peer.c, api/handlers.c), through
  * the core library over socketpairs. The "user's namespace" of these tests is the one the
  * test runs in, so a peer in this process is inside it, and a child that unshares a mount
  * namespace (or chroots) is a sandbox:
@@ -27,7 +27,7 @@
         "inside it; see nsctl show"
 #define UID 1000
 
-static char tmpdir[] = "/tmp/test-views.XXXXXX";
+static char tmpdir[] = "/tmp/test-peer.XXXXXX";
 
 enum sandbox {
         SANDBOX_NONE,   /* a child in this namespace, at its root */
@@ -82,10 +82,10 @@ static bool sandbox_possible(enum sandbox how, char *why, size_t size) {
 /* A request sent by a child in sandbox `how` over a connection of uid UID whose peer is that
  * child (share: the connection's peer is this process instead, the child only shares it).
  * nsd runs here meanwhile; the child reports the reply. */
-static CoreReply ask_from_child(Server *s, enum sandbox how, bool share, const void *msg,
+static TestReply ask_from_child(Server *s, enum sandbox how, bool share, const void *msg,
                                 size_t len) {
         int sv[2], go[2], back[2];
-        CoreReply rep = { .type = 0xdead };
+        TestReply rep = { .type = 0xdead };
         pid_t pid;
         char b = 0;
 
@@ -106,9 +106,9 @@ static CoreReply ask_from_child(Server *s, enum sandbox how, bool share, const v
                 if (m.hdr.type == NSD_REQ_JOIN_SESSION && m.js.pid == 0)
                         m.js.pid = (uint32_t) getpid(); /* its own session leader */
                 if (sandbox_enter(how) < 0 || read(go[0], &b, 1) != 1 ||
-                    core_test_send(sv[1], &m, len, -1) < 0)
+                    loop_test_send(sv[1], &m, len, -1) < 0)
                         _exit(1);
-                rep = core_test_recv(sv[1], CORE_TEST_DEADLINE_MS);
+                rep = loop_test_recv(sv[1], LOOP_TEST_DEADLINE_MS);
                 (void) !write(back[1], &rep, sizeof rep);
                 _exit(0);
         }
@@ -118,7 +118,7 @@ static CoreReply ask_from_child(Server *s, enum sandbox how, bool share, const v
         (void) fcntl(sv[0], F_SETFL, O_NONBLOCK);
         (void) conn_manager_add(s->conns, CONN_KIND_USER, sv[0], UID, share ? getpid() : pid);
         (void) !write(go[1], "g", 1);
-        if (RUN_UNTIL(core_test_readable(back[0])) && read(back[0], &rep, sizeof rep) != sizeof rep)
+        if (RUN_UNTIL(loop_test_readable(back[0])) && read(back[0], &rep, sizeof rep) != sizeof rep)
                 rep.type = 0xdead;
         close(go[1]);
         close(back[0]);
@@ -146,22 +146,22 @@ static struct nsd_req_join_session join_session_msg(uid_t uid, pid_t leader) {
 }
 
 static void test_inside(void) {
-        Config c = core_test_config();
+        Config c = loop_test_config();
         Server *s = core_test_server(&c);
         struct nsd_req_join q = join_msg(UID, 0);
         struct nsd_req_join_session js = join_session_msg(UID, getpid());
-        CoreReply rep;
+        TestReply rep;
         int fd;
 
         core_test_user_here(s, UID);
         fd = core_test_peer(s, CONN_KIND_USER, UID, getpid());
-        core_test_send(fd, &q, sizeof q, -1);
-        rep = core_test_next(fd);
+        loop_test_send(fd, &q, sizeof q, -1);
+        rep = loop_test_next(fd);
         ok(rep.type == NSD_REP_JOIN && rep.n_fds == 2,
            "a process inside the namespace gets JOIN's two descriptors (type %#x, %u fds, %s)",
            rep.type, rep.n_fds, rep.message);
-        core_test_send(fd, &js, sizeof js, -1);
-        rep = core_test_next(fd);
+        loop_test_send(fd, &js, sizeof js, -1);
+        rep = loop_test_next(fd);
         ok(rep.type == NSD_REP_JOIN_SESSION && rep.n_fds == 2,
            "and JOIN_SESSION's (type %#x, %u fds, %s)", rep.type, rep.n_fds, rep.message);
         is_int(g_hash_table_size(s->sessions), 1, "with its session");
@@ -175,7 +175,7 @@ static void test_inside(void) {
 }
 
 static void test_sandboxed(enum sandbox how, const char *what) {
-        Config c = core_test_config();
+        Config c = loop_test_config();
         Server *s = core_test_server(&c);
         struct nsd_req_join q = join_msg(UID, 0);
         struct nsd_req_status st;
@@ -184,7 +184,7 @@ static void test_sandboxed(enum sandbox how, const char *what) {
         struct nsd_req_hide hide = { 0 };
         struct nsd_req_list list;
         char why[256];
-        CoreReply rep;
+        TestReply rep;
 
         if (!sandbox_possible(how, why, sizeof why)) {
                 tap_skip("%s: %s", what, why);
@@ -239,10 +239,10 @@ static void test_sandboxed(enum sandbox how, const char *what) {
 }
 
 static void test_shared_connection(void) {
-        Config c = core_test_config();
+        Config c = loop_test_config();
         Server *s = core_test_server(&c);
         struct nsd_req_join q = join_msg(UID, 0);
-        CoreReply rep;
+        TestReply rep;
 
         core_test_user_here(s, UID);
         /* the connection's peer is this process (inside); a child sends on it */
@@ -255,23 +255,23 @@ static void test_shared_connection(void) {
 }
 
 static void test_root_and_creation(void) {
-        Config c = core_test_config();
+        Config c = loop_test_config();
         Server *s = core_test_server(&c);
         struct nsd_req_join q = join_msg(UID, 0), other = join_msg(UID + 1, 0);
-        CoreReply rep;
+        TestReply rep;
         int fd;
 
         core_test_user_here(s, UID);
         /* root's connection, from a peer that is not even in the namespace (pid 1) */
         fd = core_test_peer(s, CONN_KIND_ROOT, 0, 1);
-        core_test_send(fd, &q, sizeof q, -1);
-        rep = core_test_next(fd);
+        loop_test_send(fd, &q, sizeof q, -1);
+        rep = loop_test_next(fd);
         ok(rep.type == NSD_REP_JOIN && rep.n_fds == 2, "root gets the descriptors from anywhere");
         close(fd);
 
         fd = core_test_peer(s, CONN_KIND_USER, UID + 1, getpid());
-        core_test_send(fd, &other, sizeof other, -1);
-        rep = core_test_next(fd);
+        loop_test_send(fd, &other, sizeof other, -1);
+        rep = loop_test_next(fd);
         ok(rep.type == NSD_REP_ERROR && rep.error == -EPERM,
            "a user asking for descriptors of a namespace it has not got: EPERM (%s)", rep.message);
         is_int(g_hash_table_size(s->users), 1, "and no namespace was created for it");
@@ -282,18 +282,18 @@ static void test_root_and_creation(void) {
 static struct nsd_rep_status status_of(int fd) {
         struct nsd_req_status q;
         struct nsd_rep_status st = { 0 };
-        CoreReply rep;
+        TestReply rep;
 
         nsd_msg_init(&q.hdr, NSD_REQ_STATUS, sizeof q, 21);
-        core_test_send(fd, &q, sizeof q, -1);
-        rep = core_test_next(fd);
+        loop_test_send(fd, &q, sizeof q, -1);
+        rep = loop_test_next(fd);
         if (rep.type == NSD_REP_STATUS)
                 memcpy(&st, &rep.msg, sizeof st);
         return st;
 }
 
 static void test_status_own_figures(void) {
-        Config c = core_test_config();
+        Config c = loop_test_config();
         Server *s = core_test_server(&c);
         struct nsd_rep_status st, rst;
         int root, a1, a2, b, x;

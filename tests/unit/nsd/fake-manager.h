@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * tests/unit/fake-manager.h: the service manager's side of sd_notify, for the unit tests: a
+ * tests/unit/nsd/fake-manager.h: the service manager's side of sd_notify, for the unit tests: a
  * SOCK_DGRAM socket on $NOTIFY_SOCKET that keeps what nsd puts into its fd store as systemd
  * does (FDSTORE=1 + FDNAME= keeps the descriptors under that name, FDSTOREREMOVE=1 drops every
  * descriptor of a name, at most FileDescriptorStoreMax= of them: systemd drops one more

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-config: nsd.conf parsing (nsd/policy/conf.c) and the "who gets a namespace" policy.
+ * test-conf: nsd.conf parsing (nsd/policy/conf.c) and the "who gets a namespace" policy.
  * TAP; no root, no files written. Argument 1: the shipped nsd/nsd.conf, which must parse
  * to exactly the defaults.
  */
