@@ -10,9 +10,12 @@
  *  - enter: what a user without privilege is told when nsd (or the kernel) refuses, the
  *    command run when the caller already is in the namespace, and, as root, a command run in
  *    another mount namespace (a sandbox child's: unshare(CLONE_NEWNS), private) in both modes;
- *  - release and hide: what reaches nsd and what nsd's refusals look like.
+ *  - release and hide: what reaches nsd and what nsd's refusals look like;
+ *  - every form of output (help, usage errors, tables, JSON, refusals) byte for byte against
+ *    the files in tests/unit/nsctl-golden/ (argument 2; NSCTL_GOLDEN_RECORD=1 in the
+ *    environment writes them anew, for a change of output that is meant).
  * As root, the "user" cases run nsctl as uid 1500 (alice of the passwd file here).
- * Argument 1: the nsctl binary. Nothing is left behind.
+ * Argument 1: the nsctl binary; 2: the folder of golden files. Nothing is left behind.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,18 +103,19 @@ static void capture(int fds[2], struct run *r) {
         r->err[len[1]] = '\0';
 }
 
-/* run nsctl with the arguments (NULL-terminated) */
-static void run(struct run *r, const struct run_opts *o, ...) {
-        const char *argv[32] = { nsctl };
+#define RUN_ARGS_MAX 30
+
+/* run nsctl with the arguments (a NULL-terminated array) */
+static void run_argv(struct run *r, const struct run_opts *o, const char *const *args) {
+        const char *argv[RUN_ARGS_MAX + 2] = { nsctl };
         int out[2], err[2], st;
         size_t n = 1;
-        va_list ap;
         pid_t pid;
 
-        va_start(ap, o);
-        while (n < 31 && (argv[n] = va_arg(ap, const char *)))
+        while (n <= RUN_ARGS_MAX && args[n - 1]) {
+                argv[n] = args[n - 1];
                 n++;
-        va_end(ap);
+        }
         argv[n] = NULL;
 
         memset(r, 0, sizeof(*r));
@@ -138,6 +142,20 @@ static void run(struct run *r, const struct run_opts *o, ...) {
         capture((int[2]) { out[0], err[0] }, r);
         if (waitpid(pid, &st, 0) == pid && WIFEXITED(st))
                 r->status = WEXITSTATUS(st);
+}
+
+/* run nsctl with the arguments (NULL-terminated) */
+static void run(struct run *r, const struct run_opts *o, ...) {
+        const char *args[RUN_ARGS_MAX + 1];
+        size_t n = 0;
+        va_list ap;
+
+        va_start(ap, o);
+        while (n < RUN_ARGS_MAX && (args[n] = va_arg(ap, const char *)))
+                n++;
+        va_end(ap);
+        args[n] = NULL;
+        run_argv(r, o, args);
 }
 
 static const struct run_opts as_alice = { .uid = ALICE };
@@ -643,6 +661,167 @@ static void test_release_hide(void) {
                 tap_skip("unknown user names need nss_wrapper");
 }
 
+/* ---- golden outputs: every form nsctl prints, byte for byte ------------------------------ */
+
+static const char *golden_dir; /* argument 2; NSCTL_GOLDEN_RECORD=1 writes the files anew */
+
+/* Replace the number after each needle in s by "<mask>" (in place; s has room). */
+static void mask_number_after(char *s, size_t size, const char *needle) {
+        for (char *p = strstr(s, needle); p; p = strstr(p, needle)) {
+                char *num = p + strlen(needle), *end = num + strspn(num, "0123456789");
+                size_t tail = strlen(end) + 1;
+
+                if (end == num || (size_t) (num - s) + 6 + tail > size)
+                        return;
+                memmove(num + 6, end, tail);
+                memcpy(num, "<mask>", 6);
+                p = num + 6;
+        }
+}
+
+/* What changes from run to run in status: the fake nsd's pid (ours) and the uptime (it
+ * answers started_usec 0, so the uptime is the time since 1970). */
+static void mask_status(char *s, size_t size) {
+        char *up = strstr(s, "(up ");
+
+        if (up) {
+                char *end = strchr(up, ')');
+                size_t tail = end ? strlen(end) + 1 : 0;
+
+                if (end && (size_t) (up - s) + 10 + tail <= size) {
+                        memmove(up + 10, end, tail);
+                        memcpy(up, "(up <mask>", 10);
+                }
+        }
+        mask_number_after(s, size, "pid:             ");
+        mask_number_after(s, size, "\"pid\": ");
+        mask_number_after(s, size, "\"uptime_sec\": ");
+}
+
+/* The exit status, stdout and stderr of r against the file golden_dir/name. */
+static void check_golden(const char *name, struct run *r) {
+        static char text[sizeof(r->out) + sizeof(r->err) + 64], want[sizeof(text)];
+        char path[512];
+        size_t len;
+        FILE *f;
+
+        snprintf(text, sizeof(text), "exit %d\n--- stdout\n%s--- stderr\n%s", r->status, r->out,
+                 r->err);
+        if (strncmp(name, "status", 6) == 0)
+                mask_status(text, sizeof(text));
+        snprintf(path, sizeof(path), "%s/%s", golden_dir, name);
+        if (getenv("NSCTL_GOLDEN_RECORD")) {
+                write_file(path, text);
+                tap_skip("%s: recorded", name);
+                return;
+        }
+        f = fopen(path, "re");
+        if (!f) {
+                ok(false, "%s: %s: %s", name, path, strerror(errno));
+                return;
+        }
+        len = fread(want, 1, sizeof(want) - 1, f);
+        want[len] = '\0';
+        fclose(f);
+        if (!ok(strcmp(text, want) == 0, "nsctl %s: the output as in %s/", name,
+                "tests/unit/nsctl-golden"))
+                printf("#   got:\n%s#   expected:\n%s", text, want);
+}
+
+#define GOLDEN_ARGS_MAX 12
+
+/* nsctl's answers against a fake nsd with fixed figures, each compared with its file */
+static void test_golden(void) {
+        static const char mountinfo[] =
+                "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
+                "26 25 0:50 / /home/alice/remote rw,nosuid,nodev shared:7 - fuse.sshfs "
+                "alice@host:/ rw,user_id=1500,group_id=1500\n"
+                "27 25 0:51 /sub /srv/bind ro master:3 - tmpfs tmpfs rw,size=1024k\n"
+                "28 27 0:52 / /srv/bind/inner rw - proc proc rw\n"
+                "40 99 0:53 / /orphan rw - tmpfs none rw\n";
+        static const struct {
+                const char *name;
+                const char *argv[GOLDEN_ARGS_MAX];
+                bool as_root; /* what it shows is root's alone */
+        } cases[] = {
+                { "help", { "--help" } },
+                { "status-help", { "status", "--help" } },
+                { "list-help", { "list", "--help" } },
+                { "show-help", { "show", "--help" } },
+                { "enter-help", { "enter", "--help" } },
+                { "release-help", { "release", "--help" } },
+                { "hide-help", { "hide", "-h" } },
+                { "no-command", { NULL } },
+                { "unknown-command", { "frobnicate" } },
+                { "list-bad-column", { "list", "-o", "UID,bogus" } },
+                { "list-no-columns", { "list", "-o", "," } },
+                { "list-too-many-columns",
+                  { "list", "-o",
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER" } },
+                { "list-exclusive", { "list", "--raw", "-J" } },
+                { "status-extra", { "status", "now" } },
+                { "status-raw", { "status", "--raw" } },
+                { "release-extra", { "release", "alice", "bob" } },
+                { "hide-root-no-user", { "hide", "/x" }, true },
+                { "hide-extra", { "hide", "/x", "/y" } },
+                { "enter-missing-mode", { "enter", "--mode" } },
+                { "show-missing-user", { "show", "-l" } },
+                { "status", { "status" } },
+                { "status-json", { "status", "--json" } },
+                { "list", { "list" } },
+                { "list-json", { "list", "-J" } },
+                { "list-raw", { "list", "-r" } },
+                { "list-noheadings", { "list", "-n", "-o", "uid,user" } },
+                { "list-json-columns", { "list", "--json", "--output", "NS,PINNED,MOUNTS" } },
+                { "show", { "show", "alice" } },
+                { "show-all-columns",
+                  { "show", "-o",
+                    "TARGET,SOURCE,FSTYPE,OPTIONS,VFS-OPTIONS,FS-OPTIONS,FSROOT,PROPAGATION,ID,"
+                    "PARENT",
+                    "1500" } },
+                { "show-list", { "show", "--list", "alice" } },
+                { "show-raw", { "show", "--raw", "alice" } },
+                { "show-json", { "show", "--json", "alice" } },
+                { "show-json-list", { "show", "-J", "-l", "-o", "id,parent,target", "alice" } },
+                { "release-busy", { "release", "alice" } },
+                { "hide-refused", { "hide", "--unhide", "-u", "bob", "/srv/x" } },
+        };
+        const struct fake_nsd_config cfg = {
+                .status_version = "1.2.3",
+                .status_features = NSD_FEATURE_SETNS_DIRFD | NSD_FEATURE_OWNER_PRIVATE |
+                                   NSD_FEATURE_PIN_NAMESPACE | NSD_FEATURE_PRIVATE_MODE,
+                .list = namespaces,
+                .n_list = 3,
+                .show_text = mountinfo,
+                .release_error = -EBUSY,
+                .hide_error = -EPERM,
+                .error_message = "not a mount of yours",
+        };
+
+        if (!golden_dir || !have_nss_wrapper) {
+                tap_skip("golden outputs: %s", golden_dir ? "user names need nss_wrapper"
+                                                          : "no folder of golden files given");
+                return;
+        }
+        serve(&cfg);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *args[GOLDEN_ARGS_MAX + 3] = { "--socket", sock_path };
+                struct run r;
+
+                if (cases[i].as_root && !is_root) {
+                        tap_skip("nsctl %s: as root only", cases[i].name);
+                        continue;
+                }
+                for (size_t k = 0; k < GOLDEN_ARGS_MAX && cases[i].argv[k]; k++)
+                        args[2 + k] = cases[i].argv[k];
+                run_argv(&r, NULL, args);
+                check_golden(cases[i].name, &r);
+        }
+        (void) served_stop();
+}
+
 /* ---- enter ----------------------------------------------------------------------------- */
 
 /* A child in a mount namespace of its own (private, so nothing reaches the host) with a
@@ -834,11 +1013,14 @@ int main(int argc, char **argv) {
         const char *preload = getenv("LD_PRELOAD");
         char mnt[160];
 
-        if (argc != 2) {
-                tap_skip("usage: test-nsctl-cli PATH-TO-NSCTL");
+        if (argc < 2 || argc > 3) {
+                tap_skip("usage: test-nsctl-cli PATH-TO-NSCTL [GOLDEN-DIR]");
                 return tap_done();
         }
         nsctl = argv[1];
+        golden_dir = argc > 2 ? argv[2] : NULL;
+        /* CREATED and "running since" in one time zone, whatever the host's */
+        setenv("TZ", "UTC", 1);
         is_root = geteuid() == 0;
         alice_can_run = is_root && can_run_as(ALICE, nsctl);
         signal(SIGPIPE, SIG_IGN);
@@ -879,6 +1061,7 @@ int main(int argc, char **argv) {
         test_list();
         test_show();
         test_release_hide();
+        test_golden();
         test_enter_refused();
         test_enter_sandbox();
 
