@@ -42,9 +42,6 @@
 #include "bench-util.h"
 #include "nsclient.h"
 
-static const char *arg_socket = "/run/nsd/socket";
-static const char *arg_nsd_log = NULL;
-static uid_t arg_uid_base = 100000;
 static unsigned arg_iterations = 2000;
 static unsigned arg_creates = 200;
 static unsigned arg_max_namespaces = 10000;
@@ -462,23 +459,38 @@ static void help(void) {
                "See bench/README.md.\n");
 }
 
+enum { O_ITER = BENCH_OPT_OWN, O_CREATES, O_MAXNS, O_BUDGET, O_SECONDS, O_PROCS, O_NOSESS };
+
+static bool own_option(int o, const char *arg, const char *name) {
+        switch (o) {
+        case O_ITER:
+                arg_iterations = parse_uint(arg, name);
+                return true;
+        case O_CREATES:
+                arg_creates = parse_uint(arg, name);
+                return true;
+        case O_MAXNS:
+                arg_max_namespaces = parse_uint(arg, name);
+                return true;
+        case O_BUDGET:
+                arg_scale_budget = parse_uint(arg, name);
+                return true;
+        case O_SECONDS:
+                arg_seconds = parse_uint(arg, name);
+                return true;
+        case O_PROCS:
+                arg_n_procs = parse_uint_list(arg, name, arg_procs, ELEMENTSOF(arg_procs));
+                return true;
+        case O_NOSESS:
+                arg_sessions = false;
+                return true;
+        default:
+                return false;
+        }
+}
+
 int main(int argc, char *argv[]) {
-        enum {
-                O_SOCKET = 256,
-                O_NSDLOG,
-                O_UIDBASE,
-                O_ITER,
-                O_CREATES,
-                O_MAXNS,
-                O_BUDGET,
-                O_SECONDS,
-                O_PROCS,
-                O_NOSESS
-        };
-        static const struct option opts[] = { { "help", no_argument, NULL, 'h' },
-                                              { "socket", required_argument, NULL, O_SOCKET },
-                                              { "nsd-log", required_argument, NULL, O_NSDLOG },
-                                              { "uid-base", required_argument, NULL, O_UIDBASE },
+        static const struct option opts[] = { BENCH_OPTIONS,
                                               { "iterations", required_argument, NULL, O_ITER },
                                               { "creates", required_argument, NULL, O_CREATES },
                                               { "max-namespaces", required_argument, NULL,
@@ -497,48 +509,8 @@ int main(int argc, char *argv[]) {
         uint64_t t_grow;
         nsc_conn *c;
         uid_t u;
-        int o;
 
-        while ((o = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-                switch (o) {
-                case 'h':
-                        help();
-                        return 0;
-                case O_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case O_NSDLOG:
-                        arg_nsd_log = optarg;
-                        break;
-                case O_UIDBASE:
-                        arg_uid_base = parse_uint(optarg, "--uid-base");
-                        break;
-                case O_ITER:
-                        arg_iterations = parse_uint(optarg, "--iterations");
-                        break;
-                case O_CREATES:
-                        arg_creates = parse_uint(optarg, "--creates");
-                        break;
-                case O_MAXNS:
-                        arg_max_namespaces = parse_uint(optarg, "--max-namespaces");
-                        break;
-                case O_BUDGET:
-                        arg_scale_budget = parse_uint(optarg, "--scale-budget");
-                        break;
-                case O_SECONDS:
-                        arg_seconds = parse_uint(optarg, "--seconds");
-                        break;
-                case O_PROCS:
-                        arg_n_procs = parse_uint_list(optarg, "--procs", arg_procs,
-                                                      ELEMENTSOF(arg_procs));
-                        break;
-                case O_NOSESS:
-                        arg_sessions = false;
-                        break;
-                default:
-                        return 1;
-                }
-        }
+        optind = bench_parse_options(argc, argv, "h", opts, help, own_option);
         if (optind >= argc) {
                 fprintf(stderr, "nsd-bench: no NSD-COMMAND given (see --help)\n");
                 return 1;

@@ -16,6 +16,44 @@
 
 extern char **environ;
 
+/* ---- the options every program has ------------------------------------------------------ */
+
+const char *arg_socket = "/run/nsd/socket";
+const char *arg_nsd_log = NULL;
+uid_t arg_uid_base = 100000;
+
+int bench_parse_options(int argc, char *argv[], const char *shortopts, const struct option *opts,
+                        void (*help)(void), bool (*own)(int o, const char *arg, const char *name)) {
+        int o, i = -1;
+
+        while ((o = getopt_long(argc, argv, shortopts, opts, &i)) >= 0) {
+                char name[64];
+
+                snprintf(name, sizeof(name), "--%s", i >= 0 ? opts[i].name : "?");
+                i = -1;
+                switch (o) {
+                case BENCH_OPT_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case BENCH_OPT_NSD_LOG:
+                        arg_nsd_log = optarg;
+                        break;
+                case BENCH_OPT_UID_BASE:
+                        arg_uid_base = parse_uint(optarg, "--uid-base");
+                        break;
+                case 'h':
+                        help();
+                        exit(0);
+                default:
+                        if (o == '?' || !own(o, optarg, name)) {
+                                fprintf(stderr, "%s: see --help\n", program_invocation_short_name);
+                                exit(2);
+                        }
+                }
+        }
+        return optind;
+}
+
 /* ---- output ------------------------------------------------------------------------------ */
 
 static void (*die_cleanup)(void);

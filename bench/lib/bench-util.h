@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,35 @@
 #include "nsclient.h"
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- the options every program has ------------------------------------------------------ */
+
+extern const char *arg_socket;  /* --socket: nsd's socket (default /run/nsd/socket) */
+extern const char *arg_nsd_log; /* --nsd-log: nsd's stdout and stderr, appended (default: ours) */
+extern uid_t arg_uid_base;      /* --uid-base: the first synthetic uid (default 100000) */
+
+/* getopt_long()'s values for them; a program's own options start at BENCH_OPT_OWN */
+enum {
+        BENCH_OPT_SOCKET = 0x100,
+        BENCH_OPT_NSD_LOG,
+        BENCH_OPT_UID_BASE,
+        BENCH_OPT_OWN,
+};
+
+/* their rows of a struct option table (with <getopt.h>), and -h, --help */
+#define BENCH_OPTIONS                                                          \
+        { "socket", required_argument, NULL, BENCH_OPT_SOCKET },               \
+                { "nsd-log", required_argument, NULL, BENCH_OPT_NSD_LOG },     \
+                { "uid-base", required_argument, NULL, BENCH_OPT_UID_BASE }, { \
+                "help", no_argument, NULL, 'h'                                 \
+        }
+
+/* getopt_long() over argv with opts (BENCH_OPTIONS among them, then the program's own): the
+ * common options are taken here, -h calls help() and exits 0, every other option goes to
+ * own(o, its argument, "--its-name"), which returns false for one it does not know (exit 2
+ * then, as for a bad option). Returns the index of the first operand. */
+int bench_parse_options(int argc, char *argv[], const char *shortopts, const struct option *opts,
+                        void (*help)(void), bool (*own)(int o, const char *arg, const char *name));
 
 /* ---- output ------------------------------------------------------------------------------ */
 

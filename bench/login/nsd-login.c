@@ -80,14 +80,11 @@
 #include "nsclient.h"
 #include "nsd-protocol.h"
 
-static const char *arg_socket = "/run/nsd/socket";
 static const char *arg_root_socket = "/run/nsd/root.socket";
 static const char *arg_pam_module = NULL;
 static const char *arg_pam_dir = NULL;
-static const char *arg_nsd_log = NULL;
 static const char *arg_timeout = "5";
 static const char *arg_phases = "idle,exhaust,slow,both,flood,idle";
-static uid_t arg_uid_base = 100000;
 static unsigned arg_users = 100;
 static unsigned arg_bursts = 3;
 static unsigned arg_burst_logins = 1000;
@@ -988,36 +985,79 @@ static void usage(FILE *f, int code) {
         exit(code);
 }
 
-int main(int argc, char **argv) {
-        enum {
-                O_SOCKET = 256,
-                O_ROOT_SOCKET,
-                O_PAM_MODULE,
-                O_PAM_DIR,
-                O_TIMEOUT,
-                O_UID_BASE,
-                O_USERS,
-                O_BURSTS,
-                O_BURST_LOGINS,
-                O_PHASES,
-                O_PHASE_SECONDS,
-                O_SETTLE,
-                O_EX_UIDS,
-                O_EX_CONNS,
-                O_SLOW_UIDS,
-                O_SLOW_CONNS,
-                O_FLOOD_UIDS,
-                O_VICTIM,
-                O_NSD_LOG,
-                O_NSD_NICE
+enum {
+        O_ROOT_SOCKET = BENCH_OPT_OWN,
+        O_PAM_MODULE,
+        O_PAM_DIR,
+        O_TIMEOUT,
+        O_USERS,
+        O_BURSTS,
+        O_BURST_LOGINS,
+        O_PHASES,
+        O_PHASE_SECONDS,
+        O_SETTLE,
+        O_EX_UIDS,
+        O_EX_CONNS,
+        O_SLOW_UIDS,
+        O_SLOW_CONNS,
+        O_FLOOD_UIDS,
+        O_VICTIM,
+        O_NSD_NICE,
+};
+
+/* what nsd-login's own options set (beside BENCH_OPTIONS) */
+static bool own_option(int o, const char *arg, const char *name) {
+        static const struct {
+                int o;
+                enum { STRING, UNSIGNED, DOUBLE } type;
+                void *var;
+        } vars[] = {
+                { O_ROOT_SOCKET, STRING, &arg_root_socket },
+                { O_PAM_MODULE, STRING, &arg_pam_module },
+                { O_PAM_DIR, STRING, &arg_pam_dir },
+                { O_TIMEOUT, STRING, &arg_timeout },
+                { O_USERS, UNSIGNED, &arg_users },
+                { O_BURSTS, UNSIGNED, &arg_bursts },
+                { O_BURST_LOGINS, UNSIGNED, &arg_burst_logins },
+                { O_PHASES, STRING, &arg_phases },
+                { O_PHASE_SECONDS, DOUBLE, &arg_phase_seconds },
+                { O_SETTLE, DOUBLE, &arg_settle_seconds },
+                { O_EX_UIDS, UNSIGNED, &arg_exhaust_uids },
+                { O_EX_CONNS, UNSIGNED, &arg_exhaust_conns },
+                { O_SLOW_UIDS, UNSIGNED, &arg_slow_uids },
+                { O_SLOW_CONNS, UNSIGNED, &arg_slow_conns },
+                { O_FLOOD_UIDS, UNSIGNED, &arg_flood_uids },
+                { O_VICTIM, UNSIGNED, &arg_victim_uid },
         };
+
+        if (o == O_NSD_NICE) {
+                arg_nsd_nice = atoi(arg);
+                return true;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
+                if (vars[i].o != o)
+                        continue;
+                if (vars[i].type == STRING)
+                        *(const char **) vars[i].var = arg;
+                else if (vars[i].type == UNSIGNED)
+                        *(unsigned *) vars[i].var = parse_uint(arg, name);
+                else
+                        *(double *) vars[i].var = strtod(arg, NULL);
+                return true;
+        }
+        return false;
+}
+
+static void help(void) {
+        usage(stdout, 0);
+}
+
+int main(int argc, char **argv) {
         static const struct option opts[] = {
-                { "socket", required_argument, NULL, O_SOCKET },
                 { "root-socket", required_argument, NULL, O_ROOT_SOCKET },
                 { "pam-module", required_argument, NULL, O_PAM_MODULE },
                 { "pam-dir", required_argument, NULL, O_PAM_DIR },
                 { "timeout", required_argument, NULL, O_TIMEOUT },
-                { "uid-base", required_argument, NULL, O_UID_BASE },
                 { "users", required_argument, NULL, O_USERS },
                 { "bursts", required_argument, NULL, O_BURSTS },
                 { "burst-logins", required_argument, NULL, O_BURST_LOGINS },
@@ -1030,82 +1070,14 @@ int main(int argc, char **argv) {
                 { "slow-conns", required_argument, NULL, O_SLOW_CONNS },
                 { "flood-uids", required_argument, NULL, O_FLOOD_UIDS },
                 { "victim-uid", required_argument, NULL, O_VICTIM },
-                { "nsd-log", required_argument, NULL, O_NSD_LOG },
                 { "nsd-nice", required_argument, NULL, O_NSD_NICE },
-                { "help", no_argument, NULL, 'h' },
+                BENCH_OPTIONS,
                 {},
         };
         char *phases, *tok, *save = NULL, la[64];
         unsigned idx = 0;
-        int c;
 
-        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0)
-                switch (c) {
-                case O_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case O_ROOT_SOCKET:
-                        arg_root_socket = optarg;
-                        break;
-                case O_PAM_MODULE:
-                        arg_pam_module = optarg;
-                        break;
-                case O_PAM_DIR:
-                        arg_pam_dir = optarg;
-                        break;
-                case O_TIMEOUT:
-                        arg_timeout = optarg;
-                        break;
-                case O_UID_BASE:
-                        arg_uid_base = (uid_t) strtoul(optarg, NULL, 10);
-                        break;
-                case O_USERS:
-                        arg_users = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_BURSTS:
-                        arg_bursts = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_BURST_LOGINS:
-                        arg_burst_logins = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_PHASES:
-                        arg_phases = optarg;
-                        break;
-                case O_PHASE_SECONDS:
-                        arg_phase_seconds = strtod(optarg, NULL);
-                        break;
-                case O_SETTLE:
-                        arg_settle_seconds = strtod(optarg, NULL);
-                        break;
-                case O_EX_UIDS:
-                        arg_exhaust_uids = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_EX_CONNS:
-                        arg_exhaust_conns = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_SLOW_UIDS:
-                        arg_slow_uids = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_SLOW_CONNS:
-                        arg_slow_conns = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_FLOOD_UIDS:
-                        arg_flood_uids = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_VICTIM:
-                        arg_victim_uid = (uid_t) strtoul(optarg, NULL, 10);
-                        break;
-                case O_NSD_LOG:
-                        arg_nsd_log = optarg;
-                        break;
-                case O_NSD_NICE:
-                        arg_nsd_nice = atoi(optarg);
-                        break;
-                case 'h':
-                        usage(stdout, 0);
-                default:
-                        usage(stderr, 2);
-                }
+        optind = bench_parse_options(argc, argv, "+h", opts, help, own_option);
         if (optind >= argc || !arg_pam_module || !arg_pam_dir || arg_users == 0 ||
             arg_uid_base + arg_users > UID_SLOW_BASE)
                 usage(stderr, 2);

@@ -62,12 +62,9 @@
 #define MAX_COUNTS 8
 #define MAX_REPEAT 64
 
-static const char *arg_socket = "/run/nsd/socket";
 static const char *arg_run_dir = "/run/nsd";
 static const char *arg_notify = "/run/nsd-start/notify";
-static const char *arg_nsd_log = NULL;
 static const char *arg_table = NULL;
-static uid_t arg_uid_base = 100000;
 static unsigned arg_counts[MAX_COUNTS] = { 1, 1000, 7000 };
 static unsigned arg_n_counts = 3;
 static unsigned arg_repeat = 5;
@@ -586,99 +583,90 @@ static void help(void) {
                "See bench/README.md.\n");
 }
 
+enum {
+        O_RUNDIR = BENCH_OPT_OWN,
+        O_NOTIFY,
+        O_COUNTS,
+        O_REPEAT,
+        O_MODES,
+        O_TABLE,
+        O_NOFILE,
+        O_ATTACH,
+};
+
+static void parse_modes(const char *arg) {
+        char *s = strdup(arg), *save = NULL;
+
+        if (!s)
+                die("strdup", ENOMEM);
+        memset(arg_mode, 0, sizeof(arg_mode));
+        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                int m;
+
+                for (m = 0; m < N_MODES && strcmp(t, mode_name[m]) != 0; m++)
+                        ;
+                if (m == N_MODES) {
+                        fprintf(stderr, "nsd-start: unknown mode '%s'\n", t);
+                        exit(2);
+                }
+                arg_mode[m] = true;
+        }
+        free(s);
+}
+
+static bool own_option(int o, const char *arg, const char *name) {
+        switch (o) {
+        case O_RUNDIR:
+                arg_run_dir = arg;
+                return true;
+        case O_NOTIFY:
+                arg_notify = arg;
+                return true;
+        case O_COUNTS:
+                arg_n_counts = parse_uint_list(arg, name, arg_counts, MAX_COUNTS);
+                return true;
+        case O_REPEAT:
+                arg_repeat = parse_uint(arg, name);
+                if (arg_repeat == 0 || arg_repeat > MAX_REPEAT) {
+                        fprintf(stderr, "nsd-start: --repeat must be 1..%d\n", MAX_REPEAT);
+                        exit(2);
+                }
+                return true;
+        case O_MODES:
+                parse_modes(arg);
+                return true;
+        case O_TABLE:
+                arg_table = arg;
+                return true;
+        case O_NOFILE:
+                arg_nofile_soft = parse_uint(arg, name);
+                return true;
+        case O_ATTACH:
+                arg_attach = true;
+                return true;
+        default:
+                return false;
+        }
+}
+
 int main(int argc, char *argv[]) {
-        enum {
-                O_SOCKET = 256,
-                O_RUNDIR,
-                O_NOTIFY,
-                O_COUNTS,
-                O_REPEAT,
-                O_MODES,
-                O_UID,
-                O_LOG,
-                O_TABLE,
-                O_NOFILE,
-                O_ATTACH
-        };
         static const struct option opts[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "socket", required_argument, NULL, O_SOCKET },
                 { "run-dir", required_argument, NULL, O_RUNDIR },
                 { "notify", required_argument, NULL, O_NOTIFY },
                 { "counts", required_argument, NULL, O_COUNTS },
                 { "repeat", required_argument, NULL, O_REPEAT },
                 { "modes", required_argument, NULL, O_MODES },
-                { "uid-base", required_argument, NULL, O_UID },
-                { "nsd-log", required_argument, NULL, O_LOG },
                 { "table", required_argument, NULL, O_TABLE },
                 { "nofile-soft", required_argument, NULL, O_NOFILE },
                 { "attach", no_argument, NULL, O_ATTACH },
+                BENCH_OPTIONS,
                 {},
         };
         struct start_result sr;
         struct rlimit rl;
         unsigned held = 0, max_count = 0;
-        int o;
 
-        while ((o = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-                switch (o) {
-                case 'h':
-                        help();
-                        return 0;
-                case O_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case O_RUNDIR:
-                        arg_run_dir = optarg;
-                        break;
-                case O_NOTIFY:
-                        arg_notify = optarg;
-                        break;
-                case O_COUNTS:
-                        arg_n_counts = parse_uint_list(optarg, "--counts", arg_counts, MAX_COUNTS);
-                        break;
-                case O_REPEAT:
-                        arg_repeat = parse_uint(optarg, "--repeat");
-                        if (arg_repeat == 0 || arg_repeat > MAX_REPEAT) {
-                                fprintf(stderr, "nsd-start: --repeat must be 1..%d\n", MAX_REPEAT);
-                                return 2;
-                        }
-                        break;
-                case O_MODES: {
-                        char *s = strdup(optarg), *save = NULL;
-                        memset(arg_mode, 0, sizeof(arg_mode));
-                        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                                int m;
-                                for (m = 0; m < N_MODES && strcmp(t, mode_name[m]) != 0; m++)
-                                        ;
-                                if (m == N_MODES) {
-                                        fprintf(stderr, "nsd-start: unknown mode '%s'\n", t);
-                                        return 2;
-                                }
-                                arg_mode[m] = true;
-                        }
-                        free(s);
-                        break;
-                }
-                case O_UID:
-                        arg_uid_base = parse_uint(optarg, "--uid-base");
-                        break;
-                case O_LOG:
-                        arg_nsd_log = optarg;
-                        break;
-                case O_TABLE:
-                        arg_table = optarg;
-                        break;
-                case O_NOFILE:
-                        arg_nofile_soft = parse_uint(optarg, "--nofile-soft");
-                        break;
-                case O_ATTACH:
-                        arg_attach = true;
-                        break;
-                default:
-                        return 2;
-                }
-        }
+        optind = bench_parse_options(argc, argv, "h", opts, help, own_option);
         if (arg_attach) {
                 nsc_conn *c;
                 struct nsc_status st;
