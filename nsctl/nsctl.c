@@ -36,6 +36,7 @@ enum {
         ARG_SOCKET = 0x100,
         ARG_MODE,
         ARG_UNHIDE,
+        ARG_OUTPUT_ALL,
 };
 
 /* parse_args(): the command goes on (any other value is nsctl's exit status) */
@@ -269,6 +270,7 @@ static void status_print_json(const struct nsc_status *st, const char *version) 
         snprintf(protocol, sizeof(protocol), "%u.%u", st->proto_major, st->proto_minor);
 
         json_open(&w, stdout);
+        json_uint(&w, "schema_version", NSCTL_JSON_SCHEMA_VERSION);
         json_object_open(&w, "status");
         json_string(&w, "version", version);
         json_uint(&w, "pid", (uint64_t) st->pid);
@@ -413,8 +415,7 @@ static int list_print(const struct nsc_ns_info *entries, size_t n, const size_t 
                 }
         }
         /* 0 even when writing fails: close_stdout() sees that */
-        r = scols_print_table(tb);
-        return r < 0 ? r : 0;
+        return table_print(tb, opts, stdout);
 }
 
 static int list_request(nsc_conn *conn, struct args *a) {
@@ -434,11 +435,14 @@ static int list_finish(struct args *a) {
         return EXIT_SUCCESS;
 }
 
+/* -o's list: the columns instead of those in ids, or with "+<list>" after them, as lsns */
 static int parse_columns_arg(const char *arg, const struct column_info *infos, size_t n_infos,
-                             size_t *ids, size_t *ret_n) {
+                             size_t *ids, size_t *n_ids) {
+        bool add = arg[0] == '+';
+        size_t more[COLUMNS_MAX], n_more = 0, bad_len = 0;
         const char *bad = NULL;
-        size_t bad_len = 0;
-        int r = columns_parse(arg, infos, n_infos, ids, COLUMNS_MAX, ret_n, &bad, &bad_len);
+        int r = columns_parse(arg + add, infos, n_infos, more, COLUMNS_MAX - (add ? *n_ids : 0),
+                              &n_more, &bad, &bad_len);
 
         if (r == -E2BIG)
                 return usage_error("too many columns in '%s'", arg);
@@ -447,6 +451,10 @@ static int parse_columns_arg(const char *arg, const struct column_info *infos, s
                         return usage_error("no columns in '%s'", arg);
                 return usage_error("unknown column: %.*s", (int) bad_len, bad);
         }
+        if (!add)
+                *n_ids = 0;
+        memcpy(ids + *n_ids, more, n_more * sizeof(more[0]));
+        *n_ids += n_more;
         return 0;
 }
 
@@ -657,8 +665,10 @@ struct verb {
         { "raw", no_argument, NULL, 'r' }
 #define OPTION_NOHEADINGS \
         { "noheadings", no_argument, NULL, 'n' }
-#define OPTION_OUTPUT \
-        { "output", required_argument, NULL, 'o' }
+#define OPTION_OUTPUT                                           \
+        { "output", required_argument, NULL, 'o' }, {           \
+                "output-all", no_argument, NULL, ARG_OUTPUT_ALL \
+        }
 /* the options every command has, and the end of the table */
 #define OPTIONS_COMMON                                                                           \
         { "socket", required_argument, NULL, ARG_SOCKET }, { "help", no_argument, NULL, 'h' }, { \
@@ -666,11 +676,12 @@ struct verb {
 
 #define HELP_JSON " -J, --json           use JSON output format\n"
 /* list's and show's table options in --help; show's -r has a note, and show has -l */
-#define HELP_TABLE(raw_note, list_option)                                          \
-        " -J, --json              use JSON output format\n"                        \
-        " -r, --raw               use raw output format" raw_note "\n" list_option \
-        " -n, --noheadings        don't print headings\n"                          \
-        " -o, --output <list>     output columns (comma separated)\n"
+#define HELP_TABLE(raw_note, list_option)                                             \
+        " -J, --json              use JSON output format\n"                           \
+        " -r, --raw               use raw output format" raw_note "\n" list_option    \
+        " -n, --noheadings        don't print headings\n"                             \
+        " -o, --output <list>     output columns (comma separated; +<list> to add)\n" \
+        "     --output-all        output all columns\n"
 
 static const struct option status_options[] = { OPTION_JSON, OPTIONS_COMMON };
 static const struct option list_options[] = { OPTION_JSON, OPTION_RAW, OPTION_NOHEADINGS,
@@ -859,6 +870,10 @@ static int parse_args(const struct verb *v, int argc, char **argv, struct args *
                         if ((r = parse_columns_arg(optarg, v->columns, v->n_columns, a->ids,
                                                    &a->n_ids)))
                                 return r;
+                        break;
+                case ARG_OUTPUT_ALL:
+                        for (a->n_ids = 0; a->n_ids < v->n_columns; a->n_ids++)
+                                a->ids[a->n_ids] = a->n_ids;
                         break;
                 case 'f':
                         a->force = true;

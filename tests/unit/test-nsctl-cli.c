@@ -171,6 +171,19 @@ static bool starts_with(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* the file at path into buf (NUL-terminated, cut at size - 1); false with errno */
+static bool read_text(const char *path, char *buf, size_t size) {
+        FILE *f = fopen(path, "re");
+        size_t len;
+
+        if (!f)
+                return false;
+        len = fread(buf, 1, size - 1, f);
+        buf[len] = '\0';
+        fclose(f);
+        return true;
+}
+
 /* the first line of s, for messages */
 static const char *line1(const char *s) {
         static char buf[512];
@@ -201,64 +214,99 @@ static const struct fake_nsd_record *served_stop(void) {
 
 #define JSON_CHECKS_MAX 12
 
-/*
- * Is text valid JSON for python3's json module (UTF-8 and all), and is each expression of
- * checks (pairs of a Python expression over the document d and the str() it should have,
- * NULL-terminated) what it should be? One python3 run, one test point for the validity and
- * one per pair. Skipped when there is no python3.
- */
-static void check_json(const char *what, const char *text, const char *const *checks) {
-        static const char prog[] = "import json, sys\n"
-                                   "d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
-                                   "for e in sys.argv[2:]:\n"
-                                   "    try: print(eval(e))\n"
-                                   "    except Exception as x: print('(%s)' % type(x).__name__)\n";
-        const char *argv[4 + JSON_CHECKS_MAX + 1] = { "python3", "-c", prog, json_path };
-        char result[8192], chunk[4096], *line;
-        size_t len = 0, n_checks = 0;
-        int out[2], st = 0;
+static const char *python = "python3"; /* $NSCTL_TEST_PYTHON: one with jsonschema */
+static const char *schema_path;        /* argument 3: nsctl.schema.json; NULL: not checked */
+
+/* The python3 program of check_json(): exit 2 for JSON that does not parse, 3 for a schema
+ * violation (its first line: what and where), else one line per expression. */
+static const char json_prog[] =
+        "import json, sys\n"
+        "try: d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+        "except ValueError as x: print(x); sys.exit(2)\n"
+        "if sys.argv[2]:\n"
+        "    import jsonschema\n"
+        "    v = jsonschema.Draft202012Validator(json.load(open(sys.argv[2])))\n"
+        "    for x in sorted(v.iter_errors(d), key=lambda x: list(x.absolute_path)):\n"
+        "        print('%s at %s' % (x.message, list(x.absolute_path))); sys.exit(3)\n"
+        "for e in sys.argv[3:]:\n"
+        "    try: print(eval(e))\n"
+        "    except Exception as x: print('(%s)' % type(x).__name__)\n";
+
+/* Run json_prog on text with the schema (or none) and the expressions; its exit status (99:
+ * no python), its stdout in out. */
+static int run_json_prog(const char *text, const char *schema, const char *const *exprs,
+                         size_t n_exprs, char *out, size_t size) {
+        const char *argv[5 + JSON_CHECKS_MAX + 1] = { python, "-c", json_prog, json_path,
+                                                      schema ?: "" };
+        char chunk[4096];
+        size_t len = 0;
+        int fds[2], st = 0;
         ssize_t n;
         pid_t pid;
 
-        while (checks && checks[2 * n_checks] && n_checks < JSON_CHECKS_MAX) {
-                argv[4 + n_checks] = checks[2 * n_checks];
-                n_checks++;
-        }
+        for (size_t i = 0; i < n_exprs && i < JSON_CHECKS_MAX; i++)
+                argv[5 + i] = exprs[i];
         write_file(json_path, text);
-        if (pipe2(out, O_CLOEXEC) < 0)
+        if (pipe2(fds, O_CLOEXEC) < 0)
                 tap_bail_errno("pipe2");
         pid = tap_fork();
         if (pid == 0) {
                 int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
-                dup2(out[1], STDOUT_FILENO);
+                dup2(fds[1], STDOUT_FILENO);
                 if (null >= 0)
                         dup2(null, STDERR_FILENO);
-                execvp("python3", (char **) argv);
+                execvp(python, (char **) argv);
                 _exit(99);
         }
-        close(out[1]);
+        close(fds[1]);
         /* to the end, keeping what fits: python3 must not die of a full pipe */
-        while ((n = read(out[0], chunk, sizeof(chunk))) > 0) {
-                size_t k = (size_t) n < sizeof(result) - 1 - len ? (size_t) n
-                                                                 : sizeof(result) - 1 - len;
+        while ((n = read(fds[0], chunk, sizeof(chunk))) > 0) {
+                size_t k = (size_t) n < size - 1 - len ? (size_t) n : size - 1 - len;
 
-                memcpy(result + len, chunk, k);
+                memcpy(out + len, chunk, k);
                 len += k;
         }
-        close(out[0]);
-        result[len] = '\0';
+        close(fds[0]);
+        out[len] = '\0';
         unlink(json_path);
         if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-                st = -1;
-        else
-                st = WEXITSTATUS(st);
+                return -1;
+        return WEXITSTATUS(st);
+}
+
+/*
+ * Is text valid JSON for python3's json module (UTF-8 and all), does it match nsctl's JSON
+ * schema (when there is one to check against), and is each expression of checks (pairs of a
+ * Python expression over the document d and the str() it should have, NULL-terminated) what
+ * it should be? One python3 run, a test point for each. Skipped when there is no python3.
+ */
+static void check_json(const char *what, const char *text, const char *const *checks) {
+        const char *exprs[JSON_CHECKS_MAX];
+        char result[8192], *line;
+        size_t n_checks = 0;
+        int st;
+
+        while (checks && checks[2 * n_checks] && n_checks < JSON_CHECKS_MAX) {
+                exprs[n_checks] = checks[2 * n_checks];
+                n_checks++;
+        }
+        st = run_json_prog(text, schema_path, exprs, n_checks, result, sizeof(result));
         if (st == 99) {
                 tap_skip("%s: no python3 to check the JSON", what);
                 return;
         }
-        if (!ok(st == 0, "%s: valid JSON (python3's json module)", what))
+        if (!ok(st != 2 && st >= 0, "%s: valid JSON (python3's json module)", what)) {
+                printf("#   %s", result);
                 return;
+        }
+        if (schema_path) {
+                if (!ok(st == 0, "%s: matches nsctl.schema.json", what)) {
+                        printf("#   %s", result);
+                        return;
+                }
+        } else
+                tap_skip("%s: no schema validator (python3-jsonschema) to check it with", what);
         line = result;
         for (size_t i = 0; i < n_checks; i++) {
                 char *end = strchr(line, '\n');
@@ -702,8 +750,6 @@ static void mask_status(char *s, size_t size) {
 static void check_golden(const char *name, struct run *r) {
         static char text[sizeof(r->out) + sizeof(r->err) + 64], want[sizeof(text)];
         char path[512];
-        size_t len;
-        FILE *f;
 
         snprintf(text, sizeof(text), "exit %d\n--- stdout\n%s--- stderr\n%s", r->status, r->out,
                  r->err);
@@ -715,14 +761,10 @@ static void check_golden(const char *name, struct run *r) {
                 tap_skip("%s: recorded", name);
                 return;
         }
-        f = fopen(path, "re");
-        if (!f) {
+        if (!read_text(path, want, sizeof(want))) {
                 ok(false, "%s: %s: %s", name, path, strerror(errno));
                 return;
         }
-        len = fread(want, 1, sizeof(want) - 1, f);
-        want[len] = '\0';
-        fclose(f);
         if (!ok(strcmp(text, want) == 0, "nsctl %s: the output as in %s/", name,
                 "tests/unit/nsctl-golden"))
                 printf("#   got:\n%s#   expected:\n%s", text, want);
@@ -785,6 +827,18 @@ static void test_golden(void) {
                 { "show-raw", { "show", "--raw", "alice" } },
                 { "show-json", { "show", "--json", "alice" } },
                 { "show-json-list", { "show", "-J", "-l", "-o", "id,parent,target", "alice" } },
+                { "list-output-equals", { "list", "--output=uid,ns" } },
+                { "list-json-output-all", { "list", "--json", "--output-all" } },
+                { "show-output-plus", { "show", "-o", "+PROPAGATION,ID", "alice" } },
+                { "show-json-output-all", { "show", "--json", "--output-all", "alice" } },
+                { "show-output-all-then-plus",
+                  { "show", "--raw", "--output-all", "-o", "+id", "alice" } },
+                { "list-output-plus-too-many", /* 32 columns, then one more */
+                  { "list", "-o",
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER",
+                    "-o", "+UID" } },
                 { "release-busy", { "release", "alice" } },
                 { "hide-refused", { "hide", "--unhide", "-u", "bob", "/srv/x" } },
         };
@@ -818,8 +872,58 @@ static void test_golden(void) {
                         args[2 + k] = cases[i].argv[k];
                 run_argv(&r, NULL, args);
                 check_golden(cases[i].name, &r);
+                if (strstr(cases[i].name, "json"))
+                        check_json(cases[i].name, r.out, NULL);
         }
         (void) served_stop();
+}
+
+/* The schema itself: a valid JSON schema, and it refuses what breaks nsctl's JSON rules
+ * (nsctl(1), JSON OUTPUT), so that a change of any --json output fails check_json(). */
+static void test_json_schema(void) {
+        static const struct {
+                const char *what, *doc;
+                int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
+        } docs[] = {
+                { "the smallest list", "{\"schema_version\": 1, \"namespaces\": []}", 0 },
+                { "no schema_version", "{\"namespaces\": []}", 3 },
+                { "another schema_version", "{\"schema_version\": 2, \"namespaces\": []}", 3 },
+                { "a member of a type it does not have",
+                  "{\"schema_version\": 1, \"namespaces\": [{\"uid\": \"1500\"}]}", 3 },
+                { "a member the schema does not describe",
+                  "{\"schema_version\": 1, \"namespaces\": [{\"uid\": 1500, \"color\": 1}]}", 3 },
+                { "two outputs in one",
+                  "{\"schema_version\": 1, \"namespaces\": [], "
+                  "\"filesystems\": []}",
+                  3 },
+                { "a value of private_mode it does not have",
+                  "{\"schema_version\": 1, \"status\": {\"private_mode\": \"maybe\"}}", 3 },
+                { "a mount's children of another shape",
+                  "{\"schema_version\": 1, \"filesystems\": [{\"target\": \"/\", "
+                  "\"children\": [{\"id\": \"25\"}]}]}",
+                  3 },
+        };
+        static char schema[65536];
+        char out[4096];
+
+        if (!schema_path) {
+                tap_skip("the schema: no validator (python3-jsonschema)");
+                return;
+        }
+        if (!read_text(schema_path, schema, sizeof(schema)))
+                tap_bail_errno(schema_path);
+        run_json_prog(schema, NULL,
+                      (const char *[]) { "__import__('jsonschema').Draft202012Validator."
+                                         "check_schema(d) or 'ok'" },
+                      1, out, sizeof(out));
+        is_str(out, "ok\n", "nsctl.schema.json is a valid JSON schema (draft 2020-12)");
+        for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+                int st = run_json_prog(docs[i].doc, schema_path, NULL, 0, out, sizeof(out));
+
+                if (!is_int(st, docs[i].want, "nsctl.schema.json %s: %s",
+                            docs[i].want ? "refuses" : "takes", docs[i].what))
+                        printf("#   %s", out);
+        }
 }
 
 /* ---- enter ----------------------------------------------------------------------------- */
@@ -1013,12 +1117,15 @@ int main(int argc, char **argv) {
         const char *preload = getenv("LD_PRELOAD");
         char mnt[160];
 
-        if (argc < 2 || argc > 3) {
-                tap_skip("usage: test-nsctl-cli PATH-TO-NSCTL [GOLDEN-DIR]");
+        if (argc < 2 || argc > 4) {
+                tap_skip("usage: test-nsctl-cli PATH-TO-NSCTL [GOLDEN-DIR [SCHEMA]]");
                 return tap_done();
         }
         nsctl = argv[1];
         golden_dir = argc > 2 ? argv[2] : NULL;
+        schema_path = argc > 3 && *argv[3] ? argv[3] : NULL;
+        if (getenv("NSCTL_TEST_PYTHON") && *getenv("NSCTL_TEST_PYTHON"))
+                python = getenv("NSCTL_TEST_PYTHON");
         /* CREATED and "running since" in one time zone, whatever the host's */
         setenv("TZ", "UTC", 1);
         is_root = geteuid() == 0;
@@ -1062,6 +1169,7 @@ int main(int argc, char **argv) {
         test_show();
         test_release_hide();
         test_golden();
+        test_json_schema();
         test_enter_refused();
         test_enter_sandbox();
 
