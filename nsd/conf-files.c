@@ -9,8 +9,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -218,4 +221,106 @@ void config_files_free(ConfigFiles *f) {
         if (f->strings)
                 g_ptr_array_unref(f->strings);
         g_free(f);
+}
+
+/* ---- what the setup names ------------------------------------------------------------- */
+
+static void problem(GPtrArray *problems, const char *file, unsigned line, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void problem(GPtrArray *problems, const char *file, unsigned line, const char *fmt, ...) {
+        g_autofree char *what = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        what = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+        g_ptr_array_add(problems, g_strdup_printf("%s:%u: %s", file, line, what));
+}
+
+/* stat() of path as the setup resolves it: from /, no symbolic link. -errno. */
+static int stat_no_symlinks(const char *path, struct stat *ret) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = (int) syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+
+        if (fd < 0 || fstat(fd, ret) < 0)
+                return -errno;
+        return 0;
+}
+
+static const char *no_path_why(int r) {
+        return r == -ELOOP ? "a symbolic link is on the way, which nsd does not follow"
+                           : g_strerror(-r);
+}
+
+static void check_script(GPtrArray *problems, const char *file, unsigned line, const char *what,
+                         const char *script) {
+        struct stat st;
+
+        if (stat(script, &st) < 0) {
+                problem(problems, file, line, "%s '%s': %s", what, script, g_strerror(errno));
+                return;
+        }
+        if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) || !(st.st_mode & 0100))
+                problem(problems, file, line,
+                        "%s '%s' must be a regular file owned by root, executable, and writable "
+                        "by nobody else (it is uid %u's, mode %04o); nsd would refuse to run it",
+                        what, script, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
+}
+
+void config_check_setup_files(const Config *c, GPtrArray *problems) {
+        const SetupConf *s = &c->setup;
+        bool setup_script_used = false;
+        struct stat st;
+        int r;
+
+        for (size_t i = 0; i < s->n_binds; i++) {
+                const BindReadOnly *b = &s->binds[i];
+
+                r = stat_no_symlinks(b->source, &st);
+                if (r < 0)
+                        problem(problems, b->file, b->line, "[BindReadOnly %s] Source=%s: %s",
+                                b->name, b->source, no_path_why(r));
+        }
+        for (size_t i = 0; i < s->n_polydirs; i++) {
+                const Polydir *p = &s->polydirs[i];
+
+                if (!p->no_init && p->init_script)
+                        check_script(problems, p->file, p->line, "its InitScript=", p->init_script);
+                setup_script_used = setup_script_used || (!p->no_init && !p->init_script);
+                if (!strchr(p->path, '%')) {
+                        r = stat_no_symlinks(p->path, &st);
+                        if (r < 0)
+                                problem(problems, p->file, p->line, "[Polydir %s] Path=%s: %s",
+                                        p->name, p->path, no_path_why(r));
+                        else if (!S_ISDIR(st.st_mode))
+                                problem(problems, p->file, p->line,
+                                        "[Polydir %s] Path=%s: not a directory", p->name, p->path);
+                }
+                if (p->instance_prefix && !strchr(p->instance_prefix, '%')) {
+                        /* the instance parent: the prefix up to its last '/' */
+                        g_autofree char *whole = g_strconcat(p->instance_prefix, "x", NULL);
+                        g_autofree char *parent = g_path_get_dirname(whole);
+
+                        r = stat_no_symlinks(parent, &st);
+                        if (r < 0 && r != -ENOENT)
+                                problem(problems, p->file, p->line,
+                                        "[Polydir %s] InstancePrefix=%s: '%s': %s", p->name,
+                                        p->instance_prefix, parent, no_path_why(r));
+                        else if (r == 0 &&
+                                 (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)))
+                                problem(problems, p->file, p->line,
+                                        "[Polydir %s] InstancePrefix=%s: the instance parent "
+                                        "'%s' must be a directory owned by root and closed to "
+                                        "group and others (it is uid %u's, mode %04o); nsd "
+                                        "would refuse it",
+                                        p->name, p->instance_prefix, parent, (unsigned) st.st_uid,
+                                        (unsigned) (st.st_mode & 07777));
+                }
+        }
+        if (s->init_script && setup_script_used)
+                check_script(problems, s->init_script_file, s->init_script_line,
+                             "[Setup] InitScript=", s->init_script);
 }

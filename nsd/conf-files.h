@@ -36,3 +36,11 @@ char *config_dropin_dir(const char *path);
 int config_files_read(const char *path, ConfigFiles **ret, bool *ret_missing, char **ret_error);
 void config_files_free(ConfigFiles *f);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfigFiles, config_files_free)
+
+/* What nsd --check-config looks at beyond the syntax: the files the setup names, as they
+ * are now. Each init script must be a regular file owned by root, executable and writable
+ * by nobody else; each [BindReadOnly] Source= and each polydir or instance parent without
+ * a specifier must be reachable without a symbolic link (an instance parent may be missing:
+ * it is made), and an existing instance parent root's and closed to others. Appends one
+ * "FILE:LINE: what" (g_malloc()ed) to problems for each that is not so. */
+void config_check_setup_files(const Config *c, GPtrArray *problems);

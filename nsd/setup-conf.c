@@ -62,6 +62,7 @@ void setup_conf_done(SetupConf *s) {
                 bind_done(&s->binds[i]);
         g_free(s->binds);
         g_free(s->init_script);
+        g_free(s->init_script_file);
         memset(s, 0, sizeof *s);
 }
 
@@ -98,6 +99,7 @@ void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
                 b->line = a->line;
         }
         dst->init_script = g_strdup(src->init_script);
+        dst->init_script_file = g_strdup(src->init_script_file);
 }
 
 /* ---- groups ---------------------------------------------------------------------------- */
@@ -454,8 +456,12 @@ int setup_conf_set(SetupConf *s, const char *group, const char *key, const char 
                 return begin_group(s, group, file, line, ret_why);
 
         if (strcmp(group, GROUP_SETUP) == 0) {
-                if (strcmp(key, "InitScript") == 0)
+                if (strcmp(key, "InitScript") == 0) {
+                        g_free(s->init_script_file);
+                        s->init_script_file = g_strdup(file);
+                        s->init_script_line = line;
                         return set_template(&s->init_script, value, 0, key, ret_why);
+                }
                 if (strcmp(key, "TimeoutSec") == 0) {
                         unsigned long long v;
 

@@ -69,7 +69,9 @@ typedef struct SetupConf {
         BindReadOnly *binds;
         size_t n_binds;
         /* [Setup] */
-        char *init_script;        /* InitScript= (NULL: none) */
+        char *init_script;      /* InitScript= (NULL: none) */
+        char *init_script_file; /* where InitScript= is set, for messages */
+        unsigned init_script_line;
         uint64_t timeout_usec;    /* TimeoutSec=: the whole setup, init scripts included */
         bool on_failure_continue; /* OnFailure=continue (default refuse) */
 } SetupConf;
