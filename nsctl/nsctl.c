@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h"
+#include "import-namespace-conf.h"
 #include "json.h"
 #include "mount-tree.h"
 #include "nsclient.h"
@@ -935,8 +936,13 @@ static const struct verb {
         const char *name;
         int (*run)(int argc, char **argv);
 } verbs[] = {
-        { "status", verb_status }, { "list", verb_list },       { "show", verb_show },
-        { "enter", verb_enter },   { "release", verb_release }, { "hide", verb_hide },
+        { "status", verb_status },
+        { "list", verb_list },
+        { "show", verb_show },
+        { "enter", verb_enter },
+        { "release", verb_release },
+        { "hide", verb_hide },
+        { "import-namespace-conf", verb_import_namespace_conf },
 };
 
 static int help(void) {
@@ -953,6 +959,9 @@ static int help(void) {
                "namespace\n"
                " release <user>               unpin and forget a user's namespace\n"
                " hide <path> [--user <user>]  make a mount owner-private (kernel patch F4)\n"
+               " import-namespace-conf [<file>...]\n"
+               "                              print pam_namespace's namespace.conf as an nsd\n"
+               "                              drop-in\n"
                "\n"
                "<user> is a user name or a numeric uid.\n"
                "\n"
