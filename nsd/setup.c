@@ -661,12 +661,14 @@ static uint64_t mono_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
-/* In the script's process: descriptors 0 1 2 and the script at 3, nothing else; default
+/* In the script's process: descriptors 0 1 2 and the script at 3, nothing else (but
+ * err_fd, close-on-exec, which gets the errno when the script cannot be started); default
  * signals; its own process group; killed with its parent. Then execveat(). */
-static _Noreturn void script_exec(const struct setup_args *a, int script_fd, char *const argv[]) {
+static _Noreturn void script_exec(const struct setup_args *a, int script_fd, int err_fd,
+                                  char *const argv[]) {
         static char *const envp[] = { (char *) SETUP_SCRIPT_PATH, NULL };
         sigset_t none;
-        int nul, out, sfd;
+        int nul, out, sfd, efd, e;
 
         (void) setpgid(0, 0);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -679,13 +681,18 @@ static _Noreturn void script_exec(const struct setup_args *a, int script_fd, cha
         /* out of the way of 0..3 first */
         sfd = fcntl(script_fd, F_DUPFD_CLOEXEC, 10);
         out = fcntl(out, F_DUPFD_CLOEXEC, 10);
-        if (nul < 0 || sfd < 0 || out < 0 || dup2(nul, 0) < 0 || dup2(out, 1) < 0 ||
-            dup2(out, 2) < 0 || dup2(sfd, 3) < 0)
-                _exit(127);
-        (void) syscall(SYS_close_range, 4u, ~0u, 0u);
+        efd = fcntl(err_fd, F_DUPFD_CLOEXEC, 10);
+        if (nul < 0 || sfd < 0 || out < 0 || efd < 0 || dup2(nul, 0) < 0 || dup2(out, 1) < 0 ||
+            dup2(out, 2) < 0 || dup2(sfd, 3) < 0 || dup2(efd, 4) < 0 ||
+            fcntl(4, F_SETFD, FD_CLOEXEC) < 0)
+                goto fail;
+        (void) syscall(SYS_close_range, 5u, ~0u, 0u);
         (void) umask(022);
         (void) chdir("/");
         syscall(SYS_execveat, 3, "", argv, envp, AT_EMPTY_PATH);
+fail:
+        e = errno > 0 ? errno : EIO;
+        (void) !write(efd >= 0 ? 4 : err_fd, &e, sizeof e);
         _exit(127);
 }
 
@@ -701,7 +708,7 @@ static int run_script(struct setup_args *a, struct bases *b, const PlanPolydir *
                 (char *) "1",
                 NULL
         };
-        int fd, pidfd = -1;
+        int fd, pidfd = -1, err_pipe[2], exec_err = 0;
         siginfo_t si = { 0 };
         struct stat st;
         long pid;
@@ -720,12 +727,31 @@ static int run_script(struct setup_args *a, struct bases *b, const PlanPolydir *
                 close(fd);
                 return item_refuse(res, REFUSAL_SCRIPT, WHAT_SCRIPT, &st);
         }
-        pid = syscall(SYS_clone, (unsigned long) (CLONE_PIDFD | SIGCHLD), NULL, &pidfd, NULL, 0);
-        if (pid == 0)
-                script_exec(a, fd, argv);
-        close(fd);
-        if (pid < 0)
+        if (pipe2(err_pipe, O_CLOEXEC) < 0) {
+                close(fd);
                 return item_fail(res, HELPER_STEP_SETUP_SPAWN, WHAT_SCRIPT);
+        }
+        pid = syscall(SYS_clone, (unsigned long) (CLONE_PIDFD | SIGCHLD), NULL, &pidfd, NULL, 0);
+        if (pid == 0) {
+                close(err_pipe[0]);
+                script_exec(a, fd, err_pipe[1], argv);
+        }
+        close(fd);
+        close(err_pipe[1]);
+        if (pid < 0) {
+                close(err_pipe[0]);
+                return item_fail(res, HELPER_STEP_SETUP_SPAWN, WHAT_SCRIPT);
+        }
+        /* the errno of a script that could not be started, or nothing once it runs */
+        while (read(err_pipe[0], &exec_err, sizeof exec_err) < 0 && errno == EINTR)
+                ;
+        close(err_pipe[0]);
+        if (exec_err > 0) {
+                (void) waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED);
+                close(pidfd);
+                errno = exec_err;
+                return item_fail(res, HELPER_STEP_SETUP_SPAWN, WHAT_SCRIPT);
+        }
         res->script_ran = true;
 
         for (;;) {
@@ -750,8 +776,7 @@ static int run_script(struct setup_args *a, struct bases *b, const PlanPolydir *
         while (waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED) < 0 && errno == EINTR)
                 ;
         close(pidfd);
-        /* what it left behind in its group goes too */
-        (void) kill(-(pid_t) pid, SIGKILL);
+        /* what it started and left running stays, as with pam_namespace */
         res->status = (si.si_code << 16) | (si.si_status & 0xffff);
         if (si.si_code != CLD_EXITED || si.si_status != 0)
                 return item_refuse(res, REFUSAL_SCRIPT_STATUS, WHAT_SCRIPT, NULL);

@@ -43,8 +43,10 @@
  * tmpfs), 1 or 0 (the instance directory is new), user name, and 1 1 (both paths are
  * safe). The script file must be a regular file owned by root, executable, writable by
  * nobody else; it is executed through the descriptor that was checked (execveat). A script
- * that exits non-zero, is killed, or is still running shortly before the deadline (then its
- * process group is killed) fails the setup.
+ * that cannot be started (the errno comes back through a close-on-exec pipe), exits
+ * non-zero, is killed, or is still running shortly before the deadline (then its process
+ * group is killed) fails the setup. What a script that exited starts and leaves running
+ * stays, as with pam_namespace.
  *
  * Order: binds (their sources are paths of the namespace as it was copied from the host),
  * then polydirs in the order they were read, then the scripts. With OnFailure=refuse the

@@ -419,7 +419,8 @@ static void test_scripts(void) {
         "[Setup]\nInitScript=@T@/" script "\nTimeoutSec=1\n" \
         "[Polydir p]\nPath=@T@/pd2\nMethod=tmpfs\n"
         const char *c1 = SCRIPT_CONF("fail.sh"), *c2 = SCRIPT_CONF("open.sh"),
-                   *c3 = SCRIPT_CONF("hang.sh"), *c4 = SCRIPT_CONF("none.sh");
+                   *c3 = SCRIPT_CONF("hang.sh"), *c4 = SCRIPT_CONF("none.sh"),
+                   *c5 = SCRIPT_CONF("badinterp.sh");
 
         mk("pd2", 0755, 0);
         put("fail.sh", "#!/bin/sh\nexit 3\n", 0755, 0);
@@ -464,6 +465,13 @@ static void test_scripts(void) {
         res = run(c4, U, "alice", NULL);
         ok(res.r == -ENOENT && strstr(WHY(res), "none.sh'"),
            "a missing init script fails the setup, naming it (%s)", WHY(res));
+        result_free(&res);
+
+        put("badinterp.sh", "#!/nonexistent/interpreter\nexit 0\n", 0755, 0);
+        res = run(c5, U, "alice", NULL);
+        ok(res.r == -ENOENT && strstr(WHY(res), "badinterp.sh': start the init script: No such "
+                                                "file or directory"),
+           "a script that cannot be started says why, not just an exit status (%s)", WHY(res));
         result_free(&res);
 }
 
