@@ -16,7 +16,7 @@
 #include <glib.h>
 #include <stdbool.h>
 
-#include "conf.h"
+#include "policy/conf.h"
 
 /* The most drop-ins, and the largest file, read. */
 #define CONFIG_MAX_DROPINS 1024

@@ -24,13 +24,13 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "conf-files.h"
-#include "conf.h"
 #include "config.h" /* generated: PACKAGE_VERSION, NSD_CONFIG_PATH */
-#include "fdstore.h"
-#include "log.h"
 #include "nsd-protocol.h"
+#include "policy/conf.h"
 #include "server.h"
+#include "store/fdstore.h"
 
 #define NSD_RUN_DIR_DEFAULT "/run/nsd"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "conf.h"
+#include "policy/conf.h"
 
 #define GROUP_SETUP "Setup"
 #define PREFIX_POLYDIR "Polydir "

@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "helper.h"
-#include "log.h"
+#include "base/helper.h"
+#include "base/log.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3

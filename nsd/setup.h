@@ -61,7 +61,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "child.h"
+#include "base/child.h"
 #include "setup-conf.h"
 
 /* Who the namespace is for, as the user database says (looked up before the plan). */

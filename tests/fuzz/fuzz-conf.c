@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-conf: nsd's nsd.conf parser, config_parse_texts() (nsd/conf.c, nsd/setup-conf.c), on
- * arbitrary text. A form feed (\f) splits the input into nsd.conf ("fuzz.conf") and one
- * drop-in ("fuzz.conf.d/50.conf"), read as one configuration.
+ * fuzz-conf: nsd's nsd.conf parser, config_parse_texts() (nsd/policy/conf.c,
+ * nsd/setup-conf.c), on arbitrary text. A form feed (\f) splits the input into nsd.conf
+ * ("fuzz.conf") and one drop-in ("fuzz.conf.d/50.conf"), read as one configuration.
  *
  * Properties besides the sanitizers' (any failure aborts):
  *   - the result is 0, -EINVAL or -ENOMEM; *ret is written only on success;
@@ -32,8 +32,8 @@
 
 #include <sys/mount.h>
 
-#include "conf.h"
 #include "fuzz.h"
+#include "policy/conf.h"
 #include "setup-conf.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

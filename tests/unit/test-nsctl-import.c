@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf.h"
 #include "import-namespace-conf.h"
+#include "policy/conf.h"
 #include "tap.h"
 
 typedef struct Out {

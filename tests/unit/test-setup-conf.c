@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "conf-files.h"
-#include "conf.h"
+#include "policy/conf.h"
 #include "setup-conf.h"
 #include "tap.h"
 

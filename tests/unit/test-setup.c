@@ -27,8 +27,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "child.h"
-#include "conf.h"
+#include "base/child.h"
+#include "policy/conf.h"
 #include "setup.h"
 #include "tap.h"
 
