@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "conf-files.h"
 #include "config.h" /* generated: PACKAGE_VERSION, NSD_CONFIG_PATH */
 #include "nsd-protocol.h"
+#include "policy/conf-files.h"
 #include "policy/conf.h"
 #include "server.h"
 #include "store/fdstore.h"

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conf-files.h"
 #include "nss-util.h"
+#include "policy/conf-files.h"
 
 #define GROUP_NAMESPACES "Namespaces"
 #define GROUP_LIMITS "Limits"

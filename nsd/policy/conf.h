@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "setup-conf.h"
+#include "policy/setup-conf.h"
 
 #define CONFIG_LINGER_FOREVER INT64_C(-1)
 

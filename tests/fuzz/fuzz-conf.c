@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fuzz-conf: nsd's nsd.conf parser, config_parse_texts() (nsd/policy/conf.c,
- * nsd/setup-conf.c), on arbitrary text. A form feed (\f) splits the input into nsd.conf
+ * nsd/policy/setup-conf.c), on arbitrary text. A form feed (\f) splits the input into nsd.conf
  * ("fuzz.conf") and one drop-in ("fuzz.conf.d/50.conf"), read as one configuration.
  *
  * Properties besides the sanitizers' (any failure aborts):
@@ -34,7 +34,7 @@
 
 #include "fuzz.h"
 #include "policy/conf.h"
-#include "setup-conf.h"
+#include "policy/setup-conf.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         /* GLib's slice allocator would hide leaks from LeakSanitizer (GLib < 2.76) */

@@ -3,7 +3,7 @@
  * test-nsctl-import: nsctl import-namespace-conf's converter (nsctl/import-namespace-conf.c),
  * one namespace.conf construct at a time: what it becomes in nsd.conf(5)'s words, what is
  * named as not carried over (with its line), and that every drop-in it prints is one nsd's
- * own parser (nsd/conf.c) reads. TAP; nothing touches a file.
+ * own parser (nsd/policy/conf.c) reads. TAP; nothing touches a file.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-setup-conf: what a namespace is made of, as nsd.conf says it (nsd/setup-conf.c):
+ * test-setup-conf: what a namespace is made of, as nsd.conf says it (nsd/policy/setup-conf.c):
  * [Setup], [Polydir NAME], [BindReadOnly NAME], PrivateTmp='s polydir, the setup generation;
- * and the files it is read from (nsd/conf-files.c): drop-ins in lexical order, a key or an
+ * and the files it is read from (nsd/policy/conf-files.c): drop-ins in lexical order, a key or an
  * object in two files, files that are not the administrator's. TAP; no root needed (the
  * owner checks that need another uid run as root only); files only in a temp folder.
  */
@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "conf-files.h"
+#include "policy/conf-files.h"
 #include "policy/conf.h"
-#include "setup-conf.h"
+#include "policy/setup-conf.h"
 #include "tap.h"
 
 static int parse(const char *text, Config *c, char **err) {

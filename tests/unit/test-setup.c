@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-setup: a new namespace's contents (nsd/setup.c), made by the real engine in a child
+ * test-setup: a new namespace's contents (nsd/domain/setup.c), made by the real engine in a child
  * that enters a mount namespace: polydirs (Method=user and tmpfs, under / and under %h),
  * read-only binds, init scripts with pam_namespace's arguments, and every refusal: a
  * symbolic link swapped in for a polydir or on the way to it, a foreign-owned polydir or
@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "base/child.h"
+#include "domain/setup.h"
 #include "policy/conf.h"
-#include "setup.h"
 #include "tap.h"
 
 static char top[] = "/tmp/nsd-test-setup.XXXXXX";

@@ -3,7 +3,7 @@
  * setup-conf.c: [Setup], [Polydir NAME] and [BindReadOnly NAME] of nsd.conf, see
  * setup-conf.h. The value syntax (booleans, seconds, user lists) is conf.c's.
  */
-#include "setup-conf.h"
+#include "policy/setup-conf.h"
 
 #include <errno.h>
 #include <glib.h>

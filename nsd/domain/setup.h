@@ -62,7 +62,7 @@
 #include <sys/types.h>
 
 #include "base/child.h"
-#include "setup-conf.h"
+#include "policy/setup-conf.h"
 
 /* Who the namespace is for, as the user database says (looked up before the plan). */
 typedef struct SetupUser {

@@ -8,7 +8,7 @@
  * which child.c sends back. The parent turns the report into log lines and the client's
  * reason.
  */
-#include "setup.h"
+#include "domain/setup.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * once and checked through its descriptor (owner, mode, type, size), then read from that
  * same descriptor: nothing is looked up by name twice.
  */
-#include "conf-files.h"
+#include "policy/conf-files.h"
 
 #include <dirent.h>
 #include <errno.h>
