@@ -42,6 +42,7 @@
 
 #include <security/pam_appl.h>
 
+#include "cleanup.h"
 #include "fake-nsd.h"
 #include "nsd-protocol.h"
 #include "nsjoin-util.h"
@@ -49,6 +50,9 @@
 
 #ifndef PAM_NSJOIN_MODULE
 #error "PAM_NSJOIN_MODULE must name the built module"
+#endif
+#ifndef PAM_NSJOIN_PROFILE
+#error "PAM_NSJOIN_PROFILE must name debian/pam-configs/nsjoin"
 #endif
 
 #define SERVICE "nsjoin-test"
@@ -334,6 +338,7 @@ struct pam_case {
         const char *user;
         const char *args;    /* @SOCKET@ becomes the fake's socket */
         const char *control; /* of our line; NULL: required */
+        const char *module;  /* NULL: the module just built */
         const char *extra;   /* more lines of the service file, or NULL */
         struct fake_nsd_config cfg;
         bool threaded; /* a second thread in the PAM process */
@@ -593,8 +598,8 @@ static void run_case(const struct pam_case *c) {
         f = fopen(service_path, "we");
         if (!f)
                 tap_bail_errno(service_path);
-        fprintf(f, "session %s %s %s\n%s", c->control ?: "required", PAM_NSJOIN_MODULE, argbuf,
-                c->extra ?: "");
+        fprintf(f, "session %s %s %s\n%s", c->control ?: "required", c->module ?: PAM_NSJOIN_MODULE,
+                argbuf, c->extra ?: "");
         fclose(f);
 
         lfd = fake_nsd_listen(sock_path, 8);
@@ -1173,6 +1178,71 @@ static void case_sandbox(void) {
         unlink(defs_path);
 }
 
+/* ---- a missing module ------------------------------------------------------------------------ */
+
+/* The control value of the Session: line of the shipped pam-auth-update profile, or NULL. */
+static char *profile_control(void) {
+        char line[512], *control = NULL;
+        bool in_session = false;
+        FILE *f = fopen(PAM_NSJOIN_PROFILE, "re");
+
+        if (!f)
+                return NULL;
+        while (!control && fgets(line, sizeof(line), f)) {
+                char *module;
+
+                if (strncmp(line, "Session:", 8) == 0) {
+                        in_session = true;
+                        continue;
+                }
+                module = strstr(line, "pam_nsjoin.so");
+                if (!in_session || !module)
+                        continue;
+                *module = 0;
+                control = strndup(line + strspn(line, " \t"),
+                                  strcspn(line + strspn(line, " \t"), "\t"));
+        }
+        fclose(f);
+        return control;
+}
+
+/* A module that cannot be loaded (its package half removed, another architecture's only):
+ * libpam fails every session of a stack whose `required` line names it, root's too, since
+ * root's exemption lives in the module. The shipped profile's control value ignores a
+ * module that is not there. */
+static void case_missing_module(void) {
+        _cleanup_free_ char *control = profile_control();
+        struct pam_case c = { .name = "a `required` line naming a missing module, root",
+                              .user = "root",
+                              .args = "",
+                              .module = "/nonexistent/pam_nsjoin.so",
+                              .extra = PERMIT };
+
+        run_case(&c);
+        ok(res.open_rc != PAM_SUCCESS, "%s: libpam refuses the session (%d)", c.name, res.open_rc);
+
+        if (!ok(control && control[0] == '[', "the profile's control value: %s",
+                control ?: "(no Session: line with pam_nsjoin.so)"))
+                return;
+        c.control = control;
+        c.name = "the profile's line naming a missing module, root";
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        c.name = "the profile's line naming a missing module, alice";
+        c.user = "alice";
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+
+        /* the module that is there still refuses a managed login nsd cannot serve */
+        c = (struct pam_case) { .name = "the profile's line, nsd down, alice",
+                                .user = "alice",
+                                .args = RANGE " socket=/nonexistent/nsd.sock",
+                                .control = control,
+                                .extra = PERMIT };
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+}
+
 /* ---- crossing users: root and unmanaged users leave a namespace nsd made -------------------- */
 
 /* Did the session end up in PID 1's mount namespace (true) or stay in the child's own? */
@@ -1363,6 +1433,7 @@ int main(int argc, char *argv[]) {
         case_threaded();
         case_sandbox();
         case_crossing();
+        case_missing_module();
 
         unlink(service_path);
         unlink(log_path);
