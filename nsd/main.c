@@ -24,12 +24,12 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "conf.h"
+#include "base/log.h"
 #include "config.h" /* generated: PACKAGE_VERSION, NSD_CONFIG_PATH */
-#include "fdstore.h"
-#include "log.h"
 #include "nsd-protocol.h"
+#include "policy/conf.h"
 #include "server.h"
+#include "store/fdstore.h"
 
 #define NSD_RUN_DIR_DEFAULT "/run/nsd"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-conf: nsd's nsd.conf parser, config_parse_text() (nsd/conf.c), on arbitrary text.
+ * fuzz-conf: nsd's nsd.conf parser, config_parse_text() (nsd/policy/conf.c), on arbitrary text.
  *
  * Properties besides the sanitizers' (any failure aborts):
  *   - the result is 0, -EINVAL or -ENOMEM; *ret is written only on success;
@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf.h"
 #include "fuzz.h"
+#include "policy/conf.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         /* GLib's slice allocator would hide leaks from LeakSanitizer (GLib < 2.76) */

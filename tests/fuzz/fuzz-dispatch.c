@@ -92,11 +92,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "api/requests.h"
+#include "base/log.h"
 #include "core-test.h"
+#include "domain/session.h"
 #include "fuzz.h"
-#include "log.h"
-#include "requests.h"
-#include "session.h"
 
 #define FUZZ_UID 1000
 #define FUZZ_DATAGRAM_MAX 8192

@@ -19,12 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "domain/user.h"
 #include "nsd-protocol.h"
 #include "server.h"
 #include "socket-util.h"
-#include "user.h"
-#include "userns.h"
+#include "store/userns.h"
+#include "transport/conn.h"
 
 #define CORE_TEST_DEADLINE_MS 20000
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-config: nsd.conf parsing (nsd/conf.c) and the "who gets a namespace" policy.
+ * test-config: nsd.conf parsing (nsd/policy/conf.c) and the "who gets a namespace" policy.
  * TAP; no root, no files written. Argument 1: the shipped nsd/nsd.conf, which must parse
  * to exactly the defaults.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf.h"
+#include "policy/conf.h"
 #include "tap.h"
 
 static int parse(const char *text, Config *c, char **err) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-conn: nsd's connection layer (nsd/conn.c) and request lifecycle (nsd/requests.c),
+ * test-conn: nsd's connection layer (nsd/transport/conn.c) and request lifecycle (nsd/api/requests.c),
  * through the core library, over socketpairs and sockets in a temp folder. TAP; no root
  * needed (run as root, the peer that must not be root drops to nobody in a child).
  *
@@ -24,16 +24,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "child.h"
-#include "conn.h"
+#include "api/requests.h"
+#include "base/child.h"
+#include "domain/user.h"
 #include "nsd-protocol.h"
-#include "policy.h"
-#include "requests.h"
+#include "policy/policy.h"
 #include "server.h"
 #include "socket-util.h"
+#include "store/userns.h"
 #include "tap.h"
-#include "user.h"
-#include "userns.h"
+#include "transport/conn.h"
 
 #define DEADLINE_MS 20000
 #define MSEC 1000ull

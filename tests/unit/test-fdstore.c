@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-fdstore: the fd store's budget (nsd/fdstore.c, and its users user.c, session.c,
+ * test-fdstore: the fd store's budget (nsd/store/fdstore.c, and its users user.c, session.c,
  * server.c), against a fake service manager on $NOTIFY_SOCKET (fake-manager.h) that keeps
  * what nsd puts as systemd does and measures the LISTEN_FDNAMES= the next start would get:
  *   - that string never passes the budget (96 KiB; the kernel refuses 128 KiB at exec), with
@@ -23,11 +23,11 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 
+#include "base/log.h"
 #include "core-test.h"
+#include "domain/session.h"
 #include "fake-manager.h"
-#include "fdstore.h"
-#include "log.h"
-#include "session.h"
+#include "store/fdstore.h"
 #include "tap.h"
 
 #define UID_BASE 4000000000u /* 10 digits: "ns-4000000000" takes 14 bytes with its ':' */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-hide: the identity a user's HIDE walks with (nsd/private.c, policy.c's
+ * test-hide: the identity a user's HIDE walks with (nsd/domain/private.c, policy.c's
  * policy_uid_identity()). The user's groups are looked up in policy's threads before the walk,
  * never in the walk's child (a clone of the multi-threaded nsd):
  *   - a user's supplementary group reaches the child: a folder only that group may search is
@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include "core-test.h"
+#include "domain/private.h"
 #include "nss-wrapper.h"
-#include "policy.h"
-#include "private.h"
+#include "policy/policy.h"
 #include "tap.h"
 
 #define WALKER 1500     /* in passwd, primary group 1500, member of WALKERS */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-linger: what linger looks at to decide that a namespace is empty (issue 9): which
- * mounts the user made (nsd/mounts.c), told apart by what they are and not by counting, and
- * which processes are in which namespace (nsd/nsprocs.c, on a fake /proc).
+ * mounts the user made (nsd/store/mounts.c), told apart by what they are and not by counting, and
+ * which processes are in which namespace (nsd/store/nsprocs.c, on a fake /proc).
  *
  *   test-linger SCRATCH_DIR
  */
@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mounts.h"
-#include "nsprocs.h"
+#include "store/mounts.h"
+#include "store/nsprocs.h"
 #include "tap.h"
 
 /* a user's namespace right after creation: / and /home received from the host's peer groups

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "conf.h"
 #include "nss-wrapper.h"
-#include "policy.h"
+#include "policy/conf.h"
+#include "policy/policy.h"
 #include "server.h"
 #include "tap.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-views: who gets what (nsd-protocol.h "Who gets what", nsd/peer.c, requests.c), through
+ * test-views: who gets what (nsd-protocol.h "Who gets what", nsd/api/peer.c, requests.c), through
  * the core library over socketpairs. The "user's namespace" of these tests is the one the
  * test runs in, so a peer in this process is inside it, and a child that unshares a mount
  * namespace (or chroots) is a sandbox:
