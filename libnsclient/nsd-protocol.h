@@ -400,63 +400,51 @@ static inline void nsd_msg_init(struct nsd_msg_header *h, uint16_t type, uint32_
         h->seq = seq;
 }
 
-/* The exact size of a request of this type, or 0 for a type that is not a request. */
-static inline size_t nsd_request_size(uint16_t type) {
-        switch (type) {
-        case NSD_REQ_JOIN:
-                return sizeof(struct nsd_req_join);
-        case NSD_REQ_SESSION_OPEN:
-                return sizeof(struct nsd_req_session_open);
-        case NSD_REQ_SESSION_CLOSE:
-                return sizeof(struct nsd_req_session_close);
-        case NSD_REQ_STATUS:
-                return sizeof(struct nsd_req_status);
-        case NSD_REQ_LIST:
-                return sizeof(struct nsd_req_list);
-        case NSD_REQ_SHOW:
-                return sizeof(struct nsd_req_show);
-        case NSD_REQ_RELEASE:
-                return sizeof(struct nsd_req_release);
-        case NSD_REQ_HIDE:
-                return sizeof(struct nsd_req_hide);
-        case NSD_REQ_JOIN_SESSION:
-                return sizeof(struct nsd_req_join_session);
-        default:
-                return 0;
-        }
+/* The size of a message of this type: exact for fixed messages; for NSD_REP_SHOW_DATA the
+ * smallest (header + 1 byte). 0 for a type the protocol does not have. */
+static inline size_t nsd_msg_size(uint16_t type) {
+        static const struct {
+                uint16_t type;
+                size_t size;
+        } sizes[] = {
+                { NSD_REQ_JOIN, sizeof(struct nsd_req_join) },
+                { NSD_REQ_SESSION_OPEN, sizeof(struct nsd_req_session_open) },
+                { NSD_REQ_SESSION_CLOSE, sizeof(struct nsd_req_session_close) },
+                { NSD_REQ_STATUS, sizeof(struct nsd_req_status) },
+                { NSD_REQ_LIST, sizeof(struct nsd_req_list) },
+                { NSD_REQ_SHOW, sizeof(struct nsd_req_show) },
+                { NSD_REQ_RELEASE, sizeof(struct nsd_req_release) },
+                { NSD_REQ_HIDE, sizeof(struct nsd_req_hide) },
+                { NSD_REQ_JOIN_SESSION, sizeof(struct nsd_req_join_session) },
+                { NSD_REP_JOIN, sizeof(struct nsd_rep_join) },
+                { NSD_REP_SESSION_OPEN, sizeof(struct nsd_rep_session_open) },
+                { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
+                { NSD_REP_STATUS, sizeof(struct nsd_rep_status) },
+                { NSD_REP_LIST_ENTRY, sizeof(struct nsd_rep_list_entry) },
+                { NSD_REP_LIST_END, sizeof(struct nsd_rep_list_end) },
+                { NSD_REP_SHOW_DATA, sizeof(struct nsd_msg_header) + 1 },
+                { NSD_REP_SHOW_END, sizeof(struct nsd_msg_header) },
+                { NSD_REP_RELEASE, sizeof(struct nsd_msg_header) },
+                { NSD_REP_HIDE, sizeof(struct nsd_msg_header) },
+                { NSD_REP_JOIN_SESSION, sizeof(struct nsd_rep_join_session) },
+                { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
+        };
+
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+                if (sizes[i].type == type)
+                        return sizes[i].size;
+        return 0;
 }
 
-/* The size of a reply of this type: exact for fixed replies; for NSD_REP_SHOW_DATA the
- * smallest (header + 1 byte). 0 for a type that is not a reply. */
+/* The exact size of a request of this type, or 0 for a type that is not a request. */
+static inline size_t nsd_request_size(uint16_t type) {
+        return type & NSD_REPLY_BIT ? 0 : nsd_msg_size(type);
+}
+
+/* The size of a reply of this type (as nsd_msg_size()), or 0 for a type that is not a
+ * reply. */
 static inline size_t nsd_reply_size(uint16_t type) {
-        switch (type) {
-        case NSD_REP_JOIN:
-                return sizeof(struct nsd_rep_join);
-        case NSD_REP_SESSION_OPEN:
-                return sizeof(struct nsd_rep_session_open);
-        case NSD_REP_SESSION_CLOSE:
-                return sizeof(struct nsd_rep_session_close);
-        case NSD_REP_STATUS:
-                return sizeof(struct nsd_rep_status);
-        case NSD_REP_LIST_ENTRY:
-                return sizeof(struct nsd_rep_list_entry);
-        case NSD_REP_LIST_END:
-                return sizeof(struct nsd_rep_list_end);
-        case NSD_REP_SHOW_DATA:
-                return sizeof(struct nsd_msg_header) + 1;
-        case NSD_REP_SHOW_END:
-                return sizeof(struct nsd_msg_header);
-        case NSD_REP_RELEASE:
-                return sizeof(struct nsd_msg_header);
-        case NSD_REP_HIDE:
-                return sizeof(struct nsd_msg_header);
-        case NSD_REP_JOIN_SESSION:
-                return sizeof(struct nsd_rep_join_session);
-        case NSD_REP_ERROR:
-                return sizeof(struct nsd_rep_error);
-        default:
-                return 0;
-        }
+        return type & NSD_REPLY_BIT ? nsd_msg_size(type) : 0;
 }
 
 /* Is a NUL inside the field? */

@@ -28,7 +28,7 @@
  * Results go to stdout as "key value" lines, a markdown table to --table; progress to stderr.
  *
  * Run it only where mounting is harmless: inside `unshare -m --propagation private` on a host
- * with a tmpfs on /run (bench/start does that). It mounts nothing itself except that it
+ * with a tmpfs on /run (bench/start/run does that). It mounts nothing itself except that it
  * unmounts pins inside nsd's pin namespace (store-only).
  */
 #include <dirent.h>
@@ -56,21 +56,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BENCH_NAME "nsd-start"
 #include "bench-util.h"
 #include "nsclient.h"
-
-extern char **environ;
 
 #define MAX_COUNTS 8
 #define MAX_REPEAT 64
 
-static const char *arg_socket = "/run/nsd/socket";
 static const char *arg_run_dir = "/run/nsd";
 static const char *arg_notify = "/run/nsd-start/notify";
-static const char *arg_nsd_log = NULL;
 static const char *arg_table = NULL;
-static uid_t arg_uid_base = 100000;
 static unsigned arg_counts[MAX_COUNTS] = { 1, 1000, 7000 };
 static unsigned arg_n_counts = 3;
 static unsigned arg_repeat = 5;
@@ -107,78 +101,15 @@ static unsigned long n_fdstore_msgs, n_fdstore_remove_msgs;
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
-static void result(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(const char *key, const char *fmt, ...) {
-        va_list ap;
-        printf("%s ", key);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        fflush(stdout);
-}
-
-static void stop_nsd_quietly(void);
-
-static void die(const char *what, int r) __attribute__((noreturn));
-static void die(const char *what, int r) {
-        fprintf(stderr, "nsd-start: %s: %s\n", what, strerror(r < 0 ? -r : r));
-        result("error", "'%s: %s'", what, strerror(r < 0 ? -r : r));
-        stop_nsd_quietly();
-        exit(1);
-}
-
 /* CPU time of pid in ms: its own from /proc/PID/schedstat (ns; else utime + stime in clock
  * ticks), plus cutime + cstime of its reaped children (the helpers, in clock ticks) from
  * /proc/PID/stat */
 static double proc_cpu_ms(pid_t pid) {
-        char path[64], buf[1024];
-        unsigned long long own = 0;
-        long cut = 0, cst = 0;
-        char *p;
-        FILE *f;
-        size_t n;
+        uint64_t own_ns, wait_ns, children, ticks = proc_cpu_ticks(pid, &children);
 
-        snprintf(path, sizeof(path), "/proc/%d/schedstat", (int) pid);
-        f = fopen(path, "re");
-        if (!f || fscanf(f, "%llu", &own) != 1)
-                own = 0;
-        if (f)
-                fclose(f);
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        p = strrchr(buf, ')');
-        unsigned long ut = 0, st = 0;
-        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", &ut,
-                         &st, &cut, &cst) != 4)
-                return -1;
-        if (own == 0) /* no schedstat (a kernel without CONFIG_SCHED_INFO): clock ticks */
-                own = (unsigned long long) (ut + st) * 1000000000ull /
-                      (unsigned long long) sysconf(_SC_CLK_TCK);
-        return (double) own / 1e6 + (double) (cut + cst) * 1000.0 / (double) sysconf(_SC_CLK_TCK);
-}
-
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-        return x < y ? -1 : x > y;
-}
-
-static unsigned parse_uint(const char *s, const char *what) {
-        char *end = NULL;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || !end || *end || v > UINT32_MAX) {
-                fprintf(stderr, "nsd-start: bad %s '%s'\n", what, s);
-                exit(2);
-        }
-        return (unsigned) v;
+        if (proc_schedstat(pid, &own_ns, &wait_ns) < 0 || own_ns == 0)
+                own_ns = ticks * 1000000000ull / (uint64_t) sysconf(_SC_CLK_TCK);
+        return (double) own_ns / 1e6 + ticks_ms(children);
 }
 
 /* ---- the notify socket: a service manager's side ------------------------------------------ */
@@ -334,35 +265,17 @@ static void notify_open(void) {
 /* ---- nsd ---------------------------------------------------------------------------------- */
 
 static void stop_nsd_quietly(void) {
-        if (nsd_pid <= 0)
-                return;
-        kill(nsd_pid, SIGTERM);
-        for (int i = 0; i < 3000; i++) {
-                if (waitpid(nsd_pid, NULL, WNOHANG) == nsd_pid) {
-                        nsd_pid = -1;
-                        return;
-                }
-                usleep(10000);
-        }
-        kill(nsd_pid, SIGKILL);
-        waitpid(nsd_pid, NULL, 0);
-        nsd_pid = -1;
+        (void) nsd_stop(&nsd_pid, 30000, NULL);
 }
 
 /* SIGTERM, then the time until nsd has exited, ms */
 static double stop_nsd(void) {
-        uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-        int status;
+        bool clean;
+        double ms = nsd_stop(&nsd_pid, 600000, &clean);
 
-        if (nsd_pid <= 0)
-                return 0;
-        kill(nsd_pid, SIGTERM);
-        if (waitpid(nsd_pid, &status, 0) != nsd_pid)
-                die("waitpid", errno);
-        nsd_pid = -1;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                progress("warning: nsd did not exit cleanly at SIGTERM (status 0x%x)", status);
-        return (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6;
+        if (!clean)
+                progress("warning: nsd did not exit cleanly at SIGTERM");
+        return ms;
 }
 
 /* async-signal-safe decimal */
@@ -386,6 +299,7 @@ struct start_result {
 /* Start nsd: with_store gives it NOTIFY_SOCKET, pass the fd store in LISTEN_FDS. Times from
  * fork() to READY=1 and to the first STATUS answer. */
 static void start_nsd(bool with_store, bool pass, struct start_result *res) {
+        static const char *const manager_env[] = { "NOTIFY_SOCKET=", "LISTEN_", "WATCHDOG_", NULL };
         size_t n_env = 0, n_pass = 0, names_len = 0;
         char **env, *names, *listen_pid, *listen_fds, *notify, *p;
         int *pass_fds = NULL;
@@ -395,16 +309,9 @@ static void start_nsd(bool with_store, bool pass, struct start_result *res) {
         int r;
 
         memset(res, 0, sizeof(*res));
-        while (environ[n_env])
+        env = environ_without(manager_env, 4); /* LISTEN_{FDS,PID,FDNAMES}, NOTIFY_SOCKET */
+        while (env[n_env])
                 n_env++;
-        env = calloc(n_env + 8, sizeof(char *));
-        if (!env)
-                die("calloc", ENOMEM);
-        n_env = 0;
-        for (char **e = environ; *e; e++)
-                if (strncmp(*e, "NOTIFY_SOCKET=", 14) != 0 && strncmp(*e, "LISTEN_", 7) != 0 &&
-                    strncmp(*e, "WATCHDOG_", 9) != 0)
-                        env[n_env++] = *e;
 
         pthread_mutex_lock(&store_lock);
         if (pass && n_store > 0) {
@@ -461,34 +368,17 @@ static void start_nsd(bool with_store, bool pass, struct start_result *res) {
         if (nsd_pid < 0)
                 die("fork", errno);
         if (nsd_pid == 0) {
-                struct rlimit rl;
-
                 if (listen_pid)
                         put_uint(listen_pid + strlen("LISTEN_PID="), (unsigned long) getpid());
                 for (size_t i = 0; i < n_pass; i++)
                         if (dup2(pass_fds[i], 3 + (int) i) < 0)
                                 _exit(126);
-                if (arg_nsd_log) {
-                        int fd = open(arg_nsd_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-                        if (fd >= 0) {
-                                dup2(fd, STDOUT_FILENO);
-                                dup2(fd, STDERR_FILENO);
-                        }
-                }
                 /* what nsd.service's LimitNOFILE= gives: hard 524288 where allowed, else the
                  * hard limit we have; soft the same, or --nofile-soft (systemd's default
                  * soft limit is 1024: the descriptors passed above it stay open, but nothing
                  * more can be opened until nsd raises it) */
-                rl.rlim_cur = rl.rlim_max = 524288;
-                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-                        (void) getrlimit(RLIMIT_NOFILE, &rl);
-                if (arg_nofile_soft > 0 && arg_nofile_soft < rl.rlim_max)
-                        rl.rlim_cur = arg_nofile_soft;
-                else
-                        rl.rlim_cur = rl.rlim_max;
-                (void) setrlimit(RLIMIT_NOFILE, &rl);
-                execve(nsd_argv[0], nsd_argv, env);
-                _exit(127);
+                nofile_limit_set(arg_nofile_soft, 524288);
+                nsd_exec(nsd_argv, env, arg_nsd_log);
         }
         free(pass_fds);
         free(names);
@@ -552,19 +442,10 @@ static void grow(unsigned from, unsigned to) {
         for (unsigned i = from; i < to; i++) {
                 struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
                 r = nsc_join(c, arg_uid_base + i, 0, &j);
-                if (r < 0) {
-                        const char *m = nsc_last_error_message(c);
-                        char what[160];
-                        snprintf(what, sizeof(what), "JOIN of uid %u%s%s%s",
-                                 (unsigned) (arg_uid_base + i), m ? " ('" : "", m ? m : "",
-                                 m ? "')" : "");
-                        die(what, r);
-                }
+                if (r < 0)
+                        die_nsc(c, r, "JOIN of uid %u", (unsigned) (arg_uid_base + i));
                 pinned += !!(j.ns_flags & NSC_NS_PINNED);
-                if (j.ns_fd >= 0)
-                        close(j.ns_fd);
-                if (j.root_fd >= 0)
-                        close(j.root_fd);
+                join_close(&j);
         }
         nsc_disconnect(c);
         progress("created %u namespaces (%u pinned) in %.1f s", to - from, pinned,
@@ -681,7 +562,7 @@ static void help(void) {
         printf("nsd-start [OPTIONS] -- NSD-COMMAND [ARG...]\n\n"
                "Time nsd's restart with N namespaces to adopt: from fork() to READY=1 and to\n"
                "its first STATUS answer, from its pins, its fd store (this program keeps it,\n"
-               "as systemd does) or both. Run it only inside `unshare -m`: see bench/start.\n\n"
+               "as systemd does) or both. Run it only inside `unshare -m`: see bench/start/run.\n\n"
                "  -h --help            this help\n"
                "     --socket PATH     nsd's socket (default /run/nsd/socket)\n"
                "     --run-dir DIR     nsd's run dir, for its pins (default /run/nsd)\n"
@@ -702,105 +583,90 @@ static void help(void) {
                "See bench/README.md.\n");
 }
 
+enum {
+        O_RUNDIR = BENCH_OPT_OWN,
+        O_NOTIFY,
+        O_COUNTS,
+        O_REPEAT,
+        O_MODES,
+        O_TABLE,
+        O_NOFILE,
+        O_ATTACH,
+};
+
+static void parse_modes(const char *arg) {
+        char *s = strdup(arg), *save = NULL;
+
+        if (!s)
+                die("strdup", ENOMEM);
+        memset(arg_mode, 0, sizeof(arg_mode));
+        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                int m;
+
+                for (m = 0; m < N_MODES && strcmp(t, mode_name[m]) != 0; m++)
+                        ;
+                if (m == N_MODES) {
+                        fprintf(stderr, "nsd-start: unknown mode '%s'\n", t);
+                        exit(2);
+                }
+                arg_mode[m] = true;
+        }
+        free(s);
+}
+
+static bool own_option(int o, const char *arg, const char *name) {
+        switch (o) {
+        case O_RUNDIR:
+                arg_run_dir = arg;
+                return true;
+        case O_NOTIFY:
+                arg_notify = arg;
+                return true;
+        case O_COUNTS:
+                arg_n_counts = parse_uint_list(arg, name, arg_counts, MAX_COUNTS);
+                return true;
+        case O_REPEAT:
+                arg_repeat = parse_uint(arg, name);
+                if (arg_repeat == 0 || arg_repeat > MAX_REPEAT) {
+                        fprintf(stderr, "nsd-start: --repeat must be 1..%d\n", MAX_REPEAT);
+                        exit(2);
+                }
+                return true;
+        case O_MODES:
+                parse_modes(arg);
+                return true;
+        case O_TABLE:
+                arg_table = arg;
+                return true;
+        case O_NOFILE:
+                arg_nofile_soft = parse_uint(arg, name);
+                return true;
+        case O_ATTACH:
+                arg_attach = true;
+                return true;
+        default:
+                return false;
+        }
+}
+
 int main(int argc, char *argv[]) {
-        enum {
-                O_SOCKET = 256,
-                O_RUNDIR,
-                O_NOTIFY,
-                O_COUNTS,
-                O_REPEAT,
-                O_MODES,
-                O_UID,
-                O_LOG,
-                O_TABLE,
-                O_NOFILE,
-                O_ATTACH
-        };
         static const struct option opts[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "socket", required_argument, NULL, O_SOCKET },
                 { "run-dir", required_argument, NULL, O_RUNDIR },
                 { "notify", required_argument, NULL, O_NOTIFY },
                 { "counts", required_argument, NULL, O_COUNTS },
                 { "repeat", required_argument, NULL, O_REPEAT },
                 { "modes", required_argument, NULL, O_MODES },
-                { "uid-base", required_argument, NULL, O_UID },
-                { "nsd-log", required_argument, NULL, O_LOG },
                 { "table", required_argument, NULL, O_TABLE },
                 { "nofile-soft", required_argument, NULL, O_NOFILE },
                 { "attach", no_argument, NULL, O_ATTACH },
+                BENCH_OPTIONS,
                 {},
         };
         struct start_result sr;
         struct rlimit rl;
         unsigned held = 0, max_count = 0;
-        int o;
 
-        while ((o = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-                switch (o) {
-                case 'h':
-                        help();
-                        return 0;
-                case O_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case O_RUNDIR:
-                        arg_run_dir = optarg;
-                        break;
-                case O_NOTIFY:
-                        arg_notify = optarg;
-                        break;
-                case O_COUNTS: {
-                        char *s = strdup(optarg), *save = NULL;
-                        arg_n_counts = 0;
-                        for (char *t = strtok_r(s, ",", &save); t && arg_n_counts < MAX_COUNTS;
-                             t = strtok_r(NULL, ",", &save))
-                                arg_counts[arg_n_counts++] = parse_uint(t, "--counts");
-                        free(s);
-                        break;
-                }
-                case O_REPEAT:
-                        arg_repeat = parse_uint(optarg, "--repeat");
-                        if (arg_repeat == 0 || arg_repeat > MAX_REPEAT) {
-                                fprintf(stderr, "nsd-start: --repeat must be 1..%d\n", MAX_REPEAT);
-                                return 2;
-                        }
-                        break;
-                case O_MODES: {
-                        char *s = strdup(optarg), *save = NULL;
-                        memset(arg_mode, 0, sizeof(arg_mode));
-                        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                                int m;
-                                for (m = 0; m < N_MODES && strcmp(t, mode_name[m]) != 0; m++)
-                                        ;
-                                if (m == N_MODES) {
-                                        fprintf(stderr, "nsd-start: unknown mode '%s'\n", t);
-                                        return 2;
-                                }
-                                arg_mode[m] = true;
-                        }
-                        free(s);
-                        break;
-                }
-                case O_UID:
-                        arg_uid_base = parse_uint(optarg, "--uid-base");
-                        break;
-                case O_LOG:
-                        arg_nsd_log = optarg;
-                        break;
-                case O_TABLE:
-                        arg_table = optarg;
-                        break;
-                case O_NOFILE:
-                        arg_nofile_soft = parse_uint(optarg, "--nofile-soft");
-                        break;
-                case O_ATTACH:
-                        arg_attach = true;
-                        break;
-                default:
-                        return 2;
-                }
-        }
+        optind = bench_parse_options(argc, argv, "h", opts, help, own_option);
         if (arg_attach) {
                 nsc_conn *c;
                 struct nsc_status st;
@@ -827,6 +693,7 @@ int main(int argc, char *argv[]) {
         }
         held = 0;
         signal(SIGPIPE, SIG_IGN);
+        bench_on_die(stop_nsd_quietly);
 
         /* our own limit: the fd store's copy of every namespace, high, and LISTEN_FDS' range
          * 3..3+N below it */

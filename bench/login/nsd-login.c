@@ -2,7 +2,7 @@
 /*
  * nsd-login: what root's logins cost while unprivileged clients attack nsd, and what 1000
  * concurrent logins cost nsd. A benchmark, not a test: it asserts nothing about time, it
- * prints figures ("key value" lines on stdout; bench/login-table draws the table).
+ * prints figures ("key value" lines on stdout; bench/login/table draws the table).
  *
  *   nsd-login [OPTIONS] -- NSD-COMMAND [ARG...]
  *
@@ -44,7 +44,7 @@
  * Run it only where mounting is harmless (nsd mounts): inside
  * `unshare -m --propagation private` on a host, or in the VM. The PAM side needs users:
  * run it under nss_wrapper (LD_PRELOAD=libnss_wrapper.so, NSS_WRAPPER_PASSWD/GROUP) with
- * users "nb<uid>" for uids --uid-base.. (bench/login writes the files); nsd itself is
+ * users "nb<uid>" for uids --uid-base.. (bench/login/run writes the files); nsd itself is
  * started without nss_wrapper, its policy is numeric.
  */
 #include <dirent.h>
@@ -76,21 +76,15 @@
 
 #include <security/pam_appl.h>
 
-#define BENCH_NAME "nsd-login"
 #include "bench-util.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
 
-extern char **environ;
-
-static const char *arg_socket = "/run/nsd/socket";
 static const char *arg_root_socket = "/run/nsd/root.socket";
 static const char *arg_pam_module = NULL;
 static const char *arg_pam_dir = NULL;
-static const char *arg_nsd_log = NULL;
 static const char *arg_timeout = "5";
 static const char *arg_phases = "idle,exhaust,slow,both,flood,idle";
-static uid_t arg_uid_base = 100000;
 static unsigned arg_users = 100;
 static unsigned arg_bursts = 3;
 static unsigned arg_burst_logins = 1000;
@@ -117,172 +111,18 @@ static uint64_t own_mntns_ino;
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-static void sleep_ns(uint64_t ns) {
-        struct timespec ts = { .tv_sec = (time_t) (ns / 1000000000u),
-                               .tv_nsec = (long) (ns % 1000000000u) };
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
-}
-
-static void result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void result(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        fflush(stdout);
-}
-
 static void stop_nsd(void) {
-        if (nsd_pid <= 0)
-                return;
-        kill(nsd_pid, SIGTERM);
-        for (int i = 0; i < 500; i++) {
-                if (waitpid(nsd_pid, NULL, WNOHANG) == nsd_pid) {
-                        nsd_pid = -1;
-                        return;
-                }
-                usleep(10000);
-        }
-        kill(nsd_pid, SIGKILL);
-        waitpid(nsd_pid, NULL, 0);
-        nsd_pid = -1;
-}
-
-static void die(const char *what, int r) __attribute__((noreturn));
-static void die(const char *what, int r) {
-        fprintf(stderr, "nsd-login: %s: %s\n", what, strerror(r < 0 ? -r : r));
-        result("error '%s: %s'", what, strerror(r < 0 ? -r : r));
-        stop_nsd();
-        exit(1);
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of a sorted array, in µs. */
-static double pct_us(const uint64_t *v, size_t n, unsigned p) {
-        size_t k;
-        if (n == 0)
-                return 0;
-        k = (n * p + 99) / 100;
-        if (k == 0)
-                k = 1;
-        return v[k - 1] / 1000.0;
-}
-
-/* A growing array of samples (ns) and an error count. */
-struct samples {
-        uint64_t *v;
-        size_t n, cap;
-        unsigned errors;
-        char first_error[160];
-};
-
-static void samples_add(struct samples *s, uint64_t ns) {
-        if (s->n == s->cap) {
-                s->cap = s->cap ? s->cap * 2 : 1024;
-                s->v = realloc(s->v, s->cap * sizeof(*s->v));
-                if (!s->v)
-                        die("realloc", ENOMEM);
-        }
-        s->v[s->n++] = ns;
-}
-
-static void samples_error(struct samples *s, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-static void samples_error(struct samples *s, const char *fmt, ...) {
-        va_list ap;
-        if (s->errors++ == 0) {
-                va_start(ap, fmt);
-                vsnprintf(s->first_error, sizeof(s->first_error), fmt, ap);
-                va_end(ap);
-        }
-}
-
-/* <prefix>.{n,errors,min_us,p50_us,p90_us,p95_us,p99_us,max_us,mean_us} (sorts in place) */
-static void samples_report(const char *prefix, struct samples *s) {
-        double sum = 0;
-
-        qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
-        for (size_t i = 0; i < s->n; i++)
-                sum += s->v[i];
-        result("%s.n %zu", prefix, s->n);
-        result("%s.errors %u", prefix, s->errors);
-        if (s->errors)
-                result("%s.first_error '%s'", prefix, s->first_error);
-        if (s->n == 0)
-                return;
-        result("%s.min_us %.1f", prefix, s->v[0] / 1000.0);
-        result("%s.p50_us %.1f", prefix, pct_us(s->v, s->n, 50));
-        result("%s.p90_us %.1f", prefix, pct_us(s->v, s->n, 90));
-        result("%s.p95_us %.1f", prefix, pct_us(s->v, s->n, 95));
-        result("%s.p99_us %.1f", prefix, pct_us(s->v, s->n, 99));
-        result("%s.max_us %.1f", prefix, s->v[s->n - 1] / 1000.0);
-        result("%s.mean_us %.1f", prefix, sum / s->n / 1000.0);
+        (void) nsd_stop(&nsd_pid, 5000, NULL);
 }
 
 /* ---- nsd as a process ------------------------------------------------------------------ */
 
-/* user+system CPU time of a process in clock ticks */
-static uint64_t proc_cpu_ticks(pid_t pid) {
-        char path[64], buf[1024];
-        unsigned long ut = 0, st = 0;
-        char *p;
-        FILE *f;
-        size_t n;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return 0;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        p = strrchr(buf, ')');
-        if (!p)
-                return 0;
-        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-                return 0;
-        return ut + st;
-}
-
 /* The main thread's time on a CPU and waiting for one (run queue), ns; and its
  * involuntary context switches. */
 static void proc_sched(pid_t pid, uint64_t *ret_exec, uint64_t *ret_wait, long *ret_nvcsw) {
-        char path[64];
-        unsigned long long e = 0, w = 0;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/schedstat", (int) pid);
-        f = fopen(path, "re");
-        if (f) {
-                if (fscanf(f, "%llu %llu", &e, &w) != 2)
-                        e = w = 0;
-                fclose(f);
-        }
-        *ret_exec = e;
-        *ret_wait = w;
+        if (proc_schedstat(pid, ret_exec, ret_wait) < 0)
+                *ret_exec = *ret_wait = 0;
         *ret_nvcsw = proc_status_kb(pid, "nonvoluntary_ctxt_switches");
-}
-
-static double ticks_ms(uint64_t t) {
-        return t * 1000.0 / (double) sysconf(_SC_CLK_TCK);
-}
-
-static void loadavg(char buf[static 64]) {
-        FILE *f = fopen("/proc/loadavg", "re");
-        double a = 0, b = 0, c = 0;
-
-        if (f) {
-                if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3)
-                        a = b = c = 0;
-                fclose(f);
-        }
-        snprintf(buf, 64, "%.2f/%.2f/%.2f", a, b, c);
 }
 
 static int root_status(struct nsc_status *st) {
@@ -297,70 +137,35 @@ static int root_status(struct nsc_status *st) {
 }
 
 static void start_nsd(char **argv) {
+        static const char *const nss_wrapper_env[] = { "LD_PRELOAD=", "NSS_WRAPPER_", NULL };
         struct nsc_status st;
         uint64_t t0 = now_ns();
         pid_t parent = getpid();
-        int r = -ENOENT;
 
         nsd_pid = fork();
         if (nsd_pid < 0)
                 die("fork", errno);
         if (nsd_pid == 0) {
-                /* what systemd gives a service (soft 1024, hard 524288), or what we may */
-                struct rlimit rl = { .rlim_cur = 1024, .rlim_max = 524288 };
-                size_t n = 0;
-                char **env;
-
                 /* nsd goes when we go, however we go (the sandbox must not keep it) */
                 (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
                 if (getppid() != parent)
                         _exit(1);
-                if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
-                        rl.rlim_cur = rl.rlim_max < 1024 ? rl.rlim_max : 1024;
-                        (void) setrlimit(RLIMIT_NOFILE, &rl);
-                }
+                /* what systemd gives a service (soft 1024, hard 524288), or what we may */
+                nofile_limit_set(1024, 524288);
                 if (arg_nsd_nice != 0 && setpriority(PRIO_PROCESS, 0, arg_nsd_nice) < 0)
                         fprintf(stderr, "nsd-login: cannot set nsd's nice value to %d: %m\n",
                                 arg_nsd_nice);
-                if (arg_nsd_log) {
-                        int fd = open(arg_nsd_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-                        if (fd >= 0) {
-                                dup2(fd, STDOUT_FILENO);
-                                dup2(fd, STDERR_FILENO);
-                        }
-                }
                 /* nsd without nss_wrapper: its policy is numeric, it needs no user database */
-                for (char **e = environ; *e; e++)
-                        n++;
-                env = calloc(n + 1, sizeof(*env));
-                n = 0;
-                for (char **e = environ; env && *e; e++)
-                        if (strncmp(*e, "LD_PRELOAD=", 11) != 0 &&
-                            strncmp(*e, "NSS_WRAPPER_", 12) != 0)
-                                env[n++] = *e;
-                execve(argv[0], argv, env ?: environ);
-                fprintf(stderr, "nsd-login: cannot execute %s: %m\n", argv[0]);
-                _exit(127);
+                nsd_exec(argv, environ_without(nss_wrapper_env, 0), arg_nsd_log);
         }
-        for (int i = 0; i < 6000; i++) {
-                if (waitpid(nsd_pid, NULL, WNOHANG) == nsd_pid) {
-                        nsd_pid = -1;
-                        die("nsd exited at start (see its log)", ECHILD);
-                }
-                r = root_status(&st);
-                if (r >= 0)
-                        break;
-                usleep(10000);
-        }
-        if (r < 0)
-                die("nsd did not answer STATUS on root's socket", r);
-        result("nsd.start_ms %.1f", (now_ns() - t0) / 1e6);
-        result("nsd.nice %d", arg_nsd_nice);
+        nsd_wait_status(&nsd_pid, arg_root_socket, 60000, &st);
+        result_line("nsd.start_ms %.1f", (now_ns() - t0) / 1e6);
+        result_line("nsd.nice %d", arg_nsd_nice);
         progress("nsd runs as pid %d", (int) nsd_pid);
-        result("nsd.version %s", st.version);
-        result("nsd.protocol %u.%u", st.proto_major, st.proto_minor);
-        result("nsd.max_namespaces %u", st.max_namespaces);
-        result("nsd.max_connections_per_uid %u", st.max_connections_per_uid);
+        result_line("nsd.version %s", st.version);
+        result_line("nsd.protocol %u.%u", st.proto_major, st.proto_minor);
+        result_line("nsd.max_namespaces %u", st.max_namespaces);
+        result_line("nsd.max_connections_per_uid %u", st.max_connections_per_uid);
 }
 
 /* Wait (at most secs) until nsd has no session and at most `conns` connections. */
@@ -678,9 +483,9 @@ static void burst(unsigned round) {
         close(results[1]);
         if (read_tokens(ready[0], n, 120) < n)
                 die("a login child died or hung before it was ready", EPIPE);
-        result("%s.fork_ms %.1f", key, (now_ns() - t_fork) / 1e6);
+        result_line("%s.fork_ms %.1f", key, (now_ns() - t_fork) / 1e6);
 
-        cpu0 = proc_cpu_ticks(nsd_pid);
+        cpu0 = proc_cpu_ticks(nsd_pid, NULL);
         t_rel = now_ns();
         close(go1[1]); /* go */
         /* each open is bounded by pam_nsjoin's timeout=; a child missing after far more
@@ -688,10 +493,10 @@ static void burst(unsigned round) {
         got = read_tokens(opened[0], n, strtod(arg_timeout, NULL) * 4 + 60);
         if (got < n)
                 progress("%s: only %u of %u logins came back from pam_open_session", key, got, n);
-        result("%s.opened %u", key, got);
+        result_line("%s.opened %u", key, got);
         got = 0;
         t_open = now_ns();
-        cpu_open = proc_cpu_ticks(nsd_pid);
+        cpu_open = proc_cpu_ticks(nsd_pid, NULL);
         (void) root_status(&st_peak);
         fds_peak = count_fds(nsd_pid);
         rss_peak = proc_status_kb(nsd_pid, "VmRSS");
@@ -730,37 +535,37 @@ static void burst(unsigned round) {
         close(results[0]);
         free(pids);
         wait_nsd_quiet(0, 1, 10);
-        cpu1 = proc_cpu_ticks(nsd_pid);
+        cpu1 = proc_cpu_ticks(nsd_pid, NULL);
         (void) root_status(&st1);
         fds1 = count_fds(nsd_pid);
         rss1 = proc_status_kb(nsd_pid, "VmRSS");
         loadavg(la1);
 
-        result("%s.logins %u", key, n);
-        result("%s.reported %u", key, got);
-        result("%s.entered %u", key, entered);
+        result_line("%s.logins %u", key, n);
+        result_line("%s.reported %u", key, got);
+        result_line("%s.entered %u", key, entered);
         samples_report(strcat(strcpy((char[80]) { 0 }, key), ".open"), &open_s);
         samples_report(strcat(strcpy((char[80]) { 0 }, key), ".close"), &close_s);
-        result("%s.all_open_ms %.1f", key, (t_open - t_rel) / 1e6);
-        result("%s.all_closed_ms %.1f", key, (t_closed - t_rel) / 1e6);
-        result("%s.nsd_cpu_open_ms %.1f", key, ticks_ms(cpu_open - cpu0));
-        result("%s.nsd_cpu_ms %.1f", key, ticks_ms(cpu1 - cpu0));
-        result("%s.before.namespaces %u", key, st0.namespaces);
-        result("%s.before.sessions %u", key, st0.sessions);
-        result("%s.before.nsd_fds %ld", key, fds0);
-        result("%s.before.nsd_rss_kb %ld", key, rss0);
-        result("%s.peak.sessions %u", key, st_peak.sessions);
-        result("%s.peak.connections %u", key, st_peak.connections);
-        result("%s.peak.nsd_fds %ld", key, fds_peak);
-        result("%s.peak.nsd_rss_kb %ld", key, rss_peak);
-        result("%s.after.namespaces %u", key, st1.namespaces);
-        result("%s.after.sessions %u", key, st1.sessions);
-        result("%s.after.connections %u", key, st1.connections);
-        result("%s.after.nsd_fds %ld", key, fds1);
-        result("%s.after.nsd_rss_kb %ld", key, rss1);
-        result("%s.load %s %s", key, la0, la1);
-        free(open_s.v);
-        free(close_s.v);
+        result_line("%s.all_open_ms %.1f", key, (t_open - t_rel) / 1e6);
+        result_line("%s.all_closed_ms %.1f", key, (t_closed - t_rel) / 1e6);
+        result_line("%s.nsd_cpu_open_ms %.1f", key, ticks_ms(cpu_open - cpu0));
+        result_line("%s.nsd_cpu_ms %.1f", key, ticks_ms(cpu1 - cpu0));
+        result_line("%s.before.namespaces %u", key, st0.namespaces);
+        result_line("%s.before.sessions %u", key, st0.sessions);
+        result_line("%s.before.nsd_fds %ld", key, fds0);
+        result_line("%s.before.nsd_rss_kb %ld", key, rss0);
+        result_line("%s.peak.sessions %u", key, st_peak.sessions);
+        result_line("%s.peak.connections %u", key, st_peak.connections);
+        result_line("%s.peak.nsd_fds %ld", key, fds_peak);
+        result_line("%s.peak.nsd_rss_kb %ld", key, rss_peak);
+        result_line("%s.after.namespaces %u", key, st1.namespaces);
+        result_line("%s.after.sessions %u", key, st1.sessions);
+        result_line("%s.after.connections %u", key, st1.connections);
+        result_line("%s.after.nsd_fds %ld", key, fds1);
+        result_line("%s.after.nsd_rss_kb %ld", key, rss1);
+        result_line("%s.load %s %s", key, la0, la1);
+        samples_free(&open_s);
+        samples_free(&close_s);
 }
 
 /* ---- attackers ------------------------------------------------------------------------- */
@@ -1022,11 +827,11 @@ static void phase(const char *name, unsigned idx) {
         else
                 die("unknown phase in --phases", EINVAL);
 
-        result("%s.name %s", key, name);
+        result_line("%s.name %s", key, name);
         for (size_t g = 0; g < n_groups; g++)
-                result("%s.attack%zu %s %u uids x %u connections from uid %u", key, g,
-                       attack_name[groups[g].kind], groups[g].uids, groups[g].conns,
-                       (unsigned) groups[g].base);
+                result_line("%s.attack%zu %s %u uids x %u connections from uid %u", key, g,
+                            attack_name[groups[g].kind], groups[g].uids, groups[g].conns,
+                            (unsigned) groups[g].base);
         progress("%s: %s (%g s)", key, name, arg_phase_seconds);
 
         memcpy(a0, shm->a, sizeof(a0));
@@ -1038,7 +843,7 @@ static void phase(const char *name, unsigned idx) {
         shm->victim_first_error = 0;
         vpid = victim_start();
         loadavg(la0);
-        cpu0 = proc_cpu_ticks(nsd_pid);
+        cpu0 = proc_cpu_ticks(nsd_pid, NULL);
         proc_sched(nsd_pid, &ex0, &wait0, &nv0);
         t0 = now_ns();
         end = t0 + (uint64_t) (arg_phase_seconds * 1e9);
@@ -1073,7 +878,7 @@ static void phase(const char *name, unsigned idx) {
                 sleep_ns(arg_gap_ms * 1000000u);
         }
         t1 = now_ns();
-        cpu1 = proc_cpu_ticks(nsd_pid);
+        cpu1 = proc_cpu_ticks(nsd_pid, NULL);
         proc_sched(nsd_pid, &ex1, &wait1, &nv1);
         loadavg(la1);
         __atomic_store_n(&shm->victim_stop, 1, __ATOMIC_RELAXED);
@@ -1089,16 +894,18 @@ static void phase(const char *name, unsigned idx) {
                 snprintf(victim.first_error, sizeof(victim.first_error), "%s",
                          strerror(shm->victim_first_error));
 
-        result("%s.seconds %.1f", key, (t1 - t0) / 1e9);
-        result("%s.rounds %u", key, rounds);
-        result("%s.load %s %s", key, la0, la1);
-        result("%s.nsd_cpu_pct %.1f", key, ticks_ms(cpu1 - cpu0) / ((t1 - t0) / 1e6) * 100);
-        result("%s.nsd_main_cpu_pct %.1f", key, (ex1 - ex0) / (double) (t1 - t0) * 100);
-        result("%s.nsd_main_runq_wait_pct %.1f", key, (wait1 - wait0) / (double) (t1 - t0) * 100);
-        result("%s.nsd_main_involuntary_switches_per_s %.0f", key, (nv1 - nv0) / ((t1 - t0) / 1e9));
-        result("%s.nsd_fds_max %ld", key, fds_max);
-        result("%s.nsd_rss_max_kb %ld", key, rss_max);
-        result("%s.connections %u %u", key, conns_min == ~0u ? 0 : conns_min, conns_max);
+        result_line("%s.seconds %.1f", key, (t1 - t0) / 1e9);
+        result_line("%s.rounds %u", key, rounds);
+        result_line("%s.load %s %s", key, la0, la1);
+        result_line("%s.nsd_cpu_pct %.1f", key, ticks_ms(cpu1 - cpu0) / ((t1 - t0) / 1e6) * 100);
+        result_line("%s.nsd_main_cpu_pct %.1f", key, (ex1 - ex0) / (double) (t1 - t0) * 100);
+        result_line("%s.nsd_main_runq_wait_pct %.1f", key,
+                    (wait1 - wait0) / (double) (t1 - t0) * 100);
+        result_line("%s.nsd_main_involuntary_switches_per_s %.0f", key,
+                    (nv1 - nv0) / ((t1 - t0) / 1e9));
+        result_line("%s.nsd_fds_max %ld", key, fds_max);
+        result_line("%s.nsd_rss_max_kb %ld", key, rss_max);
+        result_line("%s.connections %u %u", key, conns_min == ~0u ? 0 : conns_min, conns_max);
 #define REP(s, n) samples_report(strcat(strcpy((char[96]) { 0 }, key), n), &s)
         REP(pam_open, ".pam_root.open");
         REP(pam_close, ".pam_root.close");
@@ -1119,21 +926,23 @@ static void phase(const char *name, unsigned idx) {
                         seen |= groups[h].kind == k;
                 if (seen)
                         continue;
-                result("%s.%s.connects %" PRIu64, key, attack_name[k],
-                       a1[k].connects - a0[k].connects);
-                result("%s.%s.connect_errors %" PRIu64, key, attack_name[k],
-                       a1[k].connect_errors - a0[k].connect_errors);
-                result("%s.%s.refused %" PRIu64, key, attack_name[k],
-                       a1[k].refused - a0[k].refused);
-                result("%s.%s.dropped %" PRIu64, key, attack_name[k],
-                       a1[k].dropped - a0[k].dropped);
-                result("%s.%s.sent %" PRIu64, key, attack_name[k], a1[k].sent - a0[k].sent);
-                result("%s.%s.replies %" PRIu64, key, attack_name[k],
-                       a1[k].replies - a0[k].replies);
-                result("%s.%s.seconds %.1f", key, attack_name[k], secs);
+                result_line("%s.%s.connects %" PRIu64, key, attack_name[k],
+                            a1[k].connects - a0[k].connects);
+                result_line("%s.%s.connect_errors %" PRIu64, key, attack_name[k],
+                            a1[k].connect_errors - a0[k].connect_errors);
+                result_line("%s.%s.refused %" PRIu64, key, attack_name[k],
+                            a1[k].refused - a0[k].refused);
+                result_line("%s.%s.dropped %" PRIu64, key, attack_name[k],
+                            a1[k].dropped - a0[k].dropped);
+                result_line("%s.%s.sent %" PRIu64, key, attack_name[k], a1[k].sent - a0[k].sent);
+                result_line("%s.%s.replies %" PRIu64, key, attack_name[k],
+                            a1[k].replies - a0[k].replies);
+                result_line("%s.%s.seconds %.1f", key, attack_name[k], secs);
         }
-        free(pam_open.v), free(pam_close.v), free(pam_total.v), free(nsc_open.v), free(nsc_close.v);
-        free(status.v), free(pu_open.v), free(pu_close.v), free(victim.v);
+        struct samples *all[] = { &pam_open, &pam_close, &pam_total, &nsc_open, &nsc_close,
+                                  &status,   &pu_open,   &pu_close,  &victim };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                samples_free(all[i]);
         /* the attackers' connections are gone before the next phase */
         wait_nsd_quiet(0, 1, 10);
 }
@@ -1147,10 +956,10 @@ static void usage(FILE *f, int code) {
                 "Starts NSD-COMMAND, times --bursts rounds of --burst-logins concurrent PAM "
                 "logins\n"
                 "through pam_nsjoin.so, then root's logins during each phase of --phases while\n"
-                "unprivileged uids attack nsd. Prints \"key value\" lines (bench/login-table "
+                "unprivileged uids attack nsd. Prints \"key value\" lines (bench/login/table "
                 "draws\n"
                 "them). Needs root, nss_wrapper users nb<uid>, and a mount namespace of its own:\n"
-                "run it through bench/login.\n"
+                "run it through bench/login/run.\n"
                 "Phases: idle (no attacker), exhaust (idle connections fill MaxConnections=),\n"
                 "slow (clients that never read their replies), both, flood (512 uids sending\n"
                 "as fast as nsd lets them, reading the replies).\n"
@@ -1176,36 +985,79 @@ static void usage(FILE *f, int code) {
         exit(code);
 }
 
-int main(int argc, char **argv) {
-        enum {
-                O_SOCKET = 256,
-                O_ROOT_SOCKET,
-                O_PAM_MODULE,
-                O_PAM_DIR,
-                O_TIMEOUT,
-                O_UID_BASE,
-                O_USERS,
-                O_BURSTS,
-                O_BURST_LOGINS,
-                O_PHASES,
-                O_PHASE_SECONDS,
-                O_SETTLE,
-                O_EX_UIDS,
-                O_EX_CONNS,
-                O_SLOW_UIDS,
-                O_SLOW_CONNS,
-                O_FLOOD_UIDS,
-                O_VICTIM,
-                O_NSD_LOG,
-                O_NSD_NICE
+enum {
+        O_ROOT_SOCKET = BENCH_OPT_OWN,
+        O_PAM_MODULE,
+        O_PAM_DIR,
+        O_TIMEOUT,
+        O_USERS,
+        O_BURSTS,
+        O_BURST_LOGINS,
+        O_PHASES,
+        O_PHASE_SECONDS,
+        O_SETTLE,
+        O_EX_UIDS,
+        O_EX_CONNS,
+        O_SLOW_UIDS,
+        O_SLOW_CONNS,
+        O_FLOOD_UIDS,
+        O_VICTIM,
+        O_NSD_NICE,
+};
+
+/* what nsd-login's own options set (beside BENCH_OPTIONS) */
+static bool own_option(int o, const char *arg, const char *name) {
+        static const struct {
+                int o;
+                enum { STRING, UNSIGNED, DOUBLE } type;
+                void *var;
+        } vars[] = {
+                { O_ROOT_SOCKET, STRING, &arg_root_socket },
+                { O_PAM_MODULE, STRING, &arg_pam_module },
+                { O_PAM_DIR, STRING, &arg_pam_dir },
+                { O_TIMEOUT, STRING, &arg_timeout },
+                { O_USERS, UNSIGNED, &arg_users },
+                { O_BURSTS, UNSIGNED, &arg_bursts },
+                { O_BURST_LOGINS, UNSIGNED, &arg_burst_logins },
+                { O_PHASES, STRING, &arg_phases },
+                { O_PHASE_SECONDS, DOUBLE, &arg_phase_seconds },
+                { O_SETTLE, DOUBLE, &arg_settle_seconds },
+                { O_EX_UIDS, UNSIGNED, &arg_exhaust_uids },
+                { O_EX_CONNS, UNSIGNED, &arg_exhaust_conns },
+                { O_SLOW_UIDS, UNSIGNED, &arg_slow_uids },
+                { O_SLOW_CONNS, UNSIGNED, &arg_slow_conns },
+                { O_FLOOD_UIDS, UNSIGNED, &arg_flood_uids },
+                { O_VICTIM, UNSIGNED, &arg_victim_uid },
         };
+
+        if (o == O_NSD_NICE) {
+                arg_nsd_nice = atoi(arg);
+                return true;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
+                if (vars[i].o != o)
+                        continue;
+                if (vars[i].type == STRING)
+                        *(const char **) vars[i].var = arg;
+                else if (vars[i].type == UNSIGNED)
+                        *(unsigned *) vars[i].var = parse_uint(arg, name);
+                else
+                        *(double *) vars[i].var = strtod(arg, NULL);
+                return true;
+        }
+        return false;
+}
+
+static void help(void) {
+        usage(stdout, 0);
+}
+
+int main(int argc, char **argv) {
         static const struct option opts[] = {
-                { "socket", required_argument, NULL, O_SOCKET },
                 { "root-socket", required_argument, NULL, O_ROOT_SOCKET },
                 { "pam-module", required_argument, NULL, O_PAM_MODULE },
                 { "pam-dir", required_argument, NULL, O_PAM_DIR },
                 { "timeout", required_argument, NULL, O_TIMEOUT },
-                { "uid-base", required_argument, NULL, O_UID_BASE },
                 { "users", required_argument, NULL, O_USERS },
                 { "bursts", required_argument, NULL, O_BURSTS },
                 { "burst-logins", required_argument, NULL, O_BURST_LOGINS },
@@ -1218,82 +1070,14 @@ int main(int argc, char **argv) {
                 { "slow-conns", required_argument, NULL, O_SLOW_CONNS },
                 { "flood-uids", required_argument, NULL, O_FLOOD_UIDS },
                 { "victim-uid", required_argument, NULL, O_VICTIM },
-                { "nsd-log", required_argument, NULL, O_NSD_LOG },
                 { "nsd-nice", required_argument, NULL, O_NSD_NICE },
-                { "help", no_argument, NULL, 'h' },
+                BENCH_OPTIONS,
                 {},
         };
         char *phases, *tok, *save = NULL, la[64];
         unsigned idx = 0;
-        int c;
 
-        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0)
-                switch (c) {
-                case O_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case O_ROOT_SOCKET:
-                        arg_root_socket = optarg;
-                        break;
-                case O_PAM_MODULE:
-                        arg_pam_module = optarg;
-                        break;
-                case O_PAM_DIR:
-                        arg_pam_dir = optarg;
-                        break;
-                case O_TIMEOUT:
-                        arg_timeout = optarg;
-                        break;
-                case O_UID_BASE:
-                        arg_uid_base = (uid_t) strtoul(optarg, NULL, 10);
-                        break;
-                case O_USERS:
-                        arg_users = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_BURSTS:
-                        arg_bursts = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_BURST_LOGINS:
-                        arg_burst_logins = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_PHASES:
-                        arg_phases = optarg;
-                        break;
-                case O_PHASE_SECONDS:
-                        arg_phase_seconds = strtod(optarg, NULL);
-                        break;
-                case O_SETTLE:
-                        arg_settle_seconds = strtod(optarg, NULL);
-                        break;
-                case O_EX_UIDS:
-                        arg_exhaust_uids = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_EX_CONNS:
-                        arg_exhaust_conns = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_SLOW_UIDS:
-                        arg_slow_uids = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_SLOW_CONNS:
-                        arg_slow_conns = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_FLOOD_UIDS:
-                        arg_flood_uids = (unsigned) strtoul(optarg, NULL, 10);
-                        break;
-                case O_VICTIM:
-                        arg_victim_uid = (uid_t) strtoul(optarg, NULL, 10);
-                        break;
-                case O_NSD_LOG:
-                        arg_nsd_log = optarg;
-                        break;
-                case O_NSD_NICE:
-                        arg_nsd_nice = atoi(optarg);
-                        break;
-                case 'h':
-                        usage(stdout, 0);
-                default:
-                        usage(stderr, 2);
-                }
+        optind = bench_parse_options(argc, argv, "+h", opts, help, own_option);
         if (optind >= argc || !arg_pam_module || !arg_pam_dir || arg_users == 0 ||
             arg_uid_base + arg_users > UID_SLOW_BASE)
                 usage(stderr, 2);
@@ -1305,6 +1089,7 @@ int main(int argc, char **argv) {
                          (unsigned) arg_uid_base);
 
         main_pid = getpid();
+        bench_on_die(stop_nsd);
         signal(SIGPIPE, SIG_IGN);
         shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (shm == MAP_FAILED)
@@ -1318,15 +1103,15 @@ int main(int argc, char **argv) {
         {
                 struct utsname u;
                 if (uname(&u) == 0)
-                        result("host.kernel %s", u.release);
+                        result_line("host.kernel %s", u.release);
         }
         loadavg(la);
-        result("host.nproc %ld", sysconf(_SC_NPROCESSORS_ONLN));
-        result("burst_users %u", arg_users);
-        result("host.load_start %s", la);
+        result_line("host.nproc %ld", sysconf(_SC_NPROCESSORS_ONLN));
+        result_line("burst_users %u", arg_users);
+        result_line("host.load_start %s", la);
         start_nsd(argv + optind);
-        result("start.nsd_fds %ld", count_fds(nsd_pid));
-        result("start.nsd_rss_kb %ld", proc_status_kb(nsd_pid, "VmRSS"));
+        result_line("start.nsd_fds %ld", count_fds(nsd_pid));
+        result_line("start.nsd_rss_kb %ld", proc_status_kb(nsd_pid, "VmRSS"));
 
         for (unsigned b = 1; b <= arg_bursts; b++)
                 burst(b);
@@ -1335,12 +1120,12 @@ int main(int argc, char **argv) {
         for (tok = strtok_r(phases, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
                 phase(tok, ++idx);
         free(phases);
-        result("phases %u", idx);
+        result_line("phases %u", idx);
 
         loadavg(la);
-        result("host.load_end %s", la);
-        result("end.nsd_fds %ld", count_fds(nsd_pid));
-        result("end.nsd_rss_kb %ld", proc_status_kb(nsd_pid, "VmRSS"));
+        result_line("host.load_end %s", la);
+        result_line("end.nsd_fds %ld", count_fds(nsd_pid));
+        result_line("end.nsd_rss_kb %ld", proc_status_kb(nsd_pid, "VmRSS"));
         if (waitpid(nsd_pid, NULL, WNOHANG) == nsd_pid) {
                 nsd_pid = -1;
                 die("nsd died during the run", ECHILD);

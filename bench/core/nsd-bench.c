@@ -13,7 +13,7 @@
  *   tput_P      JOINs per second from P concurrent client processes, one connection each
  *   scale_N     with N namespaces held: nsd's VmRSS and descriptors, kernel memory, this
  *               mount namespace's mountinfo lines, pins
- * and stops nsd with SIGTERM. Results go to stdout as "key value" lines (bench/run turns them
+ * and stops nsd with SIGTERM. Results go to stdout as "key value" lines (bench/core/run turns them
  * into a table); progress to stderr.
  *
  * Run it only where mounting is harmless: inside `unshare -m --propagation private` on a
@@ -39,13 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BENCH_NAME "nsd-bench"
 #include "bench-util.h"
 #include "nsclient.h"
 
-static const char *arg_socket = "/run/nsd/socket";
-static const char *arg_nsd_log = NULL;
-static uid_t arg_uid_base = 100000;
 static unsigned arg_iterations = 2000;
 static unsigned arg_creates = 200;
 static unsigned arg_max_namespaces = 10000;
@@ -60,193 +56,8 @@ static const char *join_reuse_prefix = "join_reuse";
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-static void result(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(const char *key, const char *fmt, ...) {
-        va_list ap;
-        printf("%s ", key);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        fflush(stdout);
-}
-
-/* The soft "Max open files" of a process, as it is now, or -1. */
-static long proc_nofile(pid_t pid) {
-        char path[64], line[256];
-        long v = -1;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/limits", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, "Max open files", 14) == 0) {
-                        v = strtol(line + 14, NULL, 10);
-                        break;
-                }
-        fclose(f);
-        return v;
-}
-
 static void stop_nsd(void) {
-        if (nsd_pid <= 0)
-                return;
-        kill(nsd_pid, SIGTERM);
-        for (int i = 0; i < 500; i++) {
-                if (waitpid(nsd_pid, NULL, WNOHANG) == nsd_pid) {
-                        nsd_pid = -1;
-                        return;
-                }
-                usleep(10000);
-        }
-        kill(nsd_pid, SIGKILL);
-        waitpid(nsd_pid, NULL, 0);
-        nsd_pid = -1;
-}
-
-static void die(const char *what, int r) __attribute__((noreturn));
-static void die(const char *what, int r) {
-        fprintf(stderr, "nsd-bench: %s: %s\n", what, strerror(r < 0 ? -r : r));
-        result("error", "'%s: %s'", what, strerror(r < 0 ? -r : r));
-        stop_nsd();
-        exit(1);
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of a sorted array. */
-static double pct_us(const uint64_t *v, size_t n, unsigned p) {
-        size_t k;
-        if (n == 0)
-                return 0;
-        k = (n * p + 99) / 100; /* ceil(n*p/100), 1-based */
-        if (k == 0)
-                k = 1;
-        return v[k - 1] / 1000.0;
-}
-
-/* Print <prefix>.{n,min,p50,p90,p99,max,mean}_us for the samples (sorted in place). */
-static void report_latency(const char *prefix, uint64_t *v, size_t n) {
-        char key[128];
-        double sum = 0;
-
-        qsort(v, n, sizeof(*v), cmp_u64);
-        for (size_t i = 0; i < n; i++)
-                sum += v[i];
-#define R(name, val)                                               \
-        do {                                                       \
-                snprintf(key, sizeof(key), "%s.%s", prefix, name); \
-                result(key, "%.1f", (double) (val));               \
-        } while (0)
-        snprintf(key, sizeof(key), "%s.n", prefix);
-        result(key, "%zu", n);
-        R("min_us", n ? v[0] / 1000.0 : 0);
-        R("p50_us", pct_us(v, n, 50));
-        R("p90_us", pct_us(v, n, 90));
-        R("p99_us", pct_us(v, n, 99));
-        R("max_us", n ? v[n - 1] / 1000.0 : 0);
-        R("mean_us", n ? sum / n / 1000.0 : 0);
-#undef R
-}
-
-static void close_join(struct nsc_join_result *j) {
-        if (j->root_fd >= 0)
-                close(j->root_fd);
-        if (j->ns_fd >= 0)
-                close(j->ns_fd);
-        j->root_fd = j->ns_fd = -1;
-}
-
-/* One value in kB from /proc/meminfo, or -1. */
-static long meminfo_kb(const char *name) {
-        char line[256];
-        size_t len = strlen(name);
-        long v = -1;
-        FILE *f = fopen("/proc/meminfo", "re");
-
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, name, len) == 0 && line[len] == ':') {
-                        v = strtol(line + len + 1, NULL, 10);
-                        break;
-                }
-        fclose(f);
-        return v;
-}
-
-static long count_lines(const char *path) {
-        char buf[65536];
-        long n = 0;
-        ssize_t k;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-        if (fd < 0)
-                return -1;
-        while ((k = read(fd, buf, sizeof(buf))) > 0)
-                for (ssize_t i = 0; i < k; i++)
-                        n += buf[i] == '\n';
-        close(fd);
-        return n;
-}
-
-/* nsd's user+system CPU time in clock ticks, or 0. */
-static uint64_t proc_cpu_ticks(pid_t pid) {
-        char path[64], buf[1024];
-        unsigned long ut = 0, st = 0;
-        char *p;
-        FILE *f;
-        size_t n;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return 0;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        p = strrchr(buf, ')');
-        if (!p)
-                return 0;
-        /* fields after ')': state(3) ... utime is field 14, stime 15 */
-        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-                return 0;
-        return ut + st;
-}
-
-/* The mount points of mountinfo lines not in `before` (a NUL-separated list of lines). */
-static char *read_file(const char *path) {
-        size_t cap = 65536, len = 0;
-        char *buf = malloc(cap);
-        ssize_t k;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-        if (fd < 0 || !buf) {
-                free(buf);
-                if (fd >= 0)
-                        close(fd);
-                return NULL;
-        }
-        for (;;) {
-                if (len + 4096 >= cap) {
-                        char *nb = realloc(buf, cap *= 2);
-                        if (!nb)
-                                break;
-                        buf = nb;
-                }
-                k = read(fd, buf + len, cap - len - 1);
-                if (k <= 0)
-                        break;
-                len += k;
-        }
-        buf[len] = 0;
-        close(fd);
-        return buf;
+        (void) nsd_stop(&nsd_pid, 5000, NULL);
 }
 
 /* Report the mount points (field 5) of lines of `now` whose mount id (field 1) is not in
@@ -297,49 +108,18 @@ static nsc_conn *connect_or_die(void) {
 }
 
 static void start_nsd(char **argv, struct nsc_status *ret_status) {
-        nsc_conn *c;
-        int r = -ENOENT;
         uint64_t t0 = now_ns();
 
         nsd_pid = fork();
         if (nsd_pid < 0)
                 die("fork", errno);
         if (nsd_pid == 0) {
-                /* what systemd gives a service: soft 1024, hard 524288; where raising the
-                 * hard limit is not allowed (no CAP_SYS_RESOURCE), soft 1024 and the hard
-                 * limit we have */
-                struct rlimit rl = { .rlim_cur = 1024, .rlim_max = 524288 };
-                if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
-                        rl.rlim_cur = rl.rlim_max < 1024 ? rl.rlim_max : 1024;
-                        (void) setrlimit(RLIMIT_NOFILE, &rl);
-                }
-                if (arg_nsd_log) {
-                        int fd = open(arg_nsd_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-                        if (fd >= 0) {
-                                dup2(fd, STDOUT_FILENO);
-                                dup2(fd, STDERR_FILENO);
-                        }
-                }
-                execv(argv[0], argv);
-                fprintf(stderr, "nsd-bench: cannot execute %s: %m\n", argv[0]);
-                _exit(127);
+                /* what systemd gives a service: soft 1024, hard 524288 (or the hard limit we
+                 * have, where raising it is not allowed) */
+                nofile_limit_set(1024, 524288);
+                nsd_exec(argv, environ, arg_nsd_log);
         }
-        for (int i = 0; i < 6000; i++) { /* 60 s: the VM under TCG is slow */
-                if (waitpid(nsd_pid, NULL, WNOHANG) == nsd_pid) {
-                        nsd_pid = -1;
-                        die("nsd exited at start (see its log)", ECHILD);
-                }
-                r = nsc_connect(arg_socket, &c);
-                if (r >= 0) {
-                        r = nsc_status(c, ret_status);
-                        nsc_disconnect(c);
-                        if (r >= 0)
-                                break;
-                }
-                usleep(10000);
-        }
-        if (r < 0)
-                die("nsd did not answer STATUS", r);
+        nsd_wait_status(&nsd_pid, arg_socket, 60000, ret_status); /* the VM under TCG is slow */
         result("nsd.start_ms", "%.1f", (now_ns() - t0) / 1e6);
 }
 
@@ -372,12 +152,12 @@ static void snapshot(const char *label, const struct baseline *b) {
                  proc_status_kb(nsd_pid, "VmRSS"));
 }
 
-/* Create namespaces for uids [from, to) on connection c; record each latency into lat
- * (which has room for to-from) when not NULL. Snapshots at the counts in `marks`. Stops
+/* Create namespaces for uids [from, to) on connection c; record each latency into lat when
+ * not NULL. Snapshots at the counts in `marks`. Stops
  * early when the deadline (monotonic ns, 0 = none) passes; returns the uid reached. */
-static uid_t create_range(nsc_conn *c, uid_t from, uid_t to, uint64_t *lat, unsigned *ret_pinned,
-                          unsigned *ret_not_created, const unsigned *marks, size_t n_marks,
-                          const struct baseline *b, uint64_t deadline) {
+static uid_t create_range(nsc_conn *c, uid_t from, uid_t to, struct samples *lat,
+                          unsigned *ret_pinned, unsigned *ret_not_created, const unsigned *marks,
+                          size_t n_marks, const struct baseline *b, uint64_t deadline) {
         unsigned pinned = 0, not_created = 0;
         uid_t u;
 
@@ -394,18 +174,13 @@ static uid_t create_range(nsc_conn *c, uid_t from, uid_t to, uint64_t *lat, unsi
                                  (unsigned) (u - arg_uid_base), m ? m : strerror(-r));
                         break;
                 }
-                if (r < 0) {
-                        char what[128];
-                        const char *m = nsc_last_error_message(c);
-                        snprintf(what, sizeof(what), "JOIN (create) of uid %u%s%s%s", (unsigned) u,
-                                 m ? " ('" : "", m ? m : "", m ? "')" : "");
-                        die(what, r);
-                }
+                if (r < 0)
+                        die_nsc(c, r, "JOIN (create) of uid %u", (unsigned) u);
                 if (lat)
-                        lat[u - from] = t1 - t0;
+                        samples_add(lat, t1 - t0);
                 pinned += !!(j.ns_flags & NSC_NS_PINNED);
                 not_created += !(j.ns_flags & NSC_NS_CREATED);
-                close_join(&j);
+                join_close(&j);
                 for (size_t m = 0; m < n_marks; m++)
                         if (u - arg_uid_base + 1 == marks[m]) {
                                 char label[32];
@@ -454,15 +229,12 @@ static uid_t existing_uid(unsigned i) {
 
 /* (a) one connection reused: JOIN, setns() in, setns() back (untimed). */
 static void phase_join_reuse(void) {
-        uint64_t *tot = calloc(arg_iterations, sizeof(uint64_t));
-        uint64_t *join = calloc(arg_iterations, sizeof(uint64_t));
-        uint64_t *sns = calloc(arg_iterations, sizeof(uint64_t));
+        struct samples tot = {}, join = {}, sns = {};
         int home = open_own_mntns();
         nsc_conn *c = connect_or_die();
         bool checked = false;
+        char key[64];
 
-        if (!tot || !join || !sns)
-                die("calloc", ENOMEM);
         for (unsigned i = 0; i < arg_iterations + 50; i++) { /* 50 warm-up rounds */
                 struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
                 uint64_t t0 = now_ns(), t1, t2;
@@ -481,36 +253,30 @@ static void phase_join_reuse(void) {
                 }
                 if (setns(home, CLONE_NEWNS) < 0)
                         die("setns back", errno);
-                close_join(&j);
+                join_close(&j);
                 if (i >= 50) {
-                        tot[i - 50] = t2 - t0;
-                        join[i - 50] = t1 - t0;
-                        sns[i - 50] = t2 - t1;
+                        samples_add(&tot, t2 - t0);
+                        samples_add(&join, t1 - t0);
+                        samples_add(&sns, t2 - t1);
                 }
         }
         nsc_disconnect(c);
-        char key[64];
         snprintf(key, sizeof(key), "%s.join_setns", join_reuse_prefix);
-        report_latency(key, tot, arg_iterations);
+        samples_report(key, &tot);
         snprintf(key, sizeof(key), "%s.join", join_reuse_prefix);
-        report_latency(key, join, arg_iterations);
+        samples_report(key, &join);
         snprintf(key, sizeof(key), "%s.setns", join_reuse_prefix);
-        report_latency(key, sns, arg_iterations);
+        samples_report(key, &sns);
 }
 
 /* (b) as a PAM login: connect + JOIN + setns + disconnect per iteration; then the same with
  * SESSION_OPEN (pam_sm_open_session) and connect + SESSION_CLOSE + disconnect
  * (pam_sm_close_session). */
 static void phase_join_login(void) {
-        uint64_t *tot = calloc(arg_iterations, sizeof(uint64_t));
-        uint64_t *open_s = calloc(arg_iterations, sizeof(uint64_t));
-        uint64_t *close_s = calloc(arg_iterations, sizeof(uint64_t));
+        struct samples tot = {}, open_s = {}, close_s = {};
         int home = open_own_mntns();
-        unsigned n_sess = 0;
         int sess_err = 0;
 
-        if (!tot || !open_s || !close_s)
-                die("calloc", ENOMEM);
         for (unsigned i = 0; i < arg_iterations + 50; i++) {
                 struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
                 nsc_conn *c;
@@ -525,12 +291,12 @@ static void phase_join_login(void) {
                         die("setns into the user namespace", errno);
                 nsc_disconnect(c);
                 if (i >= 50)
-                        tot[i - 50] = now_ns() - t0;
+                        samples_add(&tot, now_ns() - t0);
                 if (setns(home, CLONE_NEWNS) < 0)
                         die("setns back", errno);
-                close_join(&j);
+                join_close(&j);
         }
-        report_latency("join_login.connect_join_setns_close", tot, arg_iterations);
+        samples_report("join_login.connect_join_setns_close", &tot);
 
         if (!arg_sessions)
                 return;
@@ -556,7 +322,7 @@ static void phase_join_login(void) {
                 t1 = now_ns();
                 if (setns(home, CLONE_NEWNS) < 0)
                         die("setns back", errno);
-                close_join(&j);
+                join_close(&j);
                 if (r < 0) {
                         sess_err = r;
                         break;
@@ -571,17 +337,16 @@ static void phase_join_login(void) {
                         break;
                 }
                 if (i >= 50) {
-                        open_s[n_sess] = t1 - t0;
-                        close_s[n_sess] = now_ns() - t1;
-                        n_sess++;
+                        samples_add(&open_s, t1 - t0);
+                        samples_add(&close_s, now_ns() - t1);
                 }
         }
         if (sess_err < 0) {
                 result("login_session.error", "'%s'", strerror(-sess_err));
                 return;
         }
-        report_latency("login_session.open", open_s, n_sess);
-        report_latency("login_session.close", close_s, n_sess);
+        samples_report("login_session.open", &open_s);
+        samples_report("login_session.close", &close_s);
 }
 
 /* Throughput: P processes, one connection each, JOIN + close descriptors in a loop. */
@@ -615,7 +380,7 @@ static void phase_throughput(unsigned procs) {
                                 struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
                                 if (nsc_join(c, existing_uid(i), NSC_JOIN_NO_CREATE, &j) < 0)
                                         _exit(3);
-                                close_join(&j);
+                                join_close(&j);
                                 count++;
                         }
                         nsc_disconnect(c);
@@ -627,7 +392,7 @@ static void phase_throughput(unsigned procs) {
         close(pfd[1]);
         while (now_ns() < start)
                 usleep(1000);
-        cpu0 = proc_cpu_ticks(nsd_pid);
+        cpu0 = proc_cpu_ticks(nsd_pid, NULL);
         for (unsigned k = 0; k < procs; k++) {
                 uint64_t n;
                 int status;
@@ -635,7 +400,7 @@ static void phase_throughput(unsigned procs) {
                         total += n;
                 (void) status;
         }
-        cpu1 = proc_cpu_ticks(nsd_pid);
+        cpu1 = proc_cpu_ticks(nsd_pid, NULL);
         for (unsigned k = 0; k < procs; k++) {
                 int status;
                 if (waitpid(kids[k], &status, 0) != kids[k] || !WIFEXITED(status) ||
@@ -694,35 +459,38 @@ static void help(void) {
                "See bench/README.md.\n");
 }
 
-static unsigned parse_uint(const char *s, const char *what) {
-        char *end;
-        unsigned long v;
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || !*s || *end || v > UINT32_MAX) {
-                fprintf(stderr, "nsd-bench: %s wants a number, not '%s'\n", what, s);
-                exit(1);
+enum { O_ITER = BENCH_OPT_OWN, O_CREATES, O_MAXNS, O_BUDGET, O_SECONDS, O_PROCS, O_NOSESS };
+
+static bool own_option(int o, const char *arg, const char *name) {
+        switch (o) {
+        case O_ITER:
+                arg_iterations = parse_uint(arg, name);
+                return true;
+        case O_CREATES:
+                arg_creates = parse_uint(arg, name);
+                return true;
+        case O_MAXNS:
+                arg_max_namespaces = parse_uint(arg, name);
+                return true;
+        case O_BUDGET:
+                arg_scale_budget = parse_uint(arg, name);
+                return true;
+        case O_SECONDS:
+                arg_seconds = parse_uint(arg, name);
+                return true;
+        case O_PROCS:
+                arg_n_procs = parse_uint_list(arg, name, arg_procs, ELEMENTSOF(arg_procs));
+                return true;
+        case O_NOSESS:
+                arg_sessions = false;
+                return true;
+        default:
+                return false;
         }
-        return (unsigned) v;
 }
 
 int main(int argc, char *argv[]) {
-        enum {
-                O_SOCKET = 256,
-                O_NSDLOG,
-                O_UIDBASE,
-                O_ITER,
-                O_CREATES,
-                O_MAXNS,
-                O_BUDGET,
-                O_SECONDS,
-                O_PROCS,
-                O_NOSESS
-        };
-        static const struct option opts[] = { { "help", no_argument, NULL, 'h' },
-                                              { "socket", required_argument, NULL, O_SOCKET },
-                                              { "nsd-log", required_argument, NULL, O_NSDLOG },
-                                              { "uid-base", required_argument, NULL, O_UIDBASE },
+        static const struct option opts[] = { BENCH_OPTIONS,
                                               { "iterations", required_argument, NULL, O_ITER },
                                               { "creates", required_argument, NULL, O_CREATES },
                                               { "max-namespaces", required_argument, NULL,
@@ -737,56 +505,12 @@ int main(int argc, char *argv[]) {
         struct nsc_status st;
         struct utsname un;
         unsigned pinned, not_created, reached;
-        uint64_t *lat, t_grow;
+        struct samples lat = {};
+        uint64_t t_grow;
         nsc_conn *c;
         uid_t u;
-        int o;
 
-        while ((o = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-                switch (o) {
-                case 'h':
-                        help();
-                        return 0;
-                case O_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case O_NSDLOG:
-                        arg_nsd_log = optarg;
-                        break;
-                case O_UIDBASE:
-                        arg_uid_base = parse_uint(optarg, "--uid-base");
-                        break;
-                case O_ITER:
-                        arg_iterations = parse_uint(optarg, "--iterations");
-                        break;
-                case O_CREATES:
-                        arg_creates = parse_uint(optarg, "--creates");
-                        break;
-                case O_MAXNS:
-                        arg_max_namespaces = parse_uint(optarg, "--max-namespaces");
-                        break;
-                case O_BUDGET:
-                        arg_scale_budget = parse_uint(optarg, "--scale-budget");
-                        break;
-                case O_SECONDS:
-                        arg_seconds = parse_uint(optarg, "--seconds");
-                        break;
-                case O_PROCS: {
-                        char *s = strdup(optarg), *save = NULL;
-                        arg_n_procs = 0;
-                        for (char *t = strtok_r(s, ",", &save); t && arg_n_procs < 8;
-                             t = strtok_r(NULL, ",", &save))
-                                arg_procs[arg_n_procs++] = parse_uint(t, "--procs");
-                        free(s);
-                        break;
-                }
-                case O_NOSESS:
-                        arg_sessions = false;
-                        break;
-                default:
-                        return 1;
-                }
-        }
+        optind = bench_parse_options(argc, argv, "h", opts, help, own_option);
         if (optind >= argc) {
                 fprintf(stderr, "nsd-bench: no NSD-COMMAND given (see --help)\n");
                 return 1;
@@ -798,6 +522,7 @@ int main(int argc, char *argv[]) {
         if (arg_max_namespaces < arg_creates)
                 arg_max_namespaces = arg_creates;
         signal(SIGPIPE, SIG_IGN);
+        bench_on_die(stop_nsd);
 
         uname(&un);
         result("machine.kernel", "%s", un.release);
@@ -843,16 +568,13 @@ int main(int argc, char *argv[]) {
 
         /* first-login creation */
         progress("creating %u namespaces (first-login JOIN)", arg_creates);
-        lat = calloc(arg_creates, sizeof(uint64_t));
-        if (!lat)
-                die("calloc", ENOMEM);
         c = connect_or_die();
-        create_range(c, arg_uid_base, arg_uid_base + arg_creates, lat, &pinned, &not_created, marks,
-                     sizeof(marks) / sizeof(marks[0]), &base, 0);
-        report_latency("create", lat, arg_creates);
+        create_range(c, arg_uid_base, arg_uid_base + arg_creates, &lat, &pinned, &not_created,
+                     marks, ELEMENTSOF(marks), &base, 0);
+        samples_report("create", &lat);
         result("create.pinned", "%u", pinned);
         result("create.not_created", "%u", not_created);
-        free(lat);
+        samples_free(&lat);
         nsc_disconnect(c);
 
         progress("JOIN of existing namespaces, %u iterations each", arg_iterations);
@@ -864,28 +586,23 @@ int main(int argc, char *argv[]) {
 
         /* grow to arg_max_namespaces */
         if (arg_max_namespaces > arg_creates) {
-                unsigned n = arg_max_namespaces - arg_creates;
                 progress("growing to %u namespaces (budget %u s)", arg_max_namespaces,
                          arg_scale_budget);
-                lat = calloc(n, sizeof(uint64_t));
-                if (!lat)
-                        die("calloc", ENOMEM);
                 c = connect_or_die();
                 t_grow = now_ns();
                 u = create_range(c, arg_uid_base + arg_creates, arg_uid_base + arg_max_namespaces,
-                                 lat, &pinned, &not_created, marks,
-                                 sizeof(marks) / sizeof(marks[0]), &base,
+                                 &lat, &pinned, &not_created, marks, ELEMENTSOF(marks), &base,
                                  t_grow + (uint64_t) arg_scale_budget * 1000000000ull);
                 reached = u - arg_uid_base;
                 result("grow.seconds", "%.1f", (now_ns() - t_grow) / 1e9);
                 result("grow.reached", "%u", reached);
-                report_latency("grow.create", lat, reached - arg_creates);
+                samples_report("grow.create", &lat);
                 result("grow.pinned", "%u", pinned);
                 nsc_disconnect(c);
-                free(lat);
+                samples_free(&lat);
                 /* a last snapshot where the budget stopped growth between marks */
                 bool at_mark = false;
-                for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++)
+                for (size_t m = 0; m < ELEMENTSOF(marks); m++)
                         at_mark |= marks[m] == reached;
                 if (!at_mark) {
                         char label[32];

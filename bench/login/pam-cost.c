@@ -33,7 +33,6 @@
 
 #include <security/pam_appl.h>
 
-#define BENCH_NAME "pam-cost"
 #include "bench-util.h"
 
 #define SERVICES_MAX 8
@@ -60,8 +59,7 @@ static int once(const char *dir, const char *service, const char *user, int fd) 
         t[1] = now_ns();
         rc = pam_open_session(h, 0);
         if (rc != PAM_SUCCESS) {
-                fprintf(stderr, BENCH_NAME ": %s: open_session: %s\n", service,
-                        pam_strerror(h, rc));
+                progress("%s: open_session: %s", service, pam_strerror(h, rc));
                 pam_end(h, rc);
                 return 2;
         }
@@ -73,12 +71,6 @@ static int once(const char *dir, const char *service, const char *user, int fd) 
         if (write(fd, t, sizeof(t)) != (ssize_t) sizeof(t))
                 return 4;
         return rc == PAM_SUCCESS ? 0 : 3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-
-        return x < y ? -1 : x > y;
 }
 
 /* The q-quantile (0..1) of v[0..n), sorted in place. */
