@@ -554,6 +554,19 @@ void users_prune_state(Server *s) {
         }
 }
 
+void users_unrecord_unkept(Server *s) {
+        GHashTableIter it;
+        gpointer v;
+
+        g_hash_table_iter_init(&it, s->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+
+                if (!u->ns->pinned && !user_is_stored(u))
+                        state_made_remove(s->state, u->ns->ns_inode, u->ns->root_fd);
+        }
+}
+
 void users_store_more(Server *s) {
         GHashTableIter it;
         gpointer v;
