@@ -525,6 +525,7 @@ void server_free(Server *s) {
         /* sessions first (they point into users); namespaces stay pinned, state files and
          * the fd store stay for the next start */
         g_hash_table_destroy(s->waiting_sessions);
+        users_unrecord_unkept(s);
         users_forget_sessions(s);
         g_hash_table_destroy(s->sessions);
         g_hash_table_destroy(s->users);
