@@ -659,20 +659,18 @@ struct verb {
         int (*finish)(struct args *a);
 };
 
-#define OPTION_JSON \
-        { "json", no_argument, NULL, 'J' }
-#define OPTION_RAW \
-        { "raw", no_argument, NULL, 'r' }
-#define OPTION_NOHEADINGS \
-        { "noheadings", no_argument, NULL, 'n' }
-#define OPTION_OUTPUT                                           \
-        { "output", required_argument, NULL, 'o' }, {           \
-                "output-all", no_argument, NULL, ARG_OUTPUT_ALL \
-        }
+/* rows of the option tables (OPTION_OUTPUT two) */
+/* clang-format off */
+#define OPTION_JSON { "json", no_argument, NULL, 'J' }
+#define OPTION_RAW { "raw", no_argument, NULL, 'r' }
+#define OPTION_NOHEADINGS { "noheadings", no_argument, NULL, 'n' }
+#define OPTION_OUTPUT { "output", required_argument, NULL, 'o' }, \
+                      { "output-all", no_argument, NULL, ARG_OUTPUT_ALL }
 /* the options every command has, and the end of the table */
-#define OPTIONS_COMMON                                                                           \
-        { "socket", required_argument, NULL, ARG_SOCKET }, { "help", no_argument, NULL, 'h' }, { \
-        }
+#define OPTIONS_COMMON { "socket", required_argument, NULL, ARG_SOCKET }, \
+                       { "help", no_argument, NULL, 'h' }, \
+                       {}
+/* clang-format on */
 
 #define HELP_JSON " -J, --json           use JSON output format\n"
 /* list's and show's table options in --help; show's -r has a note, and show has -l */
