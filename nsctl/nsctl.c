@@ -657,6 +657,9 @@ struct verb {
         int (*prepare)(struct args *a);
         int (*request)(nsc_conn *conn, struct args *a);
         int (*finish)(struct args *a);
+        /* instead of all the above but the summary: a command with a path of its own (no
+         * request to nsd), given its arguments from its name on */
+        int (*run)(int argc, char **argv);
 };
 
 /* rows of the option tables (OPTION_OUTPUT two) */
@@ -934,7 +937,11 @@ static int parse_args(const struct verb *v, int argc, char **argv, struct args *
 
 /* parse_args(), prepare, one request on one connection, finish: see struct verb */
 static int run_verb(const struct verb *v, int argc, char **argv, struct args *a) {
-        int r = parse_args(v, argc, argv, a);
+        int r;
+
+        if (v->run)
+                return v->run(argc, argv);
+        r = parse_args(v, argc, argv, a);
 
         if (r != GO_ON)
                 return r;
@@ -959,11 +966,25 @@ static int help(void) {
                "\n"
                "Commands:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+                const char *line = verbs[i].summary;
                 char name[64];
+                int w;
 
-                snprintf(name, sizeof(name), "%s%s%s", verbs[i].name,
-                         verbs[i].summary_args ? " " : "", verbs[i].summary_args ?: "");
-                printf(" %-28s %s\n", name, verbs[i].summary);
+                /* the summary in a column of its own, its lines (\n) one below the other;
+                 * after a longer name it starts on the next line */
+                w = snprintf(name, sizeof(name), "%s%s%s", verbs[i].name,
+                             verbs[i].summary_args ? " " : "", verbs[i].summary_args ?: "");
+                printf(" %-28s", name);
+                if (w > 28)
+                        printf("\n%29s", "");
+                do {
+                        int len = (int) strcspn(line, "\n");
+
+                        printf(" %.*s\n", len, line);
+                        line += len;
+                        if (*line)
+                                printf("%29s", "");
+                } while (*line && *++line);
         }
         printf("\n"
                "<user> is a user name or a numeric uid.\n"
