@@ -949,7 +949,6 @@ static int run_verb(const struct verb *v, int argc, char **argv, struct args *a)
         if (v->run)
                 return v->run(argc, argv);
         r = parse_args(v, argc, argv, a);
-
         if (r != GO_ON)
                 return r;
         if (v->prepare && (r = v->prepare(a)))
