@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * server.h: nsd's state, the one object every room of the daemon hangs off (like logind's
- * Manager). The rooms, by floor (a file includes only what stands below it):
+ * server.h: the manager (like logind's Manager): it makes the rooms, binds the handler table
+ * into the transport and the registry's "changed" to STATUS=, and is the only one that talks
+ * to the service manager. It holds no user, session or request: those are the rooms'. The
+ * rooms, by floor (a file includes only what stands below it):
  *   server.c              start, stop, reload, limits in force, mode private on/off, STATUS=
  *   api/handlers.c        what nsd answers: a handler per request type
  *   transport/request.c   the wire side of a request: table of sizes, flags, checks; replies
@@ -30,51 +32,34 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/api.h"
 #include "base/nsd-forward.h"
 #include "policy/conf.h"
 #include "transport/request.h"
 
 struct Server {
-        Config config;
+        Config config; /* the one in force: every room reads it through a const Config * */
         char *config_path;
         char *run_dir;
-        PinStore *pins; /* NULL: running without pins */
-        uint32_t features;
+        uint32_t features;           /* the kernel's, probed */
         PrivateWatch *private_watch; /* mode private on ([Private] Enable=yes) */
         bool private_unavailable;    /* Enable=yes, refused: see server_private_mode_apply() */
         uint64_t started_usec;
-        /* MaxNamespaces= capped by what RLIMIT_NOFILE and user.max_mnt_namespaces allow */
-        unsigned max_namespaces;
 
-        ConnManager *conns;
-        RequestHandlers handlers; /* api/handlers.c's, with this server: bound to conns */
+        /* the rooms, bottom up */
+        FdStore *fdstore; /* never NULL; does nothing without a service manager */
+        StateDir *state;  /* NULL: no state files (no run_dir, or it cannot be used) */
+        PinStore *pins;   /* NULL: running without pins */
+        Pending *pending; /* kept namespaces not adopted yet */
         Policy *policy;
         Children *children;
+        Users *users;             /* the registry: users and sessions */
+        Api api;                  /* what the handlers work with */
+        RequestHandlers handlers; /* api_handlers with &api: bound to conns */
+        ConnManager *conns;
 
-        FdStore *fdstore;       /* never NULL; does nothing without a service manager */
-        StateDir *state;        /* NULL: no state files (no run_dir, or it cannot be used) */
-        char *proc_dir;         /* "/proc" */
-        uint64_t self_ns_inode; /* nsd's own mount namespace */
-
-        GHashTable *users;    /* GUINT_TO_POINTER(uid) -> User* (owned), user.c */
-        GHashTable *sessions; /* uint64_t* id -> Session* (owned), session.c */
-        /* sessions restored at start whose uid has no namespace held yet (pending): uid ->
-         * GPtrArray of Session* (owned by sessions), attached by user_add() */
-        GHashTable *waiting_sessions;
-        uint64_t next_session_id;
-        /* namespaces from the fd store not adopted yet (entering them failed for a reason
-         * that may pass): uid -> nsfs descriptor; retried with backoff, pending meanwhile */
-        GHashTable *stored_pending;
-        guint stored_retry;
-        unsigned stored_retries;
-        /* linger checks waiting for the scan of /proc under way (user.c) */
-        GArray *linger_queue;
-        LingerScan *linger_scan; /* the scan under way, NULL: none */
-        bool linger_scan_warned; /* a failed scan was said at warning level */
-        size_t stream_bytes;     /* SHOW text held for replies being sent, see api/handlers.c */
-        guint notify_timer;      /* a pending STATUS= to the service manager */
-        bool starting;           /* in server_new() */
-        bool pinns_stored;       /* the pin namespace is in the fd store */
+        guint notify_timer; /* a pending STATUS= to the service manager */
+        bool pinns_stored;  /* the pin namespace is in the fd store */
 };
 
 /* How to start. Tests leave run_dir NULL (no pin store) and probe_kernel false. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* session.c: sessions and their leaders' pidfds, kept across restarts; see session.h. */
+/* session.c: one session and its leader's pidfd, kept across restarts; see session.h. */
 #include "domain/session.h"
 
 #include <errno.h>
@@ -84,6 +84,15 @@ static uint64_t proc_start_time(pid_t pid) {
         return v;
 }
 
+uint64_t session_leader_start_time(pid_t pid, int pidfd) {
+        uint64_t start_time = proc_start_time(pid);
+
+        /* the start time read above is the leader's if it is still alive now */
+        if (pidfd >= 0 && pidfd_exited(pidfd))
+                return 0;
+        return start_time;
+}
+
 int session_leader_pidfd(pid_t pid, int *pidfd_io, int *ret_pidfd, char **ret_why) {
         int pidfd = -1;
 
@@ -139,87 +148,45 @@ static void state_session_name(char buf[static FDSTORE_NAME_MAX], uint64_t id) {
         snprintf(buf, FDSTORE_NAME_MAX, STATE_SESSION_PREFIX "%016" PRIx64, id);
 }
 
-static void session_persist(Session *sess) {
-        Server *s = sess->server;
+void session_persist(Session *sess) {
         g_autoptr(GKeyFile) kf = NULL;
         char name[FDSTORE_NAME_MAX];
 
-        if (s->state) {
+        if (sess->state) {
                 kf = g_key_file_new();
                 g_key_file_set_uint64(kf, "Session", "Uid", sess->uid);
                 g_key_file_set_int64(kf, "Session", "Pid", sess->pid);
                 g_key_file_set_uint64(kf, "Session", "StartTime", sess->start_time);
                 g_key_file_set_string(kf, "Session", "Service", sess->service);
                 state_session_name(name, sess->id);
-                (void) state_write(s->state, name, kf);
+                (void) state_write(sess->state, name, kf);
         }
         if (sess->pidfd >= 0)
-                (void) fdstore_put(s->fdstore, sess->pidfd,
+                (void) fdstore_put(sess->fdstore, sess->pidfd,
                                    fdstore_session_name(name, (unsigned long long) sess->id),
                                    FDSTORE_CLASS_SESSION);
 }
 
-static void session_unpersist(Session *sess) {
+void session_unpersist(Session *sess) {
         char name[FDSTORE_NAME_MAX];
 
         state_session_name(name, sess->id);
-        state_remove(sess->server->state, name);
+        state_remove(sess->state, name);
         if (sess->pidfd >= 0)
-                (void) fdstore_remove(sess->server->fdstore,
+                (void) fdstore_remove(sess->fdstore,
                                       fdstore_session_name(name, (unsigned long long) sess->id));
 }
 
-/* ---- sessions --------------------------------------------------------------------------- */
+/* ---- a session --------------------------------------------------------------------------- */
 
-void session_free(gpointer p) {
-        Session *sess = p;
-
+void session_free(Session *sess) {
+        if (!sess)
+                return;
         if (sess->watch)
                 g_source_remove(sess->watch);
         if (sess->pidfd >= 0)
                 close(sess->pidfd);
         g_free(sess);
-}
-
-static void session_unwait(Session *sess) {
-        GPtrArray *w = g_hash_table_lookup(sess->server->waiting_sessions,
-                                           GUINT_TO_POINTER(sess->uid));
-
-        if (!w)
-                return;
-        g_ptr_array_remove(w, sess);
-        if (w->len == 0)
-                g_hash_table_remove(sess->server->waiting_sessions, GUINT_TO_POINTER(sess->uid));
-}
-
-/* Out of every table; frees sess. */
-static void session_remove(Session *sess) {
-        Server *s = sess->server;
-
-        session_unpersist(sess);
-        if (sess->user)
-                g_ptr_array_remove(sess->user->sessions, sess);
-        else
-                session_unwait(sess);
-        g_hash_table_remove(s->sessions, &sess->id); /* frees sess */
-}
-
-void session_end(Session *sess) {
-        Server *s = sess->server;
-        User *u = sess->user;
-
-        session_remove(sess);
-        if (u && u->sessions->len == 0) {
-                char buf[64];
-                log_debug("Last session of uid %u ended, %s", (unsigned) u->uid,
-                          config_linger_to_string(&s->config, buf, sizeof buf));
-                user_arm_linger(u, 0);
-        }
-        server_notify_status(s);
-}
-
-void session_discard(Session *sess) {
-        session_remove(sess);
 }
 
 static gboolean on_session_leader_exit(int fd, GIOCondition cond, gpointer userdata) {
@@ -229,7 +196,7 @@ static gboolean on_session_leader_exit(int fd, GIOCondition cond, gpointer userd
                   "Session %" G_GUINT64_FORMAT " of uid %u (pid %u, '%s') ended without close",
                   sess->id, (unsigned) sess->uid, (unsigned) sess->pid, sess->service);
         sess->watch = 0;
-        session_end(sess);
+        sess->on_exit(sess, sess->userdata); /* the owner ends it: sess may be gone */
         return G_SOURCE_REMOVE;
 }
 
@@ -241,13 +208,16 @@ static gboolean on_session_poll(gpointer userdata) {
         return on_session_leader_exit(-1, 0, sess);
 }
 
-/* A session object in the tables, watched; not yet any user's. */
-static Session *session_new(Server *s, uint64_t id, uid_t uid, pid_t pid, uint64_t start_time,
-                            const char *service, int pidfd) {
+Session *session_new(uint64_t id, uid_t uid, pid_t pid, uint64_t start_time, const char *service,
+                     int pidfd, FdStore *fdstore, StateDir *state, SessionExitFn on_exit,
+                     void *userdata) {
         Session *sess = g_new0(Session, 1);
 
-        sess->server = s;
         sess->id = id;
+        sess->fdstore = fdstore;
+        sess->state = state;
+        sess->on_exit = on_exit;
+        sess->userdata = userdata;
         sess->uid = uid;
         sess->pid = pid;
         sess->start_time = start_time;
@@ -257,97 +227,22 @@ static Session *session_new(Server *s, uint64_t id, uid_t uid, pid_t pid, uint64
                 sess->watch = g_unix_fd_add(pidfd, G_IO_IN, on_session_leader_exit, sess);
         else /* no pidfd_open (kernel < 5.3): poll the pid; pid reuse may hide an exit */
                 sess->watch = g_timeout_add_seconds(SESSION_POLL_SEC, on_session_poll, sess);
-        g_hash_table_insert(s->sessions, &sess->id, sess);
         return sess;
-}
-
-static void session_attach(Session *sess, User *u) {
-        sess->user = u;
-        g_ptr_array_add(u->sessions, sess);
-        user_cancel_linger(u);
-}
-
-static uint64_t session_next_id(Server *s) {
-        uint64_t id;
-
-        do
-                id = s->next_session_id++;
-        while (id == 0 || g_hash_table_contains(s->sessions, &id));
-        return id;
-}
-
-Session *session_open(User *u, pid_t pid, const char *service, int pidfd) {
-        Server *s = u->server;
-        uint64_t start_time = proc_start_time(pid);
-        Session *sess;
-
-        /* the start time read above is the leader's if it is still alive now */
-        if (pidfd >= 0 && pidfd_exited(pidfd))
-                start_time = 0;
-        sess = session_new(s, session_next_id(s), u->uid, pid, start_time, service, pidfd);
-        session_attach(sess, u);
-        session_persist(sess);
-
-        log_event(LOG_INFO, 0, u->uid, "session-opened",
-                  "Session %" G_GUINT64_FORMAT " of uid %u opened (pid %u, '%s'), %u live",
-                  sess->id, (unsigned) u->uid, (unsigned) sess->pid, sess->service,
-                  u->sessions->len);
-        server_notify_status(s);
-        return sess;
-}
-
-Session *session_find(Server *s, uid_t uid, uint64_t id, pid_t pid) {
-        GHashTableIter it;
-        gpointer v;
-        Session *sess;
-
-        if (id != 0) {
-                sess = g_hash_table_lookup(s->sessions, &id);
-                if (sess && (sess->uid != uid || (pid != 0 && pid != sess->pid)))
-                        return NULL;
-                return sess;
-        }
-        g_hash_table_iter_init(&it, s->sessions);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                sess = v;
-                if (sess->uid == uid && sess->pid == pid)
-                        return sess;
-        }
-        return NULL;
-}
-
-unsigned sessions_of_uid(Server *s, uid_t uid) {
-        User *u = user_get(s, uid);
-        GPtrArray *w = g_hash_table_lookup(s->waiting_sessions, GUINT_TO_POINTER(uid));
-
-        return (u ? u->sessions->len : 0) + (w ? w->len : 0);
-}
-
-void session_attach_waiting(Server *s, User *u) {
-        GPtrArray *w = g_hash_table_lookup(s->waiting_sessions, GUINT_TO_POINTER(u->uid));
-
-        if (!w)
-                return;
-        for (guint i = 0; i < w->len; i++)
-                session_attach(g_ptr_array_index(w, i), u);
-        log_info("%u restored session%s of uid %u joined its namespace", w->len,
-                 w->len == 1 ? "" : "s", (unsigned) u->uid);
-        g_hash_table_remove(s->waiting_sessions, GUINT_TO_POINTER(u->uid));
 }
 
 /* ---- restore ---------------------------------------------------------------------------- */
 
 /* The leader of a restored session, checked: 1 alive (*ret_pidfd, -1 in poll mode), 0 gone
  * (*ret_why), -errno cannot tell now. */
-static int restore_leader(Server *s, uint64_t id, pid_t pid, uint64_t start_time, int *ret_pidfd,
-                          bool *ret_stored, const char **ret_why) {
+static int restore_leader(FdStore *fdstore, uint64_t id, pid_t pid, uint64_t start_time,
+                          int *ret_pidfd, bool *ret_stored, const char **ret_why) {
         char name[FDSTORE_NAME_MAX];
         _cleanup_close_ int pidfd = -1;
         pid_t p = 0;
         int r;
 
         *ret_stored = false;
-        pidfd = fdstore_take(s->fdstore, fdstore_session_name(name, (unsigned long long) id));
+        pidfd = fdstore_take(fdstore, fdstore_session_name(name, (unsigned long long) id));
         if (pidfd >= 0) {
                 r = pidfd_get_pid(pidfd, &p);
                 if (r == -EBADF) {
@@ -382,83 +277,65 @@ static int restore_leader(Server *s, uint64_t id, pid_t pid, uint64_t start_time
         return 1;
 }
 
-void sessions_restore(Server *s) {
-        g_auto(GStrv) names = state_list(s->state, STATE_SESSION_PREFIX);
-        unsigned restored = 0, ended = 0, waiting = 0;
+bool session_id_from_name(const char *name, uint64_t *ret_id) {
+        char *end = NULL;
+        uint64_t id;
 
-        for (char **n = names; *n; n++) {
-                g_autoptr(GKeyFile) kf = NULL;
-                g_autofree char *service = NULL;
-                const char *why = "its state file does not parse";
-                char fdname[FDSTORE_NAME_MAX], *end;
-                uint64_t id, start_time = 0;
-                int pidfd = -1, r = 0;
-                bool stored = false;
-                gint64 pid = 0;
-                guint64 uid = 0;
-                Session *sess;
-                User *u;
+        if (!g_str_has_prefix(name, STATE_SESSION_PREFIX))
+                return false;
+        id = g_ascii_strtoull(name + strlen(STATE_SESSION_PREFIX), &end, 16);
+        if (*end || id == 0)
+                return false;
+        *ret_id = id;
+        return true;
+}
 
-                id = g_ascii_strtoull(*n + strlen(STATE_SESSION_PREFIX), &end, 16);
-                if (*end || id == 0 || g_hash_table_contains(s->sessions, &id)) {
-                        state_remove(s->state, *n);
-                        continue;
-                }
-                if (state_read(s->state, *n, &kf) >= 0) {
-                        uid = g_key_file_get_uint64(kf, "Session", "Uid", NULL);
-                        pid = g_key_file_get_int64(kf, "Session", "Pid", NULL);
-                        start_time = g_key_file_get_uint64(kf, "Session", "StartTime", NULL);
-                        service = g_key_file_get_string(kf, "Session", "Service", NULL);
-                        if (pid > 0 && pid <= INT32_MAX && uid < UINT32_MAX && service)
-                                r = restore_leader(s, id, (pid_t) pid, start_time, &pidfd, &stored,
-                                                   &why);
-                }
-                if (r < 0) {
-                        /* cannot tell now: keep the file for the next start, count nothing */
-                        log_warning_errno(r,
-                                          "Cannot check the leader of session %016" PRIx64
-                                          " now, leaving it for later: %m",
-                                          id);
-                        continue;
-                }
-                if (r == 0) {
-                        log_event(LOG_INFO, 0, kf ? (uid_t) uid : (uid_t) -1, "session-ended",
-                                  "Session %" G_GUINT64_FORMAT " of uid %u (pid %d, '%s') ended "
-                                  "while nsd was not running: %s",
-                                  id, (unsigned) uid, (int) pid, service ? service : "?", why);
-                        state_remove(s->state, *n);
-                        (void) fdstore_remove(s->fdstore,
-                                              fdstore_session_name(fdname,
-                                                                   (unsigned long long) id));
-                        ended++;
-                        continue;
-                }
-                sess = session_new(s, id, (uid_t) uid, (pid_t) pid, start_time, service, pidfd);
-                if (!stored && pidfd >= 0)
-                        (void) fdstore_put(s->fdstore, pidfd,
-                                           fdstore_session_name(fdname, (unsigned long long) id),
-                                           FDSTORE_CLASS_SESSION);
-                u = user_get(s, (uid_t) uid);
-                if (u)
-                        session_attach(sess, u);
-                else {
-                        GPtrArray *w = g_hash_table_lookup(s->waiting_sessions,
-                                                           GUINT_TO_POINTER(sess->uid));
-                        if (!w) {
-                                w = g_ptr_array_new();
-                                g_hash_table_insert(s->waiting_sessions,
-                                                    GUINT_TO_POINTER(sess->uid), w);
-                        }
-                        g_ptr_array_add(w, sess);
-                        waiting++;
-                }
-                restored++;
-                log_debug("Restored session %016" PRIx64 " of uid %u (pid %d, '%s'%s)", id,
-                          (unsigned) uid, (int) pid, sess->service,
-                          stored ? ", pidfd from the fd store" : "");
+int session_restore(const char *name, uint64_t id, FdStore *fdstore, StateDir *state,
+                    SessionExitFn on_exit, void *userdata, Session **ret) {
+        g_autoptr(GKeyFile) kf = NULL;
+        g_autofree char *service = NULL;
+        const char *why = "its state file does not parse";
+        char fdname[FDSTORE_NAME_MAX];
+        uint64_t start_time = 0;
+        int pidfd = -1, r = 0;
+        bool stored = false;
+        gint64 pid = 0;
+        guint64 uid = 0;
+        Session *sess;
+
+        if (state_read(state, name, &kf) >= 0) {
+                uid = g_key_file_get_uint64(kf, "Session", "Uid", NULL);
+                pid = g_key_file_get_int64(kf, "Session", "Pid", NULL);
+                start_time = g_key_file_get_uint64(kf, "Session", "StartTime", NULL);
+                service = g_key_file_get_string(kf, "Session", "Service", NULL);
+                if (pid > 0 && pid <= INT32_MAX && uid < UINT32_MAX && service)
+                        r = restore_leader(fdstore, id, (pid_t) pid, start_time, &pidfd, &stored,
+                                           &why);
         }
-        if (restored || ended)
-                log_info("Restored %u sessions (%u waiting for their namespace); %u ended while "
-                         "nsd was not running",
-                         restored, waiting, ended);
+        if (r < 0)
+                /* cannot tell now: keep the file for the next start, count nothing */
+                return log_warning_errno(r,
+                                         "Cannot check the leader of session %016" PRIx64
+                                         " now, leaving it for later: %m",
+                                         id);
+        if (r == 0) {
+                log_event(LOG_INFO, 0, kf ? (uid_t) uid : (uid_t) -1, "session-ended",
+                          "Session %" G_GUINT64_FORMAT " of uid %u (pid %d, '%s') ended while "
+                          "nsd was not running: %s",
+                          id, (unsigned) uid, (int) pid, service ? service : "?", why);
+                state_remove(state, name);
+                (void) fdstore_remove(fdstore,
+                                      fdstore_session_name(fdname, (unsigned long long) id));
+                return 0;
+        }
+        sess = session_new(id, (uid_t) uid, (pid_t) pid, start_time, service, pidfd, fdstore, state,
+                           on_exit, userdata);
+        if (!stored && pidfd >= 0)
+                (void) fdstore_put(fdstore, pidfd,
+                                   fdstore_session_name(fdname, (unsigned long long) id),
+                                   FDSTORE_CLASS_SESSION);
+        log_debug("Restored session %016" PRIx64 " of uid %u (pid %d, '%s'%s)", id, (unsigned) uid,
+                  (int) pid, sess->service, stored ? ", pidfd from the fd store" : "");
+        *ret = sess;
+        return 1;
 }

@@ -261,8 +261,10 @@ static int roots_child(void *p) {
         return 0;
 }
 
-int userns_open_roots(const int *ns_fds, size_t n, int *root_fds, int *errs,
-                      struct helper_status *s) {
+/* One helper child enters each ns_fds[i] in turn and opens its root into root_fds[i] (-1 and
+ * errs[i] set on failure). -errno when the child could not run at all (*s says why). */
+static int userns_open_roots(const int *ns_fds, size_t n, int *root_fds, int *errs,
+                             struct helper_status *s) {
         struct roots_args a = { .n = n, .ns_fds = ns_fds, .root_fds = root_fds, .errs = errs };
         int r;
 
@@ -289,10 +291,8 @@ int userns_adopt_fds(const uid_t *uids, int *ns_fds, size_t n, UserNs **ret, int
                 ret[i] = NULL;
         r = userns_open_roots(ns_fds, n, root_fds, errs, &hs);
         if (r < 0)
-                return log_debug_errno(r,
-                                       "Failed to enter %zu namespaces from the fd store: "
-                                       "%s: %m",
-                                       n, helper_status_step(&hs));
+                return log_debug_errno(r, "Failed to enter %zu kept namespaces: %s: %m", n,
+                                       helper_status_step(&hs));
         for (size_t i = 0; i < n; i++) {
                 int t = fd_nstype(ns_fds[i]);
                 if (t != CLONE_NEWNS) { /* setns() refused it anyway; say why */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "domain/user.h"
+#include "domain/users.h"
 #include "loop-test.h"
 #include "server.h"
 #include "store/userns.h"
@@ -42,7 +43,7 @@ static inline User *core_test_user_here_pinned(Server *s, uid_t uid, bool pinned
                 abort();
         ns->ns_inode = st.st_ino;
         ns->pinned = pinned;
-        return user_add(s, ns, NULL, 0);
+        return users_add(s->users, ns, NULL, 0);
 }
 
 /* ... not pinned, as without a pin store */

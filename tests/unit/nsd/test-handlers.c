@@ -91,7 +91,7 @@ static void add_fake_users(Server *s, unsigned n) {
                 ns->ns_fd = open("/", O_PATH | O_CLOEXEC);
                 ns->root_fd = open("/", O_PATH | O_CLOEXEC);
                 ns->ns_inode = 4026531840u + i;
-                user_add(s, ns, NULL, 0);
+                users_add(s->users, ns, NULL, 0);
         }
 }
 
@@ -261,8 +261,7 @@ static void test_join_session_refusals(void) {
                    strstr(msg, "0 descriptors sent with JOIN_SESSION, expected 1"),
            "the pidfd flag without a descriptor: EBADMSG (%s)", msg);
         ok(loop_test_at_eof(fd), "and closed");
-        is_int(g_hash_table_size(s->users) + g_hash_table_size(s->sessions), 0,
-               "nothing was opened");
+        is_int(users_count(s->users) + users_count_sessions(s->users), 0, "nothing was opened");
         close(fd);
         server_free(s);
 }
