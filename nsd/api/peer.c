@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
@@ -15,6 +14,7 @@
 
 #include "base/helper.h"
 #include "cleanup.h"
+#include "pidfd-util.h"
 
 #ifndef STATX_ATTR_MOUNT_ROOT
 #define STATX_ATTR_MOUNT_ROOT 0x00002000
@@ -107,13 +107,6 @@ static int peer_open_child(void *p) {
         return 0;
 }
 
-/* Has the process of pidfd ended (or is it a zombie)? */
-static bool pidfd_exited(int pidfd) {
-        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-
-        return poll(&pfd, 1, 0) != 0; /* readable: exited; -1: cannot tell, as good as gone */
-}
-
 int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns, PeerView *ret,
               char **ret_why) {
         struct peer_args a = { .pid = pid, .ns_fd = -1, .root_fd = -1 };
@@ -135,7 +128,7 @@ int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns
         }
         a.uid = sender->uid;
         a.gid = sender->gid;
-        if (pidfd_exited(pidfd)) {
+        if (pidfd_exited(pidfd) != 0) { /* exited, or poll() cannot tell: as good as gone */
                 *ret_why = g_strdup_printf("pid %d, which connected, has exited", (int) pid);
                 return -EPERM;
         }
@@ -148,7 +141,7 @@ int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns
                 return -EPERM;
         }
         /* opened before this check: the files are of the process the pidfd names */
-        if (pidfd_exited(pidfd)) {
+        if (pidfd_exited(pidfd) != 0) {
                 *ret_why = g_strdup_printf("pid %d, which connected, has exited", (int) pid);
                 return -EPERM;
         }

@@ -6,63 +6,20 @@
 #include <fcntl.h>
 #include <glib-unix.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/errno-util.h"
 #include "base/log.h"
 #include "cleanup.h"
+#include "pidfd-util.h"
 #include "store/fdstore.h"
 #include "store/state.h"
 
 /* ---- pidfds ---------------------------------------------------------------------------- */
-
-/* The pid a pidfd refers to, from /proc/self/fdinfo ("Pid:" exists only for pidfds; -1 once
- * the process is gone). -EBADF: not a pidfd; another -errno: could not be read (may pass). */
-static int pidfd_get_pid(int fd, pid_t *ret) {
-        char path[64], buf[4096];
-        _cleanup_close_ int f = -1;
-        size_t len = 0;
-        const char *p;
-
-        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
-        f = open(path, O_RDONLY | O_CLOEXEC);
-        if (f < 0)
-                return errno == ENOENT ? -EBADF : -errno;
-        while (len < sizeof buf - 1) {
-                ssize_t n = read(f, buf + len, sizeof buf - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        buf[len] = '\0';
-        p = strstr(buf, "\nPid:");
-        if (!p)
-                return -EBADF;
-        *ret = (pid_t) strtol(p + 5, NULL, 10);
-        return 0;
-}
-
-static int pidfd_open_cloexec(pid_t pid) {
-        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (fd >= 0)
-                (void) fcntl(fd, F_SETFD, FD_CLOEXEC); /* pidfd_open sets it */
-        return fd;
-}
-
-static bool pidfd_exited(int pidfd) {
-        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-        return poll(&pfd, 1, 0) > 0;
-}
 
 /* The start time of pid (field 22 of /proc/PID/stat, clock ticks since boot); 0: unknown. */
 static uint64_t proc_start_time(pid_t pid) {
@@ -88,7 +45,7 @@ uint64_t session_leader_start_time(pid_t pid, int pidfd) {
         uint64_t start_time = proc_start_time(pid);
 
         /* the start time read above is the leader's if it is still alive now */
-        if (pidfd >= 0 && pidfd_exited(pidfd))
+        if (pidfd >= 0 && pidfd_exited(pidfd) > 0)
                 return 0;
         return start_time;
 }
@@ -133,7 +90,7 @@ int session_leader_pidfd(pid_t pid, int *pidfd_io, int *ret_pidfd, char **ret_wh
                         return errno_may_pass(e) ? -NSD_ERRNO_NOT_YET : -e;
                 }
         }
-        if (pidfd >= 0 && pidfd_exited(pidfd)) {
+        if (pidfd >= 0 && pidfd_exited(pidfd) > 0) {
                 close(pidfd);
                 *ret_why = g_strdup_printf("pid %d has already exited", (int) pid);
                 return -ESRCH;
@@ -250,7 +207,7 @@ static int restore_leader(FdStore *fdstore, uint64_t id, pid_t pid, uint64_t sta
                         CLOSE_FD(pidfd);
                 } else if (r < 0)
                         return r;
-                else if (p != pid || pidfd_exited(pidfd)) {
+                else if (p != pid || pidfd_exited(pidfd) > 0) {
                         *ret_why = "its leader is gone";
                         return 0;
                 } else {
@@ -268,7 +225,7 @@ static int restore_leader(FdStore *fdstore, uint64_t id, pid_t pid, uint64_t sta
         if (pidfd < 0 && errno != ENOSYS)
                 return -errno;
         if (start_time == 0 || proc_start_time(pid) != start_time ||
-            (pidfd >= 0 && pidfd_exited(pidfd))) {
+            (pidfd >= 0 && pidfd_exited(pidfd) > 0)) {
                 *ret_why = start_time == 0 ? "its leader's start time is unknown"
                                            : "its leader is gone (the pid is another process's)";
                 return 0;

@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/log.h"
 #include "nsd-protocol.h"
+#include "pidfd-util.h"
 #include "socket-util.h"
 
 /* accept() at most this many connections per wakeup of a listening socket. */
@@ -724,7 +724,7 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
         /* right after accept(): pid is the process that connected, unless it died in the
          * moment between its connect() and nsd's accept() and the pid came round again */
         if (uid != 0 && pid > 0) {
-                c->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+                c->pidfd = pidfd_open_cloexec(pid);
                 if (c->pidfd < 0)
                         log_debug_errno(errno,
                                         "Cannot open a pidfd of uid %u pid %u, it gets "
