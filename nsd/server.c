@@ -174,7 +174,7 @@ static void server_sync_api(Server *s) {
  * kernel without F4 the mode is refused with an error in the log and in `nsctl status`;
  * nsd goes on serving namespaces: refusing to start would refuse every PAM login. */
 static void server_private_mode_apply(Server *s) {
-        const char *why = NULL;
+        g_autofree char *why = NULL;
         int r;
 
         if (!s->config.private_mode) {

@@ -509,14 +509,14 @@ static void on_hidden(int rv, uint64_t mnt_id, const char *why, void *userdata) 
 static int hide_continue(Request *r) {
         const struct nsd_req_hide *req = MSG(r, struct nsd_req_hide);
         Api *a = api_of(r);
-        const char *reason = NULL;
         int rv;
 
         rv = access_check_full_view(r, users_get(a->users, req->uid));
         if (rv < 0)
                 return rv;
-        if (private_supported(a->kernel_features, &reason) < 0)
-                return request_refuse(r, EOPNOTSUPP, "%s", reason);
+        rv = private_supported(a->kernel_features, &r->why);
+        if (rv < 0)
+                return rv;
         rv = private_hide_start(a->policy, a->children, a->config->path_walk_timeout_usec, r->uid,
                                 r->sender.gid, req->uid, req->path, req->flags & NSD_HIDE_UNHIDE,
                                 on_hidden, request_ref(r), &r->why);

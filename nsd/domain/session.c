@@ -56,44 +56,35 @@ int session_leader_pidfd(pid_t pid, int *pidfd_io, int *ret_pidfd, char **ret_wh
         if (*pidfd_io >= 0) {
                 pid_t p = 0;
                 int r = pidfd_get_pid(*pidfd_io, &p);
-                if (r == -EBADF) {
-                        *ret_why = g_strdup("the descriptor sent is not a pidfd");
-                        return -EBADF;
-                }
-                if (r < 0) {
-                        *ret_why = g_strdup_printf("cannot check the pidfd sent now (%s); retry",
-                                                   g_strerror(-r));
-                        return errno_may_pass(r) ? -NSD_ERRNO_NOT_YET : r;
-                }
-                if (p <= 0) {
-                        *ret_why = g_strdup_printf("pid %d has already exited", (int) pid);
-                        return -ESRCH;
-                }
-                if (p != pid) {
-                        *ret_why = g_strdup_printf("the pidfd sent is of pid %d, not of pid %d",
-                                                   (int) p, (int) pid);
-                        return -EINVAL;
-                }
+                if (r == -EBADF)
+                        return why_set(ret_why, -EBADF, "the descriptor sent is not a pidfd");
+                if (r < 0)
+                        return why_set(ret_why, (errno_may_pass(r) ? -NSD_ERRNO_NOT_YET : r),
+                                       "cannot check the pidfd sent now (%s); retry",
+                                       g_strerror(-r));
+                if (p <= 0)
+                        return why_set(ret_why, -ESRCH, "pid %d has already exited", (int) pid);
+                if (p != pid)
+                        return why_set(ret_why, -EINVAL,
+                                       "the pidfd sent is of pid %d, not of pid %d", (int) p,
+                                       (int) pid);
                 pidfd = *pidfd_io;
                 *pidfd_io = -1; /* taken */
         } else {
                 pidfd = pidfd_open_cloexec(pid);
                 if (pidfd < 0 && errno != ENOSYS) {
                         int e = errno;
-                        if (e == ESRCH) {
-                                *ret_why = g_strdup_printf("pid %d has already exited", (int) pid);
-                                return -ESRCH;
-                        }
-                        *ret_why = g_strdup_printf("cannot watch pid %d: %s%s", (int) pid,
-                                                   g_strerror(e),
-                                                   errno_may_pass(e) ? "; retry" : "");
-                        return errno_may_pass(e) ? -NSD_ERRNO_NOT_YET : -e;
+                        if (e == ESRCH)
+                                return why_set(ret_why, -ESRCH, "pid %d has already exited",
+                                               (int) pid);
+                        return why_set(ret_why, errno_may_pass(e) ? NSD_ERRNO_NOT_YET : e,
+                                       "cannot watch pid %d: %s%s", (int) pid, g_strerror(e),
+                                       errno_may_pass(e) ? "; retry" : "");
                 }
         }
         if (pidfd >= 0 && pidfd_exited(pidfd) > 0) {
                 close(pidfd);
-                *ret_why = g_strdup_printf("pid %d has already exited", (int) pid);
-                return -ESRCH;
+                return why_set(ret_why, ESRCH, "pid %d has already exited", (int) pid);
         }
         *ret_pidfd = pidfd;
         return 0;
