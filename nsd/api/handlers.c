@@ -357,13 +357,7 @@ static int handle_list(Request *r) {
                 }
         }
         ls->with_mounts = ls->uids->len <= LIST_MOUNTS_MAX_ENTRIES;
-        r->data = ls;
-        r->data_free = list_state_free;
-        r->produce = list_produce;
-        if (list_produce(r))
-                return 0;
-        request_want_produce(r);
-        return REQUEST_PENDING;
+        return request_stream(r, ls, list_state_free, list_produce);
 }
 
 typedef struct ShowState {
@@ -433,13 +427,7 @@ static int handle_show(Request *r) {
         ss->text = text;
         ss->len = len;
         a->stream_bytes += len;
-        r->data = ss;
-        r->data_free = show_state_free;
-        r->produce = show_produce;
-        if (show_produce(r))
-                return 0;
-        request_want_produce(r);
-        return REQUEST_PENDING;
+        return request_stream(r, ss, show_state_free, show_produce);
 }
 
 /* ---- RELEASE ---------------------------------------------------------------------------- */

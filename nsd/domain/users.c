@@ -175,6 +175,18 @@ static NsSetup config_ns_setup(const Config *cfg) {
         };
 }
 
+/* -NSD_ERRNO_NOT_YET for a pending uid, with why. */
+static int why_pending(const Users *reg, uid_t uid, char **ret_why) {
+        if (pending_store_ready(reg->pending))
+                return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                               "the namespace of uid %u is pinned but not adopted yet; retry",
+                               (unsigned) uid);
+        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                       "nsd's pin store is not available yet, so the namespace of uid %u is not "
+                       "known; retry",
+                       (unsigned) uid);
+}
+
 int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created, char **ret_why) {
         NsSetup setup = config_ns_setup(reg->config);
         UserNs *ns = NULL;
@@ -198,21 +210,13 @@ int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created
                 }
         }
         if (users_is_pending(reg, uid)) {
-                bool ready = pending_store_ready(reg->pending);
                 /* a login retries this every 50 ms to 1 s: debug, the store logs its own
                  * progress */
                 log_debug("JOIN for uid %u: not yet available (%s)", (unsigned) uid,
-                          ready ? "its kept namespace is not adopted yet"
-                                : "the pin store is not available yet");
-                if (ready)
-                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
-                                       "the namespace of uid %u is pinned but not adopted yet; "
-                                       "retry",
-                                       (unsigned) uid);
-                return why_set(ret_why, NSD_ERRNO_NOT_YET,
-                               "nsd's pin store is not available yet, so the namespace of uid "
-                               "%u is not known; retry",
-                               (unsigned) uid);
+                          pending_store_ready(reg->pending)
+                                  ? "its kept namespace is not adopted yet"
+                                  : "the pin store is not available yet");
+                return why_pending(reg, uid, ret_why);
         }
         if (!create)
                 return why_set(ret_why, ENOENT, "uid %u has no namespace yet", (unsigned) uid);
@@ -229,10 +233,7 @@ int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created
         if (r == -EAGAIN) {
                 /* userns_create() logged what failed; a login retries */
                 if (users_is_pending(reg, uid))
-                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
-                                       "the namespace of uid %u is pinned but not adopted yet; "
-                                       "retry",
-                                       (unsigned) uid);
+                        return why_pending(reg, uid, ret_why);
                 return why_set(ret_why, NSD_ERRNO_NOT_YET,
                                "cannot create the namespace of uid %u now (a passing shortage); "
                                "retry",

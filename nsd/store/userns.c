@@ -33,6 +33,24 @@
 
 /* ---- user namespaces --------------------------------------------------------------------- */
 
+/* In a helper child: bind-mount ns_fd onto pin_name in the pin tmpfs (dir_fd) of the pin
+ * namespace. A mount whose target lies in the pin namespace must be made from inside it
+ * (check_mnt), and the pin namespace is older than the pinned one (mnt_ns_loop). Returns the
+ * child's exit status. */
+static int pin_child(struct helper_status *s, int pinns_fd, int dir_fd, int ns_fd,
+                     const char *pin_name) {
+        char src[32];
+
+        if (setns(pinns_fd, CLONE_NEWNS) < 0)
+                return helper_fail(s, HELPER_STEP_SETNS);
+        if (fchdir(dir_fd) < 0)
+                return helper_fail(s, HELPER_STEP_CHDIR);
+        helper_fd_path(src, ns_fd);
+        if (mount(src, pin_name, NULL, MS_BIND, NULL) < 0)
+                return helper_fail(s, HELPER_STEP_PIN_MOUNT);
+        return 0;
+}
+
 struct create_args {
         struct helper_status s;
         int cpu;
@@ -47,7 +65,6 @@ struct create_args {
 
 static int create_child(void *p) {
         struct create_args *a = p;
-        char src[32];
 
         if (!helper_bind_cpu(a->cpu))
                 return helper_fail(&a->s, HELPER_STEP_AFFINITY);
@@ -67,17 +84,7 @@ static int create_child(void *p) {
                 return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
         if (a->pinns_fd < 0)
                 return 0;
-
-        /* The pin: a mount whose target lies in the pin namespace must be made from inside
-         * it (check_mnt), and the pin namespace is older than this one (mnt_ns_loop). */
-        if (setns(a->pinns_fd, CLONE_NEWNS) < 0)
-                return helper_fail(&a->s, HELPER_STEP_SETNS);
-        if (fchdir(a->dir_fd) < 0)
-                return helper_fail(&a->s, HELPER_STEP_CHDIR);
-        helper_fd_path(src, a->ns_fd);
-        if (mount(src, a->pin_name, NULL, MS_BIND, NULL) < 0)
-                return helper_fail(&a->s, HELPER_STEP_PIN_MOUNT);
-        return 0;
+        return pin_child(&a->s, a->pinns_fd, a->dir_fd, a->ns_fd, a->pin_name);
 }
 
 UserNs *userns_new(uid_t uid) {
@@ -332,16 +339,8 @@ struct repin_args {
 
 static int repin_child(void *p) {
         struct repin_args *a = p;
-        char src[32];
 
-        if (setns(a->pinns_fd, CLONE_NEWNS) < 0)
-                return helper_fail(&a->s, HELPER_STEP_SETNS);
-        if (fchdir(a->dir_fd) < 0)
-                return helper_fail(&a->s, HELPER_STEP_CHDIR);
-        helper_fd_path(src, a->ns_fd);
-        if (mount(src, a->pin_name, NULL, MS_BIND, NULL) < 0)
-                return helper_fail(&a->s, HELPER_STEP_PIN_MOUNT);
-        return 0;
+        return pin_child(&a->s, a->pinns_fd, a->dir_fd, a->ns_fd, a->pin_name);
 }
 
 int userns_repin(PinStore *ps, UserNs *ns) {
