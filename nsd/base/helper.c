@@ -146,6 +146,16 @@ int helper_bind_cpu(int cpu) {
         return sched_setaffinity(0, sizeof set, &set) >= 0;
 }
 
+int helper_unshare_ns(struct helper_status *s, int cpu, unsigned long propagation) {
+        if (!helper_bind_cpu(cpu))
+                return helper_fail(s, HELPER_STEP_AFFINITY);
+        if (unshare(CLONE_NEWNS) < 0)
+                return helper_fail(s, HELPER_STEP_UNSHARE);
+        if (mount(NULL, "/", NULL, MS_REC | propagation, NULL) < 0)
+                return helper_fail(s, HELPER_STEP_PROPAGATION);
+        return 0;
+}
+
 long helper_count_lines(int fd) {
         char buf[8192]; /* a child's stack is CHILD_STACK_SIZE */
         long lines = 0;

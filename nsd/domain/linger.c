@@ -90,12 +90,11 @@ void linger_free(Linger *l) {
 static LingerEntry *entry_get(Linger *l, uid_t uid) {
         LingerEntry *e = g_hash_table_lookup(l->entries, GUINT_TO_POINTER(uid));
 
-        if (!e) {
-                e = g_new0(LingerEntry, 1);
-                e->linger = l;
-                e->uid = uid;
-                g_hash_table_insert(l->entries, GUINT_TO_POINTER(uid), e);
-        }
+        if (e)
+                return e;
+        e = g_new(LingerEntry, 1);
+        *e = (LingerEntry) { .linger = l, .uid = uid };
+        g_hash_table_insert(l->entries, GUINT_TO_POINTER(uid), e);
         return e;
 }
 

@@ -159,18 +159,20 @@ static gboolean on_session_poll(gpointer userdata) {
 Session *session_new(uint64_t id, uid_t uid, pid_t pid, uint64_t start_time, const char *service,
                      int pidfd, FdStore *fdstore, StateDir *state, SessionExitFn on_exit,
                      void *userdata) {
-        Session *sess = g_new0(Session, 1);
+        Session *sess = g_new(Session, 1);
 
-        sess->id = id;
-        sess->fdstore = fdstore;
-        sess->state = state;
-        sess->on_exit = on_exit;
-        sess->userdata = userdata;
-        sess->uid = uid;
-        sess->pid = pid;
-        sess->start_time = start_time;
+        *sess = (Session) {
+                .id = id,
+                .uid = uid,
+                .pid = pid,
+                .start_time = start_time,
+                .pidfd = pidfd,
+                .fdstore = fdstore,
+                .state = state,
+                .on_exit = on_exit,
+                .userdata = userdata,
+        };
         g_strlcpy(sess->service, service, sizeof sess->service);
-        sess->pidfd = pidfd;
         if (pidfd >= 0)
                 sess->watch = g_unix_fd_add(pidfd, G_IO_IN, on_session_leader_exit, sess);
         else /* no pidfd_open (kernel < 5.3): poll the pid; pid reuse may hide an exit */

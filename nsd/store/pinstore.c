@@ -274,16 +274,13 @@ struct pinns_args {
 
 static int pinns_child(void *p) {
         struct pinns_args *a = p;
+        int r;
 
-        if (!helper_bind_cpu(a->cpu))
-                return helper_fail(&a->s, HELPER_STEP_AFFINITY);
-        if (unshare(CLONE_NEWNS) < 0)
-                return helper_fail(&a->s, HELPER_STEP_UNSHARE);
         /* Slave, not private: a filesystem the host unmounts (a USB stick) is unmounted here
          * too, so the pin namespace never keeps one busy. run_dir is private in the host, so
          * the tmpfs below and the pins on it are private. */
-        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-                return helper_fail(&a->s, HELPER_STEP_PROPAGATION);
+        if ((r = helper_unshare_ns(&a->s, a->cpu, MS_SLAVE)))
+                return r;
         if (mount("nsd-pins", a->run_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   PINSTORE_TMPFS_OPTIONS) < 0)
                 return helper_fail(&a->s, HELPER_STEP_PIN_TMPFS);

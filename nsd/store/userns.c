@@ -65,14 +65,10 @@ struct create_args {
 
 static int create_child(void *p) {
         struct create_args *a = p;
+        int r;
 
-        if (!helper_bind_cpu(a->cpu))
-                return helper_fail(&a->s, HELPER_STEP_AFFINITY);
-        if (unshare(CLONE_NEWNS) < 0)
-                return helper_fail(&a->s, HELPER_STEP_UNSHARE);
-        if (mount(NULL, "/", NULL, MS_REC | (a->propagation_private ? MS_PRIVATE : MS_SLAVE),
-                  NULL) < 0)
-                return helper_fail(&a->s, HELPER_STEP_PROPAGATION);
+        if ((r = helper_unshare_ns(&a->s, a->cpu, a->propagation_private ? MS_PRIVATE : MS_SLAVE)))
+                return r;
         if (a->private_tmp &&
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
                 return helper_fail(&a->s, HELPER_STEP_PRIVATE_TMP);

@@ -238,16 +238,24 @@ static void test_idle(void) {
         manager_free(m);
 }
 
+/* A client of uid 1000 whose nsd end has a small send buffer sends up to 150 messages and
+ * reads no reply: how many it sent (*ret_fd: its end). */
+static int flood(ConnManager *m, int *ret_fd) {
+        int sent = 0;
+
+        *ret_fd = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 4096, NULL);
+        while (sent < 150 && ping(*ret_fd, (uint32_t) sent) == 0)
+                sent++;
+        return sent;
+}
+
 static void test_slow_reader(void) {
         config.reply_timeout_usec = 200 * MSEC;
         config.max_queued_replies = 1000;
         ConnManager *m = manager_new();
-        int fd = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 4096, NULL),
-            other = peer(m, CONN_KIND_USER, 1001);
-        int sent = 0;
+        int other = peer(m, CONN_KIND_USER, 1001), fd;
+        int sent = flood(m, &fd);
 
-        for (int i = 0; i < 150 && ping(fd, (uint32_t) i) == 0; i++)
-                sent++;
         ok(sent > 20, "a client sends %d messages and reads no reply", sent);
         ok(RUN_UNTIL(stats(m)->dropped_slow == 1),
            "it is dropped after ReplyTimeoutSec= without progress");
@@ -263,11 +271,8 @@ static void test_queue_bound(void) {
         config.max_queued_replies = 4;
         config.reply_timeout_usec = 60000 * MSEC;
         ConnManager *m = manager_new();
-        int fd = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 4096, NULL);
-        int sent = 0;
+        int fd, sent = flood(m, &fd);
 
-        for (int i = 0; i < 150 && ping(fd, (uint32_t) i) == 0; i++)
-                sent++;
         ok(RUN_UNTIL(stats(m)->dropped_overflow == 1),
            "a client pipelining %d messages without reading overflows MaxQueuedReplies=4 "
            "and is dropped",
