@@ -5,13 +5,18 @@
  * to the service manager. It holds no user, session or request: those are the rooms'. The
  * rooms, by floor (a file includes only what stands below it):
  *   server.c              start, stop, reload, limits in force, mode private on/off, STATUS=
- *   api/handlers.c        what nsd answers: a handler per request type
- *   transport/request.c   the wire side of a request: table of sizes, flags, checks; replies
+ *   api/handlers.c        what nsd answers: a handler per request type (api_handlers[])
+ *   api/access.c          who may ask for what
  *   api/peer.c            where a client process stands (inside, initial, sandboxed)
- *   domain/user.c         per-user state: the namespace, linger
- *   domain/session.c      sessions and their leaders' pidfds, kept across restarts
+ *   api/api.h             what the handlers work with (their userdata)
+ *   domain/users.c        the registry: owns users and sessions, says "changed"
+ *   domain/linger.c       the countdowns of Linger= and the emptiness rule
+ *   domain/session.c      one session and its leader's pidfd, kept across restarts
+ *   domain/user.c         one user's namespace: fd store class, state file, baseline
  *   domain/private.c      mode private and HIDE (owner-private mounts)
+ *   transport/request.c   the wire side of a request: table of sizes, flags, checks; replies
  *   transport/conn.c      listening sockets, connections, queues, limits, timeouts, rate limits
+ *   store/pending.c       kept namespaces not adopted yet: one adoption path, one backoff
  *   store/userns.c        the kernel work: create, pin, adopt, release namespaces
  *   store/pinstore.c      the pins that keep namespaces across restarts
  *   store/fdstore.c       the service manager's fd store: namespaces and pidfds across restarts
@@ -24,6 +29,9 @@
  *   base/child.c          helper children the loop watches instead of waiting for (path walks)
  *   base/helper.c         short-lived helper children (enter a namespace, take a fsuid)
  *   base/log.c            the journal or stderr, rate limits per uid
+ *   base/errno-util.c     which errors may pass; why_set(), the one way to say why
+ *   base/nsd-forward.h    the name of every object
+ * tools/check-layers keeps it so (a unit test): no include up or sideways, no circle.
  * main.c (not in the core library): arguments, capabilities, sockets, signals, watchdog.
  */
 #pragma once
