@@ -15,6 +15,7 @@
 
 #include "domain/linger.h"
 #include "domain/user.h"
+#include "fake-proc.h"
 #include "loop-test.h"
 #include "store/fdstore.h"
 #include "store/mounts.h"
@@ -90,19 +91,6 @@ static User *make_user(const char *ns_file, bool with_baseline) {
         return user_new(ns, baseline, fdstore, NULL);
 }
 
-/* A process in the fake /proc whose mount namespace is ns_file. */
-static void fake_process(const char *pid, const char *ns_file) {
-        g_autofree char *nsdir = g_strdup_printf("%s/%s/ns", proc, pid);
-        g_autofree char *link = g_strdup_printf("%s/mnt", nsdir);
-        g_autofree char *stat = g_strdup_printf("%s/%s/stat", proc, pid);
-        g_autofree char *text = g_strdup_printf("%s (tmux) S 1 1 1 0 -1\n", pid);
-
-        g_mkdir_with_parents(nsdir, 0755);
-        if (symlink(ns_file, link) < 0)
-                abort();
-        g_file_set_contents(stat, text, -1, NULL);
-}
-
 static void remove_process(const char *pid) {
         g_autofree char *cmd = g_strdup_printf("rm -rf '%s/%s'", proc, pid);
         if (system(cmd) != 0)
@@ -135,7 +123,7 @@ static void test_kept(Linger *l, Config *c, const char *ns_file) {
         owner.user = make_user(ns_file, true);
         c->linger_sec = 0;
 
-        fake_process("500", ns_file);
+        fake_proc_add(proc, "500", ns_file, 1);
         count_down(l);
         ok(owner.releases == 0 && owner.user, "a process left inside keeps the namespace");
         ok(linger_armed(l, UID), "and it is looked at again later (LINGER_RECHECK_SEC)");
