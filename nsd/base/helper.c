@@ -104,29 +104,12 @@ const char *helper_step_text(int step) {
 
 /* ---- for children --------------------------------------------------------------------- */
 
-void helper_fd_path(char buf[static 32], int fd) {
-        static const char prefix[] = "/proc/self/fd/";
-        char digits[12];
-        size_t n = 0, i = 0;
+/* prefix, v in decimal, suffix into buf; no allocation, no locale (a child may call it). */
+static void put_path(char *buf, const char *prefix, unsigned long v, const char *suffix) {
+        char digits[24];
+        size_t n = 0, i = strlen(prefix);
 
-        memcpy(buf, prefix, sizeof prefix - 1);
-        i = sizeof prefix - 1;
-        do {
-                digits[n++] = (char) ('0' + fd % 10);
-                fd /= 10;
-        } while (fd > 0 && n < sizeof digits);
-        while (n > 0)
-                buf[i++] = digits[--n];
-        buf[i] = '\0';
-}
-
-void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
-        static const char prefix[] = "/proc/";
-        char digits[12];
-        size_t n = 0, i = sizeof prefix - 1;
-        unsigned long v = pid > 0 ? (unsigned long) pid : 0;
-
-        memcpy(buf, prefix, sizeof prefix - 1);
+        memcpy(buf, prefix, i);
         do {
                 digits[n++] = (char) ('0' + v % 10);
                 v /= 10;
@@ -134,6 +117,14 @@ void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
         while (n > 0)
                 buf[i++] = digits[--n];
         strcpy(buf + i, suffix);
+}
+
+void helper_fd_path(char buf[static 32], int fd) {
+        put_path(buf, "/proc/self/fd/", fd > 0 ? (unsigned long) fd : 0, "");
+}
+
+void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
+        put_path(buf, "/proc/", pid > 0 ? (unsigned long) pid : 0, suffix);
 }
 
 int helper_bind_cpu(int cpu) {
