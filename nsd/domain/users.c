@@ -96,6 +96,14 @@ void users_free(Users *reg) {
 
         if (!reg)
                 return;
+        /* the namespaces nothing keeps after nsd (no pin, not in the fd store) leave
+         * pam_nsjoin's record: they may end with nsd, and their inode be reused */
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                if (!u->ns->pinned && !user_is_stored(u))
+                        state_made_remove(reg->state, u->ns->ns_inode, u->ns->root_fd);
+        }
         linger_free(reg->linger);
         /* sessions first (they point into users) */
         g_hash_table_destroy(reg->waiting);
@@ -157,6 +165,8 @@ User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags) {
         User *u = user_new(ns, baseline, reg->fdstore, reg->state);
 
         g_hash_table_replace(reg->users, GUINT_TO_POINTER(u->uid), u);
+        /* before the namespace is handed out: pam_nsjoin's record (state.h) */
+        state_made_add(reg->state, ns->ns_inode, ns->root_fd);
         if (flags & USER_ADD_CREATED)
                 user_state_write(u);
         else if (!u->baseline)
@@ -298,6 +308,8 @@ int users_release(Users *reg, User *u, const char *why, char **ret_why) {
         }
         while (u->sessions->len > 0)
                 session_remove(reg, g_ptr_array_index(u->sessions, u->sessions->len - 1));
+        /* out of pam_nsjoin's record while the namespace is still alive (nsd holds it) */
+        state_made_remove(reg->state, u->ns->ns_inode, u->ns->root_fd);
         user_unkeep(u);
         log_event(LOG_INFO, 0, uid, "namespace-released", "Released the namespace of uid %u (%s)",
                   (unsigned) uid, why);
@@ -346,9 +358,27 @@ void users_repin(Users *reg) {
         users_changed(reg);
 }
 
-/* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for. */
+/* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for, and the
+ * names in pam_nsjoin's record (state.h) of namespaces nsd does not hold. */
 static void users_prune_state(Users *reg) {
         g_auto(GStrv) names = state_list(reg->state, STATE_NS_PREFIX);
+        g_autoptr(GHashTable) made = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        GHashTableIter it;
+        gpointer v;
+
+        /* pam_nsjoin's record: only the namespaces nsd holds (a pending one is recorded
+         * again when it is adopted) */
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                char ns_name[NSD_MADE_NAME_MAX], root_name[NSD_MADE_NAME_MAX];
+
+                (void) state_made_names(u->ns->ns_inode, u->ns->root_fd, ns_name, root_name);
+                g_hash_table_add(made, g_strdup(ns_name));
+                if (root_name[0])
+                        g_hash_table_add(made, g_strdup(root_name));
+        }
+        state_made_prune(reg->state, made);
 
         for (char **n = names; *n; n++) {
                 char *end = NULL;

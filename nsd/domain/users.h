@@ -44,7 +44,8 @@ typedef enum UserAddFlags {
 
 Users *users_new(const UsersSetup *setup);
 /* Forget everything in memory: sessions are dropped, not ended; namespaces stay pinned,
- * state files and the fd store stay, for the next start. */
+ * state files and the fd store stay, for the next start. The namespaces nothing keeps after
+ * nsd (no pin, not in the fd store) leave pam_nsjoin's record (state.h). */
 void users_free(Users *reg);
 /* fn(userdata) whenever what STATUS counts changed (coalescing is the callee's). */
 void users_set_changed(Users *reg, void (*fn)(void *userdata), void *userdata);
@@ -53,8 +54,8 @@ void users_set_max_namespaces(Users *reg, unsigned max);
 unsigned users_max_namespaces(const Users *reg);
 
 /* At start: adopt every kept namespace (pending.h) and pin again those kept by descriptor
- * only, restore the sessions of the state files, remove the state files of uids nsd keeps
- * nothing of, start the countdowns (at least the JOIN grace) of namespaces without
+ * only, restore the sessions of the state files, remove the state files (and pam_nsjoin's
+ * record) of uids nsd keeps nothing of, start the countdowns (at least the JOIN grace) of namespaces without
  * sessions, drop what the fd store passed and nobody claimed, and put into it what found no
  * room. Logs what it adopted and restored. */
 void users_start(Users *reg);

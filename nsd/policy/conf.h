@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "policy/conf-files.h"
+#include "policy/setup-conf.h"
+
 #define CONFIG_LINGER_FOREVER INT64_C(-1)
 
 typedef struct Config {
@@ -40,6 +43,8 @@ typedef struct Config {
         uint64_t path_walk_timeout_usec; /* a HIDE or mode-private walk past this: killed */
         /* [Private] */
         bool private_mode; /* Enable=: mode private, owner-private user FUSE mounts */
+        /* [Setup], [Polydir NAME], [BindReadOnly NAME] (PrivateTmp=yes is a polydir there) */
+        SetupConf setup;
 } Config;
 
 /* Fill ret with the defaults (the commented values of the installed nsd.conf). */
@@ -55,7 +60,14 @@ void config_move(Config *dst, Config *src);
 int config_parse_text(const char *text, size_t len, const char *filename, Config *ret,
                       char **ret_error);
 
-/* Read and parse path. A missing file gives the defaults and *ret_missing = true. */
+/* Several files read as one configuration (ConfigText: conf-files.h), in this order
+ * (nsd.conf, then its drop-ins): a key set in two of them, or an object ([Polydir NAME],
+ * [BindReadOnly NAME]) defined in two, is an error naming both places. */
+int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **ret_error);
+
+/* Read and parse path and its drop-ins, path + ".d/" *.conf in lexical order (conf-files.h:
+ * each must be owned by root, or by the user nsd runs as, and writable by nobody else). A
+ * missing path gives the defaults (plus drop-ins) and *ret_missing = true. */
 int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_error);
 
 /* A deep copy of src into *dst (which is overwritten, not freed). */

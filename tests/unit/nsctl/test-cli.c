@@ -10,9 +10,12 @@
  *  - enter: what a user without privilege is told when nsd (or the kernel) refuses, the
  *    command run when the caller already is in the namespace, and, as root, a command run in
  *    another mount namespace (a sandbox child's: unshare(CLONE_NEWNS), private) in both modes;
- *  - release and hide: what reaches nsd and what nsd's refusals look like.
+ *  - release and hide: what reaches nsd and what nsd's refusals look like;
+ *  - every form of output (help, usage errors, tables, JSON, refusals) byte for byte against
+ *    the files in tests/unit/nsctl/golden/ (argument 2; NSCTL_GOLDEN_RECORD=1 in the
+ *    environment writes them anew, for a change of output that is meant).
  * As root, the "user" cases run nsctl as uid 1500 (alice of the passwd file here).
- * Argument 1: the nsctl binary. Nothing is left behind.
+ * Argument 1: the nsctl binary; 2: the folder of golden files. Nothing is left behind.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,18 +103,19 @@ static void capture(int fds[2], struct run *r) {
         r->err[len[1]] = '\0';
 }
 
-/* run nsctl with the arguments (NULL-terminated) */
-static void run(struct run *r, const struct run_opts *o, ...) {
-        const char *argv[32] = { nsctl };
+#define RUN_ARGS_MAX 30
+
+/* run nsctl with the arguments (a NULL-terminated array) */
+static void run_argv(struct run *r, const struct run_opts *o, const char *const *args) {
+        const char *argv[RUN_ARGS_MAX + 2] = { nsctl };
         int out[2], err[2], st;
         size_t n = 1;
-        va_list ap;
         pid_t pid;
 
-        va_start(ap, o);
-        while (n < 31 && (argv[n] = va_arg(ap, const char *)))
+        while (n <= RUN_ARGS_MAX && args[n - 1]) {
+                argv[n] = args[n - 1];
                 n++;
-        va_end(ap);
+        }
         argv[n] = NULL;
 
         memset(r, 0, sizeof(*r));
@@ -140,6 +144,20 @@ static void run(struct run *r, const struct run_opts *o, ...) {
                 r->status = WEXITSTATUS(st);
 }
 
+/* run nsctl with the arguments (NULL-terminated) */
+static void run(struct run *r, const struct run_opts *o, ...) {
+        const char *args[RUN_ARGS_MAX + 1];
+        size_t n = 0;
+        va_list ap;
+
+        va_start(ap, o);
+        while (n < RUN_ARGS_MAX && (args[n] = va_arg(ap, const char *)))
+                n++;
+        va_end(ap);
+        args[n] = NULL;
+        run_argv(r, o, args);
+}
+
 static const struct run_opts as_alice = { .uid = ALICE };
 static const struct run_opts to_full = { .stdout_path = "/dev/full" };
 
@@ -151,6 +169,19 @@ static bool ends_with(const char *s, const char *suffix) {
 
 static bool starts_with(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* the file at path into buf (NUL-terminated, cut at size - 1); false with errno */
+static bool read_text(const char *path, char *buf, size_t size) {
+        FILE *f = fopen(path, "re");
+        size_t len;
+
+        if (!f)
+                return false;
+        len = fread(buf, 1, size - 1, f);
+        buf[len] = '\0';
+        fclose(f);
+        return true;
 }
 
 /* the first line of s, for messages */
@@ -183,64 +214,99 @@ static const struct fake_nsd_record *served_stop(void) {
 
 #define JSON_CHECKS_MAX 12
 
-/*
- * Is text valid JSON for python3's json module (UTF-8 and all), and is each expression of
- * checks (pairs of a Python expression over the document d and the str() it should have,
- * NULL-terminated) what it should be? One python3 run, one test point for the validity and
- * one per pair. Skipped when there is no python3.
- */
-static void check_json(const char *what, const char *text, const char *const *checks) {
-        static const char prog[] = "import json, sys\n"
-                                   "d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
-                                   "for e in sys.argv[2:]:\n"
-                                   "    try: print(eval(e))\n"
-                                   "    except Exception as x: print('(%s)' % type(x).__name__)\n";
-        const char *argv[4 + JSON_CHECKS_MAX + 1] = { "python3", "-c", prog, json_path };
-        char result[8192], chunk[4096], *line;
-        size_t len = 0, n_checks = 0;
-        int out[2], st = 0;
+static const char *python = "python3"; /* $NSCTL_TEST_PYTHON: one with jsonschema */
+static const char *schema_path;        /* argument 3: nsctl.schema.json; NULL: not checked */
+
+/* The python3 program of check_json(): exit 2 for JSON that does not parse, 3 for a schema
+ * violation (its first line: what and where), else one line per expression. */
+static const char json_prog[] =
+        "import json, sys\n"
+        "try: d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+        "except ValueError as x: print(x); sys.exit(2)\n"
+        "if sys.argv[2]:\n"
+        "    import jsonschema\n"
+        "    v = jsonschema.Draft202012Validator(json.load(open(sys.argv[2])))\n"
+        "    for x in sorted(v.iter_errors(d), key=lambda x: list(x.absolute_path)):\n"
+        "        print('%s at %s' % (x.message, list(x.absolute_path))); sys.exit(3)\n"
+        "for e in sys.argv[3:]:\n"
+        "    try: print(eval(e))\n"
+        "    except Exception as x: print('(%s)' % type(x).__name__)\n";
+
+/* Run json_prog on text with the schema (or none) and the expressions; its exit status (99:
+ * no python), its stdout in out. */
+static int run_json_prog(const char *text, const char *schema, const char *const *exprs,
+                         size_t n_exprs, char *out, size_t size) {
+        const char *argv[5 + JSON_CHECKS_MAX + 1] = { python, "-c", json_prog, json_path,
+                                                      schema ?: "" };
+        char chunk[4096];
+        size_t len = 0;
+        int fds[2], st = 0;
         ssize_t n;
         pid_t pid;
 
-        while (checks && checks[2 * n_checks] && n_checks < JSON_CHECKS_MAX) {
-                argv[4 + n_checks] = checks[2 * n_checks];
-                n_checks++;
-        }
+        for (size_t i = 0; i < n_exprs && i < JSON_CHECKS_MAX; i++)
+                argv[5 + i] = exprs[i];
         write_file(json_path, text);
-        if (pipe2(out, O_CLOEXEC) < 0)
+        if (pipe2(fds, O_CLOEXEC) < 0)
                 tap_bail_errno("pipe2");
         pid = tap_fork();
         if (pid == 0) {
                 int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
-                dup2(out[1], STDOUT_FILENO);
+                dup2(fds[1], STDOUT_FILENO);
                 if (null >= 0)
                         dup2(null, STDERR_FILENO);
-                execvp("python3", (char **) argv);
+                execvp(python, (char **) argv);
                 _exit(99);
         }
-        close(out[1]);
+        close(fds[1]);
         /* to the end, keeping what fits: python3 must not die of a full pipe */
-        while ((n = read(out[0], chunk, sizeof(chunk))) > 0) {
-                size_t k = (size_t) n < sizeof(result) - 1 - len ? (size_t) n
-                                                                 : sizeof(result) - 1 - len;
+        while ((n = read(fds[0], chunk, sizeof(chunk))) > 0) {
+                size_t k = (size_t) n < size - 1 - len ? (size_t) n : size - 1 - len;
 
-                memcpy(result + len, chunk, k);
+                memcpy(out + len, chunk, k);
                 len += k;
         }
-        close(out[0]);
-        result[len] = '\0';
+        close(fds[0]);
+        out[len] = '\0';
         unlink(json_path);
         if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-                st = -1;
-        else
-                st = WEXITSTATUS(st);
+                return -1;
+        return WEXITSTATUS(st);
+}
+
+/*
+ * Is text valid JSON for python3's json module (UTF-8 and all), does it match nsctl's JSON
+ * schema (when there is one to check against), and is each expression of checks (pairs of a
+ * Python expression over the document d and the str() it should have, NULL-terminated) what
+ * it should be? One python3 run, a test point for each. Skipped when there is no python3.
+ */
+static void check_json(const char *what, const char *text, const char *const *checks) {
+        const char *exprs[JSON_CHECKS_MAX];
+        char result[8192], *line;
+        size_t n_checks = 0;
+        int st;
+
+        while (checks && checks[2 * n_checks] && n_checks < JSON_CHECKS_MAX) {
+                exprs[n_checks] = checks[2 * n_checks];
+                n_checks++;
+        }
+        st = run_json_prog(text, schema_path, exprs, n_checks, result, sizeof(result));
         if (st == 99) {
                 tap_skip("%s: no python3 to check the JSON", what);
                 return;
         }
-        if (!ok(st == 0, "%s: valid JSON (python3's json module)", what))
+        if (!ok(st != 2 && st >= 0, "%s: valid JSON (python3's json module)", what)) {
+                printf("#   %s", result);
                 return;
+        }
+        if (schema_path) {
+                if (!ok(st == 0, "%s: matches nsctl.schema.json", what)) {
+                        printf("#   %s", result);
+                        return;
+                }
+        } else
+                tap_skip("%s: no schema validator (python3-jsonschema) to check it with", what);
         line = result;
         for (size_t i = 0; i < n_checks; i++) {
                 char *end = strchr(line, '\n');
@@ -643,6 +709,223 @@ static void test_release_hide(void) {
                 tap_skip("unknown user names need nss_wrapper");
 }
 
+/* ---- golden outputs: every form nsctl prints, byte for byte ------------------------------ */
+
+static const char *golden_dir; /* argument 2; NSCTL_GOLDEN_RECORD=1 writes the files anew */
+
+/* Replace the number after each needle in s by "<mask>" (in place; s has room). */
+static void mask_number_after(char *s, size_t size, const char *needle) {
+        for (char *p = strstr(s, needle); p; p = strstr(p, needle)) {
+                char *num = p + strlen(needle), *end = num + strspn(num, "0123456789");
+                size_t tail = strlen(end) + 1;
+
+                if (end == num || (size_t) (num - s) + 6 + tail > size)
+                        return;
+                memmove(num + 6, end, tail);
+                memcpy(num, "<mask>", 6);
+                p = num + 6;
+        }
+}
+
+/* What changes from run to run in status: the fake nsd's pid (ours) and the uptime (it
+ * answers started_usec 0, so the uptime is the time since 1970). */
+static void mask_status(char *s, size_t size) {
+        char *up = strstr(s, "(up ");
+
+        if (up) {
+                char *end = strchr(up, ')');
+                size_t tail = end ? strlen(end) + 1 : 0;
+
+                if (end && (size_t) (up - s) + 10 + tail <= size) {
+                        memmove(up + 10, end, tail);
+                        memcpy(up, "(up <mask>", 10);
+                }
+        }
+        mask_number_after(s, size, "pid:             ");
+        mask_number_after(s, size, "\"pid\": ");
+        mask_number_after(s, size, "\"uptime_sec\": ");
+}
+
+/* The exit status, stdout and stderr of r against the file golden_dir/name. */
+static void check_golden(const char *name, struct run *r) {
+        static char text[sizeof(r->out) + sizeof(r->err) + 64], want[sizeof(text)];
+        char path[512];
+
+        snprintf(text, sizeof(text), "exit %d\n--- stdout\n%s--- stderr\n%s", r->status, r->out,
+                 r->err);
+        if (strncmp(name, "status", 6) == 0)
+                mask_status(text, sizeof(text));
+        snprintf(path, sizeof(path), "%s/%s", golden_dir, name);
+        if (getenv("NSCTL_GOLDEN_RECORD")) {
+                write_file(path, text);
+                tap_skip("%s: recorded", name);
+                return;
+        }
+        if (!read_text(path, want, sizeof(want))) {
+                ok(false, "%s: %s: %s", name, path, strerror(errno));
+                return;
+        }
+        if (!ok(strcmp(text, want) == 0, "nsctl %s: the output as in %s/", name,
+                "tests/unit/nsctl/golden"))
+                printf("#   got:\n%s#   expected:\n%s", text, want);
+}
+
+#define GOLDEN_ARGS_MAX 12
+
+/* nsctl's answers against a fake nsd with fixed figures, each compared with its file */
+static void test_golden(void) {
+        static const char mountinfo[] =
+                "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
+                "26 25 0:50 / /home/alice/remote rw,nosuid,nodev shared:7 - fuse.sshfs "
+                "alice@host:/ rw,user_id=1500,group_id=1500\n"
+                "27 25 0:51 /sub /srv/bind ro master:3 - tmpfs tmpfs rw,size=1024k\n"
+                "28 27 0:52 / /srv/bind/inner rw - proc proc rw\n"
+                "40 99 0:53 / /orphan rw - tmpfs none rw\n";
+        static const struct {
+                const char *name;
+                const char *argv[GOLDEN_ARGS_MAX];
+                bool as_root; /* what it shows is root's alone */
+        } cases[] = {
+                { "help", { "--help" } },
+                { "status-help", { "status", "--help" } },
+                { "list-help", { "list", "--help" } },
+                { "show-help", { "show", "--help" } },
+                { "enter-help", { "enter", "--help" } },
+                { "release-help", { "release", "--help" } },
+                { "hide-help", { "hide", "-h" } },
+                { "no-command", { NULL } },
+                { "unknown-command", { "frobnicate" } },
+                { "list-bad-column", { "list", "-o", "UID,bogus" } },
+                { "list-no-columns", { "list", "-o", "," } },
+                { "list-too-many-columns",
+                  { "list", "-o",
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER" } },
+                { "list-exclusive", { "list", "--raw", "-J" } },
+                { "status-extra", { "status", "now" } },
+                { "status-raw", { "status", "--raw" } },
+                { "release-extra", { "release", "alice", "bob" } },
+                { "hide-root-no-user", { "hide", "/x" }, true },
+                { "hide-extra", { "hide", "/x", "/y" } },
+                { "enter-missing-mode", { "enter", "--mode" } },
+                { "show-missing-user", { "show", "-l" } },
+                { "status", { "status" } },
+                { "status-json", { "status", "--json" } },
+                { "list", { "list" } },
+                { "list-json", { "list", "-J" } },
+                { "list-raw", { "list", "-r" } },
+                { "list-noheadings", { "list", "-n", "-o", "uid,user" } },
+                { "list-json-columns", { "list", "--json", "--output", "NS,PINNED,MOUNTS" } },
+                { "show", { "show", "alice" } },
+                { "show-all-columns",
+                  { "show", "-o",
+                    "TARGET,SOURCE,FSTYPE,OPTIONS,VFS-OPTIONS,FS-OPTIONS,FSROOT,PROPAGATION,ID,"
+                    "PARENT",
+                    "1500" } },
+                { "show-list", { "show", "--list", "alice" } },
+                { "show-raw", { "show", "--raw", "alice" } },
+                { "show-json", { "show", "--json", "alice" } },
+                { "show-json-list", { "show", "-J", "-l", "-o", "id,parent,target", "alice" } },
+                { "list-output-equals", { "list", "--output=uid,ns" } },
+                { "list-json-output-all", { "list", "--json", "--output-all" } },
+                { "show-output-plus", { "show", "-o", "+PROPAGATION,ID", "alice" } },
+                { "show-json-output-all", { "show", "--json", "--output-all", "alice" } },
+                { "show-output-all-then-plus",
+                  { "show", "--raw", "--output-all", "-o", "+id", "alice" } },
+                { "list-output-plus-too-many", /* 32 columns, then one more */
+                  { "list", "-o",
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER",
+                    "-o", "+UID" } },
+                { "release-busy", { "release", "alice" } },
+                { "hide-refused", { "hide", "--unhide", "-u", "bob", "/srv/x" } },
+        };
+        const struct fake_nsd_config cfg = {
+                .status_version = "1.2.3",
+                .status_features = NSD_FEATURE_SETNS_DIRFD | NSD_FEATURE_OWNER_PRIVATE |
+                                   NSD_FEATURE_PIN_NAMESPACE | NSD_FEATURE_PRIVATE_MODE,
+                .list = namespaces,
+                .n_list = 3,
+                .show_text = mountinfo,
+                .release_error = -EBUSY,
+                .hide_error = -EPERM,
+                .error_message = "not a mount of yours",
+        };
+
+        if (!golden_dir || !have_nss_wrapper) {
+                tap_skip("golden outputs: %s", golden_dir ? "user names need nss_wrapper"
+                                                          : "no folder of golden files given");
+                return;
+        }
+        serve(&cfg);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *args[GOLDEN_ARGS_MAX + 3] = { "--socket", sock_path };
+                struct run r;
+
+                if (cases[i].as_root && !is_root) {
+                        tap_skip("nsctl %s: as root only", cases[i].name);
+                        continue;
+                }
+                for (size_t k = 0; k < GOLDEN_ARGS_MAX && cases[i].argv[k]; k++)
+                        args[2 + k] = cases[i].argv[k];
+                run_argv(&r, NULL, args);
+                check_golden(cases[i].name, &r);
+                if (strstr(cases[i].name, "json"))
+                        check_json(cases[i].name, r.out, NULL);
+        }
+        (void) served_stop();
+}
+
+/* The schema itself: a valid JSON schema, and it refuses what breaks nsctl's JSON rules
+ * (nsctl(1), JSON OUTPUT), so that a change of any --json output fails check_json(). */
+static void test_json_schema(void) {
+        static const struct {
+                const char *what, *doc;
+                int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
+        } docs[] = {
+                { "the smallest list", "{\"schema_version\": 1, \"namespaces\": []}", 0 },
+                { "no schema_version", "{\"namespaces\": []}", 3 },
+                { "another schema_version", "{\"schema_version\": 2, \"namespaces\": []}", 3 },
+                { "a member of a type it does not have",
+                  "{\"schema_version\": 1, \"namespaces\": [{\"uid\": \"1500\"}]}", 3 },
+                { "a member the schema does not describe",
+                  "{\"schema_version\": 1, \"namespaces\": [{\"uid\": 1500, \"color\": 1}]}", 3 },
+                { "two outputs in one",
+                  "{\"schema_version\": 1, \"namespaces\": [], "
+                  "\"filesystems\": []}",
+                  3 },
+                { "a value of private_mode it does not have",
+                  "{\"schema_version\": 1, \"status\": {\"private_mode\": \"maybe\"}}", 3 },
+                { "a mount's children of another shape",
+                  "{\"schema_version\": 1, \"filesystems\": [{\"target\": \"/\", "
+                  "\"children\": [{\"id\": \"25\"}]}]}",
+                  3 },
+        };
+        static char schema[65536];
+        char out[4096];
+
+        if (!schema_path) {
+                tap_skip("the schema: no validator (python3-jsonschema)");
+                return;
+        }
+        if (!read_text(schema_path, schema, sizeof(schema)))
+                tap_bail_errno(schema_path);
+        run_json_prog(schema, NULL,
+                      (const char *[]) { "__import__('jsonschema').Draft202012Validator."
+                                         "check_schema(d) or 'ok'" },
+                      1, out, sizeof(out));
+        is_str(out, "ok\n", "nsctl.schema.json is a valid JSON schema (draft 2020-12)");
+        for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+                int st = run_json_prog(docs[i].doc, schema_path, NULL, 0, out, sizeof(out));
+
+                if (!is_int(st, docs[i].want, "nsctl.schema.json %s: %s",
+                            docs[i].want ? "refuses" : "takes", docs[i].what))
+                        printf("#   %s", out);
+        }
+}
+
 /* ---- enter ----------------------------------------------------------------------------- */
 
 /* A child in a mount namespace of its own (private, so nothing reaches the host) with a
@@ -834,11 +1117,17 @@ int main(int argc, char **argv) {
         const char *preload = getenv("LD_PRELOAD");
         char mnt[160];
 
-        if (argc != 2) {
-                tap_skip("usage: test-nsctl-cli PATH-TO-NSCTL");
+        if (argc < 2 || argc > 4) {
+                tap_skip("usage: test-nsctl-cli PATH-TO-NSCTL [GOLDEN-DIR [SCHEMA]]");
                 return tap_done();
         }
         nsctl = argv[1];
+        golden_dir = argc > 2 ? argv[2] : NULL;
+        schema_path = argc > 3 && *argv[3] ? argv[3] : NULL;
+        if (getenv("NSCTL_TEST_PYTHON") && *getenv("NSCTL_TEST_PYTHON"))
+                python = getenv("NSCTL_TEST_PYTHON");
+        /* CREATED and "running since" in one time zone, whatever the host's */
+        setenv("TZ", "UTC", 1);
         is_root = geteuid() == 0;
         alice_can_run = is_root && can_run_as(ALICE, nsctl);
         signal(SIGPIPE, SIG_IGN);
@@ -879,6 +1168,8 @@ int main(int argc, char **argv) {
         test_list();
         test_show();
         test_release_hide();
+        test_golden();
+        test_json_schema();
         test_enter_refused();
         test_enter_sandbox();
 

@@ -42,6 +42,7 @@
 
 #include <security/pam_appl.h>
 
+#include "cleanup.h"
 #include "fake-nsd.h"
 #include "nsd-protocol.h"
 #include "nsjoin-util.h"
@@ -49,6 +50,9 @@
 
 #ifndef PAM_NSJOIN_MODULE
 #error "PAM_NSJOIN_MODULE must name the built module"
+#endif
+#ifndef PAM_NSJOIN_PROFILE
+#error "PAM_NSJOIN_PROFILE must name debian/pam-configs/nsjoin"
 #endif
 
 #define SERVICE "nsjoin-test"
@@ -62,7 +66,7 @@
 
 static char tmpdir[] = "/tmp/test-pam.XXXXXX";
 static char sock_path[100], log_path[100], service_path[100], defs_path[100], dead_path[100],
-        stopped_path[100];
+        stopped_path[100], made_path[100];
 static bool is_root;
 
 /* ---- the pure parts ----------------------------------------------------------------------- */
@@ -143,6 +147,16 @@ static void test_args(void) {
                    nsjoin_args_parse_one(&a, "timeout=5.", NULL) == NSJOIN_ARG_BAD_VALUE &&
                    nsjoin_args_parse_one(&a, "timeout=", NULL) == NSJOIN_ARG_BAD_VALUE,
            "timeout= beyond 300 s, not a number, a decimal comma, a bare dot: bad values");
+        ok(a.unmanaged == NSJOIN_UNMANAGED_LEAVE, "unmanaged=leave is the default");
+        ok(nsjoin_args_parse_one(&a, "unmanaged=stay", NULL) == NSJOIN_ARG_OK &&
+                   a.unmanaged == NSJOIN_UNMANAGED_STAY,
+           "unmanaged=stay");
+        ok(nsjoin_args_parse_one(&a, "unmanaged=leave", NULL) == NSJOIN_ARG_OK &&
+                   a.unmanaged == NSJOIN_UNMANAGED_LEAVE,
+           "unmanaged=leave");
+        ok(nsjoin_args_parse_one(&a, "unmanaged=yes", &hint) == NSJOIN_ARG_BAD_VALUE &&
+                   strstr(hint, "unmanaged=leave or unmanaged=stay"),
+           "unmanaged=yes is a bad value, with a hint");
         ok(nsjoin_args_parse_one(&a, "frobnicate", NULL) == NSJOIN_ARG_UNKNOWN,
            "frobnicate is unknown");
         ok(nsjoin_args_parse_one(&a, "modex=setns", NULL) == NSJOIN_ARG_UNKNOWN,
@@ -171,6 +185,73 @@ static void test_args(void) {
         ok(!nsjoin_name_in_list("alice,,bob", "") && !nsjoin_name_in_list(NULL, "bob"),
            "empty names and lists match nothing");
         ok(nsjoin_name_in_list("alice,,bob,", "bob"), "empty entries are skipped");
+}
+
+static void test_login_defs(void) {
+        static const char text[] = "# UID_MIN 1\n"
+                                   "  uid_max\t= 3000  # lower case, '=', a comment\n"
+                                   "UID_MINX 7\n"
+                                   "UID_MIN 2000\n"
+                                   "UID_MIN 9999\n";
+        char *min = NULL, *max = NULL;
+        FILE *f = fmemopen((void *) text, sizeof(text) - 1, "r");
+
+        if (!f)
+                tap_bail_errno("fmemopen");
+        is_int(nsjoin_login_defs_uid_range(f, &min, &max), 0, "login.defs: read in one pass");
+        ok(min && strcmp(min, "2000") == 0, "login.defs: UID_MIN is the first line's (%s)",
+           min ?: "none");
+        ok(max && strcmp(max, "3000  ") == 0,
+           "login.defs: uid_max matches without case, '=' skipped, the comment cut (as "
+           "pam_modutil_search_key())");
+        fclose(f);
+        free(min);
+        free(max);
+
+        f = fmemopen((void *) "MAIL_DIR /var/mail\n", 19, "r");
+        if (!f)
+                tap_bail_errno("fmemopen");
+        ok(nsjoin_login_defs_uid_range(f, &min, &max) == 0 && !min && !max,
+           "login.defs without UID_MIN and UID_MAX: neither");
+        fclose(f);
+}
+
+static void test_leave_decide(void) {
+        static const struct {
+                struct nsjoin_place p;
+                enum nsjoin_leave want;
+                const char *name;
+        } cases[] = {
+                { { .ns_error = -EACCES }, NSJOIN_STAY_UNKNOWN, "PID 1's namespace unreadable" },
+                { { .ns = 5, .init_ns = 5, .root_mnt = 1, .init_root_mnt = 1 },
+                  NSJOIN_STAY_INITIAL,
+                  "initial namespace, initial root" },
+                { { .ns = 6, .init_ns = 5, .ns_made = true }, NSJOIN_LEAVE_NS, "nsd's namespace" },
+                { { .ns = 6, .init_ns = 5 }, NSJOIN_STAY_FOREIGN, "a container's namespace" },
+                { { .ns = 6, .init_ns = 5, .made_error = -EPERM, .ns_made = true },
+                  NSJOIN_STAY_UNKNOWN,
+                  "a record others may write to" },
+                { { .ns = 5, .init_ns = 5, .root_error = -EOPNOTSUPP, .root_made = true },
+                  NSJOIN_STAY_UNKNOWN,
+                  "mount ids unknown (before 5.8)" },
+                { { .ns = 5, .init_ns = 5, .root_mnt = 90, .init_root_mnt = 1, .root_made = true },
+                  NSJOIN_LEAVE_ROOT,
+                  "chrooted into nsd's namespace root (mode=chroot)" },
+                { { .ns = 5, .init_ns = 5, .root_mnt = 90, .init_root_mnt = 1 },
+                  NSJOIN_STAY_FOREIGN,
+                  "chrooted elsewhere (a jail, sshd's ChrootDirectory)" },
+                { { .ns = 5, .init_ns = 5, .root_mnt = 90, .init_root_mnt = 1, .made_error = -EIO },
+                  NSJOIN_STAY_UNKNOWN,
+                  "chrooted, record unreadable" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *why = NULL;
+
+                is_int(nsjoin_leave_decide(&cases[i].p, &why), cases[i].want, "leave: %s",
+                       cases[i].name);
+                ok(why && *why, "leave: %s: says why (%s)", cases[i].name, why ?: "");
+        }
 }
 
 static void test_errno_map(void) {
@@ -246,6 +327,10 @@ enum sandbox {
         SANDBOX_ROOT_SOCK, /* /run/nsd/root.socket := the fake, /run/nsd/socket := a dead one */
         SANDBOX_USER_SOCK, /* no root.socket, /run/nsd/socket := the fake */
         SANDBOX_ROOT_DEAD, /* /run/nsd/root.socket := a dead one, /run/nsd/socket := the fake */
+        /* crossing users: nsd's record (NSD_MADE_*) is tmpdir/made, beside socket= */
+        SANDBOX_NS_MADE,      /* the child's namespace is in nsd's record */
+        SANDBOX_NS_FOREIGN,   /* the record exists, without the child's namespace */
+        SANDBOX_NS_UNTRUSTED, /* the child's namespace is in a record others may write to */
 };
 
 struct pam_case {
@@ -253,6 +338,7 @@ struct pam_case {
         const char *user;
         const char *args;    /* @SOCKET@ becomes the fake's socket */
         const char *control; /* of our line; NULL: required */
+        const char *module;  /* NULL: the module just built */
         const char *extra;   /* more lines of the service file, or NULL */
         struct fake_nsd_config cfg;
         bool threaded; /* a second thread in the PAM process */
@@ -264,6 +350,9 @@ struct child_result {
         int start_rc, open_rc, close_rc;
         int nsfs_left_open; /* descriptors of a mount namespace still open after open_session */
         int sandbox_rc;     /* 0, or the step of the sandbox setup that failed */
+        /* mount namespaces (nsfs inodes): the PAM process's before pam_open_session and
+         * after it, and PID 1's; 0 where unreadable */
+        uint64_t ns_before, ns_after, init_ns;
 };
 
 static struct fake_nsd_record rec;
@@ -315,8 +404,72 @@ static int bind_file(const char *src, const char *dst) {
         return mount(src, dst, NULL, MS_BIND, NULL);
 }
 
+/* Wait for pid; its exit status, or 1. */
+static int wait_exit(pid_t pid) {
+        int status;
+
+        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+                return 1;
+        return WEXITSTATUS(status);
+}
+
+/*
+ * Crossing users, without the host's PID 1 (whose namespace this test must neither depend
+ * on nor enter): a PID namespace of our own, whose PID 1 sits in a private copy of our mount
+ * namespace with a /proc of its own (the module's "initial" namespace), and the PAM process
+ * in a mount namespace unshared from that one. Returns 0 in the PAM process (the processes
+ * around it wait for it and exit with its status), or the step that failed.
+ */
+static int sandbox_crossing(void) {
+        pid_t pid;
+
+        if (unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
+                return 1;
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return 2;
+        pid = fork();
+        if (pid < 0)
+                return 8;
+        if (pid > 0)
+                _exit(wait_exit(pid));
+        /* PID 1 of the new PID namespace */
+        if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                return 9;
+        pid = fork();
+        if (pid < 0)
+                return 8;
+        if (pid > 0)
+                _exit(wait_exit(pid));
+        return unshare(CLONE_NEWNS) < 0 ? 10 : 0;
+}
+
+/* nsd's record, with the PAM process's namespace in it or not */
+static int sandbox_record(enum sandbox sb) {
+        char marker[PATH_MAX];
+        struct stat st;
+        int fd;
+
+        /* a record of our own, seen only in this namespace */
+        if (mount("tmpfs", made_path, "tmpfs", 0,
+                  sb == SANDBOX_NS_UNTRUSTED ? "mode=0777" : "mode=0755") < 0 ||
+            stat("/proc/self/ns/mnt", &st) < 0)
+                return 6;
+        snprintf(marker, sizeof(marker), "%s/" NSD_MADE_NS_FMT, made_path,
+                 (uint64_t) (sb == SANDBOX_NS_FOREIGN ? st.st_ino + 1 : st.st_ino));
+        fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return 7;
+        close(fd);
+        return 0;
+}
+
 /* The child's private mount namespace; 0 or the number of the step that failed. */
 static int sandbox_setup(enum sandbox sb) {
+        if (sb == SANDBOX_NS_MADE || sb == SANDBOX_NS_FOREIGN || sb == SANDBOX_NS_UNTRUSTED) {
+                int r = sandbox_crossing();
+
+                return r ? r : sandbox_record(sb);
+        }
         if (unshare(CLONE_NEWNS) < 0)
                 return 1;
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -343,6 +496,13 @@ static int sandbox_setup(enum sandbox sb) {
         }
 }
 
+/* The nsfs inode of path (a /proc/PID/ns/mnt), or 0. */
+static uint64_t ns_inode(const char *path) {
+        struct stat st;
+
+        return stat(path, &st) < 0 ? 0 : (uint64_t) st.st_ino;
+}
+
 static void child_run(int result_fd, const struct pam_case *c) {
         struct pam_conv conv = { .conv = conv_none };
         struct child_result r = { .start_rc = -1, .open_rc = -1, .close_rc = -1 };
@@ -364,7 +524,10 @@ static void child_run(int result_fd, const struct pam_case *c) {
                         _exit(4);
                 r.start_rc = pam_start_confdir(SERVICE, c->user, &conv, tmpdir, &pamh);
                 if (r.start_rc == PAM_SUCCESS) {
+                        r.ns_before = ns_inode("/proc/self/ns/mnt");
+                        r.init_ns = ns_inode("/proc/1/ns/mnt");
                         r.open_rc = pam_open_session(pamh, 0);
+                        r.ns_after = ns_inode("/proc/self/ns/mnt");
                         r.nsfs_left_open = count_nsfs_fds();
                         r.close_rc = pam_close_session(pamh, 0);
                         pam_end(pamh, r.open_rc);
@@ -435,8 +598,8 @@ static void run_case(const struct pam_case *c) {
         f = fopen(service_path, "we");
         if (!f)
                 tap_bail_errno(service_path);
-        fprintf(f, "session %s %s %s\n%s", c->control ?: "required", PAM_NSJOIN_MODULE, argbuf,
-                c->extra ?: "");
+        fprintf(f, "session %s %s %s\n%s", c->control ?: "required", c->module ?: PAM_NSJOIN_MODULE,
+                argbuf, c->extra ?: "");
         fclose(f);
 
         lfd = fake_nsd_listen(sock_path, 8);
@@ -515,7 +678,7 @@ static void case_root(void) {
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
         is_int(rec.connections, 0, "root: no connection to nsd was attempted");
-        CHECK_LOG(&c, "user 'root' is root, leaving the session alone");
+        CHECK_LOG(&c, "user 'root' is root: not moving the session into a user's namespace");
 
         c.name = "root, nsd down";
         c.args = "socket=/nonexistent/nsd.sock";
@@ -531,7 +694,7 @@ static void case_root(void) {
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
         is_int(rec.connections, 0, "root, bad argument: no connection");
         CHECK_LOG(&c, "bad argument 'timeout=forever' (expected seconds");
-        CHECK_LOG(&c, "root's session is left alone, every other user's is refused");
+        CHECK_LOG(&c, "root's session is not refused, every other user's is");
 }
 
 static void case_unmanaged(void) {
@@ -543,8 +706,8 @@ static void case_unmanaged(void) {
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
         is_int(rec.connections, 0, "uid 500: no connection to nsd was attempted");
-        CHECK_LOG(&c, "uid 500 of user 'sys' is outside min_uid=1000..max_uid=60000, leaving the "
-                      "session alone");
+        CHECK_LOG(&c, "user 'sys' (uid 500) is outside min_uid=1000..max_uid=60000: not moving the "
+                      "session into a user's namespace");
 
         c.name = "uid 70000, nsd down";
         c.user = "high";
@@ -568,8 +731,7 @@ static void case_unmanaged(void) {
                                 .cfg = { .join_error = -ENXIO, .join_message = "not in Users=" } };
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
-        CHECK_LOG(&c, "nsd's policy does not manage user 'alice' (uid 1500), leaving the session "
-                      "alone");
+        CHECK_LOG(&c, "user 'alice' is not managed by nsd's policy: not moving the session");
         CHECK_NO_LOG(&c, "cannot join");
         ok(rec.session_closes == 0, "JOIN -ENXIO: nothing to close");
 }
@@ -1016,6 +1178,192 @@ static void case_sandbox(void) {
         unlink(defs_path);
 }
 
+/* ---- a missing module ------------------------------------------------------------------------ */
+
+/* The control value of the Session: line of the shipped pam-auth-update profile, or NULL. */
+static char *profile_control(void) {
+        char line[512], *control = NULL;
+        bool in_session = false;
+        FILE *f = fopen(PAM_NSJOIN_PROFILE, "re");
+
+        if (!f)
+                return NULL;
+        while (!control && fgets(line, sizeof(line), f)) {
+                char *module;
+
+                if (strncmp(line, "Session:", 8) == 0) {
+                        in_session = true;
+                        continue;
+                }
+                module = strstr(line, "pam_nsjoin.so");
+                if (!in_session || !module)
+                        continue;
+                *module = 0;
+                control = strndup(line + strspn(line, " \t"),
+                                  strcspn(line + strspn(line, " \t"), "\t"));
+        }
+        fclose(f);
+        return control;
+}
+
+/* A module that cannot be loaded (its package half removed, another architecture's only):
+ * libpam fails every session of a stack whose `required` line names it, root's too, since
+ * root's exemption lives in the module. The shipped profile's control value ignores a
+ * module that is not there. */
+static void case_missing_module(void) {
+        _cleanup_free_ char *control = profile_control();
+        struct pam_case c = { .name = "a `required` line naming a missing module, root",
+                              .user = "root",
+                              .args = "",
+                              .module = "/nonexistent/pam_nsjoin.so",
+                              .extra = PERMIT };
+
+        run_case(&c);
+        ok(res.open_rc != PAM_SUCCESS, "%s: libpam refuses the session (%d)", c.name, res.open_rc);
+
+        if (!ok(control && control[0] == '[', "the profile's control value: %s",
+                control ?: "(no Session: line with pam_nsjoin.so)"))
+                return;
+        c.control = control;
+        c.name = "the profile's line naming a missing module, root";
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        c.name = "the profile's line naming a missing module, alice";
+        c.user = "alice";
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+
+        /* the module that is there still refuses a managed login nsd cannot serve */
+        c = (struct pam_case) { .name = "the profile's line, nsd down, alice",
+                                .user = "alice",
+                                .args = RANGE " socket=/nonexistent/nsd.sock",
+                                .control = control,
+                                .extra = PERMIT };
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+}
+
+/* ---- crossing users: root and unmanaged users leave a namespace nsd made -------------------- */
+
+/* Did the session end up in PID 1's mount namespace (true) or stay in the child's own? */
+static bool moved_to_init(void) {
+        return res.ns_after != 0 && res.ns_after == res.init_ns && res.ns_before != res.init_ns;
+}
+
+static void case_crossing(void) {
+        struct pam_case c = { .user = "root", .args = "debug socket=@SOCKET@", .extra = PERMIT };
+
+        if (!is_root) {
+                tap_skip("crossing users: need root for a mount namespace and setns()");
+                return;
+        }
+        if (mkdir(made_path, 0755) < 0 && errno != EEXIST)
+                tap_bail_errno(made_path);
+
+        c.name = "root, in a namespace nsd made";
+        c.sandbox = SANDBOX_NS_MADE;
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name) ||
+                        (show_log(), 0);
+                is_int(rec.connections, 0, "%s: nsd was not asked", c.name);
+                CHECK_LOG(&c, "moved the session of user 'root' into the initial mount namespace: "
+                              "it is in a mount namespace nsd made");
+        }
+
+        c.name = "root, nsd down, in a namespace nsd made";
+        c.args = "socket=/nonexistent/nsd.sock";
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                /* the record is beside socket=: none here, so the session stays */
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(!moved_to_init() && res.ns_after == res.ns_before,
+                   "%s, record elsewhere: the session stays", c.name);
+                is_int(log_lines(), 0, "%s: not a word in the log", c.name);
+        }
+
+        c.name = "root, in a namespace nsd did not make (a container, a sandbox)";
+        c.args = "debug socket=@SOCKET@";
+        c.sandbox = SANDBOX_NS_FOREIGN;
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(res.ns_after == res.ns_before && res.ns_after != res.init_ns,
+                   "%s: the session stays in its namespace", c.name);
+                CHECK_LOG(&c, "the session of user 'root' stays where it is: it is in a mount "
+                              "namespace nsd did not make");
+        }
+
+        c.name = "root, in a namespace named in a record others may write to";
+        c.sandbox = SANDBOX_NS_UNTRUSTED;
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(res.ns_after == res.ns_before, "%s: the session stays", c.name);
+                CHECK_LOG(&c, "nsd's record of the namespaces it made cannot be trusted");
+        }
+
+        c.name = "root, unmanaged=stay, in a namespace nsd made";
+        c.args = "debug unmanaged=stay socket=@SOCKET@";
+        c.sandbox = SANDBOX_NS_MADE;
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(res.ns_after == res.ns_before, "%s: the session stays, as before", c.name);
+                CHECK_NO_LOG(&c, "moved the session");
+        }
+
+        c.name = "root, a bad argument, in a namespace nsd made";
+        c.args = "timeout=forever socket=@SOCKET@";
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(moved_to_init(), "%s: not refused, and moved", c.name);
+        }
+
+        c = (struct pam_case) { .name = "uid 500 (unmanaged), in a namespace nsd made",
+                                .user = "sys",
+                                .args = RANGE " debug socket=@SOCKET@",
+                                .extra = PERMIT,
+                                .sandbox = SANDBOX_NS_MADE };
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name);
+                is_int(rec.connections, 0, "%s: nsd was not asked", c.name);
+        }
+
+        c.name = "skip_users, in a namespace nsd made";
+        c.user = "alice";
+        c.args = RANGE " skip_users=alice socket=@SOCKET@";
+        run_case(&c);
+        if (sandbox_ran(&c))
+                ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name);
+
+        c.name = "not managed by nsd's policy (ENXIO), in a namespace nsd made";
+        c.args = RANGE " socket=@SOCKET@";
+        c.cfg = (struct fake_nsd_config) { .join_error = -ENXIO, .join_message = "not in Users=" };
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name);
+        }
+
+        /* a managed target goes to its own namespace, as before (the fake hands out the
+         * child's own namespace: it stays where it is, and is registered) */
+        c = (struct pam_case) { .name = "managed alice, in a namespace nsd made",
+                                .user = "alice",
+                                .args = RANGE " socket=@SOCKET@",
+                                .sandbox = SANDBOX_NS_MADE };
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(rec.join_sessions == 1 && res.ns_after == res.ns_before,
+                   "%s: joined the namespace nsd handed out", c.name);
+        }
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static int write_nss_files(const char *dir) {
@@ -1050,6 +1398,8 @@ int main(int argc, char *argv[]) {
 
         test_args();
         test_errno_map();
+        test_login_defs();
+        test_leave_decide();
         test_dlopen();
 
         if (argc < 2 || !getenv("NSS_WRAPPER_PASSWD")) {
@@ -1065,6 +1415,7 @@ int main(int argc, char *argv[]) {
         snprintf(stopped_path, sizeof(stopped_path), "%s/stopped.sock", tmpdir);
         snprintf(log_path, sizeof(log_path), "%s/log", tmpdir);
         snprintf(defs_path, sizeof(defs_path), "%s/login.defs", tmpdir);
+        snprintf(made_path, sizeof(made_path), "%s/" NSD_MADE_DIR_NAME, tmpdir);
         snprintf(service_path, sizeof(service_path), "%s/%s", tmpdir, SERVICE);
         tap_diag("running as uid %u%s", (unsigned) geteuid(), is_root ? ", root" : "");
 
@@ -1081,11 +1432,14 @@ int main(int argc, char *argv[]) {
         case_refused();
         case_threaded();
         case_sandbox();
+        case_crossing();
+        case_missing_module();
 
         unlink(service_path);
         unlink(log_path);
         unlink(sock_path);
         unlink(dead_path);
+        rmdir(made_path);
         if (rmdir(tmpdir) < 0)
                 tap_diag("cannot remove %s: %s", tmpdir, strerror(errno));
         return tap_done();
