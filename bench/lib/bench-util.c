@@ -111,7 +111,8 @@ int bench_parse_options(int argc, char *argv[], const struct bench_option *own, 
 
 static void (*die_cleanup)(void);
 
-static void vresult(const char *key, const char *fmt, va_list ap) {
+static void __attribute__((format(printf, 2, 0)))
+vresult(const char *key, const char *fmt, va_list ap) {
         if (key)
                 printf("%s ", key);
         vprintf(fmt, ap);
