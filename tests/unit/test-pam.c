@@ -305,6 +305,9 @@ static void test_dlopen(void) {
         }
         ok(dlsym(h, "pam_sm_open_session") && dlsym(h, "pam_sm_close_session"),
            "pam_sm_open_session and pam_sm_close_session resolve");
+        /* the client code is linked in: a login maps one object, not two (issue 19) */
+        ok(dlopen("libnsclient.so.1", RTLD_NOW | RTLD_NOLOAD) == NULL,
+           "loading the module loads no libnsclient.so.1");
         for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
                 void *p = dlsym(h, hidden[i]);
                 Dl_info info;
