@@ -18,6 +18,9 @@ set -u
 . tests/vm/lib-nsd.sh "${1:-build}"
 
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
+for p in sudo su nsenter unshare setpriv bindfs findmnt; do
+        command -v "$p" > /dev/null || skip "$p is not installed (tools/deps)"
+done
 
 journal_dump() { journalctl --no-pager -n 80 >&2 || true; }
 
