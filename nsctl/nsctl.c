@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h"
+#include "import-namespace-conf.h"
 #include "json.h"
 #include "mount-tree.h"
 #include "nsclient.h"
@@ -657,6 +658,9 @@ struct verb {
         int (*prepare)(struct args *a);
         int (*request)(nsc_conn *conn, struct args *a);
         int (*finish)(struct args *a);
+        /* a command of its own that needs no nsd: parses its arguments itself (argv[0] is its
+         * name) and prints its own --help; everything above unused */
+        int (*run)(int argc, char **argv);
 };
 
 #define OPTION_JSON \
@@ -819,6 +823,12 @@ static const struct verb verbs[] = {
                 .prepare = hide_prepare,
                 .request = hide_request,
         },
+        {
+                .name = "import-namespace-conf",
+                .summary_args = "[<file>...]",
+                .summary = "print pam_namespace's namespace.conf as an nsd drop-in",
+                .run = verb_import_namespace_conf,
+        },
 };
 
 static int verb_help(const struct verb *v) {
@@ -936,7 +946,11 @@ static int parse_args(const struct verb *v, int argc, char **argv, struct args *
 
 /* parse_args(), prepare, one request on one connection, finish: see struct verb */
 static int run_verb(const struct verb *v, int argc, char **argv, struct args *a) {
-        int r = parse_args(v, argc, argv, a);
+        int r;
+
+        if (v->run)
+                return v->run(argc, argv);
+        r = parse_args(v, argc, argv, a);
 
         if (r != GO_ON)
                 return r;
@@ -965,7 +979,10 @@ static int help(void) {
 
                 snprintf(name, sizeof(name), "%s%s%s", verbs[i].name,
                          verbs[i].summary_args ? " " : "", verbs[i].summary_args ?: "");
-                printf(" %-28s %s\n", name, verbs[i].summary);
+                if (strlen(name) > 28) /* too long for the column: the summary below it */
+                        printf(" %s\n %-28s %s\n", name, "", verbs[i].summary);
+                else
+                        printf(" %-28s %s\n", name, verbs[i].summary);
         }
         printf("\n"
                "<user> is a user name or a numeric uid.\n"

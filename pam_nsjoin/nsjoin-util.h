@@ -3,7 +3,7 @@
  * nsjoin-util.h: the pure parts of pam_nsjoin (argument parsing, the local decision whether a
  * user is in the managed range, list matching, mapping of -errno to PAM codes and messages).
  * Private: compiled into the module (hidden by its version script) and into
- * tests/unit/test-pam.c.
+ * tests/unit/pam_nsjoin/test-pam.c.
  */
 #pragma once
 
