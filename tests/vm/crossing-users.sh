@@ -118,6 +118,9 @@ echo "$out"
 assert_eq "$init_ns root -
 $init_ns root -" "$out" "sudo -i and su -l with nsd stopped"
 systemctl start nsd.socket nsd-root.socket
+# nsd started again (socket activation, adopting alice's and bob's namespaces) before the
+# next managed login, whose wait is bounded by timeout=: a slow VM takes seconds for that
+vm_wait_for 120 "$NSCTL" status
 
 # ---- 4. container-like namespaces are kept ------------------------------------------------
 say "unshare -m (from the host's namespace and from alice's), then su -l and sudo -i"
