@@ -57,11 +57,33 @@
  */
 #pragma once
 
+#include <inttypes.h>
 #include <stdint.h>
 
 #define NSD_SOCKET_PATH_DEFAULT "/run/nsd/socket"
 /* 1.2: root's own door, mode 0600; pam_nsjoin (which runs as root) uses it */
 #define NSD_ROOT_SOCKET_PATH_DEFAULT "/run/nsd/root.socket"
+
+/*
+ * Where nsd records, without any request, which mount namespaces it made, so that a PAM
+ * session of root (or of a user nsd does not manage) opened inside one of them can leave it
+ * for the initial namespace without asking nsd (pam_nsjoin(8), "Crossing users"). A folder
+ * of nsd's run directory (default /run/nsd), owned by root, not group- or world-writable,
+ * holding one empty regular file per live namespace under each of two names:
+ *   NSD_MADE_NS_FMT    the namespace's nsfs inode (stat(/proc/PID/ns/mnt).st_ino), for a
+ *                      process in it (mode setns);
+ *   NSD_MADE_ROOT_FMT  the mount id (statx STATX_MNT_ID) of the namespace's root mount, for
+ *                      a process chrooted into it from the initial namespace (mode chroot).
+ * nsd writes both before it first hands the namespace out (or when it adopts it again after
+ * a restart), removes them before the namespace can go away (release), and at start removes
+ * those of namespaces it no longer keeps, so a name never outlives its namespace (inode
+ * numbers and mount ids are reused). Not part of the wire protocol; since nsd 0.3.
+ */
+#define NSD_MADE_DIR_NAME "made"
+#define NSD_MADE_DIR_DEFAULT "/run/nsd/" NSD_MADE_DIR_NAME
+#define NSD_MADE_NS_FMT "mnt-%" PRIu64
+#define NSD_MADE_ROOT_FMT "root-%" PRIu64
+#define NSD_MADE_NAME_MAX 32 /* with the NUL */
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1

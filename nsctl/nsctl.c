@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h"
+#include "import-namespace-conf.h"
 #include "json.h"
 #include "mount-tree.h"
 #include "nsclient.h"
@@ -657,8 +658,8 @@ struct verb {
         int (*prepare)(struct args *a);
         int (*request)(nsc_conn *conn, struct args *a);
         int (*finish)(struct args *a);
-        /* instead of all the above but the summary: a command with a path of its own (no
-         * request to nsd), given its arguments from its name on */
+        /* a command of its own that needs no nsd: parses its arguments itself (argv[0] is its
+         * name) and prints its own --help; everything above unused */
         int (*run)(int argc, char **argv);
 };
 
@@ -820,6 +821,12 @@ static const struct verb verbs[] = {
                 .prepare = hide_prepare,
                 .request = hide_request,
         },
+        {
+                .name = "import-namespace-conf",
+                .summary_args = "[<file>...]",
+                .summary = "print pam_namespace's namespace.conf as an nsd drop-in",
+                .run = verb_import_namespace_conf,
+        },
 };
 
 static int verb_help(const struct verb *v) {
@@ -966,25 +973,14 @@ static int help(void) {
                "\n"
                "Commands:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
-                const char *line = verbs[i].summary;
                 char name[64];
-                int w;
 
-                /* the summary in a column of its own, its lines (\n) one below the other;
-                 * after a longer name it starts on the next line */
-                w = snprintf(name, sizeof(name), "%s%s%s", verbs[i].name,
-                             verbs[i].summary_args ? " " : "", verbs[i].summary_args ?: "");
-                printf(" %-28s", name);
-                if (w > 28)
-                        printf("\n%29s", "");
-                do {
-                        int len = (int) strcspn(line, "\n");
-
-                        printf(" %.*s\n", len, line);
-                        line += len;
-                        if (*line)
-                                printf("%29s", "");
-                } while (*line && *++line);
+                snprintf(name, sizeof(name), "%s%s%s", verbs[i].name,
+                         verbs[i].summary_args ? " " : "", verbs[i].summary_args ?: "");
+                if (strlen(name) > 28) /* too long for the column: the summary below it */
+                        printf(" %s\n %-28s %s\n", name, "", verbs[i].summary);
+                else
+                        printf(" %-28s %s\n", name, verbs[i].summary);
         }
         printf("\n"
                "<user> is a user name or a numeric uid.\n"

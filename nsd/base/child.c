@@ -70,7 +70,34 @@ static unsigned per_uid_max(const Children *set) {
 
 /* ---- in the child ------------------------------------------------------------------------ */
 
-static _Noreturn void child_main(int sock, ChildFn fn, void *arg, size_t arg_size) {
+/* Close every descriptor from 3 on but sock and keep[] (at most CHILD_MAX_KEEP). */
+static void child_close_all_but(int sock, const int *keep, size_t n_keep) {
+        int fds[CHILD_MAX_KEEP + 1];
+        size_t n = 0;
+        unsigned lo = 3;
+
+        fds[n++] = sock;
+        for (size_t i = 0; i < n_keep && i < CHILD_MAX_KEEP; i++)
+                fds[n++] = keep[i];
+        /* insertion sort: a handful */
+        for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && fds[j - 1] > fds[j]; j--) {
+                        int t = fds[j];
+                        fds[j] = fds[j - 1];
+                        fds[j - 1] = t;
+                }
+        for (size_t i = 0; i < n; i++) {
+                if (fds[i] < (int) lo)
+                        continue;
+                if ((unsigned) fds[i] > lo)
+                        (void) syscall(SYS_close_range, lo, (unsigned) fds[i] - 1, 0u);
+                lo = (unsigned) fds[i] + 1;
+        }
+        (void) syscall(SYS_close_range, lo, ~0u, 0u);
+}
+
+static _Noreturn void child_main(int sock, const int *keep, size_t n_keep, ChildFn fn, void *arg,
+                                 size_t arg_size) {
         union {
                 struct cmsghdr h;
                 char buf[CMSG_SPACE(sizeof(int))];
@@ -79,10 +106,9 @@ static _Noreturn void child_main(int sock, ChildFn fn, void *arg, size_t arg_siz
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         int fd = -1, rc;
 
-        /* nothing of nsd's stays open in a child that may hang in the kernel */
-        if (sock > 3)
-                (void) syscall(SYS_close_range, 3u, (unsigned) sock - 1, 0u);
-        (void) syscall(SYS_close_range, (unsigned) sock + 1, ~0u, 0u);
+        /* nothing of nsd's stays open in a child that may hang in the kernel, but what it was
+         * given */
+        child_close_all_but(sock, keep, n_keep);
 
         rc = fn(arg, &fd);
         if (fd >= 0) {
@@ -191,12 +217,20 @@ static gboolean on_child_deadline(gpointer userdata) {
 
 int child_start(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t arg_size,
                 uint64_t timeout_usec, ChildDone done, void *userdata) {
+        return child_start_keep(set, uid, fn, arg, arg_size, NULL, 0, timeout_usec, done, userdata);
+}
+
+int child_start_keep(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t arg_size,
+                     const int *keep, size_t n_keep, uint64_t timeout_usec, ChildDone done,
+                     void *userdata) {
         g_autofree void *copy = g_memdup2(arg, arg_size);
         sigset_t all, saved;
         int sv[2], pidfd = -1;
         long pid;
         Child *ch;
 
+        if (n_keep > CHILD_MAX_KEEP)
+                return -EINVAL;
         if (g_hash_table_size(set->all) >= set->max || uid_count(set, uid) >= per_uid_max(set))
                 return -EAGAIN;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -207,7 +241,7 @@ int child_start(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t ar
         pid = syscall(SYS_clone, (unsigned long) CLONE_PIDFD, NULL, &pidfd, NULL, 0);
         if (pid == 0) {
                 close(sv[0]);
-                child_main(sv[1], fn, copy, arg_size);
+                child_main(sv[1], keep, n_keep, fn, copy, arg_size);
         }
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
         close(sv[1]);

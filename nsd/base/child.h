@@ -43,3 +43,9 @@ unsigned children_alive(const Children *set);
  * loop, exactly once) or -EAGAIN when the bounds are reached, -errno when fork failed. */
 int child_start(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t arg_size,
                 uint64_t timeout_usec, ChildDone done, void *userdata);
+/* child_start(), and the child keeps these descriptors of nsd's open, at the same numbers
+ * (still O_CLOEXEC): at most CHILD_MAX_KEEP. */
+#define CHILD_MAX_KEEP 4
+int child_start_keep(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t arg_size,
+                     const int *keep, size_t n_keep, uint64_t timeout_usec, ChildDone done,
+                     void *userdata);

@@ -95,6 +95,17 @@ static const char *const step_text[_HELPER_STEP_MAX] = {
         [HELPER_STEP_SETATTR] = "set the owner-private attribute (mount_setattr)",
         [HELPER_STEP_PEER_NS] = "open the client's /proc/PID/ns/mnt",
         [HELPER_STEP_PEER_ROOT] = "open the client's /proc/PID/root",
+        [HELPER_STEP_SETUP_RESOLVE] = "resolve the path without following symbolic links "
+                                      "(openat2)",
+        [HELPER_STEP_SETUP_CHECK] = "check the directory's owner and mode",
+        [HELPER_STEP_SETUP_MKDIR] = "make the directory (mkdirat)",
+        [HELPER_STEP_SETUP_OWNER] = "give the instance directory its owner and mode",
+        [HELPER_STEP_SETUP_CLONE] = "clone the mount to bind (open_tree)",
+        [HELPER_STEP_SETUP_ATTR] = "make the mount nosuid,nodev (mount_setattr)",
+        [HELPER_STEP_SETUP_TMPFS] = "make the tmpfs (fsopen, fsconfig, fsmount)",
+        [HELPER_STEP_SETUP_ATTACH] = "attach the mount (move_mount)",
+        [HELPER_STEP_SETUP_SPAWN] = "start the init script",
+        [HELPER_STEP_SETUP_SCRIPT] = "run the init script",
 };
 
 const char *helper_step_text(int step) {

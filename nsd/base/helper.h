@@ -46,6 +46,17 @@ enum helper_step {
         /* the descriptor policy (peer.c) */
         HELPER_STEP_PEER_NS,
         HELPER_STEP_PEER_ROOT,
+        /* a new namespace's setup (setup.c) */
+        HELPER_STEP_SETUP_RESOLVE,
+        HELPER_STEP_SETUP_CHECK,
+        HELPER_STEP_SETUP_MKDIR,
+        HELPER_STEP_SETUP_OWNER,
+        HELPER_STEP_SETUP_CLONE,
+        HELPER_STEP_SETUP_ATTR,
+        HELPER_STEP_SETUP_TMPFS,
+        HELPER_STEP_SETUP_ATTACH,
+        HELPER_STEP_SETUP_SPAWN,
+        HELPER_STEP_SETUP_SCRIPT,
         _HELPER_STEP_MAX,
 };
 

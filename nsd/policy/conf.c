@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "nss-util.h"
+#include "policy/conf-files.h"
 
 #define GROUP_NAMESPACES "Namespaces"
 #define GROUP_LIMITS "Limits"
@@ -114,12 +115,14 @@ void config_init_defaults(Config *ret) {
                 .path_walk_timeout_usec = 5 * USEC_PER_SEC,
                 .private_mode = false,
         };
+        setup_conf_init(&ret->setup);
 }
 
 void config_copy(Config *dst, const Config *src) {
         *dst = *src;
         dst->users = g_strdupv(src->users);
         dst->groups = g_strdupv(src->groups);
+        setup_conf_copy(&dst->setup, &src->setup);
 }
 
 void config_done(Config *c) {
@@ -127,6 +130,7 @@ void config_done(Config *c) {
                 return;
         g_strfreev(c->users);
         g_strfreev(c->groups);
+        setup_conf_done(&c->setup);
         memset(c, 0, sizeof *c);
 }
 
@@ -136,11 +140,12 @@ void config_move(Config *dst, Config *src) {
         memset(src, 0, sizeof *src);
 }
 
-/* One "Key=Value" line seen by the scan. */
+/* One "Key=Value" line seen by the scan, or (key NULL) a group line of a setup group. */
 typedef struct KeyLine {
         char *group;
         char *key;
         unsigned line;
+        size_t file; /* index into the texts */
 } KeyLine;
 
 static void key_line_free(gpointer p) {
@@ -150,14 +155,14 @@ static void key_line_free(gpointer p) {
         g_free(k);
 }
 
-static const char *const *group_keys(const char *group) {
+static const char *const *group_keys(const char *group, const char **ret_why) {
         if (strcmp(group, GROUP_NAMESPACES) == 0)
                 return namespaces_keys;
         if (strcmp(group, GROUP_LIMITS) == 0)
                 return limits_keys;
         if (strcmp(group, GROUP_PRIVATE) == 0)
                 return private_keys;
-        return NULL;
+        return setup_conf_group_keys(group, ret_why);
 }
 
 static bool strv_has(const char *const *v, const char *s) {
@@ -181,9 +186,33 @@ static int fail(char **ret_error, const char *filename, unsigned line, const cha
         return -EINVAL;
 }
 
-/* The shape of every line, as GKeyFile will read it; collects every key with its line. */
-static int scan_lines(const char *text, size_t len, const char *filename, GPtrArray *keys,
-                      char **ret_error) {
+/* A key, or an object group (key NULL), that an earlier line or file has already. */
+static const KeyLine *key_seen(GPtrArray *keys, const char *group, const char *key) {
+        for (guint i = 0; i < keys->len; i++) {
+                const KeyLine *k = g_ptr_array_index(keys, i);
+                if (strcmp(k->group, group) == 0 && g_strcmp0(k->key, key) == 0)
+                        return k;
+        }
+        return NULL;
+}
+
+static void key_add(GPtrArray *keys, const char *group, const char *key, unsigned line,
+                    size_t file) {
+        KeyLine *k = g_new0(KeyLine, 1);
+
+        k->group = g_strdup(group);
+        k->key = g_strdup(key);
+        k->line = line;
+        k->file = file;
+        g_ptr_array_add(keys, k);
+}
+
+/* The shape of every line of texts[file], as GKeyFile will read it; collects every key (and
+ * every setup group line) with its line. */
+static int scan_lines(const ConfigText *texts, size_t file, GPtrArray *keys, char **ret_error) {
+        const char *text = texts[file].text ? texts[file].text : "",
+                   *filename = texts[file].filename;
+        size_t len = texts[file].len;
         g_autofree char *group = NULL;
         unsigned lineno = 0;
         size_t pos = 0;
@@ -214,13 +243,28 @@ static int scan_lines(const char *text, size_t len, const char *filename, GPtrAr
                                 return fail(ret_error, filename, lineno,
                                             "'%s' is not a valid [Group] line", s);
                         *end = '\0';
-                        if (!group_keys(s + 1))
-                                return fail(ret_error, filename, lineno,
-                                            "unknown group [%s] (known: [" GROUP_NAMESPACES
-                                            "], [" GROUP_LIMITS "], [" GROUP_PRIVATE "])",
-                                            s + 1);
+                        const char *why = NULL;
+                        if (!group_keys(s + 1, &why))
+                                return why ? fail(ret_error, filename, lineno, "[%s]: %s", s + 1,
+                                                  why)
+                                           : fail(ret_error, filename, lineno,
+                                                  "unknown group [%s] (known: [" GROUP_NAMESPACES
+                                                  "], [" GROUP_LIMITS "], [" GROUP_PRIVATE
+                                                  "], [Setup], [Polydir NAME], [BindReadOnly "
+                                                  "NAME])",
+                                                  s + 1);
                         g_free(group);
                         group = g_strdup(s + 1);
+                        if (!setup_conf_group_keys(group, NULL))
+                                continue;
+                        const KeyLine *seen = setup_conf_group_is_object(group)
+                                                      ? key_seen(keys, group, NULL)
+                                                      : NULL;
+                        if (seen)
+                                return fail(ret_error, filename, lineno,
+                                            "[%s] is defined twice: at %s:%u too", group,
+                                            texts[seen->file].filename, seen->line);
+                        key_add(keys, group, NULL, lineno, file);
                         continue;
                 }
 
@@ -237,21 +281,19 @@ static int scan_lines(const char *text, size_t len, const char *filename, GPtrAr
                                     "key %s= outside of any group (start with [" GROUP_NAMESPACES
                                     "] or [" GROUP_LIMITS "])",
                                     s);
-                if (!strv_has(group_keys(group), s))
+                if (!strv_has(group_keys(group, NULL), s))
                         return fail(ret_error, filename, lineno, "unknown key %s= in [%s]", s,
                                     group);
-                for (guint i = 0; i < keys->len; i++) {
-                        KeyLine *k = g_ptr_array_index(keys, i);
-                        if (strcmp(k->group, group) == 0 && strcmp(k->key, s) == 0)
-                                return fail(ret_error, filename, lineno,
-                                            "%s= set twice in [%s] (first at line %u)", s, group,
-                                            k->line);
-                }
-                KeyLine *k = g_new0(KeyLine, 1);
-                k->group = g_strdup(group);
-                k->key = g_strdup(s);
-                k->line = lineno;
-                g_ptr_array_add(keys, k);
+                const KeyLine *k = key_seen(keys, group, s);
+                if (k && k->file == file)
+                        return fail(ret_error, filename, lineno,
+                                    "%s= set twice in [%s] (first at line %u)", s, group, k->line);
+                if (k)
+                        return fail(ret_error, filename, lineno,
+                                    "[%s] %s= is set in %s:%u already (a key is set in one file "
+                                    "only)",
+                                    group, s, texts[k->file].filename, k->line);
+                key_add(keys, group, s, lineno, file);
         }
         return 0;
 }
@@ -365,13 +407,28 @@ static int parse_names(const char *value, bool users, char ***ret, char **ret_ba
         return 0;
 }
 
-static unsigned key_line(GPtrArray *keys, const char *group, const char *key) {
-        for (guint i = 0; i < keys->len; i++) {
-                KeyLine *k = g_ptr_array_index(keys, i);
-                if (strcmp(k->group, group) == 0 && strcmp(k->key, key) == 0)
-                        return k->line;
-        }
-        return 0;
+int config_parse_bool(const char *s, bool *ret) {
+        return parse_bool(s, ret);
+}
+
+int config_parse_usec(const char *s, unsigned long long min, unsigned long long max,
+                      unsigned long long *ret) {
+        return parse_usec(s, min, max, ret);
+}
+
+int config_parse_names(const char *value, bool users, char ***ret, char **ret_bad) {
+        return parse_names(value, users, ret, ret_bad);
+}
+
+/* Where a key was set: its line, and its file in *ret_file (0: not set). */
+static unsigned key_line_in(GPtrArray *keys, const ConfigText *texts, const char *group,
+                            const char *key, const char **ret_file) {
+        const KeyLine *k = key_seen(keys, group, key);
+
+        if (!k)
+                return 0;
+        *ret_file = texts[k->file].filename;
+        return k->line;
 }
 
 /* GKeyFile's escapes in a string value: \s \n \t \r \\. What is wrong with the first
@@ -404,36 +461,85 @@ static int fail_value(char **ret_error, const char *filename, GKeyFile *kf, cons
                     raw ? raw : "", why ? why : glib_message);
 }
 
+static void key_files_free(GKeyFile **kfs) {
+        for (GKeyFile **k = kfs; k && *k; k++)
+                g_key_file_unref(*k);
+        g_free(kfs);
+}
+
 int config_parse_text(const char *text, size_t len, const char *filename, Config *ret,
                       char **ret_error) {
+        ConfigText t = { .text = text, .len = len, .filename = filename };
+
+        g_return_val_if_fail(text || len == 0, -EINVAL);
+        return config_parse_texts(&t, 1, ret, ret_error);
+}
+
+int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **ret_error) {
         g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(key_line_free);
-        g_autoptr(GKeyFile) kf = g_key_file_new();
+        GKeyFile **kfs = NULL;
         g_autoptr(GError) error = NULL;
+        const char *filename = NULL;
         Config c;
         int r;
 
-        g_return_val_if_fail(text || len == 0, -EINVAL);
-        g_return_val_if_fail(filename, -EINVAL);
+        g_return_val_if_fail(texts || n == 0, -EINVAL);
         g_return_val_if_fail(ret, -EINVAL);
+        for (size_t f = 0; f < n; f++) {
+                g_return_val_if_fail(texts[f].filename, -EINVAL);
+                g_return_val_if_fail(texts[f].text || texts[f].len == 0, -EINVAL);
+        }
 
-        r = scan_lines(text ? text : "", len, filename, keys, ret_error);
-        if (r < 0)
-                return r;
+        for (size_t f = 0; f < n; f++) {
+                r = scan_lines(texts, f, keys, ret_error);
+                if (r < 0)
+                        return r;
+        }
 
         /* The scan accepted every line; GKeyFile should too. If it does not, there is no line
          * to name: say line 1 rather than nothing. */
-        if (len > 0 && !g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &error))
-                return fail(ret_error, filename, 1, "%s", error->message);
+        kfs = g_new0(GKeyFile *, n + 1);
+        for (size_t f = 0; f < n; f++) {
+                kfs[f] = g_key_file_new();
+                if (texts[f].len > 0 &&
+                    !g_key_file_load_from_data(kfs[f], texts[f].text, texts[f].len, G_KEY_FILE_NONE,
+                                               &error)) {
+                        r = fail(ret_error, texts[f].filename, 1, "%s", error->message);
+                        key_files_free(kfs);
+                        return r;
+                }
+        }
 
         config_init_defaults(&c);
 
         for (guint i = 0; i < keys->len; i++) {
                 KeyLine *k = g_ptr_array_index(keys, i);
+                GKeyFile *kf = kfs[k->file];
                 g_autofree char *value = NULL;
                 unsigned long long v;
                 g_autofree char *bad = NULL;
 
+                filename = texts[k->file].filename;
                 g_clear_error(&error);
+                if (!k->key || setup_conf_group_keys(k->group, NULL)) {
+                        g_autofree char *sv = NULL, *why = NULL;
+
+                        if (k->key) {
+                                sv = g_key_file_get_string(kf, k->group, k->key, &error);
+                                if (!sv || error) {
+                                        r = fail_value(ret_error, filename, kf, k,
+                                                       error ? error->message
+                                                             : "cannot read the value");
+                                        goto fail;
+                                }
+                        }
+                        r = setup_conf_set(&c.setup, k->group, k->key, sv, filename, k->line, &why);
+                        if (r < 0) {
+                                r = fail(ret_error, filename, k->line, "[%s] %s", k->group, why);
+                                goto fail;
+                        }
+                        continue;
+                }
                 value = g_key_file_get_string(kf, k->group, k->key, &error);
                 if (!value || error) {
                         /* With an invalid escape GKeyFile returns what it could read *and*
@@ -536,52 +642,53 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
         }
 
         if (c.min_uid > c.max_uid) {
-                unsigned line = key_line(keys, GROUP_NAMESPACES, "MinUid");
+                unsigned line = key_line_in(keys, texts, GROUP_NAMESPACES, "MinUid", &filename);
                 if (line == 0)
-                        line = key_line(keys, GROUP_NAMESPACES, "MaxUid");
+                        line = key_line_in(keys, texts, GROUP_NAMESPACES, "MaxUid", &filename);
                 r = fail(ret_error, filename, line, "MinUid=%u is larger than MaxUid=%u",
                          (unsigned) c.min_uid, (unsigned) c.max_uid);
                 goto fail;
         }
         if (c.max_connections_per_user > c.max_connections) {
-                unsigned line = key_line(keys, GROUP_LIMITS, "MaxConnectionsPerUser");
+                unsigned line = key_line_in(keys, texts, GROUP_LIMITS, "MaxConnectionsPerUser",
+                                            &filename);
                 if (line == 0)
-                        line = key_line(keys, GROUP_LIMITS, "MaxConnections");
+                        line = key_line_in(keys, texts, GROUP_LIMITS, "MaxConnections", &filename);
                 r = fail(ret_error, filename, line,
                          "MaxConnectionsPerUser=%u is larger than MaxConnections=%u",
                          c.max_connections_per_user, c.max_connections);
                 goto fail;
         }
+        if (c.private_tmp) {
+                unsigned line = key_line_in(keys, texts, GROUP_NAMESPACES, "PrivateTmp", &filename);
+                r = setup_conf_finish(&c.setup, true, filename, line, ret_error);
+        } else
+                r = setup_conf_finish(&c.setup, false, NULL, 0, ret_error);
+        if (r < 0)
+                goto fail;
 
+        key_files_free(kfs);
         *ret = c;
         return 0;
 fail:
+        key_files_free(kfs);
         config_done(&c);
         return r;
 }
 
 int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_error) {
-        g_autofree char *text = NULL;
-        g_autoptr(GError) error = NULL;
-        gsize len = 0;
+        g_autoptr(ConfigFiles) files = NULL;
+        bool missing = false;
         int r;
 
-        if (!g_file_get_contents(path, &text, &len, &error)) {
-                if (g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
-                        config_init_defaults(ret);
-                        if (ret_missing)
-                                *ret_missing = true;
-                        return 0;
-                }
-                if (ret_error)
-                        *ret_error = g_strdup_printf("%s: cannot read: %s", path, error->message);
-                return -EIO;
-        }
-        r = config_parse_text(text, len, path, ret, ret_error);
+        r = config_files_read(path, &files, &missing, ret_error);
+        if (r < 0)
+                return r;
+        r = config_parse_texts(files->texts, files->n, ret, ret_error);
         if (r < 0)
                 return r;
         if (ret_missing)
-                *ret_missing = false;
+                *ret_missing = missing;
         return 0;
 }
 

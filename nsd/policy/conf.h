@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "policy/setup-conf.h"
+
 #define CONFIG_LINGER_FOREVER INT64_C(-1)
 
 typedef struct Config {
@@ -40,6 +42,8 @@ typedef struct Config {
         uint64_t path_walk_timeout_usec; /* a HIDE or mode-private walk past this: killed */
         /* [Private] */
         bool private_mode; /* Enable=: mode private, owner-private user FUSE mounts */
+        /* [Setup], [Polydir NAME], [BindReadOnly NAME] (PrivateTmp=yes is a polydir there) */
+        SetupConf setup;
 } Config;
 
 /* Fill ret with the defaults (the commented values of the installed nsd.conf). */
@@ -55,7 +59,19 @@ void config_move(Config *dst, Config *src);
 int config_parse_text(const char *text, size_t len, const char *filename, Config *ret,
                       char **ret_error);
 
-/* Read and parse path. A missing file gives the defaults and *ret_missing = true. */
+/* Several files read as one configuration, in this order (nsd.conf, then its drop-ins): a
+ * key set in two of them, or an object ([Polydir NAME], [BindReadOnly NAME]) defined in two,
+ * is an error naming both places. */
+typedef struct ConfigText {
+        const char *text;
+        size_t len;
+        const char *filename;
+} ConfigText;
+int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **ret_error);
+
+/* Read and parse path and its drop-ins, path + ".d/" *.conf in lexical order (conf-files.h:
+ * each must be owned by root, or by the user nsd runs as, and writable by nobody else). A
+ * missing path gives the defaults (plus drop-ins) and *ret_missing = true. */
 int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_error);
 
 /* A deep copy of src into *dst (which is overwritten, not freed). */
@@ -84,6 +100,14 @@ void config_copy(Config *dst, const Config *src);
 int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why);
 int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why);
 bool config_uid_managed(const Config *c, uid_t uid, char **ret_why);
+
+/* Value syntax shared with setup-conf.c: yes/no/true/false/on/off/1/0; seconds with up to six
+ * decimals, to microseconds, within min..max; user (or group) names and numbers separated by
+ * spaces, commas or semicolons (@regular when users; *ret_bad names a bad word). */
+int config_parse_bool(const char *s, bool *ret);
+int config_parse_usec(const char *s, unsigned long long min, unsigned long long max,
+                      unsigned long long *ret);
+int config_parse_names(const char *value, bool users, char ***ret, char **ret_bad);
 
 /* "2.5" for 2500000: a time in seconds for messages (up to milliseconds). Returns buf. */
 const char *config_usec_to_string(uint64_t usec, char *buf, size_t size);
