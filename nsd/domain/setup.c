@@ -74,7 +74,7 @@ struct SetupPlan {
         gid_t gid;
         char *user_name;
         char *home;     /* normalised: no trailing '/' (but "/") */
-        char *home_rel; /* home + 1, or "." */
+        char *home_rel; /* home + 1, "." for "/", "" for a home that is not absolute */
         gid_t *groups;
         size_t n_groups;
         PlanPolydir *polydirs;
@@ -200,7 +200,10 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
         while (n > 1 && user->home[n - 1] == '/')
                 n--;
         plan->home = user->home ? g_strndup(user->home, n) : g_strdup("");
-        plan->home_rel = strcmp(plan->home, "/") == 0 ? g_strdup(".") : g_strdup(plan->home + 1);
+        /* a home that is not absolute is never walked: valid_home() refuses it below */
+        plan->home_rel = plan->home[0] != '/'           ? g_strdup("")
+                         : strcmp(plan->home, "/") == 0 ? g_strdup(".")
+                                                        : g_strdup(plan->home + 1);
 
         for (size_t i = 0; i < plan->conf.n_polydirs; i++) {
                 const Polydir *c = &plan->conf.polydirs[i];

@@ -116,6 +116,7 @@ typedef struct TestReply {
         union {
                 struct nsd_msg_header hdr;
                 uint8_t bytes[NSD_MSG_SIZE_MAX];
+                uint64_t align; /* replies are read in place: struct nsd_rep_* hold 64-bit fields */
         } msg;
 } TestReply;
 
