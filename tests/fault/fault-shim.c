@@ -14,7 +14,10 @@
  *                              OBJECT+OFFSET is the return address of the call (the call
  *                              site: `addr2line -e OBJECT OFFSET-1`), ARG the path or target
  *                              where the call has one, for clone "fn=OBJECT+0xOFFSET" of the
- *                              child's function (which helper child it makes).
+ *                              child's function (which helper child it makes). A forked
+ *                              child of nsd's (child.c) that closed the trace's descriptor
+ *                              opens the file again: its calls are traced too, numbered
+ *                              from where its parent's count was when it was forked.
  *
  * CALL is one of: clone unshare setns mount umount2 open_tree move_mount mount_setattr fspick
  * open openat openat2 accept accept4 sendmsg recvmsg pidfd_open fsopen fsconfig fsmount
@@ -112,6 +115,7 @@ static int n_rules;
 
 static long counters[_C_MAX];
 static int trace_fd = -1;
+static char trace_path[512];
 
 /* the real functions */
 static int (*real_clone)(int (*)(void *), void *, int, void *, ...);
@@ -225,7 +229,18 @@ static void trace(enum call c, long n, const void *caller, int fail_err, const c
                 put_str(&l, arg);
         }
         put_str(&l, "\n");
-        (void) !write(trace_fd, l.buf, l.len);
+        if (write(trace_fd, l.buf, l.len) < 0 && errno == EBADF) {
+                /* a child of nsd's (child.c) closed every descriptor it was not given:
+                 * open the trace again, before the child enters another namespace (its
+                 * first traced call, setns, comes before the call is made) */
+                int fd = (int) real_syscall(SYS_openat, AT_FDCWD, trace_path,
+                                            O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+                if (fd >= 0) {
+                        (void) fcntl(fd, F_DUPFD_CLOEXEC, trace_fd);
+                        close(fd);
+                        (void) !write(trace_fd, l.buf, l.len);
+                }
+        }
         errno = saved;
 }
 
@@ -664,6 +679,9 @@ __attribute__((constructor)) static void fault_shim_init(void) {
                                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
                 if (fd < 0)
                         die("cannot open NSD_FAULT_TRACE", tpath);
+                if (strlen(tpath) >= sizeof trace_path)
+                        die("NSD_FAULT_TRACE is too long", tpath);
+                strcpy(trace_path, tpath);
                 /* out of the way of the descriptors the program counts on */
                 trace_fd = fcntl(fd, F_DUPFD_CLOEXEC, 700);
                 close(fd);
