@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/handlers.h"
 #include "base/child.h"
 #include "base/errno-util.h"
 #include "base/log.h"
@@ -424,7 +425,8 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         s->next_session_id = ((uint64_t) g_random_int() << 32 | g_random_int()) | 1;
         s->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, user_free);
         s->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, session_free);
-        s->conns = conn_manager_new(&s->config, s);
+        s->handlers = (RequestHandlers) { .table = api_handlers, .userdata = s };
+        s->conns = conn_manager_new(&s->config, &request_conn_handler, &s->handlers);
         s->policy = policy_new(&s->config);
         s->children = children_new(s->config.max_path_walks);
         s->fdstore = setup->fdstore ? setup->fdstore : fdstore_new(false);
@@ -523,6 +525,7 @@ void server_free(Server *s) {
         /* sessions first (they point into users); namespaces stay pinned, state files and
          * the fd store stay for the next start */
         g_hash_table_destroy(s->waiting_sessions);
+        users_unrecord_unkept(s);
         users_forget_sessions(s);
         g_hash_table_destroy(s->sessions);
         g_hash_table_destroy(s->users);

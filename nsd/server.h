@@ -3,7 +3,8 @@
  * server.h: nsd's state, the one object every room of the daemon hangs off (like logind's
  * Manager). The rooms, by floor (a file includes only what stands below it):
  *   server.c              start, stop, reload, limits in force, mode private on/off, STATUS=
- *   api/requests.c        the table of request types and their handlers
+ *   api/handlers.c        what nsd answers: a handler per request type
+ *   transport/request.c   the wire side of a request: table of sizes, flags, checks; replies
  *   api/peer.c            where a client process stands (inside, initial, sandboxed)
  *   domain/user.c         per-user state: the namespace, linger
  *   domain/session.c      sessions and their leaders' pidfds, kept across restarts
@@ -31,6 +32,7 @@
 
 #include "base/nsd-forward.h"
 #include "policy/conf.h"
+#include "transport/request.h"
 
 struct Server {
         Config config;
@@ -45,6 +47,7 @@ struct Server {
         unsigned max_namespaces;
 
         ConnManager *conns;
+        RequestHandlers handlers; /* api/handlers.c's, with this server: bound to conns */
         Policy *policy;
         Children *children;
 
@@ -68,7 +71,7 @@ struct Server {
         GArray *linger_queue;
         LingerScan *linger_scan; /* the scan under way, NULL: none */
         bool linger_scan_warned; /* a failed scan was said at warning level */
-        size_t stream_bytes;     /* SHOW text held for replies being sent, see requests.c */
+        size_t stream_bytes;     /* SHOW text held for replies being sent, see api/handlers.c */
         guint notify_timer;      /* a pending STATUS= to the service manager */
         bool starting;           /* in server_new() */
         bool pinns_stored;       /* the pin namespace is in the fd store */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * peer.h: where a client process stands, for requests.c's policy of who gets what
+ * peer.h: where a client process stands, for api/handlers.c's policy of who gets what
  * (nsd-protocol.h, "Who gets what"). A process's "view" is its mount namespace and its root
  * directory; nsd compares it with a user's namespace (the namespace and its root: the
  * process is INSIDE) and with nsd's own (the initial namespace and its root: INITIAL). A

@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* errno-util.h: which errors may pass. */
+/*
+ * errno-util.h: errors. Which may pass, and the one way nsd says why something failed: a
+ * function returns -errno and, for whoever asked, fills char **ret_why with a g_malloc()ed
+ * message (sd_bus_error's errno plus text); why_set() does both in one line:
+ *     return why_set(ret_why, EPERM, "only root may ask for uid %u", uid);
+ * Callbacks hand a borrowed const char *why on.
+ */
 #pragma once
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 
 /* Errors that may pass (a loaded machine: a pids cgroup limit, memory pressure, a full
@@ -25,3 +32,9 @@ static inline bool errno_may_pass(int err) {
                 return false;
         }
 }
+
+/* *why (freed first, when set) = the message; returns -abs(error). why may be NULL (then only
+ * the error). */
+int why_set(char **why, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int why_setv(char **why, int error, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));

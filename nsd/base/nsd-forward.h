@@ -15,7 +15,7 @@ typedef struct StateDir StateDir;         /* store/state.h */
 typedef struct NsProcs NsProcs;           /* store/nsprocs.h */
 typedef struct ConnManager ConnManager;   /* transport/conn.h */
 typedef struct Conn Conn;                 /* transport/conn.h */
-typedef struct Request Request;           /* api/requests.h */
+typedef struct Request Request;           /* transport/request.h */
 typedef struct User User;                 /* domain/user.h */
 typedef struct Session Session;           /* domain/session.h */
 typedef struct PrivateWatch PrivateWatch; /* domain/private.h */

@@ -10,7 +10,7 @@
  *    mount (fuse, fuse.*, fuseblk) that appears with user_id=UID of a uid nsd manages gets the
  *    attribute for UID;
  *  - HIDE requests (nsctl hide): one mount, named by path, for one uid.
- * No policy here beyond "whose FUSE mount is it": requests.c decides who may ask.
+ * No policy here beyond "whose FUSE mount is it": api/handlers.c decides who may ask.
  *
  * Path walks (resolving a HIDE path, a new mount's mount point) can hang in a user's FUSE
  * file system, so they run in helper children the loop watches (child.h) with a deadline,

@@ -82,6 +82,8 @@ User *user_add(Server *s, UserNs *ns, GArray *baseline, UserAddFlags flags) {
         u->baseline = baseline;
         g_hash_table_replace(s->users, GUINT_TO_POINTER(u->uid), u);
 
+        /* before the namespace is handed out: pam_nsjoin's record (state.h) */
+        state_made_add(s->state, ns->ns_inode, ns->root_fd);
         if (flags & USER_ADD_CREATED)
                 user_state_write(u);
         else if (!u->baseline && s->state)
@@ -283,6 +285,8 @@ int user_release(User *u, const char *why, char **ret_why) {
         }
         while (u->sessions->len > 0)
                 session_discard(g_ptr_array_index(u->sessions, u->sessions->len - 1));
+        /* out of pam_nsjoin's record while the namespace is still alive (nsd holds it) */
+        state_made_remove(s->state, u->ns->ns_inode, u->ns->root_fd);
         (void) fdstore_remove(s->fdstore, fdstore_ns_name(name, uid));
         state_ns_name(sname, uid);
         state_remove(s->state, sname);
@@ -519,6 +523,23 @@ void users_repin(Server *s) {
 
 void users_prune_state(Server *s) {
         g_auto(GStrv) names = state_list(s->state, STATE_NS_PREFIX);
+        g_autoptr(GHashTable) made = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        GHashTableIter it;
+        gpointer v;
+
+        /* pam_nsjoin's record: only the namespaces nsd holds (a pending one is recorded
+         * again when it is adopted) */
+        g_hash_table_iter_init(&it, s->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                char ns_name[NSD_MADE_NAME_MAX], root_name[NSD_MADE_NAME_MAX];
+
+                (void) state_made_names(u->ns->ns_inode, u->ns->root_fd, ns_name, root_name);
+                g_hash_table_add(made, g_strdup(ns_name));
+                if (root_name[0])
+                        g_hash_table_add(made, g_strdup(root_name));
+        }
+        state_made_prune(s->state, made);
 
         for (char **n = names; *n; n++) {
                 char *end = NULL;
@@ -530,6 +551,19 @@ void users_prune_state(Server *s) {
                 log_debug("Removing '%s/%s': nsd keeps no namespace of that uid any more",
                           state_path(s->state), *n);
                 state_remove(s->state, *n);
+        }
+}
+
+void users_unrecord_unkept(Server *s) {
+        GHashTableIter it;
+        gpointer v;
+
+        g_hash_table_iter_init(&it, s->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+
+                if (!u->ns->pinned && !user_is_stored(u))
+                        state_made_remove(s->state, u->ns->ns_inode, u->ns->root_fd);
         }
 }
 

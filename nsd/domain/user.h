@@ -105,8 +105,12 @@ void users_cancel_linger_scan(Server *s);
 /* Try to pin again what is kept by descriptor only (the pin store became available, or the
  * namespace came from the fd store without a pin). */
 void users_repin(Server *s);
-/* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for. */
+/* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for, and
+ * the names in pam_nsjoin's record (state.h) of namespaces nsd does not hold. */
 void users_prune_state(Server *s);
+/* server_free(): take the namespaces nothing keeps after nsd (no pin, not in the fd store)
+ * out of pam_nsjoin's record: they may end with nsd, and their inode be reused. */
+void users_unrecord_unkept(Server *s);
 unsigned users_count_pinned(Server *s);
 /* Namespaces that are not in the fd store (it found no room, or there is no store), and of
  * them those without a pin (lost at a restart of nsd). */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * conn.c: sockets, peer credentials, reply queues, limits, timeouts and rate limits. See
- * conn.h for the rules; requests.h for what happens to a message once it is read.
+ * conn.h for the rules; the ConnHandler given to conn_manager_new() says what happens to a
+ * message once it is read.
  *
  * A connection's life is driven by one GSource: its descriptor (G_IO_IN only while it may
  * start a request, G_IO_OUT only while replies wait or a stream has more) and its ready time
@@ -22,7 +23,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "api/requests.h"
 #include "base/log.h"
 #include "nsd-protocol.h"
 #include "socket-util.h"
@@ -48,7 +48,7 @@ typedef enum LogKind {
         LOGK_IDLE,
         LOGK_SLOW, /* slow readers, overflows */
         LOGK_THROTTLE,
-        LOGK_BAD, /* malformed messages (requests.c) */
+        LOGK_BAD, /* malformed messages (the handler's conn_log()) */
         _LOGK_MAX,
 } LogKind;
 /* Per-uid state (rate limit, log limit) is forgotten this long after its last connection. */
@@ -107,11 +107,11 @@ struct Conn {
         GSource *source;
         gpointer tag;
         GQueue out; /* OutMsg*, oldest first */
-        Request *req;
+        void *call; /* the handler's call in flight, NULL: none */
         bool dead;
         bool closing;        /* close once the queue has drained */
         bool throttled;      /* waiting for a rate-limit token */
-        bool producing;      /* a streaming request wants request_produce() */
+        bool producing;      /* the call in flight wants drained() */
         int64_t stall_since; /* replies wait since (monotonic), progress resets it; 0: none */
         int64_t idle_since;  /* nothing to do since; 0: busy */
         int64_t throttle_until;
@@ -119,7 +119,8 @@ struct Conn {
 
 struct ConnManager {
         const Config *config;
-        Server *server;
+        const ConnHandler *handler;
+        void *userdata;
         Listener listeners[_CONN_KIND_MAX];
         GHashTable *conns; /* Conn* set */
         GHashTable *uids;  /* GUINT_TO_POINTER(uid) -> UidState* (owned) */
@@ -338,11 +339,8 @@ static void conn_drop(Conn *c, DropReason reason) {
                 break;
         }
 
-        if (c->req) {
-                Request *r = g_steal_pointer(&c->req);
-                request_orphan(r);
-                request_unref(r);
-        }
+        if (c->call)
+                m->handler->gone(g_steal_pointer(&c->call));
         if (c->source) {
                 g_source_destroy(c->source);
                 g_source_unref(c->source);
@@ -380,7 +378,7 @@ static void conn_update(Conn *c) {
 
         if (c->dead)
                 return;
-        if (!c->req && !c->closing && !c->throttled)
+        if (!c->call && !c->closing && !c->throttled)
                 ev |= G_IO_IN;
         if (!g_queue_is_empty(&c->out) || c->producing)
                 ev |= G_IO_OUT;
@@ -400,7 +398,7 @@ static void conn_update(Conn *c) {
 
 /* Nothing in flight and nothing to send: idle from now (or closed, when it was asked). */
 static void conn_maybe_idle(Conn *c, int64_t now) {
-        if (c->dead || c->req || !g_queue_is_empty(&c->out))
+        if (c->dead || c->call || !g_queue_is_empty(&c->out))
                 return;
         if (c->closing) {
                 conn_drop(c, DROP_BAD);
@@ -497,24 +495,21 @@ ConnKind conn_kind(const Conn *c) {
         return c->kind;
 }
 
-void conn_begin_request(Conn *c, Request *r) {
-        g_assert(!c->req);
-        c->req = r;
+void conn_begin_call(Conn *c, void *call) {
+        g_assert(!c->call && call);
+        c->call = call;
         c->idle_since = 0;
         conn_update(c);
 }
 
-void conn_request_finished(Conn *c) {
-        Request *r = g_steal_pointer(&c->req);
-
+void conn_call_finished(Conn *c) {
+        c->call = NULL;
         c->producing = false;
-        if (r)
-                request_unref(r);
         conn_maybe_idle(c, g_get_monotonic_time());
         conn_update(c);
 }
 
-void conn_want_produce(Conn *c) {
+void conn_want_drained(Conn *c) {
         if (c->dead)
                 return;
         c->producing = true;
@@ -601,8 +596,8 @@ static void conn_read(Conn *c, int64_t now) {
                 c->per_uid->tokens -= 1.0;
         c->m->stats.requests++;
         c->idle_since = 0;
-        request_dispatch(c, c->m->server, &buf, (size_t) n, fds, n_fds,
-                         (mh.msg_flags & MSG_CTRUNC) != 0);
+        c->m->handler->message(c, &buf, (size_t) n, fds, n_fds, (mh.msg_flags & MSG_CTRUNC) != 0,
+                               c->m->userdata);
 }
 
 static gboolean conn_source_dispatch(GSource *src, GSourceFunc cb, gpointer userdata) {
@@ -610,12 +605,12 @@ static gboolean conn_source_dispatch(GSource *src, GSourceFunc cb, gpointer user
         const Config *cfg = config_of(c->m);
         GIOCondition rev = g_source_query_unix_fd(src, c->tag);
         int64_t now = g_get_monotonic_time();
-        bool want_in = !c->req && !c->closing && !c->throttled;
+        bool want_in = !c->call && !c->closing && !c->throttled;
 
         if (rev & G_IO_OUT)
                 conn_flush(c, now);
-        if (!c->dead && c->producing && c->req && conn_can_send(c))
-                request_produce(c->req);
+        if (!c->dead && c->producing && c->call && conn_can_send(c))
+                c->m->handler->drained(c->call);
         if (c->dead)
                 return G_SOURCE_CONTINUE;
 
@@ -722,7 +717,7 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
         c->pidfd = -1;
         c->sender.pid = 0;
         c->per_uid = u;
-        /* every datagram names its sender (requests.c's descriptor policy asks who sent a
+        /* every datagram names its sender (the handlers' descriptor policy asks who sent a
          * request, not only who connected); the listening socket has it too, so that
          * datagrams sent before this call carry it as well */
         (void) setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int) { 1 }, sizeof(int));
@@ -861,11 +856,12 @@ int conn_manager_listen(ConnManager *m, ConnKind kind, int fd) {
 
 /* ---- the manager ------------------------------------------------------------------------ */
 
-ConnManager *conn_manager_new(const Config *config, Server *s) {
+ConnManager *conn_manager_new(const Config *config, const ConnHandler *handler, void *userdata) {
         ConnManager *m = g_new0(ConnManager, 1);
 
         m->config = config;
-        m->server = s;
+        m->handler = handler;
+        m->userdata = userdata;
         for (int k = 0; k < _CONN_KIND_MAX; k++) {
                 m->listeners[k].m = m;
                 m->listeners[k].kind = (ConnKind) k;

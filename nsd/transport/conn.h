@@ -19,8 +19,9 @@
  *   - is non-blocking; replies that the socket does not take at once wait in a queue of at
  *     most MaxQueuedReplies= messages (descriptors in it are duplicates, so a namespace
  *     released meanwhile cannot turn into another descriptor);
- *   - has at most one request in flight (requests.h): the next message is read only when
- *     the previous request has finished; LIST and SHOW make their parts as the socket drains;
+ *   - has at most one call in flight (request.h): the next message is read only when the
+ *     previous call has finished; a streaming call (LIST, SHOW) makes its parts as the socket
+ *     drains;
  *   - is dropped when its queue would overflow, when its replies make no progress for
  *     ReplyTimeoutSec=, or when it sits idle (no request in flight, nothing to send) for
  *     IdleTimeoutSec=. Drops and refusals are logged naming uid and pid, rate limited per
@@ -31,6 +32,12 @@
  *
  * Timers use one GSource per connection (its ready time), so thousands of idle connections
  * cost no timer wheel.
+ */
+/*
+ * What a message becomes is not this file's business: the transport hands every datagram to
+ * the ConnHandler it was given at creation (as libfuse's fuse_session_new() takes its ops),
+ * and knows the call that follows only as an opaque pointer. transport/request.c is the
+ * handler nsd binds (server.c); the unit tests bind fakes.
  */
 #pragma once
 
@@ -65,7 +72,26 @@ typedef struct ConnStats {
 
 /* config: the one in force (a reload refills the same struct, then calls
  * conn_manager_reconfigure()); s: what requests are dispatched with. */
-ConnManager *conn_manager_new(const Config *config, Server *s);
+/* What becomes of a connection's messages. Each is called on the loop. */
+typedef struct ConnHandler {
+        /* One datagram of n bytes (n may exceed NSD_MSG_SIZE_MAX after MSG_TRUNC) with n_fds
+         * descriptors (taken: the handler closes or keeps them), ctrunc when the kernel
+         * dropped descriptors. The handler answers with conn_send() and, when its answer
+         * takes longer, makes it a call in flight: conn_begin_call(). userdata: the one given
+         * to conn_manager_new(). */
+        void (*message)(Conn *c, const void *buf, size_t n, int *fds, size_t n_fds, bool ctrunc,
+                        void *userdata);
+        /* The socket drained while the call in flight asked for it (conn_want_drained()). */
+        void (*drained)(void *call);
+        /* The connection is gone while call was in flight: the call lets go of it (it never
+         * calls conn_call_finished() then). */
+        void (*gone)(void *call);
+} ConnHandler;
+
+/* config: the one in force (a reload refills the same struct, then calls
+ * conn_manager_reconfigure()); handler (kept, not copied) and its userdata: what becomes of
+ * the messages. */
+ConnManager *conn_manager_new(const Config *config, const ConnHandler *handler, void *userdata);
 void conn_manager_free(ConnManager *m);
 
 /* Serve the listening socket fd (taken; non-blocking) as kind. */
@@ -85,7 +111,7 @@ unsigned conn_manager_count_uid(const ConnManager *m, uid_t uid);
 /* Is nsd accepting on this socket now (false while paused: EMFILE backoff, root bound)? */
 bool conn_manager_accepting(const ConnManager *m, ConnKind kind);
 
-/* For requests.c. */
+/* For the handler. */
 uid_t conn_uid(const Conn *c);
 pid_t conn_pid(const Conn *c);
 /* A pidfd of conn_pid(), opened when the connection was added (non-root peers only; -1:
@@ -102,12 +128,13 @@ ConnKind conn_kind(const Conn *c);
 int conn_send(Conn *c, const void *msg, size_t len, const int *fds, size_t n_fds);
 /* May a streaming reply send its next part now (nothing queued, connection alive)? */
 bool conn_can_send(const Conn *c);
-/* requests.c: r (whose reference the connection takes) is now in flight. */
-void conn_begin_request(Conn *c, Request *r);
-/* The request in flight has finished (requests.c): read the next one when there is one. */
-void conn_request_finished(Conn *c);
-/* A streaming request has more to send: call request_produce() when the socket drains. */
-void conn_want_produce(Conn *c);
+/* call is in flight now: nothing more is read from c until conn_call_finished(); when c is
+ * dropped meanwhile, the handler's gone(call) says so. */
+void conn_begin_call(Conn *c, void *call);
+/* The call in flight has finished: read the next message when there is one. */
+void conn_call_finished(Conn *c);
+/* The call in flight has more to send: the handler's drained(call) when the socket drains. */
+void conn_want_drained(Conn *c);
 /* A warning about a malformed message, rate limited per uid and in all (at most 5 per uid
  * and 50 in all each 10 s, counted apart from conn.c's refusals, drops and throttles; the
  * next line says how many were suppressed). */

@@ -357,27 +357,25 @@ static mode_t open_mode(int flags, va_list ap) {
         return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t) va_arg(ap, int) : 0;
 }
 
-int open(const char *path, int flags, ...) {
-        va_list ap;
-        mode_t mode;
+/* open(), openat() and their 64 forms: the mode comes only with O_CREAT or O_TMPFILE */
+#define INTERPOSE_OPEN(name, c, params, args) \
+        int name params {                     \
+                va_list ap;                   \
+                mode_t mode;                  \
+                                              \
+                va_start(ap, flags);          \
+                mode = open_mode(flags, ap);  \
+                va_end(ap);                   \
+                FAULT_OR(c, path);            \
+                return real_##name args;      \
+        }
 
-        va_start(ap, flags);
-        mode = open_mode(flags, ap);
-        va_end(ap);
-        FAULT_OR(C_OPEN, path);
-        return real_open(path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...) {
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = open_mode(flags, ap);
-        va_end(ap);
-        FAULT_OR(C_OPEN, path);
-        return real_open64(path, flags, mode);
-}
+INTERPOSE_OPEN(open, C_OPEN, (const char *path, int flags, ...), (path, flags, mode))
+INTERPOSE_OPEN(open64, C_OPEN, (const char *path, int flags, ...), (path, flags, mode))
+INTERPOSE_OPEN(openat, C_OPENAT, (int dfd, const char *path, int flags, ...),
+               (dfd, path, flags, mode))
+INTERPOSE_OPEN(openat64, C_OPENAT, (int dfd, const char *path, int flags, ...),
+               (dfd, path, flags, mode))
 
 int __open_2(const char *path, int flags) {
         FAULT_OR(C_OPEN, path);
@@ -387,28 +385,6 @@ int __open_2(const char *path, int flags) {
 int __open64_2(const char *path, int flags) {
         FAULT_OR(C_OPEN, path);
         return real_open64_2(path, flags);
-}
-
-int openat(int dfd, const char *path, int flags, ...) {
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = open_mode(flags, ap);
-        va_end(ap);
-        FAULT_OR(C_OPENAT, path);
-        return real_openat(dfd, path, flags, mode);
-}
-
-int openat64(int dfd, const char *path, int flags, ...) {
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = open_mode(flags, ap);
-        va_end(ap);
-        FAULT_OR(C_OPENAT, path);
-        return real_openat64(dfd, path, flags, mode);
 }
 
 int __openat_2(int dfd, const char *path, int flags) {
