@@ -686,7 +686,8 @@ bool setup_conf_needs_identity(const SetupConf *s) {
         for (size_t i = 0; i < s->n_polydirs; i++) {
                 const Polydir *p = &s->polydirs[i];
 
-                if (needs_user(p->path) || needs_user(p->instance_prefix) ||
+                /* Method=user: the instance is named after the user */
+                if (p->method == POLYDIR_METHOD_USER || needs_user(p->path) ||
                     names_a_user(p->only_users) || names_a_user(p->exclude_users))
                         return true;
                 if (!p->no_init && (p->init_script || s->init_script))

@@ -346,6 +346,7 @@ static void test_needs_identity(void) {
                 { "[Polydir a]\nPath=/srv/%u\nMethod=tmpfs\n", false, true },
                 { "[Polydir a]\nPath=%h/.cache\nMethod=tmpfs\n", false, true },
                 { "[Polydir a]\nPath=/x\nMethod=user\nInstancePrefix=/i/%g-\n", false, true },
+                { "[Polydir a]\nPath=/x\nMethod=user\nInstancePrefix=/i/\n", false, true },
                 { "[Polydir a]\nPath=/x\nMethod=tmpfs\nOnlyUsers=alice\n", false, true },
                 { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\n", false, true },
                 { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\nNoInit=yes\n", false,
@@ -364,8 +365,8 @@ static void test_needs_identity(void) {
                 }
                 config_done(&c);
         }
-        ok(all, "a setup needs the user database only for %%u %%h %%g, user names and init "
-                "scripts (PrivateTmp=yes, %%U, uids and binds do not)");
+        ok(all, "a setup needs the user database only for %%u %%h %%g, Method=user, user names and "
+                "init scripts (PrivateTmp=yes, %%U, uids and binds do not)");
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
