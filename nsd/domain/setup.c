@@ -929,6 +929,15 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
 
         if (fd >= 0)
                 close(fd);
+        if (r == -ECANCELED) { /* nsd stops */
+                first_r = r;
+                first = g_strdup_printf("nsd stops; the setup of uid %u's namespace was "
+                                        "stopped",
+                                        (unsigned) plan->uid);
+                n_failed = 1;
+                log_debug("%s", first);
+                goto done;
+        }
         if (r == -ETIMEDOUT || !a) {
                 first_r = r < 0 ? r : -EPROTO;
                 first = r == -ETIMEDOUT
