@@ -127,8 +127,16 @@ static void on_join_identity(int rv, const PolicyIdentity *id, const char *why, 
                 return;
         }
         st = join_state(r);
+        if (rv == -ENOENT) {
+                /* no passwd entry: what needs no name is set up, the rest refused */
+                st->asked = true;
+                st->who = (SetupUser) { .uid = st->uid, .gid = (gid_t) -1 };
+                request_continue(r, r->next(r));
+                request_unref(r);
+                return;
+        }
         if (rv < 0) {
-                rv = why_set(&r->why, rv == -ENOENT ? -EIO : rv,
+                rv = why_set(&r->why, rv,
                              "the setup of the namespace needs to know who uid %u is: %s",
                              (unsigned) st->uid, why);
                 request_continue(r, rv);

@@ -552,6 +552,11 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
                         return why_set(ret_why, NSD_ERRNO_NOT_YET,
                                        "too many namespaces are being set up or walked at once "
                                        "(MaxPathWalks=); retry");
+                if (errno_may_pass(r))
+                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                                       "cannot start the setup of the namespace of uid %u now "
+                                       "(%s); retry",
+                                       (unsigned) uid, g_strerror(-r));
                 return why_set(ret_why, r, "cannot set up the namespace of uid %u: %s",
                                (unsigned) uid, g_strerror(-r));
         }
