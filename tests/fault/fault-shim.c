@@ -16,8 +16,7 @@
  *                              where the call has one, for clone "fn=OBJECT+0xOFFSET" of the
  *                              child's function (which helper child it makes). A forked
  *                              child of nsd's (child.c) that closed the trace's descriptor
- *                              opens the file again: its calls are traced too, numbered
- *                              from where its parent's count was when it was forked.
+ *                              opens the file again: its calls are traced too.
  *
  * CALL is one of: clone unshare setns mount umount2 open_tree move_mount mount_setattr fspick
  * open openat openat2 accept accept4 sendmsg recvmsg pidfd_open fsopen fsconfig fsmount
@@ -26,10 +25,10 @@
  * wrapper for (or nsd does not use it), and so is every other CALL when made with
  * syscall(SYS_...).
  *
- * nsd's helper children run in nsd's address space (CLONE_VM | CLONE_VFORK): the counters are
- * shared with them, and everything here that runs per call is async-signal-safe (no malloc,
- * no stdio, no locks): the real functions and the map of loaded objects are looked up once,
- * at load time.
+ * nsd's helper children run in nsd's address space (CLONE_VM | CLONE_VFORK), and its watched
+ * children (child.c) are forked: the counters are shared with both (a MAP_SHARED page), and
+ * everything here that runs per call is async-signal-safe (no malloc, no stdio, no locks):
+ * the real functions and the map of loaded objects are looked up once, at load time.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -46,6 +45,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -113,7 +113,9 @@ static struct rule {
 } rules[RULES_MAX];
 static int n_rules;
 
-static long counters[_C_MAX];
+/* shared with forked children (child.c's): MAP_SHARED, set up at load time */
+static long static_counters[_C_MAX];
+static long *counters = static_counters;
 static int trace_fd = -1;
 static char trace_path[512];
 
@@ -648,6 +650,13 @@ __attribute__((constructor)) static void fault_shim_init(void) {
         real_fsmount = lookup("fsmount", true);
         real_mkdirat = lookup("mkdirat", true);
 
+        /* one count for nsd and its children, forked ones too: a child's Nth call is the
+         * Nth of all, and a child forked again after a failure (a retried setup) goes on
+         * counting instead of meeting the same Nth call again */
+        void *m = mmap(NULL, sizeof static_counters, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED)
+                counters = m;
         if (spec && *spec)
                 parse_rules(spec);
         if (tpath && *tpath) {
