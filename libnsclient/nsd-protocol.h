@@ -54,6 +54,12 @@
  *        (MaxNamespaces= capped by what RLIMIT_NOFILE and user.max_mnt_namespaces allow) and
  *        the former reserved field is `max_namespaces_config`; an unprivileged caller gets
  *        its own figures only (namespaces, pinned, sessions and connections of its uid).
+ *   1.3  ns_flags (JOIN, JOIN_SESSION, LIST) may carry NSD_NS_STALE: the namespace was made
+ *        with another setup than the configuration in force ([Polydir], [BindReadOnly],
+ *        init scripts; nsd.conf(5)), which it gets when it is next created. A JOIN or
+ *        JOIN_SESSION that creates a namespace may take as long as its setup (TimeoutSec=,
+ *        3 s by default) before it answers; its refusal says which step failed. Older
+ *        clients ignore the flag.
  */
 #pragma once
 
@@ -87,7 +93,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 2
+#define NSD_PROTO_MINOR 3
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -153,6 +159,7 @@ _Static_assert(sizeof(struct nsd_req_join) == 32, "nsd_req_join layout");
 #define NSD_NS_CREATED 0x1u /* created by this very request */
 #define NSD_NS_PINNED 0x2u  /* pinned by a bind mount: survives nsd restarts */
 #define NSD_NS_ADOPTED 0x4u /* re-adopted from a pin when nsd started */
+#define NSD_NS_STALE 0x8u   /* 1.3: made with another setup than the one in force */
 
 /* Carries two descriptors by SCM_RIGHTS, in this order: [0] the namespace's root directory
  * (O_PATH|O_DIRECTORY; Lokier's /proc/PID/root), [1] the nsfs descriptor (for setns). */

@@ -26,8 +26,10 @@
  * rules: members and values are only ever added, each release that adds one adds 1 here (and
  * to the schema's "const"), nothing is removed, renamed or changes type or meaning.
  *   1  nsctl 0.2: status, list and show as nsctl 0.1 wrote them, plus "schema_version"
+ *   2  list: "setup", "current" or "stale" (the namespace was made with an older setup of
+ *      nsd.conf, issue 22)
  */
-#define NSCTL_JSON_SCHEMA_VERSION 1
+#define NSCTL_JSON_SCHEMA_VERSION 2
 
 #define JSON_DEPTH_MAX 8
 

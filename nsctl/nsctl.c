@@ -326,6 +326,7 @@ enum {
         LIST_COL_CREATED,
         LIST_COL_PINNED,
         LIST_COL_ADOPTED,
+        LIST_COL_SETUP,
         LIST_COL_NS,
         _LIST_COL_MAX,
 };
@@ -344,6 +345,9 @@ static const struct column_info list_columns[_LIST_COL_MAX] = {
                               "where it is pinned, or \"fd only\" when kept by a descriptor" },
         [LIST_COL_ADOPTED] = { "ADOPTED", 3, 0, SCOLS_JSON_BOOLEAN,
                                "re-adopted from its pin when nsd started" },
+        [LIST_COL_SETUP] = { "SETUP", 7, 0, SCOLS_JSON_STRING,
+                             "\"current\", or \"stale\": made with an older setup of "
+                             "nsd.conf" },
         [LIST_COL_NS] = { "NS", 10, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
                           "inode number of the namespace (as lsns)" },
 };
@@ -386,6 +390,9 @@ static char *list_cell(const struct nsc_ns_info *e, size_t col, bool json) {
                 break;
         case LIST_COL_ADOPTED:
                 snprintf(buf, sizeof(buf), "%s", e->ns_flags & NSC_NS_ADOPTED ? "yes" : "no");
+                break;
+        case LIST_COL_SETUP:
+                snprintf(buf, sizeof(buf), "%s", e->ns_flags & NSC_NS_STALE ? "stale" : "current");
                 break;
         case LIST_COL_NS:
                 snprintf(buf, sizeof(buf), "%llu", (unsigned long long) e->ns_inode);
@@ -464,13 +471,29 @@ static int parse_columns_arg(const char *arg, const struct column_info *infos, s
 static int show_request(nsc_conn *conn, struct args *a) {
         int r = nsc_show(conn, a->uid, &a->text, &a->len);
 
-        return r < 0 ? fail(conn, r, "show %s", a->user) : 0;
+        if (r < 0)
+                return fail(conn, r, "show %s", a->user);
+        /* whether it is stale: LIST has its flags (a failure only leaves the note out) */
+        if (nsc_list(conn, &a->entries, &a->n_entries) < 0) {
+                a->entries = NULL;
+                a->n_entries = 0;
+        }
+        return 0;
 }
 
 static int show_print(struct args *a) {
         int bad_line = 0;
         int r = mount_tree_print(a->text, a->len, a->ids, a->n_ids, &a->table, a->tree, stdout,
                                  &bad_line);
+
+        /* stale (issue 22): a note beside the table, on stderr, so the table stays as is */
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].uid == a->uid && (a->entries[i].ns_flags & NSC_NS_STALE))
+                        fprintf(stderr,
+                                "nsctl: the namespace of %s was made with an older setup than "
+                                "nsd.conf's (stale); it gets the new one when it is next "
+                                "created\n",
+                                a->user);
 
         if (r == -EINVAL) {
                 fprintf(stderr,
@@ -700,10 +723,10 @@ static const struct option hide_options[] = { { "user", required_argument, NULL,
                                               { "unhide", no_argument, NULL, ARG_UNHIDE },
                                               OPTIONS_COMMON };
 
-static const size_t list_columns_default[] = { LIST_COL_USER,     LIST_COL_UID,
-                                               LIST_COL_SESSIONS, LIST_COL_MOUNTS,
-                                               LIST_COL_CREATED,  LIST_COL_PINNED,
-                                               LIST_COL_ADOPTED,  LIST_COL_NS };
+static const size_t list_columns_default[] = {
+        LIST_COL_USER,   LIST_COL_UID,     LIST_COL_SESSIONS, LIST_COL_MOUNTS, LIST_COL_CREATED,
+        LIST_COL_PINNED, LIST_COL_ADOPTED, LIST_COL_SETUP,    LIST_COL_NS
+};
 static const size_t list_columns_default_n = ELEMENTSOF(list_columns_default);
 
 static const struct verb verbs[] = {

@@ -269,6 +269,8 @@ empty:
  *                    and, with CAP_SETGID, setgroups/setresgid/setresuid to a user in the
  *                    helper child that walks a user's HIDE path as that user
  *   CAP_SETGID       see CAP_SETUID; and setfsgid() to a client in peer.c's helper
+ *   CAP_CHOWN        a new namespace's instance directories get their polydir's owner
+ *                    (domain/setup.c); its init scripts run with this set too
  * Everything else (CAP_KILL, CAP_NET_*, CAP_SYS_MODULE, ...) goes, from the bounding set too,
  * so nothing nsd runs can get it back. CAP_SYS_PTRACE is for linger's scan only: the other
  * /proc/PID nsd opens (peer.c, a client's) it opens with that client's fsuid and fsgid, and
@@ -277,7 +279,7 @@ empty:
 static int drop_capabilities(void) {
         static const cap_value_t keep[] = {
                 CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE,
-                CAP_FOWNER,    CAP_SETUID,     CAP_SETGID,
+                CAP_FOWNER,    CAP_SETUID,     CAP_SETGID,     CAP_CHOWN,
         };
         cap_t caps;
         int r = 0;

@@ -293,6 +293,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                 .fdstore = s->fdstore,
                 .state = s->state,
                 .pending = s->pending,
+                .children = s->children,
         });
         users_set_changed(s->users, on_users_changed, s);
         s->api = (Api) {

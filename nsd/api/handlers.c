@@ -80,14 +80,139 @@ static int request_need_managed(Request *r, uid_t uid, RequestHandler next) {
 
 /* ---- JOIN ----------------------------------------------------------------------------- */
 
-static uint32_t ns_flags_of(const User *u, bool created) {
+/* generation: the setup generation in force (users_setup_generation()) */
+static uint32_t ns_flags_of(const Users *users, const User *u, bool created,
+                            const char *generation) {
         return (created ? NSD_NS_CREATED : 0) | (u->ns->pinned ? NSD_NS_PINNED : 0) |
-               (u->ns->adopted ? NSD_NS_ADOPTED : 0);
+               (u->ns->adopted ? NSD_NS_ADOPTED : 0) |
+               (users_is_stale(users, u, generation) ? NSD_NS_STALE : 0);
+}
+
+/* ---- the namespace to join: made, and set up, when there is none yet ------------------ */
+
+/* A JOIN's (or JOIN_SESSION's) state while its namespace is being made. */
+typedef struct JoinState {
+        uid_t uid;
+        bool created; /* the setup this request waited for made it */
+        bool asked;   /* who the user is was looked up */
+        SetupUser who;
+        char *name, *home, *group;
+        gid_t *groups;
+} JoinState;
+
+static void join_state_free(void *p) {
+        JoinState *st = p;
+
+        g_free(st->name);
+        g_free(st->home);
+        g_free(st->group);
+        g_free(st->groups);
+        g_free(st);
+}
+
+static JoinState *join_state(Request *r) {
+        if (!r->data) {
+                r->data = g_new0(JoinState, 1);
+                r->data_free = join_state_free;
+        }
+        return r->data;
+}
+
+static void on_join_identity(int rv, const PolicyIdentity *id, const char *why, void *userdata) {
+        Request *r = userdata;
+        JoinState *st;
+
+        if (!r->conn || r->finished) { /* the client left meanwhile: do nothing for it */
+                request_unref(r);
+                return;
+        }
+        st = join_state(r);
+        if (rv == -ENOENT) {
+                /* no passwd entry: what needs no name is set up, the rest refused */
+                st->asked = true;
+                st->who = (SetupUser) { .uid = st->uid, .gid = (gid_t) -1 };
+                request_continue(r, r->next(r));
+                request_unref(r);
+                return;
+        }
+        if (rv < 0) {
+                rv = why_set(&r->why, rv,
+                             "the setup of the namespace needs to know who uid %u is: %s",
+                             (unsigned) st->uid, why);
+                request_continue(r, rv);
+                request_unref(r);
+                return;
+        }
+        st->asked = true;
+        st->name = g_strdup(id->name ? id->name : "");
+        st->home = g_strdup(id->home);
+        st->group = g_strdup(id->group);
+        st->groups = g_memdup2(id->gids, id->n_gids * sizeof(gid_t));
+        st->who = (SetupUser) { .uid = id->uid,
+                                .gid = id->gid,
+                                .name = st->name,
+                                .group = st->group,
+                                .home = st->home,
+                                .groups = st->groups,
+                                .n_groups = id->n_gids };
+        request_continue(r, r->next(r));
+        request_unref(r);
+}
+
+static void on_join_made(int rv, const char *why, void *userdata) {
+        Request *r = userdata;
+
+        if (!r->conn || r->finished) {
+                request_unref(r);
+                return;
+        }
+        if (rv < 0) {
+                why_set(&r->why, rv, "%s", why ? why : g_strerror(-rv));
+                request_continue(r, rv);
+        } else {
+                join_state(r)->created = true;
+                request_continue(r, r->next(r));
+        }
+        request_unref(r);
+}
+
+/* users_join(), but when uid's namespace must be made and set up (issue 22): the user
+ * database first, when the setup needs to know who uid is, then the setup; meanwhile
+ * REQUEST_PENDING, and next(r) runs again once the namespace is there (or the request ends
+ * with the refusal). 0 with *ret, or -errno with r->why. The uid is the first field of both
+ * JOIN and JOIN_SESSION. */
+static int join_namespace(Request *r, uid_t uid, bool create, RequestHandler next, User **ret,
+                          bool *ret_created) {
+        Api *a = api_of(r);
+        JoinState *st = r->data;
+        int rv;
+
+        if (!(st && st->asked) && users_join_needs_identity(a->users, uid, create)) {
+                join_state(r)->uid = uid;
+                r->next = next;
+                rv = policy_uid_identity(a->policy, uid, on_join_identity, request_ref(r));
+                if (rv == -EINPROGRESS)
+                        return REQUEST_PENDING;
+                request_unref(r); /* the callback's: it will not be called */
+                return why_set(&r->why, rv, "cannot look up who uid %u is: %s", (unsigned) uid,
+                               g_strerror(-rv));
+        }
+        rv = users_join_start(a->users, uid, create, st && st->asked ? &st->who : NULL,
+                              on_join_made, request_ref(r), ret, ret_created, &r->why);
+        if (rv == -EINPROGRESS) {
+                r->next = next;
+                return REQUEST_PENDING;
+        }
+        request_unref(r); /* the callback's: it will not be called */
+        if (rv == 0 && st && st->created)
+                *ret_created = true;
+        return rv;
 }
 
 static int join_continue(Request *r) {
         const struct nsd_req_join *req = MSG(r, struct nsd_req_join);
         struct nsd_rep_join rep;
+        char generation[17];
         bool created = false;
         User *u;
         int rv;
@@ -95,18 +220,21 @@ static int join_continue(Request *r) {
         rv = access_check_descriptors(r, req->uid);
         if (rv < 0)
                 return rv;
-        log_event_by(r->uid, LOG_INFO, 0, req->uid, "join", "JOIN for uid %u by pid %u (uid %u)",
-                     (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid);
-        rv = users_join(api_of(r)->users, req->uid, !(req->flags & NSD_JOIN_NO_CREATE), &u,
-                        &created, &r->why);
-        if (rv < 0)
+        if (!r->data) /* not again when it continues after the setup */
+                log_event_by(r->uid, LOG_INFO, 0, req->uid, "join",
+                             "JOIN for uid %u by pid %u (uid %u)", (unsigned) req->uid,
+                             (unsigned) r->pid, (unsigned) r->uid);
+        rv = join_namespace(r, req->uid, !(req->flags & NSD_JOIN_NO_CREATE), join_continue, &u,
+                            &created);
+        if (rv != 0)
                 return rv;
         /* without a session: the countdown restarts, with a grace for the SESSION_OPEN */
         users_joined(api_of(r)->users, u);
 
         nsd_msg_init(&rep.hdr, NSD_REP_JOIN, sizeof rep, r->seq);
         rep.uid = u->uid;
-        rep.ns_flags = ns_flags_of(u, created);
+        rep.ns_flags = ns_flags_of(api_of(r)->users, u, created,
+                                   users_setup_generation(api_of(r)->users, generation));
         rep.ns_inode = u->ns->ns_inode;
         rep.created_usec = u->ns->created_usec;
         (void) request_reply(r, &rep, sizeof rep, (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2);
@@ -205,6 +333,7 @@ static int join_session_continue(Request *r) {
         const struct nsd_req_join_session *req = MSG(r, struct nsd_req_join_session);
         struct nsd_rep_join_session rep;
         int none = -1, pidfd = -1, rv;
+        char generation[17];
         bool created = false;
         Session *sess;
         User *u;
@@ -212,31 +341,32 @@ static int join_session_continue(Request *r) {
         rv = access_check_descriptors(r, req->uid);
         if (rv < 0)
                 return rv;
-        log_event_by(r->uid, LOG_INFO, 0, req->uid, "join",
-                     "JOIN for uid %u by pid %u (uid %u), with a session (pid %u, '%s')",
-                     (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid, (unsigned) req->pid,
-                     req->service);
+        if (!r->data) /* not again when it continues after the setup */
+                log_event_by(r->uid, LOG_INFO, 0, req->uid, "join",
+                             "JOIN for uid %u by pid %u (uid %u), with a session (pid %u, '%s')",
+                             (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid,
+                             (unsigned) req->pid, req->service);
         /* everything that can refuse the session first, so a refusal leaves nothing open */
         rv = check_sessions_limit(r, req->uid);
         if (rv < 0)
+                return rv;
+        /* the namespace, made and set up when it must be (it may wait: this runs again);
+         * then the leader, whose pidfd is taken only once the namespace is there */
+        rv = join_namespace(r, req->uid, !(req->flags & NSD_JOIN_NO_CREATE), join_session_continue,
+                            &u, &created);
+        if (rv != 0)
                 return rv;
         rv = session_leader_pidfd((pid_t) req->pid,
                                   (req->flags & NSD_JOIN_SESSION_PIDFD) ? &r->fds[0] : &none,
                                   &pidfd, &r->why);
         if (rv < 0)
                 return rv;
-        rv = users_join(api_of(r)->users, req->uid, !(req->flags & NSD_JOIN_NO_CREATE), &u,
-                        &created, &r->why);
-        if (rv < 0) {
-                if (pidfd >= 0)
-                        close(pidfd);
-                return rv;
-        }
         sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd);
 
         nsd_msg_init(&rep.hdr, NSD_REP_JOIN_SESSION, sizeof rep, r->seq);
         rep.uid = u->uid;
-        rep.ns_flags = ns_flags_of(u, created);
+        rep.ns_flags = ns_flags_of(api_of(r)->users, u, created,
+                                   users_setup_generation(api_of(r)->users, generation));
         rep.ns_inode = u->ns->ns_inode;
         rep.created_usec = u->ns->created_usec;
         rep.session_id = sess->id;
@@ -297,6 +427,7 @@ typedef struct ListState {
         guint next;
         uint32_t sent;
         bool with_mounts;
+        char generation[17]; /* the setup in force, for NSD_NS_STALE */
 } ListState;
 
 static void list_state_free(void *p) {
@@ -322,7 +453,7 @@ static bool list_produce(Request *r) {
                 budget--;
                 nsd_msg_init(&e.hdr, NSD_REP_LIST_ENTRY, sizeof e, r->seq);
                 e.uid = u->uid;
-                e.ns_flags = ns_flags_of(u, false);
+                e.ns_flags = ns_flags_of(a->users, u, false, ls->generation);
                 e.sessions = u->sessions->len;
                 e.mounts = ls->with_mounts ? userns_count_mounts(u->ns) : -1;
                 if (e.mounts < 0)
@@ -346,6 +477,8 @@ static bool list_produce(Request *r) {
 static int handle_list(Request *r) {
         Api *a = api_of(r);
         ListState *ls = g_new0(ListState, 1);
+
+        users_setup_generation(a->users, ls->generation);
 
         if (r->uid == 0)
                 ls->uids = users_uids(a->users);

@@ -73,7 +73,6 @@ static const char *const step_text[_HELPER_STEP_MAX] = {
         [HELPER_STEP_AFFINITY] = "bind helper to a CPU",
         [HELPER_STEP_UNSHARE] = "unshare the mount namespace",
         [HELPER_STEP_PROPAGATION] = "set propagation of /",
-        [HELPER_STEP_PRIVATE_TMP] = "mount a private tmpfs on /tmp",
         [HELPER_STEP_PIN_TMPFS] = "mount the pin tmpfs",
         [HELPER_STEP_OPEN_NS] = "open /proc/self/ns/mnt",
         [HELPER_STEP_OPEN_ROOT] = "open the namespace's root directory",

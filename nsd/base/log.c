@@ -2,6 +2,7 @@
 #include "base/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,21 @@ void log_setup(enum log_target target, int level) {
 
 bool log_to_journal(void) {
         return use_journal;
+}
+
+int log_stream_fd(const char *identifier) {
+        int fd;
+
+        if (use_journal) {
+                fd = sd_journal_stream_fd(identifier, LOG_INFO, false);
+                if (fd >= 0) {
+                        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                        return fd;
+                }
+                /* no journal to talk to after all: nsd's own stderr */
+        }
+        fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        return fd >= 0 ? fd : -errno;
 }
 
 /* One journal field "NAME=value" formatted into buf (cut at size - 1), as an iovec. */

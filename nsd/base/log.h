@@ -14,6 +14,10 @@ enum log_target { LOG_TARGET_AUTO, LOG_TARGET_STDERR, LOG_TARGET_JOURNAL };
 
 void log_setup(enum log_target target, int max_level);
 bool log_to_journal(void);
+/* A descriptor for a program nsd runs (a namespace's init script) to write its output to:
+ * a journal stream of its own (sd_journal_stream_fd(), identifier, LOG_INFO) when nsd logs
+ * to the journal, else a copy of nsd's stderr. The caller closes it. -errno. */
+int log_stream_fd(const char *identifier);
 
 int log_internal(int level, int error, const char *file, int line, const char *func,
                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));

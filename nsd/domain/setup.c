@@ -186,12 +186,12 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
         size_t n;
         int r;
 
-        g_return_val_if_fail(conf && user && user->name && ret && ret_why, -EINVAL);
+        g_return_val_if_fail(conf && user && ret && ret_why, -EINVAL);
 
         setup_conf_copy(&plan->conf, conf);
         plan->uid = user->uid;
         plan->gid = user->gid;
-        plan->user_name = g_strdup(user->name);
+        plan->user_name = g_strdup(user->name ? user->name : "");
         plan->groups = g_memdup2(user->groups, user->n_groups * sizeof(gid_t));
         plan->n_groups = user->n_groups;
 
@@ -213,6 +213,18 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
 
                 if (!polydir_applies(c, user->name, user->uid))
                         continue;
+                /* who the user is decided whether it applies; what it is made of may
+                 * need the name too: an instance named after the user, %u %h %g, the init
+                 * script's arguments */
+                if (!user->name && (c->method == POLYDIR_METHOD_USER || strstr(c->path, "%u") ||
+                                    strstr(c->path, "%h") || strstr(c->path, "%g") ||
+                                    (!c->no_init && (c->init_script || conf->init_script)))) {
+                        *ret_why = g_strdup_printf("%s needs the name of uid %u, which has no "
+                                                   "entry in the user database",
+                                                   polydir_describe(c, desc, sizeof desc),
+                                                   (unsigned) user->uid);
+                        return -EINVAL;
+                }
                 bool home_needed = g_str_has_prefix(c->path, "%h") ||
                                    (c->instance_prefix &&
                                     g_str_has_prefix(c->instance_prefix, "%h"));
@@ -671,7 +683,7 @@ static _Noreturn void script_exec(const struct setup_args *a, int script_fd, int
                                   char *const argv[]) {
         static char *const envp[] = { (char *) SETUP_SCRIPT_PATH, NULL };
         sigset_t none;
-        int nul, out, sfd, efd, e;
+        int nul, out, sfd, efd, ef = err_fd, e;
 
         (void) setpgid(0, 0);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -685,17 +697,20 @@ static _Noreturn void script_exec(const struct setup_args *a, int script_fd, int
         sfd = fcntl(script_fd, F_DUPFD_CLOEXEC, 10);
         out = fcntl(out, F_DUPFD_CLOEXEC, 10);
         efd = fcntl(err_fd, F_DUPFD_CLOEXEC, 10);
+        if (efd >= 0)
+                ef = efd; /* err_fd itself may be overwritten below */
         if (nul < 0 || sfd < 0 || out < 0 || efd < 0 || dup2(nul, 0) < 0 || dup2(out, 1) < 0 ||
             dup2(out, 2) < 0 || dup2(sfd, 3) < 0 || dup2(efd, 4) < 0 ||
             fcntl(4, F_SETFD, FD_CLOEXEC) < 0)
                 goto fail;
         (void) syscall(SYS_close_range, 5u, ~0u, 0u);
+        ef = 4;
         (void) umask(022);
         (void) chdir("/");
         syscall(SYS_execveat, 3, "", argv, envp, AT_EMPTY_PATH);
 fail:
         e = errno > 0 ? errno : EIO;
-        (void) !write(efd >= 0 ? 4 : err_fd, &e, sizeof e);
+        (void) !write(ef, &e, sizeof e);
         _exit(127);
 }
 
@@ -932,6 +947,27 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
 
         if (fd >= 0)
                 close(fd);
+        if (r == -ECANCELED) { /* nsd stops */
+                first_r = r;
+                first = g_strdup_printf("nsd stops; the setup of uid %u's namespace was "
+                                        "stopped",
+                                        (unsigned) plan->uid);
+                n_failed = 1;
+                log_debug("%s", first);
+                goto done;
+        }
+        if (!a && r != -ETIMEDOUT) {
+                /* no report (the child could not send it, or nsd could not read it): what it
+                 * did is unknown, so nothing of it is used; that may pass */
+                first_r = -EAGAIN;
+                first = g_strdup_printf("the setup of uid %u's namespace ended without a "
+                                        "report (%s); retry",
+                                        (unsigned) plan->uid,
+                                        r < 0 ? g_strerror(-r) : "no message from its helper");
+                n_failed = 1;
+                log_event(LOG_WARNING, first_r, plan->uid, "setup-failed", "%s", first);
+                goto done;
+        }
         if (r == -ETIMEDOUT || !a) {
                 first_r = r < 0 ? r : -EPROTO;
                 first = r == -ETIMEDOUT

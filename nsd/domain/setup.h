@@ -68,7 +68,8 @@
 typedef struct SetupUser {
         uid_t uid;
         gid_t gid;
-        const char *name;    /* %u */
+        const char *name;    /* %u; NULL: the uid has no passwd entry (then only polydirs
+                              * that need no name can be made: setup_conf_needs_identity()) */
         const char *group;   /* %g: the primary group's name; NULL: its number */
         const char *home;    /* %h */
         const gid_t *groups; /* supplementary groups, for walks as the user */

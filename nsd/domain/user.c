@@ -33,6 +33,7 @@ void user_free(User *u) {
         userns_free(u->ns); /* closes descriptors; the pin stays */
         if (u->baseline)
                 g_array_unref(u->baseline);
+        g_free(u->setup_generation);
         g_free(u);
 }
 
@@ -106,14 +107,15 @@ void user_state_write(const User *u) {
                 b = mounts_baseline_to_string(u->baseline);
                 g_key_file_set_string(kf, "Namespace", "Baseline", b);
         }
+        if (u->setup_generation)
+                g_key_file_set_string(kf, "Namespace", "SetupGeneration", u->setup_generation);
         user_state_name(name, u->uid);
         (void) state_write(u->state, name, kf);
 }
 
-GArray *user_state_baseline(StateDir *state, const UserNs *ns) {
+/* ns's state file, if it describes this very namespace; NULL otherwise. */
+static GKeyFile *state_of(StateDir *state, const UserNs *ns, bool quiet) {
         g_autoptr(GKeyFile) kf = NULL;
-        g_autofree char *b = NULL;
-        GArray *baseline = NULL;
         char name[32];
 
         if (!state)
@@ -122,11 +124,30 @@ GArray *user_state_baseline(StateDir *state, const UserNs *ns) {
         if (state_read(state, name, &kf) < 0)
                 return NULL;
         if (g_key_file_get_uint64(kf, "Namespace", "Inode", NULL) != ns->ns_inode) {
-                log_info("'%s/%s' describes another namespace than mnt:[%" PRIu64 "], ignoring "
-                         "it",
-                         state_path(state), name, ns->ns_inode);
+                if (!quiet)
+                        log_info("'%s/%s' describes another namespace than mnt:[%" PRIu64 "], "
+                                 "ignoring it",
+                                 state_path(state), name, ns->ns_inode);
                 return NULL;
         }
+        return g_steal_pointer(&kf);
+}
+
+char *user_state_generation(StateDir *state, const UserNs *ns) {
+        g_autoptr(GKeyFile) kf = state_of(state, ns, true);
+
+        return kf ? g_key_file_get_string(kf, "Namespace", "SetupGeneration", NULL) : NULL;
+}
+
+GArray *user_state_baseline(StateDir *state, const UserNs *ns) {
+        g_autoptr(GKeyFile) kf = state_of(state, ns, false);
+        g_autofree char *b = NULL;
+        GArray *baseline = NULL;
+        char name[32];
+
+        if (!kf)
+                return NULL;
+        user_state_name(name, ns->uid);
         b = g_key_file_get_string(kf, "Namespace", "Baseline", NULL);
         if (b && mounts_baseline_from_string(b, &baseline) < 0) {
                 log_warning("'%s/%s' has a bad Baseline=, ignoring it", state_path(state), name);

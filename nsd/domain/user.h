@@ -21,12 +21,13 @@
 struct User {
         uid_t uid;
         UserNs *ns;
-        GPtrArray *sessions; /* Session*, attached by the registry (users.h), which owns them */
-        GArray *baseline;    /* mounts.h fingerprints; NULL: unknown (kept by linger) */
-        bool pin_refused;    /* the kernel refused to pin it: not tried again */
-        bool store_warned;   /* not pinned and no room in the fd store: said once */
-        FdStore *fdstore;    /* where it is kept besides its pin (never NULL) */
-        StateDir *state;     /* NULL: no state files */
+        GPtrArray *sessions;    /* Session*, attached by the registry (users.h), which owns them */
+        GArray *baseline;       /* mounts.h fingerprints; NULL: unknown (kept by linger) */
+        char *setup_generation; /* the setup it was made with (setup-conf.h); NULL: unknown */
+        bool pin_refused;       /* the kernel refused to pin it: not tried again */
+        bool store_warned;      /* not pinned and no room in the fd store: said once */
+        FdStore *fdstore;       /* where it is kept besides its pin (never NULL) */
+        StateDir *state;        /* NULL: no state files */
 };
 
 /* A User for ns (taken) and baseline (taken; NULL: unknown), kept in fdstore and state (both
@@ -56,6 +57,9 @@ void user_state_write(const User *u);
 /* The baseline of an adopted namespace from its state file, if that file describes this very
  * namespace; NULL: none or unknown. */
 GArray *user_state_baseline(StateDir *state, const UserNs *ns);
+/* The setup generation it was made with, from the same file; NULL: unknown (made by an nsd
+ * before issue 22, or no state file). g_malloc()ed. */
+char *user_state_generation(StateDir *state, const UserNs *ns);
 /* What a new namespace got from the host that was not received from a peer group (read from
  * inside it); NULL when it cannot be read (logged: linger keeps it then). */
 GArray *user_take_baseline(const UserNs *ns);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errno-util.h"
 #include "base/log.h"
 #include "cleanup.h"
 #include "domain/linger.h"
@@ -40,7 +41,38 @@ struct Users {
         void (*changed)(void *userdata);
         void *changed_userdata;
         bool starting; /* in users_start() */
+        Children *children;
+        GHashTable *creating; /* uid -> Creation*: namespaces being set up (not owned) */
+        GHashTable *refused;  /* uid -> Refusal*: a setup that failed, for a while */
 };
+
+/* A namespace being set up (users_join_start()), and who waits for it. */
+typedef struct Waiter {
+        UsersJoinDone done;
+        void *userdata;
+} Waiter;
+
+typedef struct Creation {
+        Users *reg; /* NULL: the registry is gone, throw the namespace away */
+        uid_t uid;
+        UserNs *ns;
+        int out_fd; /* the init scripts' output */
+        char generation[17];
+        GArray *waiters; /* Waiter */
+} Creation;
+
+typedef struct Refusal {
+        int r;
+        char *why;
+        int64_t until_usec; /* CLOCK_MONOTONIC */
+        char generation[17];
+} Refusal;
+
+static void refusal_free(gpointer p) {
+        Refusal *f = p;
+        g_free(f->why);
+        g_free(f);
+}
 
 static void users_changed(Users *reg) {
         if (reg->changed)
@@ -87,6 +119,9 @@ Users *users_new(const UsersSetup *setup) {
                                              (GDestroyNotify) g_ptr_array_unref);
         reg->next_session_id = ((uint64_t) g_random_int() << 32 | g_random_int()) | 1;
         reg->max_namespaces = setup->config->max_namespaces;
+        reg->children = setup->children;
+        reg->creating = g_hash_table_new(g_direct_hash, g_direct_equal);
+        reg->refused = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, refusal_free);
         return reg;
 }
 
@@ -104,6 +139,13 @@ void users_free(Users *reg) {
                 if (!u->ns->pinned && !user_is_stored(u))
                         state_made_remove(reg->state, u->ns->ns_inode, u->ns->root_fd);
         }
+        /* setups under way: their children (base/child.c's, freed by the owner of children)
+         * report to nobody; their namespaces are thrown away then */
+        g_hash_table_iter_init(&it, reg->creating);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                ((Creation *) v)->reg = NULL;
+        g_hash_table_destroy(reg->creating);
+        g_hash_table_destroy(reg->refused);
         linger_free(reg->linger);
         /* sessions first (they point into users) */
         g_hash_table_destroy(reg->waiting);
@@ -161,16 +203,22 @@ static void attach_waiting(Users *reg, User *u) {
         g_hash_table_remove(reg->waiting, GUINT_TO_POINTER(u->uid));
 }
 
-User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags) {
+/* users_add(), for a namespace made with the setup of generation (NULL: none known). */
+static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char *generation,
+                            UserAddFlags flags) {
         User *u = user_new(ns, baseline, reg->fdstore, reg->state);
 
         g_hash_table_replace(reg->users, GUINT_TO_POINTER(u->uid), u);
         /* before the namespace is handed out: pam_nsjoin's record (state.h) */
         state_made_add(reg->state, ns->ns_inode, ns->root_fd);
+        u->setup_generation = g_strdup(generation);
         if (flags & USER_ADD_CREATED)
                 user_state_write(u);
-        else if (!u->baseline)
-                u->baseline = user_state_baseline(reg->state, ns);
+        else {
+                if (!u->baseline)
+                        u->baseline = user_state_baseline(reg->state, ns);
+                u->setup_generation = user_state_generation(reg->state, ns);
+        }
         /* at start, a descriptor the store passed back is looked at by its adoption first */
         if ((flags & USER_ADD_FD_STORED) || !user_store_passed(u))
                 user_store(u);
@@ -178,10 +226,13 @@ User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags) {
         return u;
 }
 
+User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags) {
+        return users_add_made(reg, ns, baseline, NULL, flags);
+}
+
 static NsSetup config_ns_setup(const Config *cfg) {
         return (NsSetup) {
                 .propagation_private = cfg->propagation_private,
-                .private_tmp = cfg->private_tmp,
         };
 }
 
@@ -197,13 +248,11 @@ static int why_pending(const Users *reg, uid_t uid, char **ret_why) {
                        (unsigned) uid);
 }
 
-int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created, char **ret_why) {
-        NsSetup setup = config_ns_setup(reg->config);
-        UserNs *ns = NULL;
+/* What users_join() and users_join_start() check before making a namespace: 0 and *ret when
+ * uid has one, 1 when one may be made, -errno with why otherwise. */
+static int join_check(Users *reg, uid_t uid, bool create, User **ret, char **ret_why) {
         User *u;
-        int r;
 
-        *ret_created = false;
         u = users_get(reg, uid);
         if (u) {
                 *ret = u;
@@ -230,7 +279,7 @@ int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created
         }
         if (!create)
                 return why_set(ret_why, ENOENT, "uid %u has no namespace yet", (unsigned) uid);
-        if (users_count(reg) >= reg->max_namespaces) {
+        if (users_count(reg) + g_hash_table_size(reg->creating) >= reg->max_namespaces) {
                 if (reg->max_namespaces < reg->config->max_namespaces)
                         return why_set(ret_why, EUSERS,
                                        "nsd keeps at most %u namespaces (MaxNamespaces=%u, "
@@ -239,34 +288,284 @@ int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created
                 return why_set(ret_why, EUSERS, "nsd keeps at most %u namespaces (MaxNamespaces=)",
                                reg->max_namespaces);
         }
+        return 1;
+}
+
+/* userns_create*()'s -EAGAIN as the client's answer. */
+static int why_not_now(const Users *reg, uid_t uid, char **ret_why) {
+        /* userns_create() logged what failed; a login retries */
+        if (users_is_pending(reg, uid))
+                return why_pending(reg, uid, ret_why);
+        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                       "cannot create the namespace of uid %u now (a passing shortage); retry",
+                       (unsigned) uid);
+}
+
+static User *users_created(Users *reg, UserNs *ns, const char *generation, const char *setup) {
+        User *u = users_add_made(reg, ns, user_take_baseline(ns), generation, USER_ADD_CREATED);
+
+        log_event(LOG_INFO, 0, ns->uid, "namespace-created",
+                  "Created the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "], %s, %u mounts "
+                  "of the host's not received by propagation%s)",
+                  (unsigned) ns->uid, ns->ns_inode,
+                  ns->pinned ? "pinned" : "NOT pinned, alive by descriptor only",
+                  u->baseline ? u->baseline->len : 0, setup);
+        if (!ns->pinned)
+                u->pin_refused = true;
+        users_changed(reg);
+        return u;
+}
+
+/* A namespace made and pinned at once (nothing to set up). */
+static int create_now(Users *reg, uid_t uid, User **ret, char **ret_why) {
+        NsSetup setup = config_ns_setup(reg->config);
+        char generation[17];
+        UserNs *ns = NULL;
+        int r;
+
         r = userns_create(reg->pins, uid, &setup, &ns);
-        if (r == -EAGAIN) {
-                /* userns_create() logged what failed; a login retries */
-                if (users_is_pending(reg, uid))
-                        return why_pending(reg, uid, ret_why);
-                return why_set(ret_why, NSD_ERRNO_NOT_YET,
-                               "cannot create the namespace of uid %u now (a passing shortage); "
-                               "retry",
-                               (unsigned) uid);
-        }
+        if (r == -EAGAIN)
+                return why_not_now(reg, uid, ret_why);
         if (r < 0) {
                 log_error_errno(r, "Failed to create the namespace of uid %u: %m", (unsigned) uid);
                 return why_set(ret_why, r, "cannot create the namespace of uid %u: %s",
                                (unsigned) uid, g_strerror(-r));
         }
-        u = users_add(reg, ns, user_take_baseline(ns), USER_ADD_CREATED);
-        log_event(LOG_INFO, 0, uid, "namespace-created",
-                  "Created the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "], %s, %u mounts "
-                  "of the host's not received by propagation)",
-                  (unsigned) uid, ns->ns_inode,
-                  ns->pinned ? "pinned" : "NOT pinned, alive by descriptor only",
-                  u->baseline ? u->baseline->len : 0);
-        if (!ns->pinned)
-                u->pin_refused = true;
-        users_changed(reg);
-        *ret_created = true;
-        *ret = u;
+        *ret = users_created(reg, ns, users_setup_generation(reg, generation), "");
         return 0;
+}
+
+int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created, char **ret_why) {
+        return users_join_start(reg, uid, create, NULL, NULL, NULL, ret, ret_created, ret_why);
+}
+
+/* ---- a new namespace's setup -------------------------------------------------------------- */
+
+const char *users_setup_generation(const Users *reg, char buf[static 17]) {
+        return setup_conf_generation(&reg->config->setup, reg->config->propagation_private, buf,
+                                     17);
+}
+
+bool users_is_stale(const Users *reg, const User *u, const char *generation) {
+        if (u->setup_generation)
+                return strcmp(u->setup_generation, generation) != 0;
+        return !setup_conf_is_empty(&reg->config->setup);
+}
+
+int users_setup_error(int r) {
+        switch (r < 0 ? -r : r) {
+        case ENOENT:
+        case ETIMEDOUT:
+        case EAGAIN:
+        case ENXIO:
+        case EUSERS:
+                return -EIO;
+        default:
+                return r < 0 ? r : -r;
+        }
+}
+
+bool users_join_needs_identity(const Users *reg, uid_t uid, bool create) {
+        return create && !users_get(reg, uid) && !users_is_pending(reg, uid) &&
+               !g_hash_table_contains(reg->creating, GUINT_TO_POINTER(uid)) &&
+               setup_conf_needs_identity(&reg->config->setup);
+}
+
+static void creation_wait(Creation *c, UsersJoinDone done, void *userdata) {
+        Waiter w = { .done = done, .userdata = userdata };
+
+        g_array_append_val(c->waiters, w);
+}
+
+/* Everyone waiting for c gets r and why; c is freed. */
+static void creation_end(Creation *c, int r, const char *why) {
+        g_autoptr(GArray) waiters = g_steal_pointer(&c->waiters);
+
+        if (c->out_fd >= 0)
+                close(c->out_fd);
+        g_free(c);
+        for (guint i = 0; i < waiters->len; i++) {
+                const Waiter *w = &g_array_index(waiters, Waiter, i);
+                w->done(r, why, w->userdata);
+        }
+}
+
+static void on_setup_done(int r, const char *why, unsigned n_failed, void *userdata) {
+        Creation *c = userdata;
+        Users *reg = c->reg;
+        g_autofree char *answer = NULL, *note = NULL;
+        UserNs *ns = g_steal_pointer(&c->ns);
+        int pr;
+
+        if (!reg) { /* nsd stops: nothing of it was pinned; the namespace goes with nsd */
+                userns_free(ns);
+                creation_end(c, -ECANCELED, "nsd stops");
+                return;
+        }
+        g_hash_table_remove(reg->creating, GUINT_TO_POINTER(c->uid));
+        if (r < 0 && (!reg->config->setup.on_failure_continue || r == -ECANCELED)) {
+                /* never pinned, never handed out */
+                userns_abandon_created(reg->pins, ns);
+                if (r == -ECANCELED) {
+                        creation_end(c, -NSD_ERRNO_NOT_YET, "nsd stops; retry");
+                        return;
+                }
+                if (errno_may_pass(r) && r != -ETIMEDOUT) {
+                        log_event(LOG_WARNING, r, c->uid, "setup-retry",
+                                  "The namespace of uid %u was not handed out, its setup met a "
+                                  "passing shortage (%s); the next JOIN tries again",
+                                  (unsigned) c->uid, why);
+                        answer = g_strdup_printf("the setup of the namespace of uid %u met a "
+                                                 "passing shortage (%s); retry",
+                                                 (unsigned) c->uid, why);
+                        creation_end(c, -NSD_ERRNO_NOT_YET, answer);
+                        return;
+                }
+                log_event(LOG_ERR, r, c->uid, "setup-refused",
+                          "Refused the namespace of uid %u: %u step%s of its setup failed, the "
+                          "first: %s",
+                          (unsigned) c->uid, n_failed, n_failed == 1 ? "" : "s", why);
+                answer = g_strdup_printf("the namespace of uid %u cannot be set up: %s",
+                                         (unsigned) c->uid, why);
+                Refusal *f = g_new0(Refusal, 1);
+                f->r = users_setup_error(r);
+                f->why = g_strdup(answer);
+                f->until_usec = g_get_monotonic_time() + SETUP_REFUSED_SEC * G_USEC_PER_SEC;
+                memcpy(f->generation, c->generation, sizeof f->generation);
+                g_hash_table_replace(reg->refused, GUINT_TO_POINTER(c->uid), f);
+                creation_end(c, users_setup_error(r), answer);
+                return;
+        }
+        if (r < 0)
+                note = g_strdup_printf(", set up WITHOUT %u failed step%s (OnFailure=continue), "
+                                       "the first: %s",
+                                       n_failed, n_failed == 1 ? "" : "s", why);
+        pr = userns_pin_created(reg->pins, ns);
+        if (pr < 0) { /* a passing failure: nothing pinned, nothing handed out */
+                userns_abandon_created(reg->pins, ns);
+                answer = g_strdup_printf("cannot pin the namespace of uid %u now (%s); retry",
+                                         (unsigned) c->uid, g_strerror(-pr));
+                creation_end(c, -NSD_ERRNO_NOT_YET, answer);
+                return;
+        }
+        (void) users_created(reg, ns, c->generation, note ? note : ", set up");
+        creation_end(c, 0, NULL);
+}
+
+int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, UsersJoinDone done,
+                     void *userdata, User **ret, bool *ret_created, char **ret_why) {
+        g_autoptr(SetupPlan) plan = NULL;
+        g_autofree char *why = NULL;
+        char uid_name[16];
+        SetupUser anyone;
+        Creation *c;
+        Refusal *f;
+        UserNs *ns = NULL;
+        int r;
+
+        *ret_created = false;
+        r = join_check(reg, uid, create, ret, ret_why);
+        if (r <= 0)
+                return r;
+        c = g_hash_table_lookup(reg->creating, GUINT_TO_POINTER(uid));
+        if (c) {
+                if (!done)
+                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                                       "the namespace of uid %u is being set up; retry",
+                                       (unsigned) uid);
+                creation_wait(c, done, userdata);
+                return -EINPROGRESS;
+        }
+        if (setup_conf_is_empty(&reg->config->setup)) {
+                r = create_now(reg, uid, ret, ret_why);
+                *ret_created = r == 0;
+                return r;
+        }
+
+        /* a setup that failed a moment ago fails again: not at every retry of a login */
+        f = g_hash_table_lookup(reg->refused, GUINT_TO_POINTER(uid));
+        if (f) {
+                char generation[17];
+                if (g_get_monotonic_time() < f->until_usec &&
+                    strcmp(f->generation, users_setup_generation(reg, generation)) == 0)
+                        return why_set(ret_why, -f->r, "%s", f->why);
+                g_hash_table_remove(reg->refused, GUINT_TO_POINTER(uid));
+        }
+
+        if (!who && setup_conf_needs_identity(&reg->config->setup))
+                return why_set(ret_why, EINVAL,
+                               "the setup of the namespace of uid %u needs to know who the user "
+                               "is, and nobody looked it up",
+                               (unsigned) uid);
+        if (!who) {
+                /* the setup needs no more than the uid (users_join_needs_identity()) */
+                snprintf(uid_name, sizeof uid_name, "%u", (unsigned) uid);
+                anyone = (SetupUser) { .uid = uid, .gid = (gid_t) -1, .name = uid_name };
+                who = &anyone;
+        }
+        r = setup_plan_new(&reg->config->setup, who, &plan, &why);
+        if (r < 0) {
+                log_event(LOG_ERR, r, uid, "setup-refused",
+                          "Refused the namespace of uid %u: its setup cannot be planned: %s",
+                          (unsigned) uid, why);
+                return why_set(ret_why, users_setup_error(r),
+                               "the namespace of uid %u cannot be set up: %s", (unsigned) uid, why);
+        }
+        if (setup_plan_is_empty(plan)) { /* nothing applies to this user */
+                r = create_now(reg, uid, ret, ret_why);
+                *ret_created = r == 0;
+                return r;
+        }
+        if (!done)
+                return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                               "the namespace of uid %u needs its setup, which this caller "
+                               "cannot wait for",
+                               (unsigned) uid);
+        if (!reg->children)
+                return why_set(ret_why, EOPNOTSUPP,
+                               "this nsd cannot set up the namespace of uid %u (no helper "
+                               "children)",
+                               (unsigned) uid);
+
+        NsSetup ns_setup = config_ns_setup(reg->config);
+        r = userns_create_unpinned(reg->pins, uid, &ns_setup, &ns);
+        if (r == -EAGAIN)
+                return why_not_now(reg, uid, ret_why);
+        if (r < 0)
+                return why_set(ret_why, r, "cannot create the namespace of uid %u: %s",
+                               (unsigned) uid, g_strerror(-r));
+
+        c = g_new0(Creation, 1);
+        c->reg = reg;
+        c->uid = uid;
+        c->ns = ns;
+        c->waiters = g_array_new(FALSE, FALSE, sizeof(Waiter));
+        users_setup_generation(reg, c->generation);
+        c->out_fd = log_stream_fd("nsd-init-script");
+        if (c->out_fd < 0)
+                c->out_fd = -1; /* the scripts write to /dev/null then */
+        r = setup_run(reg->children, plan, ns->ns_fd, c->out_fd, on_setup_done, c);
+        if (r < 0) {
+                userns_abandon_created(reg->pins, g_steal_pointer(&c->ns));
+                creation_end(c, 0, NULL); /* nobody waits yet */
+                if (r == -EAGAIN)
+                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                                       "too many namespaces are being set up or walked at once "
+                                       "(MaxPathWalks=); retry");
+                if (errno_may_pass(r))
+                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                                       "cannot start the setup of the namespace of uid %u now "
+                                       "(%s); retry",
+                                       (unsigned) uid, g_strerror(-r));
+                return why_set(ret_why, r, "cannot set up the namespace of uid %u: %s",
+                               (unsigned) uid, g_strerror(-r));
+        }
+        g_steal_pointer(&plan); /* setup_run() took it */
+        g_hash_table_insert(reg->creating, GUINT_TO_POINTER(uid), c);
+        creation_wait(c, done, userdata);
+        log_debug("Setting up the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "])",
+                  (unsigned) uid, ns->ns_inode);
+        return -EINPROGRESS;
 }
 
 void users_joined(Users *reg, User *u) {

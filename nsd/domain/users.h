@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "base/nsd-forward.h"
+#include "domain/setup.h"
 
 /* Where the registry keeps what survives a restart, and the rooms it uses. All the caller's;
  * they outlive the registry. */
@@ -35,6 +36,8 @@ typedef struct UsersSetup {
         StateDir *state;      /* NULL: no state files */
         Pending *pending;     /* what is kept and not adopted yet; never NULL */
         const char *proc_dir; /* linger's scan for processes; NULL: "/proc" */
+        Children *children;   /* where a new namespace's setup runs; NULL: nothing is set up
+                               * (a setup in the config refuses creation then) */
 } UsersSetup;
 
 typedef enum UserAddFlags {
@@ -82,8 +85,43 @@ bool users_is_pending(const Users *reg, uid_t uid);
 /* uid's user, creating its namespace when it has none (and create is true). Checks the
  * effective MaxNamespaces. *ret_created tells whether this call created it. Returns 0, or
  * -errno with *ret_why (g_malloc()ed) for the client; -NSD_ERRNO_NOT_YET while uid is
- * pending (after one more try to adopt it). */
+ * pending (after one more try to adopt it), or while its setup runs (users_join_start()
+ * starts one, without a user: then the setup must not need one). */
 int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created, char **ret_why);
+/*
+ * A new namespace's contents (issue 22, domain/setup.h): when the configuration sets
+ * something up ([Polydir], [BindReadOnly], PrivateTmp=) for uid, a new namespace is made
+ * unpinned, set up by a child of UsersSetup.children within TimeoutSec=, and only then
+ * pinned and added: users_join_start() answers -EINPROGRESS and done(userdata) follows on
+ * the loop, exactly once: 0 (users_get() has the user then) or -errno and why. Every caller
+ * for one uid meanwhile waits for that same setup; other uids are served. A setup that
+ * fails throws its namespace away (never pinned, never handed out): -NSD_ERRNO_NOT_YET for
+ * what may pass (a full descriptor table, memory; retried by the next JOIN), else the
+ * error, and the same answer for SETUP_REFUSED_SEC to anyone asking again for that uid (a
+ * failing init script is not run at every retry of a login). With OnFailure=continue the
+ * namespace is handed out without what failed (logged).
+ *
+ * who: the user, for a setup that needs more than the uid (users_join_needs_identity():
+ * %u, %h, %g, user names, init scripts); NULL otherwise. Without a setup, or for a uid that
+ * has a namespace or is pending, it is users_join(), done is not called.
+ */
+#define SETUP_REFUSED_SEC 5
+/* The errno a client gets for a setup that failed with r: r itself, but EIO for the errnos
+ * that mean something else to a client (ENOENT "no namespace", ETIMEDOUT "nsd did not
+ * answer", EAGAIN "not yet", ENXIO "not managed", EUSERS "a limit"); the reason says what
+ * happened. */
+int users_setup_error(int r);
+typedef void (*UsersJoinDone)(int r, const char *why, void *userdata);
+bool users_join_needs_identity(const Users *reg, uid_t uid, bool create);
+int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, UsersJoinDone done,
+                     void *userdata, User **ret, bool *ret_created, char **ret_why);
+/* The setup generation of the configuration in force (setup-conf.h), into buf. */
+const char *users_setup_generation(const Users *reg, char buf[static 17]);
+/* Was u's namespace made with another setup than generation (the one in force)? One whose
+ * setup is unknown (made by an nsd before issue 22) is, when the setup in force sets
+ * anything up. */
+bool users_is_stale(const Users *reg, const User *u, const char *generation);
+
 /* A JOIN without a session: its countdown restarts, with the JOIN grace at least, so the
  * SESSION_OPEN that follows finds the namespace. */
 void users_joined(Users *reg, User *u);

@@ -16,6 +16,7 @@
 #include <glib.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "nss-util.h"
@@ -76,6 +77,7 @@ struct Lookup {
         gid_t gid;   /* LOOKUP_IDENTITY */
         gid_t *gids; /* malloc()ed */
         size_t n_gids;
+        char *name, *home, *group; /* LOOKUP_IDENTITY through NSS (malloc()ed) */
         /* main loop only */
         GList *waiters; /* Waiter* */
         bool in_table;
@@ -110,6 +112,9 @@ static void lookup_free(Lookup *l) {
         config_done(&l->config);
         g_free(l->why);
         free(l->gids);
+        free(l->name);
+        free(l->home);
+        free(l->group);
         core_unref(l->core);
         g_free(l);
 }
@@ -158,7 +163,13 @@ static void cache_put(Policy *p, uid_t uid, int managed, const char *why) {
 static gboolean on_lookup_done(gpointer userdata) {
         Lookup *l = userdata;
         Policy *p = l->core->closed ? NULL : l->core->policy;
-        PolicyIdentity id = { .uid = l->uid, .gid = l->gid, .gids = l->gids, .n_gids = l->n_gids };
+        PolicyIdentity id = { .uid = l->uid,
+                              .gid = l->gid,
+                              .gids = l->gids,
+                              .n_gids = l->n_gids,
+                              .name = l->name,
+                              .home = l->home,
+                              .group = l->group };
         GList *waiters;
 
         if (!p) {
@@ -195,9 +206,10 @@ static gboolean on_lookup_done(gpointer userdata) {
         return G_SOURCE_REMOVE;
 }
 
-/* "Who is uid?" through NSS: the thread's default. */
-static int identity_lookup_nss(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size_t *ret_n) {
+/* "Who is uid?" through NSS; with l, its names too (the user's, home, primary group's). */
+static int identity_nss(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size_t *ret_n, Lookup *l) {
         struct passwd *pw = NULL;
+        struct group *gr = NULL;
         gid_t gid;
         int r;
 
@@ -206,11 +218,28 @@ static int identity_lookup_nss(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size
                 return r;
         gid = pw->pw_gid;
         r = nss_user_groups(pw->pw_name, gid, ret_gids, ret_n);
+        if (r >= 0 && l) {
+                l->name = strdup(pw->pw_name);
+                l->home = strdup(pw->pw_dir ? pw->pw_dir : "");
+                if (nss_group_by_gid(gid, &gr) >= 0) /* a gid without a name is no error */
+                        l->group = strdup(gr->gr_name);
+                free(gr);
+                if (!l->name || !l->home) {
+                        free(*ret_gids);
+                        *ret_gids = NULL;
+                        r = -ENOMEM;
+                }
+        }
         free(pw);
         if (r < 0)
                 return r;
         *ret_gid = gid;
         return 0;
+}
+
+/* the thread's default */
+static int identity_lookup_nss(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size_t *ret_n) {
+        return identity_nss(uid, ret_gid, ret_gids, ret_n, NULL);
 }
 
 /* In the thread: the identity, checked, or -errno with l->why. */
@@ -219,7 +248,8 @@ static void identity_lookup(Lookup *l) {
         size_t n = 0;
         int r;
 
-        r = l->identity_fn(l->uid, &l->gid, &gids, &n);
+        r = l->identity_fn == identity_lookup_nss ? identity_nss(l->uid, &l->gid, &gids, &n, l)
+                                                  : l->identity_fn(l->uid, &l->gid, &gids, &n);
         if (r == 0 && n > NGROUPS_MAX)
                 r = -E2BIG;
         if (r == 0 && n == 0) { /* no group at all: the primary one alone */

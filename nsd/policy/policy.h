@@ -37,6 +37,10 @@ typedef struct PolicyIdentity {
         gid_t gid;
         const gid_t *gids;
         size_t n_gids;
+        /* from the passwd and group entries; NULL with a PolicyIdentityFn of a test's */
+        const char *name;  /* pw_name */
+        const char *home;  /* pw_dir */
+        const char *group; /* the primary group's name; NULL also when it has none */
 } PolicyIdentity;
 /* r: 0 and id (valid during the call only), or -errno and why: -ENOENT (no passwd entry),
  * -E2BIG (more than NGROUPS_MAX groups), -ETIMEDOUT, -ECANCELED, a failed lookup. */

@@ -663,6 +663,39 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
 
 /* ---- per user -------------------------------------------------------------------------- */
 
+bool setup_conf_is_empty(const SetupConf *s) {
+        return s->n_polydirs == 0 && s->n_binds == 0;
+}
+
+static bool names_a_user(char **list) {
+        for (; list && *list; list++)
+                if (!g_ascii_isdigit(**list))
+                        return true;
+        return false;
+}
+
+/* A specifier other than %U and %%. */
+static bool needs_user(const char *t) {
+        for (const char *p = t ? strchr(t, '%') : NULL; p && p[1]; p = strchr(p + 2, '%'))
+                if (p[1] != 'U' && p[1] != '%')
+                        return true;
+        return false;
+}
+
+bool setup_conf_needs_identity(const SetupConf *s) {
+        for (size_t i = 0; i < s->n_polydirs; i++) {
+                const Polydir *p = &s->polydirs[i];
+
+                /* Method=user: the instance is named after the user */
+                if (p->method == POLYDIR_METHOD_USER || needs_user(p->path) ||
+                    names_a_user(p->only_users) || names_a_user(p->exclude_users))
+                        return true;
+                if (!p->no_init && (p->init_script || s->init_script))
+                        return true;
+        }
+        return false;
+}
+
 const char *polydir_describe(const Polydir *p, char *buf, size_t size) {
         snprintf(buf, size, "polydir '%s' (%s:%u)", p->name, p->file ? p->file : "?", p->line);
         return buf;

@@ -107,5 +107,13 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
 /* "polydir 'tmp' (/etc/nsd/nsd.conf:12)" for messages; returns buf. */
 const char *polydir_describe(const Polydir *p, char *buf, size_t size);
 
+/* Is there anything to set up at all (a polydir or a bind)? */
+bool setup_conf_is_empty(const SetupConf *s);
+/* Does the setup need to know who the user is beyond the uid: a specifier (%u %h %g) in a
+ * polydir's path, a Method=user polydir (its instance is named after the user), a user name
+ * in OnlyUsers= or ExcludeUsers=, or an init script (its arguments name the user)? When
+ * not, nsd sets the namespace up without asking the user database. */
+bool setup_conf_needs_identity(const SetupConf *s);
+
 /* Does a polydir apply to this user (OnlyUsers=, ExcludeUsers=, by name or uid)? */
 bool polydir_applies(const Polydir *p, const char *user_name, uid_t uid);

@@ -55,7 +55,6 @@ struct create_args {
         struct helper_status s;
         int cpu;
         bool propagation_private;
-        bool private_tmp;
         int pinns_fd; /* -1: do not pin */
         int dir_fd;
         const char *pin_name;
@@ -69,9 +68,6 @@ static int create_child(void *p) {
 
         if ((r = helper_unshare_ns(&a->s, a->cpu, a->propagation_private ? MS_PRIVATE : MS_SLAVE)))
                 return r;
-        if (a->private_tmp &&
-            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
-                return helper_fail(&a->s, HELPER_STEP_PRIVATE_TMP);
         a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (a->ns_fd < 0)
                 return helper_fail(&a->s, HELPER_STEP_OPEN_NS);
@@ -122,7 +118,6 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                 a = (struct create_args) {
                         .cpu = ps && i < ps->n_cpus ? pinstore_cpu(ps, i) : -1,
                         .propagation_private = setup->propagation_private,
-                        .private_tmp = setup->private_tmp,
                         .pinns_fd = ps ? ps->pinns_fd : -1,
                         .dir_fd = ps ? ps->dir_fd : -1,
                         .pin_name = name,
@@ -199,6 +194,83 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                   ns->pinned ? ", pinned" : ", NOT pinned");
         *ret = ns;
         return 0;
+}
+
+/* The new namespace as a UserNs (descriptors taken), or NULL without memory. */
+static UserNs *userns_made(uid_t uid, int *ns_fd, int *root_fd) {
+        UserNs *ns = userns_new(uid);
+        struct stat st;
+
+        if (!ns)
+                return NULL;
+        ns->ns_fd = TAKE_FD(*ns_fd);
+        ns->root_fd = TAKE_FD(*root_fd);
+        ns->created_usec = now_usec(CLOCK_REALTIME);
+        if (fstat(ns->ns_fd, &st) >= 0)
+                ns->ns_inode = (uint64_t) st.st_ino;
+        return ns;
+}
+
+int userns_create_unpinned(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
+        static const NsSetup default_setup = {};
+        struct create_args a;
+        _cleanup_close_ int ns_fd = -1, root_fd = -1;
+        size_t attempts;
+        UserNs *ns;
+        int r = -EIO;
+
+        if (!ret || uid == (uid_t) -1)
+                return -EINVAL;
+        if (!setup)
+                setup = &default_setup;
+        if (ps) {
+                /* -EAGAIN when a pin of uid may exist: never a fresh namespace in its place */
+                r = pinstore_pin_begin(ps, uid);
+                if (r < 0)
+                        return r;
+        }
+        /* on the CPU that worked last for a pin (see userns_create()); the next one when a
+         * cpuset forbids it, then unbound */
+        attempts = ps ? ps->n_cpus + 1 : 1;
+        for (size_t i = 0; i < attempts; i++) {
+                a = (struct create_args) {
+                        .cpu = ps && i < ps->n_cpus ? pinstore_cpu(ps, i) : -1,
+                        .propagation_private = setup->propagation_private,
+                        .pinns_fd = -1,
+                        .dir_fd = -1,
+                        .ns_fd = -1,
+                        .root_fd = -1,
+                };
+                r = helper_run(create_child, &a, &a.s);
+                ns_fd = a.ns_fd;
+                root_fd = a.root_fd;
+                if (r >= 0 || a.s.step != HELPER_STEP_AFFINITY)
+                        break;
+        }
+        if (r >= 0 && (ns_fd < 0 || root_fd < 0))
+                r = -EIO; /* cannot happen: the child's last steps open both */
+        ns = r >= 0 ? userns_made(uid, &ns_fd, &root_fd) : NULL;
+        if (!ns) {
+                if (ps)
+                        pinstore_pin_abandon(ps, uid);
+                if (r >= 0)
+                        return -ENOMEM;
+                log_error_errno(r, "Failed to create the mount namespace of uid %u: %s: %m",
+                                (unsigned) uid, helper_status_step(&a.s));
+                return errno_may_pass(r) ? -EAGAIN : r;
+        }
+        log_debug("Created mount namespace %" PRIu64 " of uid %u, to set up before its pin",
+                  ns->ns_inode, (unsigned) uid);
+        *ret = ns;
+        return 0;
+}
+
+void userns_abandon_created(PinStore *ps, UserNs *ns) {
+        if (!ns)
+                return;
+        if (ps)
+                pinstore_pin_abandon(ps, ns->uid);
+        userns_free(ns);
 }
 
 void userns_free(UserNs *ns) {
@@ -339,9 +411,42 @@ static int repin_child(void *p) {
         return pin_child(&a->s, a->pinns_fd, a->dir_fd, a->ns_fd, a->pin_name);
 }
 
-int userns_repin(PinStore *ps, UserNs *ns) {
-        struct repin_args a = { .ns_fd = ns ? ns->ns_fd : -1 };
+/* Pin ns, its pin file reserved already (pinstore_pin_begin()). again: a namespace that
+ * lived without its pin (for the log). */
+static int pin_reserved(PinStore *ps, UserNs *ns, bool again) {
+        struct repin_args a = { .ns_fd = ns->ns_fd };
         char name[16];
+        int r;
+
+        snprintf(name, sizeof name, "%u", (unsigned) ns->uid);
+        a.pinns_fd = ps->pinns_fd;
+        a.dir_fd = ps->dir_fd;
+        a.pin_name = name;
+        r = helper_run(repin_child, &a, &a.s);
+        if (r < 0) {
+                pinstore_pin_abandon(ps, ns->uid);
+                if (errno_may_pass(r))
+                        return log_warning_errno(-EAGAIN,
+                                                 "Failed to pin the namespace of uid %u%s, %s: "
+                                                 "%s: %s",
+                                                 (unsigned) ns->uid, again ? " again" : "",
+                                                 again ? "retrying later" : "not handing it out",
+                                                 helper_status_step(&a.s), g_strerror(-r));
+                log_event(LOG_WARNING, r, ns->uid, "pin-refused",
+                          "Failed to pin the namespace of uid %u%s: %s: %m; it stays alive by "
+                          "descriptor (and the service manager's fd store) only",
+                          (unsigned) ns->uid, again ? " again" : "",
+                          r == -EINVAL ? "the kernel's mnt_ns_loop check refused it (the pin "
+                                         "namespace is younger than it)"
+                                       : helper_status_step(&a.s));
+                return 0;
+        }
+        ns->pinned = true;
+        pinstore_pin_done(ps, ns->uid, ns->created_usec, 0, false);
+        return 0;
+}
+
+int userns_repin(PinStore *ps, UserNs *ns) {
         int r;
 
         if (!ps || !ns || ns->ns_fd < 0)
@@ -352,31 +457,15 @@ int userns_repin(PinStore *ps, UserNs *ns) {
         r = pinstore_pin_begin(ps, ns->uid);
         if (r < 0)
                 return r;
-        snprintf(name, sizeof name, "%u", (unsigned) ns->uid);
-        a.pinns_fd = ps->pinns_fd;
-        a.dir_fd = ps->dir_fd;
-        a.pin_name = name;
-        r = helper_run(repin_child, &a, &a.s);
-        if (r < 0) {
-                pinstore_pin_abandon(ps, ns->uid);
-                if (errno_may_pass(r))
-                        return log_warning_errno(-EAGAIN,
-                                                 "Failed to pin the namespace of uid %u "
-                                                 "again, retrying later: %s: %s",
-                                                 (unsigned) ns->uid, helper_status_step(&a.s),
-                                                 g_strerror(-r));
-                log_event(LOG_WARNING, r, ns->uid, "pin-refused",
-                          "Failed to pin the namespace of uid %u again: %s: %m; it stays alive by "
-                          "descriptor (and the service manager's fd store) only",
-                          (unsigned) ns->uid,
-                          r == -EINVAL ? "the kernel's mnt_ns_loop check refused it (the pin "
-                                         "namespace is younger than it)"
-                                       : helper_status_step(&a.s));
+        return pin_reserved(ps, ns, true);
+}
+
+int userns_pin_created(PinStore *ps, UserNs *ns) {
+        if (!ns || ns->ns_fd < 0)
+                return -EINVAL;
+        if (!ps || ns->pinned)
                 return 0;
-        }
-        ns->pinned = true;
-        pinstore_pin_done(ps, ns->uid, ns->created_usec, 0, false);
-        return 0;
+        return pin_reserved(ps, ns, false);
 }
 
 /* ---- mount tables ------------------------------------------------------------------------ */

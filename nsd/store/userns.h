@@ -24,10 +24,10 @@ struct UserNs {
         bool adopted;          /* found at start, not created by this process */
 };
 
-/* What a new namespace gets, from nsd.conf. */
+/* What a new namespace gets from the kernel side, from nsd.conf (its contents, PrivateTmp=
+ * included, are domain/setup.c's). */
 typedef struct NsSetup {
         bool propagation_private; /* false: host mounts as slave (MS_SLAVE|MS_REC) */
-        bool private_tmp;         /* a fresh tmpfs on /tmp, owned by nobody special (1777) */
 } NsSetup;
 
 /* Create uid's namespace from the initial namespace (nsd must run there), apply setup, and
@@ -43,6 +43,18 @@ typedef struct NsSetup {
  *            reason that may pass (errno_may_pass(); nothing is kept then).
  *   other    -errno of a failure that will not pass, logged. */
 int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret);
+
+/* A namespace whose contents are set up before it is pinned (issue 22): the same as
+ * userns_create(), but the new namespace is not pinned, only its pin file reserved
+ * (pinstore_pin_begin(): an empty file, which a restart removes). Then, once it is set up,
+ * userns_pin_created() pins it (0; 0 with pinned=false when the kernel refuses the pin or it
+ * fails for a reason that will not pass: alive by descriptor only, logged; -EAGAIN for a
+ * reason that may pass: nothing is pinned, the caller throws the namespace away), or, when
+ * its setup failed, userns_abandon_created() gives up the reservation and frees it. A half
+ * set-up namespace is never pinned, so a restart of nsd never finds it. */
+int userns_create_unpinned(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret);
+int userns_pin_created(PinStore *ps, UserNs *ns);
+void userns_abandon_created(PinStore *ps, UserNs *ns);
 
 /* Remove ns's pin, if it still pins this very namespace; ns stays as it is otherwise and
  * keeps the namespace alive while the caller holds it. 0: no pin left (ns->pinned false);

@@ -14,7 +14,9 @@
  *                              OBJECT+OFFSET is the return address of the call (the call
  *                              site: `addr2line -e OBJECT OFFSET-1`), ARG the path or target
  *                              where the call has one, for clone "fn=OBJECT+0xOFFSET" of the
- *                              child's function (which helper child it makes).
+ *                              child's function (which helper child it makes). A forked
+ *                              child of nsd's (child.c) that closed the trace's descriptor
+ *                              opens the file again: its calls are traced too.
  *
  * CALL is one of: clone unshare setns mount umount2 open_tree move_mount mount_setattr fspick
  * open openat openat2 accept accept4 sendmsg recvmsg pidfd_open fsopen fsconfig fsmount
@@ -23,10 +25,10 @@
  * wrapper for (or nsd does not use it), and so is every other CALL when made with
  * syscall(SYS_...).
  *
- * nsd's helper children run in nsd's address space (CLONE_VM | CLONE_VFORK): the counters are
- * shared with them, and everything here that runs per call is async-signal-safe (no malloc,
- * no stdio, no locks): the real functions and the map of loaded objects are looked up once,
- * at load time.
+ * nsd's helper children run in nsd's address space (CLONE_VM | CLONE_VFORK), and its watched
+ * children (child.c) are forked: the counters are shared with both (a MAP_SHARED page), and
+ * everything here that runs per call is async-signal-safe (no malloc, no stdio, no locks):
+ * the real functions and the map of loaded objects are looked up once, at load time.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -43,6 +45,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -110,8 +113,11 @@ static struct rule {
 } rules[RULES_MAX];
 static int n_rules;
 
-static long counters[_C_MAX];
+/* shared with forked children (child.c's): MAP_SHARED, set up at load time */
+static long static_counters[_C_MAX];
+static long *counters = static_counters;
 static int trace_fd = -1;
+static char trace_path[512];
 
 /* the real functions */
 static int (*real_clone)(int (*)(void *), void *, int, void *, ...);
@@ -225,7 +231,18 @@ static void trace(enum call c, long n, const void *caller, int fail_err, const c
                 put_str(&l, arg);
         }
         put_str(&l, "\n");
-        (void) !write(trace_fd, l.buf, l.len);
+        if (write(trace_fd, l.buf, l.len) < 0 && errno == EBADF) {
+                /* a child of nsd's (child.c) closed every descriptor it was not given:
+                 * open the trace again, before the child enters another namespace (its
+                 * first traced call, setns, comes before the call is made) */
+                int fd = (int) real_syscall(SYS_openat, AT_FDCWD, trace_path,
+                                            O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+                if (fd >= 0) {
+                        (void) fcntl(fd, F_DUPFD_CLOEXEC, trace_fd);
+                        close(fd);
+                        (void) !write(trace_fd, l.buf, l.len);
+                }
+        }
         errno = saved;
 }
 
@@ -633,6 +650,13 @@ __attribute__((constructor)) static void fault_shim_init(void) {
         real_fsmount = lookup("fsmount", true);
         real_mkdirat = lookup("mkdirat", true);
 
+        /* one count for nsd and its children, forked ones too: a child's Nth call is the
+         * Nth of all, and a child forked again after a failure (a retried setup) goes on
+         * counting instead of meeting the same Nth call again */
+        void *m = mmap(NULL, sizeof static_counters, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED)
+                counters = m;
         if (spec && *spec)
                 parse_rules(spec);
         if (tpath && *tpath) {
@@ -640,6 +664,9 @@ __attribute__((constructor)) static void fault_shim_init(void) {
                                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
                 if (fd < 0)
                         die("cannot open NSD_FAULT_TRACE", tpath);
+                if (strlen(tpath) >= sizeof trace_path)
+                        die("NSD_FAULT_TRACE is too long", tpath);
+                strcpy(trace_path, tpath);
                 /* out of the way of the descriptors the program counts on */
                 trace_fd = fcntl(fd, F_DUPFD_CLOEXEC, 700);
                 close(fd);

@@ -39,6 +39,14 @@ numbering of the calls to fail, the same in every run.
 4. Sessions across restarts, without faults: sessions opened before nsd stops (SIGTERM) or is
    killed (SIGKILL) are closed after it with the right counts; one whose leader died while
    nsd was down ends at the next start; a restored session ends when its leader dies.
+   A third scenario (setup) makes D's namespace with a setup (issue 22: a tmpfs polydir, a
+   Method=user polydir whose instance directory nsd makes, an init script; D is nss_wrapper's
+   user "ud"), with A pinned before: each call site of the setup (openat2, mkdirat, fsopen,
+   fsconfig, fsmount, open_tree, mount_setattr, move_mount, the init script's clone and
+   execveat, in the setup's helper child) failed in turn. Asserted: D is either handed out
+   fully set up (its tmpfs, its instance bound, the init script's mark) or not handed out at
+   all (not listed, and not there after a clean restart); an error that may pass is retried
+   by the login and then served; A survives.
 5. Linger (Linger=0), without faults: a host unmount plus a mount of the user's keeps the
    namespace (the user's mount named in the log); a process left inside keeps it until it
    ends, then it is released.
@@ -73,7 +81,7 @@ QUICK_ERRNOS = ["EAGAIN", "ENOMEM", "EIO"]
 # one failure at these is absorbed by an immediate retry; COUNT failures in a row are not
 BURST = 6
 BURST_CALLS = {"clone", "setns", "open", "openat", "mount"}
-BURST_PHASES = {"start", "create", "linger", "release", "first-start", "first-create"}
+BURST_PHASES = {"start", "create", "linger", "release", "first-start", "first-create", "setup"}
 
 # --------------------------------------------------------------------------------------------
 
@@ -112,7 +120,7 @@ def run(cmd, env=None, timeout=60):
 class World:
     """One run directory, one nsd at a time."""
 
-    def __init__(self, work, build):
+    def __init__(self, work, build, setup=False):
         self.build = build
         self.dir = tempfile.mkdtemp(dir=work, prefix="case.")
         self.run_dir = f"{self.dir}/run"
@@ -122,8 +130,34 @@ class World:
         self.env.pop("LD_PRELOAD", None)
         self.proc = None
         self.exits = []
+        self.preload = []
         with open(self.conf, "w") as f:
             f.write(f"[Namespaces]\nUsers={UA},{UB},{UC},{UD}\nLinger=0\n")
+        if setup:
+            self.make_setup()
+
+    def make_setup(self):
+        """What D's namespace gets (issue 22), and nss_wrapper's users for nsd's lookups."""
+        d = self.dir
+        for sub, mode in (("poly/t", 0o755), ("poly/u", 0o1777), (f"home/{UD}", 0o700)):
+            os.makedirs(f"{d}/{sub}", exist_ok=True)
+            os.chmod(f"{d}/{sub}", mode)
+        os.chown(f"{d}/home/{UD}", UD, UD)
+        with open(f"{d}/init.sh", "w") as f:
+            f.write(f"#!/bin/sh\necho \"$1 $2 $3 $4\" >> {d}/init.log\ntouch \"$1/.init-done\"\n")
+        os.chmod(f"{d}/init.sh", 0o755)
+        with open(f"{d}/passwd", "w") as f:
+            f.write(f"root:x:0:0::/root:/bin/sh\nud:x:{UD}:{UD}::{d}/home/{UD}:/bin/sh\n")
+        with open(f"{d}/group", "w") as f:
+            f.write(f"root:x:0:\nud:x:{UD}:\n")
+        with open(self.conf, "a") as f:
+            f.write(f"[Setup]\nInitScript={d}/init.sh\nTimeoutSec=10\n"
+                    f"[Polydir t]\nPath={d}/poly/t\nMethod=tmpfs\nMountOptions=size=1m\n"
+                    f"NoInit=yes\nOnlyUsers=ud\n"
+                    f"[Polydir u]\nPath={d}/poly/u\nMethod=user\nInstancePrefix={d}/inst/\n"
+                    f"OnlyUsers=ud\n")
+        self.preload = ["libnss_wrapper.so"]
+        self.env_nsd = {"NSS_WRAPPER_PASSWD": f"{d}/passwd", "NSS_WRAPPER_GROUP": f"{d}/group"}
 
     def nsd_cmd(self):
         return [f"{self.build}/nsd/nsd", "--config", self.conf, "--run-dir", self.run_dir,
@@ -141,12 +175,15 @@ class World:
         SERVE_WAIT_S (stopped then; either recorded in exits). fault, trace: the shim's
         NSD_FAULT and NSD_FAULT_TRACE; what: for the log's line; env: more variables; argv0:
         words before nsd's command line; popen: more of subprocess.Popen's arguments."""
-        e = dict(self.env, **(env or {}))
+        e = dict(self.env, **(env or {}), **getattr(self, "env_nsd", {}))
+        preload = list(self.preload)
         if fault or trace:
-            e["LD_PRELOAD"] = f"{self.build}/tests/fault/nsd-fault-shim.so"
+            preload.append(f"{self.build}/tests/fault/nsd-fault-shim.so")
             e["NSD_FAULT"] = fault or ""
             if trace:
                 e["NSD_FAULT_TRACE"] = trace
+        if preload:
+            e["LD_PRELOAD"] = " ".join(preload)
         before = self.log_text().count(" serving (pid ")
         with open(self.log, "a") as logf:
             logf.write(f"--- nsd start, {what or 'NSD_FAULT=' + (fault or '')}\n")
@@ -417,9 +454,89 @@ def check_log(oc, fault_log):
             oc.problem(f"nsd removed the pin of uid {uid}")
 
 
+def setup_state(w, uid):
+    """D's namespace as seen from inside: (tmpfs on poly/t, poly/u is the instance, init mark,
+    ns inode) or None with why."""
+    d = w.dir
+    rc, out = w.client("exec", uid, JOIN_WAIT_MS, "--", "sh", "-c",
+                       f"stat -f -c %T {d}/poly/t; stat -c %i {d}/poly/u; "
+                       f"test -e {d}/poly/u/.init-done && echo init || echo no-init; "
+                       f"stat -L -c %i /proc/self/ns/mnt")
+    f = out.split()
+    if rc != 0 or len(f) < 4:
+        return None, out.strip()[-200:]
+    try:
+        inst = os.stat(f"{d}/inst/ud").st_ino
+    except OSError:
+        inst = -1
+    return (f[-4] == "tmpfs", int(f[-3]) == inst, f[-2] == "init", int(f[-1])), None
+
+
+def scenario_setup(w, oc, mark, fault=None, trace=None):
+    """A pinned, then D's namespace made with a setup; JOIN retried as a login does."""
+    start_faulty(w, oc, mark, "start", fault, trace)
+    mark("setup")
+    w.ensure_running()
+    rc, out = w.client("join", UD, JOIN_WAIT_MS)
+    j = parse_join(out)
+    if j[0] != "ok":
+        oc.note(f"setup: JOIN of D {j[1]}")
+        if j[1] != "EIO" and not j[1].startswith("E"):
+            oc.problem(f"setup: JOIN of D: no answer ({j[1]})")
+        if oc.errno in TRANSIENT and oc.errno != "ETIMEDOUT":
+            oc.problem(f"setup: an error that may pass ({oc.errno}) refused D's login "
+                       f"({j[1]}) instead of 'not yet'")
+        oc.d = None
+        if UD in listed(w):
+            oc.problem("setup: D refused, yet nsctl list shows its namespace")
+    else:
+        if j[4] > 1:
+            oc.note(f"setup: 'not yet' x{j[4] - 1}, then served")
+        st, why = setup_state(w, UD)
+        if st is None:
+            w.ensure_running()
+            st, why = setup_state(w, UD)
+        if st is None:
+            oc.problem(f"setup: D handed out, but cannot be entered: {why}")
+        elif not all(st[:3]):
+            oc.problem(f"setup: D handed out HALF SET UP: tmpfs={st[0]} instance={st[1]} "
+                       f"init={st[2]}")
+        oc.d = (j, st)
+    tok = read_token(w, UA)
+    oc.fault_run_token_a = tok
+    mark("stop")
+    w.stop()
+
+
+def check_setup(w, oc, fault_log):
+    if not w.start():
+        oc.problem("clean start after the fault failed: " + w.log_text()[-1500:])
+        return
+    tok = read_token(w, UA)
+    if tok[0] != oc.token_a or tok[1] != oc.a[0]:
+        oc.problem(f"A LOST after a clean restart: {tok}, expected {oc.token_a}")
+    now = listed(w)
+    if oc.d is None:
+        if UD in now:
+            oc.problem("D was refused, yet a clean restart adopted a namespace of it (a "
+                       "half-built namespace was pinned)")
+    else:
+        j, st = oc.d
+        if j[2] == "pinned":
+            if now.get(UD) != j[1]:
+                oc.problem(f"D LOST after a clean restart: listed {now.get(UD)}, was {j[1]}")
+            else:
+                st2, why = setup_state(w, UD)
+                if st2 is None or not all(st2[:3]):
+                    oc.problem(f"D after a clean restart is not set up: {st2 or why}")
+    w.stop()
+    check_log(oc, fault_log)
+
+
 SCENARIOS = {
     "restart": (scenario_restart, check_restart, True),
     "fresh": (scenario_fresh, check_fresh, False),
+    "setup": (scenario_setup, check_setup, True),
 }
 
 
@@ -501,7 +618,7 @@ def symbolize(nsd_bin, addrs, funcs=()):
 
 def calibrate(work, build, name, seen):
     run_fn, _, needs_a = SCENARIOS[name]
-    w = World(work, build)
+    w = World(work, build, setup=name == "setup")
     oc = Outcome()
     oc.token_a, oc.token_b, oc.errno = "calib-a", "calib-b", None
     if needs_a:
@@ -561,7 +678,7 @@ def calibrate(work, build, name, seen):
 
 def run_case(work, build, site, errno, count):
     run_fn, check_fn, needs_a = SCENARIOS[site["scenario"]]
-    w = World(work, build)
+    w = World(work, build, setup=site["scenario"] == "setup")
     oc = Outcome()
     oc.errno = errno
     oc.token_a = "A-" + secrets.token_hex(8)

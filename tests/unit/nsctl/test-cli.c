@@ -433,7 +433,7 @@ static void test_exclusive(void) {
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
         ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
         check_json("list --json of no namespace", r.out,
-                   (const char *[]) { "d", "{'schema_version': 1, 'namespaces': []}", NULL });
+                   (const char *[]) { "d", "{'schema_version': 2, 'namespaces': []}", NULL });
         is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
 }
 
@@ -478,7 +478,7 @@ static void test_no_nsd(void) {
 
 static const struct fake_ns namespaces[] = {
         { .uid = BOB,
-          .ns_flags = NSD_NS_PINNED,
+          .ns_flags = NSD_NS_PINNED | NSD_NS_STALE,
           .sessions = 0,
           .mounts = 27,
           .ns_inode = 4026532305,
@@ -551,6 +551,24 @@ static void test_list(void) {
                "list > /dev/full: the message");
         is_int(r.status, 1, "list > /dev/full: exit 1");
         is_int(served_stop()->lists, 4, "nsd was asked four times");
+}
+
+/* show's note on a namespace made with an older setup (LIST's NSD_NS_STALE): on stderr,
+ * the table as it is */
+static void test_show_stale(void) {
+        const struct fake_nsd_config cfg = { .show_text = "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n",
+                                             .list = namespaces,
+                                             .n_list = 3 };
+        struct run r;
+
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "show", "-r", "-n", "-o", "TARGET", "1600", NULL);
+        ok(r.status == 0 && strcmp(r.out, "/\n") == 0 &&
+                   strstr(r.err, "was made with an older setup than nsd.conf's (stale)"),
+           "show of a stale namespace: the table, and a note on stderr ('%s')", line1(r.err));
+        run(&r, NULL, "--socket", sock_path, "show", "-r", "-n", "-o", "TARGET", "1500", NULL);
+        ok(r.status == 0 && r.err[0] == '\0', "show of a current one: no note");
+        served_stop();
 }
 
 static void test_show(void) {
@@ -887,21 +905,21 @@ static void test_json_schema(void) {
                 const char *what, *doc;
                 int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
         } docs[] = {
-                { "the smallest list", "{\"schema_version\": 1, \"namespaces\": []}", 0 },
+                { "the smallest list", "{\"schema_version\": 2, \"namespaces\": []}", 0 },
                 { "no schema_version", "{\"namespaces\": []}", 3 },
-                { "another schema_version", "{\"schema_version\": 2, \"namespaces\": []}", 3 },
+                { "another schema_version", "{\"schema_version\": 1, \"namespaces\": []}", 3 },
                 { "a member of a type it does not have",
-                  "{\"schema_version\": 1, \"namespaces\": [{\"uid\": \"1500\"}]}", 3 },
+                  "{\"schema_version\": 2, \"namespaces\": [{\"uid\": \"1500\"}]}", 3 },
                 { "a member the schema does not describe",
-                  "{\"schema_version\": 1, \"namespaces\": [{\"uid\": 1500, \"color\": 1}]}", 3 },
+                  "{\"schema_version\": 2, \"namespaces\": [{\"uid\": 1500, \"color\": 1}]}", 3 },
                 { "two outputs in one",
-                  "{\"schema_version\": 1, \"namespaces\": [], "
+                  "{\"schema_version\": 2, \"namespaces\": [], "
                   "\"filesystems\": []}",
                   3 },
                 { "a value of private_mode it does not have",
-                  "{\"schema_version\": 1, \"status\": {\"private_mode\": \"maybe\"}}", 3 },
+                  "{\"schema_version\": 2, \"status\": {\"private_mode\": \"maybe\"}}", 3 },
                 { "a mount's children of another shape",
-                  "{\"schema_version\": 1, \"filesystems\": [{\"target\": \"/\", "
+                  "{\"schema_version\": 2, \"filesystems\": [{\"target\": \"/\", "
                   "\"children\": [{\"id\": \"25\"}]}]}",
                   3 },
         };
@@ -1169,6 +1187,7 @@ int main(int argc, char **argv) {
         test_status();
         test_list();
         test_show();
+        test_show_stale();
         test_release_hide();
         test_golden();
         test_json_schema();

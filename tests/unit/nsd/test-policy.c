@@ -115,11 +115,59 @@ static void test_policy_threads(void) {
         server_free(s);
 }
 
+typedef struct Who {
+        bool done;
+        int r;
+        char *name, *home, *group;
+        gid_t gid;
+} Who;
+
+static void on_identity(int r, const PolicyIdentity *id, const char *why, void *userdata) {
+        Who *w = userdata;
+
+        w->done = true;
+        w->r = r;
+        if (r == 0) {
+                w->name = g_strdup(id->name);
+                w->home = g_strdup(id->home);
+                w->group = g_strdup(id->group);
+                w->gid = id->gid;
+        }
+}
+
+/* "Who is uid?" gives the names a namespace's setup needs (%u, %h, %g): the user's, the
+ * home directory, the primary group's (NULL when the gid has no group entry). */
+static void test_identity_names(void) {
+        Config c = parse("[Namespaces]\n");
+        Policy *p = policy_new(&c);
+        Who alice = { 0 }, carol = { 0 }, nobody = { 0 };
+
+        is_int(policy_uid_identity(p, 1001, on_identity, &alice), -EINPROGRESS,
+               "who is uid 1001: a lookup in a thread");
+        (void) policy_uid_identity(p, 1003, on_identity, &carol);
+        (void) policy_uid_identity(p, 4242, on_identity, &nobody);
+        while (!alice.done || !carol.done || !nobody.done)
+                g_main_context_iteration(NULL, TRUE);
+        ok(alice.r == 0 && g_strcmp0(alice.name, "alice") == 0 &&
+                   g_strcmp0(alice.home, "/home/alice") == 0 &&
+                   g_strcmp0(alice.group, "alice") == 0 && alice.gid == 1001,
+           "alice: her name, home and primary group's name (%s %s %s)", alice.name, alice.home,
+           alice.group);
+        ok(carol.r == 0 && g_strcmp0(carol.group, "big") == 0,
+           "carol: a primary group of another name (%s)", carol.group);
+        is_int(nobody.r, -ENOENT, "a uid without a passwd entry: ENOENT");
+        policy_free(p);
+        config_done(&c);
+        g_free(alice.name), g_free(alice.home), g_free(alice.group);
+        g_free(carol.name), g_free(carol.home), g_free(carol.group);
+}
+
 int main(int argc, char *argv[]) {
         if (!nss_wrapper_dir(argc, argv))
                 return tap_done();
         write_files(argv[1]);
         test_lookups();
         test_policy_threads();
+        test_identity_names();
         return tap_done();
 }

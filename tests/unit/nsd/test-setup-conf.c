@@ -333,6 +333,42 @@ static void test_generation(void) {
         config_done(&a);
 }
 
+static void test_needs_identity(void) {
+        static const struct {
+                const char *text;
+                bool empty, needs;
+        } cases[] = {
+                { "", true, false },
+                { "[Namespaces]\nPrivateTmp=yes\n", false, false },
+                { "[BindReadOnly b]\nSource=/a\nTarget=/b\n", false, false },
+                { "[Polydir a]\nPath=/srv/%U\nMethod=tmpfs\nExcludeUsers=0 1001\n", false, false },
+                { "[Polydir a]\nPath=/srv/100%%\nMethod=tmpfs\n", false, false },
+                { "[Polydir a]\nPath=/srv/%u\nMethod=tmpfs\n", false, true },
+                { "[Polydir a]\nPath=%h/.cache\nMethod=tmpfs\n", false, true },
+                { "[Polydir a]\nPath=/x\nMethod=user\nInstancePrefix=/i/%g-\n", false, true },
+                { "[Polydir a]\nPath=/x\nMethod=user\nInstancePrefix=/i/\n", false, true },
+                { "[Polydir a]\nPath=/x\nMethod=tmpfs\nOnlyUsers=alice\n", false, true },
+                { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\n", false, true },
+                { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\nNoInit=yes\n", false,
+                  false },
+        };
+        bool all = true;
+
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                Config c = { 0 };
+
+                if (parse(cases[i].text, &c, NULL) < 0 ||
+                    setup_conf_is_empty(&c.setup) != cases[i].empty ||
+                    setup_conf_needs_identity(&c.setup) != cases[i].needs) {
+                        printf("# wrong for: %s\n", cases[i].text);
+                        all = false;
+                }
+                config_done(&c);
+        }
+        ok(all, "a setup needs the user database only for %%u %%h %%g, Method=user, user names and "
+                "init scripts (PrivateTmp=yes, %%U, uids and binds do not)");
+}
+
 /* ---- files ------------------------------------------------------------------------------ */
 
 static void write_file(const char *dir, const char *name, const char *text, mode_t mode) {
@@ -536,6 +572,7 @@ int main(void) {
         test_private_tmp();
         test_bad();
         test_generation();
+        test_needs_identity();
         test_parse_texts();
         test_files();
         return tap_done();

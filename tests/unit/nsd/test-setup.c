@@ -522,7 +522,35 @@ static void test_plans(void) {
         ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 &&
                    strcmp(setup_plan_polydir_path(plan, 0), "/.cache/1000-staff") == 0,
            "a home of / and %%g as the group's name");
+        g_clear_pointer(&plan, setup_plan_free);
         config_done(&c);
+
+        /* a uid without a passwd entry: what needs no name is made, the rest refused */
+        SetupUser nobody = { .uid = 4242, .gid = (gid_t) -1 };
+        text = "[Polydir t]\nPath=/tmp\nMethod=tmpfs\nNoInit=yes\n";
+        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
+                tap_bail_errno("parse");
+        ok(setup_plan_new(&c.setup, &nobody, &plan, &why) == 0 && setup_plan_n_polydirs(plan) == 1,
+           "a uid without a name gets a tmpfs polydir that needs none (%s)", why ? why : "");
+        g_clear_pointer(&plan, setup_plan_free);
+        g_clear_pointer(&why, g_free);
+        config_done(&c);
+        const char *needs_name[] = {
+                "[Polydir u]\nPath=/tmp\nMethod=user\nInstancePrefix=/inst/\nNoInit=yes\n",
+                "[Polydir h]\nPath=%h/x\nMethod=tmpfs\nNoInit=yes\n",
+                "[Setup]\nInitScript=/bin/true\n[Polydir i]\nPath=/tmp\nMethod=tmpfs\n",
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(needs_name); i++) {
+                if (config_parse_text(needs_name[i], strlen(needs_name[i]), "t", &c, NULL) < 0)
+                        tap_bail_errno("parse");
+                ok(setup_plan_new(&c.setup, &nobody, &plan, &why) == -EINVAL && why &&
+                           strstr(why, "needs the name of uid 4242"),
+                   "a uid without a name: a polydir that needs one is refused, saying so (%s)",
+                   why ? why : "");
+                g_clear_pointer(&plan, setup_plan_free);
+                g_clear_pointer(&why, g_free);
+                config_done(&c);
+        }
 }
 
 static void test_private_tmp(void) {

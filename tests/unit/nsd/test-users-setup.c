@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-users-setup: a new namespace's setup through the registry (nsd/domain/users.c's
+ * users_join_start(), issue 22), without a Server: the namespace is made, set up by the real
+ * engine in a helper child, and only then added; every JOIN for that uid meanwhile waits for
+ * the same setup; a failed setup adds nothing, and the same refusal comes back for a while
+ * without running the setup again; OnFailure=continue; the setup generation in the state file
+ * and a namespace made with an older setup marked stale; nsd stopping in the middle.
+ *
+ * The namespaces are real (the helper unshares a mount namespace): the test runs as root, in
+ * a private mount namespace of its own with a tmpfs for its files, and no pin store (nothing
+ * is pinned). Without root it skips, saying so.
+ *
+ *   test-users-setup
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/child.h"
+#include "domain/user.h"
+#include "domain/users.h"
+#include "loop-test.h"
+#include "store/fdstore.h"
+#include "store/pending.h"
+#include "store/state.h"
+#include "store/userns.h"
+#include "tap.h"
+
+static char top[] = "/tmp/nsd-test-users-setup.XXXXXX";
+static Config config;
+static FdStore *fdstore;
+static StateDir *state;
+static Pending *pending;
+static Children *children;
+
+typedef struct Done {
+        int calls;
+        int r;
+        char *why;
+} Done;
+
+static void on_done(int r, const char *why, void *userdata) {
+        Done *d = userdata;
+
+        d->calls++;
+        d->r = r;
+        g_free(d->why);
+        d->why = g_strdup(why);
+}
+
+static void set_config(const char *text) {
+        g_auto(GStrv) parts = g_strsplit(text, "@T@", -1);
+        g_autofree char *t = g_strjoinv(top, parts), *err = NULL;
+        Config c = { 0 };
+
+        if (config_parse_text(t, strlen(t), "test.conf", &c, &err) < 0) {
+                printf("Bail out! config: %s\n", err);
+                exit(1);
+        }
+        config_move(&config, &c); /* the registry keeps the pointer: refilled in place */
+}
+
+static Users *registry_new(void) {
+        Users *reg = users_new(&(UsersSetup) {
+                .config = &config,
+                .fdstore = fdstore,
+                .state = state,
+                .pending = pending,
+                .children = children,
+        });
+
+        users_start(reg);
+        return reg;
+}
+
+/* Is there a tmpfs on path (under top) in u's namespace? */
+static bool tmpfs_in(const User *u, const char *rel) {
+        g_autofree char *text = NULL, *want = g_strdup_printf(" %s/%s ", top, rel);
+
+        if (userns_read_mountinfo(u->ns, 1 << 20, &text, NULL) < 0)
+                return false;
+        for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+                if (strstr(l, want) && strstr(l, " - tmpfs "))
+                        return true;
+        return false;
+}
+
+static char *state_generation(uid_t uid) {
+        g_autofree char *path = g_strdup_printf("%s/ns-%u", state_path(state), (unsigned) uid);
+        g_autoptr(GKeyFile) kf = g_key_file_new();
+
+        if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, NULL))
+                return NULL;
+        return g_key_file_get_string(kf, "Namespace", "SetupGeneration", NULL);
+}
+
+static void test_made(void) {
+        Users *reg;
+        Done a = { 0 }, b = { 0 };
+        g_autofree char *why = NULL, *gen_file = NULL;
+        char gen[17];
+        bool created = false;
+        User *u = NULL;
+        int r;
+        struct stat here;
+
+        set_config("[Polydir a]\nPath=@T@/a\nMethod=tmpfs\n");
+        reg = registry_new();
+        ok(!users_join_needs_identity(reg, 5001, true),
+           "a tmpfs polydir: the user database is not asked");
+        r = users_join_start(reg, 5001, true, NULL, on_done, &a, &u, &created, &why);
+        is_int(r, -EINPROGRESS, "JOIN of a uid without a namespace: its setup runs (%s)",
+               why ? why : "");
+        ok(!users_get(reg, 5001), "... and it is not there before the setup is done");
+        r = users_join_start(reg, 5001, true, NULL, on_done, &b, &u, &created, &why);
+        is_int(r, -EINPROGRESS, "a second JOIN of that uid waits for the same setup");
+        ok(RUN_UNTIL(a.calls && b.calls), "both are told when it is done");
+        u = users_get(reg, 5001);
+        ok(a.r == 0 && b.r == 0 && a.calls == 1 && b.calls == 1 && u && users_count(reg) == 1,
+           "once each, with 0, and the registry holds one namespace for it (%s)",
+           a.why ? a.why : "");
+        if (!u)
+                return;
+        (void) stat("/proc/self/ns/mnt", &here);
+        ok(u->ns->ns_inode != (uint64_t) here.st_ino && u->ns->ns_fd >= 0,
+           "a namespace of its own, not the test's");
+        ok(tmpfs_in(u, "a"), "the polydir is a tmpfs inside it");
+        users_setup_generation(reg, gen);
+        gen_file = state_generation(5001);
+        ok(gen_file && strcmp(gen_file, gen) == 0 && u->setup_generation &&
+                   strcmp(u->setup_generation, gen) == 0,
+           "its state file and its user record the setup generation (%s)", gen);
+        ok(!users_is_stale(reg, u, gen), "it is not stale");
+
+        g_clear_pointer(&why, g_free);
+        r = users_join_start(reg, 5001, true, NULL, on_done, &a, &u, &created, &why);
+        ok(r == 0 && !created && a.calls == 1, "the next JOIN gets it at once");
+
+        /* a reload that changes the setup: the live namespace is not touched, but stale */
+        set_config("[Polydir a]\nPath=@T@/a\nMethod=tmpfs\nMountOptions=size=1m\n");
+        users_setup_generation(reg, gen);
+        ok(users_is_stale(reg, u, gen) && tmpfs_in(u, "a"),
+           "after a change of the setup it is stale, and left as it is");
+        users_free(reg);
+        g_free(a.why);
+        g_free(b.why);
+}
+
+/* PrivateTmp=yes is a polydir like any other: made by the setup, not by the namespace's
+ * creation. (On its own here: its tmpfs on /tmp covers this test's files.) */
+static void test_private_tmp(void) {
+        Users *reg;
+        Done a = { 0 };
+        g_autofree char *why = NULL, *text = NULL;
+        bool created = false;
+        User *u = NULL;
+
+        set_config("[Namespaces]\nPrivateTmp=yes\n");
+        reg = registry_new();
+        ok(!users_join_needs_identity(reg, 5008, true), "PrivateTmp=yes: no user database");
+        is_int(users_join_start(reg, 5008, true, NULL, on_done, &a, &u, &created, &why),
+               -EINPROGRESS, "PrivateTmp=yes: a setup");
+        ok(RUN_UNTIL(a.calls) && a.r == 0, "done (%s)", a.why ? a.why : "");
+        u = users_get(reg, 5008);
+        ok(u && userns_read_mountinfo(u->ns, 1 << 20, &text, NULL) == 0 &&
+                   strstr(text, " /tmp rw,nosuid,nodev") && strstr(text, " - tmpfs "),
+           "a tmpfs on /tmp inside the namespace, nosuid,nodev");
+        users_free(reg);
+        g_free(a.why);
+}
+
+static void test_refused(void) {
+        Users *reg;
+        Done a = { 0 }, b = { 0 };
+        g_autofree char *why = NULL;
+        bool created = false;
+        User *u = NULL;
+        int r;
+
+        set_config("[Polydir gone]\nPath=@T@/no-such-dir\nMethod=tmpfs\n"
+                   "[Polydir a]\nPath=@T@/a\nMethod=tmpfs\n");
+        reg = registry_new();
+        r = users_join_start(reg, 5002, true, NULL, on_done, &a, &u, &created, &why);
+        is_int(r, -EINPROGRESS, "a setup that will fail starts all the same");
+        ok(RUN_UNTIL(a.calls), "and reports");
+        ok(a.r == -EIO && a.why && strstr(a.why, "polydir 'gone'") &&
+                   strstr(a.why, "no-such-dir") && !users_get(reg, 5002) && users_count(reg) == 0,
+           "refused, EIO (not ENOENT, which means 'no namespace' to a client), naming the "
+           "polydir; nothing added (%s)",
+           a.why ? a.why : "");
+        ok(!g_file_test(g_build_filename(state_path(state), "ns-5002", NULL), G_FILE_TEST_EXISTS),
+           "no state file for it");
+        r = users_join_start(reg, 5002, true, NULL, on_done, &b, &u, &created, &why);
+        ok(r == -EIO && b.calls == 0 && why && strstr(why, "polydir 'gone'"),
+           "the next JOIN gets the same refusal at once, without a setup (%s)", why ? why : "");
+
+        /* a changed setup is tried again at once */
+        set_config("[Polydir a]\nPath=@T@/a\nMethod=tmpfs\n");
+        g_clear_pointer(&why, g_free);
+        r = users_join_start(reg, 5002, true, NULL, on_done, &b, &u, &created, &why);
+        ok(r == -EINPROGRESS && RUN_UNTIL(b.calls) && b.r == 0 && users_get(reg, 5002),
+           "after a change of the setup, the next JOIN runs it again, and gets one (%s)",
+           b.why ? b.why : "");
+        users_free(reg);
+        g_free(a.why);
+        g_free(b.why);
+}
+
+static void test_continue(void) {
+        Users *reg;
+        Done a = { 0 };
+        g_autofree char *why = NULL;
+        bool created = false;
+        User *u = NULL;
+
+        set_config("[Setup]\nOnFailure=continue\n[Polydir gone]\nPath=@T@/no-such-dir\n"
+                   "Method=tmpfs\n[Polydir b]\nPath=@T@/b\nMethod=tmpfs\n");
+        reg = registry_new();
+        (void) users_join_start(reg, 5003, true, NULL, on_done, &a, &u, &created, &why);
+        ok(RUN_UNTIL(a.calls), "OnFailure=continue: the setup reports");
+        u = users_get(reg, 5003);
+        ok(a.r == 0 && u && tmpfs_in(u, "b"),
+           "the namespace is handed out with what could be made (%s)", a.why ? a.why : "");
+        users_free(reg);
+        g_free(a.why);
+}
+
+static void test_identity_and_bounds(void) {
+        Users *reg;
+        Done a = { 0 }, b = { 0 };
+        g_autofree char *why = NULL;
+        bool created = false;
+        User *u = NULL;
+        int r;
+
+        set_config("[Polydir v]\nPath=@T@/a\nMethod=user\nInstancePrefix=@T@/inst/\n");
+        reg = registry_new();
+        ok(users_join_needs_identity(reg, 5004, true) &&
+                   !users_join_needs_identity(reg, 5004, false),
+           "Method=user needs to know who the user is (the instance is named after them)");
+        r = users_join_start(reg, 5004, true, NULL, on_done, &a, &u, &created, &why);
+        ok(r == -EINVAL && why && strstr(why, "nobody looked it up") && a.calls == 0,
+           "without the user, such a setup is refused, not made with a wrong name (%s)",
+           why ? why : "");
+        users_free(reg);
+
+        /* one helper child in all: a second uid's setup cannot start now */
+        set_config("[Polydir a]\nPath=@T@/a\nMethod=tmpfs\n");
+        children_set_max(children, 1);
+        reg = registry_new();
+        r = users_join_start(reg, 5005, true, NULL, on_done, &a, &u, &created, &why);
+        g_clear_pointer(&why, g_free);
+        int r2 = users_join_start(reg, 5006, true, NULL, on_done, &b, &u, &created, &why);
+        ok(r == -EINPROGRESS && r2 == -EAGAIN && why && strstr(why, "retry"),
+           "with no helper child free, another uid's JOIN gets 'not yet' (%s)", why ? why : "");
+        ok(RUN_UNTIL(a.calls) && a.r == 0 && !users_get(reg, 5006),
+           "the first is made, the other was not started");
+        children_set_max(children, 16);
+        users_free(reg);
+        g_free(a.why);
+        g_free(b.why);
+}
+
+static void test_stop(void) {
+        Children *own = children_new(4);
+        Users *reg;
+        Done a = { 0 };
+        g_autofree char *why = NULL;
+        bool created = false;
+        User *u = NULL;
+        int r;
+
+        /* a setup whose init script takes its time; nsd stops meanwhile */
+        set_config("[Setup]\nInitScript=@T@/slow.sh\nTimeoutSec=30\n[Polydir a]\nPath=@T@/a\n"
+                   "Method=tmpfs\n");
+        reg = users_new(&(UsersSetup) {
+                .config = &config,
+                .fdstore = fdstore,
+                .state = state,
+                .pending = pending,
+                .children = own,
+        });
+        users_start(reg);
+        SetupUser who = { .uid = 5007, .gid = 5007, .name = "slow", .home = "/" };
+        r = users_join_start(reg, 5007, true, &who, on_done, &a, &u, &created, &why);
+        is_int(r, -EINPROGRESS, "a slow setup runs (%s)", why ? why : "");
+        users_free(reg);    /* the registry goes first ... */
+        children_free(own); /* ... then its children: server.c stops in the other order */
+        ok(a.calls == 1 && a.r == -ECANCELED,
+           "a setup under way when nsd stops: its waiters "
+           "are told, nothing is added (%d, %s)",
+           a.r, a.why ? a.why : "");
+        g_free(a.why);
+}
+
+int main(void) {
+        g_autofree char *st = NULL;
+
+        if (geteuid() != 0) {
+                printf("1..0 # SKIP makes mount namespaces and mounts: needs root\n");
+                return 0;
+        }
+        if (!mkdtemp(top))
+                tap_bail_errno("mkdtemp");
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("nsd-test", top, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+                tap_bail_errno("a private mount namespace and a tmpfs");
+        for (const char *d = "a\0b\0"; *d; d += strlen(d) + 1) {
+                g_autofree char *p = g_build_filename(top, d, NULL);
+                if (mkdir(p, 0755) < 0)
+                        tap_bail_errno(p);
+        }
+        g_autofree char *slow = g_build_filename(top, "slow.sh", NULL);
+        if (!g_file_set_contents(slow, "#!/bin/sh\nsleep 20\n", -1, NULL) || chmod(slow, 0755) < 0)
+                tap_bail_errno(slow);
+
+        config_init_defaults(&config);
+        fdstore = fdstore_new(false);
+        st = g_build_filename(top, "run", NULL);
+        if (mkdir(st, 0755) < 0 || state_open(st, &state) < 0)
+                tap_bail_errno("state_open");
+        pending = pending_new(NULL, fdstore);
+        children = children_new(16);
+
+        test_made();
+        test_private_tmp();
+        test_refused();
+        test_continue();
+        test_identity_and_bounds();
+        test_stop();
+
+        children_free(children);
+        pending_free(pending);
+        state_free(state);
+        fdstore_free(fdstore);
+        config_done(&config);
+        (void) umount2(top, MNT_DETACH);
+        (void) rmdir(top);
+        return tap_done();
+}
