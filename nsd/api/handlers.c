@@ -74,7 +74,7 @@ static int request_need_managed(Request *r, uid_t uid, RequestHandler next) {
         int m;
 
         r->next = next;
-        m = policy_uid_managed(server_of(r)->policy, uid, &why, on_managed, request_ref(r));
+        m = policy_uid_managed(server_of(r)->policy, uid, r->uid, &why, on_managed, request_ref(r));
         if (m == -EINPROGRESS)
                 return REQUEST_PENDING;
         request_unref(r); /* the callback's reference: it will not be called */

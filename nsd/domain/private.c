@@ -515,7 +515,7 @@ int private_hide_start(Policy *policy, Children *set, uint64_t timeout_usec, uid
         if (caller == 0) /* root walks as root (or the owner's fsuid): no groups to look up */
                 r = hide_walk_start(h, ret_why);
         else {
-                r = policy_uid_identity(policy, caller, on_hide_identity, h);
+                r = policy_uid_identity(policy, caller, caller, on_hide_identity, h);
                 if (r == -EINPROGRESS)
                         return 0;
                 *ret_why = g_strdup_printf("nsd cannot look up uid %u's groups: %s",
@@ -678,7 +678,7 @@ static void watch_consider(PrivateWatch *w, uint64_t id, const char *target, con
         it->target = g_strdup(target);
         it->fstype = g_strdup(fstype);
         g_hash_table_add(w->pending, it);
-        r = policy_uid_managed(w->policy, uid, NULL, on_watch_managed, it);
+        r = policy_uid_managed(w->policy, uid, 0, NULL, on_watch_managed, it);
         if (r == -EINPROGRESS)
                 return;
         on_watch_managed(r, NULL, it);

@@ -693,7 +693,7 @@ int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_err
 }
 
 /* The reason for "not managed" once every rule was tried. */
-static char *not_listed_why(const Config *c, uid_t uid) {
+char *config_not_managed_why(const Config *c, uid_t uid) {
         if (g_strv_contains((const char *const *) c->users, "@regular"))
                 return g_strdup_printf("uid %u is outside MinUid=%u..MaxUid=%u and not listed "
                                        "in Users= or Groups= of nsd.conf",
@@ -724,7 +724,7 @@ int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why) {
         if (names || (c->groups && c->groups[0]))
                 return CONFIG_NEEDS_LOOKUP;
         if (ret_why)
-                *ret_why = not_listed_why(c, uid);
+                *ret_why = config_not_managed_why(c, uid);
         return 0;
 }
 
@@ -760,7 +760,7 @@ int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why) {
 
         if (!c->groups || !c->groups[0]) {
                 if (ret_why)
-                        *ret_why = not_listed_why(c, uid);
+                        *ret_why = config_not_managed_why(c, uid);
                 return 0;
         }
         r = nss_user_groups(pw->pw_name, pw->pw_gid, &gids, &n_gids);
@@ -796,7 +796,7 @@ int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why) {
                                 return 1;
         }
         if (ret_why)
-                *ret_why = not_listed_why(c, uid);
+                *ret_why = config_not_managed_why(c, uid);
         return 0;
 }
 

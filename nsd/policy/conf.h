@@ -100,6 +100,9 @@ void config_copy(Config *dst, const Config *src);
 int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why);
 int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why);
 bool config_uid_managed(const Config *c, uid_t uid, char **ret_why);
+/* "uid 999 is outside MinUid=1000..MaxUid=60000 and not listed in Users= or Groups= of
+ * nsd.conf" (g_malloc()ed): the reason once every rule was tried. */
+char *config_not_managed_why(const Config *c, uid_t uid);
 
 /* Value syntax shared with setup-conf.c: yes/no/true/false/on/off/1/0; seconds with up to six
  * decimals, to microseconds, within min..max; user (or group) names and numbers separated by

@@ -8,7 +8,15 @@
  * hangs): it holds a reference to the Policy's core, which is freed by whoever comes last.
  *
  * Two kinds of lookup share all of that: "does nsd manage uid?" (cached) and "who is uid?"
- * (not cached); each kind has its own table of lookups under way.
+ * (not cached); each kind has its own table of lookups under way. A third, with no waiter,
+ * resolves the names of Users= to uids (at start, at each reload, and every LookupCacheSec=).
+ *
+ * Fairness: the pool has twice MaxLookupThreads= threads. Lookups an unprivileged caller
+ * waits for run in at most MaxLookupThreads= of them; more wait in a queue of this file's,
+ * one line per caller served in turn (round robin), at most QUEUED_MAX in all. Root's lookups
+ * (and nsd's own) go to the pool at once, so they always find a thread free unless root's
+ * own lookups hang; a queued lookup that root starts waiting for goes to the pool at once.
+ * The cache forgets its oldest entry when full, not everything.
  */
 #include "policy/policy.h"
 
@@ -16,12 +24,16 @@
 #include <glib.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "nss-util.h"
 
-/* The cache never grows past this many uids (a user's subuids are 65536 uids). */
+/* The cache never grows past this many uids (a user's subuids are 65536 uids): the oldest
+ * answer goes first. */
 #define CACHE_MAX 8192
+/* Unprivileged callers' lookups waiting for a thread, in all. */
+#define QUEUED_MAX 256
 
 typedef struct Lookup Lookup;
 
@@ -29,7 +41,15 @@ typedef enum LookupKind {
         LOOKUP_MANAGED,
         LOOKUP_IDENTITY,
         _LOOKUP_KIND_MAX,
+        LOOKUP_NAMES = _LOOKUP_KIND_MAX, /* Users= names to uids: no table, no waiter */
 } LookupKind;
+
+/* Users= names resolved to uids: a uid none of them is, with no Groups=, is answered inline. */
+typedef struct Names {
+        unsigned generation;
+        bool complete;    /* every name answered (found or not): no NSS error */
+        GHashTable *uids; /* GUINT_TO_POINTER(uid) set */
+} Names;
 
 typedef struct Core {
         gint n_ref;
@@ -47,8 +67,16 @@ struct Policy {
         unsigned generation; /* bumped by reloads: older answers are not cached */
         /* per kind: uid -> Lookup* of this generation (not owned) */
         GHashTable *inflight[_LOOKUP_KIND_MAX];
-        GHashTable *live;  /* every Lookup* not yet handed back (not owned) */
-        GHashTable *cache; /* uid -> CacheEntry* */
+        GHashTable *live;   /* every Lookup* not yet handed back (not owned) */
+        GHashTable *cache;  /* uid -> CacheEntry* */
+        GQueue cache_order; /* CacheEntry*, oldest first */
+        /* unprivileged callers' lookups: running (pushed to the pool), and waiting */
+        unsigned running_user;
+        GHashTable *queues; /* caller uid -> GQueue* of Lookup* */
+        GQueue turns;       /* caller uids (GUINT_TO_POINTER) with a queue, next first */
+        Names *names;       /* NULL: not resolved (yet) */
+        bool resolving;
+        guint refresh_timer;
         PolicyStats stats;
         RateLimit log_rl;
 };
@@ -76,21 +104,35 @@ struct Lookup {
         gid_t gid;   /* LOOKUP_IDENTITY */
         gid_t *gids; /* malloc()ed */
         size_t n_gids;
+        Names *names; /* LOOKUP_NAMES: the result */
         /* main loop only */
         GList *waiters; /* Waiter* */
         bool in_table;
+        bool root;      /* root (or nsd) waits for it: never queued */
+        bool user_slot; /* in a thread as an unprivileged caller's (running_user) */
+        bool queued;    /* in the queue of caller, not in the pool yet */
+        uid_t caller;   /* whose queue */
 };
 
 typedef struct CacheEntry {
         int managed;
         char *why;
         int64_t expires_usec;
+        uid_t uid;
+        GList link; /* in cache_order */
 } CacheEntry;
 
 static void cache_entry_free(gpointer p) {
         CacheEntry *e = p;
         g_free(e->why);
         g_free(e);
+}
+
+static void names_free(Names *n) {
+        if (!n)
+                return;
+        g_hash_table_destroy(n->uids);
+        g_free(n);
 }
 
 static Core *core_ref(Core *c) {
@@ -107,6 +149,7 @@ static void core_unref(Core *c) {
 
 static void lookup_free(Lookup *l) {
         g_assert(!l->waiters);
+        names_free(l->names);
         config_done(&l->config);
         g_free(l->why);
         free(l->gids);
@@ -130,29 +173,45 @@ static void waiter_free(Waiter *w) {
         g_free(w);
 }
 
+static void cache_remove(Policy *p, uid_t uid) {
+        CacheEntry *e = g_hash_table_lookup(p->cache, GUINT_TO_POINTER(uid));
+
+        if (!e)
+                return;
+        g_queue_unlink(&p->cache_order, &e->link);
+        g_hash_table_remove(p->cache, GUINT_TO_POINTER(uid)); /* frees e */
+}
+
+static void cache_clear(Policy *p) {
+        g_queue_init(&p->cache_order); /* the links live in the entries */
+        g_hash_table_remove_all(p->cache);
+}
+
 static void cache_put(Policy *p, uid_t uid, int managed, const char *why) {
         uint64_t ttl = p->config->lookup_cache_usec;
         CacheEntry *e;
 
         if (ttl == 0 || managed < 0)
                 return;
-        if (g_hash_table_size(p->cache) >= CACHE_MAX) {
-                int64_t now = g_get_monotonic_time();
-                GHashTableIter it;
-                gpointer v;
-                g_hash_table_iter_init(&it, p->cache);
-                while (g_hash_table_iter_next(&it, NULL, &v))
-                        if (((CacheEntry *) v)->expires_usec <= now)
-                                g_hash_table_iter_remove(&it);
-                if (g_hash_table_size(p->cache) >= CACHE_MAX)
-                        g_hash_table_remove_all(p->cache);
+        cache_remove(p, uid);
+        while (g_hash_table_size(p->cache) >= CACHE_MAX) {
+                /* the oldest answer goes (all share one TTL: it expires first, too) */
+                CacheEntry *old = p->cache_order.head->data;
+                p->stats.cache_evictions++;
+                cache_remove(p, old->uid);
         }
         e = g_new0(CacheEntry, 1);
         e->managed = managed;
         e->why = g_strdup(why);
         e->expires_usec = g_get_monotonic_time() + (int64_t) ttl;
-        g_hash_table_replace(p->cache, GUINT_TO_POINTER(uid), e);
+        e->uid = uid;
+        e->link.data = e;
+        g_hash_table_insert(p->cache, GUINT_TO_POINTER(uid), e);
+        g_queue_push_tail_link(&p->cache_order, &e->link);
 }
+
+static void queue_pump(Policy *p);
+static void names_done(Policy *p, Lookup *l);
 
 /* The thread's answer is back on the main loop. */
 static gboolean on_lookup_done(gpointer userdata) {
@@ -166,7 +225,15 @@ static gboolean on_lookup_done(gpointer userdata) {
                 return G_SOURCE_REMOVE;
         }
         p->stats.running--;
+        if (l->user_slot)
+                p->running_user--;
         g_hash_table_remove(p->live, l);
+        if (l->kind == LOOKUP_NAMES) {
+                names_done(p, l);
+                lookup_free(l);
+                queue_pump(p);
+                return G_SOURCE_REMOVE;
+        }
         if (l->in_table) {
                 g_hash_table_remove(p->inflight[l->kind], GUINT_TO_POINTER(l->uid));
                 l->in_table = false;
@@ -192,6 +259,7 @@ static gboolean on_lookup_done(gpointer userdata) {
         }
         g_list_free(waiters);
         lookup_free(l);
+        queue_pump(p);
         return G_SOURCE_REMOVE;
 }
 
@@ -250,12 +318,36 @@ static void identity_lookup(Lookup *l) {
         l->n_gids = n;
 }
 
+/* In the thread: Users= names to uids. */
+static void names_lookup(Lookup *l) {
+        Names *n = g_new0(Names, 1);
+
+        n->generation = l->generation;
+        n->complete = true;
+        n->uids = g_hash_table_new(g_direct_hash, g_direct_equal);
+        for (char **u = l->config.users; u && *u; u++) {
+                g_autofree struct passwd *pw = NULL;
+                int r;
+
+                if (strcmp(*u, "@regular") == 0 || g_ascii_isdigit(**u))
+                        continue;
+                r = nss_user_by_name(*u, &pw);
+                if (r == 0)
+                        g_hash_table_add(n->uids, GUINT_TO_POINTER(pw->pw_uid));
+                else if (r != -ENOENT)
+                        n->complete = false; /* that name may be any uid: ask per uid */
+        }
+        l->names = n;
+}
+
 static void lookup_thread(gpointer data, gpointer pool_data) {
         Lookup *l = data;
         char *why = NULL;
 
         if (l->kind == LOOKUP_IDENTITY)
                 identity_lookup(l);
+        else if (l->kind == LOOKUP_NAMES)
+                names_lookup(l);
         else {
                 l->result = l->fn(&l->config, l->uid, &why);
                 if (l->result > 1)
@@ -272,6 +364,101 @@ static void lookup_thread(gpointer data, gpointer pool_data) {
         g_source_unref(done);
 }
 
+/* ---- the queue of unprivileged callers' lookups ------------------------------------------ */
+
+static void queue_add(Policy *p, Lookup *l) {
+        GQueue *q = g_hash_table_lookup(p->queues, GUINT_TO_POINTER(l->caller));
+
+        if (!q) {
+                q = g_queue_new();
+                g_hash_table_insert(p->queues, GUINT_TO_POINTER(l->caller), q);
+                g_queue_push_tail(&p->turns, GUINT_TO_POINTER(l->caller));
+        }
+        g_queue_push_tail(q, l);
+        l->queued = true;
+        p->stats.queued++;
+}
+
+/* Take l out of its caller's line (the line goes when empty). */
+static void queue_unlink(Policy *p, Lookup *l) {
+        GQueue *q = g_hash_table_lookup(p->queues, GUINT_TO_POINTER(l->caller));
+
+        g_assert(l->queued && q);
+        g_queue_remove(q, l);
+        l->queued = false;
+        p->stats.queued--;
+        if (g_queue_is_empty(q)) {
+                g_hash_table_remove(p->queues, GUINT_TO_POINTER(l->caller)); /* frees q */
+                g_queue_remove(&p->turns, GUINT_TO_POINTER(l->caller));
+        }
+}
+
+/* Forget a lookup that never reached a thread: its waiters get r and why. */
+static void lookup_abandon(Policy *p, Lookup *l, int r, const char *why) {
+        GList *waiters = g_steal_pointer(&l->waiters);
+
+        if (l->in_table)
+                g_hash_table_remove(p->inflight[l->kind], GUINT_TO_POINTER(l->uid));
+        g_hash_table_remove(p->live, l);
+        for (GList *i = waiters; i; i = i->next) {
+                Waiter *w = i->data;
+                waiter_answer(w, r, why, NULL);
+                waiter_free(w);
+        }
+        g_list_free(waiters);
+        lookup_free(l);
+}
+
+/* Hand l to a thread: 0, or -EAGAIN (logged) when none could be started. */
+static int lookup_push(Policy *p, Lookup *l) {
+        GError *error = NULL;
+
+        if (!g_thread_pool_push(p->pool, l, &error)) {
+                int r = log_error_errno(-EAGAIN, "Cannot start a user database lookup: %s",
+                                        error->message);
+                g_error_free(error);
+                return r;
+        }
+        l->started_usec = g_get_monotonic_time();
+        p->stats.running++;
+        l->user_slot = !l->root;
+        if (l->user_slot)
+                p->running_user++;
+        log_debug("Asking the user database %s uid %u (%s waits for it)",
+                  l->kind == LOOKUP_MANAGED ? "about" : "for the groups of", (unsigned) l->uid,
+                  l->root ? "root" : "a user");
+        return 0;
+}
+
+/* Threads free for unprivileged callers: the next callers in turn get them. */
+static void queue_pump(Policy *p) {
+        while (p->running_user < p->config->max_lookup_threads && p->turns.head) {
+                uid_t caller = GPOINTER_TO_UINT(p->turns.head->data);
+                GQueue *q = g_hash_table_lookup(p->queues, GUINT_TO_POINTER(caller));
+                Lookup *l = g_queue_peek_head(q);
+
+                queue_unlink(p, l);
+                if (p->turns.head && GPOINTER_TO_UINT(p->turns.head->data) == caller) {
+                        /* still there (more of this caller's): to the back of the line */
+                        g_queue_push_tail(&p->turns, g_queue_pop_head(&p->turns));
+                }
+                if (lookup_push(p, l) < 0)
+                        lookup_abandon(p, l, -EAGAIN,
+                                       "nsd cannot start a thread to ask the user database");
+        }
+}
+
+/* Root waits for l now: out of the line, into a thread. */
+static void lookup_promote(Policy *p, Lookup *l) {
+        l->root = true;
+        if (!l->queued)
+                return; /* in a thread already (it counts as a user's until it ends) */
+        queue_unlink(p, l);
+        p->stats.promoted++;
+        if (lookup_push(p, l) < 0)
+                lookup_abandon(p, l, -EAGAIN, "nsd cannot start a thread to ask the user database");
+}
+
 static gboolean on_waiter_deadline(gpointer userdata) {
         Waiter *w = userdata;
         Lookup *l = w->lookup;
@@ -283,8 +470,11 @@ static gboolean on_waiter_deadline(gpointer userdata) {
 
         config_usec_to_string(c->lookup_timeout_usec, t, sizeof t);
         why = g_strdup_printf("the user database (NSS) did not answer for uid %u within "
-                              "%s s (LookupTimeoutSec=)",
-                              (unsigned) l->uid, t);
+                              "%s s (LookupTimeoutSec=)%s",
+                              (unsigned) l->uid, t,
+                              l->queued ? "; the lookup still waited for a thread, behind "
+                                          "other users' (MaxLookupThreads=)"
+                                        : "");
         p->stats.timeouts++;
         if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held))
                 log_warning("A request waited for the user database too long, refusing it: "
@@ -295,37 +485,67 @@ static gboolean on_waiter_deadline(gpointer userdata) {
         w->timer = NULL; /* this very source: destroyed by returning G_SOURCE_REMOVE */
         waiter_answer(w, -ETIMEDOUT, why, NULL);
         waiter_free(w);
+        if (l->queued && !l->waiters) { /* nobody waits for it: it need not run at all */
+                queue_unlink(p, l);
+                lookup_abandon(p, l, 0, NULL);
+        }
         return G_SOURCE_REMOVE;
 }
 
-/* The lookup of this kind for uid under way, or a new one in a thread; NULL and -errno
- * (with *ret_why) when no thread could take it. */
-static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, int *ret_r, char **ret_why) {
-        GError *error = NULL;
-        Lookup *l;
+static Lookup *lookup_new(Policy *p, LookupKind kind, uid_t uid, uid_t caller) {
+        Lookup *l = g_new0(Lookup, 1);
 
-        l = g_hash_table_lookup(p->inflight[kind], GUINT_TO_POINTER(uid));
-        if (l)
-                return l;
-        l = g_new0(Lookup, 1);
         l->core = core_ref(p->core);
         l->kind = kind;
         l->uid = uid;
+        l->caller = caller;
+        l->root = caller == 0;
         l->generation = p->generation;
-        if (kind == LOOKUP_MANAGED) {
+        if (kind == LOOKUP_MANAGED || kind == LOOKUP_NAMES) {
                 config_copy(&l->config, p->config);
                 l->fn = p->fn;
         } else
                 l->identity_fn = p->identity_fn;
         l->started_usec = g_get_monotonic_time();
-        if (!g_thread_pool_push(p->pool, l, &error)) {
-                *ret_r = log_error_errno(-EAGAIN, "Cannot start a user database lookup: %s",
-                                         error->message);
-                g_error_free(error);
-                lookup_free(l);
+        return l;
+}
+
+/* The lookup of this kind for uid under way (root waiting for it now moves it ahead), or a
+ * new one: in a thread, or in caller's line. NULL and -errno (with *ret_why) when none can
+ * be started: no thread, or QUEUED_MAX reached. */
+static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, int *ret_r,
+                          char **ret_why) {
+        Lookup *l;
+
+        l = g_hash_table_lookup(p->inflight[kind], GUINT_TO_POINTER(uid));
+        if (l) {
+                if (caller == 0 && !l->root)
+                        lookup_promote(p, l);
+                return l;
+        }
+        if (caller != 0 && p->running_user >= p->config->max_lookup_threads &&
+            p->stats.queued >= QUEUED_MAX) {
+                p->stats.refused++;
+                *ret_r = -EAGAIN;
                 if (ret_why)
-                        *ret_why = g_strdup("nsd cannot start a thread to ask the user database");
+                        *ret_why = g_strdup_printf("%u user database lookups of unprivileged "
+                                                   "callers wait already (MaxLookupThreads=%u "
+                                                   "run); try again later",
+                                                   p->stats.queued, p->config->max_lookup_threads);
                 return NULL;
+        }
+        l = lookup_new(p, kind, uid, caller);
+        if (caller != 0 && p->running_user >= p->config->max_lookup_threads)
+                queue_add(p, l);
+        else {
+                *ret_r = lookup_push(p, l);
+                if (*ret_r < 0) {
+                        lookup_free(l);
+                        if (ret_why)
+                                *ret_why = g_strdup("nsd cannot start a thread to ask the user "
+                                                    "database");
+                        return NULL;
+                }
         }
         l->in_table = true;
         g_hash_table_insert(p->inflight[kind], GUINT_TO_POINTER(uid), l);
@@ -333,9 +553,6 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, int *ret_r, cha
         p->stats.lookups++;
         if (kind == LOOKUP_IDENTITY)
                 p->stats.identity_lookups++;
-        p->stats.running++;
-        log_debug("Asking the user database %s uid %u (a request waits for it)",
-                  kind == LOOKUP_MANAGED ? "about" : "for the groups of", (unsigned) uid);
         return l;
 }
 
@@ -356,13 +573,90 @@ static void waiter_add(Policy *p, Lookup *l, PolicyCallback cb, PolicyIdentityCa
         l->waiters = g_list_append(l->waiters, w);
 }
 
-int policy_uid_managed(Policy *p, uid_t uid, char **ret_why, PolicyCallback cb, void *userdata) {
+/* ---- Users= names ------------------------------------------------------------------------ */
+
+static bool config_has_user_names(const Config *c) {
+        for (char **u = c->users; u && *u; u++)
+                if (strcmp(*u, "@regular") != 0 && !g_ascii_isdigit(**u))
+                        return true;
+        return false;
+}
+
+static gboolean on_names_refresh(gpointer userdata);
+
+/* Resolve Users= names in a thread (root's: never behind users' lookups), unless a test
+ * decides every uid (policy_set_lookup_fn()) or a resolution is under way. */
+static void names_resolve(Policy *p) {
+        Lookup *l;
+
+        if (p->resolving || p->fn != config_uid_managed_lookup || !config_has_user_names(p->config))
+                return;
+        l = lookup_new(p, LOOKUP_NAMES, (uid_t) -1, 0);
+        if (lookup_push(p, l) < 0) {
+                lookup_free(l);
+                return; /* uids are looked up one by one meanwhile; the next reload retries */
+        }
+        g_hash_table_add(p->live, l);
+        p->resolving = true;
+}
+
+static void names_done(Policy *p, Lookup *l) {
+        uint64_t every = p->config->lookup_cache_usec ?: 15 * G_USEC_PER_SEC;
+
+        p->resolving = false;
+        if (l->generation != p->generation || p->fn != config_uid_managed_lookup) {
+                names_resolve(p); /* a reload came meanwhile */
+                return;
+        }
+        names_free(p->names);
+        p->names = g_steal_pointer(&l->names);
+        p->stats.names_resolved++;
+        log_debug("Users= names resolved: %u uid%s%s", g_hash_table_size(p->names->uids),
+                  g_hash_table_size(p->names->uids) == 1 ? "" : "s",
+                  p->names->complete ? ""
+                                     : " (the user database failed for some: those uids "
+                                       "are still looked up one by one)");
+        /* a user added later is managed within this much time, as a cached "no" expires */
+        if (!p->refresh_timer)
+                p->refresh_timer = g_timeout_add_full(G_PRIORITY_LOW,
+                                                      (guint) MAX(every / 1000, 1000),
+                                                      on_names_refresh, p, NULL);
+}
+
+static gboolean on_names_refresh(gpointer userdata) {
+        Policy *p = userdata;
+
+        p->refresh_timer = 0;
+        names_resolve(p);
+        return G_SOURCE_REMOVE;
+}
+
+/* With Users= names resolved and no Groups=, every uid is decided here: 1, 0 (with why), or
+ * CONFIG_NEEDS_LOOKUP. */
+static int names_answer(Policy *p, uid_t uid, char **ret_why) {
+        const Config *c = p->config;
+
+        if (!p->names || !p->names->complete || p->names->generation != p->generation)
+                return CONFIG_NEEDS_LOOKUP;
+        if (g_hash_table_contains(p->names->uids, GUINT_TO_POINTER(uid)))
+                return 1;
+        if (c->groups && c->groups[0])
+                return CONFIG_NEEDS_LOOKUP; /* its groups may still be listed */
+        if (ret_why)
+                *ret_why = config_not_managed_why(c, uid);
+        return 0;
+}
+
+int policy_uid_managed(Policy *p, uid_t uid, uid_t caller, char **ret_why, PolicyCallback cb,
+                       void *userdata) {
         const Config *c = p->config;
         CacheEntry *e;
         Lookup *l;
         int r;
 
         r = config_uid_managed_inline(c, uid, ret_why);
+        if (r == CONFIG_NEEDS_LOOKUP)
+                r = names_answer(p, uid, ret_why);
         if (r != CONFIG_NEEDS_LOOKUP) {
                 p->stats.answered_inline++;
                 return r;
@@ -375,21 +669,22 @@ int policy_uid_managed(Policy *p, uid_t uid, char **ret_why, PolicyCallback cb, 
                 return e->managed;
         }
         if (e)
-                g_hash_table_remove(p->cache, GUINT_TO_POINTER(uid));
+                cache_remove(p, uid);
 
-        l = lookup_get(p, LOOKUP_MANAGED, uid, &r, ret_why);
+        l = lookup_get(p, LOOKUP_MANAGED, uid, caller, &r, ret_why);
         if (!l)
                 return r;
         waiter_add(p, l, cb, NULL, userdata);
         return -EINPROGRESS;
 }
 
-int policy_uid_identity(Policy *p, uid_t uid, PolicyIdentityCallback cb, void *userdata) {
+int policy_uid_identity(Policy *p, uid_t uid, uid_t caller, PolicyIdentityCallback cb,
+                        void *userdata) {
         Lookup *l;
         int r;
 
         g_assert(cb);
-        l = lookup_get(p, LOOKUP_IDENTITY, uid, &r, NULL);
+        l = lookup_get(p, LOOKUP_IDENTITY, uid, caller, &r, NULL);
         if (!l)
                 return r;
         waiter_add(p, l, NULL, cb, userdata);
@@ -443,9 +738,14 @@ Policy *policy_new(const Config *config) {
                 p->inflight[k] = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->live = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->cache = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cache_entry_free);
-        p->pool = g_thread_pool_new(lookup_thread, p, (gint) config->max_lookup_threads, FALSE,
+        g_queue_init(&p->cache_order);
+        p->queues = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                          (GDestroyNotify) g_queue_free);
+        /* MaxLookupThreads= for unprivileged callers, as many again for root's */
+        p->pool = g_thread_pool_new(lookup_thread, p, (gint) config->max_lookup_threads * 2, FALSE,
                                     &error);
         g_assert_no_error(error); /* non-exclusive pools never fail */
+        names_resolve(p);
         return p;
 }
 
@@ -454,6 +754,17 @@ void policy_free(Policy *p) {
                 return;
         cancel_waiters(p);
         forget_inflight(p);
+        /* lookups still in a caller's line never reached a thread: they go here */
+        while (p->turns.head) {
+                GQueue *q = g_hash_table_lookup(p->queues, p->turns.head->data);
+                Lookup *l = g_queue_peek_head(q);
+                queue_unlink(p, l);
+                g_hash_table_remove(p->live, l);
+                lookup_free(l);
+        }
+        if (p->refresh_timer)
+                g_source_remove(p->refresh_timer);
+        names_free(p->names);
         p->core->closed = true;
         /* threads stuck in NSS finish on their own, then free their lookup */
         g_thread_pool_free(p->pool, TRUE, FALSE);
@@ -462,6 +773,7 @@ void policy_free(Policy *p) {
                 g_hash_table_destroy(p->inflight[k]);
         g_hash_table_destroy(p->live);
         g_hash_table_destroy(p->cache);
+        g_hash_table_destroy(p->queues);
         g_free(p);
 }
 
@@ -469,13 +781,16 @@ void policy_reconfigure(Policy *p) {
         GError *error = NULL;
 
         p->generation++;
-        g_hash_table_remove_all(p->cache);
+        cache_clear(p);
         forget_inflight(p);
-        if (!g_thread_pool_set_max_threads(p->pool, (gint) p->config->max_lookup_threads, &error)) {
+        if (!g_thread_pool_set_max_threads(p->pool, (gint) p->config->max_lookup_threads * 2,
+                                           &error)) {
                 log_warning("Cannot change the number of lookup threads, ignoring: %s",
                             error->message);
                 g_error_free(error);
         }
+        names_resolve(p); /* the names may differ: uids are looked up one by one meanwhile */
+        queue_pump(p);
 }
 
 const PolicyStats *policy_stats(const Policy *p) {
@@ -484,6 +799,10 @@ const PolicyStats *policy_stats(const Policy *p) {
 
 void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn) {
         p->fn = fn ? fn : config_uid_managed_lookup;
+        if (p->fn != config_uid_managed_lookup)
+                g_clear_pointer(&p->names, names_free); /* the test's fn decides every uid */
+        else
+                names_resolve(p);
 }
 
 void policy_set_identity_fn(Policy *p, PolicyIdentityFn fn) {

@@ -1,6 +1,7 @@
 #!/bin/bash
 # nsd-slow-nss: a slow user database delays only the logins that need it. nsd.conf names its
-# users (Users=slow fast1 fast2), so each login's policy check asks NSS; a test NSS module
+# users by a group (Groups=nsdslow: nsd resolves Users= names once, a group needs a lookup
+# per uid), so each login's policy check asks NSS; a test NSS module
 # (tests/vm/nss-slow.c, first in the VM's /etc/nsswitch.conf, loaded by nsd only) blocks
 # the lookup of user 'slow' until a flag file goes. While slow's login waits, the logins of
 # fast1 and fast2 succeed; released, slow's login succeeds too. Then, with
@@ -14,6 +15,8 @@ flag=/run/nsd-slow
 nsd_user slow 1101
 nsd_user fast1 1102
 nsd_user fast2 1103
+groupadd -f nsdslow
+for u in slow fast1 fast2; do usermod -a -G nsdslow "$u"; done
 mkdir -p "$flag"
 echo 1101 >"$flag/uid"
 echo slow >"$flag/name"
@@ -27,7 +30,8 @@ grep -E '^(passwd|group):' /etc/nsswitch.conf
 
 cat >"$NSD_TMP/nsd.conf" <<CONF
 [Namespaces]
-Users=slow fast1 fast2
+Users=
+Groups=nsdslow
 [Limits]
 LookupTimeoutSec=120
 CONF
