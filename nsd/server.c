@@ -414,6 +414,11 @@ static const char *yes_no(bool b) {
         return b ? "yes" : "no";
 }
 
+/* Connections count against people: the owner of a subuid range for its uids. */
+static uid_t person_of(uid_t uid, gid_t gid, void *userdata) {
+        return policy_person(userdata, uid, gid);
+}
+
 int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         Server *s = g_new0(Server, 1);
         int r;
@@ -428,6 +433,8 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         s->handlers = (RequestHandlers) { .table = api_handlers, .userdata = s };
         s->conns = conn_manager_new(&s->config, &request_conn_handler, &s->handlers);
         s->policy = policy_new(&s->config);
+        policy_set_subid_files(s->policy, setup->subuid_path, setup->subgid_path);
+        conn_manager_set_person_fn(s->conns, person_of, s->policy);
         s->children = children_new(s->config.max_path_walks);
         s->fdstore = setup->fdstore ? setup->fdstore : fdstore_new(false);
         s->waiting_sessions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,

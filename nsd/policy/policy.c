@@ -29,6 +29,8 @@
 #include "base/log.h"
 #include "nss-util.h"
 
+#include <pwd.h>
+
 /* The cache never grows past this many uids (a user's subuids are 65536 uids): the oldest
  * answer goes first. */
 #define CACHE_MAX 8192
@@ -44,11 +46,21 @@ typedef enum LookupKind {
         LOOKUP_NAMES = _LOOKUP_KIND_MAX, /* Users= names to uids: no table, no waiter */
 } LookupKind;
 
-/* Users= names resolved to uids: a uid none of them is, with no Groups=, is answered inline. */
+/* One line of /etc/subuid or /etc/subgid, its owner resolved to a uid. */
+typedef struct SubRange {
+        uint32_t start, count;
+        uid_t owner;
+} SubRange;
+
+/* Users= names resolved to uids: a uid none of them is, with no Groups=, is answered inline.
+ * And the subordinate id ranges, sorted by start (who owns a uid of a user namespace). */
 typedef struct Names {
         unsigned generation;
-        bool complete;    /* every name answered (found or not): no NSS error */
-        GHashTable *uids; /* GUINT_TO_POINTER(uid) set */
+        bool resolve_users;        /* Users= names were resolved (not for a test's lookup fn) */
+        bool complete;             /* every name answered (found or not): no NSS error */
+        GHashTable *uids;          /* GUINT_TO_POINTER(uid) set */
+        GArray *subuids, *subgids; /* SubRange, sorted by start */
+        unsigned bad_lines;        /* lines of the subid files that were not understood */
 } Names;
 
 typedef struct Core {
@@ -76,7 +88,9 @@ struct Policy {
         GQueue turns;       /* caller uids (GUINT_TO_POINTER) with a queue, next first */
         Names *names;       /* NULL: not resolved (yet) */
         bool resolving;
+        bool resolve_again; /* the subid files changed while resolving */
         guint refresh_timer;
+        char *subid_files[2];
         PolicyStats stats;
         RateLimit log_rl;
 };
@@ -104,7 +118,9 @@ struct Lookup {
         gid_t gid;   /* LOOKUP_IDENTITY */
         gid_t *gids; /* malloc()ed */
         size_t n_gids;
-        Names *names; /* LOOKUP_NAMES: the result */
+        Names *names;         /* LOOKUP_NAMES: the result */
+        bool resolve_users;   /* LOOKUP_NAMES: Users= names too */
+        char *subid_files[2]; /* LOOKUP_NAMES: /etc/subuid, /etc/subgid (NULL: none) */
         /* main loop only */
         GList *waiters; /* Waiter* */
         bool in_table;
@@ -132,6 +148,8 @@ static void names_free(Names *n) {
         if (!n)
                 return;
         g_hash_table_destroy(n->uids);
+        g_array_unref(n->subuids);
+        g_array_unref(n->subgids);
         g_free(n);
 }
 
@@ -150,6 +168,8 @@ static void core_unref(Core *c) {
 static void lookup_free(Lookup *l) {
         g_assert(!l->waiters);
         names_free(l->names);
+        g_free(l->subid_files[0]);
+        g_free(l->subid_files[1]);
         config_done(&l->config);
         g_free(l->why);
         free(l->gids);
@@ -318,14 +338,90 @@ static void identity_lookup(Lookup *l) {
         l->n_gids = n;
 }
 
-/* In the thread: Users= names to uids. */
+static gint subrange_cmp(gconstpointer a, gconstpointer b) {
+        const SubRange *x = a, *y = b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* In the thread: a subid file ("owner:start:count" lines, the owner a name or a uid, as
+ * shadow's newuidmap reads them) into ranges. A missing file is no range. */
+static GArray *subids_read(const char *path, unsigned *bad_lines) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(SubRange));
+        g_autofree char *text = NULL;
+        g_auto(GStrv) lines = NULL;
+
+        if (!path || !g_file_get_contents(path, &text, NULL, NULL))
+                return a;
+        lines = g_strsplit(text, "\n", -1);
+        for (char **line = lines; *line; line++) {
+                g_auto(GStrv) f = NULL;
+                guint64 start, count;
+                SubRange r;
+
+                g_strstrip(*line);
+                if (!**line || **line == '#')
+                        continue;
+                f = g_strsplit(*line, ":", -1);
+                if (g_strv_length(f) != 3 || !*f[0] ||
+                    !g_ascii_string_to_unsigned(f[1], 10, 0, UINT32_MAX, &start, NULL) ||
+                    !g_ascii_string_to_unsigned(f[2], 10, 1, UINT32_MAX, &count, NULL) ||
+                    start + count - 1 > UINT32_MAX - 1) {
+                        (*bad_lines)++;
+                        continue;
+                }
+                if (g_ascii_isdigit(*f[0])) {
+                        guint64 owner;
+                        if (!g_ascii_string_to_unsigned(f[0], 10, 0, UINT32_MAX - 1, &owner,
+                                                        NULL)) {
+                                (*bad_lines)++;
+                                continue;
+                        }
+                        r.owner = (uid_t) owner;
+                } else {
+                        g_autofree struct passwd *pw = NULL;
+                        if (nss_user_by_name(f[0], &pw) < 0)
+                                continue; /* an owner without an entry: no person to count */
+                        r.owner = pw->pw_uid;
+                }
+                r.start = (uint32_t) start;
+                r.count = (uint32_t) count;
+                g_array_append_val(a, r);
+        }
+        g_array_sort(a, subrange_cmp);
+        return a;
+}
+
+/* The owner of the range holding id, or (uid_t) -1. Ranges may overlap (then the one that
+ * starts last before id and holds it, looking back 8 ranges at most). */
+static uid_t subids_owner(const GArray *a, uint32_t id) {
+        size_t lo = 0, hi = a ? a->len : 0;
+
+        while (lo < hi) { /* the first range starting after id */
+                size_t mid = (lo + hi) / 2;
+                if (g_array_index(a, SubRange, mid).start <= id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (size_t i = lo; i > 0 && lo - i < 8; i--) {
+                const SubRange *r = &g_array_index(a, SubRange, i - 1);
+                if (id - r->start < r->count)
+                        return r->owner;
+        }
+        return (uid_t) -1;
+}
+
+/* In the thread: Users= names to uids, and the subid files. */
 static void names_lookup(Lookup *l) {
         Names *n = g_new0(Names, 1);
 
         n->generation = l->generation;
+        n->resolve_users = l->resolve_users;
         n->complete = true;
         n->uids = g_hash_table_new(g_direct_hash, g_direct_equal);
-        for (char **u = l->config.users; u && *u; u++) {
+        n->subuids = subids_read(l->subid_files[0], &n->bad_lines);
+        n->subgids = subids_read(l->subid_files[1], &n->bad_lines);
+        for (char **u = l->config.users; l->resolve_users && u && *u; u++) {
                 g_autofree struct passwd *pw = NULL;
                 int r;
 
@@ -535,6 +631,7 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, i
                 return NULL;
         }
         l = lookup_new(p, kind, uid, caller);
+        l->caller = caller == 0 ? 0 : policy_person(p, caller, (gid_t) -1); /* whose line */
         if (caller != 0 && p->running_user >= p->config->max_lookup_threads)
                 queue_add(p, l);
         else {
@@ -584,14 +681,23 @@ static bool config_has_user_names(const Config *c) {
 
 static gboolean on_names_refresh(gpointer userdata);
 
-/* Resolve Users= names in a thread (root's: never behind users' lookups), unless a test
- * decides every uid (policy_set_lookup_fn()) or a resolution is under way. */
+/* Resolve Users= names (unless a test decides every uid: policy_set_lookup_fn()) and read
+ * the subid files in a thread (root's: never behind users' lookups), unless a resolution
+ * is under way (then again after it). */
 static void names_resolve(Policy *p) {
+        bool users = p->fn == config_uid_managed_lookup && config_has_user_names(p->config);
         Lookup *l;
 
-        if (p->resolving || p->fn != config_uid_managed_lookup || !config_has_user_names(p->config))
+        if (p->resolving) {
+                p->resolve_again = true;
+                return;
+        }
+        if (!users && !p->subid_files[0] && !p->subid_files[1])
                 return;
         l = lookup_new(p, LOOKUP_NAMES, (uid_t) -1, 0);
+        l->resolve_users = users;
+        l->subid_files[0] = g_strdup(p->subid_files[0]);
+        l->subid_files[1] = g_strdup(p->subid_files[1]);
         if (lookup_push(p, l) < 0) {
                 lookup_free(l);
                 return; /* uids are looked up one by one meanwhile; the next reload retries */
@@ -602,15 +708,21 @@ static void names_resolve(Policy *p) {
 
 static void names_done(Policy *p, Lookup *l) {
         uint64_t every = p->config->lookup_cache_usec ?: 15 * G_USEC_PER_SEC;
-
         p->resolving = false;
-        if (l->generation != p->generation || p->fn != config_uid_managed_lookup) {
-                names_resolve(p); /* a reload came meanwhile */
+        if (l->generation != p->generation || p->resolve_again) {
+                p->resolve_again = false;
+                names_resolve(p); /* a reload (or new subid files) came meanwhile */
                 return;
         }
         names_free(p->names);
         p->names = g_steal_pointer(&l->names);
         p->stats.names_resolved++;
+        if (p->names->bad_lines > 0)
+                log_warning("%u line%s of %s and %s not understood (expected OWNER:START:COUNT), "
+                            "ignoring %s",
+                            p->names->bad_lines, p->names->bad_lines == 1 ? "" : "s",
+                            p->subid_files[0] ?: "(none)", p->subid_files[1] ?: "(none)",
+                            p->names->bad_lines == 1 ? "it" : "them");
         log_debug("Users= names resolved: %u uid%s%s", g_hash_table_size(p->names->uids),
                   g_hash_table_size(p->names->uids) == 1 ? "" : "s",
                   p->names->complete ? ""
@@ -635,8 +747,8 @@ static gboolean on_names_refresh(gpointer userdata) {
  * CONFIG_NEEDS_LOOKUP. */
 static int names_answer(Policy *p, uid_t uid, char **ret_why) {
         const Config *c = p->config;
-
-        if (!p->names || !p->names->complete || p->names->generation != p->generation)
+        if (!p->names || !p->names->resolve_users || !p->names->complete ||
+            p->names->generation != p->generation)
                 return CONFIG_NEEDS_LOOKUP;
         if (g_hash_table_contains(p->names->uids, GUINT_TO_POINTER(uid)))
                 return 1;
@@ -745,7 +857,8 @@ Policy *policy_new(const Config *config) {
         p->pool = g_thread_pool_new(lookup_thread, p, (gint) config->max_lookup_threads * 2, FALSE,
                                     &error);
         g_assert_no_error(error); /* non-exclusive pools never fail */
-        names_resolve(p);
+        /* on the loop's first turn: the subid files may be set before */
+        p->refresh_timer = g_idle_add(on_names_refresh, p);
         return p;
 }
 
@@ -765,6 +878,8 @@ void policy_free(Policy *p) {
         if (p->refresh_timer)
                 g_source_remove(p->refresh_timer);
         names_free(p->names);
+        g_free(p->subid_files[0]);
+        g_free(p->subid_files[1]);
         p->core->closed = true;
         /* threads stuck in NSS finish on their own, then free their lookup */
         g_thread_pool_free(p->pool, TRUE, FALSE);
@@ -791,6 +906,27 @@ void policy_reconfigure(Policy *p) {
         }
         names_resolve(p); /* the names may differ: uids are looked up one by one meanwhile */
         queue_pump(p);
+}
+
+void policy_set_subid_files(Policy *p, const char *subuid, const char *subgid) {
+        g_free(p->subid_files[0]);
+        g_free(p->subid_files[1]);
+        p->subid_files[0] = g_strdup(subuid);
+        p->subid_files[1] = g_strdup(subgid);
+        if (!p->refresh_timer) /* not at start (the first turn of the loop reads them) */
+                names_resolve(p);
+}
+
+uid_t policy_person(const Policy *p, uid_t uid, gid_t gid) {
+        const Config *c = p->config;
+        uid_t owner;
+
+        if (!p->names || uid == 0)
+                return uid;
+        owner = subids_owner(p->names->subuids, uid);
+        if (owner == (uid_t) -1 && gid != (gid_t) -1 && (uid < c->min_uid || uid > c->max_uid))
+                owner = subids_owner(p->names->subgids, gid);
+        return owner == (uid_t) -1 ? uid : owner;
 }
 
 const PolicyStats *policy_stats(const Policy *p) {

@@ -90,6 +90,15 @@ int policy_uid_identity(Policy *p, uid_t uid, uid_t caller, PolicyIdentityCallba
                         void *userdata);
 
 const PolicyStats *policy_stats(const Policy *p);
+/* The subordinate id files (/etc/subuid, /etc/subgid; NULL: none), read with the Users=
+ * names (start, reload, every LookupCacheSec=), owners resolved to uids in a thread. */
+void policy_set_subid_files(Policy *p, const char *subuid, const char *subgid);
+/* Whose is uid (with gid, -1: not known): the owner of the subuid range it lies in (or,
+ * outside MinUid..MaxUid, of the subgid range its gid lies in), as newuidmap would have
+ * mapped it for that owner; else uid itself. Never blocks (the files as read last). Budgets
+ * that count people use it: connections (conn.c) and the line of lookups (this file). */
+uid_t policy_person(const Policy *p, uid_t uid, gid_t gid);
+
 /* Tests: replace the lookups the threads run (NULL: the real ones). A lookup fn of a test's
  * decides every uid: Users= names are not resolved then. */
 void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn);
