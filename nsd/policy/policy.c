@@ -544,15 +544,19 @@ static void queue_pump(Policy *p) {
         }
 }
 
-/* Root waits for l now: out of the line, into a thread. */
-static void lookup_promote(Policy *p, Lookup *l) {
+/* Root waits for l now: out of the line, into a thread. 0, or -EAGAIN when no thread could
+ * take it (then l is gone: its waiters were told). */
+static int lookup_promote(Policy *p, Lookup *l) {
         l->root = true;
         if (!l->queued)
-                return; /* in a thread already (it counts as a user's until it ends) */
+                return 0; /* in a thread already (it counts as a user's until it ends) */
         queue_unlink(p, l);
         p->stats.promoted++;
-        if (lookup_push(p, l) < 0)
+        if (lookup_push(p, l) < 0) {
                 lookup_abandon(p, l, -EAGAIN, "nsd cannot start a thread to ask the user database");
+                return -EAGAIN;
+        }
+        return 0;
 }
 
 static gboolean on_waiter_deadline(gpointer userdata) {
@@ -615,8 +619,13 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, i
 
         l = g_hash_table_lookup(p->inflight[kind], GUINT_TO_POINTER(uid));
         if (l) {
-                if (caller == 0 && !l->root)
-                        lookup_promote(p, l);
+                if (caller == 0 && !l->root && lookup_promote(p, l) < 0) {
+                        *ret_r = -EAGAIN;
+                        if (ret_why)
+                                *ret_why = g_strdup("nsd cannot start a thread to ask the user "
+                                                    "database");
+                        return NULL;
+                }
                 return l;
         }
         if (caller != 0 && p->running_user >= p->config->max_lookup_threads &&

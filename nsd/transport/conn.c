@@ -235,6 +235,10 @@ void conn_log(Conn *c, int level, const char *fmt, ...) {
 
 /* ---- per-uid state ------------------------------------------------------------------------ */
 
+static uid_t person_of(const ConnManager *m, uid_t uid, gid_t gid) {
+        return m->person ? m->person(uid, gid, m->person_userdata) : uid;
+}
+
 static UidState *uid_state_get(ConnManager *m, uid_t uid) {
         UidState *u = g_hash_table_lookup(m->uids, GUINT_TO_POINTER(uid));
 
@@ -855,10 +859,10 @@ static int conn_refuse(ConnManager *m, int fd, uid_t uid, pid_t pid, int error,
         rep.hdr.error = -abs(error);
         g_strlcpy(rep.message, message, sizeof rep.message);
         (void) send_datagram(fd, &rep, sizeof rep, NULL, 0);
-        drain(fd);
-        manager_log(m, uid == 0 ? NULL : uid_state_get(m, uid), uid == 0, LOGK_REFUSED, LOG_WARNING,
-                    "Refusing a connection of uid %u pid %u: %s", (unsigned) uid, (unsigned) pid,
-                    message);
+        drain(fd); /* rate limited per person: a subuid range's refusals are its owner's */
+        manager_log(m, uid == 0 ? NULL : uid_state_get(m, person_of(m, uid, (gid_t) -1)), uid == 0,
+                    LOGK_REFUSED, LOG_WARNING, "Refusing a connection of uid %u pid %u: %s",
+                    (unsigned) uid, (unsigned) pid, message);
         if (m->n_refused < REFUSED_MAX) {
                 Conn *c = g_new0(Conn, 1);
                 c->m = m;
@@ -973,9 +977,7 @@ static int conn_add(ConnManager *m, ConnKind kind, int fd, const struct ucred *c
         } else {
                 unsigned limit = cfg->max_connections;
                 bool inside = uid_inside(cfg, uid);
-
-                if (m->person)
-                        person = m->person(uid, cred->gid, m->person_userdata);
+                person = person_of(m, uid, cred->gid);
                 u = uid_state_get(m, person);
                 if (!inside)
                         limit -= MIN(config_reserved_connections(cfg), limit);
@@ -1274,7 +1276,7 @@ unsigned conn_manager_count_uid(const ConnManager *m, uid_t uid) {
 
         if (uid == 0)
                 return m->n_root;
-        u = g_hash_table_lookup(m->uids, GUINT_TO_POINTER(uid));
+        u = g_hash_table_lookup(m->uids, GUINT_TO_POINTER(person_of(m, uid, (gid_t) -1)));
         return u ? u->n_conns : 0;
 }
 
