@@ -6,7 +6,8 @@ and for join-session (protocol 1.2, JOIN + SESSION_OPEN in one; root's socket, a
   join-session <reply-type> <errno> fds=<n> sessions=<n> session=<id> ns=<inode>|<message>
 The layouts mirror libnsclient/nsd-protocol.h (checked against its sizes at start).
 
-  nsd-rawclient.py [--socket PATH] [--header FILE] WHAT [UID] [--count N]  nsd-rawclient.py [--socket PATH] join-session [--no-pidfd | --pidfd-of PID] UID LEADER_PID
+  nsd-rawclient.py [--socket PATH] [--header FILE] WHAT [UID] [--count N]
+  nsd-rawclient.py [--socket PATH] join-session [--no-pidfd | --pidfd-of PID] UID LEADER_PID
   nsd-rawclient.py [--socket PATH] flood-join FIRST_UID --count N --seconds S
       (root) N processes at a time, each a fresh uid from FIRST_UID on, JOIN for itself, for S
       seconds (a subuid range flooding nsd); then one line: flood-join <requests> <errno>=<n>...
@@ -138,10 +139,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--socket", default="/run/nsd/socket")
     ap.add_argument("--header", default="libnsclient/nsd-protocol.h")
-    ap.add_argument("what", choices=["join", "garbage", "truncated", "wrong-version", "oversized",                                     "bad-length", "unknown-type", "hold", "join-session",
+    ap.add_argument("what", choices=["join", "garbage", "truncated", "wrong-version", "oversized",
+                                     "bad-length", "unknown-type", "hold", "join-session",
                                      "flood-join"])
     ap.add_argument("uid", nargs="?", type=int, default=os.getuid())
-    ap.add_argument("pid", nargs="?", type=int, help="join-session: the session leader")    ap.add_argument("--count", type=int, default=1,
+    ap.add_argument("pid", nargs="?", type=int, help="join-session: the session leader")
+    ap.add_argument("--count", type=int, default=1,
                     help="hold: connections to open; flood-join: processes at a time")
     ap.add_argument("--seconds", type=float, default=10, help="flood-join: how long")
     ap.add_argument("--no-pidfd", action="store_true",
@@ -151,7 +154,9 @@ def main():
 
     sizes = proto_header_sizes(a.header)
     assert sizes["nsd_msg_header"] == HDR.size and sizes["nsd_req_join"] == 32, sizes
-    assert sizes["nsd_req_join_session"] == 72 and sizes["nsd_rep_join_session"] == 64, sizes    if a.what == "join-session":
+    assert sizes["nsd_req_join_session"] == 72 and sizes["nsd_rep_join_session"] == 64, sizes
+
+    if a.what == "join-session":
         join_session(a)
     elif a.what == "flood-join":
         flood_join(a)

@@ -5,7 +5,8 @@
  * files"), it answers NOTFOUND for everyone (so files answers), but a lookup of the user
  * named in /run/nsd-slow/name or the uid in /run/nsd-slow/uid first waits while the file
  * /run/nsd-slow/block exists, after creating /run/nsd-slow/asked (so the test knows the
- * lookup came). Only processes whose library path finds it load it (the scenario gives nsd * LD_LIBRARY_PATH), so sshd and su are not slowed.
+ * lookup came). Only processes whose library path finds it load it (the scenario gives nsd
+ * LD_LIBRARY_PATH), so sshd and su are not slowed.
  *
  * And slow for a range of uids: /run/nsd-slow/range "FIRST COUNT MSEC" makes each lookup
  * of a uid from FIRST to FIRST+COUNT-1 take MSEC ms (then NOTFOUND), as a directory service
