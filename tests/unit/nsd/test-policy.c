@@ -4,7 +4,8 @@
  * (through common/nss-util.h, so a 3000-member group line works) and policy.c's worker
  * threads and cache: Users= names resolved to uids (then no lookup at all), root's lookups
  * ahead of a flood of unprivileged callers' (a slow user database), the bound on those, the
- * cache forgetting its oldest answer when full. Runs under nss_wrapper (meson sets LD_PRELOAD and NSS_WRAPPER_*; the
+ * cache forgetting its oldest answer when full; /etc/subuid and /etc/subgid read into who owns
+ * a uid (policy_person()). Runs under nss_wrapper (meson sets LD_PRELOAD and NSS_WRAPPER_*; the
  * files are written here into the temp folder of argument 1): the host's accounts play no
  * part.
  */
@@ -291,10 +292,51 @@ static void test_cache_evicts_oldest(void) {
         server_free(s);
 }
 
+/* /etc/subuid and /etc/subgid: who owns a uid of a user namespace */
+static void test_subids(const char *dir) {
+        g_autofree char *subuid = g_build_filename(dir, "subuid", NULL);
+        g_autofree char *subgid = g_build_filename(dir, "subgid", NULL);
+        Config c = parse("[Namespaces]\nUsers=@regular\n");
+        Server *s = NULL;
+
+        g_file_set_contents(subuid,
+                            "# comment\n"
+                            "alice:100000:65536\n"
+                            "1002:165536:65536\n"
+                            "nosuchowner:300000:10\n"
+                            "bob:bad:line\n"
+                            "\n",
+                            -1, NULL);
+        g_file_set_contents(subgid, "alice:400000:65536\n", -1, NULL);
+        server_new(&c,
+                   &(ServerSetup) { .user_fd = -1,
+                                    .root_fd = -1,
+                                    .subuid_path = subuid,
+                                    .subgid_path = subgid },
+                   &s);
+        ok(WAIT_FOR(policy_stats(s->policy)->names_resolved > 0), "the subid files are read");
+        is_int(policy_person(s->policy, 100000, (gid_t) -1), 1001,
+               "uid 100000 is alice's (owner by name)");
+        is_int(policy_person(s->policy, 165535, (gid_t) -1), 1001, "so is 165535, her last");
+        is_int(policy_person(s->policy, 165536, (gid_t) -1), 1002,
+               "165536 is bob's (owner by number)");
+        is_int(policy_person(s->policy, 300001, (gid_t) -1), 300001,
+               "an owner without an entry: the uid is its own person");
+        is_int(policy_person(s->policy, 500000, 400005), 1001,
+               "a uid outside every range with a gid of alice's subgid range: alice's");
+        is_int(policy_person(s->policy, 1003, 400005), 1003,
+               "but not a uid inside MinUid..MaxUid (its own)");
+        is_int(policy_person(s->policy, 0, 400005), 0, "root is root");
+        server_free(s);
+        unlink(subuid);
+        unlink(subgid);
+}
+
 int main(int argc, char *argv[]) {
         if (!nss_wrapper_dir(argc, argv))
                 return tap_done();
         write_files(argv[1]);
+        test_subids(argv[1]);
         test_lookups();
         test_policy_threads();
         test_names_resolved();
