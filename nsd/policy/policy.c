@@ -13,7 +13,8 @@
  *
  * Fairness: the pool has twice MaxLookupThreads= threads. Lookups an unprivileged caller
  * waits for run in at most MaxLookupThreads= of them; more wait in a queue of this file's,
- * one line per caller served in turn (round robin), at most QUEUED_MAX in all. Root's lookups
+ * one line per person (a uid, or the owner of a subuid range for all of its uids) served in
+ * turn (round robin), at most QUEUED_PER_PERSON a person and QUEUED_MAX in all. Root's lookups
  * (and nsd's own) go to the pool at once, so they always find a thread free unless root's
  * own lookups hang; a queued lookup that root starts waiting for goes to the pool at once.
  * The cache forgets its oldest entry when full, not everything.
@@ -34,8 +35,10 @@
 /* The cache never grows past this many uids (a user's subuids are 65536 uids): the oldest
  * answer goes first. */
 #define CACHE_MAX 8192
-/* Unprivileged callers' lookups waiting for a thread, in all. */
+/* Unprivileged callers' lookups waiting for a thread, in all, and of one person (a uid with
+ * every uid of its subuid range). */
 #define QUEUED_MAX 256
+#define QUEUED_PER_PERSON 64
 
 typedef struct Lookup Lookup;
 
@@ -615,6 +618,8 @@ static Lookup *lookup_new(Policy *p, LookupKind kind, uid_t uid, uid_t caller) {
  * be started: no thread, or QUEUED_MAX reached. */
 static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, int *ret_r,
                           char **ret_why) {
+        GQueue *q;
+        uid_t person;
         Lookup *l;
 
         l = g_hash_table_lookup(p->inflight[kind], GUINT_TO_POINTER(uid));
@@ -639,8 +644,21 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, i
                                                    p->stats.queued, p->config->max_lookup_threads);
                 return NULL;
         }
+        person = caller == 0 ? 0 : policy_person(p, caller, (gid_t) -1); /* whose line */
+        q = caller != 0 ? g_hash_table_lookup(p->queues, GUINT_TO_POINTER(person)) : NULL;
+        if (q && g_queue_get_length(q) >= QUEUED_PER_PERSON) {
+                p->stats.refused++;
+                *ret_r = -EAGAIN;
+                if (ret_why)
+                        *ret_why = g_strdup_printf(
+                                "%u user database lookups of uid %u wait already (with those of "
+                                "every uid of its subordinate id range, if it owns one); try "
+                                "again later",
+                                g_queue_get_length(q), (unsigned) person);
+                return NULL;
+        }
         l = lookup_new(p, kind, uid, caller);
-        l->caller = caller == 0 ? 0 : policy_person(p, caller, (gid_t) -1); /* whose line */
+        l->caller = person;
         if (caller != 0 && p->running_user >= p->config->max_lookup_threads)
                 queue_add(p, l);
         else {
@@ -944,8 +962,8 @@ const PolicyStats *policy_stats(const Policy *p) {
 
 void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn) {
         p->fn = fn ? fn : config_uid_managed_lookup;
-        if (p->fn != config_uid_managed_lookup)
-                g_clear_pointer(&p->names, names_free); /* the test's fn decides every uid */
+        if (p->fn != config_uid_managed_lookup && p->names)
+                p->names->resolve_users = false; /* the test's fn decides every uid */
         else
                 names_resolve(p);
 }

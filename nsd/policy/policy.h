@@ -11,9 +11,9 @@
  *
  * Fair lookups: the caller is whose request waits (0: root, or nsd itself). Unprivileged
  * callers' lookups run in at most MaxLookupThreads= threads (so at most that many hang in a
- * stuck NSS module for them); more wait in a line per caller, served in turn, at most 256
- * in all (then -EAGAIN). Root's lookups have MaxLookupThreads= threads of their own and go
- * ahead of every user's: one of the line that root comes to wait for leaves it at once.
+ * stuck NSS module for them); more wait in a line per person (policy_person()), served in
+ * turn, at most 64 a person and 256 in all (then -EAGAIN). Root's lookups have
+ * MaxLookupThreads= threads of their own and go ahead of every user's: one of the line that root comes to wait for leaves it at once.
  * Requests for a uid whose lookup is under way wait for that same lookup (one slow uid
  * occupies one thread, however often it asks). Each waiter has its own deadline
  * (LookupTimeoutSec=) and then gets -ETIMEDOUT; a lookup that answers late still fills

@@ -207,6 +207,7 @@ static void test_fair(void) {
 
         server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
         policy_set_lookup_fn(s->policy, slow_lookup);
+        slow_release = false;
         for (int i = 0; i < FLOOD; i++) {
                 uid_t uid = 100000 + (uid_t) i; /* each asks for itself */
                 g_clear_pointer(&why, g_free);
@@ -327,6 +328,43 @@ static void test_subids(const char *dir) {
         is_int(policy_person(s->policy, 1003, 400005), 1003,
                "but not a uid inside MinUid..MaxUid (its own)");
         is_int(policy_person(s->policy, 0, 400005), 0, "root is root");
+
+        /* alice's subuids flood the user database: her line holds 64 at most */
+        {
+                Answer *flood = g_new0(Answer, 100), other = { 0 };
+                g_autofree char *why = NULL;
+                int refused = 0;
+
+                s->config.max_lookup_threads = 1;
+                s->config.lookup_timeout_usec = 60 * G_USEC_PER_SEC;
+                policy_reconfigure(s->policy);
+                g_strfreev(s->config.groups);
+                s->config.groups = g_strsplit("big", " ", -1); /* so they need lookups */
+                policy_set_lookup_fn(s->policy, slow_lookup);
+                slow_release = false;
+                for (uid_t i = 0; i < 100; i++) {
+                        g_clear_pointer(&why, g_free);
+                        if (policy_uid_managed(s->policy, 100000 + i, 100000 + i, &why, on_answer,
+                                               &flood[i]) == -EAGAIN &&
+                            why && strstr(why, "of uid 1001 wait already"))
+                                refused++;
+                }
+                is_int(policy_stats(s->policy)->queued, 64, "alice's subuids: 64 wait in her line");
+                is_int(refused, 100 - 1 - 64, "the rest are refused, naming their owner");
+                is_int(policy_uid_managed(s->policy, 70001, 70001, &why, on_answer, &other),
+                       -EINPROGRESS, "another person's lookup still gets in line");
+                g_mutex_lock(&slow_lock);
+                slow_release = true;
+                g_cond_broadcast(&slow_cond);
+                g_mutex_unlock(&slow_lock);
+                ok(WAIT_FOR(other.done && policy_stats(s->policy)->queued == 0 &&
+                            policy_stats(s->policy)->running == 0),
+                   "released: answered, the lines drain");
+                for (int i = 0; i < 100; i++)
+                        g_free(flood[i].why);
+                g_free(flood);
+                g_free(other.why);
+        }
         server_free(s);
         unlink(subuid);
         unlink(subgid);
