@@ -123,15 +123,25 @@ static int handle_join(Request *r) {
 
 /* ---- SESSION_OPEN / SESSION_CLOSE ------------------------------------------------------ */
 
+/* Sessions belong to logins: root's (a login's PAM module) and those the user's own
+ * processes open count apart, each against MaxSessionsPerUser=, so nothing a user runs can
+ * make root's JOIN_SESSION for that user fail. */
 static int check_sessions_limit(Request *r, uid_t uid) {
         Api *a = api_of(r);
-        unsigned n = users_sessions_of(a->users, uid);
+        bool by_user = r->uid != 0;
+        unsigned n = users_sessions_by(a->users, uid, by_user);
 
         if (n >= a->config->max_sessions_per_user)
-                return request_refuse(r, EUSERS,
-                                      "uid %u has %u sessions, the most allowed "
-                                      "(MaxSessionsPerUser=)",
-                                      (unsigned) uid, n);
+                return by_user ? request_refuse(r, EUSERS,
+                                                "uid %u has %u sessions its own processes "
+                                                "opened, the most allowed "
+                                                "(MaxSessionsPerUser=; logins opened by root "
+                                                "have a budget of their own)",
+                                                (unsigned) uid, n)
+                               : request_refuse(r, EUSERS,
+                                                "uid %u has %u sessions of logins, the most "
+                                                "allowed (MaxSessionsPerUser=)",
+                                                (unsigned) uid, n);
         return 0;
 }
 
@@ -151,6 +161,10 @@ static int handle_session_open(Request *r) {
         if (!u)
                 return request_refuse(r, ENOENT, "uid %u has no namespace (JOIN first)",
                                       (unsigned) req->uid);
+        /* a session is a login's: never a sandboxed process's (the view rule of SHOW, HIDE) */
+        rv = access_check_full_view(r, u);
+        if (rv < 0)
+                return rv;
         rv = check_sessions_limit(r, req->uid);
         if (rv < 0)
                 return rv;
@@ -159,7 +173,8 @@ static int handle_session_open(Request *r) {
                                   &r->why);
         if (rv < 0)
                 return rv;
-        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd);
+        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd,
+                                  r->uid);
 
         nsd_msg_init(&rep.hdr, NSD_REP_SESSION_OPEN, sizeof rep, r->seq);
         rep.session_id = sess->id;
@@ -177,6 +192,12 @@ static int handle_session_close(Request *r) {
 
         if (!access_may_ask_for(r, req->uid))
                 return request_refuse(r, EPERM, "only root may close a session of another user");
+        /* a user closes only a session it opened, as its leader (ids are not secrets) */
+        if (r->uid != 0 && (pid_t) req->pid != r->pid)
+                return request_refuse(r, EPERM,
+                                      "only root may close a session whose leader is another "
+                                      "process than the caller (pid %u)",
+                                      (unsigned) r->pid);
         sess = users_find_session(api_of(r)->users, req->uid, req->session_id, (pid_t) req->pid);
         if (!sess) {
                 /* sessions are kept across restarts: a close that finds none came late (its
@@ -188,9 +209,14 @@ static int handle_session_close(Request *r) {
                 return request_refuse(r, ENOENT, "no such session of uid %u (ended already?)",
                                       (unsigned) req->uid);
         }
-        log_event(LOG_INFO, 0, sess->uid, "session-closed",
-                  "Session %" G_GUINT64_FORMAT " of uid %u closed (pid %u, '%s')", sess->id,
-                  (unsigned) sess->uid, (unsigned) sess->pid, sess->service);
+        if (r->uid != 0 && !sess->by_user)
+                return request_refuse(r, EPERM,
+                                      "session %" G_GUINT64_FORMAT " of uid %u was opened by "
+                                      "root (a login); only root closes it",
+                                      sess->id, (unsigned) sess->uid);
+        log_event_by(r->uid, LOG_INFO, 0, sess->uid, "session-closed",
+                     "Session %" G_GUINT64_FORMAT " of uid %u closed (pid %u, '%s')", sess->id,
+                     (unsigned) sess->uid, (unsigned) sess->pid, sess->service);
         users_end_session(api_of(r)->users, sess); /* may start linger, never frees u at once */
 
         nsd_msg_init(&rep.hdr, NSD_REP_SESSION_CLOSE, sizeof rep, r->seq);
@@ -232,7 +258,8 @@ static int join_session_continue(Request *r) {
                         close(pidfd);
                 return rv;
         }
-        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd);
+        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd,
+                                  r->uid);
 
         nsd_msg_init(&rep.hdr, NSD_REP_JOIN_SESSION, sizeof rep, r->seq);
         rep.uid = u->uid;
