@@ -192,12 +192,6 @@ static int handle_session_close(Request *r) {
 
         if (!access_may_ask_for(r, req->uid))
                 return request_refuse(r, EPERM, "only root may close a session of another user");
-        /* a user closes only a session it opened, as its leader (ids are not secrets) */
-        if (r->uid != 0 && (pid_t) req->pid != r->pid)
-                return request_refuse(r, EPERM,
-                                      "only root may close a session whose leader is another "
-                                      "process than the caller (pid %u)",
-                                      (unsigned) r->pid);
         sess = users_find_session(api_of(r)->users, req->uid, req->session_id, (pid_t) req->pid);
         if (!sess) {
                 /* sessions are kept across restarts: a close that finds none came late (its
@@ -209,11 +203,21 @@ static int handle_session_close(Request *r) {
                 return request_refuse(r, ENOENT, "no such session of uid %u (ended already?)",
                                       (unsigned) req->uid);
         }
-        if (r->uid != 0 && !sess->by_user)
+        /* A user closes only a session it opened, as its leader (ids are not secrets); a
+         * login's (root opened it) only once its leader has exited, when it ends anyway:
+         * systemd's (sd-pam) closes the user manager's session with the user's uid after the
+         * manager exited. */
+        if (r->uid != 0 && sess->by_user && sess->pid != r->pid)
                 return request_refuse(r, EPERM,
-                                      "session %" G_GUINT64_FORMAT " of uid %u was opened by "
-                                      "root (a login); only root closes it",
-                                      sess->id, (unsigned) sess->uid);
+                                      "only root may close a session whose leader is another "
+                                      "process than the caller (pid %u)",
+                                      (unsigned) r->pid);
+        if (r->uid != 0 && !sess->by_user && !session_leader_exited(sess))
+                return request_refuse(r, EPERM,
+                                      "session %" G_GUINT64_FORMAT " of uid %u is a login's "
+                                      "(root opened it) and its leader pid %u lives; only root "
+                                      "closes it",
+                                      sess->id, (unsigned) sess->uid, (unsigned) sess->pid);
         log_event_by(r->uid, LOG_INFO, 0, sess->uid, "session-closed",
                      "Session %" G_GUINT64_FORMAT " of uid %u closed (pid %u, '%s')", sess->id,
                      (unsigned) sess->uid, (unsigned) sess->pid, sess->service);

@@ -186,6 +186,12 @@ Session *session_new(uint64_t id, uid_t uid, pid_t pid, uint64_t start_time, con
         return sess;
 }
 
+bool session_leader_exited(const Session *sess) {
+        if (sess->pidfd >= 0)
+                return pidfd_exited(sess->pidfd) == 1;
+        return kill(sess->pid, 0) < 0 && errno == ESRCH;
+}
+
 /* ---- restore ---------------------------------------------------------------------------- */
 
 /* The leader of a restored session, checked: 1 alive (*ret_pidfd, -1 in poll mode), 0 gone

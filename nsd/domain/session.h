@@ -76,6 +76,9 @@ Session *session_new(uint64_t id, uid_t uid, pid_t pid, uint64_t start_time, con
                      void *userdata);
 /* Memory and descriptors only. */
 void session_free(Session *sess);
+/* Has its leader exited (the session ends as soon as the loop sees it)? Without a pidfd (poll
+ * mode): whether its pid is gone. */
+bool session_leader_exited(const Session *sess);
 /* Write its state file and put its pidfd into the fd store (if the budget has room). */
 void session_persist(Session *sess);
 /* Remove its state file and its pidfd from the fd store. */
