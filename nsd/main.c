@@ -574,6 +574,8 @@ int main(int argc, char *argv[]) {
                                .user_fd = user_fd,
                                .root_fd = root_fd,
                                .fdstore = fdstore, /* taken */
+                               .subuid_path = "/etc/subuid",
+                               .subgid_path = "/etc/subgid",
                        },
                        &server);
         if (r < 0) {

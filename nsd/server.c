@@ -260,6 +260,11 @@ static void server_open_pins(Server *s, const char *run_dir) {
         server_store_pinns(s);
 }
 
+/* Connections count against people: the owner of a subuid range for its uids. */
+static uid_t person_of(uid_t uid, gid_t gid, void *userdata) {
+        return policy_person(userdata, uid, gid);
+}
+
 int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         Server *s = g_new0(Server, 1);
 
@@ -286,6 +291,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         }
         s->pending = pending_new(s->pins, s->fdstore);
         s->policy = policy_new(&s->config);
+        policy_set_subid_files(s->policy, setup->subuid_path, setup->subgid_path);
         s->children = children_new(s->config.max_path_walks);
         s->users = users_new(&(UsersSetup) {
                 .config = &s->config,
@@ -306,6 +312,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         };
         s->handlers = (RequestHandlers) { .table = api_handlers, .userdata = &s->api };
         s->conns = conn_manager_new(&s->config, &request_conn_handler, &s->handlers);
+        conn_manager_set_person_fn(s->conns, person_of, s->policy);
         s->api.conns = s->conns;
 
         /* what survives a restart comes back */

@@ -80,6 +80,9 @@ typedef struct ServerSetup {
         /* the descriptors the service manager passed back (taken); NULL: none, and no fd
          * store is used */
         FdStore *fdstore;
+        /* subordinate id files: a subuid's connections count against its owner (NULL: none) */
+        const char *subuid_path;
+        const char *subgid_path;
 } ServerSetup;
 
 /* Take over config (moved out of *config) and the listening sockets, open the pin store

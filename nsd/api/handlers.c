@@ -67,7 +67,7 @@ static int request_need_managed(Request *r, uid_t uid, RequestHandler next) {
         int m;
 
         r->next = next;
-        m = policy_uid_managed(api_of(r)->policy, uid, &why, on_managed, request_ref(r));
+        m = policy_uid_managed(api_of(r)->policy, uid, r->uid, &why, on_managed, request_ref(r));
         if (m == -EINPROGRESS)
                 return REQUEST_PENDING;
         request_unref(r); /* the callback's reference: it will not be called */
@@ -190,7 +190,7 @@ static int join_namespace(Request *r, uid_t uid, bool create, RequestHandler nex
         if (!(st && st->asked) && users_join_needs_identity(a->users, uid, create)) {
                 join_state(r)->uid = uid;
                 r->next = next;
-                rv = policy_uid_identity(a->policy, uid, on_join_identity, request_ref(r));
+                rv = policy_uid_identity(a->policy, uid, r->uid, on_join_identity, request_ref(r));
                 if (rv == -EINPROGRESS)
                         return REQUEST_PENDING;
                 request_unref(r); /* the callback's: it will not be called */
@@ -251,15 +251,25 @@ static int handle_join(Request *r) {
 
 /* ---- SESSION_OPEN / SESSION_CLOSE ------------------------------------------------------ */
 
+/* Sessions belong to logins: root's (a login's PAM module) and those the user's own
+ * processes open count apart, each against MaxSessionsPerUser=, so nothing a user runs can
+ * make root's JOIN_SESSION for that user fail. */
 static int check_sessions_limit(Request *r, uid_t uid) {
         Api *a = api_of(r);
-        unsigned n = users_sessions_of(a->users, uid);
+        bool by_user = r->uid != 0;
+        unsigned n = users_sessions_by(a->users, uid, by_user);
 
         if (n >= a->config->max_sessions_per_user)
-                return request_refuse(r, EUSERS,
-                                      "uid %u has %u sessions, the most allowed "
-                                      "(MaxSessionsPerUser=)",
-                                      (unsigned) uid, n);
+                return by_user ? request_refuse(r, EUSERS,
+                                                "uid %u has %u sessions its own processes "
+                                                "opened, the most allowed "
+                                                "(MaxSessionsPerUser=; logins opened by root "
+                                                "have a budget of their own)",
+                                                (unsigned) uid, n)
+                               : request_refuse(r, EUSERS,
+                                                "uid %u has %u sessions of logins, the most "
+                                                "allowed (MaxSessionsPerUser=)",
+                                                (unsigned) uid, n);
         return 0;
 }
 
@@ -279,6 +289,10 @@ static int handle_session_open(Request *r) {
         if (!u)
                 return request_refuse(r, ENOENT, "uid %u has no namespace (JOIN first)",
                                       (unsigned) req->uid);
+        /* a session is a login's: never a sandboxed process's (the view rule of SHOW, HIDE) */
+        rv = access_check_full_view(r, u);
+        if (rv < 0)
+                return rv;
         rv = check_sessions_limit(r, req->uid);
         if (rv < 0)
                 return rv;
@@ -287,7 +301,8 @@ static int handle_session_open(Request *r) {
                                   &r->why);
         if (rv < 0)
                 return rv;
-        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd);
+        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd,
+                                  r->uid);
 
         nsd_msg_init(&rep.hdr, NSD_REP_SESSION_OPEN, sizeof rep, r->seq);
         rep.session_id = sess->id;
@@ -316,9 +331,24 @@ static int handle_session_close(Request *r) {
                 return request_refuse(r, ENOENT, "no such session of uid %u (ended already?)",
                                       (unsigned) req->uid);
         }
-        log_event(LOG_INFO, 0, sess->uid, "session-closed",
-                  "Session %" G_GUINT64_FORMAT " of uid %u closed (pid %u, '%s')", sess->id,
-                  (unsigned) sess->uid, (unsigned) sess->pid, sess->service);
+        /* A user closes only a session it opened, as its leader (ids are not secrets); a
+         * login's (root opened it) only once its leader has exited, when it ends anyway:
+         * systemd's (sd-pam) closes the user manager's session with the user's uid after the
+         * manager exited. */
+        if (r->uid != 0 && sess->by_user && sess->pid != r->pid)
+                return request_refuse(r, EPERM,
+                                      "only root may close a session whose leader is another "
+                                      "process than the caller (pid %u)",
+                                      (unsigned) r->pid);
+        if (r->uid != 0 && !sess->by_user && !session_leader_exited(sess))
+                return request_refuse(r, EPERM,
+                                      "session %" G_GUINT64_FORMAT " of uid %u is a login's "
+                                      "(root opened it) and its leader pid %u lives; only root "
+                                      "closes it",
+                                      sess->id, (unsigned) sess->uid, (unsigned) sess->pid);
+        log_event_by(r->uid, LOG_INFO, 0, sess->uid, "session-closed",
+                     "Session %" G_GUINT64_FORMAT " of uid %u closed (pid %u, '%s')", sess->id,
+                     (unsigned) sess->uid, (unsigned) sess->pid, sess->service);
         users_end_session(api_of(r)->users, sess); /* may start linger, never frees u at once */
 
         nsd_msg_init(&rep.hdr, NSD_REP_SESSION_CLOSE, sizeof rep, r->seq);
@@ -361,7 +391,8 @@ static int join_session_continue(Request *r) {
                                   &pidfd, &r->why);
         if (rv < 0)
                 return rv;
-        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd);
+        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd,
+                                  r->uid);
 
         nsd_msg_init(&rep.hdr, NSD_REP_JOIN_SESSION, sizeof rep, r->seq);
         rep.uid = u->uid;

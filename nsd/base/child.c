@@ -42,30 +42,69 @@ typedef struct Child {
         guint deadline;
         ChildDone done; /* NULL once called */
         void *userdata;
-        bool killed;
+        bool killed; /* past its deadline: stuck until it ends */
 } Child;
+
+/* What one uid holds. */
+typedef struct UidCount {
+        unsigned running;
+        unsigned stuck;
+} UidCount;
 
 struct Children {
         unsigned max;
+        unsigned running;   /* not killed yet */
+        unsigned stuck;     /* killed, not ended yet */
         GHashTable *all;    /* Child* set */
-        GHashTable *by_uid; /* uid -> count */
+        GHashTable *by_uid; /* uid -> UidCount* */
+        void (*on_free)(void *userdata);
+        void *on_free_userdata;
 };
 
-static unsigned uid_count(const Children *set, uid_t uid) {
-        return GPOINTER_TO_UINT(g_hash_table_lookup(set->by_uid, GUINT_TO_POINTER(uid)));
+static UidCount *uid_count(const Children *set, uid_t uid) {
+        return g_hash_table_lookup(set->by_uid, GUINT_TO_POINTER(uid));
 }
 
-static void uid_count_add(Children *set, uid_t uid, int d) {
-        unsigned n = uid_count(set, uid) + (unsigned) d;
+static UidCount *uid_count_get(Children *set, uid_t uid) {
+        UidCount *n = uid_count(set, uid);
 
-        if (n == 0)
+        if (!n) {
+                n = g_new0(UidCount, 1);
+                g_hash_table_insert(set->by_uid, GUINT_TO_POINTER(uid), n);
+        }
+        return n;
+}
+
+static void uid_count_drop_empty(Children *set, uid_t uid) {
+        UidCount *n = uid_count(set, uid);
+
+        if (n && n->running == 0 && n->stuck == 0)
                 g_hash_table_remove(set->by_uid, GUINT_TO_POINTER(uid));
-        else
-                g_hash_table_insert(set->by_uid, GUINT_TO_POINTER(uid), GUINT_TO_POINTER(n));
 }
 
 static unsigned per_uid_max(const Children *set) {
         return MAX(set->max / 4, 1u);
+}
+
+/* Running slots only CHILD_SYSTEM walks take. */
+static unsigned reserve(const Children *set) {
+        return set->max >= 4 ? set->max / 4 : set->max >= 2 ? 1 : 0;
+}
+
+static bool may_start(const Children *set, uid_t uid, ChildClass cls) {
+        const UidCount *n = uid_count(set, uid);
+        unsigned running = n ? n->running : 0, stuck = n ? n->stuck : 0;
+
+        if (running >= per_uid_max(set) || stuck >= per_uid_max(set))
+                return false;
+        if (cls == CHILD_SYSTEM)
+                return set->running < set->max;
+        return stuck == 0 && set->running + reserve(set) < set->max;
+}
+
+static void notify_free(Children *set) {
+        if (set->on_free)
+                set->on_free(set->on_free_userdata);
 }
 
 /* ---- in the child ------------------------------------------------------------------------ */
@@ -137,7 +176,15 @@ static void child_forget(Child *ch) {
         if (ch->sock >= 0)
                 close(ch->sock);
         close(ch->pidfd);
-        uid_count_add(set, ch->uid, -1);
+        UidCount *n = uid_count_get(set, ch->uid);
+        if (ch->killed) {
+                n->stuck--;
+                set->stuck--;
+        } else {
+                n->running--;
+                set->running--;
+        }
+        uid_count_drop_empty(set, ch->uid);
         g_hash_table_remove(set->all, ch);
         g_free(ch);
 }
@@ -197,32 +244,54 @@ static gboolean on_child_exit(int pidfd, GIOCondition cond, gpointer userdata) {
         else
                 r = ch->killed ? -ETIMEDOUT : -ECHILD;
         child_report(ch, r, (size_t) n == ch->arg_size ? result : NULL, fd);
+        Children *set = ch->set;
         child_forget(ch);
+        notify_free(set);
         return G_SOURCE_REMOVE;
 }
 
 static gboolean on_child_deadline(gpointer userdata) {
         Child *ch = userdata;
 
+        Children *set = ch->set;
+        UidCount *n = uid_count_get(set, ch->uid);
+
         ch->deadline = 0;
         ch->killed = true;
+        /* from now on it counts against its uid only (stuck until it ends) */
+        n->running--;
+        set->running--;
+        n->stuck++;
+        set->stuck++;
         if (syscall(SYS_pidfd_send_signal, ch->pidfd, SIGKILL, NULL, 0) < 0)
                 log_warning_errno(errno, "Cannot kill helper process %d: %m", (int) ch->pid);
         log_debug("Helper process %d (for uid %u) passed its deadline, killed; it may linger "
                   "in the kernel until its file system answers",
                   (int) ch->pid, (unsigned) ch->uid);
         child_report(ch, -ETIMEDOUT, NULL, -1);
+        notify_free(set);
         return G_SOURCE_REMOVE;
 }
 
-int child_start(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t arg_size,
-                uint64_t timeout_usec, ChildDone done, void *userdata) {
-        return child_start_keep(set, uid, fn, arg, arg_size, NULL, 0, timeout_usec, done, userdata);
+static int start(Children *set, uid_t uid, ChildClass cls, ChildFn fn, const void *arg,
+                 size_t arg_size, const int *keep, size_t n_keep, uint64_t timeout_usec,
+                 ChildDone done, void *userdata);
+
+int child_start(Children *set, uid_t uid, ChildClass cls, ChildFn fn, const void *arg,
+                size_t arg_size, uint64_t timeout_usec, ChildDone done, void *userdata) {
+        return start(set, uid, cls, fn, arg, arg_size, NULL, 0, timeout_usec, done, userdata);
 }
 
 int child_start_keep(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t arg_size,
                      const int *keep, size_t n_keep, uint64_t timeout_usec, ChildDone done,
                      void *userdata) {
+        return start(set, uid, CHILD_SYSTEM, fn, arg, arg_size, keep, n_keep, timeout_usec, done,
+                     userdata);
+}
+
+static int start(Children *set, uid_t uid, ChildClass cls, ChildFn fn, const void *arg,
+                 size_t arg_size, const int *keep, size_t n_keep, uint64_t timeout_usec,
+                 ChildDone done, void *userdata) {
         g_autofree void *copy = g_memdup2(arg, arg_size);
         sigset_t all, saved;
         int sv[2], pidfd = -1;
@@ -231,7 +300,7 @@ int child_start_keep(Children *set, uid_t uid, ChildFn fn, const void *arg, size
 
         if (n_keep > CHILD_MAX_KEEP)
                 return -EINVAL;
-        if (g_hash_table_size(set->all) >= set->max || uid_count(set, uid) >= per_uid_max(set))
+        if (!may_start(set, uid, cls))
                 return -EAGAIN;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
@@ -264,7 +333,8 @@ int child_start_keep(Children *set, uid_t uid, ChildFn fn, const void *arg, size
         ch->deadline = g_timeout_add_full(G_PRIORITY_HIGH, (guint) MAX(timeout_usec / 1000, 1),
                                           on_child_deadline, ch, NULL);
         g_hash_table_add(set->all, ch);
-        uid_count_add(set, uid, +1);
+        uid_count_get(set, uid)->running++;
+        set->running++;
         return 0;
 }
 
@@ -273,7 +343,7 @@ Children *children_new(unsigned max) {
 
         set->max = MAX(max, 1u);
         set->all = g_hash_table_new(g_direct_hash, g_direct_equal);
-        set->by_uid = g_hash_table_new(g_direct_hash, g_direct_equal);
+        set->by_uid = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
         return set;
 }
 
@@ -282,6 +352,7 @@ void children_free(Children *set) {
 
         if (!set)
                 return;
+        set->on_free = NULL; /* nobody starts another now */
         all = g_hash_table_get_keys(set->all);
         for (GList *i = all; i; i = i->next) {
                 Child *ch = i->data;
@@ -301,4 +372,18 @@ void children_set_max(Children *set, unsigned max) {
 
 unsigned children_alive(const Children *set) {
         return g_hash_table_size(set->all);
+}
+
+unsigned children_stuck(const Children *set, uid_t uid) {
+        const UidCount *n;
+
+        if (uid == (uid_t) -1)
+                return set->stuck;
+        n = uid_count(set, uid);
+        return n ? n->stuck : 0;
+}
+
+void children_set_on_free(Children *set, void (*fn)(void *userdata), void *userdata) {
+        set->on_free = fn;
+        set->on_free_userdata = userdata;
 }

@@ -419,6 +419,9 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
 static int hide_walk_start(HideOp *h, char **ret_why) {
         /* walk as the asking user; root unhiding walks as the owner (root cannot see it) */
         uid_t fsuid = h->caller != 0 ? h->caller : h->unhide ? h->uid : 0;
+        /* a user's walk counts against the user; root's against the mount's owner, from
+         * the reserve that no user takes */
+        uid_t whose = h->caller != 0 ? h->caller : h->uid;
         struct op o = {
                 .fd = -1,
                 .fsuid = fsuid,
@@ -430,14 +433,26 @@ static int hide_walk_start(HideOp *h, char **ret_why) {
                 .n_gids = h->n_gids,
                 .path = h->path,
         };
+        unsigned stuck;
         int r;
 
-        r = child_start(h->set, h->caller != 0 ? h->caller : h->uid, resolve_child, &o, sizeof o,
-                        h->timeout_usec, on_hide_walked, h);
+        r = child_start(h->set, whose, h->caller != 0 ? CHILD_USER : CHILD_SYSTEM, resolve_child,
+                        &o, sizeof o, h->timeout_usec, on_hide_walked, h);
+        if (r == -EAGAIN && (stuck = children_stuck(h->set, whose)) > 0) {
+                *ret_why = g_strdup_printf(
+                        "uid %u has %u path walk%s stuck in a file system that does not answer "
+                        "(killed past PathWalkTimeoutSec=, still waiting in the kernel, e.g. for "
+                        "a hung FUSE daemon): its %s are refused until %s, when that file "
+                        "system answers or its daemon goes",
+                        (unsigned) whose, stuck, stuck == 1 ? "" : "s",
+                        h->caller != 0 ? "HIDEs" : "walks", stuck == 1 ? "it ends" : "they end");
+                return -EBUSY;
+        }
         if (r < 0) {
                 *ret_why = r == -EAGAIN
                                    ? g_strdup("too many path walks in progress (MaxPathWalks=, "
-                                              "a quarter of them per uid); try again later")
+                                              "a quarter of them per uid, a quarter kept for "
+                                              "root and mode private); try again later")
                                    : g_strdup_printf("cannot start a helper process: %s",
                                                      g_strerror(-r));
                 return r == -EAGAIN ? -EBUSY : r;
@@ -499,7 +514,7 @@ int private_hide_start(Policy *policy, Children *set, uint64_t timeout_usec, uid
         if (caller == 0) /* root walks as root (or the owner's fsuid): no groups to look up */
                 r = hide_walk_start(h, ret_why);
         else {
-                r = policy_uid_identity(policy, caller, on_hide_identity, h);
+                r = policy_uid_identity(policy, caller, caller, on_hide_identity, h);
                 if (r == -EINPROGRESS)
                         return 0;
                 *ret_why = g_strdup_printf("nsd cannot look up uid %u's groups: %s",
@@ -512,19 +527,18 @@ int private_hide_start(Policy *policy, Children *set, uint64_t timeout_usec, uid
 
 /* ---- the watch ---------------------------------------------------------------------------- */
 
-/* After a walk could not start (MaxPathWalks=): scan again this much later. */
-#define WATCH_RETRY_MSEC 1000
-
 struct PrivateWatch {
         int fd; /* /proc/self/mountinfo, for POLLPRI */
         guint watch;
-        guint retry_timer;
+        guint retry_idle; /* a scan for the mounts in retry, once a walk slot freed */
         Policy *policy;
         Children *children;
         const Config *config;
         GHashTable *seen;    /* mount ids (uint64_t*) already looked at */
         GHashTable *exempt;  /* mount ids unhidden on request: left alone */
         GHashTable *pending; /* WatchItem* waiting for the policy or a walk */
+        GHashTable *retry;   /* mount ids (uint64_t*) seen but not walked: no slot was free */
+        PrivateWatchStats stats;
 };
 
 /* One new FUSE mount on its way to being hidden. */
@@ -544,13 +558,15 @@ static void watch_item_free(WatchItem *it) {
         g_free(it);
 }
 
-static gboolean on_watch_retry(gpointer userdata);
-
-/* Forget that this mount was seen, so that the next scan tries again. */
+/* No walk slot for this mount now: the scan after the next slot frees looks at it again
+ * (children_set_on_free()). A mark of its own, not the absence from `seen`: a scan that is
+ * under way installs a new `seen` that holds the id. */
 static void watch_retry_later(PrivateWatch *w, uint64_t id) {
-        g_hash_table_remove(w->seen, &id);
-        if (!w->retry_timer)
-                w->retry_timer = g_timeout_add(WATCH_RETRY_MSEC, on_watch_retry, w);
+        uint64_t *key = g_new(uint64_t, 1);
+
+        *key = id;
+        g_hash_table_add(w->retry, key);
+        w->stats.retries++;
 }
 
 static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
@@ -611,12 +627,15 @@ static void watch_walk(WatchItem *it) {
         struct op o = { .path = it->target, .fd = -1 };
         int r;
 
-        r = child_start(w->children, it->uid, resolve_child, &o, sizeof o,
+        r = child_start(w->children, it->uid, CHILD_SYSTEM, resolve_child, &o, sizeof o,
                         w->config->path_walk_timeout_usec, on_watch_walked, it);
+        if (r == 0)
+                w->stats.walks++;
         if (r == -EAGAIN) {
                 log_debug("No helper process free to hide mount %" G_GUINT64_FORMAT " of uid "
-                          "%u now (MaxPathWalks=), trying again shortly",
-                          it->id, (unsigned) it->uid);
+                          "%u now (MaxPathWalks=, or %u walks of that uid stuck), trying again "
+                          "when one frees",
+                          it->id, (unsigned) it->uid, children_stuck(w->children, it->uid));
                 watch_retry_later(w, it->id);
                 watch_item_free(it);
         } else if (r < 0) {
@@ -658,10 +677,20 @@ static void watch_consider(PrivateWatch *w, uint64_t id, const char *target, con
         it->target = g_strdup(target);
         it->fstype = g_strdup(fstype);
         g_hash_table_add(w->pending, it);
-        r = policy_uid_managed(w->policy, uid, NULL, on_watch_managed, it);
+        r = policy_uid_managed(w->policy, uid, 0, NULL, on_watch_managed, it);
         if (r == -EINPROGRESS)
                 return;
         on_watch_managed(r, NULL, it);
+}
+
+static void forget_gone(GHashTable *ids, GHashTable *now) {
+        GHashTableIter hi;
+        gpointer k;
+
+        g_hash_table_iter_init(&hi, ids);
+        while (g_hash_table_iter_next(&hi, &k, NULL))
+                if (!g_hash_table_contains(now, k))
+                        g_hash_table_iter_remove(&hi);
 }
 
 static void watch_scan(PrivateWatch *w) {
@@ -687,7 +716,10 @@ static void watch_scan(PrivateWatch *w) {
 
                 *key = id;
                 g_hash_table_add(now, key);
-                if (g_hash_table_contains(w->seen, &id) || g_hash_table_contains(w->exempt, &id))
+                /* seen before: skipped, unless it waits for a walk slot */
+                if (g_hash_table_contains(w->seen, &id) && !g_hash_table_remove(w->retry, &id))
+                        continue;
+                if (g_hash_table_contains(w->exempt, &id))
                         continue;
                 if (!fuse_owner(fs, &uid) || uid == 0)
                         continue;
@@ -695,14 +727,8 @@ static void watch_scan(PrivateWatch *w) {
         }
 
         /* forget mounts that left root's view (unmounted or hidden): a reused id is new */
-        {
-                GHashTableIter hi;
-                gpointer k;
-                g_hash_table_iter_init(&hi, w->exempt);
-                while (g_hash_table_iter_next(&hi, &k, NULL))
-                        if (!g_hash_table_contains(now, k))
-                                g_hash_table_iter_remove(&hi);
-        }
+        forget_gone(w->exempt, now);
+        forget_gone(w->retry, now);
         g_hash_table_unref(w->seen);
         w->seen = now;
 }
@@ -710,9 +736,18 @@ static void watch_scan(PrivateWatch *w) {
 static gboolean on_watch_retry(gpointer userdata) {
         PrivateWatch *w = userdata;
 
-        w->retry_timer = 0;
+        w->retry_idle = 0;
         watch_scan(w);
         return G_SOURCE_REMOVE;
+}
+
+/* A walk slot freed: the mounts that waited for one get their scan (once, on the loop, not
+ * inside child.c's bookkeeping). */
+static void on_walk_slot_free(void *userdata) {
+        PrivateWatch *w = userdata;
+
+        if (g_hash_table_size(w->retry) > 0 && !w->retry_idle)
+                w->retry_idle = g_idle_add(on_watch_retry, w);
 }
 
 static gboolean on_mountinfo_change(int fd, GIOCondition cond, gpointer userdata) {
@@ -738,6 +773,8 @@ int private_watch_new(Policy *policy, Children *set, const Config *config, Priva
         w->seen = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
         w->exempt = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
         w->pending = g_hash_table_new(g_direct_hash, g_direct_equal);
+        w->retry = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+        children_set_on_free(set, on_walk_slot_free, w);
         /* POLLPRI (and POLLERR) when the namespace's mount table changed; POLLIN always */
         w->watch = g_unix_fd_add(fd, G_IO_PRI | G_IO_ERR, on_mountinfo_change, w);
         watch_scan(w); /* the mounts that exist now */
@@ -753,8 +790,9 @@ void private_watch_free(PrivateWatch *w) {
                 return;
         if (w->watch)
                 g_source_remove(w->watch);
-        if (w->retry_timer)
-                g_source_remove(w->retry_timer);
+        if (w->retry_idle)
+                g_source_remove(w->retry_idle);
+        children_set_on_free(w->children, NULL, NULL);
         /* items still waiting for the policy or a walk end on their own, without the watch */
         g_hash_table_iter_init(&it, w->pending);
         while (g_hash_table_iter_next(&it, &k, NULL))
@@ -763,7 +801,12 @@ void private_watch_free(PrivateWatch *w) {
         close(w->fd);
         g_hash_table_unref(w->seen);
         g_hash_table_unref(w->exempt);
+        g_hash_table_unref(w->retry);
         g_free(w);
+}
+
+const PrivateWatchStats *private_watch_stats(const PrivateWatch *w) {
+        return &w->stats;
 }
 
 void private_watch_exempt(PrivateWatch *w, uint64_t mnt_id) {

@@ -41,6 +41,14 @@ int private_supported(uint32_t features, char **ret_why);
  * walk starts, so a reload applies). */
 int private_watch_new(Policy *policy, Children *set, const Config *config, PrivateWatch **ret);
 void private_watch_free(PrivateWatch *w);
+/* A mount the watch could not walk at once (no walk slot: MaxPathWalks=, or its owner's
+ * stuck walks) is walked when a slot frees: the watch takes set's on-free callback
+ * (children_set_on_free()), so one watch per set. */
+typedef struct PrivateWatchStats {
+        unsigned walks;   /* walks started */
+        unsigned retries; /* times a mount waited for a slot */
+} PrivateWatchStats;
+const PrivateWatchStats *private_watch_stats(const PrivateWatch *w);
 /* Do not hide this mount again (its owner asked for it to be visible). */
 void private_watch_exempt(PrivateWatch *w, uint64_t mnt_id);
 

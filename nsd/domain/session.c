@@ -106,6 +106,7 @@ void session_persist(Session *sess) {
                 g_key_file_set_int64(kf, "Session", "Pid", sess->pid);
                 g_key_file_set_uint64(kf, "Session", "StartTime", sess->start_time);
                 g_key_file_set_string(kf, "Session", "Service", sess->service);
+                g_key_file_set_boolean(kf, "Session", "ByUser", sess->by_user);
                 state_session_name(name, sess->id);
                 (void) state_write(sess->state, name, kf);
         }
@@ -173,11 +174,22 @@ Session *session_new(uint64_t id, uid_t uid, pid_t pid, uint64_t start_time, con
                 .userdata = userdata,
         };
         g_strlcpy(sess->service, service, sizeof sess->service);
+        /* the wire allows printable ASCII only; a state file of an older nsd may hold more,
+         * and the name goes into log lines */
+        for (char *p = sess->service; *p; p++)
+                if ((unsigned char) *p < 0x20 || (unsigned char) *p > 0x7e)
+                        *p = '?';
         if (pidfd >= 0)
                 sess->watch = g_unix_fd_add(pidfd, G_IO_IN, on_session_leader_exit, sess);
         else /* no pidfd_open (kernel < 5.3): poll the pid; pid reuse may hide an exit */
                 sess->watch = g_timeout_add_seconds(SESSION_POLL_SEC, on_session_poll, sess);
         return sess;
+}
+
+bool session_leader_exited(const Session *sess) {
+        if (sess->pidfd >= 0)
+                return pidfd_exited(sess->pidfd) == 1;
+        return kill(sess->pid, 0) < 0 && errno == ESRCH;
 }
 
 /* ---- restore ---------------------------------------------------------------------------- */
@@ -248,7 +260,7 @@ int session_restore(const char *name, uint64_t id, FdStore *fdstore, StateDir *s
         char fdname[FDSTORE_NAME_MAX];
         uint64_t start_time = 0;
         int pidfd = -1, r = 0;
-        bool stored = false;
+        bool stored = false, by_user = false;
         gint64 pid = 0;
         guint64 uid = 0;
         Session *sess;
@@ -258,6 +270,10 @@ int session_restore(const char *name, uint64_t id, FdStore *fdstore, StateDir *s
                 pid = g_key_file_get_int64(kf, "Session", "Pid", NULL);
                 start_time = g_key_file_get_uint64(kf, "Session", "StartTime", NULL);
                 service = g_key_file_get_string(kf, "Session", "Service", NULL);
+                for (char *p = service; p && *p; p++) /* an older nsd's: into log lines */
+                        if ((unsigned char) *p < 0x20 || (unsigned char) *p > 0x7e)
+                                *p = '?';
+                by_user = g_key_file_get_boolean(kf, "Session", "ByUser", NULL);
                 if (pid > 0 && pid <= INT32_MAX && uid < UINT32_MAX && service)
                         r = restore_leader(fdstore, id, (pid_t) pid, start_time, &pidfd, &stored,
                                            &why);
@@ -280,6 +296,7 @@ int session_restore(const char *name, uint64_t id, FdStore *fdstore, StateDir *s
         }
         sess = session_new(id, (uid_t) uid, (pid_t) pid, start_time, service, pidfd, fdstore, state,
                            on_exit, userdata);
+        sess->by_user = by_user; /* missing (an older nsd's file): root's */
         if (!stored && pidfd >= 0)
                 (void) fdstore_put(fdstore, pidfd,
                                    fdstore_session_name(fdname, (unsigned long long) id),

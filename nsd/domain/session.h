@@ -7,7 +7,7 @@
  * the sessions, attaches them to their users, and ends them.
  *
  * Sessions survive nsd restarts (issue 9): each is written to a state file session-<id>
- * (state.h: uid, pid, the leader's start time, service) and its pidfd is put into the
+ * (state.h: uid, pid, the leader's start time, service, whether the user opened it) and its pidfd is put into the
  * service manager's fd store as "session-<id>" (fdstore.h). At start, session_restore()
  * takes each state file back and checks it against its leader:
  *   - with the pidfd from the fd store: the pidfd must still be of that pid and not
@@ -46,8 +46,11 @@ struct Session {
         uid_t uid;
         User *user; /* NULL while it waits for its uid's namespace (restored) */
         pid_t pid;
-        uint64_t start_time; /* the leader's, clock ticks since boot; 0: unknown */
-        char service[NSD_SERVICE_MAX];
+        uint64_t start_time;           /* the leader's, clock ticks since boot; 0: unknown */
+        char service[NSD_SERVICE_MAX]; /* printable ASCII (anything else became '?') */
+        /* opened by the user's own process, not by root (a login's PAM module): such
+         * sessions have a budget of their own and only their leader may close them */
+        bool by_user;
         int pidfd;        /* -1 in poll mode */
         guint watch;      /* pidfd watch or poll timer */
         FdStore *fdstore; /* where its pidfd is kept (never NULL) */
@@ -73,6 +76,9 @@ Session *session_new(uint64_t id, uid_t uid, pid_t pid, uint64_t start_time, con
                      void *userdata);
 /* Memory and descriptors only. */
 void session_free(Session *sess);
+/* Has its leader exited (the session ends as soon as the loop sees it)? Without a pidfd (poll
+ * mode): whether its pid is gone. */
+bool session_leader_exited(const Session *sess);
 /* Write its state file and put its pidfd into the fd store (if the budget has room). */
 void session_persist(Session *sess);
 /* Remove its state file and its pidfd from the fd store. */

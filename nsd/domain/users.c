@@ -864,6 +864,21 @@ unsigned users_sessions_of(const Users *reg, uid_t uid) {
         return (u ? u->sessions->len : 0) + (w ? w->len : 0);
 }
 
+static unsigned count_by(GPtrArray *a, bool by_user) {
+        unsigned n = 0;
+
+        for (guint i = 0; a && i < a->len; i++)
+                n += ((const Session *) g_ptr_array_index(a, i))->by_user == by_user;
+        return n;
+}
+
+unsigned users_sessions_by(const Users *reg, uid_t uid, bool by_user) {
+        User *u = users_get(reg, uid);
+
+        return count_by(u ? u->sessions : NULL, by_user) +
+               count_by(g_hash_table_lookup(reg->waiting, GUINT_TO_POINTER(uid)), by_user);
+}
+
 /* A session's leader is gone: it ends (Session.on_exit). */
 static void on_session_exit(Session *sess, void *userdata) {
         users_end_session(userdata, sess);
@@ -878,18 +893,20 @@ static uint64_t session_next_id(Users *reg) {
         return id;
 }
 
-Session *users_open_session(Users *reg, User *u, pid_t pid, const char *service, int pidfd) {
+Session *users_open_session(Users *reg, User *u, pid_t pid, const char *service, int pidfd,
+                            uid_t opener) {
         Session *sess = session_new(session_next_id(reg), u->uid, pid,
                                     session_leader_start_time(pid, pidfd), service, pidfd,
                                     reg->fdstore, reg->state, on_session_exit, reg);
 
+        sess->by_user = opener != 0;
         g_hash_table_insert(reg->sessions, &sess->id, sess);
         session_attach(reg, sess, u);
         session_persist(sess);
-        log_event(LOG_INFO, 0, u->uid, "session-opened",
-                  "Session %" G_GUINT64_FORMAT " of uid %u opened (pid %u, '%s'), %u live",
-                  sess->id, (unsigned) u->uid, (unsigned) sess->pid, sess->service,
-                  u->sessions->len);
+        log_event_by(opener, LOG_INFO, 0, u->uid, "session-opened",
+                     "Session %" G_GUINT64_FORMAT " of uid %u opened (pid %u, '%s'%s), %u live",
+                     sess->id, (unsigned) u->uid, (unsigned) sess->pid, sess->service,
+                     sess->by_user ? ", by the user" : "", u->sessions->len);
         users_changed(reg);
         return sess;
 }

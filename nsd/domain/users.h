@@ -143,10 +143,16 @@ void users_store_more(Users *reg);
 unsigned users_count_sessions(const Users *reg);
 /* Live sessions of uid (held or waiting). */
 unsigned users_sessions_of(const Users *reg, uid_t uid);
+/* Of those, the ones the user's own processes opened (by_user), or root's (a login's). */
+unsigned users_sessions_by(const Users *reg, uid_t uid, bool by_user);
 /* Count a new session of u, leader pid, pidfd (taken; -1: poll the pid). Cannot fail once
  * the limits were checked by the caller (MaxSessionsPerUser=). Logs, writes its state file
  * and puts its pidfd into the fd store. */
-Session *users_open_session(Users *reg, User *u, pid_t pid, const char *service, int pidfd);
+/* opener: root (0) or the user itself; the user's sessions have their own budget (the
+ * caller's check), only their leader closes them, and their log lines are rate limited per
+ * uid (log_event_by()). */
+Session *users_open_session(Users *reg, User *u, pid_t pid, const char *service, int pidfd,
+                            uid_t opener);
 /* The session of uid with id (when not 0) or else by pid; NULL when unknown. */
 Session *users_find_session(const Users *reg, uid_t uid, uint64_t id, pid_t pid);
 /* A session is over (closed, or its leader died): its state file and fd store entry go;

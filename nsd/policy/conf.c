@@ -58,7 +58,9 @@ static const LimitKey limit_keys[] = {
         COUNT("MaxSessionsPerUser", 1, 1000000, max_sessions_per_user),
         COUNT("MaxConnectionsPerUser", 1, 1000000, max_connections_per_user),
         COUNT("MaxConnections", 1, 1000000, max_connections),
+        COUNT("ReservedConnections", 0, 1000000, reserved_connections),
         COUNT("MaxRootConnections", 1, 1000000, max_root_connections),
+        COUNT("MaxSetuidConnectionsPerUser", 1, 1000000, max_setuid_connections_per_user),
         COUNT("RequestRatePerUser", 1, 1000000, request_rate_per_user),
         COUNT("RequestBurstPerUser", 1, 1000000, request_burst_per_user),
         COUNT("MaxQueuedReplies", 1, 1024, max_queued_replies),
@@ -69,15 +71,31 @@ static const LimitKey limit_keys[] = {
         TIME("LookupTimeoutSec", 1000, 3600 * USEC_PER_SEC, lookup_timeout_usec),
         TIME("LookupCacheSec", 0, 86400 * USEC_PER_SEC, lookup_cache_usec),
         TIME("PathWalkTimeoutSec", 1000, 3600 * USEC_PER_SEC, path_walk_timeout_usec),
+        TIME("SetuidRequestTimeoutSec", 1000, 3600 * USEC_PER_SEC, setuid_request_timeout_usec),
 };
 #undef COUNT
 #undef TIME
 
 static const char *const limits_keys[] = {
-        "MaxNamespaces",      "MaxSessionsPerUser", "MaxConnectionsPerUser", "MaxConnections",
-        "MaxRootConnections", "RequestRatePerUser", "RequestBurstPerUser",   "MaxQueuedReplies",
-        "MaxLookupThreads",   "MaxPathWalks",       "IdleTimeoutSec",        "ReplyTimeoutSec",
-        "LookupTimeoutSec",   "LookupCacheSec",     "PathWalkTimeoutSec",    NULL,
+        "MaxNamespaces",
+        "MaxSessionsPerUser",
+        "MaxConnectionsPerUser",
+        "MaxConnections",
+        "ReservedConnections",
+        "MaxRootConnections",
+        "MaxSetuidConnectionsPerUser",
+        "RequestRatePerUser",
+        "RequestBurstPerUser",
+        "MaxQueuedReplies",
+        "MaxLookupThreads",
+        "MaxPathWalks",
+        "IdleTimeoutSec",
+        "ReplyTimeoutSec",
+        "LookupTimeoutSec",
+        "LookupCacheSec",
+        "PathWalkTimeoutSec",
+        "SetuidRequestTimeoutSec",
+        NULL,
 };
 _Static_assert(G_N_ELEMENTS(limits_keys) == G_N_ELEMENTS(limit_keys) + 1, "limits_keys");
 
@@ -103,7 +121,9 @@ void config_init_defaults(Config *ret) {
                 .max_sessions_per_user = 64,
                 .max_connections_per_user = 8,
                 .max_connections = 512,
+                .reserved_connections = CONFIG_RESERVED_AUTO,
                 .max_root_connections = 1024,
+                .max_setuid_connections_per_user = 4,
                 .request_rate_per_user = 20,
                 .request_burst_per_user = 50,
                 .max_queued_replies = 16,
@@ -114,6 +134,7 @@ void config_init_defaults(Config *ret) {
                 .lookup_timeout_usec = 5 * USEC_PER_SEC,
                 .lookup_cache_usec = 15 * USEC_PER_SEC,
                 .path_walk_timeout_usec = 5 * USEC_PER_SEC,
+                .setuid_request_timeout_usec = 1 * USEC_PER_SEC,
                 .private_mode = false,
         };
         setup_conf_init(&ret->setup);
@@ -538,6 +559,18 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                          c.max_connections_per_user, c.max_connections);
                 goto fail;
         }
+        if (c.reserved_connections != CONFIG_RESERVED_AUTO &&
+            c.reserved_connections >= c.max_connections) {
+                unsigned line = key_line_in(keys, texts, GROUP_LIMITS, "ReservedConnections",
+                                            &filename);
+                if (line == 0)
+                        line = key_line_in(keys, texts, GROUP_LIMITS, "MaxConnections", &filename);
+                r = fail(ret_error, filename, line,
+                         "ReservedConnections=%u leaves no connection of MaxConnections=%u to "
+                         "uids outside MinUid..MaxUid; it must be smaller",
+                         c.reserved_connections, c.max_connections);
+                goto fail;
+        }
         if (c.private_tmp) {
                 unsigned line = key_line_in(keys, texts, GROUP_NAMESPACES, "PrivateTmp", &filename);
                 r = setup_conf_finish(&c.setup, true, filename, line, ret_error);
@@ -572,7 +605,7 @@ int config_load(const char *path, Config *ret, bool *ret_missing, char **ret_err
 }
 
 /* The reason for "not managed" once every rule was tried. */
-static char *not_listed_why(const Config *c, uid_t uid) {
+char *config_not_managed_why(const Config *c, uid_t uid) {
         if (g_strv_contains((const char *const *) c->users, "@regular"))
                 return g_strdup_printf("uid %u is outside MinUid=%u..MaxUid=%u and not listed "
                                        "in Users= or Groups= of nsd.conf",
@@ -603,7 +636,7 @@ int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why) {
         if (names || (c->groups && c->groups[0]))
                 return CONFIG_NEEDS_LOOKUP;
         if (ret_why)
-                *ret_why = not_listed_why(c, uid);
+                *ret_why = config_not_managed_why(c, uid);
         return 0;
 }
 
@@ -639,7 +672,7 @@ int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why) {
 
         if (!c->groups || !c->groups[0]) {
                 if (ret_why)
-                        *ret_why = not_listed_why(c, uid);
+                        *ret_why = config_not_managed_why(c, uid);
                 return 0;
         }
         r = nss_user_groups(pw->pw_name, pw->pw_gid, &gids, &n_gids);
@@ -675,7 +708,7 @@ int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why) {
                                 return 1;
         }
         if (ret_why)
-                *ret_why = not_listed_why(c, uid);
+                *ret_why = config_not_managed_why(c, uid);
         return 0;
 }
 
@@ -696,6 +729,11 @@ const char *config_usec_to_string(uint64_t usec, char *buf, size_t size) {
                         buf[n - 1] = '\0';
         }
         return buf;
+}
+
+unsigned config_reserved_connections(const Config *c) {
+        return c->reserved_connections == CONFIG_RESERVED_AUTO ? c->max_connections / 4
+                                                               : c->reserved_connections;
 }
 
 const char *config_linger_to_string(const Config *c, char *buf, size_t size) {

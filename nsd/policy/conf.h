@@ -14,6 +14,7 @@
 #include "policy/setup-conf.h"
 
 #define CONFIG_LINGER_FOREVER INT64_C(-1)
+#define CONFIG_RESERVED_AUTO UINT32_MAX
 
 typedef struct Config {
         /* [Namespaces] */
@@ -27,20 +28,24 @@ typedef struct Config {
         /* [Limits]: counts */
         unsigned max_namespaces; /* as configured; the effective one is server.c's */
         unsigned max_sessions_per_user;
-        unsigned max_connections_per_user; /* unprivileged callers */
-        unsigned max_connections;          /* unprivileged callers in all */
-        unsigned max_root_connections;     /* uid 0, on either socket: a bound of its own */
-        unsigned request_rate_per_user;    /* token bucket: requests a second per uid ... */
-        unsigned request_burst_per_user;   /* ... and its depth (root is exempt) */
-        unsigned max_queued_replies;       /* replies waiting per connection */
-        unsigned max_lookup_threads;       /* threads that may sit in NSS at once */
-        unsigned max_path_walks;           /* path-walk helper children alive at once */
+        unsigned max_connections_per_user;        /* unprivileged callers */
+        unsigned max_connections;                 /* unprivileged callers in all */
+        unsigned reserved_connections;            /* of max_connections: for MinUid..MaxUid only;
+                                            * CONFIG_RESERVED_AUTO: a quarter of them */
+        unsigned max_root_connections;            /* uid 0, on either socket: a bound of its own */
+        unsigned max_setuid_connections_per_user; /* root's whose real uid is a user's */
+        unsigned request_rate_per_user;           /* token bucket: requests a second per uid ... */
+        unsigned request_burst_per_user;          /* ... and its depth (root is exempt) */
+        unsigned max_queued_replies;              /* replies waiting per connection */
+        unsigned max_lookup_threads;              /* threads that may sit in NSS at once */
+        unsigned max_path_walks;                  /* path-walk helper children alive at once */
         /* [Limits]: times, in microseconds */
-        uint64_t idle_timeout_usec;      /* a connection with nothing to do is dropped */
-        uint64_t reply_timeout_usec;     /* a client whose replies do not drain is dropped */
-        uint64_t lookup_timeout_usec;    /* an NSS lookup past this: -ETIMEDOUT */
-        uint64_t lookup_cache_usec;      /* policy answers kept per uid (0: none) */
-        uint64_t path_walk_timeout_usec; /* a HIDE or mode-private walk past this: killed */
+        uint64_t idle_timeout_usec;           /* a connection with nothing to do is dropped */
+        uint64_t reply_timeout_usec;          /* a client whose replies do not drain is dropped */
+        uint64_t lookup_timeout_usec;         /* an NSS lookup past this: -ETIMEDOUT */
+        uint64_t lookup_cache_usec;           /* policy answers kept per uid (0: none) */
+        uint64_t path_walk_timeout_usec;      /* a HIDE or mode-private walk past this: killed */
+        uint64_t setuid_request_timeout_usec; /* a set-uid program's first request by then */
         /* [Private] */
         bool private_mode; /* Enable=: mode private, owner-private user FUSE mounts */
         /* [Setup], [Polydir NAME], [BindReadOnly NAME] (PrivateTmp=yes is a polydir there) */
@@ -96,9 +101,15 @@ void config_copy(Config *dst, const Config *src);
 int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why);
 int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why);
 bool config_uid_managed(const Config *c, uid_t uid, char **ret_why);
+/* "uid 999 is outside MinUid=1000..MaxUid=60000 and not listed in Users= or Groups= of
+ * nsd.conf" (g_malloc()ed): the reason once every rule was tried. */
+char *config_not_managed_why(const Config *c, uid_t uid);
 
 /* "2.5" for 2500000: a time in seconds for messages (up to milliseconds). Returns buf. */
 const char *config_usec_to_string(uint64_t usec, char *buf, size_t size);
+
+/* ReservedConnections= in force: as set, or a quarter of MaxConnections= when not set. */
+unsigned config_reserved_connections(const Config *c);
 
 /* "Linger=forever" or "Linger=30": for log lines. Returns buf. */
 const char *config_linger_to_string(const Config *c, char *buf, size_t size);

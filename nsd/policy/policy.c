@@ -8,7 +8,16 @@
  * hangs): it holds a reference to the Policy's core, which is freed by whoever comes last.
  *
  * Two kinds of lookup share all of that: "does nsd manage uid?" (cached) and "who is uid?"
- * (not cached); each kind has its own table of lookups under way.
+ * (not cached); each kind has its own table of lookups under way. A third, with no waiter,
+ * resolves the names of Users= to uids (at start, at each reload, and every LookupCacheSec=).
+ *
+ * Fairness: the pool has twice MaxLookupThreads= threads. Lookups an unprivileged caller
+ * waits for run in at most MaxLookupThreads= of them; more wait in a queue of this file's,
+ * one line per person (a uid, or the owner of a subuid range for all of its uids) served in
+ * turn (round robin), at most QUEUED_PER_PERSON a person and QUEUED_MAX in all. Root's lookups
+ * (and nsd's own) go to the pool at once, so they always find a thread free unless root's
+ * own lookups hang; a queued lookup that root starts waiting for goes to the pool at once.
+ * The cache forgets its oldest entry when full, not everything.
  */
 #include "policy/policy.h"
 
@@ -21,8 +30,15 @@
 #include "base/log.h"
 #include "nss-util.h"
 
-/* The cache never grows past this many uids (a user's subuids are 65536 uids). */
+#include <pwd.h>
+
+/* The cache never grows past this many uids (a user's subuids are 65536 uids): the oldest
+ * answer goes first. */
 #define CACHE_MAX 8192
+/* Unprivileged callers' lookups waiting for a thread, in all, and of one person (a uid with
+ * every uid of its subuid range). */
+#define QUEUED_MAX 256
+#define QUEUED_PER_PERSON 64
 
 typedef struct Lookup Lookup;
 
@@ -30,7 +46,25 @@ typedef enum LookupKind {
         LOOKUP_MANAGED,
         LOOKUP_IDENTITY,
         _LOOKUP_KIND_MAX,
+        LOOKUP_NAMES = _LOOKUP_KIND_MAX, /* Users= names to uids: no table, no waiter */
 } LookupKind;
+
+/* One line of /etc/subuid or /etc/subgid, its owner resolved to a uid. */
+typedef struct SubRange {
+        uint32_t start, count;
+        uid_t owner;
+} SubRange;
+
+/* Users= names resolved to uids: a uid none of them is, with no Groups=, is answered inline.
+ * And the subordinate id ranges, sorted by start (who owns a uid of a user namespace). */
+typedef struct Names {
+        unsigned generation;
+        bool resolve_users;        /* Users= names were resolved (not for a test's lookup fn) */
+        bool complete;             /* every name answered (found or not): no NSS error */
+        GHashTable *uids;          /* GUINT_TO_POINTER(uid) set */
+        GArray *subuids, *subgids; /* SubRange, sorted by start */
+        unsigned bad_lines;        /* lines of the subid files that were not understood */
+} Names;
 
 typedef struct Core {
         gint n_ref;
@@ -48,8 +82,18 @@ struct Policy {
         unsigned generation; /* bumped by reloads: older answers are not cached */
         /* per kind: uid -> Lookup* of this generation (not owned) */
         GHashTable *inflight[_LOOKUP_KIND_MAX];
-        GHashTable *live;  /* every Lookup* not yet handed back (not owned) */
-        GHashTable *cache; /* uid -> CacheEntry* */
+        GHashTable *live;   /* every Lookup* not yet handed back (not owned) */
+        GHashTable *cache;  /* uid -> CacheEntry* */
+        GQueue cache_order; /* CacheEntry*, oldest first */
+        /* unprivileged callers' lookups: running (pushed to the pool), and waiting */
+        unsigned running_user;
+        GHashTable *queues; /* caller uid -> GQueue* of Lookup* */
+        GQueue turns;       /* caller uids (GUINT_TO_POINTER) with a queue, next first */
+        Names *names;       /* NULL: not resolved (yet) */
+        bool resolving;
+        bool resolve_again; /* the subid files changed while resolving */
+        guint refresh_timer;
+        char *subid_files[2];
         PolicyStats stats;
         RateLimit log_rl;
 };
@@ -78,21 +122,39 @@ struct Lookup {
         gid_t *gids; /* malloc()ed */
         size_t n_gids;
         char *name, *home, *group; /* LOOKUP_IDENTITY through NSS (malloc()ed) */
+        Names *names;              /* LOOKUP_NAMES: the result */
+        bool resolve_users;        /* LOOKUP_NAMES: Users= names too */
+        char *subid_files[2];      /* LOOKUP_NAMES: /etc/subuid, /etc/subgid (NULL: none) */
         /* main loop only */
         GList *waiters; /* Waiter* */
         bool in_table;
+        bool root;      /* root (or nsd) waits for it: never queued */
+        bool user_slot; /* in a thread as an unprivileged caller's (running_user) */
+        bool queued;    /* in the queue of caller, not in the pool yet */
+        uid_t caller;   /* whose queue */
 };
 
 typedef struct CacheEntry {
         int managed;
         char *why;
         int64_t expires_usec;
+        uid_t uid;
+        GList link; /* in cache_order */
 } CacheEntry;
 
 static void cache_entry_free(gpointer p) {
         CacheEntry *e = p;
         g_free(e->why);
         g_free(e);
+}
+
+static void names_free(Names *n) {
+        if (!n)
+                return;
+        g_hash_table_destroy(n->uids);
+        g_array_unref(n->subuids);
+        g_array_unref(n->subgids);
+        g_free(n);
 }
 
 static Core *core_ref(Core *c) {
@@ -109,6 +171,9 @@ static void core_unref(Core *c) {
 
 static void lookup_free(Lookup *l) {
         g_assert(!l->waiters);
+        names_free(l->names);
+        g_free(l->subid_files[0]);
+        g_free(l->subid_files[1]);
         config_done(&l->config);
         g_free(l->why);
         free(l->gids);
@@ -135,29 +200,45 @@ static void waiter_free(Waiter *w) {
         g_free(w);
 }
 
+static void cache_remove(Policy *p, uid_t uid) {
+        CacheEntry *e = g_hash_table_lookup(p->cache, GUINT_TO_POINTER(uid));
+
+        if (!e)
+                return;
+        g_queue_unlink(&p->cache_order, &e->link);
+        g_hash_table_remove(p->cache, GUINT_TO_POINTER(uid)); /* frees e */
+}
+
+static void cache_clear(Policy *p) {
+        g_queue_init(&p->cache_order); /* the links live in the entries */
+        g_hash_table_remove_all(p->cache);
+}
+
 static void cache_put(Policy *p, uid_t uid, int managed, const char *why) {
         uint64_t ttl = p->config->lookup_cache_usec;
         CacheEntry *e;
 
         if (ttl == 0 || managed < 0)
                 return;
-        if (g_hash_table_size(p->cache) >= CACHE_MAX) {
-                int64_t now = g_get_monotonic_time();
-                GHashTableIter it;
-                gpointer v;
-                g_hash_table_iter_init(&it, p->cache);
-                while (g_hash_table_iter_next(&it, NULL, &v))
-                        if (((CacheEntry *) v)->expires_usec <= now)
-                                g_hash_table_iter_remove(&it);
-                if (g_hash_table_size(p->cache) >= CACHE_MAX)
-                        g_hash_table_remove_all(p->cache);
+        cache_remove(p, uid);
+        while (g_hash_table_size(p->cache) >= CACHE_MAX) {
+                /* the oldest answer goes (all share one TTL: it expires first, too) */
+                CacheEntry *old = p->cache_order.head->data;
+                p->stats.cache_evictions++;
+                cache_remove(p, old->uid);
         }
         e = g_new0(CacheEntry, 1);
         e->managed = managed;
         e->why = g_strdup(why);
         e->expires_usec = g_get_monotonic_time() + (int64_t) ttl;
-        g_hash_table_replace(p->cache, GUINT_TO_POINTER(uid), e);
+        e->uid = uid;
+        e->link.data = e;
+        g_hash_table_insert(p->cache, GUINT_TO_POINTER(uid), e);
+        g_queue_push_tail_link(&p->cache_order, &e->link);
 }
+
+static void queue_pump(Policy *p);
+static void names_done(Policy *p, Lookup *l);
 
 /* The thread's answer is back on the main loop. */
 static gboolean on_lookup_done(gpointer userdata) {
@@ -177,7 +258,15 @@ static gboolean on_lookup_done(gpointer userdata) {
                 return G_SOURCE_REMOVE;
         }
         p->stats.running--;
+        if (l->user_slot)
+                p->running_user--;
         g_hash_table_remove(p->live, l);
+        if (l->kind == LOOKUP_NAMES) {
+                names_done(p, l);
+                lookup_free(l);
+                queue_pump(p);
+                return G_SOURCE_REMOVE;
+        }
         if (l->in_table) {
                 g_hash_table_remove(p->inflight[l->kind], GUINT_TO_POINTER(l->uid));
                 l->in_table = false;
@@ -203,6 +292,7 @@ static gboolean on_lookup_done(gpointer userdata) {
         }
         g_list_free(waiters);
         lookup_free(l);
+        queue_pump(p);
         return G_SOURCE_REMOVE;
 }
 
@@ -280,12 +370,112 @@ static void identity_lookup(Lookup *l) {
         l->n_gids = n;
 }
 
+static gint subrange_cmp(gconstpointer a, gconstpointer b) {
+        const SubRange *x = a, *y = b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* In the thread: a subid file ("owner:start:count" lines, the owner a name or a uid, as
+ * shadow's newuidmap reads them) into ranges. A missing file is no range. */
+static GArray *subids_read(const char *path, unsigned *bad_lines) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(SubRange));
+        g_autofree char *text = NULL;
+        g_auto(GStrv) lines = NULL;
+
+        if (!path || !g_file_get_contents(path, &text, NULL, NULL))
+                return a;
+        lines = g_strsplit(text, "\n", -1);
+        for (char **line = lines; *line; line++) {
+                g_auto(GStrv) f = NULL;
+                guint64 start, count;
+                SubRange r;
+
+                g_strstrip(*line);
+                if (!**line || **line == '#')
+                        continue;
+                f = g_strsplit(*line, ":", -1);
+                if (g_strv_length(f) != 3 || !*f[0] ||
+                    !g_ascii_string_to_unsigned(f[1], 10, 0, UINT32_MAX, &start, NULL) ||
+                    !g_ascii_string_to_unsigned(f[2], 10, 1, UINT32_MAX, &count, NULL) ||
+                    start + count - 1 > UINT32_MAX - 1) {
+                        (*bad_lines)++;
+                        continue;
+                }
+                if (g_ascii_isdigit(*f[0])) {
+                        guint64 owner;
+                        if (!g_ascii_string_to_unsigned(f[0], 10, 0, UINT32_MAX - 1, &owner,
+                                                        NULL)) {
+                                (*bad_lines)++;
+                                continue;
+                        }
+                        r.owner = (uid_t) owner;
+                } else {
+                        g_autofree struct passwd *pw = NULL;
+                        if (nss_user_by_name(f[0], &pw) < 0)
+                                continue; /* an owner without an entry: no person to count */
+                        r.owner = pw->pw_uid;
+                }
+                r.start = (uint32_t) start;
+                r.count = (uint32_t) count;
+                g_array_append_val(a, r);
+        }
+        g_array_sort(a, subrange_cmp);
+        return a;
+}
+
+/* The owner of the range holding id, or (uid_t) -1. Ranges may overlap (then the one that
+ * starts last before id and holds it, looking back 8 ranges at most). */
+static uid_t subids_owner(const GArray *a, uint32_t id) {
+        size_t lo = 0, hi = a ? a->len : 0;
+
+        while (lo < hi) { /* the first range starting after id */
+                size_t mid = (lo + hi) / 2;
+                if (g_array_index(a, SubRange, mid).start <= id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (size_t i = lo; i > 0 && lo - i < 8; i--) {
+                const SubRange *r = &g_array_index(a, SubRange, i - 1);
+                if (id - r->start < r->count)
+                        return r->owner;
+        }
+        return (uid_t) -1;
+}
+
+/* In the thread: Users= names to uids, and the subid files. */
+static void names_lookup(Lookup *l) {
+        Names *n = g_new0(Names, 1);
+
+        n->generation = l->generation;
+        n->resolve_users = l->resolve_users;
+        n->complete = true;
+        n->uids = g_hash_table_new(g_direct_hash, g_direct_equal);
+        n->subuids = subids_read(l->subid_files[0], &n->bad_lines);
+        n->subgids = subids_read(l->subid_files[1], &n->bad_lines);
+        for (char **u = l->config.users; l->resolve_users && u && *u; u++) {
+                g_autofree struct passwd *pw = NULL;
+                int r;
+
+                if (strcmp(*u, "@regular") == 0 || g_ascii_isdigit(**u))
+                        continue;
+                r = nss_user_by_name(*u, &pw);
+                if (r == 0)
+                        g_hash_table_add(n->uids, GUINT_TO_POINTER(pw->pw_uid));
+                else if (r != -ENOENT)
+                        n->complete = false; /* that name may be any uid: ask per uid */
+        }
+        l->names = n;
+}
+
 static void lookup_thread(gpointer data, gpointer pool_data) {
         Lookup *l = data;
         char *why = NULL;
 
         if (l->kind == LOOKUP_IDENTITY)
                 identity_lookup(l);
+        else if (l->kind == LOOKUP_NAMES)
+                names_lookup(l);
         else {
                 l->result = l->fn(&l->config, l->uid, &why);
                 if (l->result > 1)
@@ -302,6 +492,105 @@ static void lookup_thread(gpointer data, gpointer pool_data) {
         g_source_unref(done);
 }
 
+/* ---- the queue of unprivileged callers' lookups ------------------------------------------ */
+
+static void queue_add(Policy *p, Lookup *l) {
+        GQueue *q = g_hash_table_lookup(p->queues, GUINT_TO_POINTER(l->caller));
+
+        if (!q) {
+                q = g_queue_new();
+                g_hash_table_insert(p->queues, GUINT_TO_POINTER(l->caller), q);
+                g_queue_push_tail(&p->turns, GUINT_TO_POINTER(l->caller));
+        }
+        g_queue_push_tail(q, l);
+        l->queued = true;
+        p->stats.queued++;
+}
+
+/* Take l out of its caller's line (the line goes when empty). */
+static void queue_unlink(Policy *p, Lookup *l) {
+        GQueue *q = g_hash_table_lookup(p->queues, GUINT_TO_POINTER(l->caller));
+
+        g_assert(l->queued && q);
+        g_queue_remove(q, l);
+        l->queued = false;
+        p->stats.queued--;
+        if (g_queue_is_empty(q)) {
+                g_hash_table_remove(p->queues, GUINT_TO_POINTER(l->caller)); /* frees q */
+                g_queue_remove(&p->turns, GUINT_TO_POINTER(l->caller));
+        }
+}
+
+/* Forget a lookup that never reached a thread: its waiters get r and why. */
+static void lookup_abandon(Policy *p, Lookup *l, int r, const char *why) {
+        GList *waiters = g_steal_pointer(&l->waiters);
+
+        if (l->in_table)
+                g_hash_table_remove(p->inflight[l->kind], GUINT_TO_POINTER(l->uid));
+        g_hash_table_remove(p->live, l);
+        for (GList *i = waiters; i; i = i->next) {
+                Waiter *w = i->data;
+                waiter_answer(w, r, why, NULL);
+                waiter_free(w);
+        }
+        g_list_free(waiters);
+        lookup_free(l);
+}
+
+/* Hand l to a thread: 0, or -EAGAIN (logged) when none could be started. */
+static int lookup_push(Policy *p, Lookup *l) {
+        GError *error = NULL;
+
+        if (!g_thread_pool_push(p->pool, l, &error)) {
+                int r = log_error_errno(-EAGAIN, "Cannot start a user database lookup: %s",
+                                        error->message);
+                g_error_free(error);
+                return r;
+        }
+        l->started_usec = g_get_monotonic_time();
+        p->stats.running++;
+        l->user_slot = !l->root;
+        if (l->user_slot)
+                p->running_user++;
+        log_debug("Asking the user database %s uid %u (%s waits for it)",
+                  l->kind == LOOKUP_MANAGED ? "about" : "for the groups of", (unsigned) l->uid,
+                  l->root ? "root" : "a user");
+        return 0;
+}
+
+/* Threads free for unprivileged callers: the next callers in turn get them. */
+static void queue_pump(Policy *p) {
+        while (p->running_user < p->config->max_lookup_threads && p->turns.head) {
+                uid_t caller = GPOINTER_TO_UINT(p->turns.head->data);
+                GQueue *q = g_hash_table_lookup(p->queues, GUINT_TO_POINTER(caller));
+                Lookup *l = g_queue_peek_head(q);
+
+                queue_unlink(p, l);
+                if (p->turns.head && GPOINTER_TO_UINT(p->turns.head->data) == caller) {
+                        /* still there (more of this caller's): to the back of the line */
+                        g_queue_push_tail(&p->turns, g_queue_pop_head(&p->turns));
+                }
+                if (lookup_push(p, l) < 0)
+                        lookup_abandon(p, l, -EAGAIN,
+                                       "nsd cannot start a thread to ask the user database");
+        }
+}
+
+/* Root waits for l now: out of the line, into a thread. 0, or -EAGAIN when no thread could
+ * take it (then l is gone: its waiters were told). */
+static int lookup_promote(Policy *p, Lookup *l) {
+        l->root = true;
+        if (!l->queued)
+                return 0; /* in a thread already (it counts as a user's until it ends) */
+        queue_unlink(p, l);
+        p->stats.promoted++;
+        if (lookup_push(p, l) < 0) {
+                lookup_abandon(p, l, -EAGAIN, "nsd cannot start a thread to ask the user database");
+                return -EAGAIN;
+        }
+        return 0;
+}
+
 static gboolean on_waiter_deadline(gpointer userdata) {
         Waiter *w = userdata;
         Lookup *l = w->lookup;
@@ -313,8 +602,11 @@ static gboolean on_waiter_deadline(gpointer userdata) {
 
         config_usec_to_string(c->lookup_timeout_usec, t, sizeof t);
         why = g_strdup_printf("the user database (NSS) did not answer for uid %u within "
-                              "%s s (LookupTimeoutSec=)",
-                              (unsigned) l->uid, t);
+                              "%s s (LookupTimeoutSec=)%s",
+                              (unsigned) l->uid, t,
+                              l->queued ? "; the lookup still waited for a thread, behind "
+                                          "other users' (MaxLookupThreads=)"
+                                        : "");
         p->stats.timeouts++;
         if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held))
                 log_warning("A request waited for the user database too long, refusing it: "
@@ -325,37 +617,88 @@ static gboolean on_waiter_deadline(gpointer userdata) {
         w->timer = NULL; /* this very source: destroyed by returning G_SOURCE_REMOVE */
         waiter_answer(w, -ETIMEDOUT, why, NULL);
         waiter_free(w);
+        if (l->queued && !l->waiters) { /* nobody waits for it: it need not run at all */
+                queue_unlink(p, l);
+                lookup_abandon(p, l, 0, NULL);
+        }
         return G_SOURCE_REMOVE;
 }
 
-/* The lookup of this kind for uid under way, or a new one in a thread; NULL and -errno
- * (with *ret_why) when no thread could take it. */
-static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, int *ret_r, char **ret_why) {
-        GError *error = NULL;
-        Lookup *l;
+static Lookup *lookup_new(Policy *p, LookupKind kind, uid_t uid, uid_t caller) {
+        Lookup *l = g_new0(Lookup, 1);
 
-        l = g_hash_table_lookup(p->inflight[kind], GUINT_TO_POINTER(uid));
-        if (l)
-                return l;
-        l = g_new0(Lookup, 1);
         l->core = core_ref(p->core);
         l->kind = kind;
         l->uid = uid;
+        l->caller = caller;
+        l->root = caller == 0;
         l->generation = p->generation;
-        if (kind == LOOKUP_MANAGED) {
+        if (kind == LOOKUP_MANAGED || kind == LOOKUP_NAMES) {
                 config_copy(&l->config, p->config);
                 l->fn = p->fn;
         } else
                 l->identity_fn = p->identity_fn;
         l->started_usec = g_get_monotonic_time();
-        if (!g_thread_pool_push(p->pool, l, &error)) {
-                *ret_r = log_error_errno(-EAGAIN, "Cannot start a user database lookup: %s",
-                                         error->message);
-                g_error_free(error);
-                lookup_free(l);
+        return l;
+}
+
+/* The lookup of this kind for uid under way (root waiting for it now moves it ahead), or a
+ * new one: in a thread, or in caller's line. NULL and -errno (with *ret_why) when none can
+ * be started: no thread, or QUEUED_MAX reached. */
+static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, int *ret_r,
+                          char **ret_why) {
+        GQueue *q;
+        uid_t person;
+        Lookup *l;
+
+        l = g_hash_table_lookup(p->inflight[kind], GUINT_TO_POINTER(uid));
+        if (l) {
+                if (caller == 0 && !l->root && lookup_promote(p, l) < 0) {
+                        *ret_r = -EAGAIN;
+                        if (ret_why)
+                                *ret_why = g_strdup("nsd cannot start a thread to ask the user "
+                                                    "database");
+                        return NULL;
+                }
+                return l;
+        }
+        if (caller != 0 && p->running_user >= p->config->max_lookup_threads &&
+            p->stats.queued >= QUEUED_MAX) {
+                p->stats.refused++;
+                *ret_r = -EAGAIN;
                 if (ret_why)
-                        *ret_why = g_strdup("nsd cannot start a thread to ask the user database");
+                        *ret_why = g_strdup_printf("%u user database lookups of unprivileged "
+                                                   "callers wait already (MaxLookupThreads=%u "
+                                                   "run); try again later",
+                                                   p->stats.queued, p->config->max_lookup_threads);
                 return NULL;
+        }
+        person = caller == 0 ? 0 : policy_person(p, caller, (gid_t) -1); /* whose line */
+        q = caller != 0 ? g_hash_table_lookup(p->queues, GUINT_TO_POINTER(person)) : NULL;
+        if (q && g_queue_get_length(q) >= QUEUED_PER_PERSON) {
+                p->stats.refused++;
+                *ret_r = -EAGAIN;
+                if (ret_why)
+                        *ret_why = g_strdup_printf(
+                                "%u user database lookups of uid %u wait already (with those of "
+                                "every uid of its subordinate id range, if it owns one); try "
+                                "again later",
+                                g_queue_get_length(q), (unsigned) person);
+                return NULL;
+        }
+        l = lookup_new(p, kind, uid, caller);
+        l->caller = person;
+        if (caller != 0 && p->running_user >= p->config->max_lookup_threads)
+                queue_add(p, l);
+        else {
+                *ret_r = lookup_push(p, l);
+                if (*ret_r < 0) {
+                        lookup_free(l);
+                        if (ret_why)
+                                *ret_why = g_strdup("nsd cannot start a thread to ask the user "
+                                                    "database");
+                        return NULL;
+                }
         }
         l->in_table = true;
         g_hash_table_insert(p->inflight[kind], GUINT_TO_POINTER(uid), l);
@@ -363,9 +706,6 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, int *ret_r, cha
         p->stats.lookups++;
         if (kind == LOOKUP_IDENTITY)
                 p->stats.identity_lookups++;
-        p->stats.running++;
-        log_debug("Asking the user database %s uid %u (a request waits for it)",
-                  kind == LOOKUP_MANAGED ? "about" : "for the groups of", (unsigned) uid);
         return l;
 }
 
@@ -386,13 +726,105 @@ static void waiter_add(Policy *p, Lookup *l, PolicyCallback cb, PolicyIdentityCa
         l->waiters = g_list_append(l->waiters, w);
 }
 
-int policy_uid_managed(Policy *p, uid_t uid, char **ret_why, PolicyCallback cb, void *userdata) {
+/* ---- Users= names ------------------------------------------------------------------------ */
+
+static bool config_has_user_names(const Config *c) {
+        for (char **u = c->users; u && *u; u++)
+                if (strcmp(*u, "@regular") != 0 && !g_ascii_isdigit(**u))
+                        return true;
+        return false;
+}
+
+static gboolean on_names_refresh(gpointer userdata);
+
+/* Resolve Users= names (unless a test decides every uid: policy_set_lookup_fn()) and read
+ * the subid files in a thread (root's: never behind users' lookups), unless a resolution
+ * is under way (then again after it). */
+static void names_resolve(Policy *p) {
+        bool users = p->fn == config_uid_managed_lookup && config_has_user_names(p->config);
+        Lookup *l;
+
+        if (p->resolving) {
+                p->resolve_again = true;
+                return;
+        }
+        if (!users && !p->subid_files[0] && !p->subid_files[1])
+                return;
+        l = lookup_new(p, LOOKUP_NAMES, (uid_t) -1, 0);
+        l->resolve_users = users;
+        l->subid_files[0] = g_strdup(p->subid_files[0]);
+        l->subid_files[1] = g_strdup(p->subid_files[1]);
+        if (lookup_push(p, l) < 0) {
+                lookup_free(l);
+                return; /* uids are looked up one by one meanwhile; the next reload retries */
+        }
+        g_hash_table_add(p->live, l);
+        p->resolving = true;
+}
+
+static void names_done(Policy *p, Lookup *l) {
+        uint64_t every = p->config->lookup_cache_usec ?: 15 * G_USEC_PER_SEC;
+        p->resolving = false;
+        if (l->generation != p->generation || p->resolve_again) {
+                p->resolve_again = false;
+                names_resolve(p); /* a reload (or new subid files) came meanwhile */
+                return;
+        }
+        names_free(p->names);
+        p->names = g_steal_pointer(&l->names);
+        p->stats.names_resolved++;
+        if (p->names->bad_lines > 0)
+                log_warning("%u line%s of %s and %s not understood (expected OWNER:START:COUNT), "
+                            "ignoring %s",
+                            p->names->bad_lines, p->names->bad_lines == 1 ? "" : "s",
+                            p->subid_files[0] ?: "(none)", p->subid_files[1] ?: "(none)",
+                            p->names->bad_lines == 1 ? "it" : "them");
+        log_debug("Users= names resolved: %u uid%s%s", g_hash_table_size(p->names->uids),
+                  g_hash_table_size(p->names->uids) == 1 ? "" : "s",
+                  p->names->complete ? ""
+                                     : " (the user database failed for some: those uids "
+                                       "are still looked up one by one)");
+        /* a user added later is managed within this much time, as a cached "no" expires */
+        if (!p->refresh_timer)
+                p->refresh_timer = g_timeout_add_full(G_PRIORITY_LOW,
+                                                      (guint) MAX(every / 1000, 1000),
+                                                      on_names_refresh, p, NULL);
+}
+
+static gboolean on_names_refresh(gpointer userdata) {
+        Policy *p = userdata;
+
+        p->refresh_timer = 0;
+        names_resolve(p);
+        return G_SOURCE_REMOVE;
+}
+
+/* With Users= names resolved and no Groups=, every uid is decided here: 1, 0 (with why), or
+ * CONFIG_NEEDS_LOOKUP. */
+static int names_answer(Policy *p, uid_t uid, char **ret_why) {
+        const Config *c = p->config;
+        if (!p->names || !p->names->resolve_users || !p->names->complete ||
+            p->names->generation != p->generation)
+                return CONFIG_NEEDS_LOOKUP;
+        if (g_hash_table_contains(p->names->uids, GUINT_TO_POINTER(uid)))
+                return 1;
+        if (c->groups && c->groups[0])
+                return CONFIG_NEEDS_LOOKUP; /* its groups may still be listed */
+        if (ret_why)
+                *ret_why = config_not_managed_why(c, uid);
+        return 0;
+}
+
+int policy_uid_managed(Policy *p, uid_t uid, uid_t caller, char **ret_why, PolicyCallback cb,
+                       void *userdata) {
         const Config *c = p->config;
         CacheEntry *e;
         Lookup *l;
         int r;
 
         r = config_uid_managed_inline(c, uid, ret_why);
+        if (r == CONFIG_NEEDS_LOOKUP)
+                r = names_answer(p, uid, ret_why);
         if (r != CONFIG_NEEDS_LOOKUP) {
                 p->stats.answered_inline++;
                 return r;
@@ -405,21 +837,22 @@ int policy_uid_managed(Policy *p, uid_t uid, char **ret_why, PolicyCallback cb, 
                 return e->managed;
         }
         if (e)
-                g_hash_table_remove(p->cache, GUINT_TO_POINTER(uid));
+                cache_remove(p, uid);
 
-        l = lookup_get(p, LOOKUP_MANAGED, uid, &r, ret_why);
+        l = lookup_get(p, LOOKUP_MANAGED, uid, caller, &r, ret_why);
         if (!l)
                 return r;
         waiter_add(p, l, cb, NULL, userdata);
         return -EINPROGRESS;
 }
 
-int policy_uid_identity(Policy *p, uid_t uid, PolicyIdentityCallback cb, void *userdata) {
+int policy_uid_identity(Policy *p, uid_t uid, uid_t caller, PolicyIdentityCallback cb,
+                        void *userdata) {
         Lookup *l;
         int r;
 
         g_assert(cb);
-        l = lookup_get(p, LOOKUP_IDENTITY, uid, &r, NULL);
+        l = lookup_get(p, LOOKUP_IDENTITY, uid, caller, &r, NULL);
         if (!l)
                 return r;
         waiter_add(p, l, NULL, cb, userdata);
@@ -473,9 +906,15 @@ Policy *policy_new(const Config *config) {
                 p->inflight[k] = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->live = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->cache = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cache_entry_free);
-        p->pool = g_thread_pool_new(lookup_thread, p, (gint) config->max_lookup_threads, FALSE,
+        g_queue_init(&p->cache_order);
+        p->queues = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                          (GDestroyNotify) g_queue_free);
+        /* MaxLookupThreads= for unprivileged callers, as many again for root's */
+        p->pool = g_thread_pool_new(lookup_thread, p, (gint) config->max_lookup_threads * 2, FALSE,
                                     &error);
         g_assert_no_error(error); /* non-exclusive pools never fail */
+        /* on the loop's first turn: the subid files may be set before */
+        p->refresh_timer = g_idle_add(on_names_refresh, p);
         return p;
 }
 
@@ -484,6 +923,19 @@ void policy_free(Policy *p) {
                 return;
         cancel_waiters(p);
         forget_inflight(p);
+        /* lookups still in a caller's line never reached a thread: they go here */
+        while (p->turns.head) {
+                GQueue *q = g_hash_table_lookup(p->queues, p->turns.head->data);
+                Lookup *l = g_queue_peek_head(q);
+                queue_unlink(p, l);
+                g_hash_table_remove(p->live, l);
+                lookup_free(l);
+        }
+        if (p->refresh_timer)
+                g_source_remove(p->refresh_timer);
+        names_free(p->names);
+        g_free(p->subid_files[0]);
+        g_free(p->subid_files[1]);
         p->core->closed = true;
         /* threads stuck in NSS finish on their own, then free their lookup */
         g_thread_pool_free(p->pool, TRUE, FALSE);
@@ -492,6 +944,7 @@ void policy_free(Policy *p) {
                 g_hash_table_destroy(p->inflight[k]);
         g_hash_table_destroy(p->live);
         g_hash_table_destroy(p->cache);
+        g_hash_table_destroy(p->queues);
         g_free(p);
 }
 
@@ -499,13 +952,37 @@ void policy_reconfigure(Policy *p) {
         GError *error = NULL;
 
         p->generation++;
-        g_hash_table_remove_all(p->cache);
+        cache_clear(p);
         forget_inflight(p);
-        if (!g_thread_pool_set_max_threads(p->pool, (gint) p->config->max_lookup_threads, &error)) {
+        if (!g_thread_pool_set_max_threads(p->pool, (gint) p->config->max_lookup_threads * 2,
+                                           &error)) {
                 log_warning("Cannot change the number of lookup threads, ignoring: %s",
                             error->message);
                 g_error_free(error);
         }
+        names_resolve(p); /* the names may differ: uids are looked up one by one meanwhile */
+        queue_pump(p);
+}
+
+void policy_set_subid_files(Policy *p, const char *subuid, const char *subgid) {
+        g_free(p->subid_files[0]);
+        g_free(p->subid_files[1]);
+        p->subid_files[0] = g_strdup(subuid);
+        p->subid_files[1] = g_strdup(subgid);
+        if (!p->refresh_timer) /* not at start (the first turn of the loop reads them) */
+                names_resolve(p);
+}
+
+uid_t policy_person(const Policy *p, uid_t uid, gid_t gid) {
+        const Config *c = p->config;
+        uid_t owner;
+
+        if (!p->names || uid == 0)
+                return uid;
+        owner = subids_owner(p->names->subuids, uid);
+        if (owner == (uid_t) -1 && gid != (gid_t) -1 && (uid < c->min_uid || uid > c->max_uid))
+                owner = subids_owner(p->names->subgids, gid);
+        return owner == (uid_t) -1 ? uid : owner;
 }
 
 const PolicyStats *policy_stats(const Policy *p) {
@@ -514,6 +991,10 @@ const PolicyStats *policy_stats(const Policy *p) {
 
 void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn) {
         p->fn = fn ? fn : config_uid_managed_lookup;
+        if (p->fn != config_uid_managed_lookup && p->names)
+                p->names->resolve_users = false; /* the test's fn decides every uid */
+        else
+                names_resolve(p);
 }
 
 void policy_set_identity_fn(Policy *p, PolicyIdentityFn fn) {

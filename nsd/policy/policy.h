@@ -3,14 +3,23 @@
  * policy.h: "does nsd manage uid?" without ever blocking the main loop.
  *
  * What needs no user database (uid 0 and nobody, @regular's MinUid..MaxUid, numeric uids
- * in Users=) is answered at once. The rest (user names in Users=, Groups=) runs
- * config_uid_managed_lookup() in a worker thread (at most MaxLookupThreads= of them, so at
- * most that many threads can hang in a stuck NSS module); its answer comes back to the loop.
+ * in Users=) is answered at once. So is every uid when Users= names were resolved to uids
+ * (at start, at each reload and every LookupCacheSec=, in a thread) and Groups= is empty:
+ * a uid none of the names is cannot match. The rest (Groups=, or names before they are
+ * resolved) runs config_uid_managed_lookup() in a worker thread; its answer comes back to
+ * the loop.
+ *
+ * Fair lookups: the caller is whose request waits (0: root, or nsd itself). Unprivileged
+ * callers' lookups run in at most MaxLookupThreads= threads (so at most that many hang in a
+ * stuck NSS module for them); more wait in a line per person (policy_person()), served in
+ * turn, at most 64 a person and 256 in all (then -EAGAIN). Root's lookups have
+ * MaxLookupThreads= threads of their own and go ahead of every user's: one of the line that root comes to wait for leaves it at once.
  * Requests for a uid whose lookup is under way wait for that same lookup (one slow uid
  * occupies one thread, however often it asks). Each waiter has its own deadline
  * (LookupTimeoutSec=) and then gets -ETIMEDOUT; a lookup that answers late still fills
  * the cache. Answers (managed or not, not failures) are cached per uid for
- * LookupCacheSec=; a reload empties the cache.
+ * LookupCacheSec=, 8192 uids at most (the oldest answer goes first); a reload empties the
+ * cache.
  *
  * The same threads answer "who is uid U?" (policy_uid_identity(): its primary gid and its
  * supplementary groups, for HIDE's walk as the user), with the same sharing of one lookup
@@ -53,10 +62,15 @@ typedef int (*PolicyIdentityFn)(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, siz
 typedef struct PolicyStats {
         unsigned answered_inline;
         unsigned cache_hits;
-        unsigned lookups;          /* started in a thread, of either kind */
+        unsigned cache_evictions;  /* answers forgotten to make room (CACHE_MAX) */
+        unsigned lookups;          /* of either kind, in a thread or waiting for one */
         unsigned identity_lookups; /* of which "who is uid U?" */
         unsigned running;          /* in a thread right now (some may be stuck) */
+        unsigned queued;           /* unprivileged callers' lookups waiting for a thread */
+        unsigned promoted;         /* of those, taken ahead because root came to wait */
+        unsigned refused;          /* -EAGAIN: the line was full */
         unsigned timeouts;         /* waiters that got -ETIMEDOUT */
+        unsigned names_resolved;   /* times Users= names were resolved to uids */
 } PolicyStats;
 
 /* config: the one in force, read at every lookup (a reload refills the same struct, then
@@ -67,15 +81,29 @@ void policy_free(Policy *p);
 /* The config changed: empty the cache, apply MaxLookupThreads=. */
 void policy_reconfigure(Policy *p);
 
-/* 1 or 0 now (with *ret_why for 0, g_malloc()ed), -EINPROGRESS when cb(userdata) will be
- * called later on the main loop (exactly once), or -errno. */
-int policy_uid_managed(Policy *p, uid_t uid, char **ret_why, PolicyCallback cb, void *userdata);
+/* Does nsd manage uid, for caller (0: root or nsd)? 1 or 0 now (with *ret_why for 0,
+ * g_malloc()ed), -EINPROGRESS when cb(userdata) will be called later on the main loop
+ * (exactly once), or -errno (-EAGAIN: too many lookups wait, with *ret_why). */
+int policy_uid_managed(Policy *p, uid_t uid, uid_t caller, char **ret_why, PolicyCallback cb,
+                       void *userdata);
 
-/* Who is uid? -EINPROGRESS: cb(userdata) will be called later on the main loop (exactly
- * once, never before this returns), or -errno now (no thread could be started). */
-int policy_uid_identity(Policy *p, uid_t uid, PolicyIdentityCallback cb, void *userdata);
+/* Who is uid, for caller? -EINPROGRESS: cb(userdata) will be called later on the main loop
+ * (exactly once, never before this returns), or -errno now (no thread could be started,
+ * too many lookups wait). */
+int policy_uid_identity(Policy *p, uid_t uid, uid_t caller, PolicyIdentityCallback cb,
+                        void *userdata);
 
 const PolicyStats *policy_stats(const Policy *p);
-/* Tests: replace the lookups the threads run (NULL: the real ones). */
+/* The subordinate id files (/etc/subuid, /etc/subgid; NULL: none), read with the Users=
+ * names (start, reload, every LookupCacheSec=), owners resolved to uids in a thread. */
+void policy_set_subid_files(Policy *p, const char *subuid, const char *subgid);
+/* Whose is uid (with gid, -1: not known): the owner of the subuid range it lies in (or,
+ * outside MinUid..MaxUid, of the subgid range its gid lies in), as newuidmap would have
+ * mapped it for that owner; else uid itself. Never blocks (the files as read last). Budgets
+ * that count people use it: connections (conn.c) and the line of lookups (this file). */
+uid_t policy_person(const Policy *p, uid_t uid, gid_t gid);
+
+/* Tests: replace the lookups the threads run (NULL: the real ones). A lookup fn of a test's
+ * decides every uid: Users= names are not resolved then. */
 void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn);
 void policy_set_identity_fn(Policy *p, PolicyIdentityFn fn);

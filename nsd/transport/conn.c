@@ -4,12 +4,23 @@
  * conn.h for the rules; the ConnHandler given to conn_manager_new() says what happens to a
  * message once it is read.
  *
- * A connection's life is driven by one GSource: its descriptor (G_IO_IN only while it may
- * start a request, G_IO_OUT only while replies wait or a stream has more) and its ready time
- * (the nearest of: reply deadline, idle deadline, end of a rate-limit wait). A dropped
- * connection is closed at once (its slot is free again) but its struct lives until an idle
- * callback, so that code further up the stack that still holds it sees `dead` instead of
+ * The loop (O(ready), not O(connections)): the connections wait in one epoll set per
+ * priority (root's, everyone else's), each set one GSource of its own (ConnLoop) whose ready
+ * time is the nearest deadline of its connections, kept in a sorted sequence. A wakeup costs
+ * what is ready, however many connections sit idle: GLib's poll() sees two descriptors, not
+ * one per connection. A connection's interest (EPOLLIN only while it may start a request,
+ * EPOLLOUT only while replies wait or a stream has more) and its deadline (the nearest of:
+ * reply deadline, idle deadline, end of a rate-limit wait, a set-uid program's first
+ * request) change only when its state does. A dropped connection is closed at once (its slot
+ * is free again) but its struct lives until an idle callback, so that code further up the
+ * stack (or later in the same batch of events) that still holds it sees `dead` instead of
  * freed memory.
+ *
+ * Budgets count people: a connection counts against its "person", the owner of the subuid
+ * range its uid is in (conn_manager_set_person_fn(); the uid itself when none). A refused
+ * client is kept a moment (at most REFUSED_MAX of them, REFUSED_LINGER_MSEC each) so that the
+ * request it sends after the refusal is read and dropped before the close: it then reads the
+ * reason, not EPIPE or ECONNRESET.
  */
 #include "transport/conn.h"
 
@@ -18,11 +29,14 @@
 #include <glib.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "cleanup.h"
 #include "nsd-protocol.h"
 #include "pidfd-util.h"
 #include "socket-util.h"
@@ -53,6 +67,15 @@ typedef enum LogKind {
 } LogKind;
 /* Per-uid state (rate limit, log limit) is forgotten this long after its last connection. */
 #define UID_STATE_KEEP_SEC 60
+/* events taken from an epoll set per dispatch: then GLib looks at higher priorities again */
+#define EPOLL_BATCH 64
+/* refused clients kept open until their first request is read (so they read the reason) */
+#define REFUSED_MAX 64
+#define REFUSED_LINGER_MSEC 1000
+/* SO_PEERPIDFD (Linux 6.5): a pidfd of the process that connected, from the kernel */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
 
 typedef struct OutMsg {
         size_t len;
@@ -61,9 +84,12 @@ typedef struct OutMsg {
         uint8_t data[];
 } OutMsg;
 
+/* What one person (a uid, or the owner of a subuid range) holds on the user socket, or what
+ * one real uid holds of root's connections through set-uid programs (setuid). */
 typedef struct UidState {
         uid_t uid;
         unsigned n_conns;
+        unsigned n_setuid;   /* root connections whose real uid is this uid */
         double tokens;       /* the request rate limit's bucket */
         int64_t refill_usec; /* 0: full, never used */
         int64_t last_usec;   /* last connection closed */
@@ -82,10 +108,14 @@ typedef struct Listener {
         RateLimit log_rl;
 } Listener;
 
-typedef struct ConnSource {
+/* One epoll set and the deadlines of its connections, as one GSource. */
+typedef struct ConnLoop {
         GSource base;
-        Conn *conn;
-} ConnSource;
+        ConnManager *m;
+        int epfd;
+        gpointer tag;
+        GSequence *timers; /* Conn*, nearest deadline first */
+} ConnLoop;
 
 typedef struct ListenerSource {
         GSource base;
@@ -103,11 +133,16 @@ struct Conn {
         int pidfd;
         /* who sent the datagram being served (SCM_CREDENTIALS; pid 0: not known) */
         struct ucred sender;
-        UidState *per_uid; /* NULL for root */
-        GSource *source;
-        gpointer tag;
-        GQueue out; /* OutMsg*, oldest first */
-        void *call; /* the handler's call in flight, NULL: none */
+        UidState *per_uid; /* its person's, NULL for root */
+        UidState *setuid;  /* root's connection of a set-uid program: its real uid's */
+        ConnLoop *loop;
+        uint32_t events;        /* the epoll interest now */
+        int64_t deadline;       /* -1: none */
+        GSequenceIter *timer;   /* in loop->timers while deadline >= 0 */
+        int64_t first_deadline; /* set-uid: its first request by then; 0: none (or came) */
+        bool refused;           /* kept only to read what it sent, then closed */
+        GQueue out;             /* OutMsg*, oldest first */
+        void *call;             /* the handler's call in flight, NULL: none */
         bool dead;
         bool closing;        /* close once the queue has drained */
         bool throttled;      /* waiting for a rate-limit token */
@@ -122,9 +157,13 @@ struct ConnManager {
         const ConnHandler *handler;
         void *userdata;
         Listener listeners[_CONN_KIND_MAX];
-        GHashTable *conns; /* Conn* set */
-        GHashTable *uids;  /* GUINT_TO_POINTER(uid) -> UidState* (owned) */
-        unsigned n_user, n_root;
+        GHashTable *conns;  /* Conn* set */
+        GHashTable *uids;   /* GUINT_TO_POINTER(uid) -> UidState* (owned) */
+        ConnLoop *loops[2]; /* [1]: root's, at a higher priority */
+        uid_t (*person)(uid_t uid, gid_t gid, void *userdata);
+        void *person_userdata;
+        unsigned n_user, n_root, n_refused;
+        bool no_peerpidfd; /* the kernel has no SO_PEERPIDFD (before 6.5) */
         ConnStats stats;
         RateLimit log_rl[_LOGK_MAX];      /* unprivileged callers, all together */
         RateLimit log_rl_root[_LOGK_MAX]; /* root's (not an attack, never a flood either) */
@@ -195,6 +234,10 @@ void conn_log(Conn *c, int level, const char *fmt, ...) {
 
 /* ---- per-uid state ------------------------------------------------------------------------ */
 
+static uid_t person_of(const ConnManager *m, uid_t uid, gid_t gid) {
+        return m->person ? m->person(uid, gid, m->person_userdata) : uid;
+}
+
 static UidState *uid_state_get(ConnManager *m, uid_t uid) {
         UidState *u = g_hash_table_lookup(m->uids, GUINT_TO_POINTER(uid));
 
@@ -235,7 +278,8 @@ static gboolean on_sweep(gpointer userdata) {
         g_hash_table_iter_init(&it, m->uids);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 UidState *u = v;
-                if (u->n_conns == 0 && now - u->last_usec > UID_STATE_KEEP_SEC * G_USEC_PER_SEC)
+                if (u->n_conns == 0 && u->n_setuid == 0 &&
+                    now - u->last_usec > UID_STATE_KEEP_SEC * G_USEC_PER_SEC)
                         g_hash_table_iter_remove(&it);
         }
         return G_SOURCE_CONTINUE;
@@ -283,10 +327,78 @@ typedef enum DropReason {
         DROP_IDLE,
         DROP_SLOW,
         DROP_OVERFLOW,
-        DROP_BAD,  /* after a malformed message was answered */
-        DROP_NOFD, /* nsd could not duplicate a descriptor for the queue */
+        DROP_BAD,        /* after a malformed message was answered */
+        DROP_NOFD,       /* nsd could not duplicate a descriptor for the queue */
+        DROP_NO_REQUEST, /* a set-uid program's connection sent nothing in time */
+        DROP_REFUSED,    /* a refused client's first request was read (or it left) */
         DROP_SHUTDOWN,
 } DropReason;
+
+/* ---- the loop: one epoll set per priority ------------------------------------------------ */
+
+static gint timer_cmp(gconstpointer a, gconstpointer b, gpointer userdata) {
+        const Conn *x = a, *y = b;
+
+        if (x->deadline != y->deadline)
+                return x->deadline < y->deadline ? -1 : 1;
+        return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static void loop_update_ready(ConnLoop *l) {
+        GSequenceIter *it = g_sequence_get_begin_iter(l->timers);
+
+        g_source_set_ready_time(&l->base, g_sequence_iter_is_end(it)
+                                                  ? -1
+                                                  : ((const Conn *) g_sequence_get(it))->deadline);
+}
+
+static void conn_set_deadline(Conn *c, int64_t t) {
+        if (t == c->deadline && (t < 0) == (c->timer == NULL))
+                return;
+        if (c->timer) {
+                g_sequence_remove(c->timer);
+                c->timer = NULL;
+        }
+        c->deadline = t;
+        if (t >= 0)
+                c->timer = g_sequence_insert_sorted(c->loop->timers, c, timer_cmp, NULL);
+        loop_update_ready(c->loop);
+}
+
+static void conn_set_events(Conn *c, uint32_t events) {
+        struct epoll_event ev = { .events = events, .data.ptr = c };
+
+        if (events == c->events)
+                return;
+        if (epoll_ctl(c->loop->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+                log_warning_errno(errno, "Cannot watch the connection of uid %u pid %u: %m",
+                                  (unsigned) c->uid, (unsigned) c->pid);
+        c->events = events;
+}
+
+/* Into its loop: 0, or -errno (then nothing was done). */
+static int conn_watch(Conn *c, ConnLoop *loop, uint32_t events) {
+        struct epoll_event ev = { .events = events, .data.ptr = c };
+
+        if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+                return -errno;
+        c->loop = loop;
+        c->events = events;
+        c->deadline = -1;
+        return 0;
+}
+
+static void conn_unwatch(Conn *c) {
+        if (!c->loop)
+                return;
+        (void) epoll_ctl(c->loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        if (c->timer) {
+                g_sequence_remove(c->timer);
+                c->timer = NULL;
+                loop_update_ready(c->loop);
+        }
+        c->loop = NULL;
+}
 
 /* Count and log a drop (a drop nobody needs to hear of is logged at debug). */
 static void conn_drop_say(Conn *c, DropReason reason) {
@@ -322,6 +434,17 @@ static void conn_drop_say(Conn *c, DropReason reason) {
         case DROP_BAD:
                 m->stats.dropped_bad++;
                 return; /* the refusal was logged already */
+        case DROP_NO_REQUEST:
+                m->stats.dropped_no_request++;
+                /* rate limited as its real uid's */
+                manager_log(m, c->setuid, true, LOGK_IDLE, LOG_NOTICE,
+                            "Dropping the connection of uid %u pid %u (a set-uid program of uid "
+                            "%u): no request within %s s (SetuidRequestTimeoutSec=)",
+                            (unsigned) c->uid, (unsigned) c->pid,
+                            (unsigned) (c->setuid ? c->setuid->uid : 0),
+                            config_usec_to_string(cfg->setuid_request_timeout_usec, t, sizeof t));
+                return;
+        case DROP_REFUSED: /* logged when it was refused */
         case DROP_GONE:
         case DROP_SHUTDOWN:
                 log_debug("Connection of uid %u pid %u closed", (unsigned) c->uid,
@@ -345,11 +468,7 @@ static void conn_drop(Conn *c, DropReason reason) {
 
         if (c->call)
                 m->handler->gone(g_steal_pointer(&c->call));
-        if (c->source) {
-                g_source_destroy(c->source);
-                g_source_unref(c->source);
-                c->source = NULL;
-        }
+        conn_unwatch(c);
         close(c->fd);
         c->fd = -1;
         if (c->pidfd >= 0)
@@ -357,8 +476,14 @@ static void conn_drop(Conn *c, DropReason reason) {
         c->pidfd = -1;
         g_queue_clear_full(&c->out, out_msg_free);
 
-        if (root) {
+        if (c->refused)
+                m->n_refused--;
+        else if (root) {
                 m->n_root--;
+                if (c->setuid) {
+                        c->setuid->n_setuid--;
+                        c->setuid->last_usec = g_get_monotonic_time();
+                }
                 Listener *l = &m->listeners[CONN_KIND_ROOT];
                 if (l->paused_full && m->n_root < cfg->max_root_connections) {
                         l->paused_full = false;
@@ -377,16 +502,16 @@ static void conn_drop(Conn *c, DropReason reason) {
 
 static void conn_update(Conn *c) {
         const Config *cfg = config_of(c->m);
-        GIOCondition ev = 0;
+        uint32_t ev = 0;
         int64_t t = -1;
 
-        if (c->dead)
+        if (c->dead || c->refused)
                 return;
         if (!c->call && !c->closing && !c->throttled)
-                ev |= G_IO_IN;
+                ev |= EPOLLIN;
         if (!g_queue_is_empty(&c->out) || c->producing)
-                ev |= G_IO_OUT;
-        g_source_modify_unix_fd(c->source, c->tag, ev);
+                ev |= EPOLLOUT;
+        conn_set_events(c, ev);
 
         if (!g_queue_is_empty(&c->out) && c->stall_since > 0)
                 t = c->stall_since + (int64_t) cfg->reply_timeout_usec;
@@ -397,7 +522,9 @@ static void conn_update(Conn *c) {
                 if (t < 0 || i < t)
                         t = i;
         }
-        g_source_set_ready_time(c->source, t);
+        if (c->first_deadline > 0 && (t < 0 || c->first_deadline < t))
+                t = c->first_deadline;
+        conn_set_deadline(c, t);
 }
 
 /* Nothing in flight and nothing to send: idle from now (or closed, when it was asked). */
@@ -598,90 +725,232 @@ static void conn_read(Conn *c, int64_t now) {
         }
         if (c->per_uid)
                 c->per_uid->tokens -= 1.0;
+        c->first_deadline = 0;
         c->m->stats.requests++;
         c->idle_since = 0;
         c->m->handler->message(c, &buf, (size_t) n, fds, n_fds, (mh.msg_flags & MSG_CTRUNC) != 0,
                                c->m->userdata);
 }
 
-static gboolean conn_source_dispatch(GSource *src, GSourceFunc cb, gpointer userdata) {
-        Conn *c = ((ConnSource *) src)->conn;
+/* Read and drop what a client queued (at most REFUSE_DRAIN_MAX datagrams; descriptors in
+ * them are closed by the kernel): closing a unix socket with unread data resets the peer,
+ * whose next recv() then reports ECONNRESET instead of the reply waiting for it. */
+static void drain(int fd) {
+        char sink[64];
+
+        for (int i = 0; i < REFUSE_DRAIN_MAX; i++)
+                if (recv(fd, sink, sizeof sink, MSG_DONTWAIT | MSG_TRUNC) < 0 && errno != EINTR)
+                        break;
+}
+
+/* What became ready for c (events from epoll; 0: its deadline passed). */
+static void conn_handle(Conn *c, uint32_t rev, int64_t now) {
         const Config *cfg = config_of(c->m);
-        GIOCondition rev = g_source_query_unix_fd(src, c->tag);
-        int64_t now = g_get_monotonic_time();
         bool want_in = !c->call && !c->closing && !c->throttled;
 
-        if (rev & G_IO_OUT)
+        if (c->refused) {
+                /* its request came (or it left, or its time is up): drop what it sent, close */
+                drain(c->fd);
+                conn_drop(c, DROP_REFUSED);
+                return;
+        }
+        if (rev & EPOLLOUT)
                 conn_flush(c, now);
         if (!c->dead && c->producing && c->call && conn_can_send(c))
                 c->m->handler->drained(c->call);
         if (c->dead)
-                return G_SOURCE_CONTINUE;
+                return;
 
-        if ((rev & G_IO_IN) && want_in)
+        if ((rev & EPOLLIN) && want_in)
                 conn_read(c, now);
-        else if (rev & (G_IO_HUP | G_IO_ERR)) {
+        else if (rev & (EPOLLHUP | EPOLLERR)) {
                 /* the client left while a request is in flight or its input is paused */
                 conn_drop(c, DROP_GONE);
-                return G_SOURCE_CONTINUE;
+                return;
         }
         if (c->dead)
-                return G_SOURCE_CONTINUE;
+                return;
 
         if (c->throttled && now >= c->throttle_until) {
-                c->throttled = false; /* the next dispatch reads */
+                c->throttled = false; /* the next wakeup reads */
         }
         if (!g_queue_is_empty(&c->out) && c->stall_since > 0 &&
             now >= c->stall_since + (int64_t) cfg->reply_timeout_usec) {
                 conn_drop(c, DROP_SLOW);
-                return G_SOURCE_CONTINUE;
+                return;
         }
         if (c->idle_since > 0 && now >= c->idle_since + (int64_t) cfg->idle_timeout_usec) {
                 conn_drop(c, DROP_IDLE);
-                return G_SOURCE_CONTINUE;
+                return;
+        }
+        if (c->first_deadline > 0 && now >= c->first_deadline) {
+                conn_drop(c, DROP_NO_REQUEST);
+                return;
         }
         conn_update(c);
+}
+
+static gboolean loop_dispatch(GSource *src, GSourceFunc cb, gpointer userdata) {
+        ConnLoop *l = (ConnLoop *) src;
+        struct epoll_event ev[EPOLL_BATCH];
+        int64_t now;
+        int n;
+
+        n = epoll_wait(l->epfd, ev, EPOLL_BATCH, 0);
+        now = g_get_monotonic_time();
+        for (int i = 0; i < n; i++) {
+                Conn *c = ev[i].data.ptr;
+                /* one dropped earlier in this batch is dead (freed only on the next idle) */
+                if (!c->dead)
+                        conn_handle(c, ev[i].events, now);
+        }
+        /* deadlines that passed, nearest first (a batch at most: then the next wakeup) */
+        for (int i = 0; i < EPOLL_BATCH; i++) {
+                GSequenceIter *it = g_sequence_get_begin_iter(l->timers);
+                Conn *c;
+
+                if (g_sequence_iter_is_end(it))
+                        break;
+                c = g_sequence_get(it);
+                if (c->deadline > now)
+                        break;
+                g_sequence_remove(it);
+                c->timer = NULL;
+                c->deadline = -1;
+                conn_handle(c, 0, now);
+        }
+        loop_update_ready(l);
         return G_SOURCE_CONTINUE;
 }
 
-static GSourceFuncs conn_source_funcs = {
-        .dispatch = conn_source_dispatch,
+static GSourceFuncs loop_source_funcs = {
+        .dispatch = loop_dispatch,
 };
 
-/* Refuse a connection: one error reply (the socket is new, so it fits), then close. What the
- * client has already queued is read and dropped first (descriptors in it are closed by the
- * kernel): closing a unix socket with unread data resets the peer, whose next recv() then
- * reports ECONNRESET instead of the reason. A request sent after the close still meets EPIPE. */
+static ConnLoop *loop_new(ConnManager *m, int priority, const char *name) {
+        ConnLoop *l = (ConnLoop *) g_source_new(&loop_source_funcs, sizeof(ConnLoop));
+
+        l->m = m;
+        l->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (l->epfd < 0)
+                g_error("Cannot create an epoll set for nsd's connections: %s", g_strerror(errno));
+        l->timers = g_sequence_new(NULL);
+        l->tag = g_source_add_unix_fd(&l->base, l->epfd, G_IO_IN);
+        g_source_set_priority(&l->base, priority);
+        g_source_set_name(&l->base, name);
+        g_source_attach(&l->base, g_main_context_get_thread_default());
+        return l;
+}
+
+static void loop_free(ConnLoop *l) {
+        if (!l)
+                return;
+        g_source_destroy(&l->base);
+        g_sequence_free(l->timers);
+        close(l->epfd);
+        g_source_unref(&l->base);
+}
+
+/* Refuse a connection: one error reply (the socket is new, so it fits). The client is kept
+ * open a moment (REFUSED_MAX of them at most) until its first request comes, which is read
+ * and dropped before the close, so that it reads the reason: neither EPIPE (its send after
+ * nsd's close) nor ECONNRESET (nsd's close with its request unread). */
 static int conn_refuse(ConnManager *m, int fd, uid_t uid, pid_t pid, int error,
                        const char *message) {
         struct nsd_rep_error rep;
-        char sink[64];
 
         nsd_msg_init(&rep.hdr, NSD_REP_ERROR, sizeof rep, 0);
         rep.hdr.error = -abs(error);
         g_strlcpy(rep.message, message, sizeof rep.message);
         (void) send_datagram(fd, &rep, sizeof rep, NULL, 0);
-        for (int i = 0; i < REFUSE_DRAIN_MAX; i++)
-                if (recv(fd, sink, sizeof sink, MSG_DONTWAIT | MSG_TRUNC) < 0 && errno != EINTR)
-                        break;
+        drain(fd); /* rate limited per person: a subuid range's refusals are its owner's */
+        manager_log(m, uid == 0 ? NULL : uid_state_get(m, person_of(m, uid, (gid_t) -1)), uid == 0,
+                    LOGK_REFUSED, LOG_WARNING, "Refusing a connection of uid %u pid %u: %s",
+                    (unsigned) uid, (unsigned) pid, message);
+        if (m->n_refused < REFUSED_MAX) {
+                Conn *c = g_new0(Conn, 1);
+                c->m = m;
+                c->fd = fd;
+                c->uid = uid;
+                c->pid = pid;
+                c->pidfd = -1;
+                c->refused = true;
+                g_queue_init(&c->out);
+                if (conn_watch(c, m->loops[0], EPOLLIN) == 0) {
+                        m->n_refused++;
+                        g_hash_table_add(m->conns, c);
+                        conn_set_deadline(c, g_get_monotonic_time() +
+                                                     REFUSED_LINGER_MSEC * (int64_t) 1000);
+                        return -abs(error);
+                }
+                g_free(c);
+        }
         close(fd);
-        manager_log(m, uid == 0 ? NULL : uid_state_get(m, uid), uid == 0, LOGK_REFUSED, LOG_WARNING,
-                    "Refusing a connection of uid %u pid %u: %s", (unsigned) uid, (unsigned) pid,
-                    message);
         return -abs(error);
 }
 
-int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid) {
+/* The real uid of the process behind pidfd (pid): from /proc/PID/status, believed only if
+ * that process is still the one pidfd names afterwards (so the pid was not reused between).
+ * (uid_t) -1 when it cannot be told. */
+static uid_t peer_real_uid(pid_t pid, int pidfd) {
+        char path[64], buf[4096];
+        unsigned long ruid;
+        const char *p;
+        ssize_t n;
+        int fd;
+
+        if (pid <= 0 || pidfd < 0)
+                return (uid_t) -1;
+        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return (uid_t) -1;
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return (uid_t) -1;
+        buf[n] = '\0';
+        p = strstr(buf, "\nUid:");
+        if (!p || sscanf(p + 5, "%lu", &ruid) != 1)
+                return (uid_t) -1;
+        /* still alive: then /proc/PID was this process (a pidfd's pid is not reused while the
+         * process has not been reaped) */
+        if (pidfd_exited(pidfd) != 0)
+                return (uid_t) -1;
+        return (uid_t) ruid;
+}
+
+static bool uid_inside(const Config *cfg, uid_t uid) {
+        return uid >= cfg->min_uid && uid <= cfg->max_uid;
+}
+
+/* Add a connected socket (taken) whose peer is cred; pidfd (taken; -1: none) is the peer's
+ * from SO_PEERPIDFD. */
+static int conn_add(ConnManager *m, ConnKind kind, int fd, const struct ucred *cred, int pidfd) {
         const Config *cfg = config_of(m);
-        UidState *u = NULL;
-        ConnSource *src;
+        uid_t uid = cred->uid, person = uid, ruid;
+        pid_t pid = cred->pid;
+        UidState *u = NULL, *setuid = NULL;
         Conn *c;
+        int r;
 
         if (kind == CONN_KIND_ROOT && uid != 0) {
                 m->stats.refused_not_root++;
+                CLOSE_FD(pidfd);
                 return conn_refuse(m, fd, uid, pid, EPERM,
                                    "this socket is root's (uid 0) only; everyone else "
                                    "uses " NSD_SOCKET_PATH_DEFAULT);
+        }
+        /* right after accept(): pid is the process that connected, unless it died in the
+         * moment between its connect() and nsd's accept() and the pid came round again
+         * (SO_PEERPIDFD, where the kernel has it, has no such moment) */
+        if (pidfd < 0 && pid > 0) {
+                pidfd = pidfd_open_cloexec(pid);
+                if (pidfd < 0)
+                        log_debug_errno(errno,
+                                        "Cannot open a pidfd of uid %u pid %u, it gets "
+                                        "no descriptors: %m",
+                                        (unsigned) uid, (unsigned) pid);
         }
         if (uid == 0) {
                 if (m->n_root >= cfg->max_root_connections) {
@@ -690,24 +959,67 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
                                                 "(MaxRootConnections=)",
                                                 m->n_root);
                         m->stats.refused_limit++;
+                        CLOSE_FD(pidfd);
                         return conn_refuse(m, fd, uid, pid, EUSERS, msg);
                 }
+                /* a set-uid program (su, sudo) a user runs: bounded per real uid */
+                ruid = peer_real_uid(pid, pidfd);
+                CLOSE_FD(pidfd); /* root needs none */
+                if (ruid != 0 && ruid != (uid_t) -1) {
+                        setuid = uid_state_get(m, ruid);
+                        if (setuid->n_setuid >= cfg->max_setuid_connections_per_user) {
+                                g_autofree char *msg = g_strdup_printf(
+                                        "uid %u has %u connections open as root through "
+                                        "set-uid programs, the most allowed "
+                                        "(MaxSetuidConnectionsPerUser=)",
+                                        (unsigned) ruid, setuid->n_setuid);
+                                m->stats.refused_setuid++;
+                                return conn_refuse(m, fd, uid, pid, EUSERS, msg);
+                        }
+                }
         } else {
-                u = uid_state_get(m, uid);
-                if (m->n_user >= cfg->max_connections) {
-                        g_autofree char *msg = g_strdup_printf("nsd serves at most %u connections "
-                                                               "of unprivileged users at "
-                                                               "once (MaxConnections=)",
-                                                               cfg->max_connections);
+                unsigned limit = cfg->max_connections;
+                bool inside = uid_inside(cfg, uid);
+                person = person_of(m, uid, cred->gid);
+                u = uid_state_get(m, person);
+                if (!inside)
+                        limit -= MIN(config_reserved_connections(cfg), limit);
+                if (m->n_user >= limit) {
+                        g_autofree char *msg =
+                                inside ? g_strdup_printf("nsd serves at most %u connections of "
+                                                         "unprivileged users at once "
+                                                         "(MaxConnections=)",
+                                                         cfg->max_connections)
+                                       : g_strdup_printf("nsd serves at most %u connections of "
+                                                         "uids "
+                                                         "outside MinUid=%u..MaxUid=%u at once "
+                                                         "(MaxConnections=%u less "
+                                                         "ReservedConnections=%u)",
+                                                         limit, (unsigned) cfg->min_uid,
+                                                         (unsigned) cfg->max_uid,
+                                                         cfg->max_connections,
+                                                         config_reserved_connections(cfg));
                         m->stats.refused_limit++;
+                        CLOSE_FD(pidfd);
                         return conn_refuse(m, fd, uid, pid, EUSERS, msg);
                 }
                 if (u->n_conns >= cfg->max_connections_per_user) {
                         g_autofree char *msg =
-                                g_strdup_printf("uid %u has %u connections open, the most allowed "
-                                                "(MaxConnectionsPerUser=)",
-                                                (unsigned) uid, u->n_conns);
+                                person == uid
+                                        ? g_strdup_printf("uid %u has %u connections open, the "
+                                                          "most allowed "
+                                                          "(MaxConnectionsPerUser=)",
+                                                          (unsigned) uid, u->n_conns)
+                                        : g_strdup_printf("uid %u counts as uid %u, the owner of "
+                                                          "its "
+                                                          "subordinate id range (/etc/subuid, "
+                                                          "/etc/subgid), which has %u connections "
+                                                          "open, the most allowed "
+                                                          "(MaxConnectionsPerUser=)",
+                                                          (unsigned) uid, (unsigned) person,
+                                                          u->n_conns);
                         m->stats.refused_limit++;
+                        CLOSE_FD(pidfd);
                         return conn_refuse(m, fd, uid, pid, EUSERS, msg);
                 }
         }
@@ -718,44 +1030,52 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
         c->fd = fd;
         c->uid = uid;
         c->pid = pid;
-        c->pidfd = -1;
+        c->pidfd = pidfd;
         c->sender.pid = 0;
         c->per_uid = u;
         /* every datagram names its sender (the handlers' descriptor policy asks who sent a
          * request, not only who connected); the listening socket has it too, so that
          * datagrams sent before this call carry it as well */
         (void) setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int) { 1 }, sizeof(int));
-        /* right after accept(): pid is the process that connected, unless it died in the
-         * moment between its connect() and nsd's accept() and the pid came round again */
-        if (uid != 0 && pid > 0) {
-                c->pidfd = pidfd_open_cloexec(pid);
-                if (c->pidfd < 0)
-                        log_debug_errno(errno,
-                                        "Cannot open a pidfd of uid %u pid %u, it gets "
-                                        "no descriptors: %m",
-                                        (unsigned) uid, (unsigned) pid);
-        }
         g_queue_init(&c->out);
         c->idle_since = g_get_monotonic_time();
+        r = conn_watch(c, m->loops[uid == 0 ? 1 : 0], EPOLLIN);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot watch the connection of uid %u pid %u, closing it: %m",
+                                  (unsigned) uid, (unsigned) pid);
+                CLOSE_FD(c->pidfd);
+                close(fd);
+                g_free(c);
+                return r;
+        }
+        if (setuid) {
+                c->setuid = setuid;
+                setuid->n_setuid++;
+                c->first_deadline = c->idle_since + (int64_t) cfg->setuid_request_timeout_usec;
+        }
         if (uid == 0)
                 m->n_root++;
         else {
                 m->n_user++;
                 u->n_conns++;
         }
-        src = (ConnSource *) g_source_new(&conn_source_funcs, sizeof(ConnSource));
-        src->conn = c;
-        c->source = &src->base;
-        g_source_set_priority(c->source, conn_priority(uid == 0));
-        g_source_set_name(c->source, "nsd connection");
-        c->tag = g_source_add_unix_fd(c->source, fd, G_IO_IN);
-        g_source_attach(c->source, g_main_context_get_thread_default());
         g_hash_table_add(m->conns, c);
         m->stats.accepted++;
         conn_update(c);
-        log_debug("Connection of uid %u pid %u on the %s socket", (unsigned) uid, (unsigned) pid,
-                  kind_name[kind]);
+        log_debug("Connection of uid %u pid %u on the %s socket%s", (unsigned) uid, (unsigned) pid,
+                  kind_name[kind], setuid ? " (a set-uid program)" : "");
         return 0;
+}
+
+int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid) {
+        return conn_add(m, kind, fd, &(struct ucred) { .pid = pid, .uid = uid, .gid = (gid_t) -1 },
+                        -1);
+}
+
+void conn_manager_set_person_fn(ConnManager *m, uid_t (*fn)(uid_t uid, gid_t gid, void *userdata),
+                                void *userdata) {
+        m->person = fn;
+        m->person_userdata = userdata;
 }
 
 /* ---- listening sockets ------------------------------------------------------------------ */
@@ -793,6 +1113,26 @@ static void listener_backoff(Listener *l, int error) {
         listener_update(l);
 }
 
+/* SO_PEERPIDFD: a pidfd of the very process that connected (Linux 6.5 on); -1 where the
+ * kernel lacks it (then conn_add() opens one from the pid, as on 6.1). */
+static int peer_pidfd(ConnManager *m, int fd) {
+        socklen_t len = sizeof(int);
+        int pidfd = -1;
+
+        if (m->no_peerpidfd)
+                return -1;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
+                if (errno == ENOPROTOOPT || errno == EINVAL) {
+                        m->no_peerpidfd = true;
+                        log_debug("This kernel has no SO_PEERPIDFD: a client's pidfd is opened "
+                                  "from its pid after accept()");
+                }
+                return -1;
+        }
+        m->stats.peer_pidfds++;
+        return pidfd;
+}
+
 static gboolean listener_source_dispatch(GSource *src, GSourceFunc cb, gpointer userdata) {
         Listener *l = ((ListenerSource *) src)->listener;
         ConnManager *m = l->m;
@@ -826,7 +1166,7 @@ static gboolean listener_source_dispatch(GSource *src, GSourceFunc cb, gpointer 
                         close(fd);
                         continue;
                 }
-                (void) conn_manager_add(m, l->kind, fd, cred.uid, cred.pid);
+                (void) conn_add(m, l->kind, fd, &cred, peer_pidfd(m, fd));
         }
         return G_SOURCE_CONTINUE;
 }
@@ -874,6 +1214,8 @@ ConnManager *conn_manager_new(const Config *config, const ConnHandler *handler, 
         m->conns = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->uids = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
         m->dead = g_ptr_array_new();
+        m->loops[0] = loop_new(m, conn_priority(false), "nsd connections");
+        m->loops[1] = loop_new(m, conn_priority(true), "nsd root connections");
         m->sweep_timer = g_timeout_add_seconds(UID_STATE_KEEP_SEC, on_sweep, m);
         return m;
 }
@@ -901,6 +1243,8 @@ void conn_manager_free(ConnManager *m) {
         if (m->reap_source)
                 g_source_remove(m->reap_source);
         on_reap(m);
+        loop_free(m->loops[0]);
+        loop_free(m->loops[1]);
         g_ptr_array_unref(m->dead);
         g_source_remove(m->sweep_timer);
         g_hash_table_destroy(m->conns);
@@ -935,7 +1279,7 @@ unsigned conn_manager_count_uid(const ConnManager *m, uid_t uid) {
 
         if (uid == 0)
                 return m->n_root;
-        u = g_hash_table_lookup(m->uids, GUINT_TO_POINTER(uid));
+        u = g_hash_table_lookup(m->uids, GUINT_TO_POINTER(person_of(m, uid, (gid_t) -1)));
         return u ? u->n_conns : 0;
 }
 

@@ -61,13 +61,16 @@ typedef struct ConnStats {
         unsigned accepted;
         unsigned refused_limit; /* MaxConnections=, MaxConnectionsPerUser=, MaxRootConnections= */
         unsigned refused_not_root; /* a peer other than uid 0 on the root socket */
+        unsigned refused_setuid;   /* MaxSetuidConnectionsPerUser= */
         unsigned dropped_idle;
-        unsigned dropped_slow;     /* replies made no progress for ReplyTimeoutSec= */
-        unsigned dropped_overflow; /* more than MaxQueuedReplies= waiting */
-        unsigned dropped_bad;      /* a malformed message */
-        unsigned throttled;        /* times a connection waited for its uid's rate limit */
-        unsigned accept_backoffs;  /* times a socket paused on EMFILE/ENFILE */
-        unsigned requests;         /* requests read */
+        unsigned dropped_slow;       /* replies made no progress for ReplyTimeoutSec= */
+        unsigned dropped_overflow;   /* more than MaxQueuedReplies= waiting */
+        unsigned dropped_bad;        /* a malformed message */
+        unsigned dropped_no_request; /* a set-uid program's, past SetuidRequestTimeoutSec= */
+        unsigned peer_pidfds;        /* pidfds from SO_PEERPIDFD (Linux 6.5 on) */
+        unsigned throttled;          /* times a connection waited for its uid's rate limit */
+        unsigned accept_backoffs;    /* times a socket paused on EMFILE/ENFILE */
+        unsigned requests;           /* requests read */
 } ConnStats;
 
 /* config: the one in force (a reload refills the same struct, then calls
@@ -102,11 +105,18 @@ int conn_manager_listen(ConnManager *m, ConnKind kind, int fd);
  * gets an NSD_REP_ERROR and is closed (returns -EUSERS or -EPERM); else 0. */
 int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid);
 
+/* Whose connections count together against MaxConnectionsPerUser= (and its rate limit):
+ * fn(uid, gid) says the person, the owner of the subordinate id range the peer's uid (or,
+ * outside MinUid..MaxUid, its gid) lies in, or uid itself (gid -1: not known). NULL: uid. */
+void conn_manager_set_person_fn(ConnManager *m, uid_t (*fn)(uid_t uid, gid_t gid, void *userdata),
+                                void *userdata);
+
 /* The config changed (reload): bounds and timeouts apply from now on. */
 void conn_manager_reconfigure(ConnManager *m);
 
 const ConnStats *conn_manager_stats(const ConnManager *m);
 unsigned conn_manager_count(const ConnManager *m); /* every connection */
+/* root's connections, or those of uid's person (all the subuids of its owner) */
 unsigned conn_manager_count_uid(const ConnManager *m, uid_t uid);
 /* Is nsd accepting on this socket now (false while paused: EMFILE backoff, root bound)? */
 bool conn_manager_accepting(const ConnManager *m, ConnKind kind);

@@ -131,6 +131,14 @@ static int check_session_fields(uint32_t reserved, const char *service, size_t s
                 return why_set(why, EINVAL, "reserved field not zero");
         if (!nsd_field_is_string(service, service_size))
                 return why_set(why, EINVAL, "service name not NUL-terminated in its field");
+        /* it goes into log lines and state files: a newline or an escape in it would forge
+         * a line of nsd's own ("x\n<0>nsd: ..." on a plain stderr log) */
+        for (size_t i = 0; service[i]; i++)
+                if ((unsigned char) service[i] < 0x20 || (unsigned char) service[i] > 0x7e)
+                        return why_set(why, EINVAL,
+                                       "service name is not printable ASCII (byte %zu is 0x%02x; "
+                                       "0x20 to 0x7e only)",
+                                       i, (unsigned) (unsigned char) service[i]);
         if (pid == 0 || pid > INT32_MAX)
                 return why_set(why, EINVAL, "invalid session leader pid");
         return 0;

@@ -8,6 +8,9 @@ The layouts mirror libnsclient/nsd-protocol.h (checked against its sizes at star
 
   nsd-rawclient.py [--socket PATH] [--header FILE] WHAT [UID] [--count N]
   nsd-rawclient.py [--socket PATH] join-session [--no-pidfd | --pidfd-of PID] UID LEADER_PID
+  nsd-rawclient.py [--socket PATH] flood-join FIRST_UID --count N --seconds S
+      (root) N processes at a time, each a fresh uid from FIRST_UID on, JOIN for itself, for S
+      seconds (a subuid range flooding nsd); then one line: flood-join <requests> <errno>=<n>...
 """
 import argparse, errno, os, re, socket, struct, sys
 
@@ -76,6 +79,45 @@ def simple(sock_path, payload, name):
         print(f"{name} {rtype:#06x} {ename} fds={n_fds} {error_message(rtype, data)}")
 
 
+def flood_join(a):
+    """Fresh uids JOIN for themselves, a.count processes at a time, for a.seconds."""
+    import time
+    deadline = time.monotonic() + a.seconds
+    uid, running, results = a.uid, {}, {}
+    while time.monotonic() < deadline or running:
+        while len(running) < a.count and time.monotonic() < deadline:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                code = "none"
+                try:
+                    os.setgroups([])
+                    os.setresgid(uid, uid, uid)
+                    os.setresuid(uid, uid, uid)
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                    s.settimeout(30)
+                    s.connect(a.socket)
+                    s.send(join(uid))
+                    data = s.recv(8192)
+                    err = HDR.unpack_from(data)[7] if len(data) >= HDR.size else 0
+                    code = errno.errorcode.get(-err, str(err)) if err else "0"
+                except Exception as e:
+                    code = type(e).__name__
+                os.write(w, code.encode())
+                os._exit(0)
+            os.close(w)
+            running[pid] = r
+            uid += 1
+        pid, _ = os.wait()
+        r = running.pop(pid)
+        code = os.read(r, 64).decode() or "none"
+        os.close(r)
+        results[code] = results.get(code, 0) + 1
+    print("flood-join", sum(results.values()),
+          " ".join(f"{k}={v}" for k, v in sorted(results.items())))
+
+
 def join_session(a):
     if a.pid is None:
         sys.exit("nsd-rawclient: join-session needs UID and LEADER_PID")
@@ -98,10 +140,13 @@ def main():
     ap.add_argument("--socket", default="/run/nsd/socket")
     ap.add_argument("--header", default="libnsclient/nsd-protocol.h")
     ap.add_argument("what", choices=["join", "garbage", "truncated", "wrong-version", "oversized",
-                                     "bad-length", "unknown-type", "hold", "join-session"])
+                                     "bad-length", "unknown-type", "hold", "join-session",
+                                     "flood-join"])
     ap.add_argument("uid", nargs="?", type=int, default=os.getuid())
     ap.add_argument("pid", nargs="?", type=int, help="join-session: the session leader")
-    ap.add_argument("--count", type=int, default=1, help="hold: connections to open")
+    ap.add_argument("--count", type=int, default=1,
+                    help="hold: connections to open; flood-join: processes at a time")
+    ap.add_argument("--seconds", type=float, default=10, help="flood-join: how long")
     ap.add_argument("--no-pidfd", action="store_true",
                     help="join-session: send no pidfd (nsd opens one)")
     ap.add_argument("--pidfd-of", type=int, help="join-session: send the pidfd of this pid instead")
@@ -113,6 +158,8 @@ def main():
 
     if a.what == "join-session":
         join_session(a)
+    elif a.what == "flood-join":
+        flood_join(a)
     elif a.what == "join":
         simple(a.socket, join(a.uid), "join")
     elif a.what == "garbage":

@@ -7,6 +7,11 @@
  * /run/nsd-slow/block exists, after creating /run/nsd-slow/asked (so the test knows the
  * lookup came). Only processes whose library path finds it load it (the scenario gives nsd
  * LD_LIBRARY_PATH), so sshd and su are not slowed.
+ *
+ * And slow for a range of uids: /run/nsd-slow/range "FIRST COUNT MSEC" makes each lookup
+ * of a uid from FIRST to FIRST+COUNT-1 take MSEC ms (then NOTFOUND), as a directory service
+ * would for the uids of a subuid range it does not know; /run/nsd-slow/range-asked is
+ * created at the first such lookup.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,10 +68,28 @@ static int is_slow_name(const char *name) {
         return read_line(DIR "/name", buf, sizeof buf) == 0 && strcmp(buf, name) == 0;
 }
 
+/* the range mode: sleep for a uid of the range */
+static void slow_range(uid_t uid) {
+        unsigned long first, count, msec;
+        char buf[96];
+
+        if (read_line(DIR "/range", buf, sizeof buf) < 0 ||
+            sscanf(buf, "%lu %lu %lu", &first, &count, &msec) != 3 || uid < first ||
+            uid - first >= count)
+                return;
+        int fd = open(DIR "/range-asked", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0)
+                close(fd);
+        struct timespec ts = { .tv_sec = (time_t) (msec / 1000),
+                               .tv_nsec = (long) (msec % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
 enum nss_status _nss_nsdslow_getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len,
                                         int *errnop) {
         if (is_slow_uid(uid))
                 wait_while_blocked();
+        slow_range(uid);
         *errnop = ENOENT;
         return NSS_STATUS_NOTFOUND;
 }

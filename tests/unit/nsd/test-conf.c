@@ -31,6 +31,9 @@ static bool same_as_defaults(const Config *c) {
                c->max_connections_per_user == d.max_connections_per_user &&
                c->max_connections == d.max_connections &&
                c->max_root_connections == d.max_root_connections &&
+               c->reserved_connections == d.reserved_connections &&
+               c->max_setuid_connections_per_user == d.max_setuid_connections_per_user &&
+               c->setuid_request_timeout_usec == d.setuid_request_timeout_usec &&
                c->request_rate_per_user == d.request_rate_per_user &&
                c->request_burst_per_user == d.request_burst_per_user &&
                c->max_queued_replies == d.max_queued_replies &&
@@ -108,6 +111,9 @@ static void test_valid(void) {
                            "MaxConnectionsPerUser=7\n"
                            "MaxConnections=8\n"
                            "MaxRootConnections=9\n"
+                           "ReservedConnections=2\n"
+                           "MaxSetuidConnectionsPerUser=3\n"
+                           "SetuidRequestTimeoutSec=0.5\n"
                            "RequestRatePerUser=10\n"
                            "RequestBurstPerUser=11\n"
                            "MaxQueuedReplies=12\n"
@@ -140,6 +146,10 @@ static void test_valid(void) {
                    c.request_burst_per_user == 11 && c.max_queued_replies == 12 &&
                    c.max_lookup_threads == 13 && c.max_path_walks == 14,
            "MaxRootConnections=, the rate limit, the queue, threads, path walks");
+        ok(c.reserved_connections == 2 && config_reserved_connections(&c) == 2 &&
+                   c.max_setuid_connections_per_user == 3 &&
+                   c.setuid_request_timeout_usec == 500000,
+           "ReservedConnections=, MaxSetuidConnectionsPerUser=, SetuidRequestTimeoutSec=");
         ok(c.idle_timeout_usec == 1500000 && c.reply_timeout_usec == 250000 &&
                    c.lookup_timeout_usec == 3000000 && c.lookup_cache_usec == 0 &&
                    c.path_walk_timeout_usec == 1000,
@@ -243,6 +253,8 @@ static void test_bad_values(void) {
         bad("[Namespaces]\nMinUid=5000\nMaxUid=4000\n", 2, "MinUid", "MinUid= larger than MaxUid=");
         bad("[Limits]\nMaxConnections=4\nMaxConnectionsPerUser=5\n", 3, "MaxConnectionsPerUser",
             "MaxConnectionsPerUser= larger than MaxConnections=");
+        bad("[Limits]\nMaxConnections=8\nReservedConnections=8\n", 3, "ReservedConnections",
+            "ReservedConnections= as large as MaxConnections=");
 }
 
 static void test_bad_syntax(void) {

@@ -4,7 +4,10 @@
  * in place of nsd's requests, as libfuse's tests bind their own ops: no Server, no request,
  * no policy. Over socketpairs and sockets in a temp folder: one call in flight per
  * connection, a call whose client leaves, limits, timeouts, rate limits, queues, root's
- * socket, EMFILE backoff. TAP; no root needed (run as root, the peer that must not be root
+ * socket, EMFILE backoff; budgets that count people (a subuid range's connections against
+ * its owner, the slots reserved for MinUid..MaxUid, set-uid programs on root's socket per
+ * real uid and their first request's deadline), a refused client reading the reason, and
+ * SO_PEERPIDFD. TAP; no root needed (run as root, the peer that must not be root
  * drops to nobody in a child).
  *
  * Timeouts are set in milliseconds so the waits are short; every wait runs the loop until
@@ -479,6 +482,180 @@ static void test_root_socket(void) {
         unlink(sa.sun_path);
 }
 
+/* ---- people, not uids --------------------------------------------------------------------- */
+
+/* uids 100000..165535: the subuid range of uid 1000 (as /etc/subuid would say) */
+static uid_t test_person(uid_t uid, gid_t gid, void *userdata) {
+        (*(unsigned *) userdata)++;
+        return uid >= 100000 && uid < 165536 ? 1000 : uid;
+}
+
+static void test_people(void) {
+        config.max_connections = 16;
+        config.max_connections_per_user = 4;
+        config.reserved_connections = 4;
+        ConnManager *m = manager_new();
+        unsigned asked = 0, accepted = 0, as_owner = 0;
+        int fds[64], n = 0, r, fd;
+        TestReply rep;
+
+        conn_manager_set_person_fn(m, test_person, &asked);
+        for (uid_t i = 0; i < 64; i++) {
+                fd = loop_test_peer(m, CONN_KIND_USER, 100000 + i, getpid(), 0, &r);
+                if (r == 0) {
+                        fds[n++] = fd;
+                        accepted++;
+                        continue;
+                }
+                rep = loop_test_next(fd);
+                as_owner += rep.type == NSD_REP_ERROR && rep.error == -EUSERS &&
+                            strstr(rep.message, "counts as uid 1000, the owner of its "
+                                                "subordinate id range") != NULL;
+                close(fd);
+        }
+        is_int(accepted, 4,
+               "64 uids of uid 1000's subuid range: 4 connections in all "
+               "(MaxConnectionsPerUser=4 of their owner)");
+        is_int(as_owner, 60, "the others are refused, naming the owner");
+        ok(asked >= 64, "the person of each was asked");
+        fds[n++] = fd = peer(m, CONN_KIND_USER, 1001);
+        ping(fd, 7);
+        rep = loop_test_next(fd);
+        ok(rep.type == NSD_REP_STATUS && rep.seq == 7, "another user's STATUS is served");
+
+        /* uids outside MinUid..MaxUid (not subuids) fill what is not reserved */
+        for (uid_t i = 0; n < 12; i++) {
+                fds[n++] = loop_test_peer(m, CONN_KIND_USER, 200000 + i, getpid(), 0, &r);
+                if (r < 0)
+                        break;
+        }
+        is_int(r, 0, "uids outside MinUid..MaxUid take 12 of MaxConnections=16");
+        fd = loop_test_peer(m, CONN_KIND_USER, 300000, getpid(), 0, &r);
+        rep = loop_test_next(fd);
+        ok(r == -EUSERS && strstr(rep.message, "ReservedConnections=4"),
+           "the next one is refused: the rest is reserved (%s)", rep.message);
+        close(fd);
+        fds[n++] = fd = peer(m, CONN_KIND_USER, 1002);
+        ping(fd, 8);
+        rep = loop_test_next(fd);
+        ok(rep.type == NSD_REP_STATUS && rep.seq == 8, "a uid inside MinUid..MaxUid gets one of "
+                                                       "the reserved slots and is served");
+        for (int i = 0; i < n; i++)
+                close(fds[i]);
+        manager_free(m);
+}
+
+/* A refused client that sends its request after nsd refused it (libnsclient: connect, send,
+ * receive) reads the reason, not EPIPE. */
+static void test_refused_reads_reason(void) {
+        config.max_connections_per_user = 1;
+        ConnManager *m = manager_new();
+        int first = peer(m, CONN_KIND_USER, 1000), fd, r;
+        TestReply rep;
+
+        fd = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 0, &r);
+        is_int(r, -EUSERS, "uid 1000's second connection is refused (MaxConnectionsPerUser=1)");
+        loop_test_run_for(20); /* nsd has answered; the client sends only now */
+        is_int(ping(fd, 1), 0, "its request, sent after the refusal, is taken (not EPIPE)");
+        rep = loop_test_next(fd);
+        ok(rep.type == NSD_REP_ERROR && rep.error == -EUSERS &&
+                   strstr(rep.message, "MaxConnectionsPerUser="),
+           "it reads the reason (%s)", rep.message);
+        ok(loop_test_at_eof(fd), "then the end");
+        close(fd);
+        close(first);
+        manager_free(m);
+}
+
+/* A set-uid program (su) that a user runs connects to root's socket as uid 0, with its real
+ * uid the user's. */
+static void test_setuid(void) {
+        config.max_setuid_connections_per_user = 2;
+        config.setuid_request_timeout_usec = 200 * MSEC;
+        ConnManager *m = manager_new();
+        int fds[8], n = 0, r, fd;
+        pid_t su;
+        TestReply rep;
+
+        if (geteuid() != 0) {
+                for (int i = 0; i < 7; i++)
+                        tap_skip("a set-uid program's peer needs root (setresuid)");
+                manager_free(m);
+                return;
+        }
+        int ready[2];
+        char byte;
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                abort();
+        su = fork();
+        if (su == 0) { /* real uid 1500, effective 0: what su is while it opens a session */
+                if (setresuid(1500, 0, 0) < 0 || write(ready[1], "x", 1) != 1)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        close(ready[1]);
+        if (read(ready[0], &byte, 1) != 1)
+                abort();
+        close(ready[0]);
+        fds[n++] = loop_test_peer(m, CONN_KIND_ROOT, 0, su, 0, &r);
+        fds[n++] = loop_test_peer(m, CONN_KIND_ROOT, 0, su, 0, &r);
+        is_int(r, 0, "a set-uid program of uid 1500: two connections to root's socket");
+        fd = loop_test_peer(m, CONN_KIND_ROOT, 0, su, 0, &r);
+        rep = loop_test_next(fd);
+        ok(r == -EUSERS && strstr(rep.message, "uid 1500") &&
+                   strstr(rep.message, "MaxSetuidConnectionsPerUser="),
+           "a third is refused (%s)", rep.message);
+        close(fd);
+        for (int i = 0; i < 4; i++)
+                fds[n++] = peer(m, CONN_KIND_ROOT, 0);
+        is_int(conn_manager_count_uid(m, 0), 6, "real root is not bounded so (4 more)");
+        ok(RUN_UNTIL(stats(m)->dropped_no_request == 2),
+           "the set-uid program's two, which sent nothing, are dropped past "
+           "SetuidRequestTimeoutSec=");
+        fd = loop_test_peer(m, CONN_KIND_ROOT, 0, su, 0, &r);
+        ping(fd, 3);
+        rep = loop_test_next(fd);
+        ok(r == 0 && rep.type == NSD_REP_STATUS, "one that sends its request at once is served");
+        loop_test_run_for(300);
+        is_int(stats(m)->dropped_no_request, 2, "and not dropped later");
+        close(fd);
+        for (int i = 0; i < n; i++)
+                close(fds[i]);
+        kill(su, SIGKILL);
+        waitpid(su, NULL, 0);
+        manager_free(m);
+}
+
+/* Where the kernel has SO_PEERPIDFD (6.5 on), the pidfd of a client comes from it. */
+static void test_peerpidfd(void) {
+        ConnManager *m = manager_new();
+        struct sockaddr_un sa;
+        int sv[2], probe = -1, fd;
+        socklen_t len = sizeof probe;
+        bool has;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                abort();
+        has = getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &probe, &len) == 0;
+        if (probe >= 0)
+                close(probe);
+        close(sv[0]);
+        close(sv[1]);
+        listen_on(m, CONN_KIND_USER, "user.socket", &sa);
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+                abort();
+        ok(RUN_UNTIL(stats(m)->accepted == 1), "a client connects through the socket");
+        if (has)
+                is_int(stats(m)->peer_pidfds, 1, "its pidfd came from SO_PEERPIDFD");
+        else
+                is_int(stats(m)->peer_pidfds, 0, "this kernel lacks SO_PEERPIDFD: pidfd_open()");
+        close(fd);
+        manager_free(m);
+        unlink(sa.sun_path);
+}
+
 /* ---- rate limit ------------------------------------------------------------------------- */
 
 static void test_rate_limit(void) {
@@ -571,6 +748,10 @@ int main(void) {
         test_stream();
         test_limits();
         test_root_socket();
+        test_people();
+        test_refused_reads_reason();
+        test_setuid();
+        test_peerpidfd();
         test_rate_limit();
         test_emfile();
         config_done(&config);

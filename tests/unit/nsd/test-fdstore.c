@@ -475,7 +475,7 @@ static void test_server(void) {
                 close(pidfd);
                 for (unsigned i = 0; i < 6; i++) {
                         sess[i] = users_open_session(s->users, u[i % 2], getpid(), "test",
-                                                     pidfd_self());
+                                                     pidfd_self(), 0);
                         fake_manager_drain(mgr);
                 }
                 n_sess = fake_manager_count(mgr, FDSTORE_SESSION_PREFIX);

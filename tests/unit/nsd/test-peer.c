@@ -100,11 +100,14 @@ static TestReply ask_from_child(Server *s, enum sandbox how, bool share, const v
                 union {
                         struct nsd_msg_header hdr;
                         struct nsd_req_join_session js;
+                        struct nsd_req_session_open so;
                         uint8_t bytes[NSD_MSG_SIZE_MAX];
                 } m;
                 memcpy(&m, msg, MIN(len, sizeof m));
                 if (m.hdr.type == NSD_REQ_JOIN_SESSION && m.js.pid == 0)
                         m.js.pid = (uint32_t) getpid(); /* its own session leader */
+                if (m.hdr.type == NSD_REQ_SESSION_OPEN && m.so.pid == 0)
+                        m.so.pid = (uint32_t) getpid();
                 if (sandbox_enter(how) < 0 || read(go[0], &b, 1) != 1 ||
                     loop_test_send(sv[1], &m, len, -1) < 0)
                         _exit(1);
@@ -142,6 +145,26 @@ static struct nsd_req_join_session join_session_msg(uid_t uid, pid_t leader) {
         q.uid = uid;
         q.pid = (uint32_t) leader;
         g_strlcpy(q.service, "test", sizeof q.service);
+        return q;
+}
+
+static struct nsd_req_session_open session_open_msg(uid_t uid, pid_t leader) {
+        struct nsd_req_session_open q = { 0 };
+
+        nsd_msg_init(&q.hdr, NSD_REQ_SESSION_OPEN, sizeof q, 14);
+        q.uid = uid;
+        q.pid = (uint32_t) leader;
+        g_strlcpy(q.service, "sandbox", sizeof q.service);
+        return q;
+}
+
+static struct nsd_req_session_close session_close_msg(uid_t uid, uint64_t id, pid_t leader) {
+        struct nsd_req_session_close q = { 0 };
+
+        nsd_msg_init(&q.hdr, NSD_REQ_SESSION_CLOSE, sizeof q, 15);
+        q.uid = uid;
+        q.session_id = id;
+        q.pid = (uint32_t) leader;
         return q;
 }
 
@@ -206,6 +229,30 @@ static void test_sandboxed(enum sandbox how, const char *what) {
            "%s: JOIN_SESSION is refused with EPERM (%s)", what, rep.message);
         is_int(users_count_sessions(s->users), 0, "%s: no session was opened", what);
 
+        /* the flood of issue 19: a sandboxed process of the user opening sessions until the
+         * user's budget is full, so that root's JOIN_SESSION of the user's next login fails */
+        struct nsd_req_session_open so = session_open_msg(UID, 0);
+        int refused = 0;
+        s->config.max_sessions_per_user = 4; /* a full budget, quickly */
+        for (unsigned i = 0; i < s->config.max_sessions_per_user; i++) {
+                rep = ask_from_child(s, how, false, &so, sizeof so);
+                refused += rep.type == NSD_REP_ERROR && rep.error == -EPERM;
+        }
+        is_int(refused, (int) s->config.max_sessions_per_user,
+               "%s: %u SESSION_OPENs (MaxSessionsPerUser=), each refused with EPERM (%s)", what,
+               s->config.max_sessions_per_user, rep.message);
+        is_int(users_count_sessions(s->users), 0, "%s: none was opened", what);
+        {
+                struct nsd_req_join_session rjs = join_session_msg(UID, getpid());
+                int root = core_test_peer(s, CONN_KIND_ROOT, 0, getpid());
+                loop_test_send(root, &rjs, sizeof rjs, -1);
+                rep = loop_test_next(root);
+                ok(rep.type == NSD_REP_JOIN_SESSION,
+                   "%s: root's JOIN_SESSION for the user's login still succeeds (type %#x, %s)",
+                   what, rep.type, rep.message);
+                close(root);
+        }
+
         nsd_msg_init(&show.hdr, NSD_REQ_SHOW, sizeof show, 9);
         show.uid = UID;
         rep = ask_from_child(s, how, false, &show, sizeof show);
@@ -235,6 +282,67 @@ static void test_sandboxed(enum sandbox how, const char *what) {
         rep = ask_from_child(s, how, false, &list, sizeof list);
         ok(rep.type == NSD_REP_LIST_ENTRY && rep.n_fds == 0,
            "%s: LIST is answered (its own entry first)", what);
+        server_free(s);
+}
+
+/* Sessions belong to logins: the user's own processes have a budget of their own, and close
+ * only what they opened, as its leader. */
+static void test_session_budgets(void) {
+        Config c = loop_test_config();
+        c.max_sessions_per_user = 3;
+        Server *s = core_test_server(&c);
+        struct nsd_req_session_open so = session_open_msg(UID, getpid());
+        struct nsd_req_join_session rjs = join_session_msg(UID, getpid());
+        uint64_t root_id = 0, own_id = 0;
+        int user, root, opened = 0;
+        TestReply rep;
+
+        core_test_user_here(s, UID);
+        user = core_test_peer(s, CONN_KIND_USER, UID, getpid());
+        root = core_test_peer(s, CONN_KIND_ROOT, 0, getpid());
+        for (int i = 0; i < 3; i++) {
+                loop_test_send(user, &so, sizeof so, -1);
+                rep = loop_test_next(user);
+                if (rep.type == NSD_REP_SESSION_OPEN) {
+                        opened++;
+                        own_id = ((struct nsd_rep_session_open *) &rep.msg)->session_id;
+                }
+        }
+        is_int(opened, 3, "the user's own process opens 3 sessions (MaxSessionsPerUser=3)");
+        loop_test_send(user, &so, sizeof so, -1);
+        rep = loop_test_next(user);
+        ok(rep.type == NSD_REP_ERROR && rep.error == -EUSERS &&
+                   strstr(rep.message, "its own processes opened"),
+           "a fourth is refused, saying whose budget (%s)", rep.message);
+        for (int i = 0; i < 3; i++) {
+                loop_test_send(root, &rjs, sizeof rjs, -1);
+                rep = loop_test_next(root);
+                if (rep.type == NSD_REP_JOIN_SESSION)
+                        root_id = ((struct nsd_rep_join_session *) &rep.msg)->session_id;
+                else
+                        break;
+        }
+        ok(rep.type == NSD_REP_JOIN_SESSION,
+           "root's JOIN_SESSION for 3 logins of the user still succeeds (%s)", rep.message);
+
+        struct nsd_req_session_close cl = session_close_msg(UID, root_id, getpid());
+        loop_test_send(user, &cl, sizeof cl, -1);
+        rep = loop_test_next(user);
+        ok(rep.type == NSD_REP_ERROR && rep.error == -EPERM &&
+                   strstr(rep.message, "a login's (root opened it)"),
+           "the user cannot close a login's session (%s)", rep.message);
+        cl = session_close_msg(UID, own_id, getpid() + 1);
+        loop_test_send(user, &cl, sizeof cl, -1);
+        rep = loop_test_next(user);
+        ok(rep.type == NSD_REP_ERROR && (rep.error == -EPERM || rep.error == -ENOENT),
+           "nor its own session naming another leader (%s)", rep.message);
+        cl = session_close_msg(UID, own_id, getpid());
+        loop_test_send(user, &cl, sizeof cl, -1);
+        rep = loop_test_next(user);
+        ok(rep.type == NSD_REP_SESSION_CLOSE, "it closes one it opened (%s)", rep.message);
+        is_int(users_sessions_by(s->users, UID, false), 3, "root's 3 sessions are open");
+        close(user);
+        close(root);
         server_free(s);
 }
 
@@ -338,6 +446,7 @@ int main(void) {
         test_inside();
         test_sandboxed(SANDBOX_MNTNS, "a peer in another mount namespace");
         test_sandboxed(SANDBOX_CHROOT, "a peer chrooted in the namespace");
+        test_session_budgets();
         test_shared_connection();
         test_root_and_creation();
         test_status_own_figures();

@@ -2,7 +2,10 @@
 /*
  * test-policy: nsd's "who gets a namespace" through the user database: conf.c's lookups
  * (through common/nss-util.h, so a 3000-member group line works) and policy.c's worker
- * threads and cache. Runs under nss_wrapper (meson sets LD_PRELOAD and NSS_WRAPPER_*; the
+ * threads and cache: Users= names resolved to uids (then no lookup at all), root's lookups
+ * ahead of a flood of unprivileged callers' (a slow user database), the bound on those, the
+ * cache forgetting its oldest answer when full; /etc/subuid and /etc/subgid read into who owns
+ * a uid (policy_person()). Runs under nss_wrapper (meson sets LD_PRELOAD and NSS_WRAPPER_*; the
  * files are written here into the temp folder of argument 1): the host's accounts play no
  * part.
  */
@@ -96,20 +99,20 @@ static void test_policy_threads(void) {
         g_autofree char *why = NULL;
 
         server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
-        is_int(policy_uid_managed(s->policy, 1002, &why, on_answer, &a), -EINPROGRESS,
+        is_int(policy_uid_managed(s->policy, 1002, 0, &why, on_answer, &a), -EINPROGRESS,
                "a lookup runs in a worker thread");
-        is_int(policy_uid_managed(s->policy, 500, &why, on_answer, &b), -EINPROGRESS,
+        is_int(policy_uid_managed(s->policy, 500, 0, &why, on_answer, &b), -EINPROGRESS,
                "and another");
         while (!a.done || !b.done)
                 g_main_context_iteration(NULL, TRUE);
         ok(a.managed == 1 && b.managed == 0 && b.why, "their answers come back to the loop");
-        is_int(policy_uid_managed(s->policy, 1002, &why, on_answer, &a), 1,
+        is_int(policy_uid_managed(s->policy, 1002, 0, &why, on_answer, &a), 1,
                "the next question about bob is answered from the cache");
-        is_int(policy_uid_managed(s->policy, 500, &why, on_answer, &b), 0,
+        is_int(policy_uid_managed(s->policy, 500, 0, &why, on_answer, &b), 0,
                "so is the one about daemon1, with its reason");
         is_int(policy_stats(s->policy)->cache_hits, 2, "two cache hits");
         g_clear_pointer(&why, g_free); /* daemon1's reason; root's comes next */
-        is_int(policy_uid_managed(s->policy, 0, &why, on_answer, &b), 0, "root: inline");
+        is_int(policy_uid_managed(s->policy, 0, 0, &why, on_answer, &b), 0, "root: inline");
         g_free(a.why);
         g_free(b.why);
         server_free(s);
@@ -142,10 +145,10 @@ static void test_identity_names(void) {
         Policy *p = policy_new(&c);
         Who alice = { 0 }, carol = { 0 }, nobody = { 0 };
 
-        is_int(policy_uid_identity(p, 1001, on_identity, &alice), -EINPROGRESS,
+        is_int(policy_uid_identity(p, 1001, 0, on_identity, &alice), -EINPROGRESS,
                "who is uid 1001: a lookup in a thread");
-        (void) policy_uid_identity(p, 1003, on_identity, &carol);
-        (void) policy_uid_identity(p, 4242, on_identity, &nobody);
+        (void) policy_uid_identity(p, 1003, 0, on_identity, &carol);
+        (void) policy_uid_identity(p, 4242, 0, on_identity, &nobody);
         while (!alice.done || !carol.done || !nobody.done)
                 g_main_context_iteration(NULL, TRUE);
         ok(alice.r == 0 && g_strcmp0(alice.name, "alice") == 0 &&
@@ -162,12 +165,257 @@ static void test_identity_names(void) {
         g_free(carol.name), g_free(carol.home), g_free(carol.group);
 }
 
+static gboolean on_tick(gpointer userdata) {
+        return G_SOURCE_CONTINUE;
+}
+
+/* Run the loop until expr, at most 20 s (a tick wakes it: threads' progress does not) */
+#define WAIT_FOR(expr)                                                       \
+        ({                                                                   \
+                int64_t _end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC; \
+                guint _tick = g_timeout_add(5, on_tick, NULL);               \
+                while (!(expr) && g_get_monotonic_time() < _end)             \
+                        g_main_context_iteration(NULL, TRUE);                \
+                g_source_remove(_tick);                                      \
+                (bool) (expr);                                               \
+        })
+
+static void test_names_resolved(void) {
+        Config c = parse("[Namespaces]\nUsers=alice nosuchuser\n");
+        g_autofree char *why = NULL;
+        Answer a = { 0 };
+        Server *s = NULL;
+        unsigned before;
+
+        server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
+        ok(WAIT_FOR(policy_stats(s->policy)->names_resolved > 0),
+           "Users= names are resolved to uids in a thread at start");
+        before = policy_stats(s->policy)->lookups;
+        is_int(policy_uid_managed(s->policy, 1001, 4242, &why, on_answer, &a), 1,
+               "alice (1001) is answered at once");
+        is_int(policy_uid_managed(s->policy, 100000, 100000, &why, on_answer, &a), 0,
+               "a uid no name is (a subuid) is answered at once too");
+        ok(why && strstr(why, "not listed in Users="), "saying why (%s)", why);
+        is_int(policy_stats(s->policy)->lookups, before, "neither asked the user database");
+        server_free(s);
+}
+
+/* ---- a slow user database: root's lookups ahead of a flood ------------------------------- */
+
+static GMutex slow_lock;
+static GCond slow_cond;
+static bool slow_release;
+static int slow_running;
+
+/* uids from 100000 on hang until released (a subuid range flooding nsd); others answer at
+ * once: 70001 managed (a member of Groups=, above MaxUid=), the rest not */
+static int slow_lookup(const Config *c, uid_t uid, char **ret_why) {
+        if (uid >= 100000) {
+                g_mutex_lock(&slow_lock);
+                slow_running++;
+                while (!slow_release)
+                        g_cond_wait(&slow_cond, &slow_lock);
+                slow_running--;
+                g_mutex_unlock(&slow_lock);
+        }
+        if (uid == 70001)
+                return 1;
+        *ret_why = g_strdup("not listed");
+        return 0;
+}
+
+static int slow_now(void) {
+        int n;
+        g_mutex_lock(&slow_lock);
+        n = slow_running;
+        g_mutex_unlock(&slow_lock);
+        return n;
+}
+
+static void test_fair(void) {
+        enum { FLOOD = 300 };
+        Config c = parse("[Namespaces]\nGroups=big\n[Limits]\nMaxLookupThreads=2\n"
+                         "LookupTimeoutSec=60\n");
+        Answer *flood = g_new0(Answer, FLOOD), root = { 0 }, promoted = { 0 };
+        g_autofree char *why = NULL;
+        int waiting = 0, refused = 0;
+        Server *s = NULL;
+
+        server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
+        policy_set_lookup_fn(s->policy, slow_lookup);
+        slow_release = false;
+        for (int i = 0; i < FLOOD; i++) {
+                uid_t uid = 100000 + (uid_t) i; /* each asks for itself */
+                g_clear_pointer(&why, g_free);
+                int r = policy_uid_managed(s->policy, uid, uid, &why, on_answer, &flood[i]);
+                if (r == -EINPROGRESS)
+                        waiting++;
+                else if (r == -EAGAIN && why && strstr(why, "wait already"))
+                        refused++;
+        }
+        ok(WAIT_FOR(slow_now() == 2),
+           "%d uids of a subuid range ask; MaxLookupThreads=2 of their "
+           "lookups hang in the user database",
+           FLOOD);
+        is_int(policy_stats(s->policy)->queued, 256, "256 more wait in line, at most");
+        is_int(waiting, 2 + 256, "so many of them wait for an answer");
+        is_int(refused, FLOOD - 2 - 256, "the rest are refused at once, saying why (%s)", why);
+
+        is_int(policy_uid_managed(s->policy, 70001, 0, &why, on_answer, &root), -EINPROGRESS,
+               "root asks about uid 70001 (a first login)");
+        ok(WAIT_FOR(root.done), "root's answer comes while the flood hangs");
+        is_int(root.managed, 1, "uid 70001 is managed");
+        is_int(slow_now(), 2, "the flood's lookups still hang");
+
+        is_int(policy_uid_managed(s->policy, 100100, 0, &why, on_answer, &promoted), -EINPROGRESS,
+               "root asks about a uid whose lookup waits in line");
+        ok(WAIT_FOR(slow_now() == 3), "it leaves the line for a thread of root's at once");
+        is_int(policy_stats(s->policy)->promoted, 1, "(counted as promoted)");
+
+        g_mutex_lock(&slow_lock);
+        slow_release = true;
+        g_cond_broadcast(&slow_cond);
+        g_mutex_unlock(&slow_lock);
+        int answered = 0;
+        ok(WAIT_FOR(policy_stats(s->policy)->running == 0 && policy_stats(s->policy)->queued == 0),
+           "released: the line drains");
+        for (int i = 0; i < FLOOD; i++) {
+                answered += flood[i].done && flood[i].managed == 0;
+                g_free(flood[i].why);
+        }
+        is_int(answered, waiting, "every waiting uid of the flood got its answer");
+        ok(promoted.done && promoted.managed == 0, "and so did root, for the promoted one");
+        g_free(root.why);
+        g_free(promoted.why);
+        g_free(flood);
+        server_free(s);
+}
+
+static int quick_lookup(const Config *c, uid_t uid, char **ret_why) {
+        *ret_why = g_strdup("not listed");
+        return 0;
+}
+
+/* The cache forgets its oldest answer when full (8192), not everything. */
+static void test_cache_evicts_oldest(void) {
+        enum { N = 8192 + 1 };
+        Config c = parse("[Namespaces]\nGroups=big\n[Limits]\nLookupCacheSec=3600\n");
+        Answer a = { 0 };
+        g_autofree char *why = NULL;
+        unsigned pending = 0;
+        Server *s = NULL;
+
+        server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
+        policy_set_lookup_fn(s->policy, quick_lookup);
+        for (uid_t i = 0; i < N; i++) {
+                pending += policy_uid_managed(s->policy, 200000 + i, 0, NULL, on_answer, &a) ==
+                           -EINPROGRESS;
+                if (i % 64 == 63) /* a few at a time: answers come back in order */
+                        WAIT_FOR(policy_stats(s->policy)->running == 0);
+        }
+        ok(WAIT_FOR(policy_stats(s->policy)->running == 0), "%u uids looked up and cached",
+           pending);
+        is_int(policy_stats(s->policy)->cache_evictions, 1, "one answer made room for the last");
+        is_int(policy_uid_managed(s->policy, 200000 + N - 1, 0, &why, on_answer, &a), 0,
+               "the newest answer is cached");
+        g_clear_pointer(&why, g_free);
+        is_int(policy_uid_managed(s->policy, 200001, 0, &why, on_answer, &a), 0,
+               "so is the second oldest (the cache was not flushed)");
+        g_clear_pointer(&why, g_free);
+        is_int(policy_uid_managed(s->policy, 200000, 0, &why, on_answer, &a), -EINPROGRESS,
+               "the oldest was forgotten: asked again");
+        WAIT_FOR(policy_stats(s->policy)->running == 0);
+        g_free(a.why);
+        server_free(s);
+}
+
+/* /etc/subuid and /etc/subgid: who owns a uid of a user namespace */
+static void test_subids(const char *dir) {
+        g_autofree char *subuid = g_build_filename(dir, "subuid", NULL);
+        g_autofree char *subgid = g_build_filename(dir, "subgid", NULL);
+        Config c = parse("[Namespaces]\nUsers=@regular\n");
+        Server *s = NULL;
+
+        g_file_set_contents(subuid,
+                            "# comment\n"
+                            "alice:100000:65536\n"
+                            "1002:165536:65536\n"
+                            "nosuchowner:300000:10\n"
+                            "bob:bad:line\n"
+                            "\n",
+                            -1, NULL);
+        g_file_set_contents(subgid, "alice:400000:65536\n", -1, NULL);
+        server_new(&c,
+                   &(ServerSetup) { .user_fd = -1,
+                                    .root_fd = -1,
+                                    .subuid_path = subuid,
+                                    .subgid_path = subgid },
+                   &s);
+        ok(WAIT_FOR(policy_stats(s->policy)->names_resolved > 0), "the subid files are read");
+        is_int(policy_person(s->policy, 100000, (gid_t) -1), 1001,
+               "uid 100000 is alice's (owner by name)");
+        is_int(policy_person(s->policy, 165535, (gid_t) -1), 1001, "so is 165535, her last");
+        is_int(policy_person(s->policy, 165536, (gid_t) -1), 1002,
+               "165536 is bob's (owner by number)");
+        is_int(policy_person(s->policy, 300001, (gid_t) -1), 300001,
+               "an owner without an entry: the uid is its own person");
+        is_int(policy_person(s->policy, 500000, 400005), 1001,
+               "a uid outside every range with a gid of alice's subgid range: alice's");
+        is_int(policy_person(s->policy, 1003, 400005), 1003,
+               "but not a uid inside MinUid..MaxUid (its own)");
+        is_int(policy_person(s->policy, 0, 400005), 0, "root is root");
+
+        /* alice's subuids flood the user database: her line holds 64 at most */
+        {
+                Answer *flood = g_new0(Answer, 100), other = { 0 };
+                g_autofree char *why = NULL;
+                int refused = 0;
+
+                s->config.max_lookup_threads = 1;
+                s->config.lookup_timeout_usec = 60 * G_USEC_PER_SEC;
+                policy_reconfigure(s->policy);
+                g_strfreev(s->config.groups);
+                s->config.groups = g_strsplit("big", " ", -1); /* so they need lookups */
+                policy_set_lookup_fn(s->policy, slow_lookup);
+                slow_release = false;
+                for (uid_t i = 0; i < 100; i++) {
+                        g_clear_pointer(&why, g_free);
+                        if (policy_uid_managed(s->policy, 100000 + i, 100000 + i, &why, on_answer,
+                                               &flood[i]) == -EAGAIN &&
+                            why && strstr(why, "of uid 1001 wait already"))
+                                refused++;
+                }
+                is_int(policy_stats(s->policy)->queued, 64, "alice's subuids: 64 wait in her line");
+                is_int(refused, 100 - 1 - 64, "the rest are refused, naming their owner");
+                is_int(policy_uid_managed(s->policy, 70001, 70001, &why, on_answer, &other),
+                       -EINPROGRESS, "another person's lookup still gets in line");
+                g_mutex_lock(&slow_lock);
+                slow_release = true;
+                g_cond_broadcast(&slow_cond);
+                g_mutex_unlock(&slow_lock);
+                ok(WAIT_FOR(other.done && policy_stats(s->policy)->queued == 0 &&
+                            policy_stats(s->policy)->running == 0),
+                   "released: answered, the lines drain");
+                for (int i = 0; i < 100; i++)
+                        g_free(flood[i].why);
+                g_free(flood);
+                g_free(other.why);
+        }
+        server_free(s);
+        unlink(subuid);
+        unlink(subgid);
+}
+
 int main(int argc, char *argv[]) {
         if (!nss_wrapper_dir(argc, argv))
                 return tap_done();
         write_files(argv[1]);
+        test_subids(argv[1]);
         test_lookups();
         test_policy_threads();
         test_identity_names();
+        test_names_resolved();
+        test_fair();
+        test_cache_evicts_oldest();
         return tap_done();
 }

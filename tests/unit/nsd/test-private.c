@@ -8,7 +8,10 @@
  *   - a uid without a passwd entry walks with the caller's gid alone (none: EPERM);
  *   - more than NGROUPS_MAX groups: E2BIG, before any child;
  *   - a lookup that hangs: that HIDE gets ETIMEDOUT (LookupTimeoutSec=) while STATUS is served;
- *   - 1000 HIDEs of one uid share one lookup, and each gets the answer.
+ *   - 1000 HIDEs of one uid share one lookup, and each gets the answer;
+ *   - mode private's watch (policy inline: numeric Users=) meets a new FUSE mount of a
+ *     managed uid while no walk slot is free (MaxPathWalks=1, held): the mount is walked
+ *     once the slot frees (as root, in a mount namespace of the test's own, fuse-stall.h).
  * Runs under nss_wrapper (meson sets LD_PRELOAD and NSS_WRAPPER_*; the files are written into
  * the temp folder of argument 1). The walks need root (the child takes the user's uid and
  * groups): without it those points are skipped; the lookups need nothing. The "mount" walked
@@ -26,6 +29,7 @@
 
 #include "core-test.h"
 #include "domain/private.h"
+#include "fuse-stall.h"
 #include "nss-wrapper.h"
 #include "policy/policy.h"
 #include "tap.h"
@@ -300,6 +304,55 @@ static void test_requests(Server *s) {
         close(other);
 }
 
+/* ---- mode private's watch, when no walk slot is free --------------------------------------- */
+
+static _Noreturn int hang_fn(void *arg, int *ret_fd) {
+        for (;;)
+                pause();
+}
+
+static void on_hang_done(int r, const void *result, int fd, void *userdata) {
+        *(int *) userdata = r;
+}
+
+static void test_watch_retry(Server *s) {
+        g_autofree char *mnt = g_build_filename(tmpdir, "fuse", NULL);
+        const char *why = NULL;
+        PrivateWatch *w = NULL;
+        Children *set;
+        FuseStall f;
+        int hang = 1, r;
+
+        if (!fuse_stall_sandbox(&why)) {
+                for (int i = 0; i < 5; i++)
+                        tap_skip("the watch's retry: %s", why);
+                return;
+        }
+        if (mkdir(mnt, 0755) < 0)
+                tap_bail_errno(mnt);
+        set = children_new(1);
+        r = child_start(set, 4242, CHILD_SYSTEM, hang_fn, NULL, 0, 1000 * MSEC, on_hang_done,
+                        &hang);
+        is_int(r, 0, "MaxPathWalks=1, and its one slot is held (for 1 s)");
+        is_int(private_watch_new(s->policy, set, &s->config, &w), 0, "mode private's watch starts");
+        r = fuse_stall_mount(&f, mnt, WALKER);
+        if (r < 0) {
+                tap_skip("cannot mount FUSE: %s", g_strerror(-r));
+                tap_skip("cannot mount FUSE");
+                tap_skip("cannot mount FUSE");
+        } else {
+                ok(RUN_UNTIL(private_watch_stats(w)->retries > 0),
+                   "a FUSE mount of uid %u appears: no slot for its walk, it waits", WALKER);
+                ok(RUN_UNTIL(private_watch_stats(w)->walks > 0),
+                   "when the slot frees, the mount is walked");
+                ok(RUN_UNTIL(children_alive(set) == 0), "and the walk ends");
+        }
+        private_watch_free(w);
+        fuse_stall_end(&f);
+        children_free(set);
+        (void) rmdir(mnt);
+}
+
 int main(int argc, char *argv[]) {
         Config c;
         Server *s;
@@ -326,6 +379,7 @@ int main(int argc, char *argv[]) {
         test_too_many_groups(s);
         test_many_waiters(s);
         test_requests(s);
+        test_watch_retry(s); /* last: it leaves this process in a mount namespace of its own */
 
         server_free(s);
         remove_dirs();

@@ -188,6 +188,12 @@ static void test_malformed(void) {
         memset(so.service, 'x', sizeof so.service);
         refused(m, &so, sizeof so, devnull, EINVAL, "service name not NUL-terminated",
                 "a service name without its NUL");
+        g_strlcpy(so.service, "x\n<0>nsd: FORGED LINE\n", sizeof so.service);
+        refused(m, &so, sizeof so, devnull, EINVAL,
+                "service name is not printable ASCII (byte 1 is 0x0a",
+                "a service name that would forge a log line");
+        g_strlcpy(so.service, "su\xc3\xa9", sizeof so.service);
+        refused(m, &so, sizeof so, devnull, EINVAL, "byte 2 is 0xc3", "a service name in UTF-8");
 
         /* a well-formed message of a type this table has no handler for */
         nsd_msg_init(&js.hdr, NSD_REQ_JOIN_SESSION, sizeof js, 7);

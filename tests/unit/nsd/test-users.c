@@ -99,7 +99,7 @@ static void test_sessions(void) {
         Session *sess;
         int pidfd = pidfd_of(getpid());
 
-        sess = users_open_session(reg, u, getpid(), "sshd", pidfd);
+        sess = users_open_session(reg, u, getpid(), "sshd", pidfd, 0);
         ok(changed == before + 1, "a session opened: changed");
         ok(users_sessions_of(reg, 1000) == 1 && users_count_sessions(reg) == 1 &&
                    u->sessions->len == 1 && sess->user == u,
@@ -124,7 +124,7 @@ static void test_sessions(void) {
                 _exit(0);
         }
         pidfd = pidfd_of(child);
-        users_open_session(reg, u, child, "login", pidfd);
+        users_open_session(reg, u, child, "login", pidfd, 0);
         kill(child, SIGKILL);
         ok(RUN_UNTIL(users_sessions_of(reg, 1000) == 0), "its leader killed, the session ends");
         waitpid(child, NULL, 0);
@@ -138,7 +138,7 @@ static void test_restore(void) {
         Session *sess;
         pid_t dead;
 
-        sess = users_open_session(reg, u, getpid(), "cron", pidfd_of(getpid()));
+        sess = users_open_session(reg, u, getpid(), "cron", pidfd_of(getpid()), 0);
         ok(sess != NULL, "a session of uid 1000 (its leader this test)");
         users_free(reg); /* as nsd stops: sessions forgotten, their files stay */
 
@@ -177,8 +177,8 @@ static void test_release(void) {
         g_auto(GStrv) left = NULL;
         unsigned before;
 
-        users_open_session(reg, u, getpid(), "sshd", pidfd_of(getpid()));
-        users_open_session(reg, u, getpid(), "sudo", pidfd_of(getpid()));
+        users_open_session(reg, u, getpid(), "sshd", pidfd_of(getpid()), 0);
+        users_open_session(reg, u, getpid(), "sudo", pidfd_of(getpid()), 0);
         ok(state_file_exists("ns-1000"), "a created namespace has its state file");
         before = changed;
         is_int(users_release(reg, u, "test", NULL), 0, "a release with two live sessions");
