@@ -44,12 +44,14 @@ deb_version() {
         dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$1" 2> /dev/null | awk '$1 == "ii" { print $2 }'
 }
 
-# deb_enable_profile: the Debian way to put pam_nsjoin into every login (libpam-nsjoin's profile).
+# deb_enable_profile: the Debian way to put pam_nsjoin into every login (libpam-nsjoin's profile:
+# required, except for a module that cannot be loaded).
 deb_enable_profile() {
+        local line='^session[[:space:]]+\[success=ok new_authtok_reqd=ok ignore=ignore module_unknown=ignore default=bad\][[:space:]]+pam_nsjoin\.so'
         pam-auth-update --enable nsjoin < /dev/null || fail "pam-auth-update --enable nsjoin failed"
-        grep -Eq '^session[[:space:]]+required[[:space:]]+pam_nsjoin\.so' /etc/pam.d/common-session ||
+        grep -Eq "$line" /etc/pam.d/common-session ||
                 fail "common-session has no pam_nsjoin line: $(cat /etc/pam.d/common-session)"
-        grep -Eq '^session[[:space:]]+required[[:space:]]+pam_nsjoin\.so' /etc/pam.d/common-session-noninteractive ||
+        grep -Eq "$line" /etc/pam.d/common-session-noninteractive ||
                 fail "common-session-noninteractive has no pam_nsjoin line"
 }
 
