@@ -13,7 +13,7 @@
  * Identity: nsd takes the caller's uid and pid from SO_PEERCRED, never from a message. A uid
  * inside a request names the namespace asked for; only root may name another user's.
  *
- * Who gets what (the policy; nsd/api/requests.c enforces it, nsd(8) and SECURITY.md explain it).
+ * Who gets what (the policy; nsd/api/access.c enforces it, nsd(8) and SECURITY.md explain it).
  * Root gets everything. A caller that is not root:
  *   - JOIN, JOIN_SESSION (descriptors): only when the process that connected is the one
  *     that sent the request (SCM_CREDENTIALS) and its mount namespace and root directory

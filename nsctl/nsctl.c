@@ -658,25 +658,23 @@ struct verb {
         int (*prepare)(struct args *a);
         int (*request)(nsc_conn *conn, struct args *a);
         int (*finish)(struct args *a);
-        /* a command of its own that needs no nsd: parses its arguments itself (argv[0] is its
-         * name) and prints its own --help; everything above unused */
+        /* instead of all the above but the summary: a command with a path of its own (no
+         * request to nsd), given its arguments from its name on */
         int (*run)(int argc, char **argv);
 };
 
-#define OPTION_JSON \
-        { "json", no_argument, NULL, 'J' }
-#define OPTION_RAW \
-        { "raw", no_argument, NULL, 'r' }
-#define OPTION_NOHEADINGS \
-        { "noheadings", no_argument, NULL, 'n' }
-#define OPTION_OUTPUT                                           \
-        { "output", required_argument, NULL, 'o' }, {           \
-                "output-all", no_argument, NULL, ARG_OUTPUT_ALL \
-        }
+/* rows of the option tables (OPTION_OUTPUT two) */
+/* clang-format off */
+#define OPTION_JSON { "json", no_argument, NULL, 'J' }
+#define OPTION_RAW { "raw", no_argument, NULL, 'r' }
+#define OPTION_NOHEADINGS { "noheadings", no_argument, NULL, 'n' }
+#define OPTION_OUTPUT { "output", required_argument, NULL, 'o' }, \
+                      { "output-all", no_argument, NULL, ARG_OUTPUT_ALL }
 /* the options every command has, and the end of the table */
-#define OPTIONS_COMMON                                                                           \
-        { "socket", required_argument, NULL, ARG_SOCKET }, { "help", no_argument, NULL, 'h' }, { \
-        }
+#define OPTIONS_COMMON { "socket", required_argument, NULL, ARG_SOCKET }, \
+                       { "help", no_argument, NULL, 'h' }, \
+                       {}
+/* clang-format on */
 
 #define HELP_JSON " -J, --json           use JSON output format\n"
 /* list's and show's table options in --help; show's -r has a note, and show has -l */
@@ -951,7 +949,6 @@ static int run_verb(const struct verb *v, int argc, char **argv, struct args *a)
         if (v->run)
                 return v->run(argc, argv);
         r = parse_args(v, argc, argv, a);
-
         if (r != GO_ON)
                 return r;
         if (v->prepare && (r = v->prepare(a)))
@@ -975,14 +972,25 @@ static int help(void) {
                "\n"
                "Commands:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+                const char *line = verbs[i].summary;
                 char name[64];
+                int w;
 
-                snprintf(name, sizeof(name), "%s%s%s", verbs[i].name,
-                         verbs[i].summary_args ? " " : "", verbs[i].summary_args ?: "");
-                if (strlen(name) > 28) /* too long for the column: the summary below it */
-                        printf(" %s\n %-28s %s\n", name, "", verbs[i].summary);
-                else
-                        printf(" %-28s %s\n", name, verbs[i].summary);
+                /* the summary in a column of its own, its lines (\n) one below the other;
+                 * after a longer name it starts on the next line */
+                w = snprintf(name, sizeof(name), "%s%s%s", verbs[i].name,
+                             verbs[i].summary_args ? " " : "", verbs[i].summary_args ?: "");
+                printf(" %-28s", name);
+                if (w > 28)
+                        printf("\n%29s", "");
+                do {
+                        int len = (int) strcspn(line, "\n");
+
+                        printf(" %.*s\n", len, line);
+                        line += len;
+                        if (*line)
+                                printf("%29s", "");
+                } while (*line && *++line);
         }
         printf("\n"
                "<user> is a user name or a numeric uid.\n"

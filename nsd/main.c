@@ -110,7 +110,7 @@ static int check_config(void) {
                 return EXIT_FAILURE;
         }
         if (arg_check_config == CHECK_ALL)
-                config_check_setup_files(&c, problems);
+                setup_conf_check_files(&c.setup, problems);
         for (guint i = 0; i < problems->len; i++)
                 fprintf(stderr, "nsd: %s\n", (const char *) g_ptr_array_index(problems, i));
         if (problems->len == 0) {
@@ -436,22 +436,24 @@ static int listen_sockets_open(const char *user_path, const char *root_path, FdS
                 log_info("The service manager's fd store passed %zu descriptors back",
                          fdstore_n_passed(fdstore));
 
-        if (user_fd < 0) {
+        /* what the service manager did not pass (when it passed anything, say so) */
+        const struct {
+                int *fd;
+                const char *path, *what;
+                mode_t mode;
+                int level;
+        } sockets[] = {
+                { &user_fd, user_path, "socket for everyone", 0666, LOG_WARNING },
+                { &root_fd, root_path, "root socket (nsd-root.socket)", 0600, LOG_INFO },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(sockets); i++) {
+                if (*sockets[i].fd >= 0)
+                        continue;
                 if (n > 0)
-                        log_warning("The service manager passed no socket for everyone, "
-                                    "creating '%s'",
-                                    user_path);
-                r = socket_create(user_path, 0666, &user_fd);
-                if (r < 0)
-                        goto fail;
-        }
-        if (root_fd < 0) {
-                if (n > 0)
-                        log_info("The service manager passed no root socket (nsd-root.socket), "
-                                 "creating '%s'",
-                                 root_path);
-                r = socket_create(root_path, 0600, &root_fd);
-                if (r < 0)
+                        log_full_errno(sockets[i].level, 0,
+                                       "The service manager passed no %s, creating '%s'",
+                                       sockets[i].what, sockets[i].path);
+                if ((r = socket_create(sockets[i].path, sockets[i].mode, sockets[i].fd)) < 0)
                         goto fail;
         }
         *ret_user = user_fd;

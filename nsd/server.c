@@ -17,27 +17,21 @@
 
 #include "api/handlers.h"
 #include "base/child.h"
-#include "base/errno-util.h"
 #include "base/log.h"
-#include "cleanup.h"
 #include "domain/private.h"
-#include "domain/session.h"
-#include "domain/user.h"
+#include "domain/users.h"
 #include "nsd-protocol.h"
 #include "policy/policy.h"
 #include "store/fdstore.h"
+#include "store/pending.h"
+#include "store/pinstore.h"
+#include "store/probe.h"
 #include "store/state.h"
-#include "store/userns.h"
 #include "time-util.h"
-#include "transport/conn.h"
 
 /* STATUS= to the service manager at most this often (every login changes it). */
 #define NOTIFY_MSEC 250
 #define MAX_MNT_NS_PATH "/proc/sys/user/max_mnt_namespaces"
-/* Namespaces from the fd store that could not be entered: retried after 100 ms, doubling up
- * to 5 s. */
-#define STORED_RETRY_MIN_MSEC 100u
-#define STORED_RETRY_MAX_MSEC 5000u
 
 /* ---- STATUS= ---------------------------------------------------------------------------- */
 
@@ -58,8 +52,8 @@ static char *server_fdstore_status(Server *s) {
         if (!st.full[FDSTORE_CLASS_NAMESPACE] && !st.full[FDSTORE_CLASS_PINNED] &&
             !st.full[FDSTORE_CLASS_SESSION])
                 return g_string_free(g_steal_pointer(&out), FALSE);
-        ns_out = users_count_not_stored(s, &unpinned);
-        sessions = g_hash_table_size(s->sessions);
+        ns_out = users_count_not_stored(s->users, &unpinned);
+        sessions = users_count_sessions(s->users);
         sess_out = sessions > st.n_fds_class[FDSTORE_CLASS_SESSION]
                            ? sessions - st.n_fds_class[FDSTORE_CLASS_SESSION]
                            : 0;
@@ -81,17 +75,16 @@ void server_notify_status_now(Server *s) {
                 g_source_remove(s->notify_timer);
                 s->notify_timer = 0;
         }
-        size_t pending = s->pins ? pinstore_n_pending(s->pins) : 0;
+        size_t pending = pending_count(s->pending);
         g_autofree char *extra = NULL, *store = server_fdstore_status(s);
 
-        pending += g_hash_table_size(s->stored_pending);
-        if (s->pins && !pinstore_is_ready(s->pins))
+        if (!pending_store_ready(s->pending))
                 extra = g_strdup(" (the pin store is not available yet, retrying)");
         else if (pending > 0)
                 extra = g_strdup_printf(" (%zu kept namespaces not adopted yet, retrying)",
                                         pending);
-        sd_notifyf(0, "STATUS=%u namespaces, %u sessions%s%s", g_hash_table_size(s->users),
-                   g_hash_table_size(s->sessions),
+        sd_notifyf(0, "STATUS=%u namespaces, %u sessions%s%s", users_count(s->users),
+                   users_count_sessions(s->users),
                    extra     ? extra
                    : s->pins ? ""
                              : " (no pin store: namespaces do not survive nsd)",
@@ -149,21 +142,30 @@ static void server_compute_limits(Server *s) {
         g_autofree char *why = NULL, *text = NULL;
         uint64_t nofile = 1024, max_mnt_ns = 0;
         struct rlimit rl;
+        unsigned max;
 
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
                 nofile = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : rl.rlim_cur;
         if (g_file_get_contents(MAX_MNT_NS_PATH, &text, NULL, NULL))
                 max_mnt_ns = g_ascii_strtoull(text, NULL, 10);
-        s->max_namespaces = server_effective_max_namespaces(&s->config, nofile, max_mnt_ns, &why);
+        max = server_effective_max_namespaces(&s->config, nofile, max_mnt_ns, &why);
+        users_set_max_namespaces(s->users, max);
         if (why)
                 log_warning("MaxNamespaces=%u cannot be kept: %s. nsd serves at most %u "
                             "namespaces (nsctl status shows both)",
-                            s->config.max_namespaces, why, s->max_namespaces);
+                            s->config.max_namespaces, why, max);
         else
                 log_info("Serving at most %u namespaces (MaxNamespaces=; RLIMIT_NOFILE=%llu, "
                          "user.max_mnt_namespaces=%s)",
-                         s->max_namespaces, (unsigned long long) nofile,
+                         max, (unsigned long long) nofile,
                          max_mnt_ns ? g_strchomp(text) : "unknown");
+}
+
+/* The manager's facts the handlers report (api.h), after a change. */
+static void server_sync_api(Server *s) {
+        s->api.kernel_features = s->features;
+        s->api.private_watch = s->private_watch;
+        s->api.private_unavailable = s->private_unavailable;
 }
 
 /* ---- mode private ----------------------------------------------------------------------- */
@@ -172,7 +174,7 @@ static void server_compute_limits(Server *s) {
  * kernel without F4 the mode is refused with an error in the log and in `nsctl status`;
  * nsd goes on serving namespaces: refusing to start would refuse every PAM login. */
 static void server_private_mode_apply(Server *s) {
-        const char *why = NULL;
+        g_autofree char *why = NULL;
         int r;
 
         if (!s->config.private_mode) {
@@ -209,59 +211,6 @@ static void server_private_mode_apply(Server *s) {
 
 /* ---- start, stop, reload ---------------------------------------------------------------- */
 
-static void on_adopt(UserNs *ns, void *userdata) {
-        Server *s = userdata;
-        char name[FDSTORE_NAME_MAX];
-        UserAddFlags flags = 0;
-        User *u = user_get(s, ns->uid);
-        _cleanup_close_ int stored = -1;
-        struct stat st;
-
-        if (u) {
-                /* held already (from the fd store, while its pin was pending) */
-                if (u->ns->ns_inode == ns->ns_inode) {
-                        u->ns->pinned = true;
-                        log_debug("The pin of uid %u is the namespace nsd holds already",
-                                  (unsigned) ns->uid);
-                        /* pinned now: its room in the fd store may go to one without a pin */
-                        (void) user_store(u);
-                        if (!s->starting)
-                                users_store_more(s);
-                } else
-                        log_error("The pin of uid %u (mnt:[%" PRIu64 "]) is another namespace "
-                                  "than the one nsd holds from the fd store (mnt:[%" PRIu64 "]); "
-                                  "keeping the one held, the pin stays untouched",
-                                  (unsigned) ns->uid, ns->ns_inode, u->ns->ns_inode);
-                userns_free(ns);
-                return;
-        }
-        ns->adopted = true;
-        /* the fd store's copy, cross-checked: the pin wins */
-        stored = fdstore_take(s->fdstore, fdstore_ns_name(name, ns->uid));
-        if (stored >= 0) {
-                if (fstat(stored, &st) >= 0 && (uint64_t) st.st_ino == ns->ns_inode)
-                        flags |= USER_ADD_FD_STORED; /* the store holds this very one */
-                else {
-                        log_error("The fd store's '%s' is another namespace (mnt:[%llu]) than "
-                                  "the pinned one (mnt:[%" PRIu64 "]); using the pinned one and "
-                                  "storing it instead",
-                                  name, (unsigned long long) st.st_ino, ns->ns_inode);
-                        (void) fdstore_remove(s->fdstore, name);
-                }
-        }
-        user_add(s, ns, NULL, flags);
-        log_event(LOG_DEBUG, 0, ns->uid, "namespace-adopted",
-                  "Adopted the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "])%s",
-                  (unsigned) ns->uid, ns->ns_inode,
-                  (flags & USER_ADD_FD_STORED) ? ", also in the fd store" : "");
-        if (!s->starting) { /* adopted by a retry: as at start, below */
-                User *nu = user_get(s, ns->uid);
-                if (nu && nu->sessions->len == 0)
-                        user_arm_linger(nu, USER_JOIN_GRACE_SEC);
-                server_notify_status(s);
-        }
-}
-
 /* ---- the fd store ----------------------------------------------------------------------- */
 
 static void server_store_pinns(Server *s) {
@@ -281,168 +230,43 @@ static void on_pins_ready(void *userdata) {
         Server *s = userdata;
 
         server_store_pinns(s);
-        users_repin(s);
+        users_repin(s->users);
         server_notify_status(s);
 }
 
-static gboolean on_stored_retry(gpointer userdata);
-
-static void stored_arm_retry(Server *s) {
-        unsigned msec = STORED_RETRY_MIN_MSEC;
-
-        if (s->stored_retry || g_hash_table_size(s->stored_pending) == 0)
-                return;
-        for (unsigned i = 0; i < s->stored_retries && msec < STORED_RETRY_MAX_MSEC; i++)
-                msec *= 2;
-        s->stored_retry = g_timeout_add(MIN(msec, STORED_RETRY_MAX_MSEC), on_stored_retry, s);
-}
-
-/* Enter every namespace of s->stored_pending: those entered become users (repinned when
- * their pin is gone), those refused for a reason that may pass stay pending, the others
- * (not a mount namespace: provably dead) are dropped from the store, logged. */
-static void stored_adopt_pending(Server *s) {
-        guint n = g_hash_table_size(s->stored_pending);
-        g_autofree uid_t *uids = NULL;
-        g_autofree int *fds = NULL, *errs = NULL;
-        g_autofree UserNs **nss = NULL;
-        GHashTableIter it;
-        gpointer k, v;
-        unsigned adopted = 0;
-        User *u;
-        guint i = 0;
-        int r;
-
-        if (n == 0)
-                return;
-        uids = g_new(uid_t, n);
-        fds = g_new(int, n);
-        errs = g_new0(int, n);
-        nss = g_new0(UserNs *, n);
-        g_hash_table_iter_init(&it, s->stored_pending);
-        while (g_hash_table_iter_next(&it, &k, &v)) {
-                uids[i] = GPOINTER_TO_UINT(k);
-                fds[i] = GPOINTER_TO_INT(v) - 1; /* stored as fd + 1 */
-                i++;
-        }
-        r = userns_adopt_fds(uids, fds, n, nss, errs);
-        if (r < 0) {
-                log_full_errno(s->stored_retries == 0 ? LOG_WARNING : LOG_DEBUG, r,
-                               "Failed to enter %u namespaces from the fd store, retrying: %m", n);
-                s->stored_retries++;
-                return;
-        }
-        for (i = 0; i < n; i++) {
-                char name[FDSTORE_NAME_MAX];
-
-                fdstore_ns_name(name, uids[i]);
-                if (nss[i]) {
-                        /* fds[i] now the namespace's: out of the table without closing */
-                        g_hash_table_steal(s->stored_pending, GUINT_TO_POINTER(uids[i]));
-                        if (user_get(s, uids[i])) { /* its pin was adopted meanwhile */
-                                userns_free(nss[i]);
-                                continue;
-                        }
-                        u = user_add(s, nss[i], NULL, USER_ADD_FD_STORED);
-                        if (!s->starting && u->sessions->len == 0)
-                                user_arm_linger(u, USER_JOIN_GRACE_SEC);
-                        log_event(LOG_NOTICE, 0, uids[i], "namespace-adopted",
-                                  "Adopted the namespace of uid %u (mnt:[%" PRIu64 "]) from the "
-                                  "service manager's fd store",
-                                  (unsigned) uids[i], nss[i]->ns_inode);
-                        adopted++;
-                } else if (errno_may_pass(errs[i])) {
-                        log_full_errno(s->stored_retries == 0 ? LOG_WARNING : LOG_DEBUG, errs[i],
-                                       "Cannot enter the namespace of uid %u from the "
-                                       "fd store now, retrying: %m",
-                                       (unsigned) uids[i]);
-                } else {
-                        log_event(LOG_WARNING, errs[i], uids[i], "fdstore-dropped",
-                                  "Dropping '%s' from the service manager's fd store: it cannot "
-                                  "be entered (%m), so it is no usable mount namespace",
-                                  name);
-                        g_hash_table_remove(s->stored_pending, GUINT_TO_POINTER(uids[i]));
-                        (void) fdstore_remove(s->fdstore, name);
-                }
-        }
-        s->stored_retries = g_hash_table_size(s->stored_pending) > 0 ? s->stored_retries + 1 : 0;
-        if (adopted > 0 && !s->starting) {
-                users_repin(s);
-                server_notify_status(s);
-        }
-}
-
-static gboolean on_stored_retry(gpointer userdata) {
-        Server *s = userdata;
-
-        s->stored_retry = 0;
-        stored_adopt_pending(s);
-        stored_arm_retry(s);
-        return G_SOURCE_REMOVE;
-}
-
-/* What the fd store holds beside the pins: "ns-<uid>" not taken by on_adopt(). */
-static void server_adopt_stored(Server *s) {
-        g_auto(GStrv) names = fdstore_passed_names(s->fdstore, FDSTORE_NS_PREFIX);
-
-        for (char **n = names; *n; n++) {
-                const char *p = *n + strlen(FDSTORE_NS_PREFIX);
-                char *end = NULL;
-                unsigned long long uid = g_ascii_strtoull(p, &end, 10);
-                int fd;
-
-                if (!*p || *end || uid >= UINT32_MAX || user_get(s, (uid_t) uid))
-                        continue; /* dropped by fdstore_drop_unclaimed() */
-                fd = fdstore_take(s->fdstore, *n);
-                if (fd < 0)
-                        continue;
-                if (g_hash_table_contains(s->stored_pending, GUINT_TO_POINTER((guint) uid))) {
-                        close(fd); /* a duplicate */
-                        continue;
-                }
-                g_hash_table_insert(s->stored_pending, GUINT_TO_POINTER((guint) uid),
-                                    GINT_TO_POINTER(fd + 1));
-        }
-        stored_adopt_pending(s);
-        stored_arm_retry(s);
-}
-
-static void stored_pending_close(gpointer v) {
-        close(GPOINTER_TO_INT(v) - 1);
+static void on_users_changed(void *userdata) {
+        server_notify_status(userdata);
 }
 
 static const char *yes_no(bool b) {
         return b ? "yes" : "no";
 }
 
+/* The pin store under run_dir (a failure is logged and nsd runs without pins), with the pin
+ * namespace the fd store kept. */
+static void server_open_pins(Server *s, const char *run_dir) {
+        int r;
+
+        r = pinstore_open_full(run_dir, fdstore_take(s->fdstore, FDSTORE_PINNS), &s->pins);
+        if (r < 0) {
+                s->pins = NULL;
+                log_warning_errno(r,
+                                  "Cannot open the pin store in '%s', running without pins "
+                                  "(namespaces will not survive an nsd restart): %m",
+                                  run_dir);
+                return;
+        }
+        pinstore_set_ready_cb(s->pins, on_pins_ready, s);
+        server_store_pinns(s);
+}
+
 int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         Server *s = g_new0(Server, 1);
-        int r;
 
         config_move(&s->config, config);
         s->config_path = g_strdup(setup->config_path);
         s->run_dir = g_strdup(setup->run_dir);
         s->started_usec = now_usec(CLOCK_REALTIME);
-        s->next_session_id = ((uint64_t) g_random_int() << 32 | g_random_int()) | 1;
-        s->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, user_free);
-        s->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, session_free);
-        s->handlers = (RequestHandlers) { .table = api_handlers, .userdata = s };
-        s->conns = conn_manager_new(&s->config, &request_conn_handler, &s->handlers);
-        s->policy = policy_new(&s->config);
-        s->children = children_new(s->config.max_path_walks);
-        s->fdstore = setup->fdstore ? setup->fdstore : fdstore_new(false);
-        s->waiting_sessions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
-                                                    (GDestroyNotify) g_ptr_array_unref);
-        s->stored_pending = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
-                                                  stored_pending_close);
-        s->proc_dir = g_strdup("/proc");
-        {
-                struct stat st;
-                if (stat("/proc/self/ns/mnt", &st) >= 0)
-                        s->self_ns_inode = (uint64_t) st.st_ino;
-        }
-        users_init(s);
-        s->starting = true;
-
         if (setup->probe_kernel) {
                 s->features = kernel_features_probe();
                 log_info("Kernel features: setns-dirfd=%s proc-mounts-root=%s fspick-check=%s "
@@ -453,53 +277,47 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                          yes_no(s->features & NSD_FEATURE_OWNER_PRIVATE));
         }
 
+        /* the rooms, bottom up */
+        s->fdstore = setup->fdstore ? setup->fdstore : fdstore_new(false);
         if (setup->run_dir) {
                 if (state_open(setup->run_dir, &s->state) < 0)
                         s->state = NULL; /* logged: no linger baselines, no sessions kept */
-                r = pinstore_open_full(setup->run_dir, fdstore_take(s->fdstore, FDSTORE_PINNS),
-                                       &s->pins);
-                if (r < 0) {
-                        s->pins = NULL;
-                        log_warning_errno(r,
-                                          "Cannot open the pin store in '%s', running without "
-                                          "pins (namespaces will not survive an nsd restart): %m",
-                                          setup->run_dir);
-                } else {
-                        pinstore_set_ready_cb(s->pins, on_pins_ready, s);
-                        r = pinstore_adopt_all(s->pins, on_adopt, s);
-                        if (r < 0)
-                                log_warning_errno(r, "Failed to adopt pinned namespaces, "
-                                                     "ignoring: %m");
-                        server_store_pinns(s);
-                }
+                server_open_pins(s, setup->run_dir);
         }
-        /* the fd store's namespaces whose pins are gone (or were refused), then sessions */
-        server_adopt_stored(s);
-        users_repin(s);
-        sessions_restore(s);
-        users_prune_state(s);
-        /* a countdown under way when nsd stopped starts again, at least the JOIN grace */
-        {
-                GHashTableIter it;
-                gpointer v;
+        s->pending = pending_new(s->pins, s->fdstore);
+        s->policy = policy_new(&s->config);
+        s->children = children_new(s->config.max_path_walks);
+        s->users = users_new(&(UsersSetup) {
+                .config = &s->config,
+                .pins = s->pins,
+                .fdstore = s->fdstore,
+                .state = s->state,
+                .pending = s->pending,
+        });
+        users_set_changed(s->users, on_users_changed, s);
+        s->api = (Api) {
+                .config = &s->config,
+                .users = s->users,
+                .policy = s->policy,
+                .children = s->children,
+                .pins = s->pins,
+                .started_usec = s->started_usec,
+        };
+        s->handlers = (RequestHandlers) { .table = api_handlers, .userdata = &s->api };
+        s->conns = conn_manager_new(&s->config, &request_conn_handler, &s->handlers);
+        s->api.conns = s->conns;
 
-                g_hash_table_iter_init(&it, s->users);
-                while (g_hash_table_iter_next(&it, NULL, &v))
-                        if (((User *) v)->sessions->len == 0)
-                                user_arm_linger(v, USER_JOIN_GRACE_SEC);
-        }
-        fdstore_drop_unclaimed(s->fdstore);
-        /* what nobody claimed is out: room for namespaces the budget refused meanwhile */
-        users_store_more(s);
+        /* what survives a restart comes back */
+        users_start(s->users);
         if (setup->run_dir || fdstore_n_passed(s->fdstore) > 0) {
                 g_autofree char *store = server_fdstore_status(s);
-                log_info("Adopted %u namespaces, restored %u sessions%s",
-                         g_hash_table_size(s->users), g_hash_table_size(s->sessions), store);
+                log_info("Adopted %u namespaces, restored %u sessions%s", users_count(s->users),
+                         users_count_sessions(s->users), store);
         }
-        s->starting = false;
 
         server_compute_limits(s);
         server_private_mode_apply(s);
+        server_sync_api(s);
 
         if (setup->user_fd >= 0)
                 conn_manager_listen(s->conns, CONN_KIND_USER, setup->user_fd);
@@ -519,23 +337,12 @@ void server_free(Server *s) {
         private_watch_free(s->private_watch);
         children_free(s->children);
         policy_free(s->policy);
-        users_cancel_linger_scan(s);
-        if (s->stored_retry)
-                g_source_remove(s->stored_retry);
-        /* sessions first (they point into users); namespaces stay pinned, state files and
-         * the fd store stay for the next start */
-        g_hash_table_destroy(s->waiting_sessions);
-        users_unrecord_unkept(s);
-        users_forget_sessions(s);
-        g_hash_table_destroy(s->sessions);
-        g_hash_table_destroy(s->users);
-        g_hash_table_destroy(s->stored_pending);
-        g_array_unref(s->linger_queue);
-        if (s->pins)
-                pinstore_free(s->pins);
+        /* namespaces stay pinned, state files and the fd store stay for the next start */
+        users_free(s->users);
+        pending_free(s->pending);
+        pinstore_free(s->pins);
         state_free(s->state);
         fdstore_free(s->fdstore);
-        g_free(s->proc_dir);
         config_done(&s->config);
         g_free(s->config_path);
         g_free(s->run_dir);
@@ -550,6 +357,7 @@ void server_apply_config(Server *s, Config *config) {
         policy_reconfigure(s->policy);
         children_set_max(s->children, s->config.max_path_walks);
         server_private_mode_apply(s);
+        server_sync_api(s);
 }
 
 int server_reload_config(Server *s) {

@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * server.h: nsd's state, the one object every room of the daemon hangs off (like logind's
- * Manager). The rooms, by floor (a file includes only what stands below it):
+ * server.h: the manager (like logind's Manager): it makes the rooms, binds the handler table
+ * into the transport and the registry's "changed" to STATUS=, and is the only one that talks
+ * to the service manager. It holds no user, session or request: those are the rooms'. The
+ * rooms, by floor (a file includes only what stands below it):
  *   server.c              start, stop, reload, limits in force, mode private on/off, STATUS=
- *   api/handlers.c        what nsd answers: a handler per request type
- *   transport/request.c   the wire side of a request: table of sizes, flags, checks; replies
+ *   api/handlers.c        what nsd answers: a handler per request type (api_handlers[])
+ *   api/access.c          who may ask for what
  *   api/peer.c            where a client process stands (inside, initial, sandboxed)
- *   domain/user.c         per-user state: the namespace, linger
- *   domain/session.c      sessions and their leaders' pidfds, kept across restarts
+ *   api/api.h             what the handlers work with (their userdata)
+ *   domain/users.c        the registry: owns users and sessions, says "changed"
+ *   domain/linger.c       the countdowns of Linger= and the emptiness rule
+ *   domain/session.c      one session and its leader's pidfd, kept across restarts
+ *   domain/user.c         one user's namespace: fd store class, state file, baseline
  *   domain/private.c      mode private and HIDE (owner-private mounts)
+ *   transport/request.c   the wire side of a request: table of sizes, flags, checks; replies
  *   transport/conn.c      listening sockets, connections, queues, limits, timeouts, rate limits
+ *   store/pending.c       kept namespaces not adopted yet: one adoption path, one backoff
  *   store/userns.c        the kernel work: create, pin, adopt, release namespaces
  *   store/pinstore.c      the pins that keep namespaces across restarts
  *   store/fdstore.c       the service manager's fd store: namespaces and pidfds across restarts
@@ -22,6 +29,9 @@
  *   base/child.c          helper children the loop watches instead of waiting for (path walks)
  *   base/helper.c         short-lived helper children (enter a namespace, take a fsuid)
  *   base/log.c            the journal or stderr, rate limits per uid
+ *   base/errno-util.c     which errors may pass; why_set(), the one way to say why
+ *   base/nsd-forward.h    the name of every object
+ * tools/check-layers keeps it so (a unit test): no include up or sideways, no circle.
  * main.c (not in the core library): arguments, capabilities, sockets, signals, watchdog.
  */
 #pragma once
@@ -30,51 +40,34 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/api.h"
 #include "base/nsd-forward.h"
 #include "policy/conf.h"
 #include "transport/request.h"
 
 struct Server {
-        Config config;
+        Config config; /* the one in force: every room reads it through a const Config * */
         char *config_path;
         char *run_dir;
-        PinStore *pins; /* NULL: running without pins */
-        uint32_t features;
+        uint32_t features;           /* the kernel's, probed */
         PrivateWatch *private_watch; /* mode private on ([Private] Enable=yes) */
         bool private_unavailable;    /* Enable=yes, refused: see server_private_mode_apply() */
         uint64_t started_usec;
-        /* MaxNamespaces= capped by what RLIMIT_NOFILE and user.max_mnt_namespaces allow */
-        unsigned max_namespaces;
 
-        ConnManager *conns;
-        RequestHandlers handlers; /* api/handlers.c's, with this server: bound to conns */
+        /* the rooms, bottom up */
+        FdStore *fdstore; /* never NULL; does nothing without a service manager */
+        StateDir *state;  /* NULL: no state files (no run_dir, or it cannot be used) */
+        PinStore *pins;   /* NULL: running without pins */
+        Pending *pending; /* kept namespaces not adopted yet */
         Policy *policy;
         Children *children;
+        Users *users;             /* the registry: users and sessions */
+        Api api;                  /* what the handlers work with */
+        RequestHandlers handlers; /* api_handlers with &api: bound to conns */
+        ConnManager *conns;
 
-        FdStore *fdstore;       /* never NULL; does nothing without a service manager */
-        StateDir *state;        /* NULL: no state files (no run_dir, or it cannot be used) */
-        char *proc_dir;         /* "/proc" */
-        uint64_t self_ns_inode; /* nsd's own mount namespace */
-
-        GHashTable *users;    /* GUINT_TO_POINTER(uid) -> User* (owned), user.c */
-        GHashTable *sessions; /* uint64_t* id -> Session* (owned), session.c */
-        /* sessions restored at start whose uid has no namespace held yet (pending): uid ->
-         * GPtrArray of Session* (owned by sessions), attached by user_add() */
-        GHashTable *waiting_sessions;
-        uint64_t next_session_id;
-        /* namespaces from the fd store not adopted yet (entering them failed for a reason
-         * that may pass): uid -> nsfs descriptor; retried with backoff, pending meanwhile */
-        GHashTable *stored_pending;
-        guint stored_retry;
-        unsigned stored_retries;
-        /* linger checks waiting for the scan of /proc under way (user.c) */
-        GArray *linger_queue;
-        LingerScan *linger_scan; /* the scan under way, NULL: none */
-        bool linger_scan_warned; /* a failed scan was said at warning level */
-        size_t stream_bytes;     /* SHOW text held for replies being sent, see api/handlers.c */
-        guint notify_timer;      /* a pending STATUS= to the service manager */
-        bool starting;           /* in server_new() */
-        bool pinns_stored;       /* the pin namespace is in the fd store */
+        guint notify_timer; /* a pending STATUS= to the service manager */
+        bool pinns_stored;  /* the pin namespace is in the fd store */
 };
 
 /* How to start. Tests leave run_dir NULL (no pin store) and probe_kernel false. */

@@ -48,8 +48,8 @@ static unsigned arg_max_namespaces = 10000;
 static unsigned arg_scale_budget = 300; /* seconds for growing to arg_max_namespaces */
 static unsigned arg_seconds = 3;
 static unsigned arg_procs[8] = { 1, 2, 8 };
-static unsigned arg_n_procs = 3;
-static bool arg_sessions = true;
+static size_t arg_n_procs = 3;
+static bool arg_no_sessions = false;
 
 static pid_t nsd_pid = -1;
 static const char *join_reuse_prefix = "join_reuse";
@@ -298,7 +298,7 @@ static void phase_join_login(void) {
         }
         samples_report("join_login.connect_join_setns_close", &tot);
 
-        if (!arg_sessions)
+        if (arg_no_sessions)
                 return;
         for (unsigned i = 0; i < arg_iterations + 50; i++) {
                 struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
@@ -459,47 +459,16 @@ static void help(void) {
                "See bench/README.md.\n");
 }
 
-enum { O_ITER = BENCH_OPT_OWN, O_CREATES, O_MAXNS, O_BUDGET, O_SECONDS, O_PROCS, O_NOSESS };
-
-static bool own_option(int o, const char *arg, const char *name) {
-        switch (o) {
-        case O_ITER:
-                arg_iterations = parse_uint(arg, name);
-                return true;
-        case O_CREATES:
-                arg_creates = parse_uint(arg, name);
-                return true;
-        case O_MAXNS:
-                arg_max_namespaces = parse_uint(arg, name);
-                return true;
-        case O_BUDGET:
-                arg_scale_budget = parse_uint(arg, name);
-                return true;
-        case O_SECONDS:
-                arg_seconds = parse_uint(arg, name);
-                return true;
-        case O_PROCS:
-                arg_n_procs = parse_uint_list(arg, name, arg_procs, ELEMENTSOF(arg_procs));
-                return true;
-        case O_NOSESS:
-                arg_sessions = false;
-                return true;
-        default:
-                return false;
-        }
-}
-
 int main(int argc, char *argv[]) {
-        static const struct option opts[] = { BENCH_OPTIONS,
-                                              { "iterations", required_argument, NULL, O_ITER },
-                                              { "creates", required_argument, NULL, O_CREATES },
-                                              { "max-namespaces", required_argument, NULL,
-                                                O_MAXNS },
-                                              { "scale-budget", required_argument, NULL, O_BUDGET },
-                                              { "seconds", required_argument, NULL, O_SECONDS },
-                                              { "procs", required_argument, NULL, O_PROCS },
-                                              { "no-sessions", no_argument, NULL, O_NOSESS },
-                                              {} };
+        static const struct bench_option options[] = {
+                { "iterations", BENCH_UNSIGNED, &arg_iterations },
+                { "creates", BENCH_UNSIGNED, &arg_creates },
+                { "max-namespaces", BENCH_UNSIGNED, &arg_max_namespaces },
+                { "scale-budget", BENCH_UNSIGNED, &arg_scale_budget },
+                { "seconds", BENCH_UNSIGNED, &arg_seconds },
+                { "procs", BENCH_LIST, arg_procs, ELEMENTSOF(arg_procs), &arg_n_procs },
+                { "no-sessions", BENCH_FLAG, &arg_no_sessions },
+        };
         static const unsigned marks[] = { 1, 100, 1000, 10000, 100000 };
         struct baseline base = {};
         struct nsc_status st;
@@ -510,7 +479,7 @@ int main(int argc, char *argv[]) {
         nsc_conn *c;
         uid_t u;
 
-        optind = bench_parse_options(argc, argv, "h", opts, help, own_option);
+        optind = bench_parse_options(argc, argv, options, ELEMENTSOF(options), false, help);
         if (optind >= argc) {
                 fprintf(stderr, "nsd-bench: no NSD-COMMAND given (see --help)\n");
                 return 1;

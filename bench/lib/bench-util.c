@@ -2,6 +2,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -22,35 +24,86 @@ const char *arg_socket = "/run/nsd/socket";
 const char *arg_nsd_log = NULL;
 uid_t arg_uid_base = 100000;
 
-int bench_parse_options(int argc, char *argv[], const char *shortopts, const struct option *opts,
-                        void (*help)(void), bool (*own)(int o, const char *arg, const char *name)) {
-        int o, i = -1;
+/* what an option of the table does with its argument */
+static void option_set(const struct bench_option *o, const char *arg) {
+        char name[64];
 
-        while ((o = getopt_long(argc, argv, shortopts, opts, &i)) >= 0) {
-                char name[64];
+        snprintf(name, sizeof(name), "--%s", o->name);
+        switch (o->type) {
+        case BENCH_STRING:
+                *(const char **) o->var = arg;
+                break;
+        case BENCH_UNSIGNED:
+                *(unsigned *) o->var = parse_uint(arg, name);
+                break;
+        case BENCH_INT: {
+                char *end = NULL;
+                long v;
 
-                snprintf(name, sizeof(name), "--%s", i >= 0 ? opts[i].name : "?");
-                i = -1;
-                switch (o) {
-                case BENCH_OPT_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case BENCH_OPT_NSD_LOG:
-                        arg_nsd_log = optarg;
-                        break;
-                case BENCH_OPT_UID_BASE:
-                        arg_uid_base = parse_uint(optarg, "--uid-base");
-                        break;
-                case 'h':
+                errno = 0;
+                v = strtol(arg, &end, 10);
+                if (errno || !*arg || *end || v < INT_MIN || v > INT_MAX) {
+                        fprintf(stderr, "%s: %s wants a number, not '%s'\n",
+                                program_invocation_short_name, name, arg);
+                        exit(2);
+                }
+                *(int *) o->var = (int) v;
+                break;
+        }
+        case BENCH_DOUBLE:
+                *(double *) o->var = strtod(arg, NULL);
+                break;
+        case BENCH_FLAG:
+                *(bool *) o->var = true;
+                break;
+        case BENCH_LIST:
+                *o->n = parse_uint_list(arg, name, o->var, o->max);
+                break;
+        case BENCH_CALL:
+                o->call(arg);
+                break;
+        }
+}
+
+int bench_parse_options(int argc, char *argv[], const struct bench_option *own, size_t n_own,
+                        bool in_order, void (*help)(void)) {
+        static const struct bench_option common[] = {
+                { "socket", BENCH_STRING, &arg_socket },
+                { "nsd-log", BENCH_STRING, &arg_nsd_log },
+                { "uid-base", BENCH_UNSIGNED, &arg_uid_base },
+        };
+        size_t n = ELEMENTSOF(common) + n_own;
+        struct option *opts = calloc(n + 2, sizeof(*opts));
+        int o;
+
+        if (!opts)
+                die("calloc", ENOMEM);
+        /* getopt_long()'s value of option i is 0x100 + i */
+        for (size_t i = 0; i < n; i++) {
+                const struct bench_option *b = i < ELEMENTSOF(common)
+                                                       ? &common[i]
+                                                       : &own[i - ELEMENTSOF(common)];
+
+                opts[i] = (struct option) { b->name,
+                                            b->type == BENCH_FLAG ? no_argument : required_argument,
+                                            NULL, 0x100 + (int) i };
+        }
+        opts[n] = (struct option) { "help", no_argument, NULL, 'h' };
+        while ((o = getopt_long(argc, argv, in_order ? "+h" : "h", opts, NULL)) >= 0) {
+                if (o == 'h') {
                         help();
                         exit(0);
-                default:
-                        if (o == '?' || !own(o, optarg, name)) {
-                                fprintf(stderr, "%s: see --help\n", program_invocation_short_name);
-                                exit(2);
-                        }
                 }
+                if (o < 0x100 || (size_t) (o - 0x100) >= n) {
+                        fprintf(stderr, "%s: see --help\n", program_invocation_short_name);
+                        exit(2);
+                }
+                o -= 0x100;
+                option_set(o < (int) ELEMENTSOF(common) ? &common[o]
+                                                        : &own[o - (int) ELEMENTSOF(common)],
+                           optarg);
         }
+        free(opts);
         return optind;
 }
 
@@ -58,7 +111,8 @@ int bench_parse_options(int argc, char *argv[], const char *shortopts, const str
 
 static void (*die_cleanup)(void);
 
-static void vresult(const char *key, const char *fmt, va_list ap) {
+static void __attribute__((format(printf, 2, 0)))
+vresult(const char *key, const char *fmt, va_list ap) {
         if (key)
                 printf("%s ", key);
         vprintf(fmt, ap);

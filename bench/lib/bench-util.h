@@ -9,7 +9,6 @@
  */
 #pragma once
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,28 +26,29 @@ extern const char *arg_socket;  /* --socket: nsd's socket (default /run/nsd/sock
 extern const char *arg_nsd_log; /* --nsd-log: nsd's stdout and stderr, appended (default: ours) */
 extern uid_t arg_uid_base;      /* --uid-base: the first synthetic uid (default 100000) */
 
-/* getopt_long()'s values for them; a program's own options start at BENCH_OPT_OWN */
-enum {
-        BENCH_OPT_SOCKET = 0x100,
-        BENCH_OPT_NSD_LOG,
-        BENCH_OPT_UID_BASE,
-        BENCH_OPT_OWN,
+/* One of a program's own options: --name and what it sets. */
+struct bench_option {
+        const char *name;
+        enum {
+                BENCH_STRING,   /* const char *: the argument */
+                BENCH_UNSIGNED, /* unsigned: a decimal number (parse_uint()) */
+                BENCH_INT,      /* int: a decimal number, may be negative */
+                BENCH_DOUBLE,   /* double */
+                BENCH_FLAG,     /* bool: set, no argument */
+                BENCH_LIST,     /* unsigned[max]: a comma separated list, its length in *n */
+                BENCH_CALL,     /* call(the argument): a value of its own kind */
+        } type;
+        void *var;
+        size_t max, *n;                /* BENCH_LIST */
+        void (*call)(const char *arg); /* BENCH_CALL */
 };
 
-/* their rows of a struct option table (with <getopt.h>), and -h, --help */
-#define BENCH_OPTIONS                                                          \
-        { "socket", required_argument, NULL, BENCH_OPT_SOCKET },               \
-                { "nsd-log", required_argument, NULL, BENCH_OPT_NSD_LOG },     \
-                { "uid-base", required_argument, NULL, BENCH_OPT_UID_BASE }, { \
-                "help", no_argument, NULL, 'h'                                 \
-        }
-
-/* getopt_long() over argv with opts (BENCH_OPTIONS among them, then the program's own): the
- * common options are taken here, -h calls help() and exits 0, every other option goes to
- * own(o, its argument, "--its-name"), which returns false for one it does not know (exit 2
- * then, as for a bad option). Returns the index of the first operand. */
-int bench_parse_options(int argc, char *argv[], const char *shortopts, const struct option *opts,
-                        void (*help)(void), bool (*own)(int o, const char *arg, const char *name));
+/* The options of argv: --socket, --nsd-log, --uid-base, -h (help() and exit 0) and the
+ * program's own (n_own of them); an unknown one or a bad value exits 2 with a message. With
+ * in_order, the options end at the first operand (what follows is a command's). Returns the
+ * index of the first operand. */
+int bench_parse_options(int argc, char *argv[], const struct bench_option *own, size_t n_own,
+                        bool in_order, void (*help)(void));
 
 /* ---- output ------------------------------------------------------------------------------ */
 

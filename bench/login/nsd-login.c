@@ -985,99 +985,34 @@ static void usage(FILE *f, int code) {
         exit(code);
 }
 
-enum {
-        O_ROOT_SOCKET = BENCH_OPT_OWN,
-        O_PAM_MODULE,
-        O_PAM_DIR,
-        O_TIMEOUT,
-        O_USERS,
-        O_BURSTS,
-        O_BURST_LOGINS,
-        O_PHASES,
-        O_PHASE_SECONDS,
-        O_SETTLE,
-        O_EX_UIDS,
-        O_EX_CONNS,
-        O_SLOW_UIDS,
-        O_SLOW_CONNS,
-        O_FLOOD_UIDS,
-        O_VICTIM,
-        O_NSD_NICE,
-};
-
-/* what nsd-login's own options set (beside BENCH_OPTIONS) */
-static bool own_option(int o, const char *arg, const char *name) {
-        static const struct {
-                int o;
-                enum { STRING, UNSIGNED, DOUBLE } type;
-                void *var;
-        } vars[] = {
-                { O_ROOT_SOCKET, STRING, &arg_root_socket },
-                { O_PAM_MODULE, STRING, &arg_pam_module },
-                { O_PAM_DIR, STRING, &arg_pam_dir },
-                { O_TIMEOUT, STRING, &arg_timeout },
-                { O_USERS, UNSIGNED, &arg_users },
-                { O_BURSTS, UNSIGNED, &arg_bursts },
-                { O_BURST_LOGINS, UNSIGNED, &arg_burst_logins },
-                { O_PHASES, STRING, &arg_phases },
-                { O_PHASE_SECONDS, DOUBLE, &arg_phase_seconds },
-                { O_SETTLE, DOUBLE, &arg_settle_seconds },
-                { O_EX_UIDS, UNSIGNED, &arg_exhaust_uids },
-                { O_EX_CONNS, UNSIGNED, &arg_exhaust_conns },
-                { O_SLOW_UIDS, UNSIGNED, &arg_slow_uids },
-                { O_SLOW_CONNS, UNSIGNED, &arg_slow_conns },
-                { O_FLOOD_UIDS, UNSIGNED, &arg_flood_uids },
-                { O_VICTIM, UNSIGNED, &arg_victim_uid },
-        };
-
-        if (o == O_NSD_NICE) {
-                arg_nsd_nice = atoi(arg);
-                return true;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
-                if (vars[i].o != o)
-                        continue;
-                if (vars[i].type == STRING)
-                        *(const char **) vars[i].var = arg;
-                else if (vars[i].type == UNSIGNED)
-                        *(unsigned *) vars[i].var = parse_uint(arg, name);
-                else
-                        *(double *) vars[i].var = strtod(arg, NULL);
-                return true;
-        }
-        return false;
-}
-
 static void help(void) {
         usage(stdout, 0);
 }
 
 int main(int argc, char **argv) {
-        static const struct option opts[] = {
-                { "root-socket", required_argument, NULL, O_ROOT_SOCKET },
-                { "pam-module", required_argument, NULL, O_PAM_MODULE },
-                { "pam-dir", required_argument, NULL, O_PAM_DIR },
-                { "timeout", required_argument, NULL, O_TIMEOUT },
-                { "users", required_argument, NULL, O_USERS },
-                { "bursts", required_argument, NULL, O_BURSTS },
-                { "burst-logins", required_argument, NULL, O_BURST_LOGINS },
-                { "phases", required_argument, NULL, O_PHASES },
-                { "phase-seconds", required_argument, NULL, O_PHASE_SECONDS },
-                { "settle-seconds", required_argument, NULL, O_SETTLE },
-                { "exhaust-uids", required_argument, NULL, O_EX_UIDS },
-                { "exhaust-conns", required_argument, NULL, O_EX_CONNS },
-                { "slow-uids", required_argument, NULL, O_SLOW_UIDS },
-                { "slow-conns", required_argument, NULL, O_SLOW_CONNS },
-                { "flood-uids", required_argument, NULL, O_FLOOD_UIDS },
-                { "victim-uid", required_argument, NULL, O_VICTIM },
-                { "nsd-nice", required_argument, NULL, O_NSD_NICE },
-                BENCH_OPTIONS,
-                {},
+        static const struct bench_option options[] = {
+                { "root-socket", BENCH_STRING, &arg_root_socket },
+                { "pam-module", BENCH_STRING, &arg_pam_module },
+                { "pam-dir", BENCH_STRING, &arg_pam_dir },
+                { "timeout", BENCH_STRING, &arg_timeout },
+                { "users", BENCH_UNSIGNED, &arg_users },
+                { "bursts", BENCH_UNSIGNED, &arg_bursts },
+                { "burst-logins", BENCH_UNSIGNED, &arg_burst_logins },
+                { "phases", BENCH_STRING, &arg_phases },
+                { "phase-seconds", BENCH_DOUBLE, &arg_phase_seconds },
+                { "settle-seconds", BENCH_DOUBLE, &arg_settle_seconds },
+                { "exhaust-uids", BENCH_UNSIGNED, &arg_exhaust_uids },
+                { "exhaust-conns", BENCH_UNSIGNED, &arg_exhaust_conns },
+                { "slow-uids", BENCH_UNSIGNED, &arg_slow_uids },
+                { "slow-conns", BENCH_UNSIGNED, &arg_slow_conns },
+                { "flood-uids", BENCH_UNSIGNED, &arg_flood_uids },
+                { "victim-uid", BENCH_UNSIGNED, &arg_victim_uid },
+                { "nsd-nice", BENCH_INT, &arg_nsd_nice },
         };
         char *phases, *tok, *save = NULL, la[64];
         unsigned idx = 0;
 
-        optind = bench_parse_options(argc, argv, "+h", opts, help, own_option);
+        optind = bench_parse_options(argc, argv, options, ELEMENTSOF(options), true, help);
         if (optind >= argc || !arg_pam_module || !arg_pam_dir || arg_users == 0 ||
             arg_uid_base + arg_users > UID_SLOW_BASE)
                 usage(stderr, 2);

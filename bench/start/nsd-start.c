@@ -66,9 +66,9 @@ static const char *arg_run_dir = "/run/nsd";
 static const char *arg_notify = "/run/nsd-start/notify";
 static const char *arg_table = NULL;
 static unsigned arg_counts[MAX_COUNTS] = { 1, 1000, 7000 };
-static unsigned arg_n_counts = 3;
+static size_t arg_n_counts = 3;
 static unsigned arg_repeat = 5;
-static unsigned long arg_nofile_soft = 0; /* 0: the hard limit */
+static unsigned arg_nofile_soft = 0; /* 0: the hard limit */
 static bool arg_attach = false;
 
 enum mode { MODE_PINS, MODE_EMPTY_STORE, MODE_STORE, MODE_STORE_ONLY, N_MODES };
@@ -583,17 +583,6 @@ static void help(void) {
                "See bench/README.md.\n");
 }
 
-enum {
-        O_RUNDIR = BENCH_OPT_OWN,
-        O_NOTIFY,
-        O_COUNTS,
-        O_REPEAT,
-        O_MODES,
-        O_TABLE,
-        O_NOFILE,
-        O_ATTACH,
-};
-
 static void parse_modes(const char *arg) {
         char *s = strdup(arg), *save = NULL;
 
@@ -614,59 +603,30 @@ static void parse_modes(const char *arg) {
         free(s);
 }
 
-static bool own_option(int o, const char *arg, const char *name) {
-        switch (o) {
-        case O_RUNDIR:
-                arg_run_dir = arg;
-                return true;
-        case O_NOTIFY:
-                arg_notify = arg;
-                return true;
-        case O_COUNTS:
-                arg_n_counts = parse_uint_list(arg, name, arg_counts, MAX_COUNTS);
-                return true;
-        case O_REPEAT:
-                arg_repeat = parse_uint(arg, name);
-                if (arg_repeat == 0 || arg_repeat > MAX_REPEAT) {
-                        fprintf(stderr, "nsd-start: --repeat must be 1..%d\n", MAX_REPEAT);
-                        exit(2);
-                }
-                return true;
-        case O_MODES:
-                parse_modes(arg);
-                return true;
-        case O_TABLE:
-                arg_table = arg;
-                return true;
-        case O_NOFILE:
-                arg_nofile_soft = parse_uint(arg, name);
-                return true;
-        case O_ATTACH:
-                arg_attach = true;
-                return true;
-        default:
-                return false;
+static void parse_repeat(const char *arg) {
+        arg_repeat = parse_uint(arg, "--repeat");
+        if (arg_repeat == 0 || arg_repeat > MAX_REPEAT) {
+                fprintf(stderr, "nsd-start: --repeat must be 1..%d\n", MAX_REPEAT);
+                exit(2);
         }
 }
 
 int main(int argc, char *argv[]) {
-        static const struct option opts[] = {
-                { "run-dir", required_argument, NULL, O_RUNDIR },
-                { "notify", required_argument, NULL, O_NOTIFY },
-                { "counts", required_argument, NULL, O_COUNTS },
-                { "repeat", required_argument, NULL, O_REPEAT },
-                { "modes", required_argument, NULL, O_MODES },
-                { "table", required_argument, NULL, O_TABLE },
-                { "nofile-soft", required_argument, NULL, O_NOFILE },
-                { "attach", no_argument, NULL, O_ATTACH },
-                BENCH_OPTIONS,
-                {},
+        static const struct bench_option options[] = {
+                { "run-dir", BENCH_STRING, &arg_run_dir },
+                { "notify", BENCH_STRING, &arg_notify },
+                { "counts", BENCH_LIST, arg_counts, MAX_COUNTS, &arg_n_counts },
+                { "repeat", BENCH_CALL, .call = parse_repeat },
+                { "modes", BENCH_CALL, .call = parse_modes },
+                { "table", BENCH_STRING, &arg_table },
+                { "nofile-soft", BENCH_UNSIGNED, &arg_nofile_soft },
+                { "attach", BENCH_FLAG, &arg_attach },
         };
         struct start_result sr;
         struct rlimit rl;
         unsigned held = 0, max_count = 0;
 
-        optind = bench_parse_options(argc, argv, "h", opts, help, own_option);
+        optind = bench_parse_options(argc, argv, options, ELEMENTSOF(options), false, help);
         if (arg_attach) {
                 nsc_conn *c;
                 struct nsc_status st;

@@ -19,8 +19,9 @@
  */
 #pragma once
 
+#include "api/api.h"
 #include "nsd-protocol.h"
 #include "transport/request.h"
 
-/* Every request type's handler; their userdata (Request.userdata) is the Server. */
+/* Every request type's handler; their userdata (Request.userdata) is an Api (api.h). */
 extern const RequestHandler api_handlers[_NSD_REQ_MAX];

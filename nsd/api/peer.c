@@ -7,14 +7,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errno-util.h"
 #include "base/helper.h"
 #include "cleanup.h"
+#include "pidfd-util.h"
 
 #ifndef STATX_ATTR_MOUNT_ROOT
 #define STATX_ATTR_MOUNT_ROOT 0x00002000
@@ -107,13 +108,6 @@ static int peer_open_child(void *p) {
         return 0;
 }
 
-/* Has the process of pidfd ended (or is it a zombie)? */
-static bool pidfd_exited(int pidfd) {
-        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-
-        return poll(&pfd, 1, 0) != 0; /* readable: exited; -1: cannot tell, as good as gone */
-}
-
 int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns, PeerView *ret,
               char **ret_why) {
         struct peer_args a = { .pid = pid, .ns_fd = -1, .root_fd = -1 };
@@ -122,42 +116,32 @@ int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns
         int r;
 
         g_assert(ret && ret_why);
-        if (pid <= 0 || pidfd < 0) {
-                *ret_why = g_strdup("nsd holds no pidfd of the process that connected, so it "
-                                    "cannot tell where that process is");
-                return -EPERM;
-        }
-        if (!sender || sender->pid != pid) {
-                *ret_why = g_strdup_printf("the request came from pid %d, not from the process "
-                                           "that connected (pid %d)",
-                                           sender ? (int) sender->pid : 0, (int) pid);
-                return -EPERM;
-        }
+        if (pid <= 0 || pidfd < 0)
+                return why_set(ret_why, -EPERM,
+                               "nsd holds no pidfd of the process that connected, so it cannot "
+                               "tell where that process is");
+        if (!sender || sender->pid != pid)
+                return why_set(ret_why, -EPERM,
+                               "the request came from pid %d, not from the process that connected "
+                               "(pid %d)",
+                               sender ? (int) sender->pid : 0, (int) pid);
         a.uid = sender->uid;
         a.gid = sender->gid;
-        if (pidfd_exited(pidfd)) {
-                *ret_why = g_strdup_printf("pid %d, which connected, has exited", (int) pid);
-                return -EPERM;
-        }
+        if (pidfd_exited(pidfd) != 0) /* exited, or poll() cannot tell: as good as gone */
+                return why_set(ret_why, EPERM, "pid %d, which connected, has exited", (int) pid);
         r = helper_run(peer_open_child, &a, &a.s);
         ns_fd = a.ns_fd;
         root_fd = a.root_fd;
-        if (r < 0) {
-                *ret_why = g_strdup_printf("nsd cannot see where pid %d is (%s: %s)", (int) pid,
-                                           helper_status_step(&a.s), g_strerror(-r));
-                return -EPERM;
-        }
+        if (r < 0)
+                return why_set(ret_why, -EPERM, "nsd cannot see where pid %d is (%s: %s)",
+                               (int) pid, helper_status_step(&a.s), g_strerror(-r));
         /* opened before this check: the files are of the process the pidfd names */
-        if (pidfd_exited(pidfd)) {
-                *ret_why = g_strdup_printf("pid %d, which connected, has exited", (int) pid);
-                return -EPERM;
-        }
+        if (pidfd_exited(pidfd) != 0)
+                return why_set(ret_why, -EPERM, "pid %d, which connected, has exited", (int) pid);
         r = view_of(ns_fd, root_fd, &peer);
-        if (r < 0) {
-                *ret_why = g_strdup_printf("cannot look at pid %d's namespace and root: %s",
-                                           (int) pid, g_strerror(-r));
-                return -EPERM;
-        }
+        if (r < 0)
+                return why_set(ret_why, -EPERM, "cannot look at pid %d's namespace and root: %s",
+                               (int) pid, g_strerror(-r));
 
         *ret = (PeerView) { 0 };
         if (view_of_nsd(&other) == 0)

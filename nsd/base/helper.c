@@ -115,29 +115,12 @@ const char *helper_step_text(int step) {
 
 /* ---- for children --------------------------------------------------------------------- */
 
-void helper_fd_path(char buf[static 32], int fd) {
-        static const char prefix[] = "/proc/self/fd/";
-        char digits[12];
-        size_t n = 0, i = 0;
+/* prefix, v in decimal, suffix into buf; no allocation, no locale (a child may call it). */
+static void put_path(char *buf, const char *prefix, unsigned long v, const char *suffix) {
+        char digits[24];
+        size_t n = 0, i = strlen(prefix);
 
-        memcpy(buf, prefix, sizeof prefix - 1);
-        i = sizeof prefix - 1;
-        do {
-                digits[n++] = (char) ('0' + fd % 10);
-                fd /= 10;
-        } while (fd > 0 && n < sizeof digits);
-        while (n > 0)
-                buf[i++] = digits[--n];
-        buf[i] = '\0';
-}
-
-void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
-        static const char prefix[] = "/proc/";
-        char digits[12];
-        size_t n = 0, i = sizeof prefix - 1;
-        unsigned long v = pid > 0 ? (unsigned long) pid : 0;
-
-        memcpy(buf, prefix, sizeof prefix - 1);
+        memcpy(buf, prefix, i);
         do {
                 digits[n++] = (char) ('0' + v % 10);
                 v /= 10;
@@ -145,6 +128,14 @@ void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
         while (n > 0)
                 buf[i++] = digits[--n];
         strcpy(buf + i, suffix);
+}
+
+void helper_fd_path(char buf[static 32], int fd) {
+        put_path(buf, "/proc/self/fd/", fd > 0 ? (unsigned long) fd : 0, "");
+}
+
+void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
+        put_path(buf, "/proc/", pid > 0 ? (unsigned long) pid : 0, suffix);
 }
 
 int helper_bind_cpu(int cpu) {
@@ -155,6 +146,16 @@ int helper_bind_cpu(int cpu) {
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
         return sched_setaffinity(0, sizeof set, &set) >= 0;
+}
+
+int helper_unshare_ns(struct helper_status *s, int cpu, unsigned long propagation) {
+        if (!helper_bind_cpu(cpu))
+                return helper_fail(s, HELPER_STEP_AFFINITY);
+        if (unshare(CLONE_NEWNS) < 0)
+                return helper_fail(s, HELPER_STEP_UNSHARE);
+        if (mount(NULL, "/", NULL, MS_REC | propagation, NULL) < 0)
+                return helper_fail(s, HELPER_STEP_PROPAGATION);
+        return 0;
 }
 
 long helper_count_lines(int fd) {

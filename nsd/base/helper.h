@@ -89,6 +89,10 @@ void helper_fd_path(char buf[static 32], int fd);
 void helper_proc_path(char *buf, pid_t pid, const char *suffix);
 /* Bind the calling child to one CPU; cpu < 0: leave it. 0 on failure (errno set), 1 else. */
 int helper_bind_cpu(int cpu);
+/* In a child: a mount namespace of its own, made on CPU cpu (-1: any), whose mounts all get
+ * propagation (MS_SLAVE or MS_PRIVATE). 0, or the child's exit status (helper_fail() at the
+ * step that failed). */
+int helper_unshare_ns(struct helper_status *s, int cpu, unsigned long propagation);
 /* The newlines in what is left of fd to read (a mount table's lines): >= 0, or -1 with errno
  * set when a read failed. Retries EINTR. Safe in a child and in nsd. */
 long helper_count_lines(int fd);

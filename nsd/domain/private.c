@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "base/child.h"
+#include "base/errno-util.h"
 #include "base/helper.h"
 #include "base/log.h"
 #include "cleanup.h"
@@ -200,26 +201,24 @@ static const char *op_step(const struct op *o) {
 
 /* ---- support ------------------------------------------------------------------------------ */
 
-int private_supported(uint32_t features, const char **ret_why) {
+int private_supported(uint32_t features, char **ret_why) {
         static int cached = 1; /* 1: not probed yet */
         struct op o = { .fd = -1 };
 
-        if (!(features & NSD_FEATURE_OWNER_PRIVATE)) {
-                *ret_why = "owner-private mounts need a kernel with MOUNT_ATTR_OWNER_PRIVATE "
-                           "(kernel-patches/, 'fs: add MOUNT_ATTR_OWNER_PRIVATE'); this kernel "
-                           "lacks it";
-                return -EOPNOTSUPP;
-        }
+        if (!(features & NSD_FEATURE_OWNER_PRIVATE))
+                return why_set(ret_why, EOPNOTSUPP,
+                               "owner-private mounts need a kernel with MOUNT_ATTR_OWNER_PRIVATE "
+                               "(kernel-patches/, 'fs: add MOUNT_ATTR_OWNER_PRIVATE'); this "
+                               "kernel lacks it");
         if (cached == 1)
                 cached = run_op(probe_fsuid_child, &o) == 0 && o.probed_fsuid == PROBE_FSUID
                                  ? 0
                                  : -EOPNOTSUPP;
-        if (cached < 0) {
-                *ret_why = "nsd cannot take a user's fsuid (setfsuid needs CAP_SETUID, which "
-                           "nsd does not hold), so it cannot make a mount owner-private for a "
-                           "user";
-                return cached;
-        }
+        if (cached < 0)
+                return why_set(ret_why, cached,
+                               "nsd cannot take a user's fsuid (setfsuid needs CAP_SETUID, which "
+                               "nsd does not hold), so it cannot make a mount owner-private for "
+                               "a user");
         return 0;
 }
 

@@ -31,9 +31,9 @@
 #include "policy/policy.h"
 
 /* Can this nsd make owner-private mounts? features: the probed NSD_FEATURE_* bits. Returns 0,
- * or -EOPNOTSUPP with *ret_why (a static string) saying why not: the kernel lacks F4, or nsd
+ * or -EOPNOTSUPP with *ret_why (g_malloc()ed) saying why not: the kernel lacks F4, or nsd
  * cannot take a user's fsuid (CAP_SETUID dropped). Runs a helper child the first time. */
-int private_supported(uint32_t features, const char **ret_why);
+int private_supported(uint32_t features, char **ret_why);
 
 /* Start watching the initial namespace's mount table: hides the FUSE mounts of managed uids
  * (policy) that exist now, then each new one as it appears. Runs on the GLib main context;

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * session.h: logins counted by nsd. A session belongs to a uid (and to its User, user.h, once
+ * session.h: one login counted by nsd. A session belongs to a uid (and to its User, user.h, once
  * nsd holds that uid's namespace), has nsd's id, the leader's pid, start time and PAM
  * service, and a pidfd of the leader: when the leader dies without a close, the pidfd
- * becomes readable and the session ends.
+ * becomes readable and the session tells its owner (on_exit); the registry (users.h) keeps
+ * the sessions, attaches them to their users, and ends them.
  *
  * Sessions survive nsd restarts (issue 9): each is written to a state file session-<id>
  * (state.h: uid, pid, the leader's start time, service) and its pidfd is put into the
- * service manager's fd store as "session-<id>" (fdstore.h). At start, sessions_restore()
+ * service manager's fd store as "session-<id>" (fdstore.h). At start, session_restore()
  * takes each state file back and checks it against its leader:
  *   - with the pidfd from the fd store: the pidfd must still be of that pid and not
  *     readable (the leader alive);
@@ -25,26 +26,34 @@
  */
 #pragma once
 
+#include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "domain/user.h"
+#include "base/nsd-forward.h"
 #include "nsd-protocol.h"
-#include "server.h"
 
 /* Without pidfd_open (kernel < 5.3): how often a session leader's pid is checked. */
 #define SESSION_POLL_SEC 30
 
+/* The leader of sess is gone (its pidfd became readable, or its pid no longer exists): the
+ * owner ends the session. Called on the loop. */
+typedef void (*SessionExitFn)(Session *sess, void *userdata);
+
 struct Session {
-        Server *server;
         uint64_t id;
         uid_t uid;
         User *user; /* NULL while it waits for its uid's namespace (restored) */
         pid_t pid;
         uint64_t start_time; /* the leader's, clock ticks since boot; 0: unknown */
         char service[NSD_SERVICE_MAX];
-        int pidfd;   /* -1 in poll mode */
-        guint watch; /* pidfd watch or poll timer */
+        int pidfd;        /* -1 in poll mode */
+        guint watch;      /* pidfd watch or poll timer */
+        FdStore *fdstore; /* where its pidfd is kept (never NULL) */
+        StateDir *state;  /* where its state file is (NULL: none) */
+        SessionExitFn on_exit;
+        void *userdata;
 };
 
 /* A session leader's pidfd, checked before anything is opened: *pidfd_io is the pidfd the
@@ -53,25 +62,27 @@ struct Session {
  * not have exited. Returns 0 or -errno with *ret_why (g_malloc()ed): -NSD_ERRNO_NOT_YET
  * when the check failed for a reason that may pass (EMFILE, ENOMEM, ...: retry). */
 int session_leader_pidfd(pid_t pid, int *pidfd_io, int *ret_pidfd, char **ret_why);
+/* The leader's start time (clock ticks since boot), if it is still alive now; 0: unknown. */
+uint64_t session_leader_start_time(pid_t pid, int pidfd);
 
-/* Count a new session of u, leader pid, pidfd (taken; -1: poll the pid). Cannot fail once
- * the limits were checked by the caller (MaxSessionsPerUser=). Logs, notifies, writes its
- * state file and puts its pidfd into the fd store. */
-Session *session_open(User *u, pid_t pid, const char *service, int pidfd);
-/* The session of uid with id (when not 0) or else by pid; NULL when unknown. */
-Session *session_find(Server *s, uid_t uid, uint64_t id, pid_t pid);
-/* Live sessions of uid (held or waiting). */
-unsigned sessions_of_uid(Server *s, uid_t uid);
-/* A session is over: closed, or its leader died. Removes its state file and fd store entry;
- * arms its user's linger after the last one; never frees the user synchronously. */
-void session_end(Session *sess);
-/* A session dropped with its namespace (a forced release): as session_end() without linger. */
-void session_discard(Session *sess);
-/* The free function of server->sessions (memory and descriptors only). */
-void session_free(gpointer p);
+/* A session object, watched (on_exit(sess, userdata) when its leader goes; pidfd taken, -1:
+ * poll the pid), kept in fdstore and state (the caller's). Attached to nothing, persisted
+ * nowhere yet. */
+Session *session_new(uint64_t id, uid_t uid, pid_t pid, uint64_t start_time, const char *service,
+                     int pidfd, FdStore *fdstore, StateDir *state, SessionExitFn on_exit,
+                     void *userdata);
+/* Memory and descriptors only. */
+void session_free(Session *sess);
+/* Write its state file and put its pidfd into the fd store (if the budget has room). */
+void session_persist(Session *sess);
+/* Remove its state file and its pidfd from the fd store. */
+void session_unpersist(Session *sess);
 
-/* At start (server_new()), after the namespaces: the sessions of the state files, checked
- * against their leaders (see above). */
-void sessions_restore(Server *s);
-/* u's namespace is held now: the restored sessions that waited for it join it. */
-void session_attach_waiting(Server *s, User *u);
+/* At start: the state file name (session-<id>) as its id; false for anything else. */
+bool session_id_from_name(const char *name, uint64_t *ret_id);
+/* At start: the session of state file name, checked against its leader (see above), watched
+ * as session_new() does. 1 and *ret: alive (its pidfd back in the fd store); 0: it ended while
+ * nsd was not running (logged, its files removed); -errno: cannot tell now (logged; its file
+ * is kept for the next start). */
+int session_restore(const char *name, uint64_t id, FdStore *fdstore, StateDir *state,
+                    SessionExitFn on_exit, void *userdata, Session **ret);

@@ -270,8 +270,7 @@ static void check_script(GPtrArray *problems, const char *file, unsigned line, c
                         what, script, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
 }
 
-void config_check_setup_files(const Config *c, GPtrArray *problems) {
-        const SetupConf *s = &c->setup;
+void setup_conf_check_files(const SetupConf *s, GPtrArray *problems) {
         bool setup_script_used = false;
         struct stat st;
         int r;

@@ -16,11 +16,18 @@
 #include <glib.h>
 #include <stdbool.h>
 
-#include "policy/conf.h"
+#include "policy/setup-conf.h"
 
 /* The most drop-ins, and the largest file, read. */
 #define CONFIG_MAX_DROPINS 1024
 #define CONFIG_MAX_FILE_SIZE (1u << 20)
+
+/* One file's text, as the parser of nsd.conf (conf.h) takes it. */
+typedef struct ConfigText {
+        const char *text;
+        size_t len;
+        const char *filename;
+} ConfigText;
 
 typedef struct ConfigFiles {
         ConfigText *texts; /* n of them: path first (when it exists), then the drop-ins */
@@ -43,4 +50,4 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfigFiles, config_files_free)
  * a specifier must be reachable without a symbolic link (an instance parent may be missing:
  * it is made), and an existing instance parent root's and closed to others. Appends one
  * "FILE:LINE: what" (g_malloc()ed) to problems for each that is not so. */
-void config_check_setup_files(const Config *c, GPtrArray *problems);
+void setup_conf_check_files(const SetupConf *s, GPtrArray *problems);

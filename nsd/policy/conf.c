@@ -23,6 +23,7 @@
 
 #include "nss-util.h"
 #include "policy/conf-files.h"
+#include "policy/conf-value.h"
 
 #define GROUP_NAMESPACES "Namespaces"
 #define GROUP_LIMITS "Limits"
@@ -298,128 +299,6 @@ static int scan_lines(const ConfigText *texts, size_t file, GPtrArray *keys, cha
         return 0;
 }
 
-static int parse_uint(const char *s, unsigned long long min, unsigned long long max,
-                      unsigned long long *ret) {
-        char *end;
-        unsigned long long v;
-
-        if (!g_ascii_isdigit(*s))
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0')
-                return -EINVAL;
-        if (v < min || v > max)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
-/* Seconds with up to six decimals ("5", "0.25"), to microseconds. */
-static int parse_usec(const char *s, unsigned long long min, unsigned long long max,
-                      unsigned long long *ret) {
-        unsigned long long sec = 0, frac = 0, scale = USEC_PER_SEC, v;
-        const char *p = s;
-
-        if (!g_ascii_isdigit(*p))
-                return -EINVAL;
-        for (; g_ascii_isdigit(*p); p++) {
-                if (sec > 86400ull * 365)
-                        return -ERANGE;
-                sec = sec * 10 + (unsigned) (*p - '0');
-        }
-        if (*p == '.') {
-                p++;
-                if (!g_ascii_isdigit(*p))
-                        return -EINVAL;
-                for (; g_ascii_isdigit(*p); p++) {
-                        if (scale == 1)
-                                return -EINVAL; /* finer than a microsecond */
-                        scale /= 10;
-                        frac += (unsigned) (*p - '0') * scale;
-                }
-        }
-        if (*p != '\0')
-                return -EINVAL;
-        v = sec * USEC_PER_SEC + frac;
-        if (v < min || v > max)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
-static int parse_bool(const char *s, bool *ret) {
-        static const char *const yes[] = { "yes", "true", "on", "1", NULL };
-        static const char *const no[] = { "no", "false", "off", "0", NULL };
-
-        for (int i = 0; yes[i]; i++)
-                if (g_ascii_strcasecmp(s, yes[i]) == 0)
-                        return *ret = true, 0;
-        for (int i = 0; no[i]; i++)
-                if (g_ascii_strcasecmp(s, no[i]) == 0)
-                        return *ret = false, 0;
-        return -EINVAL;
-}
-
-/* user and group names as useradd(8) accepts them (portable: [a-z_][a-z0-9_.-]*[$]?) */
-static bool valid_name(const char *s) {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 32)
-                return false;
-        if (!(g_ascii_isalpha(s[0]) || s[0] == '_'))
-                return false;
-        for (size_t i = 1; i < n; i++) {
-                char c = s[i];
-                if (g_ascii_isalnum(c) || c == '_' || c == '-' || c == '.')
-                        continue;
-                if (c == '$' && i == n - 1)
-                        continue;
-                return false;
-        }
-        return true;
-}
-
-/* Users= and Groups=: words separated by spaces, commas or semicolons. */
-static int parse_names(const char *value, bool users, char ***ret, char **ret_bad) {
-        g_auto(GStrv) words = g_strsplit_set(value, " \t,;", -1);
-        g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
-
-        for (char **w = words; *w; w++) {
-                unsigned long long v;
-
-                if (**w == '\0')
-                        continue;
-                if (users && strcmp(*w, "@regular") == 0) {
-                } else if (g_ascii_isdigit(**w)) {
-                        if (parse_uint(*w, 0, (uid_t) -2, &v) < 0) {
-                                *ret_bad = g_strdup(*w);
-                                return -EINVAL;
-                        }
-                } else if (!valid_name(*w)) {
-                        *ret_bad = g_strdup(*w);
-                        return -EINVAL;
-                }
-                g_ptr_array_add(out, g_strdup(*w));
-        }
-        g_ptr_array_add(out, NULL);
-        *ret = (char **) g_ptr_array_free(g_steal_pointer(&out), FALSE);
-        return 0;
-}
-
-int config_parse_bool(const char *s, bool *ret) {
-        return parse_bool(s, ret);
-}
-
-int config_parse_usec(const char *s, unsigned long long min, unsigned long long max,
-                      unsigned long long *ret) {
-        return parse_usec(s, min, max, ret);
-}
-
-int config_parse_names(const char *value, bool users, char ***ret, char **ret_bad) {
-        return parse_names(value, users, ret, ret_bad);
-}
-
 /* Where a key was set: its line, and its file in *ret_file (0: not set). */
 static unsigned key_line_in(GPtrArray *keys, const ConfigText *texts, const char *group,
                             const char *key, const char **ret_file) {
@@ -552,7 +431,7 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
 #define KEY(name) (strcmp(k->key, name) == 0)
                 if (KEY("Users") || KEY("Groups")) {
                         char **list = NULL;
-                        if (parse_names(value, KEY("Users"), &list, &bad) < 0) {
+                        if (config_parse_names(value, KEY("Users"), &list, &bad) < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "%s=%s: '%s' is not a %s name or number%s", k->key, value,
                                          bad, KEY("Users") ? "user" : "group",
@@ -567,7 +446,7 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                                 c.groups = list;
                         }
                 } else if (KEY("MinUid") || KEY("MaxUid")) {
-                        r = parse_uint(value, 1, (uid_t) -2, &v);
+                        r = config_parse_uint(value, 1, (uid_t) -2, &v);
                         if (r < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "%s=%s: not a uid between 1 and %u", k->key, value,
@@ -589,14 +468,14 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                                 goto fail;
                         }
                 } else if (KEY("PrivateTmp")) {
-                        if (parse_bool(value, &c.private_tmp) < 0) {
+                        if (config_parse_bool(value, &c.private_tmp) < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "PrivateTmp=%s: expected yes or no", value);
                                 goto fail;
                         }
                 } else if (KEY("Enable")) {
                         g_assert(strcmp(k->group, GROUP_PRIVATE) == 0);
-                        if (parse_bool(value, &c.private_mode) < 0) {
+                        if (config_parse_bool(value, &c.private_mode) < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "Enable=%s: expected yes or no", value);
                                 goto fail;
@@ -604,7 +483,7 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                 } else if (KEY("Linger")) {
                         if (strcmp(value, "forever") == 0 || strcmp(value, "infinity") == 0)
                                 c.linger_sec = CONFIG_LINGER_FOREVER;
-                        else if (parse_uint(value, 0, INT32_MAX, &v) == 0)
+                        else if (config_parse_uint(value, 0, INT32_MAX, &v) == 0)
                                 c.linger_sec = (int64_t) v;
                         else {
                                 r = fail(ret_error, filename, k->line,
@@ -618,7 +497,7 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
 
                         g_assert(lk && strcmp(k->group, GROUP_LIMITS) == 0);
                         if (lk->kind == LIMIT_COUNT) {
-                                if (parse_uint(value, lk->min, lk->max, &v) < 0) {
+                                if (config_parse_uint(value, lk->min, lk->max, &v) < 0) {
                                         r = fail(ret_error, filename, k->line,
                                                  "%s=%s: expected a number between %llu and %llu",
                                                  k->key, value, lk->min, lk->max);
@@ -626,7 +505,7 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                                 }
                                 *(unsigned *) ((char *) &c + lk->offset) = (unsigned) v;
                         } else {
-                                if (parse_usec(value, lk->min, lk->max, &v) < 0) {
+                                if (config_parse_usec(value, lk->min, lk->max, &v) < 0) {
                                         r = fail(ret_error, filename, k->line,
                                                  "%s=%s: expected seconds (decimals allowed) "
                                                  "between %s and %s",

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "policy/conf-files.h"
 #include "policy/setup-conf.h"
 
 #define CONFIG_LINGER_FOREVER INT64_C(-1)
@@ -59,14 +60,9 @@ void config_move(Config *dst, Config *src);
 int config_parse_text(const char *text, size_t len, const char *filename, Config *ret,
                       char **ret_error);
 
-/* Several files read as one configuration, in this order (nsd.conf, then its drop-ins): a
- * key set in two of them, or an object ([Polydir NAME], [BindReadOnly NAME]) defined in two,
- * is an error naming both places. */
-typedef struct ConfigText {
-        const char *text;
-        size_t len;
-        const char *filename;
-} ConfigText;
+/* Several files read as one configuration (ConfigText: conf-files.h), in this order
+ * (nsd.conf, then its drop-ins): a key set in two of them, or an object ([Polydir NAME],
+ * [BindReadOnly NAME]) defined in two, is an error naming both places. */
 int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **ret_error);
 
 /* Read and parse path and its drop-ins, path + ".d/" *.conf in lexical order (conf-files.h:
@@ -100,14 +96,6 @@ void config_copy(Config *dst, const Config *src);
 int config_uid_managed_inline(const Config *c, uid_t uid, char **ret_why);
 int config_uid_managed_lookup(const Config *c, uid_t uid, char **ret_why);
 bool config_uid_managed(const Config *c, uid_t uid, char **ret_why);
-
-/* Value syntax shared with setup-conf.c: yes/no/true/false/on/off/1/0; seconds with up to six
- * decimals, to microseconds, within min..max; user (or group) names and numbers separated by
- * spaces, commas or semicolons (@regular when users; *ret_bad names a bad word). */
-int config_parse_bool(const char *s, bool *ret);
-int config_parse_usec(const char *s, unsigned long long min, unsigned long long max,
-                      unsigned long long *ret);
-int config_parse_names(const char *value, bool users, char ***ret, char **ret_bad);
 
 /* "2.5" for 2500000: a time in seconds for messages (up to milliseconds). Returns buf. */
 const char *config_usec_to_string(uint64_t usec, char *buf, size_t size);

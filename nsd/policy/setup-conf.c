@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "policy/conf.h"
+#include "policy/conf-value.h"
 
 #define GROUP_SETUP "Setup"
 #define PREFIX_POLYDIR "Polydir "

@@ -52,7 +52,7 @@
  * back from the store after a restart; only a namespace without a pin is lost then, and it
  * finds no room only when namespaces without a pin fill the budget alone. A descriptor
  * removed to make room is as one refused: nothing tells its owner, who asks
- * fdstore_contains(), and puts it again when room comes back (user.c users_store_more()).
+ * fdstore_contains(), and puts it again when room comes back (domain/users.c users_store_more()).
  * The first refusal or removal of a class after it had room is logged at warning level with
  * what happened, what it means and the figures, at most once each 10 minutes per class; the
  * next ones at debug level; room again at info level. A removal gives room back.

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "libmount-cleanup.h"
+
 /* mountinfo text into a libmount table */
 static int table_parse(const char *text, struct libmnt_table **ret) {
         struct libmnt_table *tb;
@@ -75,31 +77,42 @@ static gint cmp_u64(gconstpointer a, gconstpointer b) {
         return x < y ? -1 : x > y;
 }
 
-int mounts_baseline(const char *mountinfo, GArray **ret) {
-        struct libmnt_table *tb = NULL;
-        struct libmnt_iter *it;
+/* fn(fs, userdata) for each mount of mountinfo that was not received from a peer group.
+ * 0, or -errno when the text does not parse. */
+static int foreach_not_received(const char *mountinfo, void (*fn)(struct libmnt_fs *fs, void *u),
+                                void *userdata) {
+        _cleanup_mnt_table_ struct libmnt_table *tb = NULL;
+        _cleanup_mnt_iter_ struct libmnt_iter *it = NULL;
         struct libmnt_fs *fs;
-        GArray *a;
         int r;
 
         r = table_parse(mountinfo, &tb);
         if (r < 0)
                 return r;
         it = mnt_new_iter(MNT_ITER_FORWARD);
-        if (!it) {
-                mnt_unref_table(tb);
+        if (!it)
                 return -ENOMEM;
+        while (mnt_table_next_fs(tb, it, &fs) == 0)
+                if (!fs_is_received(fs))
+                        fn(fs, userdata);
+        return 0;
+}
+
+static void add_fingerprint(struct libmnt_fs *fs, void *userdata) {
+        uint64_t h = fs_fingerprint(fs);
+
+        g_array_append_val((GArray *) userdata, h);
+}
+
+int mounts_baseline(const char *mountinfo, GArray **ret) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+        int r;
+
+        r = foreach_not_received(mountinfo, add_fingerprint, a);
+        if (r < 0) {
+                g_array_unref(a);
+                return r;
         }
-        a = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-        while (mnt_table_next_fs(tb, it, &fs) == 0) {
-                uint64_t h;
-                if (fs_is_received(fs))
-                        continue;
-                h = fs_fingerprint(fs);
-                g_array_append_val(a, h);
-        }
-        mnt_free_iter(it);
-        mnt_unref_table(tb);
         if (a->len > MOUNTS_BASELINE_MAX) {
                 g_array_unref(a);
                 return -E2BIG;
@@ -178,27 +191,24 @@ static char *fs_describe(struct libmnt_fs *fs) {
                                owner);
 }
 
-int mounts_user_made(const char *mountinfo, const GArray *baseline, char **ret_first) {
-        struct libmnt_table *tb = NULL;
-        struct libmnt_iter *it;
-        struct libmnt_fs *fs;
-        int r, n = 0;
+typedef struct UserMade {
+        const GArray *baseline;
+        int n;
+        char **ret_first;
+} UserMade;
 
-        r = table_parse(mountinfo, &tb);
-        if (r < 0)
-                return r;
-        it = mnt_new_iter(MNT_ITER_FORWARD);
-        if (!it) {
-                mnt_unref_table(tb);
-                return -ENOMEM;
-        }
-        while (mnt_table_next_fs(tb, it, &fs) == 0) {
-                if (fs_is_received(fs) || baseline_has(baseline, fs_fingerprint(fs)))
-                        continue;
-                if (n++ == 0 && ret_first)
-                        *ret_first = fs_describe(fs);
-        }
-        mnt_free_iter(it);
-        mnt_unref_table(tb);
-        return n;
+static void count_user_made(struct libmnt_fs *fs, void *userdata) {
+        UserMade *m = userdata;
+
+        if (baseline_has(m->baseline, fs_fingerprint(fs)))
+                return;
+        if (m->n++ == 0 && m->ret_first)
+                *m->ret_first = fs_describe(fs);
+}
+
+int mounts_user_made(const char *mountinfo, const GArray *baseline, char **ret_first) {
+        UserMade m = { .baseline = baseline, .ret_first = ret_first };
+        int r = foreach_not_received(mountinfo, count_user_made, &m);
+
+        return r < 0 ? r : m.n;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * mounts.h: which mounts of a user's namespace the user made, for linger (user.h). Told apart
+ * mounts.h: which mounts of a user's namespace the user made, for linger (domain/linger.h). Told apart
  * from the host's by what each mount is, never by counting (issue 9: a host unmount and a
  * mount of the user's balance out in a count):
  *

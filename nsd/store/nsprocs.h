@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * nsprocs.h: which processes are inside which mount namespace, for linger (user.h): a
+ * nsprocs.h: which processes are inside which mount namespace, for linger (domain/linger.h): a
  * namespace with a process still in it (a tmux server, a nohup job, a user service of
  * systemd --user) is not released, whatever its sessions say.
  *

@@ -15,7 +15,6 @@
 #include <sys/ioctl.h>
 
 #include "store/pinstore.h"
-#include "store/userns.h"
 
 /* CPUs tried for one create (see PinStore.cpus) */
 #define PIN_CPUS_MAX 16
@@ -38,23 +37,14 @@ struct PinStore {
 
         /* uids whose pin exists but whose namespace nsd does not hold (see pinstore.h) */
         GHashTable *pending;
-        unsigned retries;         /* failed retries since the last progress */
-        uint64_t next_retry_usec; /* CLOCK_MONOTONIC; 0: due now */
-        guint retry_source;       /* the store's own retry timer, 0: none */
-        pinstore_adopt_cb adopt_cb;
-        void *adopt_userdata;
+        void (*pending_cb)(void *userdata);
+        void *pending_userdata;
         void (*ready_cb)(void *userdata);
         void *ready_userdata;
         /* the pin namespace the service manager's fd store kept, until used or dropped */
         int hint_fd;
         bool pinns_from_hint; /* pinns_fd is that very descriptor */
 };
-
-struct helper_status;
-/* One helper child enters each ns_fds[i] in turn and opens its root into root_fds[i] (-1 and
- * errs[i] set on failure). -errno when the child could not run at all (*s says why). */
-int userns_open_roots(const int *ns_fds, size_t n, int *root_fds, int *errs,
-                      struct helper_status *s);
 
 /* CLONE_NEWNS, another CLONE_NEW* or -errno (-ENOTTY: not an nsfs file). */
 static inline int fd_nstype(int fd) {
@@ -80,6 +70,6 @@ void pinstore_pin_done(PinStore *ps, uid_t uid, uint64_t created_usec, size_t at
  * namespace to remove (a pin of another namespace makes uid pending). -errno: the pin is
  * still there (-EAGAIN: the store is not ready). Logged. */
 int pinstore_unpin(PinStore *ps, uid_t uid, uint64_t ns_inode);
-/* uid has a pin nsd does not hold: pending, and a retry is due now (the store's timer runs it
- * on the next main loop iteration). err and why for the log. */
+/* uid has a pin nsd does not hold: pending (logged), and the pending callback is told. err and
+ * why for the log. */
 void pinstore_mark_pending(PinStore *ps, uid_t uid, int err, const char *why);

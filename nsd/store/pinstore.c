@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pinstore.c: nsd's pin namespace and the pins in it, and re-adoption of pinned namespaces
- * after a restart. See pinstore.h for the layout and the durability rules, DESIGN.md
+ * pinstore.c: nsd's pin namespace and the pins in it, and which of them nsd does not hold
+ * (their adoption is pending.c's). See pinstore.h for the layout and the durability rules, DESIGN.md
  * "Lifetime and restarts" for why. Operations inside the pin namespace run in helper children
  * (helper.c).
  *
@@ -41,8 +41,7 @@
  * for 16384 users. */
 #define PINSTORE_TMPFS_OPTIONS "mode=0700,size=72m,nr_inodes=32800"
 #define INFO_MAX 128
-/* pinstore_open(), pinstore_adopt_all(): attempts at once for what may pass, before going
- * pending */
+/* pinstore_open(): attempts at once for what may pass, before going not ready */
 #define OPEN_ATTEMPTS 3
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -66,10 +65,6 @@ static bool parse_uid(const char *s, uid_t *ret) {
 
 static void pin_file_name(char buf[static 16], uid_t uid) {
         snprintf(buf, 16, "%u", (unsigned) uid);
-}
-
-static uint64_t now_monotonic_usec(void) {
-        return (uint64_t) g_get_monotonic_time();
 }
 
 /* 1: fd is the root of a mount (something is mounted there), 0: not, -errno. dir_fd: the
@@ -279,16 +274,13 @@ struct pinns_args {
 
 static int pinns_child(void *p) {
         struct pinns_args *a = p;
+        int r;
 
-        if (!helper_bind_cpu(a->cpu))
-                return helper_fail(&a->s, HELPER_STEP_AFFINITY);
-        if (unshare(CLONE_NEWNS) < 0)
-                return helper_fail(&a->s, HELPER_STEP_UNSHARE);
         /* Slave, not private: a filesystem the host unmounts (a USB stick) is unmounted here
          * too, so the pin namespace never keeps one busy. run_dir is private in the host, so
          * the tmpfs below and the pins on it are private. */
-        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-                return helper_fail(&a->s, HELPER_STEP_PROPAGATION);
+        if ((r = helper_unshare_ns(&a->s, a->cpu, MS_SLAVE)))
+                return r;
         if (mount("nsd-pins", a->run_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   PINSTORE_TMPFS_OPTIONS) < 0)
                 return helper_fail(&a->s, HELPER_STEP_PIN_TMPFS);
@@ -559,13 +551,12 @@ static int pinstore_find(PinStore *ps, bool *ret_final) {
 
 /* ---- listing and pending ----------------------------------------------------------------- */
 
-static void pinstore_schedule_now(PinStore *ps);
-
 void pinstore_mark_pending(PinStore *ps, uid_t uid, int err, const char *why) {
         if (g_hash_table_contains(ps->pending, GUINT_TO_POINTER(uid)))
                 return;
         g_hash_table_add(ps->pending, GUINT_TO_POINTER(uid));
-        pinstore_schedule_now(ps);
+        if (ps->pending_cb)
+                ps->pending_cb(ps->pending_userdata); /* its owner retries soon */
         log_event(LOG_WARNING, err, uid, "adopt-pending",
                   "The pinned namespace of uid %u is not adopted yet (%s%s%s); it is kept, "
                   "retried, and a JOIN for uid %u answers 'not yet available' meanwhile",
@@ -661,199 +652,67 @@ static uint64_t pin_info_read(PinStore *ps, const char *name) {
         return v;
 }
 
-static void close_fd_array(GArray *a) {
-        for (guint i = 0; i < a->len; i++)
-                if (g_array_index(a, int, i) >= 0)
-                        close(g_array_index(a, int, i));
-        g_array_unref(a);
-}
-typedef GArray FdArray; /* of descriptors, closed with the array */
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(FdArray, close_fd_array)
+int pinstore_take_pin(PinStore *ps, uid_t uid, int *ret_ns_fd, uint64_t *ret_created_usec) {
+        struct pin_look l;
+        char name[16];
 
-/* Adopt every pending uid whose pin can be entered now; the rest stays pending. */
-static int pinstore_adopt_pending(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
-        g_autofree gpointer *uids = NULL;
-        g_autoptr(GArray) pin_uids = NULL;
-        g_autoptr(FdArray) ns_fds = NULL, root_fds = NULL;
-        g_autofree int *errs = NULL;
-        guint n_uids = 0;
-        int r, adopted = 0;
-
-        if (!cb || g_hash_table_size(ps->pending) == 0)
+        if (!g_hash_table_contains(ps->pending, GUINT_TO_POINTER(uid)))
                 return 0;
-
-        pin_uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
-        ns_fds = g_array_new(FALSE, FALSE, sizeof(int));
-        uids = g_hash_table_get_keys_as_array(ps->pending, &n_uids);
-        for (guint i = 0; i < n_uids; i++) {
-                uid_t uid = GPOINTER_TO_UINT(uids[i]);
-                struct pin_look l;
-                char name[16];
-
-                pin_file_name(name, uid);
-                pin_look(ps->dir_fd, name, &l);
-                switch (l.state) {
-                case PIN_LIVE:
-                        g_array_append_val(pin_uids, uid);
-                        g_array_append_val(ns_fds, l.fd);
-                        break;
-                case PIN_NONE:
-                        log_info("The pin of uid %u is gone, nothing to adopt", (unsigned) uid);
-                        g_hash_table_remove(ps->pending, uids[i]);
-                        break;
-                case PIN_EMPTY:
-                case PIN_DEAD:
-                        if (pin_remove(ps, uid, name, &l) >= 0)
-                                g_hash_table_remove(ps->pending, uids[i]);
-                        break;
-                case PIN_UNKNOWN:
-                        log_debug_errno(l.err, "Cannot look at the pin of uid %u yet: %m",
-                                        (unsigned) uid);
-                        break;
-                }
-        }
-        if (pin_uids->len == 0)
-                return 0;
-
-        root_fds = g_array_new(FALSE, FALSE, sizeof(int));
-        g_array_set_size(root_fds, ns_fds->len);
-        errs = g_new0(int, ns_fds->len);
-        for (guint i = 0; i < root_fds->len; i++)
-                g_array_index(root_fds, int, i) = -1;
-        {
-                struct helper_status hs = { 0 };
-                r = userns_open_roots((const int *) ns_fds->data, ns_fds->len,
-                                      (int *) root_fds->data, errs, &hs);
-                if (r < 0) {
-                        log_full_errno(ps->retries == 0 ? LOG_WARNING : LOG_DEBUG, r,
-                                       "Failed to enter %u pinned namespaces, retrying: %s: %m",
-                                       pin_uids->len, helper_status_step(&hs));
-                        return 0;
-                }
-        }
-
-        for (guint i = 0; i < pin_uids->len; i++) {
-                uid_t uid = g_array_index(pin_uids, uid_t, i);
-                int *ns_fd = &g_array_index(ns_fds, int, i);
-                int *root_fd = &g_array_index(root_fds, int, i);
-                bool was_warned;
-                char name[16];
-                struct stat st;
-                UserNs *ns;
-
-                if (*root_fd < 0) {
-                        log_full_errno(ps->retries == 0 ? LOG_WARNING : LOG_DEBUG,
-                                       errs[i] ? errs[i] : EIO,
-                                       "Failed to enter the pinned "
-                                       "namespace of uid %u, retrying: %m",
-                                       (unsigned) uid);
-                        continue;
-                }
-                ns = userns_new(uid);
-                if (!ns)
-                        return adopted;
-                ns->ns_fd = TAKE_FD(*ns_fd);
-                ns->root_fd = TAKE_FD(*root_fd);
-                if (fstat(ns->ns_fd, &st) >= 0)
-                        ns->ns_inode = (uint64_t) st.st_ino;
-                pin_file_name(name, uid);
-                ns->created_usec = pin_info_read(ps, name);
-                ns->pinned = ns->adopted = true;
-                was_warned = ps->retries > 0;
+        pin_file_name(name, uid);
+        pin_look(ps->dir_fd, name, &l);
+        switch (l.state) {
+        case PIN_LIVE:
+                *ret_ns_fd = l.fd;
+                *ret_created_usec = pin_info_read(ps, name);
+                return 1;
+        case PIN_NONE:
+                log_info("The pin of uid %u is gone, nothing to adopt", (unsigned) uid);
                 g_hash_table_remove(ps->pending, GUINT_TO_POINTER(uid));
-                if (was_warned)
-                        log_event(LOG_NOTICE, 0, uid, "adopt-retried",
-                                  "Adopted the pinned namespace %" PRIu64 " of uid %u after "
-                                  "%u retries",
-                                  ns->ns_inode, (unsigned) uid, ps->retries);
-                else
-                        log_debug("Adopted mount namespace %" PRIu64 " of uid %u", ns->ns_inode,
-                                  (unsigned) uid);
-                adopted++;
-                cb(ns, userdata);
+                return 0;
+        case PIN_EMPTY:
+        case PIN_DEAD:
+                if (pin_remove(ps, uid, name, &l) < 0)
+                        return -EAGAIN;
+                g_hash_table_remove(ps->pending, GUINT_TO_POINTER(uid));
+                return 0;
+        case PIN_UNKNOWN:
+                break;
         }
-        return adopted;
+        return log_debug_errno(l.err, "Cannot look at the pin of uid %u yet: %m", (unsigned) uid);
 }
 
-/* ---- retries ----------------------------------------------------------------------------- */
-
-static gboolean on_retry(gpointer userdata);
-
-static bool pinstore_needs_retry(const PinStore *ps) {
-        return !pinstore_is_ready(ps) || g_hash_table_size(ps->pending) > 0;
+void pinstore_adopted(PinStore *ps, uid_t uid) {
+        g_hash_table_remove(ps->pending, GUINT_TO_POINTER(uid));
 }
 
-/* After an attempt: when is the next one due (backoff, reset by progress)? */
-static void pinstore_schedule(PinStore *ps, bool progress) {
-        uint64_t delay;
+uid_t *pinstore_pending_uids(const PinStore *ps, size_t *ret_n) {
+        guint n = 0;
+        g_autofree gpointer *keys = g_hash_table_get_keys_as_array(ps->pending, &n);
+        uid_t *uids = g_new(uid_t, n + 1);
 
-        if (ps->retry_source) {
-                g_source_remove(ps->retry_source);
-                ps->retry_source = 0;
-        }
-        if (!pinstore_needs_retry(ps)) {
-                ps->retries = 0;
-                ps->next_retry_usec = 0;
-                return;
-        }
-        if (progress)
-                ps->retries = 0;
-        delay = PINSTORE_RETRY_FIRST_USEC << (ps->retries < 8 ? ps->retries : 8);
-        if (delay > PINSTORE_RETRY_MAX_USEC)
-                delay = PINSTORE_RETRY_MAX_USEC;
-        ps->retries++;
-        ps->next_retry_usec = now_monotonic_usec() + delay;
-        if (ps->adopt_cb)
-                ps->retry_source = g_timeout_add((guint) ((delay + 999) / 1000), on_retry, ps);
+        for (guint i = 0; i < n; i++)
+                uids[i] = GPOINTER_TO_UINT(keys[i]);
+        *ret_n = n;
+        return uids;
 }
 
-/* Bring the next retry forward to now (something new is pending). */
-static void pinstore_schedule_now(PinStore *ps) {
-        ps->next_retry_usec = 0;
-        if (ps->retry_source) {
-                g_source_remove(ps->retry_source);
-                ps->retry_source = 0;
-        }
-        if (ps->adopt_cb)
-                ps->retry_source = g_idle_add(on_retry, ps);
-}
+int pinstore_retry_ready(PinStore *ps, unsigned retries) {
+        bool final;
+        int r;
 
-static int pinstore_retry(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
-        unsigned before;
-        bool progress = false, final;
-        int adopted, r;
-
-        if (!pinstore_is_ready(ps)) {
-                r = pinstore_try_ready(ps, &final);
-                if (r < 0) {
-                        log_full_errno(ps->retries % 12 == 0 ? LOG_WARNING : LOG_DEBUG, r,
-                                       "The pin store on '%s' is not available yet (%u "
-                                       "retries): %m; every JOIN answers 'not yet available' "
-                                       "until it is",
-                                       ps->pins_path, ps->retries);
-                        pinstore_schedule(ps, false);
-                        return 0;
-                }
-                log_notice("The pin store on '%s' is available, %u pins to adopt", ps->pins_path,
-                           g_hash_table_size(ps->pending));
-                progress = true;
-                if (ps->ready_cb)
-                        ps->ready_cb(ps->ready_userdata);
-        }
-        before = g_hash_table_size(ps->pending);
-        adopted = pinstore_adopt_pending(ps, cb, userdata);
-        if (adopted > 0 || g_hash_table_size(ps->pending) < before)
-                progress = true;
-        pinstore_schedule(ps, progress);
-        return adopted;
-}
-
-static gboolean on_retry(gpointer userdata) {
-        PinStore *ps = userdata;
-
-        ps->retry_source = 0;
-        (void) pinstore_retry(ps, ps->adopt_cb, ps->adopt_userdata);
-        return G_SOURCE_REMOVE;
+        if (pinstore_is_ready(ps))
+                return 0;
+        r = pinstore_try_ready(ps, &final);
+        if (r < 0)
+                return log_full_errno(retries % 12 == 0 ? LOG_WARNING : LOG_DEBUG, r,
+                                      "The pin store on '%s' is not available yet (%u retries): "
+                                      "%m; every JOIN answers 'not yet available' until it is",
+                                      ps->pins_path, retries);
+        log_notice("The pin store on '%s' is available, %u pins to adopt", ps->pins_path,
+                   g_hash_table_size(ps->pending));
+        if (ps->ready_cb)
+                ps->ready_cb(ps->ready_userdata);
+        return 1;
 }
 
 /* ---- the API ----------------------------------------------------------------------------- */
@@ -898,7 +757,6 @@ int pinstore_open_full(const char *run_dir, int pinns_fd, PinStore **ret) {
                                 "retrying, and every JOIN answers 'not yet available' until it "
                                 "is",
                                 ps->pins_path);
-                pinstore_schedule(ps, false);
         }
         *ret = ps;
         return 0;
@@ -908,8 +766,6 @@ void pinstore_free(PinStore *ps) {
         if (!ps)
                 return;
         /* The pins stay: they are what survives a restart. */
-        if (ps->retry_source)
-                g_source_remove(ps->retry_source);
         CLOSE_FD(ps->pinns_fd);
         CLOSE_FD(ps->dir_fd);
         CLOSE_FD(ps->hint_fd);
@@ -928,33 +784,14 @@ void pinstore_pin_name(const PinStore *ps, uid_t uid, char *buf, size_t size) {
                 snprintf(buf, size, "%s:%u", ps->pins_path, (unsigned) uid);
 }
 
-int pinstore_adopt_all(PinStore *ps, pinstore_adopt_cb cb, void *userdata) {
-        int adopted = 0;
-
-        if (!ps || !cb)
-                return -EINVAL;
-        ps->adopt_cb = cb;
-        ps->adopt_userdata = userdata;
-        if (pinstore_is_ready(ps)) {
-                /* at start a few attempts at once are cheap, and spare logins a wait */
-                for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
-                        if (attempt > 0) {
-                                if (g_hash_table_size(ps->pending) == 0)
-                                        break;
-                                g_usleep(10000 << (2 * attempt)); /* 40 ms, 160 ms */
-                        }
-                        adopted += pinstore_adopt_pending(ps, cb, userdata);
-                }
-                pinstore_schedule(ps, true);
-        } else
-                /* pinstore_open() tried; arm the retries (they need the callback) */
-                pinstore_schedule(ps, false);
-        return adopted;
-}
-
 void pinstore_set_ready_cb(PinStore *ps, void (*cb)(void *userdata), void *userdata) {
         ps->ready_cb = cb;
         ps->ready_userdata = userdata;
+}
+
+void pinstore_set_pending_cb(PinStore *ps, void (*cb)(void *userdata), void *userdata) {
+        ps->pending_cb = cb;
+        ps->pending_userdata = userdata;
 }
 
 int pinstore_pinns_fd(const PinStore *ps, bool *ret_from_fdstore) {
@@ -975,29 +812,6 @@ bool pinstore_is_pending(const PinStore *ps, uid_t uid) {
 
 size_t pinstore_n_pending(const PinStore *ps) {
         return ps ? g_hash_table_size(ps->pending) : 0;
-}
-
-int pinstore_retry_pending(PinStore *ps, pinstore_adopt_cb cb, void *userdata,
-                           uint64_t *ret_delay_usec) {
-        uint64_t now;
-        int adopted = 0;
-
-        if (!ps)
-                return -EINVAL;
-        if (!cb) {
-                cb = ps->adopt_cb;
-                userdata = ps->adopt_userdata;
-        }
-        now = now_monotonic_usec();
-        if (pinstore_needs_retry(ps) && now >= ps->next_retry_usec) {
-                adopted = pinstore_retry(ps, cb, userdata);
-                now = now_monotonic_usec();
-        }
-        if (ret_delay_usec)
-                *ret_delay_usec = !pinstore_needs_retry(ps)   ? 0
-                                  : ps->next_retry_usec > now ? ps->next_retry_usec - now
-                                                              : 1;
-        return adopted;
 }
 
 /* ---- pins, for userns.c ------------------------------------------------------------------ */

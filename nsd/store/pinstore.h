@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pinstore.h: nsd's pin store. The pins that keep user namespaces alive across nsd restarts,
- * and their re-adoption at start.
+ * and which of them nsd does not hold (their adoption is store/pending.h's).
  *
  * Layout (DESIGN.md "Lifetime and restarts"):
  *   <run_dir>            e.g. /run/nsd, made a private bind mount of itself in the host
@@ -18,7 +18,7 @@
  *     mount of something that is not a namespace, a namespace of another type, or an empty
  *     file that pins nothing. Each removal is logged with its reason. The host pin of the pin
  *     namespace is never replaced while it is a mount namespace.
- *   - What cannot be done now is PENDING and retried with backoff: a pin whose namespace
+ *   - What cannot be done now is PENDING and retried with backoff (pending.h): a pin whose namespace
  *     could not be adopted yet (a failing clone(), setns(), open(): EAGAIN, ENOMEM, EMFILE,
  *     ...), and the store itself when the pin namespace could not be opened or the pins not
  *     listed yet ("not ready"). While the store is not ready every uid counts as pending:
@@ -28,13 +28,9 @@
  *     the server answers JOIN with -NSD_ERRNO_NOT_YET ("not yet available"), which
  *     pam_nsjoin retries within its timeout.
  *
- * Retries. Once pinstore_adopt_all() has been given a callback, the store retries what is
- * pending by itself, on a GLib timeout on the thread-default main context (first after
- * PINSTORE_RETRY_FIRST_USEC, doubling up to PINSTORE_RETRY_MAX_USEC, back to the first after
- * progress), and hands each namespace it adopts to that callback. pinstore_retry_pending()
- * makes an attempt at once for a caller that wants one (a JOIN for a pending uid, a test
- * without a main loop); before the next retry is due it does nothing, so calling it on every
- * request costs nothing.
+ * The store takes no decision on time: it says what it finds (pinstore_set_pending_cb(): a pin
+ * nsd does not hold was found) and does what it is asked; pending.c retries, with backoff,
+ * what is pending and what is not ready.
  */
 #pragma once
 
@@ -46,19 +42,13 @@
 #include "base/errno-util.h" /* errno_may_pass() */
 #include "base/nsd-forward.h"
 
-#define PINSTORE_RETRY_FIRST_USEC (50 * 1000ULL)
-#define PINSTORE_RETRY_MAX_USEC (1000 * 1000ULL)
-
-/* Called once per adopted namespace; takes ownership of ns (userns_free()). */
-typedef void (*pinstore_adopt_cb)(UserNs *ns, void *userdata);
-
 /* Open the pin store under run_dir: adopt the existing pin namespace if run_dir/pins is one,
  * else create it (and make run_dir a private mount if it is not already one), then list the
- * pins in it (each becomes pending until pinstore_adopt_all() adopts it). Transient failures
+ * pins in it (each becomes pending until it is adopted: pending.h). Transient failures
  * are retried a few times at once.
  *   0        *ret is the store. It may be not ready yet (pinstore_is_ready() false: the pin
  *            namespace exists but could not be entered or listed, or could not be created for
- *            a reason that may pass); it becomes ready by the retries described above. Until
+ *            a reason that may pass); it becomes ready by pinstore_retry_ready(). Until
  *            then every uid is pending. The server must NOT run without pins then.
  *   -EINVAL  bad arguments.
  *   other    no pin namespace exists (so nothing is pinned) and none can be made, for a
@@ -78,22 +68,18 @@ int pinstore_open_full(const char *run_dir, int pinns_fd, PinStore **ret);
 int pinstore_pinns_fd(const PinStore *ps, bool *ret_from_fdstore);
 /* cb(userdata) when the store becomes ready by a retry (pinstore_open() left it not ready). */
 void pinstore_set_ready_cb(PinStore *ps, void (*cb)(void *userdata), void *userdata);
-/* Close the store's descriptors and stop its retries; the pins stay (they are what survives
- * a restart). NULL is fine. */
+/* cb(userdata) when a uid becomes pending (a pin nsd does not hold was found after listing:
+ * by a create, an abandoned create, an unpin, a release that could not unpin): its owner
+ * should try to adopt it soon. NULL: nobody is told. */
+void pinstore_set_pending_cb(PinStore *ps, void (*cb)(void *userdata), void *userdata);
+/* Close the store's descriptors; the pins stay (they are what survives a restart). NULL is
+ * fine. */
 void pinstore_free(PinStore *ps);
 static inline void pinstore_freep(PinStore **ps) {
         pinstore_free(*ps);
 }
 /* "/run/nsd/pins:1000"-style text naming where a uid's pin lives, for nsctl list. */
 void pinstore_pin_name(const PinStore *ps, uid_t uid, char *buf, size_t size);
-
-/* Adopt every pending pin (at start, after a restart or a crash): cb gets each namespace
- * whose pin could be entered, pinned=true, adopted=true. The store keeps cb and userdata
- * (until pinstore_free()) for the namespaces its own retries adopt later: cb may be called
- * again from the main loop, once per namespace. Pins that cannot be adopted now stay pending
- * (logged); provably dead ones are removed (logged). Returns the number adopted now (>= 0),
- * or -EINVAL. */
-int pinstore_adopt_all(PinStore *ps, pinstore_adopt_cb cb, void *userdata);
 
 /* True when the pin namespace is open and its pins are listed: only then can namespaces be
  * created (userns_create() answers -EAGAIN before). */
@@ -106,10 +92,16 @@ bool pinstore_is_pending(const PinStore *ps, uid_t uid);
  * then pinstore_is_ready() tells). For status. */
 size_t pinstore_n_pending(const PinStore *ps);
 
-/* Retry now what is pending, if a retry is due: open or list the store if it is not ready,
- * then adopt pending pins, handing each adopted namespace to cb (NULL: the callback given to
- * pinstore_adopt_all()). *ret_delay_usec (if not NULL) is when the next retry is due, from
- * now; 0 when nothing is pending any more. Returns the number adopted by this call (>= 0), or
- * -EINVAL. */
-int pinstore_retry_pending(PinStore *ps, pinstore_adopt_cb cb, void *userdata,
-                           uint64_t *ret_delay_usec);
+/* Not ready: try to open the pin namespace and list the pins now (logged at warning each 12th
+ * of retries, at debug otherwise). 1: ready now (the ready callback was called), 0: it was
+ * ready, -errno: not yet. */
+int pinstore_retry_ready(PinStore *ps, unsigned retries);
+/* The uids pending now (g_free()), *ret_n of them. */
+uid_t *pinstore_pending_uids(const PinStore *ps, size_t *ret_n);
+/* A pending uid's pin, for its adoption: 1 and *ret_ns_fd (the caller's) and its creation
+ * time (0: unknown); 0 when there is nothing to adopt (not pending, the pin is gone, or it
+ * was provably dead and is removed, logged: no longer pending); -errno when it cannot be
+ * looked at now (still pending). */
+int pinstore_take_pin(PinStore *ps, uid_t uid, int *ret_ns_fd, uint64_t *ret_created_usec);
+/* uid's pin is adopted: no longer pending. */
+void pinstore_adopted(PinStore *ps, uid_t uid);

@@ -68,7 +68,8 @@ static int probe_setns_child(void *p) {
         return 0;
 }
 
-/* helper_count_lines(), then close fd (keeping errno) */
+/* helper_count_lines(), then close fd (keeping errno; the descriptor table is nsd's: the
+ * helpers share it, CLONE_FILES) */
 static long count_lines(int fd) {
         long lines = helper_count_lines(fd);
 
@@ -76,9 +77,24 @@ static long count_lines(int fd) {
         return lines;
 }
 
-static bool take_fsuid(uid_t uid) {
+/* In the child: take fsuid uid. 0, or the child's exit status (the step recorded). */
+static int take_fsuid(struct probe_args *a, uid_t uid) {
         (void) setfsuid(uid);
-        return (uid_t) setfsuid((uid_t) -1) == uid;
+        if ((uid_t) setfsuid((uid_t) -1) == uid)
+                return 0;
+        errno = EPERM;
+        return helper_fail(&a->s, HELPER_STEP_FSUID);
+}
+
+/* In the child: the lines of /proc/self/mountinfo into *ret (-1 with errno when reading
+ * failed). 0, or the child's exit status when it cannot be opened. */
+static int mountinfo_lines(struct probe_args *a, long *ret) {
+        int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
+        *ret = count_lines(fd);
+        return 0;
 }
 
 /* F4, by what it does, not by whether mount_setattr() takes the bit (another attribute could
@@ -90,7 +106,7 @@ static int probe_owner_private(struct probe_args *a) {
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
         struct stat covered, st;
         long owner_lines, root_lines;
-        int fd;
+        int fd, r;
 
         if (stat(a->dir, &covered) < 0)
                 return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
@@ -102,10 +118,8 @@ static int probe_owner_private(struct probe_args *a) {
                 return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
         close(fd);
 
-        if (!take_fsuid(PROBE_OWNER)) {
-                errno = EPERM;
-                return helper_fail(&a->s, HELPER_STEP_FSUID);
-        }
+        if ((r = take_fsuid(a, PROBE_OWNER)))
+                return r;
         a->result = mount_setattr(AT_FDCWD, a->dir, 0, &attr, sizeof attr) < 0 ? errno : 0;
         if (a->result != 0)
                 return 0;
@@ -113,15 +127,8 @@ static int probe_owner_private(struct probe_args *a) {
                 a->why = "its owner cannot reach a file in it";
                 return 0;
         }
-        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
-        owner_lines = count_lines(fd);
-
-        if (!take_fsuid(0)) {
-                errno = EPERM;
-                return helper_fail(&a->s, HELPER_STEP_FSUID);
-        }
+        if ((r = mountinfo_lines(a, &owner_lines)) || (r = take_fsuid(a, 0)))
+                return r;
         if (stat(a->file, &st) == 0 || errno != ENOENT) {
                 a->why = "root still reaches a file in it";
                 return 0;
@@ -130,10 +137,8 @@ static int probe_owner_private(struct probe_args *a) {
                 a->why = "its mount point is not the directory it covers for root";
                 return 0;
         }
-        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
-        root_lines = count_lines(fd);
+        if ((r = mountinfo_lines(a, &root_lines)))
+                return r;
         if (owner_lines < 0 || root_lines < 0) {
                 errno = EIO;
                 return helper_fail(&a->s, HELPER_STEP_READ);
@@ -166,20 +171,23 @@ static int probe_ns_child(void *p) {
 /* F2: chroot into the throwaway namespace's root, count /proc/self/mountinfo lines */
 static int probe_chroot_child(void *p) {
         struct probe_args *a = p;
-        int fd;
+        int r;
 
         if (fchdir(a->root_fd) < 0)
                 return helper_fail(&a->s, HELPER_STEP_CHDIR);
         if (chroot(".") < 0)
                 return helper_fail(&a->s, HELPER_STEP_CHROOT);
-        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
-        a->lines = helper_count_lines(fd);
-        cleanup_closep(&fd); /* keeps errno; the descriptor table is nsd's (CLONE_FILES) */
+        if ((r = mountinfo_lines(a, &a->lines)))
+                return r;
         if (a->lines < 0)
                 return helper_fail(&a->s, HELPER_STEP_READ);
         return 0;
+}
+
+/* A probe that could not run: its feature counts as absent. */
+static void probe_failed(int r, const char *what, const struct probe_args *a) {
+        log_warning_errno(r, "Kernel %s failed: %s: %m, assuming absent", what,
+                          helper_status_step(&a->s));
 }
 
 /* A probe that failed for a reason that may pass is made again (a feature found absent stays
@@ -226,10 +234,7 @@ uint32_t kernel_features_probe(void) {
         a = (struct probe_args) { .root_fd = -1, .ns_fd = -1 };
         r = probe_run(probe_setns_child, &a);
         if (r < 0)
-                log_warning_errno(r,
-                                  "Kernel probe F1 (setns on a directory) failed: %s: %m, "
-                                  "assuming absent",
-                                  helper_status_step(&a.s));
+                probe_failed(r, "probe F1 (setns on a directory)", &a);
         else {
                 if (a.result == 0)
                         features |= NSD_FEATURE_SETNS_DIRFD;
@@ -252,18 +257,14 @@ uint32_t kernel_features_probe(void) {
         a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1 };
         r = probe_run(probe_ns_child, &a);
         if (r < 0)
-                log_warning_errno(r, "Kernel probes F2, F3 failed: %s: %m, assuming absent",
-                                  helper_status_step(&a.s));
+                probe_failed(r, "probes F2, F3", &a);
         else {
                 _cleanup_close_ int root_fd = a.root_fd, ns_fd = a.ns_fd;
 
                 a = (struct probe_args) { .root_fd = root_fd, .ns_fd = -1 };
                 r = probe_run(probe_chroot_child, &a);
                 if (r < 0)
-                        log_warning_errno(r,
-                                          "Kernel probe F2 (mount table after chroot) "
-                                          "failed: %s: %m, assuming absent",
-                                          helper_status_step(&a.s));
+                        probe_failed(r, "probe F2 (mount table after chroot)", &a);
                 else {
                         if (a.lines > 0)
                                 features |= NSD_FEATURE_PROC_MOUNTS_ROOT;
@@ -301,10 +302,7 @@ uint32_t kernel_features_probe(void) {
         g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
         r = probe_run(probe_ns_child, &a);
         if (r < 0)
-                log_warning_errno(r,
-                                  "Kernel probe F4 (owner-private mounts) failed: %s: %m, "
-                                  "assuming absent",
-                                  helper_status_step(&a.s));
+                probe_failed(r, "probe F4 (owner-private mounts)", &a);
         else if (a.result != 0)
                 log_debug_errno(a.result,
                                 "Kernel probe F4: mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) "

@@ -5,7 +5,7 @@
  * namespaces themselves):
  *   ns-<uid>        [Namespace] Inode=, CreatedUsec=, Baseline= (the mounts a new namespace
  *                   got from the host that were not received from a peer group, for linger:
- *                   user.h, mounts.h)
+ *                   domain/linger.h, mounts.h)
  *   session-<id>    [Session] Uid=, Pid=, StartTime=, Service= (sessions, session.h; id in 16
  *                   hex digits)
  * Each is a small GKeyFile, written to a temporary file and renamed over it (atomic: a

@@ -33,6 +33,24 @@
 
 /* ---- user namespaces --------------------------------------------------------------------- */
 
+/* In a helper child: bind-mount ns_fd onto pin_name in the pin tmpfs (dir_fd) of the pin
+ * namespace. A mount whose target lies in the pin namespace must be made from inside it
+ * (check_mnt), and the pin namespace is older than the pinned one (mnt_ns_loop). Returns the
+ * child's exit status. */
+static int pin_child(struct helper_status *s, int pinns_fd, int dir_fd, int ns_fd,
+                     const char *pin_name) {
+        char src[32];
+
+        if (setns(pinns_fd, CLONE_NEWNS) < 0)
+                return helper_fail(s, HELPER_STEP_SETNS);
+        if (fchdir(dir_fd) < 0)
+                return helper_fail(s, HELPER_STEP_CHDIR);
+        helper_fd_path(src, ns_fd);
+        if (mount(src, pin_name, NULL, MS_BIND, NULL) < 0)
+                return helper_fail(s, HELPER_STEP_PIN_MOUNT);
+        return 0;
+}
+
 struct create_args {
         struct helper_status s;
         int cpu;
@@ -47,15 +65,10 @@ struct create_args {
 
 static int create_child(void *p) {
         struct create_args *a = p;
-        char src[32];
+        int r;
 
-        if (!helper_bind_cpu(a->cpu))
-                return helper_fail(&a->s, HELPER_STEP_AFFINITY);
-        if (unshare(CLONE_NEWNS) < 0)
-                return helper_fail(&a->s, HELPER_STEP_UNSHARE);
-        if (mount(NULL, "/", NULL, MS_REC | (a->propagation_private ? MS_PRIVATE : MS_SLAVE),
-                  NULL) < 0)
-                return helper_fail(&a->s, HELPER_STEP_PROPAGATION);
+        if ((r = helper_unshare_ns(&a->s, a->cpu, a->propagation_private ? MS_PRIVATE : MS_SLAVE)))
+                return r;
         if (a->private_tmp &&
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
                 return helper_fail(&a->s, HELPER_STEP_PRIVATE_TMP);
@@ -67,17 +80,7 @@ static int create_child(void *p) {
                 return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
         if (a->pinns_fd < 0)
                 return 0;
-
-        /* The pin: a mount whose target lies in the pin namespace must be made from inside
-         * it (check_mnt), and the pin namespace is older than this one (mnt_ns_loop). */
-        if (setns(a->pinns_fd, CLONE_NEWNS) < 0)
-                return helper_fail(&a->s, HELPER_STEP_SETNS);
-        if (fchdir(a->dir_fd) < 0)
-                return helper_fail(&a->s, HELPER_STEP_CHDIR);
-        helper_fd_path(src, a->ns_fd);
-        if (mount(src, a->pin_name, NULL, MS_BIND, NULL) < 0)
-                return helper_fail(&a->s, HELPER_STEP_PIN_MOUNT);
-        return 0;
+        return pin_child(&a->s, a->pinns_fd, a->dir_fd, a->ns_fd, a->pin_name);
 }
 
 UserNs *userns_new(uid_t uid) {
@@ -261,8 +264,10 @@ static int roots_child(void *p) {
         return 0;
 }
 
-int userns_open_roots(const int *ns_fds, size_t n, int *root_fds, int *errs,
-                      struct helper_status *s) {
+/* One helper child enters each ns_fds[i] in turn and opens its root into root_fds[i] (-1 and
+ * errs[i] set on failure). -errno when the child could not run at all (*s says why). */
+static int userns_open_roots(const int *ns_fds, size_t n, int *root_fds, int *errs,
+                             struct helper_status *s) {
         struct roots_args a = { .n = n, .ns_fds = ns_fds, .root_fds = root_fds, .errs = errs };
         int r;
 
@@ -289,10 +294,8 @@ int userns_adopt_fds(const uid_t *uids, int *ns_fds, size_t n, UserNs **ret, int
                 ret[i] = NULL;
         r = userns_open_roots(ns_fds, n, root_fds, errs, &hs);
         if (r < 0)
-                return log_debug_errno(r,
-                                       "Failed to enter %zu namespaces from the fd store: "
-                                       "%s: %m",
-                                       n, helper_status_step(&hs));
+                return log_debug_errno(r, "Failed to enter %zu kept namespaces: %s: %m", n,
+                                       helper_status_step(&hs));
         for (size_t i = 0; i < n; i++) {
                 int t = fd_nstype(ns_fds[i]);
                 if (t != CLONE_NEWNS) { /* setns() refused it anyway; say why */
@@ -332,16 +335,8 @@ struct repin_args {
 
 static int repin_child(void *p) {
         struct repin_args *a = p;
-        char src[32];
 
-        if (setns(a->pinns_fd, CLONE_NEWNS) < 0)
-                return helper_fail(&a->s, HELPER_STEP_SETNS);
-        if (fchdir(a->dir_fd) < 0)
-                return helper_fail(&a->s, HELPER_STEP_CHDIR);
-        helper_fd_path(src, a->ns_fd);
-        if (mount(src, a->pin_name, NULL, MS_BIND, NULL) < 0)
-                return helper_fail(&a->s, HELPER_STEP_PIN_MOUNT);
-        return 0;
+        return pin_child(&a->s, a->pinns_fd, a->dir_fd, a->ns_fd, a->pin_name);
 }
 
 int userns_repin(PinStore *ps, UserNs *ns) {

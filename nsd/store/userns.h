@@ -2,11 +2,9 @@
 /*
  * userns.h: the kernel side of nsd. Creating per-user mount namespaces, pinning them inside
  * nsd's pin namespace (pinstore.h), releasing, reading a namespace's mount table; kernel
- * probes are probe.h's. No policy here (who may ask, limits, linger): that is server.c's.
- * Every call is synchronous and short (a fork or two); only the pin store's retries of what
- * is pending run later, on the GLib main loop (pinstore.h).
- *
- * This header includes pinstore.h and probe.h, so the server needs only this one.
+ * probes are probe.h's. No policy here (who may ask, limits, linger): that is the domain's.
+ * Every call is synchronous and short (a fork or two); the retries of what is pending run
+ * later, on the GLib main loop (pending.h).
  */
 #pragma once
 
@@ -14,8 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "store/pinstore.h"
-#include "store/probe.h"
+#include "base/nsd-forward.h"
 
 struct UserNs {
         uid_t uid;
@@ -41,7 +38,7 @@ typedef struct NsSetup {
  *            pinned=false; the reason is logged.
  *   -EAGAIN  not now, retry later (the server answers JOIN with -NSD_ERRNO_NOT_YET): the pin
  *            store is not ready, uid is pending (pinstore_is_pending()), a pin of uid exists
- *            that nsd does not hold (uid becomes pending and the store adopts it: a fresh
+ *            that nsd does not hold (uid becomes pending and pending.c adopts it: a fresh
  *            namespace never replaces a pinned one), or creating or pinning failed for a
  *            reason that may pass (errno_may_pass(); nothing is kept then).
  *   other    -errno of a failure that will not pass, logged. */
@@ -55,7 +52,7 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret);
 int userns_unpin(PinStore *ps, UserNs *ns);
 /* userns_unpin(), then free ns (closing its descriptors) whatever that returned. When the
  * unpin failed (returned), the pin stays and the store adopts its namespace again
- * (pinstore_is_pending() until then, and the adopt callback gets it back): a failed release
+ * (pinstore_is_pending() until then, and pending.c's adopt callback gets it back): a failed release
  * never loses the namespace, nor leaves a pin that blocks the uid. The namespace dies when the
  * last process in it and the last descriptor of it are gone. */
 int userns_release(PinStore *ps, UserNs *ns);

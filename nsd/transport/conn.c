@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/log.h"
 #include "nsd-protocol.h"
+#include "pidfd-util.h"
 #include "socket-util.h"
 
 /* accept() at most this many connections per wakeup of a listening socket. */
@@ -288,56 +288,60 @@ typedef enum DropReason {
         DROP_SHUTDOWN,
 } DropReason;
 
-static void conn_drop(Conn *c, DropReason reason) {
+/* Count and log a drop (a drop nobody needs to hear of is logged at debug). */
+static void conn_drop_say(Conn *c, DropReason reason) {
         ConnManager *m = c->m;
         const Config *cfg = config_of(m);
-        bool root = c->uid == 0;
+        g_autofree char *why = NULL;
+        LogKind kind = LOGK_SLOW;
+        int level = LOG_WARNING;
         char t[32];
-
-        if (c->dead)
-                return;
-        c->dead = true;
 
         switch (reason) {
         case DROP_IDLE:
                 m->stats.dropped_idle++;
-                manager_log(m, c->per_uid, root, LOGK_IDLE, LOG_NOTICE,
-                            "Dropping the connection of uid %u pid %u: idle for %s s "
-                            "(IdleTimeoutSec=)",
-                            (unsigned) c->uid, (unsigned) c->pid,
-                            config_usec_to_string(cfg->idle_timeout_usec, t, sizeof t));
+                kind = LOGK_IDLE;
+                level = LOG_NOTICE;
+                why = g_strdup_printf("idle for %s s (IdleTimeoutSec=)",
+                                      config_usec_to_string(cfg->idle_timeout_usec, t, sizeof t));
                 break;
         case DROP_SLOW:
                 m->stats.dropped_slow++;
-                manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
-                            "Dropping the connection of uid %u pid %u: it does not read its "
-                            "replies (none taken for %s s, ReplyTimeoutSec=)",
-                            (unsigned) c->uid, (unsigned) c->pid,
-                            config_usec_to_string(cfg->reply_timeout_usec, t, sizeof t));
+                why = g_strdup_printf("it does not read its replies (none taken for %s s, "
+                                      "ReplyTimeoutSec=)",
+                                      config_usec_to_string(cfg->reply_timeout_usec, t, sizeof t));
                 break;
         case DROP_OVERFLOW:
                 m->stats.dropped_overflow++;
-                manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
-                            "Dropping the connection of uid %u pid %u: more than %u replies wait "
-                            "unread (MaxQueuedReplies=)",
-                            (unsigned) c->uid, (unsigned) c->pid, cfg->max_queued_replies);
+                why = g_strdup_printf("more than %u replies wait unread (MaxQueuedReplies=)",
+                                      cfg->max_queued_replies);
                 break;
         case DROP_NOFD:
-                manager_log(m, c->per_uid, root, LOGK_SLOW, LOG_WARNING,
-                            "Dropping the connection of uid %u pid %u: no descriptor left to queue "
-                            "its reply",
-                            (unsigned) c->uid, (unsigned) c->pid);
+                why = g_strdup("no descriptor left to queue its reply");
                 break;
         case DROP_BAD:
                 m->stats.dropped_bad++;
-                /* the refusal was logged already */
-                break;
+                return; /* the refusal was logged already */
         case DROP_GONE:
         case DROP_SHUTDOWN:
                 log_debug("Connection of uid %u pid %u closed", (unsigned) c->uid,
                           (unsigned) c->pid);
-                break;
+                return;
         }
+        manager_log(m, c->per_uid, c->uid == 0, kind, level,
+                    "Dropping the connection of uid %u pid %u: %s", (unsigned) c->uid,
+                    (unsigned) c->pid, why);
+}
+
+static void conn_drop(Conn *c, DropReason reason) {
+        ConnManager *m = c->m;
+        const Config *cfg = config_of(m);
+        bool root = c->uid == 0;
+
+        if (c->dead)
+                return;
+        c->dead = true;
+        conn_drop_say(c, reason);
 
         if (c->call)
                 m->handler->gone(g_steal_pointer(&c->call));
@@ -724,7 +728,7 @@ int conn_manager_add(ConnManager *m, ConnKind kind, int fd, uid_t uid, pid_t pid
         /* right after accept(): pid is the process that connected, unless it died in the
          * moment between its connect() and nsd's accept() and the pid came round again */
         if (uid != 0 && pid > 0) {
-                c->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+                c->pidfd = pidfd_open_cloexec(pid);
                 if (c->pidfd < 0)
                         log_debug_errno(errno,
                                         "Cannot open a pidfd of uid %u pid %u, it gets "

@@ -92,9 +92,16 @@ bool request_can_send(const Request *r) {
         return r->conn && conn_can_send(r->conn);
 }
 
-void request_want_produce(Request *r) {
+int request_stream(Request *r, void *data, void (*data_free)(void *data),
+                   bool (*produce)(Request *r)) {
+        r->data = data;
+        r->data_free = data_free;
+        r->produce = produce;
+        if (produce(r))
+                return 0;
         if (r->conn)
                 conn_want_drained(r->conn);
+        return REQUEST_PENDING;
 }
 
 /* ConnHandler.drained: make more parts of a streaming reply. */

@@ -16,7 +16,7 @@
  *     r->why for an NSD_REP_ERROR: request_refuse(); the connection stays), or it returns
  *     REQUEST_PENDING and holds a reference until it continues on the loop (a lookup in the
  *     user database, a path-walk helper child), or it streams (LIST, SHOW): r->produce makes
- *     parts as the socket drains (request_want_produce()).
+ *     parts as the socket drains (request_stream()).
  *     Meanwhile the connection reads nothing more; every other connection is served.
  *  3. request_finish() sends the error (if any) and lets the connection read the next one.
  * A client that goes away meanwhile orphans its request (r->conn = NULL): a continuation
@@ -112,5 +112,9 @@ void request_finish(Request *r, int error);
 void request_continue(Request *r, int rv);
 /* May a streaming reply send its next part now (the client is there, nothing queued)? */
 bool request_can_send(const Request *r);
-/* A streaming request has more to send: r->produce(r) again once the socket drains. */
-void request_want_produce(Request *r);
+/* Answer r as a stream: produce(r) makes the parts it may now (request_can_send()) and says
+ * true after the last; it runs now and again each time the socket drains. data (freed with
+ * data_free when r goes) is its state. Returns what the handler returns: 0 when the stream
+ * is over already, else REQUEST_PENDING. */
+int request_stream(Request *r, void *data, void (*data_free)(void *data),
+                   bool (*produce)(Request *r));

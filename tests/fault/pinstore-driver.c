@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pinstore-driver: nsd's pin store without the server, for tests/fault/fault-suite.py. It
- * links nsd/store/pinstore.c and nsd/store/userns.c and does what the server does at start (open,
- * adopt), plus one operation, printing what a test checks. Root only, in a private mount
- * namespace.
+ * links nsd/store/pinstore.c, userns.c and pending.c (the adoption) and does what the server
+ * does at start (open, adopt), plus one operation, printing what a test checks. Root only, in
+ * a private mount namespace.
  *
  *   pinstore-driver RUN_DIR state
  *       open and adopt once; print "ready yes|no", "adopted UID INODE", "pending UID"
  *   pinstore-driver RUN_DIR wait UID WAIT_MS
  *       open and adopt; while UID is pending, try userns_create(UID) (it must answer
  *       -EAGAIN: "create-while-pending EAGAIN", anything else is printed as it is) and retry
- *       with pinstore_retry_pending() at the delays it gives, for up to WAIT_MS; print
+ *       with pending_retry_due() at the delays it gives, for up to WAIT_MS; print
  *       "adopted UID INODE", "absent UID" (no pin) or "still-pending UID"
  *   pinstore-driver RUN_DIR create UID
  *       open, adopt, userns_create(UID): "created UID INODE pinned|unpinned" or
@@ -34,6 +34,8 @@
 
 #include "base/log.h"
 #include "fault-util.h"
+#include "store/fdstore.h"
+#include "store/pending.h"
 #include "store/pinstore-internal.h"
 #include "store/userns.h"
 #include "time-util.h"
@@ -46,7 +48,7 @@ static struct {
 } adopted[UIDS_MAX];
 static size_t n_adopted;
 
-static void on_adopt(UserNs *ns, void *userdata) {
+static void on_adopt(UserNs *ns, PendingSource from, void *userdata) {
         if (n_adopted == UIDS_MAX) {
                 userns_free(ns);
                 return;
@@ -63,7 +65,8 @@ static UserNs *adopted_ns(uid_t uid) {
 }
 
 /* Wait until uid is adopted (or has no pin); NULL when it is not adopted in time. */
-static UserNs *wait_adopted(PinStore *ps, uid_t uid, unsigned wait_ms, bool try_create) {
+static UserNs *wait_adopted(PinStore *ps, Pending *p, uid_t uid, unsigned wait_ms,
+                            bool try_create) {
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (uint64_t) wait_ms * 1000;
         bool said = false;
 
@@ -74,7 +77,7 @@ static UserNs *wait_adopted(PinStore *ps, uid_t uid, unsigned wait_ms, bool try_
 
                 if (ns)
                         return ns;
-                if (!pinstore_is_pending(ps, uid))
+                if (!pending_contains(p, uid))
                         return NULL; /* no pin */
                 if (try_create && !said) {
                         /* the rule under test: a pending uid never gets a fresh namespace */
@@ -89,7 +92,7 @@ static UserNs *wait_adopted(PinStore *ps, uid_t uid, unsigned wait_ms, bool try_
                                 printf("create-while-pending %s\n", strerror(-r));
                         said = true;
                 }
-                (void) pinstore_retry_pending(ps, on_adopt, NULL, &delay);
+                (void) pending_retry_due(p, &delay);
                 if (adopted_ns(uid))
                         continue;
                 if (now_usec(CLOCK_MONOTONIC) >= deadline)
@@ -110,6 +113,8 @@ static int usage(void) {
 
 int main(int argc, char **argv) {
         PinStore *ps = NULL;
+        FdStore *fdstore = NULL;
+        Pending *p = NULL;
         const char *cmd;
         uid_t uid = 0;
         int r;
@@ -140,11 +145,9 @@ int main(int argc, char **argv) {
                 printf("pinns-error %s\n", strerror(errno));
                 return 1;
         }
-        r = pinstore_adopt_all(ps, on_adopt, NULL);
-        if (r < 0) {
-                printf("adopt-error %s\n", strerror(-r));
-                return 1;
-        }
+        fdstore = fdstore_new(false);
+        p = pending_new(ps, fdstore);
+        (void) pending_start(p, on_adopt, NULL);
 
         if (strcmp(cmd, "state") == 0) {
                 printf("ready %s\n", pinstore_is_ready(ps) ? "yes" : "no");
@@ -162,12 +165,12 @@ int main(int argc, char **argv) {
 
                 if (argc < 5)
                         return usage();
-                ns = wait_adopted(ps, uid, (unsigned) atoi(argv[4]), true);
+                ns = wait_adopted(ps, p, uid, (unsigned) atoi(argv[4]), true);
                 if (ns)
                         printf("adopted %u %llu\n", (unsigned) uid,
                                (unsigned long long) ns->ns_inode);
                 else
-                        printf("%s %u\n", pinstore_is_pending(ps, uid) ? "still-pending" : "absent",
+                        printf("%s %u\n", pending_contains(p, uid) ? "still-pending" : "absent",
                                (unsigned) uid);
         } else if (strcmp(cmd, "create") == 0) {
                 UserNs *ns = NULL;
@@ -185,7 +188,7 @@ int main(int argc, char **argv) {
 
                 if (argc < 5)
                         return usage();
-                ns = wait_adopted(ps, uid, (unsigned) atoi(argv[4]), false);
+                ns = wait_adopted(ps, p, uid, (unsigned) atoi(argv[4]), false);
                 if (!ns) {
                         printf("release-error not adopted\n");
                         return 1;
@@ -204,7 +207,7 @@ int main(int argc, char **argv) {
 
                 if (argc < 7 || strcmp(argv[5], "--") != 0)
                         return usage();
-                ns = wait_adopted(ps, uid, (unsigned) atoi(argv[4]), false);
+                ns = wait_adopted(ps, p, uid, (unsigned) atoi(argv[4]), false);
                 if (!ns || setns(ns->ns_fd, CLONE_NEWNS) < 0) {
                         printf("exec-error %s\n", ns ? strerror(errno) : "not adopted");
                         return 1;
@@ -217,6 +220,8 @@ int main(int argc, char **argv) {
 
         for (size_t i = 0; i < n_adopted; i++)
                 userns_free(adopted[i].ns);
+        pending_free(p);
+        fdstore_free(fdstore);
         pinstore_free(ps);
         return 0;
 }

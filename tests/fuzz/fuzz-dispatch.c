@@ -241,7 +241,7 @@ static bool connection_alive(void) {
 /* A RELEASE took the user's namespace away: put it back before nsd reads the next request
  * (one per turn of its loop), so that no JOIN ever asks the core to create one. */
 static void user_put_back(void) {
-        if (!user_get(server, FUZZ_UID))
+        if (!users_get(server->users, FUZZ_UID))
                 core_test_user_here(server, FUZZ_UID);
 }
 
@@ -574,8 +574,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_assert(!connection_alive(), "a connection outlived its peer");
         /* ... and so are the sessions it opened (of this pid: the only leader uid 1000 may
          * name) */
-        while ((sess = session_find(server, FUZZ_UID, 0, getpid())))
-                session_discard(sess);
+        while ((sess = users_find_session(server->users, FUZZ_UID, 0, getpid())))
+                users_end_session(server->users, sess);
         user_put_back();
         input_config(0);
         if (sc.head & FUZZ_BURST)

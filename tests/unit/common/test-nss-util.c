@@ -19,23 +19,12 @@
 #define BIG_GROUP_MEMBERS 3000
 
 static void write_files(const char *dir) {
-        char path[4096];
-        FILE *f;
-
-        snprintf(path, sizeof path, "%s/passwd", dir);
-        f = fopen(path, "w");
-        fprintf(f, "root:x:0:0:root:/root:/bin/sh\n"
-                   "alice:x:1001:1001::/home/alice:/bin/sh\n"
-                   "bob:x:1002:1002::/home/bob:/bin/sh\n");
-        fclose(f);
-        snprintf(path, sizeof path, "%s/group", dir);
-        f = fopen(path, "w");
-        fprintf(f, "root:x:0:\nalice:x:1001:\nbob:x:1002:\nsmall:x:2000:alice\nbig:x:2001:");
-        /* one long line: 3000 members, ~30 KiB, more than any first buffer */
-        for (int i = 0; i < BIG_GROUP_MEMBERS; i++)
-                fprintf(f, "%smember%04d", i ? "," : "", i);
-        fprintf(f, ",bob\n");
-        fclose(f);
+        nss_wrapper_write(dir,
+                          "root:x:0:0:root:/root:/bin/sh\n"
+                          "alice:x:1001:1001::/home/alice:/bin/sh\n"
+                          "bob:x:1002:1002::/home/bob:/bin/sh\n",
+                          "root:x:0:\nalice:x:1001:\nbob:x:1002:\nsmall:x:2000:alice\n",
+                          BIG_GROUP_MEMBERS);
 }
 
 int main(int argc, char *argv[]) {

@@ -6,12 +6,13 @@
  *
  *     if (!nss_wrapper_dir(argc, argv))
  *             return tap_done();
- *     write_files(argv[1]);
+ *     nss_wrapper_write(argv[1], "root:x:0:0:root:/root:/bin/sh\n...", "root:x:0:\n...", 0);
  */
 #pragma once
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -27,4 +28,31 @@ static inline bool nss_wrapper_dir(int argc, char **argv) {
         if (mkdir(argv[1], 0700) < 0 && errno != EEXIST)
                 tap_bail_errno(argv[1]);
         return true;
+}
+
+/* Write the users (dir/passwd) and the groups (dir/group) nss_wrapper serves: the texts as
+ * given, then, when big_members > 0, group "big" (gid 2001) of big_members members
+ * member0000, member0001, ... and bob last (3000 of them: one line of ~30 KiB, more than any
+ * first buffer). */
+static inline void nss_wrapper_write(const char *dir, const char *passwd, const char *group,
+                                     unsigned big_members) {
+        char path[4096];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/passwd", dir);
+        if (!(f = fopen(path, "w")))
+                tap_bail_errno(path);
+        fputs(passwd, f);
+        fclose(f);
+        snprintf(path, sizeof path, "%s/group", dir);
+        if (!(f = fopen(path, "w")))
+                tap_bail_errno(path);
+        fputs(group, f);
+        if (big_members > 0) {
+                fputs("big:x:2001:", f);
+                for (unsigned i = 0; i < big_members; i++)
+                        fprintf(f, "%smember%04u", i ? "," : "", i);
+                fputs(",bob\n", f);
+        }
+        fclose(f);
 }

@@ -432,6 +432,8 @@ static void test_exclusive(void) {
         ok(r.status == 1 && strcmp(r.err, want) == 0, "show -rJ: refused");
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
         ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
+        check_json("list --json of no namespace", r.out,
+                   (const char *[]) { "d", "{'schema_version': 1, 'namespaces': []}", NULL });
         is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
 }
 

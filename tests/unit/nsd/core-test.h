@@ -7,13 +7,13 @@
  */
 #pragma once
 
-#include <fcntl.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "domain/user.h"
+#include "domain/users.h"
 #include "loop-test.h"
+#include "ns-here.h"
 #include "server.h"
 #include "store/userns.h"
 
@@ -30,19 +30,10 @@ static inline int core_test_peer(Server *s, ConnKind kind, uid_t uid, pid_t pid)
         return loop_test_peer(s->conns, kind, uid, pid, 0, NULL);
 }
 
-/* A user uid whose "namespace" is the one this process is in (its nsfs file and "/"), taken
- * for pinned or not (nothing is pinned: the server has no pin store). */
+/* A user uid whose "namespace" is the one this process is in (ns-here.h), taken for pinned
+ * or not (nothing is pinned: the server has no pin store). */
 static inline User *core_test_user_here_pinned(Server *s, uid_t uid, bool pinned) {
-        UserNs *ns = userns_new(uid);
-        struct stat st;
-
-        ns->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        ns->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (ns->ns_fd < 0 || ns->root_fd < 0 || fstat(ns->ns_fd, &st) < 0)
-                abort();
-        ns->ns_inode = st.st_ino;
-        ns->pinned = pinned;
-        return user_add(s, ns, NULL, 0);
+        return users_add(s->users, test_ns_here(uid, pinned), NULL, 0);
 }
 
 /* ... not pinned, as without a pin store */

@@ -238,16 +238,24 @@ static void test_idle(void) {
         manager_free(m);
 }
 
+/* A client of uid 1000 whose nsd end has a small send buffer sends up to 150 messages and
+ * reads no reply: how many it sent (*ret_fd: its end). */
+static int flood(ConnManager *m, int *ret_fd) {
+        int sent = 0;
+
+        *ret_fd = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 4096, NULL);
+        while (sent < 150 && ping(*ret_fd, (uint32_t) sent) == 0)
+                sent++;
+        return sent;
+}
+
 static void test_slow_reader(void) {
         config.reply_timeout_usec = 200 * MSEC;
         config.max_queued_replies = 1000;
         ConnManager *m = manager_new();
-        int fd = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 4096, NULL),
-            other = peer(m, CONN_KIND_USER, 1001);
-        int sent = 0;
+        int other = peer(m, CONN_KIND_USER, 1001), fd;
+        int sent = flood(m, &fd);
 
-        for (int i = 0; i < 150 && ping(fd, (uint32_t) i) == 0; i++)
-                sent++;
         ok(sent > 20, "a client sends %d messages and reads no reply", sent);
         ok(RUN_UNTIL(stats(m)->dropped_slow == 1),
            "it is dropped after ReplyTimeoutSec= without progress");
@@ -263,11 +271,8 @@ static void test_queue_bound(void) {
         config.max_queued_replies = 4;
         config.reply_timeout_usec = 60000 * MSEC;
         ConnManager *m = manager_new();
-        int fd = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 4096, NULL);
-        int sent = 0;
+        int fd, sent = flood(m, &fd);
 
-        for (int i = 0; i < 150 && ping(fd, (uint32_t) i) == 0; i++)
-                sent++;
         ok(RUN_UNTIL(stats(m)->dropped_overflow == 1),
            "a client pipelining %d messages without reading overflows MaxQueuedReplies=4 "
            "and is dropped",
@@ -308,25 +313,32 @@ static void test_stream(void) {
 
 /* ---- limits ----------------------------------------------------------------------------- */
 
+/* A connection of uid on kind's socket that must be refused: EUSERS naming what, then the
+ * close. */
+static void refused(ConnManager *m, ConnKind kind, uid_t uid, const char *what, const char *label) {
+        int r, fd = loop_test_peer(m, kind, uid, getpid(), 0, &r);
+        TestReply rep;
+
+        is_int(r, -EUSERS, "%s: refused", label);
+        rep = loop_test_next(fd);
+        ok(rep.type == NSD_REP_ERROR && rep.error == -EUSERS && strstr(rep.message, what),
+           "... with EUSERS naming %s (%s)", what, rep.message);
+        ok(loop_test_at_eof(fd), "... and closed");
+        close(fd);
+}
+
 static void test_limits(void) {
         config.max_connections = 4;
         config.max_connections_per_user = 2;
         config.max_root_connections = 3;
         ConnManager *m = manager_new();
-        int fds[16], n = 0, r, fd;
+        int fds[16], n = 0, r;
         TestReply rep;
 
         fds[n++] = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 0, &r);
         fds[n++] = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 0, &r);
         ok(r == 0, "uid 1000: two connections (MaxConnectionsPerUser=2)");
-        fd = loop_test_peer(m, CONN_KIND_USER, 1000, getpid(), 0, &r);
-        is_int(r, -EUSERS, "a third is refused");
-        rep = loop_test_next(fd);
-        ok(rep.type == NSD_REP_ERROR && rep.error == -EUSERS &&
-                   strstr(rep.message, "MaxConnectionsPerUser="),
-           "with EUSERS naming MaxConnectionsPerUser= (%s)", rep.message);
-        ok(loop_test_at_eof(fd), "and closed");
-        close(fd);
+        refused(m, CONN_KIND_USER, 1000, "MaxConnectionsPerUser=", "uid 1000's third");
 
         /* a client that sent its request before nsd looked at it (libnsclient does: connect,
          * then send) reads the reason too, not a reset for the request left unread */
@@ -349,24 +361,15 @@ static void test_limits(void) {
         fds[n++] = loop_test_peer(m, CONN_KIND_USER, 1001, getpid(), 0, &r);
         fds[n++] = loop_test_peer(m, CONN_KIND_USER, 1002, getpid(), 0, &r);
         ok(r == 0, "uids 1001, 1002: one each (4 in all, MaxConnections=4)");
-        fd = loop_test_peer(m, CONN_KIND_USER, 1003, getpid(), 0, &r);
-        is_int(r, -EUSERS, "uid 1003: refused, MaxConnections= is reached");
-        rep = loop_test_next(fd);
-        ok(rep.type == NSD_REP_ERROR && strstr(rep.message, "MaxConnections="),
-           "naming MaxConnections= (%s)", rep.message);
-        close(fd);
+        refused(m, CONN_KIND_USER, 1003, "MaxConnections=", "uid 1003, MaxConnections= reached");
 
         fds[n++] = loop_test_peer(m, CONN_KIND_ROOT, 0, getpid(), 0, &r);
         ok(r == 0, "root on its socket: accepted though MaxConnections= is reached");
         fds[n++] = loop_test_peer(m, CONN_KIND_USER, 0, getpid(), 0, &r);
         fds[n++] = loop_test_peer(m, CONN_KIND_ROOT, 0, getpid(), 0, &r);
         ok(r == 0, "root on either socket: three (MaxRootConnections=3)");
-        fd = loop_test_peer(m, CONN_KIND_USER, 0, getpid(), 0, &r);
-        is_int(r, -EUSERS, "a fourth root connection on the user socket is refused");
-        rep = loop_test_next(fd);
-        ok(rep.type == NSD_REP_ERROR && strstr(rep.message, "MaxRootConnections="),
-           "naming MaxRootConnections= (%s)", rep.message);
-        close(fd);
+        refused(m, CONN_KIND_USER, 0,
+                "MaxRootConnections=", "a fourth root connection on the user socket");
         is_int(conn_manager_count_uid(m, 0), 3, "root holds 3");
         is_int(conn_manager_count(m), 7, "7 in all");
 

@@ -474,7 +474,8 @@ static void test_server(void) {
         } else {
                 close(pidfd);
                 for (unsigned i = 0; i < 6; i++) {
-                        sess[i] = session_open(u[i % 2], getpid(), "test", pidfd_self());
+                        sess[i] = users_open_session(s->users, u[i % 2], getpid(), "test",
+                                                     pidfd_self());
                         fake_manager_drain(mgr);
                 }
                 n_sess = fake_manager_count(mgr, FDSTORE_SESSION_PREFIX);
@@ -503,7 +504,7 @@ static void test_server(void) {
                 g_autofree char *want = g_strdup_printf("full: 3 namespaces without a pin not in "
                                                         "it (lost at a restart), %u "
                                                         "sessions kept by their state files only",
-                                                        g_hash_table_size(s->sessions));
+                                                        users_count_sessions(s->users));
                 ok(mgr->status && g_str_has_prefix(mgr->status, "20 namespaces, ") &&
                            strstr(mgr->status, "; fd store: ") && strstr(mgr->status, want),
                    "STATUS= says how full the store is and what is not in it: '%s'",
@@ -513,8 +514,8 @@ static void test_server(void) {
         /* a release makes room: one of those without gets in */
         for (unsigned i = 0; i < G_N_ELEMENTS(sess); i++)
                 if (sess[i] && sess[i]->user == u[0])
-                        session_end(g_steal_pointer(&sess[i]));
-        is_int(user_release(u[0], "test", NULL), 0, "uid %u released", UID_BASE);
+                        users_end_session(s->users, g_steal_pointer(&sess[i]));
+        is_int(users_release(s->users, u[0], "test", NULL), 0, "uid %u released", UID_BASE);
         fake_manager_drain(mgr);
         ok(!fake_manager_has(mgr, "ns-4000000000"), "... out of the store");
         stored = 0;
@@ -530,7 +531,7 @@ static void test_server(void) {
 
         for (unsigned i = 0; i < G_N_ELEMENTS(sess); i++)
                 if (sess[i])
-                        session_end(sess[i]);
+                        users_end_session(s->users, sess[i]);
         server_free(s);
         fake_manager_drain(mgr);
 }
@@ -583,7 +584,7 @@ static void test_server_pinned(void) {
 
         /* a release gives room back: the pinned one removed is put back */
         mark = log_mark();
-        is_int(user_release(u[2], "test", NULL), 0, "uid %u released", UID_BASE + 2);
+        is_int(users_release(s->users, u[2], "test", NULL), 0, "uid %u released", UID_BASE + 2);
         fake_manager_drain(mgr);
         ok(user_is_stored(u[1]) && fake_manager_has(mgr, "ns-4000000001"),
            "... the pinned namespace removed before is put back in its room");
@@ -603,7 +604,7 @@ static void test_server_pinned(void) {
            "with namespaces without a pin alone in the store, the next finds no room: said");
         u[3]->ns->pinned = true;
         (void) user_store(u[3]); /* as users_repin() does */
-        users_store_more(s);
+        users_store_more(s->users);
         fake_manager_drain(mgr);
         ok(user_is_stored(u[5]) && !user_is_stored(u[3]),
            "one of them pinned again: the one without a pin that found no room takes its place");

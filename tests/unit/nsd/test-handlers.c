@@ -83,47 +83,59 @@ static void test_status(void) {
         server_free(s);
 }
 
-/* fake users, so root's LIST has many entries; their descriptors are just "/" */
+/* fake users, so root's LIST has many entries (added in descending order); their
+ * descriptors are just "/" */
 static void add_fake_users(Server *s, unsigned n) {
-        for (unsigned i = 0; i < n; i++) {
-                UserNs *ns = calloc(1, sizeof *ns);
-                ns->uid = 100000 + i;
+        for (unsigned i = n; i-- > 0;) {
+                UserNs *ns = userns_new(100000 + i);
                 ns->ns_fd = open("/", O_PATH | O_CLOEXEC);
                 ns->root_fd = open("/", O_PATH | O_CLOEXEC);
                 ns->ns_inode = 4026531840u + i;
-                user_add(s, ns, NULL, 0);
+                users_add(s->users, ns, NULL, 0);
+        }
+}
+
+/* Read a whole LIST reply: its entries' uids in order, and the count its end says. */
+static GArray *read_list(int fd, uint32_t *ret_count) {
+        GArray *uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+
+        *ret_count = UINT32_MAX;
+        for (;;) {
+                TestReply rep = loop_test_next(fd);
+                if (rep.type == NSD_REP_LIST_ENTRY) {
+                        uint32_t uid = ((struct nsd_rep_list_entry *) &rep.msg)->uid;
+                        g_array_append_val(uids, uid);
+                        continue;
+                }
+                if (rep.type == NSD_REP_LIST_END)
+                        *ret_count = ((struct nsd_rep_list_end *) &rep.msg)->count;
+                return uids;
         }
 }
 
 static void test_list(void) {
         Config c = loop_test_config();
-        c.max_queued_replies = 2;
-        c.reply_timeout_usec = 1000 * MSEC;
         Server *s = core_test_server(&c);
-        int fd = loop_test_peer(s->conns, CONN_KIND_ROOT, 0, getpid(), 4096, NULL), other;
-        struct nsd_req_list q;
-        unsigned entries = 0, ends = 0;
+        int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100007);
+        g_autoptr(GArray) all = NULL, own = NULL;
+        bool sorted = true;
+        uint32_t count;
 
         add_fake_users(s, 1000);
-        nsd_msg_init(&q.hdr, NSD_REQ_LIST, sizeof q, 5);
-        loop_test_send(fd, &q, sizeof q, -1);
-        other = peer(s, CONN_KIND_USER, 1001);
-        send_status(other, 1);
-        ok(next_reply(other, NULL, NULL, 0) == NSD_REP_STATUS,
-           "while root's LIST of 1000 entries waits to be read, another client is served");
-        /* read what is there at each turn of nsd's loop */
-        ok(RUN_UNTIL(loop_test_drain_stream(fd, &entries, &ends) > 0),
-           "root's LIST arrives to the end");
-        is_int(entries, 1000, "with all 1000 entries");
-        is_int(stats(s)->dropped_overflow, 0,
-               "made as the socket drains: a 2-reply queue never overflows");
-
-        /* the same LIST, never read: dropped as a slow reader */
-        loop_test_send(fd, &q, sizeof q, -1);
-        ok(RUN_UNTIL(stats(s)->dropped_slow == 1), "a LIST never read: dropped after "
-                                                   "ReplyTimeoutSec=");
-        close(fd);
-        close(other);
+        loop_test_send_type(root, NSD_REQ_LIST, 5);
+        all = read_list(root, &count);
+        is_int(all->len, 1000, "root's LIST has every namespace (1000)");
+        for (guint i = 1; i < all->len; i++)
+                sorted = sorted &&
+                         g_array_index(all, uint32_t, i - 1) < g_array_index(all, uint32_t, i);
+        ok(sorted, "sorted by uid");
+        is_int(count, 1000, "its end counts the entries sent");
+        loop_test_send_type(user, NSD_REQ_LIST, 6);
+        own = read_list(user, &count);
+        ok(own->len == 1 && g_array_index(own, uint32_t, 0) == 100007 && count == 1,
+           "a user's LIST has its own namespace only");
+        close(root);
+        close(user);
         server_free(s);
 }
 
@@ -261,8 +273,7 @@ static void test_join_session_refusals(void) {
                    strstr(msg, "0 descriptors sent with JOIN_SESSION, expected 1"),
            "the pidfd flag without a descriptor: EBADMSG (%s)", msg);
         ok(loop_test_at_eof(fd), "and closed");
-        is_int(g_hash_table_size(s->users) + g_hash_table_size(s->sessions), 0,
-               "nothing was opened");
+        is_int(users_count(s->users) + users_count_sessions(s->users), 0, "nothing was opened");
         close(fd);
         server_free(s);
 }

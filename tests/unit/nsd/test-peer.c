@@ -164,7 +164,7 @@ static void test_inside(void) {
         rep = loop_test_next(fd);
         ok(rep.type == NSD_REP_JOIN_SESSION && rep.n_fds == 2,
            "and JOIN_SESSION's (type %#x, %u fds, %s)", rep.type, rep.n_fds, rep.message);
-        is_int(g_hash_table_size(s->sessions), 1, "with its session");
+        is_int(users_count_sessions(s->users), 1, "with its session");
         close(fd);
 
         /* a child at the same root in the same namespace is inside too */
@@ -204,7 +204,7 @@ static void test_sandboxed(enum sandbox how, const char *what) {
         rep = ask_from_child(s, how, false, &js, sizeof js);
         ok(rep.type == NSD_REP_ERROR && rep.error == -EPERM && rep.n_fds == 0,
            "%s: JOIN_SESSION is refused with EPERM (%s)", what, rep.message);
-        is_int(g_hash_table_size(s->sessions), 0, "%s: no session was opened", what);
+        is_int(users_count_sessions(s->users), 0, "%s: no session was opened", what);
 
         nsd_msg_init(&show.hdr, NSD_REQ_SHOW, sizeof show, 9);
         show.uid = UID;
@@ -219,7 +219,7 @@ static void test_sandboxed(enum sandbox how, const char *what) {
         rep = ask_from_child(s, how, false, &rel, sizeof rel);
         ok(rep.type == NSD_REP_ERROR && rep.error == -EPERM && strstr(rep.message, "RELEASE"),
            "%s: RELEASE is refused with EPERM (%s)", what, rep.message);
-        ok(user_get(s, UID) != NULL, "%s: the namespace is still there", what);
+        ok(users_get(s->users, UID) != NULL, "%s: the namespace is still there", what);
 
         nsd_msg_init(&hide.hdr, NSD_REQ_HIDE, sizeof hide, 11);
         hide.uid = UID;
@@ -274,7 +274,7 @@ static void test_root_and_creation(void) {
         rep = loop_test_next(fd);
         ok(rep.type == NSD_REP_ERROR && rep.error == -EPERM,
            "a user asking for descriptors of a namespace it has not got: EPERM (%s)", rep.message);
-        is_int(g_hash_table_size(s->users), 1, "and no namespace was created for it");
+        is_int(users_count(s->users), 1, "and no namespace was created for it");
         close(fd);
         server_free(s);
 }

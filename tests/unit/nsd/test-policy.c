@@ -21,24 +21,13 @@
 #include "tap.h"
 
 static void write_files(const char *dir) {
-        char path[4096];
-        FILE *f;
-
-        snprintf(path, sizeof path, "%s/passwd", dir);
-        f = fopen(path, "w");
-        fprintf(f, "root:x:0:0:root:/root:/bin/sh\n"
-                   "alice:x:1001:1001::/home/alice:/bin/sh\n"
-                   "bob:x:1002:1002::/home/bob:/bin/sh\n"
-                   "carol:x:1003:2001::/home/carol:/bin/sh\n"
-                   "daemon1:x:500:500::/:/bin/false\n");
-        fclose(f);
-        snprintf(path, sizeof path, "%s/group", dir);
-        f = fopen(path, "w");
-        fprintf(f, "root:x:0:\nalice:x:1001:\nbob:x:1002:\ndaemon1:x:500:\nbig:x:2001:");
-        for (int i = 0; i < 3000; i++) /* ~30 KiB: more than any first buffer */
-                fprintf(f, "%smember%04d", i ? "," : "", i);
-        fprintf(f, ",bob\n");
-        fclose(f);
+        nss_wrapper_write(dir,
+                          "root:x:0:0:root:/root:/bin/sh\n"
+                          "alice:x:1001:1001::/home/alice:/bin/sh\n"
+                          "bob:x:1002:1002::/home/bob:/bin/sh\n"
+                          "carol:x:1003:2001::/home/carol:/bin/sh\n"
+                          "daemon1:x:500:500::/:/bin/false\n",
+                          "root:x:0:\nalice:x:1001:\nbob:x:1002:\ndaemon1:x:500:\n", 3000);
 }
 
 static Config parse(const char *text) {

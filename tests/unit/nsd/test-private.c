@@ -37,26 +37,6 @@
 static char tmpdir[] = "/tmp/test-private.XXXXXX";
 static bool is_root;
 
-static void write_file(const char *dir, const char *name, const char *text) {
-        g_autofree char *path = g_build_filename(dir, name, NULL);
-        GError *error = NULL;
-
-        if (!g_file_set_contents(path, text, -1, &error)) {
-                printf("Bail out! %s: %s\n", path, error->message);
-                exit(1);
-        }
-}
-
-static void write_nss_files(const char *dir) {
-        write_file(dir, "passwd",
-                   "root:x:0:0:root:/root:/bin/sh\n"
-                   "walker:x:1500:1500::/:/bin/sh\n");
-        write_file(dir, "group",
-                   "root:x:0:\n"
-                   "walker:x:1500:\n"
-                   "walkers:x:5000:walker\n");
-}
-
 /* tmpdir/NAME (mode, root:gid) with a folder "sub" in it */
 static void make_dir(const char *name, mode_t mode, gid_t gid) {
         g_autofree char *path = g_build_filename(tmpdir, name, NULL);
@@ -288,7 +268,8 @@ static void test_requests(Server *s) {
                         tap_skip("HIDE requests need root (nsd's probe of setfsuid)");
                 return;
         }
-        s->features |= NSD_FEATURE_OWNER_PRIVATE; /* the walk comes before the kernel's part */
+        /* what the handlers know of the kernel: the walk comes before the kernel's part */
+        s->api.kernel_features |= NSD_FEATURE_OWNER_PRIVATE;
         walker = core_test_peer(s, CONN_KIND_USER, WALKER, getpid());
         other = core_test_peer(s, CONN_KIND_USER, 2000, getpid());
 
@@ -325,7 +306,10 @@ int main(int argc, char *argv[]) {
 
         if (!nss_wrapper_dir(argc, argv))
                 return tap_done();
-        write_nss_files(argv[1]);
+        nss_wrapper_write(argv[1],
+                          "root:x:0:0:root:/root:/bin/sh\n"
+                          "walker:x:1500:1500::/:/bin/sh\n",
+                          "root:x:0:\nwalker:x:1500:\nwalkers:x:5000:walker\n", 0);
         is_root = geteuid() == 0;
         tap_diag("running as uid %u", (unsigned) geteuid());
         if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)

@@ -70,11 +70,7 @@ static bool produce(Request *r) {
 
 static int handle_list(Request *r) {
         t.calls++;
-        r->produce = produce;
-        if (produce(r))
-                return 0;
-        request_want_produce(r);
-        return REQUEST_PENDING;
+        return request_stream(r, NULL, NULL, produce);
 }
 
 /* no handler for JOIN_SESSION and SESSION_CLOSE: unknown to this table */

@@ -66,7 +66,7 @@
 
 static char tmpdir[] = "/tmp/test-pam.XXXXXX";
 static char sock_path[100], log_path[100], service_path[100], defs_path[100], dead_path[100],
-        stopped_path[100], made_path[100];
+        stopped_path[100], made_path[100], chroot_path[100];
 static bool is_root;
 
 /* ---- the pure parts ----------------------------------------------------------------------- */
@@ -305,6 +305,9 @@ static void test_dlopen(void) {
         }
         ok(dlsym(h, "pam_sm_open_session") && dlsym(h, "pam_sm_close_session"),
            "pam_sm_open_session and pam_sm_close_session resolve");
+        /* the client code is linked in: a login maps one object, not two (issue 19) */
+        ok(dlopen("libnsclient.so.1", RTLD_NOW | RTLD_NOLOAD) == NULL,
+           "loading the module loads no libnsclient.so.1");
         for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
                 void *p = dlsym(h, hidden[i]);
                 Dl_info info;
@@ -331,6 +334,9 @@ enum sandbox {
         SANDBOX_NS_MADE,      /* the child's namespace is in nsd's record */
         SANDBOX_NS_FOREIGN,   /* the record exists, without the child's namespace */
         SANDBOX_NS_UNTRUSTED, /* the child's namespace is in a record others may write to */
+        /* in the "initial" namespace, chrooted (after pam_start) into a mount whose id is
+         * in the record, as a mode=chroot login is */
+        SANDBOX_CHROOT_MADE,
 };
 
 struct pam_case {
@@ -353,6 +359,8 @@ struct child_result {
         /* mount namespaces (nsfs inodes): the PAM process's before pam_open_session and
          * after it, and PID 1's; 0 where unreadable */
         uint64_t ns_before, ns_after, init_ns;
+        /* is the PAM process's root PID 1's (its mount), before and after pam_open_session */
+        bool root_was_init, root_is_init;
 };
 
 static struct fake_nsd_record rec;
@@ -420,7 +428,7 @@ static int wait_exit(pid_t pid) {
  * in a mount namespace unshared from that one. Returns 0 in the PAM process (the processes
  * around it wait for it and exit with its status), or the step that failed.
  */
-static int sandbox_crossing(void) {
+static int sandbox_crossing(bool own_ns) {
         pid_t pid;
 
         if (unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
@@ -440,7 +448,43 @@ static int sandbox_crossing(void) {
                 return 8;
         if (pid > 0)
                 _exit(wait_exit(pid));
-        return unshare(CLONE_NEWNS) < 0 ? 10 : 0;
+        return own_ns && unshare(CLONE_NEWNS) < 0 ? 10 : 0;
+}
+
+/* The mount id of path's mount (following /proc/1/root), or 0. */
+static uint64_t mount_id(const char *path) {
+        struct statx stx;
+
+        if (statx(AT_FDCWD, path, 0, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+                return 0;
+        return stx.stx_mnt_id;
+}
+
+/* The root a mode=chroot login gets: a tmpfs on chroot_path (in PID 1's namespace of the
+ * sandbox) with a /proc and nsd's record (at made_path inside) naming its mount id. */
+static int sandbox_chroot_root(void) {
+        char path[PATH_MAX], marker[PATH_MAX + NSD_MADE_NAME_MAX];
+        int fd;
+
+        if (mount("tmpfs", chroot_path, "tmpfs", 0, "mode=0755") < 0)
+                return 11;
+        snprintf(path, sizeof(path), "%s/proc", chroot_path);
+        if (mkdir(path, 0755) < 0 || mount("proc", path, "proc", MS_NOSUID | MS_NODEV, NULL) < 0)
+                return 12;
+        /* made_path is tmpdir/made: both levels inside the new root */
+        snprintf(path, sizeof(path), "%s/tmp", chroot_path);
+        (void) mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s%s", chroot_path, tmpdir);
+        (void) mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s%s", chroot_path, made_path);
+        if (mkdir(path, 0755) < 0)
+                return 13;
+        snprintf(marker, sizeof(marker), "%s/" NSD_MADE_ROOT_FMT, path, mount_id(chroot_path));
+        fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return 14;
+        close(fd);
+        return 0;
 }
 
 /* nsd's record, with the PAM process's namespace in it or not */
@@ -466,9 +510,14 @@ static int sandbox_record(enum sandbox sb) {
 /* The child's private mount namespace; 0 or the number of the step that failed. */
 static int sandbox_setup(enum sandbox sb) {
         if (sb == SANDBOX_NS_MADE || sb == SANDBOX_NS_FOREIGN || sb == SANDBOX_NS_UNTRUSTED) {
-                int r = sandbox_crossing();
+                int r = sandbox_crossing(true);
 
                 return r ? r : sandbox_record(sb);
+        }
+        if (sb == SANDBOX_CHROOT_MADE) {
+                int r = sandbox_crossing(false);
+
+                return r ? r : sandbox_chroot_root();
         }
         if (unshare(CLONE_NEWNS) < 0)
                 return 1;
@@ -523,11 +572,17 @@ static void child_run(int result_fd, const struct pam_case *c) {
                 if (c->threaded && pthread_create(&t, NULL, idle_thread, NULL) != 0)
                         _exit(4);
                 r.start_rc = pam_start_confdir(SERVICE, c->user, &conv, tmpdir, &pamh);
-                if (r.start_rc == PAM_SUCCESS) {
+                if (r.start_rc == PAM_SUCCESS && c->sandbox == SANDBOX_CHROOT_MADE &&
+                    (chdir(chroot_path) < 0 || chroot(".") < 0 || chdir("/") < 0))
+                        r.sandbox_rc = 15;
+                if (r.start_rc == PAM_SUCCESS && r.sandbox_rc == 0) {
+                        r.root_was_init = mount_id("/") == mount_id("/proc/1/root");
                         r.ns_before = ns_inode("/proc/self/ns/mnt");
                         r.init_ns = ns_inode("/proc/1/ns/mnt");
                         r.open_rc = pam_open_session(pamh, 0);
                         r.ns_after = ns_inode("/proc/self/ns/mnt");
+                        r.root_is_init = mount_id("/") == mount_id("/proc/1/root") &&
+                                         mount_id("/") != 0;
                         r.nsfs_left_open = count_nsfs_fds();
                         r.close_rc = pam_close_session(pamh, 0);
                         pam_end(pamh, r.open_rc);
@@ -1272,6 +1327,22 @@ static void case_crossing(void) {
                               "it is in a mount namespace nsd made");
         }
 
+        c.name = "root, chrooted into the root of a namespace nsd made (mode=chroot)";
+        c.sandbox = SANDBOX_CHROOT_MADE;
+        if (mkdir(chroot_path, 0755) < 0 && errno != EEXIST)
+                tap_bail_errno(chroot_path);
+        run_case(&c);
+        if (sandbox_ran(&c)) {
+                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+                ok(!res.root_was_init && res.root_is_init && res.ns_after == res.ns_before &&
+                           res.ns_after == res.init_ns,
+                   "%s: the session's root is PID 1's again, in the same namespace", c.name) ||
+                        (show_log(), 0);
+                CHECK_LOG(&c,
+                          "its root directory is the root of a namespace nsd made (mode=chroot)");
+        }
+        c.sandbox = SANDBOX_NS_MADE;
+
         c.name = "root, nsd down, in a namespace nsd made";
         c.args = "socket=/nonexistent/nsd.sock";
         run_case(&c);
@@ -1416,6 +1487,7 @@ int main(int argc, char *argv[]) {
         snprintf(log_path, sizeof(log_path), "%s/log", tmpdir);
         snprintf(defs_path, sizeof(defs_path), "%s/login.defs", tmpdir);
         snprintf(made_path, sizeof(made_path), "%s/" NSD_MADE_DIR_NAME, tmpdir);
+        snprintf(chroot_path, sizeof(chroot_path), "%s/root", tmpdir);
         snprintf(service_path, sizeof(service_path), "%s/%s", tmpdir, SERVICE);
         tap_diag("running as uid %u%s", (unsigned) geteuid(), is_root ? ", root" : "");
 
@@ -1440,6 +1512,7 @@ int main(int argc, char *argv[]) {
         unlink(sock_path);
         unlink(dead_path);
         rmdir(made_path);
+        rmdir(chroot_path);
         if (rmdir(tmpdir) < 0)
                 tap_diag("cannot remove %s: %s", tmpdir, strerror(errno));
         return tap_done();

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* access.c: who may ask for what, see access.h. */
+#include "api/access.h"
+
+#include <errno.h>
+#include <glib.h>
+
+#include "api/peer.h"
+#include "base/log.h"
+#include "domain/user.h"
+#include "domain/users.h"
+
+bool access_may_ask_for(const Request *r, uid_t uid) {
+        return r->uid == 0 || r->uid == uid;
+}
+
+/* Where the caller stands (peer.h): 0, or -EPERM with *ret_why when nsd cannot tell. */
+static int caller_view(Request *r, const User *u, PeerView *ret, char **ret_why) {
+        int rv = peer_view(r->pid, r->conn ? conn_pidfd(r->conn) : -1, &r->sender, u ? u->ns : NULL,
+                           ret, ret_why);
+        if (rv < 0)
+                log_debug("%s from uid %u pid %u: %s", r->type->name, (unsigned) r->uid,
+                          (unsigned) r->pid, *ret_why);
+        return rv;
+}
+
+int access_check_descriptors(Request *r, uid_t uid) {
+        g_autofree char *why = NULL;
+        PeerView v;
+        User *u;
+
+        if (r->uid == 0)
+                return 0;
+        u = users_get(api_of(r)->users, uid);
+        if (!u) /* nobody is inside a namespace that does not exist */
+                return request_refuse(r, EPERM, ACCESS_WHY_DESCRIPTORS);
+        if (caller_view(r, u, &v, &why) < 0)
+                return request_refuse(r, EPERM, ACCESS_WHY_DESCRIPTORS " (%s)", why);
+        if (!v.inside)
+                return request_refuse(r, EPERM, ACCESS_WHY_DESCRIPTORS);
+        return 0;
+}
+
+int access_check_full_view(Request *r, const User *u) {
+        g_autofree char *why = NULL;
+        PeerView v;
+
+        if (r->uid == 0)
+                return 0;
+        if (caller_view(r, u, &v, &why) < 0)
+                return request_refuse(r, EPERM,
+                                      "%s answers only root and processes in the user's "
+                                      "namespace or the initial one (%s)",
+                                      r->type->name, why);
+        if (!v.inside && !v.initial)
+                return request_refuse(r, EPERM,
+                                      "%s answers only root and processes in the user's "
+                                      "namespace or the initial one, not a sandboxed process",
+                                      r->type->name);
+        return 0;
+}
+
+int access_check_leader(Request *r, uint32_t pid) {
+        if (r->uid != 0 && (pid_t) pid != r->pid)
+                return request_refuse(r, EPERM,
+                                      "only root may name a session leader other than itself "
+                                      "(pid %u)",
+                                      (unsigned) r->pid);
+        return 0;
+}

@@ -1,0 +1,696 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* users.c: the registry of users and sessions, see users.h. */
+#include "domain/users.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "cleanup.h"
+#include "domain/linger.h"
+#include "domain/session.h"
+#include "domain/user.h"
+#include "nsd-protocol.h"
+#include "policy/conf.h"
+#include "store/fdstore.h"
+#include "store/pending.h"
+#include "store/pinstore.h"
+#include "store/state.h"
+#include "store/userns.h"
+
+struct Users {
+        const Config *config;
+        PinStore *pins;
+        FdStore *fdstore;
+        StateDir *state;
+        Pending *pending;
+        Linger *linger;
+        GHashTable *users;    /* GUINT_TO_POINTER(uid) -> User* (owned) */
+        GHashTable *sessions; /* uint64_t* id -> Session* (owned) */
+        /* sessions restored at start whose uid has no namespace held yet (pending): uid ->
+         * GPtrArray of Session* (owned by sessions), attached by users_add() */
+        GHashTable *waiting;
+        uint64_t next_session_id;
+        unsigned max_namespaces;
+        void (*changed)(void *userdata);
+        void *changed_userdata;
+        bool starting; /* in users_start() */
+};
+
+static void users_changed(Users *reg) {
+        if (reg->changed)
+                reg->changed(reg->changed_userdata);
+}
+
+/* ---- linger reports here ----------------------------------------------------------------- */
+
+static User *linger_lookup(uid_t uid, void *userdata) {
+        return users_get(userdata, uid);
+}
+
+static int linger_release(User *u, const char *why, void *userdata) {
+        return users_release(userdata, u, why, NULL);
+}
+
+static const LingerOps linger_ops = {
+        .lookup = linger_lookup,
+        .release = linger_release,
+};
+
+/* ---- the registry ------------------------------------------------------------------------ */
+
+static void user_free_p(gpointer p) {
+        user_free(p);
+}
+
+static void session_free_p(gpointer p) {
+        session_free(p);
+}
+
+Users *users_new(const UsersSetup *setup) {
+        Users *reg = g_new0(Users, 1);
+
+        reg->config = setup->config;
+        reg->pins = setup->pins;
+        reg->fdstore = setup->fdstore;
+        reg->state = setup->state;
+        reg->pending = setup->pending;
+        reg->linger = linger_new(setup->config, setup->proc_dir, &linger_ops, reg);
+        reg->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, user_free_p);
+        reg->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, session_free_p);
+        reg->waiting = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                             (GDestroyNotify) g_ptr_array_unref);
+        reg->next_session_id = ((uint64_t) g_random_int() << 32 | g_random_int()) | 1;
+        reg->max_namespaces = setup->config->max_namespaces;
+        return reg;
+}
+
+void users_free(Users *reg) {
+        GHashTableIter it;
+        gpointer v;
+
+        if (!reg)
+                return;
+        /* the namespaces nothing keeps after nsd (no pin, not in the fd store) leave
+         * pam_nsjoin's record: they may end with nsd, and their inode be reused */
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                if (!u->ns->pinned && !user_is_stored(u))
+                        state_made_remove(reg->state, u->ns->ns_inode, u->ns->root_fd);
+        }
+        linger_free(reg->linger);
+        /* sessions first (they point into users) */
+        g_hash_table_destroy(reg->waiting);
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                g_ptr_array_set_size(((User *) v)->sessions, 0);
+        g_hash_table_destroy(reg->sessions);
+        g_hash_table_destroy(reg->users);
+        g_free(reg);
+}
+
+void users_set_changed(Users *reg, void (*fn)(void *userdata), void *userdata) {
+        reg->changed = fn;
+        reg->changed_userdata = userdata;
+}
+
+void users_set_max_namespaces(Users *reg, unsigned max) {
+        reg->max_namespaces = max;
+}
+
+unsigned users_max_namespaces(const Users *reg) {
+        return reg->max_namespaces;
+}
+
+/* ---- users ------------------------------------------------------------------------------- */
+
+User *users_get(const Users *reg, uid_t uid) {
+        return g_hash_table_lookup(reg->users, GUINT_TO_POINTER(uid));
+}
+
+unsigned users_count(const Users *reg) {
+        return g_hash_table_size(reg->users);
+}
+
+bool users_is_pending(const Users *reg, uid_t uid) {
+        return pending_contains(reg->pending, uid);
+}
+
+static void session_attach(Users *reg, Session *sess, User *u) {
+        sess->user = u;
+        g_ptr_array_add(u->sessions, sess);
+        linger_cancel(reg->linger, u->uid);
+}
+
+/* u's namespace is held now: the restored sessions that waited for it join it. */
+static void attach_waiting(Users *reg, User *u) {
+        GPtrArray *w = g_hash_table_lookup(reg->waiting, GUINT_TO_POINTER(u->uid));
+
+        if (!w)
+                return;
+        for (guint i = 0; i < w->len; i++)
+                session_attach(reg, g_ptr_array_index(w, i), u);
+        log_info("%u restored session%s of uid %u joined its namespace", w->len,
+                 w->len == 1 ? "" : "s", (unsigned) u->uid);
+        g_hash_table_remove(reg->waiting, GUINT_TO_POINTER(u->uid));
+}
+
+User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags) {
+        User *u = user_new(ns, baseline, reg->fdstore, reg->state);
+
+        g_hash_table_replace(reg->users, GUINT_TO_POINTER(u->uid), u);
+        /* before the namespace is handed out: pam_nsjoin's record (state.h) */
+        state_made_add(reg->state, ns->ns_inode, ns->root_fd);
+        if (flags & USER_ADD_CREATED)
+                user_state_write(u);
+        else if (!u->baseline)
+                u->baseline = user_state_baseline(reg->state, ns);
+        /* at start, a descriptor the store passed back is looked at by its adoption first */
+        if ((flags & USER_ADD_FD_STORED) || !user_store_passed(u))
+                user_store(u);
+        attach_waiting(reg, u);
+        return u;
+}
+
+static NsSetup config_ns_setup(const Config *cfg) {
+        return (NsSetup) {
+                .propagation_private = cfg->propagation_private,
+                .private_tmp = cfg->private_tmp,
+        };
+}
+
+/* -NSD_ERRNO_NOT_YET for a pending uid, with why. */
+static int why_pending(const Users *reg, uid_t uid, char **ret_why) {
+        if (pending_store_ready(reg->pending))
+                return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                               "the namespace of uid %u is pinned but not adopted yet; retry",
+                               (unsigned) uid);
+        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                       "nsd's pin store is not available yet, so the namespace of uid %u is not "
+                       "known; retry",
+                       (unsigned) uid);
+}
+
+int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created, char **ret_why) {
+        NsSetup setup = config_ns_setup(reg->config);
+        UserNs *ns = NULL;
+        User *u;
+        int r;
+
+        *ret_created = false;
+        u = users_get(reg, uid);
+        if (u) {
+                *ret = u;
+                return 0;
+        }
+        if (users_is_pending(reg, uid)) {
+                /* one more try now (nothing happens before the next retry is due); what it
+                 * adopts arrives through on_adopt() */
+                (void) pending_retry_due(reg->pending, NULL);
+                u = users_get(reg, uid);
+                if (u) {
+                        *ret = u;
+                        return 0;
+                }
+        }
+        if (users_is_pending(reg, uid)) {
+                /* a login retries this every 50 ms to 1 s: debug, the store logs its own
+                 * progress */
+                log_debug("JOIN for uid %u: not yet available (%s)", (unsigned) uid,
+                          pending_store_ready(reg->pending)
+                                  ? "its kept namespace is not adopted yet"
+                                  : "the pin store is not available yet");
+                return why_pending(reg, uid, ret_why);
+        }
+        if (!create)
+                return why_set(ret_why, ENOENT, "uid %u has no namespace yet", (unsigned) uid);
+        if (users_count(reg) >= reg->max_namespaces) {
+                if (reg->max_namespaces < reg->config->max_namespaces)
+                        return why_set(ret_why, EUSERS,
+                                       "nsd keeps at most %u namespaces (MaxNamespaces=%u, "
+                                       "capped by what this host allows, see nsd's log)",
+                                       reg->max_namespaces, reg->config->max_namespaces);
+                return why_set(ret_why, EUSERS, "nsd keeps at most %u namespaces (MaxNamespaces=)",
+                               reg->max_namespaces);
+        }
+        r = userns_create(reg->pins, uid, &setup, &ns);
+        if (r == -EAGAIN) {
+                /* userns_create() logged what failed; a login retries */
+                if (users_is_pending(reg, uid))
+                        return why_pending(reg, uid, ret_why);
+                return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                               "cannot create the namespace of uid %u now (a passing shortage); "
+                               "retry",
+                               (unsigned) uid);
+        }
+        if (r < 0) {
+                log_error_errno(r, "Failed to create the namespace of uid %u: %m", (unsigned) uid);
+                return why_set(ret_why, r, "cannot create the namespace of uid %u: %s",
+                               (unsigned) uid, g_strerror(-r));
+        }
+        u = users_add(reg, ns, user_take_baseline(ns), USER_ADD_CREATED);
+        log_event(LOG_INFO, 0, uid, "namespace-created",
+                  "Created the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "], %s, %u mounts "
+                  "of the host's not received by propagation)",
+                  (unsigned) uid, ns->ns_inode,
+                  ns->pinned ? "pinned" : "NOT pinned, alive by descriptor only",
+                  u->baseline ? u->baseline->len : 0);
+        if (!ns->pinned)
+                u->pin_refused = true;
+        users_changed(reg);
+        *ret_created = true;
+        *ret = u;
+        return 0;
+}
+
+void users_joined(Users *reg, User *u) {
+        if (u->sessions->len == 0)
+                linger_arm(reg->linger, u->uid, LINGER_JOIN_GRACE_SEC);
+}
+
+/* Out of every table, without linger (a forced release drops them); frees sess. */
+static void session_remove(Users *reg, Session *sess) {
+        session_unpersist(sess);
+        if (sess->user)
+                g_ptr_array_remove(sess->user->sessions, sess);
+        else {
+                GPtrArray *w = g_hash_table_lookup(reg->waiting, GUINT_TO_POINTER(sess->uid));
+                if (w) {
+                        g_ptr_array_remove(w, sess);
+                        if (w->len == 0)
+                                g_hash_table_remove(reg->waiting, GUINT_TO_POINTER(sess->uid));
+                }
+        }
+        g_hash_table_remove(reg->sessions, &sess->id); /* frees sess */
+}
+
+int users_release(Users *reg, User *u, const char *why, char **ret_why) {
+        uid_t uid = u->uid;
+        int r;
+
+        /* unpin first: a pin that stays keeps everything as it is */
+        r = userns_unpin(reg->pins, u->ns);
+        if (r < 0) {
+                log_event(LOG_WARNING, r, uid, "release-failed",
+                          "Cannot release the namespace of uid %u (%s): its pin cannot be "
+                          "removed: %m; it is kept as it is",
+                          (unsigned) uid, why);
+                return why_set(ret_why, r,
+                               "cannot remove the pin of uid %u's namespace (%s); it is kept, "
+                               "try again",
+                               (unsigned) uid, g_strerror(-r));
+        }
+        while (u->sessions->len > 0)
+                session_remove(reg, g_ptr_array_index(u->sessions, u->sessions->len - 1));
+        /* out of pam_nsjoin's record while the namespace is still alive (nsd holds it) */
+        state_made_remove(reg->state, u->ns->ns_inode, u->ns->root_fd);
+        user_unkeep(u);
+        log_event(LOG_INFO, 0, uid, "namespace-released", "Released the namespace of uid %u (%s)",
+                  (unsigned) uid, why);
+        linger_forget(reg->linger, uid);
+        g_hash_table_remove(reg->users, GUINT_TO_POINTER(uid)); /* frees u and its ns */
+        /* its room in the fd store goes to a namespace that found none */
+        users_store_more(reg);
+        users_changed(reg);
+        return 0;
+}
+
+void users_repin(Users *reg) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0;
+
+        if (!reg->pins || !pinstore_is_ready(reg->pins))
+                return;
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                User *u = v;
+                int r;
+
+                if (u->ns->pinned || u->pin_refused || pinstore_is_pending(reg->pins, u->uid))
+                        continue;
+                r = userns_repin(reg->pins, u->ns);
+                if (r == -EAGAIN)
+                        continue; /* logged; tried again when something changes */
+                if (r < 0 || !u->ns->pinned) {
+                        u->pin_refused = true;
+                        continue;
+                }
+                n++;
+                log_event(LOG_NOTICE, 0, u->uid, "namespace-repinned",
+                          "Pinned the namespace of uid %u (mnt:[%" PRIu64 "]) again: it was "
+                          "kept by descriptor only",
+                          (unsigned) u->uid, u->ns->ns_inode);
+                (void) user_store(u); /* pinned now: its room in the store may be taken */
+        }
+        if (n == 0)
+                return;
+        /* ... by one without a pin that found none (at start: after the drop of what nobody
+         * claimed, users_start()) */
+        if (!reg->starting)
+                users_store_more(reg);
+        users_changed(reg);
+}
+
+/* At start: remove the state files ns-<uid> of uids nsd neither holds nor waits for, and the
+ * names in pam_nsjoin's record (state.h) of namespaces nsd does not hold. */
+static void users_prune_state(Users *reg) {
+        g_auto(GStrv) names = state_list(reg->state, STATE_NS_PREFIX);
+        g_autoptr(GHashTable) made = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        GHashTableIter it;
+        gpointer v;
+
+        /* pam_nsjoin's record: only the namespaces nsd holds (a pending one is recorded
+         * again when it is adopted) */
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                char ns_name[NSD_MADE_NAME_MAX], root_name[NSD_MADE_NAME_MAX];
+
+                (void) state_made_names(u->ns->ns_inode, u->ns->root_fd, ns_name, root_name);
+                g_hash_table_add(made, g_strdup(ns_name));
+                if (root_name[0])
+                        g_hash_table_add(made, g_strdup(root_name));
+        }
+        state_made_prune(reg->state, made);
+
+        for (char **n = names; *n; n++) {
+                char *end = NULL;
+                unsigned long long uid = g_ascii_strtoull(*n + strlen(STATE_NS_PREFIX), &end, 10);
+
+                if (*end == '\0' && uid < UINT32_MAX &&
+                    (users_get(reg, (uid_t) uid) || users_is_pending(reg, (uid_t) uid)))
+                        continue;
+                log_debug("Removing '%s/%s': nsd keeps no namespace of that uid any more",
+                          state_path(reg->state), *n);
+                state_remove(reg->state, *n);
+        }
+}
+
+void users_store_more(Users *reg) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0;
+
+        if (!fdstore_full(reg->fdstore, FDSTORE_CLASS_NAMESPACE) &&
+            !fdstore_full(reg->fdstore, FDSTORE_CLASS_PINNED))
+                return; /* nothing found no room (nor was removed for room) */
+        /* those without a pin first: the store is all that keeps them across a restart, and
+         * they may take the room of pinned ones */
+        for (int pass = 0; pass < 2; pass++) {
+                g_hash_table_iter_init(&it, reg->users);
+                while (g_hash_table_iter_next(&it, NULL, &v)) {
+                        User *u = v;
+                        int r;
+
+                        if (u->ns->pinned != (pass == 1) || user_is_stored(u))
+                                continue;
+                        r = user_store(u);
+                        if (r == -ENOSPC)
+                                goto done;
+                        if (r > 0)
+                                n++;
+                }
+        }
+done:
+        if (n > 0)
+                log_info("Put %u namespace%s into the service manager's fd store that found no "
+                         "room there before",
+                         n, n == 1 ? "" : "s");
+}
+
+unsigned users_count_not_stored(const Users *reg, unsigned *ret_unpinned) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0, unpinned = 0;
+
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                if (user_is_stored(u))
+                        continue;
+                n++;
+                unpinned += !u->ns->pinned;
+        }
+        *ret_unpinned = unpinned;
+        return n;
+}
+
+unsigned users_count_pinned(const Users *reg) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0;
+
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                if (((User *) v)->ns->pinned)
+                        n++;
+        return n;
+}
+
+static gint compare_uid(gconstpointer a, gconstpointer b) {
+        uid_t x = *(const uid_t *) a, y = *(const uid_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+GArray *users_uids(const Users *reg) {
+        GArray *uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
+        GHashTableIter it;
+        gpointer k;
+
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, &k, NULL)) {
+                uid_t uid = GPOINTER_TO_UINT(k);
+                g_array_append_val(uids, uid);
+        }
+        g_array_sort(uids, compare_uid);
+        return uids;
+}
+
+/* ---- adoption: pending.c reports here ---------------------------------------------------- */
+
+/* A pinned namespace adopted (at start, or by a retry). */
+static void adopt_pinned(Users *reg, UserNs *ns) {
+        char name[FDSTORE_NAME_MAX];
+        UserAddFlags flags = 0;
+        User *u = users_get(reg, ns->uid);
+        _cleanup_close_ int stored = -1;
+        struct stat st;
+
+        if (u) {
+                /* held already (from the fd store, while its pin was pending) */
+                if (u->ns->ns_inode == ns->ns_inode) {
+                        u->ns->pinned = true;
+                        log_debug("The pin of uid %u is the namespace nsd holds already",
+                                  (unsigned) ns->uid);
+                        /* pinned now: its room in the fd store may go to one without a pin */
+                        (void) user_store(u);
+                        if (!reg->starting)
+                                users_store_more(reg);
+                } else
+                        log_error("The pin of uid %u (mnt:[%" PRIu64 "]) is another namespace "
+                                  "than the one nsd holds from the fd store (mnt:[%" PRIu64 "]); "
+                                  "keeping the one held, the pin stays untouched",
+                                  (unsigned) ns->uid, ns->ns_inode, u->ns->ns_inode);
+                userns_free(ns);
+                return;
+        }
+        /* the fd store's copy, cross-checked: the pin wins */
+        stored = fdstore_take(reg->fdstore, fdstore_ns_name(name, ns->uid));
+        if (stored >= 0) {
+                if (fstat(stored, &st) >= 0 && (uint64_t) st.st_ino == ns->ns_inode)
+                        flags |= USER_ADD_FD_STORED; /* the store holds this very one */
+                else {
+                        log_error("The fd store's '%s' is another namespace (mnt:[%llu]) than "
+                                  "the pinned one (mnt:[%" PRIu64 "]); using the pinned one and "
+                                  "storing it instead",
+                                  name, (unsigned long long) st.st_ino, ns->ns_inode);
+                        (void) fdstore_remove(reg->fdstore, name);
+                }
+        }
+        u = users_add(reg, ns, NULL, flags);
+        log_event(LOG_DEBUG, 0, ns->uid, "namespace-adopted",
+                  "Adopted the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "])%s",
+                  (unsigned) ns->uid, ns->ns_inode,
+                  (flags & USER_ADD_FD_STORED) ? ", also in the fd store" : "");
+        if (!reg->starting) { /* adopted by a retry: as at start, users_start() */
+                users_joined(reg, u);
+                users_changed(reg);
+        }
+}
+
+/* A namespace the fd store kept adopted (its pin is gone, or was refused). */
+static void adopt_stored(Users *reg, UserNs *ns) {
+        User *u;
+
+        if (users_get(reg, ns->uid)) { /* its pin was adopted meanwhile */
+                userns_free(ns);
+                return;
+        }
+        u = users_add(reg, ns, NULL, USER_ADD_FD_STORED);
+        log_event(LOG_NOTICE, 0, u->uid, "namespace-adopted",
+                  "Adopted the namespace of uid %u (mnt:[%" PRIu64 "]) from the service "
+                  "manager's fd store",
+                  (unsigned) u->uid, u->ns->ns_inode);
+        if (!reg->starting) { /* at start users_start() pins, counts down and says so */
+                users_joined(reg, u);
+                users_repin(reg);
+                users_changed(reg);
+        }
+}
+
+static void on_adopt(UserNs *ns, PendingSource from, void *userdata) {
+        if (from == PENDING_FROM_PIN)
+                adopt_pinned(userdata, ns);
+        else
+                adopt_stored(userdata, ns);
+}
+
+/* ---- sessions ---------------------------------------------------------------------------- */
+
+unsigned users_count_sessions(const Users *reg) {
+        return g_hash_table_size(reg->sessions);
+}
+
+unsigned users_sessions_of(const Users *reg, uid_t uid) {
+        User *u = users_get(reg, uid);
+        GPtrArray *w = g_hash_table_lookup(reg->waiting, GUINT_TO_POINTER(uid));
+
+        return (u ? u->sessions->len : 0) + (w ? w->len : 0);
+}
+
+/* A session's leader is gone: it ends (Session.on_exit). */
+static void on_session_exit(Session *sess, void *userdata) {
+        users_end_session(userdata, sess);
+}
+
+static uint64_t session_next_id(Users *reg) {
+        uint64_t id;
+
+        do
+                id = reg->next_session_id++;
+        while (id == 0 || g_hash_table_contains(reg->sessions, &id));
+        return id;
+}
+
+Session *users_open_session(Users *reg, User *u, pid_t pid, const char *service, int pidfd) {
+        Session *sess = session_new(session_next_id(reg), u->uid, pid,
+                                    session_leader_start_time(pid, pidfd), service, pidfd,
+                                    reg->fdstore, reg->state, on_session_exit, reg);
+
+        g_hash_table_insert(reg->sessions, &sess->id, sess);
+        session_attach(reg, sess, u);
+        session_persist(sess);
+        log_event(LOG_INFO, 0, u->uid, "session-opened",
+                  "Session %" G_GUINT64_FORMAT " of uid %u opened (pid %u, '%s'), %u live",
+                  sess->id, (unsigned) u->uid, (unsigned) sess->pid, sess->service,
+                  u->sessions->len);
+        users_changed(reg);
+        return sess;
+}
+
+Session *users_find_session(const Users *reg, uid_t uid, uint64_t id, pid_t pid) {
+        GHashTableIter it;
+        gpointer v;
+        Session *sess;
+
+        if (id != 0) {
+                sess = g_hash_table_lookup(reg->sessions, &id);
+                if (sess && (sess->uid != uid || (pid != 0 && pid != sess->pid)))
+                        return NULL;
+                return sess;
+        }
+        g_hash_table_iter_init(&it, reg->sessions);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                sess = v;
+                if (sess->uid == uid && sess->pid == pid)
+                        return sess;
+        }
+        return NULL;
+}
+
+void users_end_session(Users *reg, Session *sess) {
+        User *u = sess->user;
+
+        session_remove(reg, sess);
+        if (u && u->sessions->len == 0) {
+                char buf[64];
+                log_debug("Last session of uid %u ended, %s", (unsigned) u->uid,
+                          config_linger_to_string(reg->config, buf, sizeof buf));
+                linger_arm(reg->linger, u->uid, 0);
+        }
+        users_changed(reg);
+}
+
+/* At start, after the namespaces: the sessions of the state files, checked against their
+ * leaders (session.h). */
+static void users_restore_sessions(Users *reg) {
+        g_auto(GStrv) names = state_list(reg->state, STATE_SESSION_PREFIX);
+        unsigned restored = 0, ended = 0, waiting = 0;
+
+        for (char **n = names; *n; n++) {
+                Session *sess = NULL;
+                uint64_t id;
+                User *u;
+                int r;
+
+                if (!session_id_from_name(*n, &id) || g_hash_table_contains(reg->sessions, &id)) {
+                        state_remove(reg->state, *n);
+                        continue;
+                }
+                r = session_restore(*n, id, reg->fdstore, reg->state, on_session_exit, reg, &sess);
+                if (r < 0)
+                        continue; /* cannot tell now: kept for the next start */
+                if (r == 0) {
+                        ended++;
+                        continue;
+                }
+                g_hash_table_insert(reg->sessions, &sess->id, sess);
+                u = users_get(reg, sess->uid);
+                if (u)
+                        session_attach(reg, sess, u);
+                else {
+                        GPtrArray *w = g_hash_table_lookup(reg->waiting,
+                                                           GUINT_TO_POINTER(sess->uid));
+                        if (!w) {
+                                w = g_ptr_array_new();
+                                g_hash_table_insert(reg->waiting, GUINT_TO_POINTER(sess->uid), w);
+                        }
+                        g_ptr_array_add(w, sess);
+                        waiting++;
+                }
+                restored++;
+        }
+        if (restored || ended)
+                log_info("Restored %u sessions (%u waiting for their namespace); %u ended while "
+                         "nsd was not running",
+                         restored, waiting, ended);
+}
+
+/* ---- start ------------------------------------------------------------------------------- */
+
+void users_start(Users *reg) {
+        GHashTableIter it;
+        gpointer v;
+
+        reg->starting = true;
+        /* the pins, then the fd store's namespaces whose pins are gone (or were refused) */
+        (void) pending_start(reg->pending, on_adopt, reg);
+        users_repin(reg);
+        users_restore_sessions(reg);
+        users_prune_state(reg);
+        /* a countdown under way when nsd stopped starts again, at least the JOIN grace */
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                users_joined(reg, v);
+        fdstore_drop_unclaimed(reg->fdstore);
+        /* what nobody claimed is out: room for namespaces the budget refused meanwhile */
+        users_store_more(reg);
+        reg->starting = false;
+}

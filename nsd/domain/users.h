@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * users.h: the registry. It owns every User (user.h) and every Session (session.h), decides
+ * what happens between them, and is the only one that makes, ends and frees them and the only
+ * one that says "changed" (to the callback its owner gave, server.c's STATUS=). Users and
+ * sessions report to it (a session's leader exited, linger found a namespace empty, pending.c
+ * adopted a namespace) and never call each other or anything above (logind's gc-queue
+ * discipline: objects report to their owner, which acts). Every verb takes the registry and
+ * plain values: a domain verb is unit-tested without a Server.
+ *
+ * A JOIN for a uid nsd does not hold a namespace of, while that uid is pending (pending.h:
+ * its pin is not adopted yet, the pin store is not available yet, or its namespace from the
+ * fd store could not be entered yet), answers -NSD_ERRNO_NOT_YET with a reason and tries the
+ * adoption again: never a fresh namespace in place of a kept one.
+ *
+ * Sessions survive restarts (session.h): at start each state file is checked against its
+ * leader; a restored session of a uid whose namespace is pending waits for it (counted,
+ * closable) and joins it when it is adopted.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/nsd-forward.h"
+
+/* Where the registry keeps what survives a restart, and the rooms it uses. All the caller's;
+ * they outlive the registry. */
+typedef struct UsersSetup {
+        const Config *config; /* the one in force (Linger=, MaxSessionsPerUser=, namespaces) */
+        PinStore *pins;       /* NULL: no pin store */
+        FdStore *fdstore;     /* never NULL (does nothing without a service manager) */
+        StateDir *state;      /* NULL: no state files */
+        Pending *pending;     /* what is kept and not adopted yet; never NULL */
+        const char *proc_dir; /* linger's scan for processes; NULL: "/proc" */
+} UsersSetup;
+
+typedef enum UserAddFlags {
+        USER_ADD_CREATED = 1 << 0,   /* made now: write its state file (baseline given) */
+        USER_ADD_FD_STORED = 1 << 1, /* its nsfs descriptor came from the fd store */
+} UserAddFlags;
+
+Users *users_new(const UsersSetup *setup);
+/* Forget everything in memory: sessions are dropped, not ended; namespaces stay pinned,
+ * state files and the fd store stay, for the next start. The namespaces nothing keeps after
+ * nsd (no pin, not in the fd store) leave pam_nsjoin's record (state.h). */
+void users_free(Users *reg);
+/* fn(userdata) whenever what STATUS counts changed (coalescing is the callee's). */
+void users_set_changed(Users *reg, void (*fn)(void *userdata), void *userdata);
+/* The effective MaxNamespaces (server.c works it out from the config and the host). */
+void users_set_max_namespaces(Users *reg, unsigned max);
+unsigned users_max_namespaces(const Users *reg);
+
+/* At start: adopt every kept namespace (pending.h) and pin again those kept by descriptor
+ * only, restore the sessions of the state files, remove the state files (and pam_nsjoin's
+ * record) of uids nsd keeps nothing of, start the countdowns (at least the JOIN grace) of namespaces without
+ * sessions, drop what the fd store passed and nobody claimed, and put into it what found no
+ * room. Logs what it adopted and restored. */
+void users_start(Users *reg);
+
+/* ---- users ------------------------------------------------------------------------------- */
+
+User *users_get(const Users *reg, uid_t uid);
+unsigned users_count(const Users *reg);
+unsigned users_count_pinned(const Users *reg);
+/* Namespaces that are not in the fd store (it found no room, or there is no store), and of
+ * them those without a pin (lost at a restart of nsd). */
+unsigned users_count_not_stored(const Users *reg, unsigned *ret_unpinned);
+/* The uids nsd holds a namespace of, sorted (g_array_unref()). */
+GArray *users_uids(const Users *reg);
+
+/* Add a user for ns (taken), baseline (taken; NULL: unknown, or read from the state file when
+ * not USER_ADD_CREATED). Puts ns into the fd store, or gives it there the class its pin says
+ * (not for a descriptor passed back at start, which its adoption looks at first), attaches
+ * the restored sessions that waited for this uid. */
+User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags);
+/* Is uid pending: a namespace of it is kept (pinned, or in the fd store) that nsd does not
+ * hold yet? Then a JOIN must wait. */
+bool users_is_pending(const Users *reg, uid_t uid);
+/* uid's user, creating its namespace when it has none (and create is true). Checks the
+ * effective MaxNamespaces. *ret_created tells whether this call created it. Returns 0, or
+ * -errno with *ret_why (g_malloc()ed) for the client; -NSD_ERRNO_NOT_YET while uid is
+ * pending (after one more try to adopt it). */
+int users_join(Users *reg, uid_t uid, bool create, User **ret, bool *ret_created, char **ret_why);
+/* A JOIN without a session: its countdown restarts, with the JOIN grace at least, so the
+ * SESSION_OPEN that follows finds the namespace. */
+void users_joined(Users *reg, User *u);
+/* Release u's namespace: unpin it, then drop its sessions and forget it (u is freed). When
+ * the unpin fails nothing changes (u stays, with its sessions): -errno and *ret_why
+ * (g_malloc()ed, may be NULL) for the asker. */
+int users_release(Users *reg, User *u, const char *why, char **ret_why);
+/* Try to pin again what is kept by descriptor only (the pin store became available, or the
+ * namespace came from the fd store without a pin). */
+void users_repin(Users *reg);
+/* Room in the fd store for namespaces again (a release, a pin that makes one's room free to
+ * take, the start's drop of what nobody claimed): when some found none or were removed for
+ * room, put them, those without a pin first (taking the room of pinned ones), until one finds
+ * none. */
+void users_store_more(Users *reg);
+
+/* ---- sessions ---------------------------------------------------------------------------- */
+
+unsigned users_count_sessions(const Users *reg);
+/* Live sessions of uid (held or waiting). */
+unsigned users_sessions_of(const Users *reg, uid_t uid);
+/* Count a new session of u, leader pid, pidfd (taken; -1: poll the pid). Cannot fail once
+ * the limits were checked by the caller (MaxSessionsPerUser=). Logs, writes its state file
+ * and puts its pidfd into the fd store. */
+Session *users_open_session(Users *reg, User *u, pid_t pid, const char *service, int pidfd);
+/* The session of uid with id (when not 0) or else by pid; NULL when unknown. */
+Session *users_find_session(const Users *reg, uid_t uid, uint64_t id, pid_t pid);
+/* A session is over (closed, or its leader died): its state file and fd store entry go;
+ * after its user's last one the countdown of Linger= starts. */
+void users_end_session(Users *reg, Session *sess);
