@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fuse-hang: a FUSE file system whose daemon never answers a lookup, for
- * tests/vm/nsd-fuse-hang.sh. Its root directory answers getattr (so the mount works and
+ * tests/vm/scenarios/nsd-fuse-hang.sh. Its root directory answers getattr (so the mount works and
  * `stat MOUNTPOINT` does); a lookup of any name inside is read and never answered, so the
  * process that asked hangs in the kernel until this daemon exits (SIGTERM: unmount, and
  * every pending request fails with ENOTCONN). Prints "mounted on MOUNTPOINT, pid PID" to

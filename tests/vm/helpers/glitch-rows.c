@@ -5,7 +5,7 @@
  *   glitch-rows --expect glitch|fixed --user USER --dir DIR
  *
  * Runs as root inside a tests/vm/run VM with nsd running. DIR must be a tmpfs mounted (source
- * "glitchfs") inside USER's namespace and absent from the initial one (tests/vm/glitch-rows.sh
+ * "glitchfs") inside USER's namespace and absent from the initial one (tests/vm/scenarios/glitch-rows.sh
  * does that with `nsctl enter USER -- mount ...`). The program gets USER's descriptors from nsd
  * (nsc_join), makes the per-row fixture mounts inside USER's namespace through the nsfs
  * descriptor (setns(ns_fd), which works on every kernel), then tests each row in a forked child

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * nsd-flood: hostile clients of nsd for VM scenarios (tests/vm/nsd-flood.sh). One process per
+ * nsd-flood: hostile clients of nsd for VM scenarios (tests/vm/scenarios/nsd-flood.sh). One process per
  * uid in [FIRST, LAST] (forked, then setresuid: the uids need no account), each doing MODE
  * until SIGTERM:
  *   hold N   keep N connections open and idle; reconnect whatever nsd closes or refuses

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * libnss_nsdslow.so.2: an NSS module for tests/vm/nsd-slow-nss.sh that makes the user
+ * libnss_nsdslow.so.2: an NSS module for tests/vm/scenarios/nsd-slow-nss.sh that makes the user
  * database slow for ONE user. Named first in the VM's /etc/nsswitch.conf ("passwd: nsdslow
  * files"), it answers NOTFOUND for everyone (so files answers), but a lookup of the user
  * named in /run/nsd-slow/name or the uid in /run/nsd-slow/uid first waits while the file

@@ -6,12 +6,12 @@
 # with those accounts added are bind-mounted over the real ones, and /home gets their folders
 # (a tmpfs over /home, or, when the repository lives under /home, folders beside it). QEMU
 # serves that root over 9p, so the VM sees it as a real host's.
-#   tests/vm/host-accounts.sh RUN-ARGS...    (RUN-ARGS as for tests/vm/run)
+#   tests/vm/host/host-accounts.sh RUN-ARGS...    (RUN-ARGS as for tests/vm/run)
 # Exit status: tests/vm/run's; 77 when not root (unshare needs it).
 set -euo pipefail
 
 here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
-repo=$(cd "$here/../.." && pwd -P)
+repo=$(cd "$here/../../.." && pwd -P)
 if [ "${NSD_HOST_ACCOUNTS_INSIDE:-}" != 1 ]; then
         [ "$(id -u)" -eq 0 ] || { echo "SKIP: host-accounts needs root for unshare -m"; exit 77; }
         exec env NSD_HOST_ACCOUNTS_INSIDE=1 unshare -m --propagation private -- "$0" "$@"
@@ -68,4 +68,4 @@ for uid in 1000 1001 1002; do
         getent passwd "$uid" > /dev/null || { echo "host-accounts: uid $uid is not an account in the sandbox" >&2; exit 1; }
 done
 NSD_HOST_ACCOUNTS="$(getent passwd 1000 1001 1002 | cut -d: -f1,3 | paste -sd' ')" \
-        exec "$here/run" "$@"
+        exec "$here/../run" "$@"

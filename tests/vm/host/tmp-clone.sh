@@ -3,12 +3,12 @@
 # commands in both init modes. Copies this tree's files (git ls-files, uncommitted changes
 # included) to a fresh folder under /tmp, links its build/kernel to ours, and runs
 # tests/vm/run --init MODE from the copy with a command that checks it runs there.
-#   tests/vm/tmp-clone.sh MODE FLAVOUR TIMEOUT
+#   tests/vm/host/tmp-clone.sh MODE FLAVOUR TIMEOUT
 # Exit status: tests/vm/run's (77 when the kernel image is not built).
 set -euo pipefail
 
 mode=${1:?MODE} flavour=${2:?FLAVOUR} timeout_s=${3:?TIMEOUT}
-src=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
+src=$(cd "$(dirname "$(readlink -f "$0")")/../../.." && pwd)
 tmp=$(mktemp -d /tmp/nsd-tmp-clone.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 repo=$tmp/nsd

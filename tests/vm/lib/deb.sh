@@ -1,5 +1,5 @@
-# tests/vm/lib-deb.sh: the Debian packages in a VM booted with systemd as PID 1. Source after
-# lib.sh. The .debs come from tools/test's .deb step (build/debs, build/debs-v2,
+# tests/vm/lib/deb.sh: the Debian packages in a VM booted with systemd as PID 1. Source after
+# lib/vm.sh. The .debs come from tools/test's .deb step (build/debs, build/debs-v2,
 # build/debs-0.1.0); a scenario skips when they are missing.
 # shellcheck shell=bash
 

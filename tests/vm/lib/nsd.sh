@@ -1,5 +1,5 @@
-# tests/vm/lib-nsd.sh: nsd fixtures for VM scenarios. Source after lib.sh, inside the VM.
-#   . tests/vm/lib.sh; . tests/vm/lib-nsd.sh "$1"    ($1: the meson build dir, default build)
+# tests/vm/lib/nsd.sh: nsd fixtures for VM scenarios. Source after lib/vm.sh, inside the VM.
+#   . tests/vm/lib/vm.sh; . tests/vm/lib/nsd.sh "$1"    ($1: the meson build dir, default build)
 # shellcheck shell=bash
 
 NSD_BUILD=$(cd "${1:-build}" && pwd) || fail "build dir '${1:-build}' not found"
@@ -116,10 +116,10 @@ nsd_ns_inode() {
 # --- for the availability scenarios (nsd-flood, nsd-slow-nss, nsd-fuse-hang, ...) ----------
 NSD_ROOT_SOCKET=/run/nsd/root.socket
 
-# nsd_helper NAME: the path of a test helper built in tests/vm (nsd-flood, fuse-hang, ...).
+# nsd_helper NAME: the path of a test helper built in tests/vm/helpers (nsd-flood, fuse-hang, ...).
 nsd_helper() {
-        [ -e "$NSD_BUILD/tests/vm/$1" ] || fail "$NSD_BUILD/tests/vm/$1 is not built"
-        echo "$NSD_BUILD/tests/vm/$1"
+        [ -e "$NSD_BUILD/tests/vm/helpers/$1" ] || fail "$NSD_BUILD/tests/vm/helpers/$1 is not built"
+        echo "$NSD_BUILD/tests/vm/helpers/$1"
 }
 
 # nsd_wait_log SECONDS PATTERN: until nsd's log has a line matching PATTERN (grep -E); the

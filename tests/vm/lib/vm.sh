@@ -1,18 +1,18 @@
-# tests/vm/lib.sh: helpers for VM scenarios. Source it from a scenario script:
+# tests/vm/lib/vm.sh: helpers for VM scenarios. Source it from a scenario script:
 #
-#   . "$(dirname "$0")/lib.sh"
+#   . tests/vm/lib/vm.sh          (scenarios run in the repository folder)
 #
 # Scenarios run INSIDE a tests/vm/run VM, as root, in the repository folder. Sourcing this file
 # turns on `set -euo pipefail`, refuses to run outside a VM, and creates the scenario's temp
 # folder ($VM_TMPDIR, see vm_tmpdir) which an EXIT trap removes together with whatever was
 # registered with vm_on_exit (sshd started by vm_start_sshd, ...). Generic only: nsd-specific
-# helpers live in tests/vm/lib-nsd.sh.
+# helpers live in tests/vm/lib/nsd.sh.
 # shellcheck shell=bash
 
 set -euo pipefail
 
 VM_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VM_REPO=$(cd "$VM_LIB_DIR/../.." && pwd)
+VM_REPO=$(cd "$VM_LIB_DIR/../../.." && pwd)
 VM_SCENARIO=$(basename "$0" .sh)
 
 # --- reporting -------------------------------------------------------------------------------
@@ -69,7 +69,7 @@ assert_status() {
 }
 
 # vm_poll SECONDS CMD...: poll CMD (output dropped) every 0.1 s until it succeeds; status 1
-# after SECONDS. For helpers that fail their own way (lib-nsd.sh's nsd_wait_for).
+# after SECONDS. For helpers that fail their own way (lib/nsd.sh's nsd_wait_for).
 vm_poll() {
     local secs=$1 i
     shift
@@ -186,7 +186,7 @@ vm_start_sshd() {
         fail "vm_start_sshd --debian-pam: /etc/pam.d/sshd does not include common-session"
     if [ -z "$debian_pam" ]; then
         {
-            echo "# written by tests/vm/lib.sh vm_start_sshd"
+            echo "# written by tests/vm/lib/vm.sh vm_start_sshd"
             echo "auth     required pam_unix.so"
             echo "account  required pam_unix.so"
             echo "session  required pam_unix.so"

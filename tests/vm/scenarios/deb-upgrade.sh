@@ -14,8 +14,8 @@
 #   F. installed again: nsd re-adopts alice's namespace with her mount in it.
 #   Args: BUILD-DIR
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-deb.sh
+. tests/vm/lib/vm.sh
+. tests/vm/lib/deb.sh
 
 build=${1:-build}
 v1=$build/debs v2=$build/debs-v2 old=$build/debs-0.1.0

@@ -5,8 +5,8 @@
 # login the Debian way: a pam-auth-update profile (libpam-nsjoin's, pointing at the built
 # module) and `pam-auth-update --enable nsjoin`.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "the demo needs systemd as PID 1: tests/vm/run --init systemd"
 shell_out=
 [ "${2:-}" = --shell ] && shell_out=$3

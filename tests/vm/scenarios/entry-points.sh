@@ -17,8 +17,8 @@
 #     user manager starts (the unit ordering is asserted).
 #   Args: BUILD-DIR   (the .debs from BUILD-DIR/debs)
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-deb.sh
+. tests/vm/lib/vm.sh
+. tests/vm/lib/deb.sh
 
 build=${1:-build}
 deb_install "$build/debs"

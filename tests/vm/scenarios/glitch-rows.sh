@@ -5,36 +5,16 @@
 # *-nsd-patched (or -debug) → rows 1-8, 10, 11, 13, 14 work, row 12 (setuid) works, row 9 is
 # consistent (NSD_GLITCH_EXPECT=glitch|fixed overrides: the rows must then fail on the other
 # kernel). Row 14 (listmount/statmount) is a TAP skip on 6.1, which lacks them.
-# The rows themselves are tests/vm/glitch-rows.c (built as BUILD-DIR/tests/vm/glitch-rows).
+# The rows themselves are tests/vm/helpers/glitch-rows.c (built as BUILD-DIR/tests/vm/helpers/glitch-rows).
 #
-#   in the VM:   tests/vm/glitch-rows.sh BUILD-DIR
-#   on the host: tests/vm/glitch-rows.sh --vm [--base 6.1|6.12] stock|patched TIMEOUT BUILD-DIR
-#                (boots the VM with tests/vm/run; a kernel image not built yet becomes a TAP
-#                skip, "1..0 # SKIP", since meson's TAP protocol fails on exit status 77)
+# Run in the VM as TAP: tests/vm/host/tap.sh [--base 6.1|6.12] --kernel stock|patched
+#   --timeout SECONDS -- tests/vm/scenarios/glitch-rows.sh BUILD-DIR
 set -u
 
-if [ "${1:-}" = --vm ]; then
-        shift
-        base=${NSD_VM_BASE:-6.12}
-        if [ "${1:-}" = --base ]; then
-                base=${2:?6.1 or 6.12}
-                shift 2
-        fi
-        flavour=${1:?stock or patched} timeout=${2:?seconds} build=${3:?build dir}
-        here=$(dirname "$(readlink -f "$0")")
-        rc=0
-        "$here/run" --base "$base" --kernel "$flavour" --timeout "$timeout" -- "$here/glitch-rows.sh" "$build" || rc=$?
-        if [ "$rc" -eq 77 ]; then
-                echo "1..0 # SKIP the VM cannot run (kernel image build/kernel/$base/$flavour not built or no qemu)"
-                exit 0
-        fi
-        exit "$rc"
-fi
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
-
-GLITCH_ROWS=$NSD_BUILD/tests/vm/glitch-rows
+GLITCH_ROWS=$NSD_BUILD/tests/vm/helpers/glitch-rows
 [ -x "$GLITCH_ROWS" ] || fail "$GLITCH_ROWS is not built (ninja -C $NSD_BUILD)"
 
 case "$(uname -r)" in

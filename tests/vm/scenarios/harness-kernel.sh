@@ -1,7 +1,7 @@
 #!/bin/bash
 # harness-kernel: the VM runs the kernel image it was asked for (uname -r equals the release
 # tools/build-kernel recorded for that flavour). Run as: tests/vm/run --kernel FLAVOUR -- THIS
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/vm.sh"
 
 flavour=${NSD_VM_KERNEL:?}
 release_file=$VM_REPO/build/kernel/$flavour/release

@@ -1,7 +1,7 @@
 #!/bin/bash
 # harness-ssh-login: sshd with UsePAM yes on 127.0.0.1; a user created in the VM logs in with its
 # key and runs commands whose output and files we check.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/vm.sh"
 
 vm_create_user alice 1500
 vm_start_sshd --pam-session 'session optional pam_env.so'

@@ -1,12 +1,12 @@
 #!/bin/bash
-# host-accounts-check: inside a VM started by tests/vm/host-accounts.sh (a host with accounts
+# host-accounts-check: inside a VM started by tests/vm/host/host-accounts.sh (a host with accounts
 # at uid 1000, 1001 and 1002 and their homes), the VM has a users database of its own: none
 # of those accounts, homes or files; alice 1001, bob 1002 and carol 1000 are created as the
 # scenarios do and log in over ssh and su -l. Both init modes (tests/vm/init writes the
 # database in each).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/vm.sh"
 
-[ -n "${NSD_HOST_ACCOUNTS:-}" ] || skip "run through tests/vm/host-accounts.sh (a host with accounts at 1000-1002)"
+[ -n "${NSD_HOST_ACCOUNTS:-}" ] || skip "run through tests/vm/host/host-accounts.sh (a host with accounts at 1000-1002)"
 say "the host has: $NSD_HOST_ACCOUNTS; init mode ${NSD_VM_INIT:-default}"
 for a in $NSD_HOST_ACCOUNTS; do
         assert_eq "" "$(getent passwd "${a#*:}" || true)" "the VM's passwd entry for the host's uid ${a#*:}"

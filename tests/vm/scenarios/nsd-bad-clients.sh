@@ -5,9 +5,9 @@
 # type) gets an error reply or a close, connections past the per-user limit are refused, and
 # after all that alice's next login still works.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
-raw="python3 tests/vm/nsd-rawclient.py --socket $NSD_SOCKET"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
+raw="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_SOCKET"
 
 nsd_user alice 1001
 nsd_user bob 1002
@@ -34,7 +34,7 @@ echo "$out"
 assert_contains "$out" "EPERM"
 assert_contains "$out" "fds=0"
 say "bob: raw JOIN for his own uid, from inside it (an ssh login): both descriptors"
-out=$(vm_ssh bob "python3 $PWD/tests/vm/nsd-rawclient.py --socket $NSD_SOCKET --header $PWD/libnsclient/nsd-protocol.h join 1002")
+out=$(vm_ssh bob "python3 $PWD/tests/vm/helpers/nsd-rawclient.py --socket $NSD_SOCKET --header $PWD/libnsclient/nsd-protocol.h join 1002")
 echo "$out"
 assert_contains "$out" "fds=2"
 

@@ -6,8 +6,8 @@
 # a FUSE mount fails (rows 1 and 12). With F1 (patched), the module enters with setns(root
 # descriptor): all of that works.  Args: BUILD-DIR
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 nsd_user alice 1001
 syslog_start

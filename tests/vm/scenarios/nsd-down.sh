@@ -7,8 +7,8 @@
 # the managed login goes on in the initial namespace. After SIGCONT everything works again.
 # Args: BUILD-DIR
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 TIMEOUT=2
 nsd_user alice # managed: useradd's next uid >= 1000

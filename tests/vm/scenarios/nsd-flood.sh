@@ -8,8 +8,8 @@
 # and answers root on its own socket throughout; once the attack ends, its connections
 # drain away.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 nsd_user alice 1001
 cat >"$NSD_TMP/nsd.conf" <<CONF

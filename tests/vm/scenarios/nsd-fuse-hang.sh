@@ -1,6 +1,6 @@
 #!/bin/bash
 # nsd-fuse-hang: nsd keeps serving beside a FUSE file system whose daemon never answers a
-# lookup (tests/vm/fuse-hang.c), mounted by alice in the initial namespace with allow_other
+# lookup (tests/vm/helpers/fuse-hang.c), mounted by alice in the initial namespace with allow_other
 # (without it the kernel refuses nsd's helper, whose real uid is root, at once with EACCES:
 # fuse_allow_current_process() wants every uid of the caller to be the owner's). alice's
 # `nsctl hide ~/hang/x` walks into it: nsd's helper process hangs there, and past
@@ -8,8 +8,8 @@
 # while root's STATUS, alice's own STATUS and a root `su -l` login of bob are served
 # meanwhile. When the daemon goes, the stuck helper ends too.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 nsd_user alice 1001
 nsd_user bob 1002

@@ -3,8 +3,8 @@
 # ssh session and in `su -l alice`; bob and root in the initial namespace see an empty
 # directory and no mountinfo line.  Args: BUILD-DIR [MODE]
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 mode=${2:-setns}
 
 nsd_user alice 1001

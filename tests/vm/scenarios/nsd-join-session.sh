@@ -5,9 +5,9 @@
 # of another pid (EINVAL), a leader that already exited (ESRCH), MaxSessionsPerUser=
 # (EUSERS) create neither a namespace nor a session.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
-js="python3 tests/vm/nsd-rawclient.py --socket $NSD_ROOT_SOCKET join-session"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
+js="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_ROOT_SOCKET join-session"
 
 nsd_user alice 1001
 nsd_user bob 1002

@@ -17,8 +17,8 @@
 # Every wait is for a condition (a journal line, a session count); "past the linger time" is
 # a linger check nsd logged (at debug when the reason did not change).
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
 

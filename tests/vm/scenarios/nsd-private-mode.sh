@@ -4,10 +4,10 @@
 # /proc/self/mountinfo, walks through /proc/<alice's pid>/) and visible to every process of
 # alice's, PAM or not; `nsctl hide` does the same on request; nsd keeps only the capabilities it uses.
 # On the stock kernel the same configuration makes nsd say that the mode is unavailable.
-#   tests/vm/nsd-private-mode.sh BUILD-DIR patched|stock
+#   tests/vm/scenarios/nsd-private-mode.sh BUILD-DIR patched|stock
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 kernel=${2:-patched}
 
 ALICE_UID=1001

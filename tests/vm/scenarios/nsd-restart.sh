@@ -3,8 +3,8 @@
 # stay (default linger); nsd is killed with SIGKILL and started again: `nsctl list` shows
 # alice's namespace again (adopted from its pin) and her next login sees the mount.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 nsd_user alice 1001
 nsd_start

@@ -1,14 +1,14 @@
 #!/bin/bash
 # nsd-slow-nss: a slow user database delays only the logins that need it. nsd.conf names its
 # users (Users=slow fast1 fast2), so each login's policy check asks NSS; a test NSS module
-# (tests/vm/nss-slow.c, first in the VM's /etc/nsswitch.conf, loaded by nsd only) blocks
+# (tests/vm/helpers/nss-slow.c, first in the VM's /etc/nsswitch.conf, loaded by nsd only) blocks
 # the lookup of user 'slow' until a flag file goes. While slow's login waits, the logins of
 # fast1 and fast2 succeed; released, slow's login succeeds too. Then, with
 # LookupTimeoutSec=2, a blocked lookup makes slow's login fail with nsd's ETIMEDOUT (logged)
 # while nsd keeps serving, and after the release slow logs in again.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 flag=/run/nsd-slow
 nsd_user slow 1101

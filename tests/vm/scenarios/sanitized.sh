@@ -1,8 +1,8 @@
 #!/bin/bash
-# tests/vm/sanitized.sh: run an nsd VM scenario with the sanitized nsd and nsctl (ASan,
+# tests/vm/scenarios/sanitized.sh: run an nsd VM scenario with the sanitized nsd and nsctl (ASan,
 # LeakSanitizer, UBSan: tools/test's build/sanitize), and fail on any sanitizer report.
 #
-#   tests/vm/run -- tests/vm/sanitized.sh SCENARIO SANITIZED_BUILD PLAIN_BUILD [ARGS...]
+#   tests/vm/run -- tests/vm/scenarios/sanitized.sh SCENARIO SANITIZED_BUILD PLAIN_BUILD [ARGS...]
 #
 # SCENARIO (e.g. nsd-bad-clients.sh) gets a build folder of its own: nsd/nsd and nsctl/nsctl
 # from SANITIZED_BUILD, pam_nsjoin/pam_nsjoin.so from PLAIN_BUILD. The PAM module runs inside
@@ -13,7 +13,7 @@
 # checks it at exit, and any report file fails the scenario. Skips (77) when SANITIZED_BUILD
 # has not been built.
 set -u
-. tests/vm/lib.sh
+. tests/vm/lib/vm.sh
 
 [ $# -ge 3 ] || fail "usage: sanitized.sh SCENARIO SANITIZED_BUILD PLAIN_BUILD [ARGS...]"
 scenario=$1 san=$2 plain=$3
@@ -40,7 +40,7 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$T/reports/ubs
 
 say "running $scenario with the sanitized nsd and nsctl of $san"
 rc=0
-bash "tests/vm/$scenario" "$T/build" "$@" || rc=$?
+bash "tests/vm/scenarios/$scenario" "$T/build" "$@" || rc=$?
 
 # The scenario leaves nsd running; stop it so that LeakSanitizer looks at it at exit.
 nsd_exe=$(readlink -f "$san/nsd/nsd")

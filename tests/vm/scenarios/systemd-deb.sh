@@ -9,7 +9,7 @@
 #   git archive HEAD | tar -x -C /tmp/src && cd /tmp/src && dpkg-buildpackage -us -uc -b
 #   cp ../*.deb BUILD-DIR/debs/
 set -u
-. tests/vm/lib.sh
+. tests/vm/lib/vm.sh
 
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
 debdir=${2:-${1:-build}/debs}

@@ -7,8 +7,8 @@
 #     (Restart=on-failure) and the watchdog is counted after each, and its logout closes it
 #     (no "no such session"), leaving 0 sessions.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
 

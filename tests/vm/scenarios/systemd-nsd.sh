@@ -8,8 +8,8 @@
 #     namespace and FUSE mount stay, her next login sees them.
 #  3. the watchdog: nsd stopped with SIGSTOP is restarted by systemd; nothing is lost.
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
 

@@ -7,8 +7,8 @@
 # alice's own figures only. Before the rule, the root descriptor of JOIN let such a service
 # read the hidden file and write the read-only one (openat(root_fd, ...)).
 set -u
-. tests/vm/lib.sh
-. tests/vm/lib-nsd.sh "${1:-build}"
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
 
 [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
 
@@ -39,7 +39,7 @@ assert_contains "$out" bob "nsctl list"
 lib=/usr/local/lib/nsd-sbx
 install -d "$lib"
 vm_on_exit "rm -rf $lib"
-cp tests/vm/nsd-rawclient.py libnsclient/nsd-protocol.h "$lib/"
+cp tests/vm/helpers/nsd-rawclient.py libnsclient/nsd-protocol.h "$lib/"
 cat > "$lib/probe" <<SH
 #!/bin/sh
 # one line per attempt: "<what>: <result>", the request's output on the lines after it
