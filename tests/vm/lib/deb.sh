@@ -3,7 +3,9 @@
 # build/debs-0.1.0); a scenario skips when they are missing.
 # shellcheck shell=bash
 
-[ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
+vm_needs_systemd
+# nsd's helpers on the installed files (nsctl, pam_nsjoin.so by name)
+. "$VM_LIB_DIR/nsd.sh" --installed
 export DEBIAN_FRONTEND=noninteractive
 # man-db's trigger rebuilds the whole man index: minutes under TCG over 9p. Not what we test.
 rm -f /var/lib/man-db/auto-update
@@ -42,28 +44,4 @@ deb_install() {
 # deb_version PACKAGE: the installed version ('' when not installed).
 deb_version() {
         dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$1" 2> /dev/null | awk '$1 == "ii" { print $2 }'
-}
-
-# deb_enable_profile: the Debian way to put pam_nsjoin into every login (libpam-nsjoin's profile).
-deb_enable_profile() {
-        pam-auth-update --enable nsjoin < /dev/null || fail "pam-auth-update --enable nsjoin failed"
-        grep -Eq '^session[[:space:]]+required[[:space:]]+pam_nsjoin\.so' /etc/pam.d/common-session ||
-                fail "common-session has no pam_nsjoin line: $(cat /etc/pam.d/common-session)"
-        grep -Eq '^session[[:space:]]+required[[:space:]]+pam_nsjoin\.so' /etc/pam.d/common-session-noninteractive ||
-                fail "common-session-noninteractive has no pam_nsjoin line"
-}
-
-# deb_nsd_pid: nsd.service's main pid (0 when it does not run).
-deb_nsd_pid() {
-        systemctl show -p MainPID --value nsd.service
-}
-
-# deb_journal [UNIT]: the last lines of the journal (of UNIT), to stderr, when something failed.
-deb_journal() {
-        journalctl --no-pager -n 40 ${1:+-u "$1"} >&2 || true
-}
-
-# deb_ns_inode USER: USER's namespace as nsd lists it (the NS column of nsctl list).
-deb_ns_inode() {
-        nsctl list --raw --noheadings -o USER,NS | awk -v u="$1" '$1 == u { print $2 }'
 }

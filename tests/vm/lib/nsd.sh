@@ -1,16 +1,24 @@
 # tests/vm/lib/nsd.sh: nsd fixtures for VM scenarios. Source after lib/vm.sh, inside the VM.
 #   . tests/vm/lib/vm.sh; . tests/vm/lib/nsd.sh "$1"    ($1: the meson build dir, default build)
+#   . tests/vm/lib/nsd.sh --installed                   (nsd as the .debs install it: lib/deb.sh)
 # shellcheck shell=bash
 
-NSD_BUILD=$(cd "${1:-build}" && pwd) || fail "build dir '${1:-build}' not found"
-NSD_BIN=$NSD_BUILD/nsd/nsd
-NSCTL=$NSD_BUILD/nsctl/nsctl
-PAM_NSJOIN=$NSD_BUILD/pam_nsjoin/pam_nsjoin.so
+if [ "${1:-}" = --installed ]; then
+        NSD_BUILD=
+        NSD_BIN=/usr/sbin/nsd
+        NSCTL=/usr/bin/nsctl
+        PAM_NSJOIN=pam_nsjoin.so
+else
+        NSD_BUILD=$(cd "${1:-build}" && pwd) || fail "build dir '${1:-build}' not found"
+        NSD_BIN=$NSD_BUILD/nsd/nsd
+        NSCTL=$NSD_BUILD/nsctl/nsctl
+        PAM_NSJOIN=$NSD_BUILD/pam_nsjoin/pam_nsjoin.so
+        for f in "$NSD_BIN" "$NSCTL" "$PAM_NSJOIN"; do
+                [ -e "$f" ] || fail "$f is not built (ninja -C $NSD_BUILD)"
+        done
+fi
 NSD_SOCKET=/run/nsd/socket
 NSD_PID=
-for f in "$NSD_BIN" "$NSCTL" "$PAM_NSJOIN"; do
-        [ -e "$f" ] || fail "$f is not built (ninja -C $NSD_BUILD)"
-done
 NSD_TMP=$(vm_tmpdir)
 NSD_LOG=$NSD_TMP/nsd.log
 SYSLOG=$NSD_TMP/syslog
@@ -36,6 +44,76 @@ nsd_install_units() {
         cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
         systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
         systemctl daemon-reload
+}
+
+# nsd_units_start [CONF-LINE...]: nsd from the built units (nsd_install_units), its sockets
+# started (nsd itself starts at the first request); with CONF-LINEs, /etc/nsd/nsd.conf is
+# those lines first.
+nsd_units_start() {
+        if [ $# -gt 0 ]; then
+                mkdir -p /etc/nsd
+                printf '%s\n' "$@" > /etc/nsd/nsd.conf
+        fi
+        nsd_install_units
+        systemctl start nsd.socket nsd-root.socket
+}
+
+# nsd.service under systemd: its main pid (0 when it does not run); active again under another
+# main pid than OLDPID (after a restart, a SIGKILL, the watchdog); its journal (-o cat, ARGS
+# passed on, written out first); the end of it on stderr, when something failed.
+nsd_main_pid() { systemctl show -p MainPID --value nsd.service; }
+nsd_restarted() { # nsd_restarted OLDPID
+        [ "$(systemctl is-active nsd.service)" = active ] && [ "$(nsd_main_pid)" != 0 ] &&
+                [ "$(nsd_main_pid)" != "$1" ]
+}
+nsd_journal() {
+        journalctl --sync
+        journalctl -u nsd.service --no-pager -o cat "$@"
+}
+nsd_journal_dump() { journalctl -u nsd.service --no-pager -n 80 >&2 || true; }
+
+# nsd_watchdog_restart: WatchdogSec=3s for nsd.service (a drop-in), nsd restarted with it,
+# then stopped with SIGSTOP: systemd's watchdog aborts it and starts it again. Returns once nsd
+# runs again under a new pid and the journal says why.
+nsd_watchdog_restart() {
+        local d=/etc/systemd/system/nsd.service.d pid
+        mkdir -p "$d"
+        printf '[Service]\nWatchdogSec=3s\nTimeoutAbortSec=5s\n' > "$d/watchdog.conf"
+        systemctl daemon-reload
+        systemctl restart nsd.service
+        vm_wait_for 30 nsd_restarted 0
+        assert_eq 3000000 "$(systemctl show -p WatchdogUSec --value nsd.service | sed 's/^3s$/3000000/')" \
+                "nsd.service's WatchdogUSec"
+        pid=$(nsd_main_pid)
+        kill -STOP "$pid"
+        vm_wait_for 40 nsd_restarted "$pid"
+        assert_contains "$(nsd_journal)" "Failed with result 'watchdog'" "systemd's watchdog message"
+}
+
+# nsd_enable_profile: pam_nsjoin in every login the Debian way, `pam-auth-update --enable
+# nsjoin` (libpam-nsjoin's profile; from a build, the profile of this tree pointing at the
+# built module): common-session and common-session-noninteractive get the line.
+nsd_enable_profile() {
+        if [ -n "$NSD_BUILD" ]; then
+                sed "s|pam_nsjoin.so|$PAM_NSJOIN|" debian/pam-configs/nsjoin > /usr/share/pam-configs/nsjoin
+        fi
+        pam-auth-update --enable nsjoin < /dev/null || fail "pam-auth-update --enable nsjoin failed"
+        grep -Eq '^session[[:space:]]+required[[:space:]]+[^[:space:]]*pam_nsjoin\.so' /etc/pam.d/common-session ||
+                fail "common-session has no pam_nsjoin line: $(cat /etc/pam.d/common-session)"
+        grep -Eq '^session[[:space:]]+required[[:space:]]+[^[:space:]]*pam_nsjoin\.so' /etc/pam.d/common-session-noninteractive ||
+                fail "common-session-noninteractive has no pam_nsjoin line"
+}
+
+# nsd_assert_kept USER NS WHAT: nsd lists USER's namespace NS, and USER's next ssh login is in
+# it and reads the FUSE mount of fuse_mount_as.
+nsd_assert_kept() {
+        local user=$1 ns=$2 what=$3 out
+        out=$("$NSCTL" list --raw --noheadings -o USER,NS) || { nsd_journal_dump; fail "$what: nsctl list"; }
+        assert_contains "$out" "$user $ns" "$what: nsctl list"
+        out=$(vm_ssh "$user" 'stat -L -c %i /proc/self/ns/mnt; cat ~/mnt/file') ||
+                { nsd_journal_dump; fail "$what: $user cannot log in: $out"; }
+        assert_eq "$ns
+secret of $user" "$out" "$what: $user's next login"
 }
 
 nsd_start() {
@@ -108,9 +186,13 @@ f = d.get("features") or d.get("status", {}).get("features")
 sys.exit(0 if f[sys.argv[1]] else 1)' "$1"
 }
 
-# The NS column of `nsctl list` for USER: the inode of that user's namespace.
+# The NS column of `nsctl list` for USER: the inode of that user's namespace; the SESSIONS
+# column: how many sessions nsd counts for USER.
 nsd_ns_inode() {
         "$NSCTL" list --raw --noheadings -o USER,NS | awk -v u="$1" '$1 == u { print $2 }'
+}
+nsd_sessions_of() {
+        "$NSCTL" list --raw --noheadings -o USER,SESSIONS | awk -v u="$1" '$1 == u { print $2 }'
 }
 
 # --- for the availability scenarios (nsd-flood, nsd-slow-nss, nsd-fuse-hang, ...) ----------

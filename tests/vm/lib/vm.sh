@@ -118,6 +118,17 @@ fi
 VM_TMPDIR=$(mktemp -d "/tmp/$VM_SCENARIO.XXXXXX")
 chmod 0755 "$VM_TMPDIR"
 
+# vm_needs_systemd: skip unless the VM runs systemd as PID 1 (tests/vm/run --init systemd).
+vm_needs_systemd() {
+    [ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
+}
+
+# vm_journal_dump [UNIT]: the last lines of the journal (of UNIT) on stderr, when something
+# failed.
+vm_journal_dump() {
+    journalctl --no-pager -n 60 ${1:+-u "$1"} >&2 || true
+}
+
 # --- users -----------------------------------------------------------------------------------
 
 # vm_home USER: print USER's home folder.
@@ -153,6 +164,19 @@ vm_run_as() {
     shift
     (cd "$(vm_home "$user")" && setpriv --reuid="$user" --regid="$user" --init-groups \
         env HOME="$(vm_home "$user")" USER="$user" LOGNAME="$user" "$@")
+}
+
+# vm_user_systemctl USER ARGS...: systemctl --user of USER's manager; vm_user_run USER ARGS...:
+# systemd-run --user --quiet through it.
+vm_user_systemctl() {
+    local user=$1
+    shift
+    vm_run_as "$user" env XDG_RUNTIME_DIR="/run/user/$(id -u "$user")" systemctl --user "$@"
+}
+vm_user_run() {
+    local user=$1
+    shift
+    vm_run_as "$user" env XDG_RUNTIME_DIR="/run/user/$(id -u "$user")" systemd-run --user --quiet "$@"
 }
 
 # --- sshd ------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ probe() { vm_ssh alice 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/fil
 mount_as_alice() {
         vm_ssh alice 'mkdir -p ~/src ~/mnt && echo "secret of $(id -un)" > ~/src/file &&
                 bindfs --no-allow-other ~/src ~/mnt && cat ~/mnt/file' ||
-                { deb_journal nsd.service; fail "alice could not mount bindfs"; }
+                { vm_journal_dump nsd.service; fail "alice could not mount bindfs"; }
 }
 socket_started() { systemctl show -p ActiveEnterTimestampMonotonic --value nsd.socket; }
 pins_mounted() { grep -q ' /run/nsd/pins ' /proc/self/mountinfo; }
@@ -80,12 +80,12 @@ fi
 
 # ---- B. v1 -> v2 with alice's session open ---------------------------------------------
 say "B. pam-auth-update --enable nsjoin; alice logs in (a session kept open) and mounts"
-deb_enable_profile
+nsd_enable_profile
 [ -n "$(vm_ssh alice 'cat ~/mnt/file 2>/dev/null')" ] || mount_as_alice > /dev/null
 want=$(probe)
 ns=${want%% *}
 assert_eq "$ns secret of alice" "$want" "alice's login with the profile"
-assert_eq "$ns" "$(deb_ns_inode alice)" "nsctl list"
+assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list"
 mkfifo "$VM_TMPDIR/session.in"
 vm_ssh alice 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file)"; read -r _; echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file)"' \
         < "$VM_TMPDIR/session.in" > "$VM_TMPDIR/session.out" 2>&1 &
@@ -93,7 +93,7 @@ session_pid=$!
 exec 8> "$VM_TMPDIR/session.in"
 vm_wait_for 60 grep -q . "$VM_TMPDIR/session.out"
 assert_eq "$want" "$(head -1 "$VM_TMPDIR/session.out")" "the open session"
-nsd_pid=$(deb_nsd_pid)
+nsd_pid=$(nsd_main_pid)
 assert_ne 0 "$nsd_pid" "nsd runs before the upgrade"
 sock_ino=$(stat -c %i /run/nsd/socket)
 sock_t=$(socket_started)
@@ -103,11 +103,11 @@ for p in "${DEB_PACKAGES[@]}"; do
         assert_eq "$v2_version" "$(deb_version "$p")" "$p after the upgrade"
 done
 assert_eq active "$(systemctl is-active nsd.service)" "nsd.service after the upgrade"
-assert_ne "$nsd_pid" "$(deb_nsd_pid)" "nsd's pid after the upgrade (restarted: it ran)"
+assert_ne "$nsd_pid" "$(nsd_main_pid)" "nsd's pid after the upgrade (restarted: it ran)"
 assert_eq "$sock_t" "$(socket_started)" "nsd.socket's start time (never stopped)"
 assert_eq "$sock_ino" "$(stat -c %i /run/nsd/socket)" "the socket file (never recreated)"
 assert_eq "$want" "$(probe)" "a new login after the upgrade"
-assert_eq "$ns" "$(deb_ns_inode alice)" "nsctl list after the upgrade"
+assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list after the upgrade"
 assert_contains "$(cat /etc/nsd/nsd.conf)" "$conf_line" "/etc/nsd/nsd.conf after the upgrade"
 grep -q pam_nsjoin /etc/pam.d/common-session || fail "the profile is no longer enabled after the upgrade"
 echo >&8
@@ -171,7 +171,7 @@ pins_mounted || fail "the pins are gone after apt purge"
 # ---- F. installed again: nsd re-adopts alice's namespace -------------------------------
 say "F. dpkg -i v2 again: nsd re-adopts alice's namespace from the pins"
 deb_install "$v2"
-deb_enable_profile
+nsd_enable_profile
 assert_eq "$want" "$(probe)" "alice's login after remove, purge and a new installation"
 nsctl list
 say "ok"

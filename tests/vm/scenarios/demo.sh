@@ -7,7 +7,7 @@
 set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
-[ "${NSD_VM_INIT:-}" = systemd ] || skip "the demo needs systemd as PID 1: tests/vm/run --init systemd"
+vm_needs_systemd
 shell_out=
 [ "${2:-}" = --shell ] && shell_out=$3
 
@@ -31,9 +31,9 @@ systemctl start systemd-user-sessions.service
 rm -f /var/lib/man-db/auto-update
 nsd_install_units
 run systemctl enable --now nsd.socket nsd-root.socket
-sed "s|pam_nsjoin.so|$PAM_NSJOIN|" debian/pam-configs/nsjoin > /usr/share/pam-configs/nsjoin
 say "pam_nsjoin into every login, the Debian way (libpam-nsjoin's profile):"
-run pam-auth-update --enable nsjoin
+printf '$ %s\n' "pam-auth-update --enable nsjoin"
+nsd_enable_profile
 run grep -H pam_nsjoin /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive
 
 say "Users alice (1001) and bob (1002) in the VM's own users database; Debian's sshd stack"

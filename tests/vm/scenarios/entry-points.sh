@@ -37,7 +37,7 @@ say "entry points ($matrix): ${entries[*]}"
 deb_install "$build/debs"
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket after installation"
 say "pam-auth-update --enable nsjoin"
-deb_enable_profile
+nsd_enable_profile
 grep -H pam_nsjoin /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive
 
 vm_create_user alice 1001
@@ -59,18 +59,8 @@ if [ -n "${1:-}" ]; then echo "$r" > "$1.tmp" && mv "$1.tmp" "$1"; else echo "$r
 SH
 chmod 0755 "$probe"
 
-user_systemctl() { # user_systemctl USER ARGS...: systemctl --user of USER's manager
-        local u=$1
-        shift
-        vm_run_as "$u" env XDG_RUNTIME_DIR="/run/user/$(id -u "$u")" systemctl --user "$@"
-}
-user_run() { # user_run USER ARGS...: systemd-run --user through USER's manager
-        local u=$1
-        shift
-        vm_run_as "$u" env XDG_RUNTIME_DIR="/run/user/$(id -u "$u")" systemd-run --user --quiet "$@"
-}
 manager_pid() { systemctl show -p MainPID --value "user@$(id -u "$1").service"; }
-service_pid() { user_systemctl "$1" show -p MainPID --value "$2"; }
+service_pid() { vm_user_systemctl "$1" show -p MainPID --value "$2"; }
 file_has() { [ -s "$1" ]; }
 
 # ---- 1. a lingering user manager: started by logind, no login of alice at all -------------
@@ -78,9 +68,9 @@ say "loginctl enable-linger alice bob: their user managers start with no login"
 loginctl enable-linger alice bob
 vm_wait_for 90 systemctl is-active --quiet user@1001.service
 vm_wait_for 90 systemctl is-active --quiet user@1002.service
-ns=$(deb_ns_inode alice)
-bob_ns=$(deb_ns_inode bob)
-[ -n "$ns" ] && [ -n "$bob_ns" ] || { deb_journal; fail "nsd lists no namespace for alice or bob: $(nsctl list)"; }
+ns=$(nsd_ns_inode alice)
+bob_ns=$(nsd_ns_inode bob)
+[ -n "$ns" ] && [ -n "$bob_ns" ] || { vm_journal_dump; fail "nsd lists no namespace for alice or bob: $(nsctl list)"; }
 assert_ne "$init_ns" "$ns" "alice's namespace"
 assert_ne "$ns" "$bob_ns" "bob's namespace"
 assert_eq "$ns" "$(vm_ns_of "$(manager_pid alice)")" "alice's lingering systemd --user"
@@ -91,14 +81,14 @@ vm_start_sshd --debian-pam
 say "ssh alice: sshfs alice@127.0.0.1:data ~/remote"
 out=$(vm_ssh alice 'sshfs -o IdentityFile=$HOME/.ssh/id_ed25519,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes \
         alice@127.0.0.1:/home/alice/data ~/remote && cat ~/remote/file && findmnt -n -o FSTYPE ~/remote') ||
-        { vm_sshd_log | tail -20 >&2; deb_journal; fail "alice's sshfs over ssh failed: $out"; }
+        { vm_sshd_log | tail -20 >&2; vm_journal_dump; fail "alice's sshfs over ssh failed: $out"; }
 assert_eq "sshfs-data-of-alice
 fuse.sshfs" "$out" "alice's sshfs mount"
 want="$ns sshfs-data-of-alice 1"
 
 # ---- 3. a user service makes a FUSE mount of its own ------------------------------------
 say "a user service of alice mounts bindfs on ~/svcmnt"
-user_run alice --unit=svc-mount bindfs -f --no-allow-other /home/alice/svcsrc /home/alice/svcmnt ||
+vm_user_run alice --unit=svc-mount bindfs -f --no-allow-other /home/alice/svcsrc /home/alice/svcmnt ||
         fail "systemd-run --user bindfs failed"
 vm_wait_for 30 vm_ssh alice 'test -s ~/svcmnt/file'
 want_all="$want service-mount-of-alice"
@@ -134,7 +124,7 @@ if has_entry cron; then
         got[cron]=$(cat /home/alice/probe.cron)
 fi
 # a user service of the lingering manager, and the manager itself
-user_run alice --unit=probe-svc --wait "$probe" /home/alice/probe.svc || fail "alice's probe service failed"
+vm_user_run alice --unit=probe-svc --wait "$probe" /home/alice/probe.svc || fail "alice's probe service failed"
 got[user-service]=$(cat /home/alice/probe.svc)
 got[user-manager]="$(vm_ns_of "$(manager_pid alice)") (pid)"
 for e in "${entries[@]}"; do
@@ -156,7 +146,7 @@ if has_entry cron; then
         vm_wait_for 60 file_has /home/bob/probe.cron
         bob[cron]=$(cat /home/bob/probe.cron)
 fi
-user_run bob --unit=probe-svc --wait "$probe" /home/bob/probe.svc || fail "bob's probe service failed"
+vm_user_run bob --unit=probe-svc --wait "$probe" /home/bob/probe.svc || fail "bob's probe service failed"
 bob[user-service]=$(cat /home/bob/probe.svc)
 for e in "${entries[@]}"; do
         printf '# bob   %-13s %s\n' "$e:" "${bob[$e]}"
@@ -168,13 +158,13 @@ assert_eq 0 "$(ls -A /home/alice/remote | wc -l)" "root's view of /home/alice/re
 # ---- 6. nsd restarted while alice's user services run ----------------------------------
 say "systemctl restart nsd.service while alice's user services run"
 svc_pid=$(service_pid alice svc-mount)
-pid=$(deb_nsd_pid)
+pid=$(nsd_main_pid)
 systemctl restart nsd.service
 vm_wait_for 30 sh -c "[ \"\$(systemctl show -p MainPID --value nsd.service)\" != $pid ] && systemctl is-active --quiet nsd.service"
 assert_eq "$ns" "$(vm_ns_of "$svc_pid")" "the running user service after the restart"
-assert_eq "$ns" "$(deb_ns_inode alice)" "alice's namespace re-adopted"
+assert_eq "$ns" "$(nsd_ns_inode alice)" "alice's namespace re-adopted"
 assert_eq "$want_all" "$(vm_ssh alice "$probe")" "an ssh login after the restart"
-user_run alice --unit=probe-svc2 --wait "$probe" /home/alice/probe.svc2 || fail "a service after the restart failed"
+vm_user_run alice --unit=probe-svc2 --wait "$probe" /home/alice/probe.svc2 || fail "a service after the restart failed"
 assert_eq "$want_all" "$(cat /home/alice/probe.svc2)" "a user service started after the restart"
 
 # ---- 7. a user manager started while nsd does not run: socket activation ---------------
@@ -197,7 +187,7 @@ systemctl restart user@1001.service
 vm_wait_for 90 systemctl is-active --quiet user@1001.service
 assert_eq active "$(systemctl is-active nsd.service)" "nsd.service, started by the manager's PAM session"
 assert_eq "$ns" "$(vm_ns_of "$(manager_pid alice)")" "the user manager started while nsd did not run"
-user_run alice --unit=probe-svc3 --wait "$probe" /home/alice/probe.svc3 || fail "a service of the new manager failed"
+vm_user_run alice --unit=probe-svc3 --wait "$probe" /home/alice/probe.svc3 || fail "a service of the new manager failed"
 assert_eq "$want" "$(cut -d' ' -f1-3 /home/alice/probe.svc3)" "a service of the new manager (the sshfs mount)"
 nsctl list
 say "ok"

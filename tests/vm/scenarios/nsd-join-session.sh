@@ -16,7 +16,6 @@ cat >"$NSD_TMP/nsd.conf" <<CONF
 MaxSessionsPerUser=1
 CONF
 nsd_start --config "$NSD_TMP/nsd.conf"
-sessions_of() { "$NSCTL" list --raw --noheadings -o USER,SESSIONS | awk -v u="$1" '$1 == u { print $2 }'; }
 
 say "refusals first: nothing may stay open"
 sleep 600 &
@@ -40,7 +39,7 @@ vm_on_exit "kill $leader 2>/dev/null"
 out=$($js 1001 "$leader")
 echo "$out"
 assert_contains "$out" "0x8009 0 fds=2 sessions=1 session=" "JOIN_SESSION's reply"
-assert_eq 1 "$(sessions_of alice)" "alice's sessions"
+assert_eq 1 "$(nsd_sessions_of alice)" "alice's sessions"
 assert_contains "$(nsd_log)" "JOIN for uid 1001 by pid" "the join event"
 
 say "MaxSessionsPerUser=1: a second one is refused, nothing more opens"
@@ -50,18 +49,18 @@ vm_on_exit "kill $second 2>/dev/null"
 out=$($js 1001 "$second")
 echo "$out"
 assert_contains "$out" "EUSERS fds=0" "the second session"
-assert_eq 1 "$(sessions_of alice)" "alice's sessions after the refusal"
+assert_eq 1 "$(nsd_sessions_of alice)" "alice's sessions after the refusal"
 
 say "the leader exits: the session ends"
 kill "$leader"
 wait "$leader" 2>/dev/null || true
-ended() { [ "$(sessions_of alice)" = 0 ]; }
+ended() { [ "$(nsd_sessions_of alice)" = 0 ]; }
 vm_wait_for 30 ended
 nsd_wait_log 10 "ended without close"
 
 say "bob's first login by JOIN_SESSION without a pidfd (nsd opens one)"
 out=$($js --no-pidfd 1002 "$second")
 assert_contains "$out" "0x8009 0 fds=2 sessions=1" "bob's JOIN_SESSION"
-assert_eq 1 "$(sessions_of bob)" "bob's sessions"
+assert_eq 1 "$(nsd_sessions_of bob)" "bob's sessions"
 nsd_alive
 echo "PASS"

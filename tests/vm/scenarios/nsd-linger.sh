@@ -20,12 +20,11 @@ set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
 
-[ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
+vm_needs_systemd
 
 LINGER=6
 released="(linger time over: no session, no process and no mount of its own in it)"
 
-journal_dump() { journalctl -u nsd.service --no-pager -n 80 >&2 || true; }
 # cursor: the journal cursor of nsd's last entry (everything logged so far is written)
 cursor() {
         journalctl --sync
@@ -48,23 +47,17 @@ j_wait() {
                 j_has_n "$2" "$3" "$4" && return 0
                 sleep 0.5
         done
-        journal_dump
+        nsd_journal_dump
         fail "nsd's journal has not $2 line(s) with '$4' after $1 s"
 }
-sessions_of() { "$NSCTL" list --raw --noheadings -o USER,SESSIONS | awk -v u="$1" '$1 == u { print $2 }'; }
-sessions_are() { [ "$(sessions_of "$1")" = "$2" ]; }
+sessions_are() { [ "$(nsd_sessions_of "$1")" = "$2" ]; }
 wait_sessions() { # wait_sessions USER N
         vm_poll 60 sessions_are "$1" "$2" && return 0
-        journal_dump
-        fail "$1 has $(sessions_of "$1") sessions, expected $2"
+        nsd_journal_dump
+        fail "$1 has $(nsd_sessions_of "$1") sessions, expected $2"
 }
 user_listed() { [ -n "$(nsd_ns_inode "$1")" ]; }
-user_systemctl() { # user_systemctl USER ARGS...: systemctl --user of USER's manager
-        local u=$1
-        shift
-        vm_run_as "$u" env XDG_RUNTIME_DIR="/run/user/$(id -u "$u")" systemctl --user "$@"
-}
-carol_job_runs() { [ "$(user_systemctl carol show -p MainPID --value carol-job.service)" -gt 0 ]; }
+carol_job_runs() { [ "$(vm_user_systemctl carol show -p MainPID --value carol-job.service)" -gt 0 ]; }
 # assert_kept USER NS WHAT: nsd still holds USER's namespace NS, not released
 assert_kept() {
         assert_eq "$2" "$(nsd_ns_inode "$1")" "$3: $1's namespace in nsctl list"
@@ -73,23 +66,17 @@ assert_kept() {
 }
 
 say "nsd from the built units, Linger=$LINGER, logging at debug (linger's every check)"
-mkdir -p /etc/nsd
-printf '[Namespaces]\nLinger=%s\n' "$LINGER" > /etc/nsd/nsd.conf
-nsd_install_units
+nsd_units_start '[Namespaces]' "Linger=$LINGER"
 mkdir -p /etc/systemd/system/nsd.service.d
 printf '[Service]\nExecStart=\nExecStart=%s --log-level debug\n' "$NSD_BIN" \
         > /etc/systemd/system/nsd.service.d/debug.conf
 systemctl daemon-reload
-systemctl start nsd.socket nsd-root.socket
 systemctl start systemd-user-sessions.service
 # pam_nsjoin the Debian way (libpam-nsjoin's profile, pointing at the built module): it reaches
 # systemd --user's stack (systemd-user includes common-session-noninteractive). sshd gets a
 # stack of its own without pam_systemd, so no ssh login starts a user manager.
 export DEBIAN_FRONTEND=noninteractive
-sed "s|pam_nsjoin.so|$PAM_NSJOIN|" debian/pam-configs/nsjoin > /usr/share/pam-configs/nsjoin
-pam-auth-update --enable nsjoin
-grep -q pam_nsjoin /etc/pam.d/common-session-noninteractive ||
-        fail "pam-auth-update put no pam_nsjoin into common-session-noninteractive"
+nsd_enable_profile
 vm_start_sshd --pam-session "$(nsd_pam_line required)"
 nsd_user alice 1001
 nsd_user bob 1002
@@ -120,10 +107,10 @@ wait_sessions carol 1
 say "c) carol logs in, starts a user service and logs out"
 cur_c=$(cursor)
 out=$(vm_ssh carol 'XDG_RUNTIME_DIR=/run/user/$(id -u) systemd-run --user --quiet --unit=carol-job sleep 1000 &&
-        stat -L -c %i /proc/self/ns/mnt') || { journal_dump; fail "carol's user service: $out"; }
+        stat -L -c %i /proc/self/ns/mnt') || { nsd_journal_dump; fail "carol's user service: $out"; }
 assert_eq "$ns_c" "$out" "carol's ssh login"
 vm_wait_for 30 carol_job_runs
-svc=$(user_systemctl carol show -p MainPID --value carol-job.service)
+svc=$(vm_user_systemctl carol show -p MainPID --value carol-job.service)
 assert_eq "$ns_c" "$(vm_ns_of "$svc")" "carol's user service"
 wait_sessions carol 1
 
@@ -145,7 +132,7 @@ say "a) alice logs in, sees the host's mount, mounts ~/vault herself, writes to 
 out=$(vm_ssh alice 'cat /media/nsd-usb/label && findmnt -n -o PROPAGATION /media/nsd-usb &&
         mount ~/vault && echo "note of alice" > ~/vault/note &&
         findmnt -n -o FSTYPE ~/vault && findmnt -n -o PROPAGATION ~/vault &&
-        stat -L -c %i /proc/self/ns/mnt') || { journal_dump; fail "alice's login: $out"; }
+        stat -L -c %i /proc/self/ns/mnt') || { nsd_journal_dump; fail "alice's login: $out"; }
 ns_a=$(echo "$out" | sed -n 5p)
 # the host's mount a slave of its peer group (received), hers private under a slave mount
 assert_eq "the host's disk
@@ -157,7 +144,7 @@ wait_sessions alice 0
 say "a) the host unmounts /media/nsd-usb: gone in alice's namespace too, her mount stays"
 umount /media/nsd-usb
 cur_a=$(cursor)
-out=$("$NSCTL" show alice --raw --noheadings -o TARGET) || { journal_dump; fail "nsctl show alice"; }
+out=$("$NSCTL" show alice --raw --noheadings -o TARGET) || { nsd_journal_dump; fail "nsctl show alice"; }
 assert_contains "$out" "/home/alice/vault" "nsctl show alice after the host unmount"
 assert_not_contains "$out" "/media/nsd-usb" "nsctl show alice after the host unmount"
 
@@ -165,7 +152,7 @@ assert_not_contains "$out" "/media/nsd-usb" "nsctl show alice after the host unm
 say "b) bob logs in, leaves a process running (setsid), logs out"
 cur_b=$(cursor)
 ns_b=$(vm_ssh bob "$leave ~/left.pid sleep 1000; stat -L -c %i /proc/self/ns/mnt") ||
-        { journal_dump; fail "bob's login: $ns_b"; }
+        { nsd_journal_dump; fail "bob's login: $ns_b"; }
 vm_wait_for 30 test -s /home/bob/left.pid
 left=$(cat /home/bob/left.pid)
 assert_eq "$ns_b" "$(vm_ns_of "$left")" "bob's process left behind"
@@ -175,14 +162,14 @@ wait_sessions bob 0
 # ---- d) dave leaves nothing -------------------------------------------------------------
 say "d) dave logs in and out, leaving nothing"
 cur_d=$(cursor)
-ns_d=$(vm_ssh dave 'stat -L -c %i /proc/self/ns/mnt') || { journal_dump; fail "dave's login: $ns_d"; }
+ns_d=$(vm_ssh dave 'stat -L -c %i /proc/self/ns/mnt') || { nsd_journal_dump; fail "dave's login: $ns_d"; }
 assert_eq "$ns_d" "$(nsd_ns_inode dave)" "dave's namespace in nsctl list"
 j_wait 90 1 "$cur_d" "Released the namespace of uid 1004 $released"
 assert_eq "" "$(nsd_ns_inode dave)" "dave's namespace after linger"
 assert_eq 0 "$(j_count "$cur_d" "Keeping the namespace of uid 1004")" \
         "linger's keeps of dave's empty namespace (released at the first look)"
 say "d) dave's next login: a new namespace"
-vm_ssh dave true || { journal_dump; fail "dave's second login"; }
+vm_ssh dave true || { nsd_journal_dump; fail "dave's second login"; }
 assert_eq 2 "$(j_count "$cur_d" "Created the namespace of uid 1004")" "dave's namespaces created"
 
 # ---- a) past the linger time ------------------------------------------------------------
@@ -191,14 +178,14 @@ j_wait 90 1 "$cur_a" "Keeping the namespace of uid 1001: it holds 1 mount of its
 assert_kept alice "$ns_a" "after linger's check"
 out=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt; cat ~/vault/note; findmnt -n -o FSTYPE ~/vault;
         test -e /media/nsd-usb/label && echo "host mount here" || echo "host mount gone"') ||
-        { journal_dump; fail "alice's next login: $out"; }
+        { nsd_journal_dump; fail "alice's next login: $out"; }
 assert_eq "$ns_a
 note of alice
 tmpfs
 host mount gone" "$out" "alice's next login (namespace, her file, her mount, the host's)"
 say "a) alice unmounts ~/vault and logs out: nothing of hers is left, the namespace goes"
 cur_a=$(cursor)
-vm_ssh alice 'umount ~/vault' || { journal_dump; fail "alice cannot unmount ~/vault"; }
+vm_ssh alice 'umount ~/vault' || { nsd_journal_dump; fail "alice cannot unmount ~/vault"; }
 j_wait 90 1 "$cur_a" "Released the namespace of uid 1001 $released"
 assert_eq "" "$(nsd_ns_inode alice)" "alice's namespace after her unmount"
 
@@ -215,7 +202,7 @@ assert_eq "" "$(nsd_ns_inode bob)" "bob's namespace after his process ended"
 # ---- c) past the linger time (dave's release came after carol's logout) ------------------
 say "c) carol's namespace is still held by her user manager and its service"
 assert_kept carol "$ns_c" "after dave's, alice's and bob's releases"
-assert_eq 1 "$(sessions_of carol)" "carol's sessions (her user manager's)"
+assert_eq 1 "$(nsd_sessions_of carol)" "carol's sessions (her user manager's)"
 kill -0 "$svc" || fail "carol's user service is gone"
 # her ssh logout was not her last session: linger never started
 assert_eq 0 "$(j_count "$cur_c" "Last session of uid 1003 ended")" "linger countdowns of carol's"

@@ -10,21 +10,10 @@
 #   cp ../*.deb BUILD-DIR/debs/
 set -u
 . tests/vm/lib/vm.sh
+. tests/vm/lib/deb.sh
 
-[ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
-debdir=${2:-${1:-build}/debs}
-debs=()
-for p in nsjoin libnsclient1 libnsclient-dev libpam-nsjoin; do
-        f=$(ls "$debdir/${p}"_*.deb 2> /dev/null | head -1)
-        [ -n "$f" ] || skip "no ${p}_*.deb in '$debdir' (dpkg-buildpackage -us -uc -b, see the header)"
-        debs+=("$f")
-done
-
-# man-db's trigger rebuilds the whole man index: minutes under TCG over 9p. Not what we test.
-rm -f /var/lib/man-db/auto-update
-say "dpkg -i ${debs[*]##*/}"
-dpkg -i "${debs[@]}" || fail "dpkg -i failed"
-for p in nsjoin libnsclient1 libnsclient-dev libpam-nsjoin; do
+deb_install "${2:-${1:-build}/debs}"
+for p in "${DEB_PACKAGES[@]}"; do
         assert_eq "install ok installed" "$(dpkg-query -W -f='${Status}' "$p")" "dpkg status of $p"
 done
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2> /dev/null || gcc -print-multiarch)
@@ -60,21 +49,12 @@ assert_eq "status ok" "$("$VM_TMPDIR/client")" "the client"
 assert_eq active "$(systemctl is-active nsd.service)" "nsd.service started by the socket"
 
 say "the broker's alice/bob scenario with the installed files"
-vm_create_user alice 1001
-vm_create_user bob 1002
-chmod 0755 /home/alice /home/bob
-vm_start_sshd --pam-session "session required pam_nsjoin.so"
-cat > /etc/pam.d/su-l <<'EOF'
-auth       sufficient pam_rootok.so
-auth       required   pam_unix.so
-account    required   pam_unix.so
-session    required   pam_unix.so
-session    required   pam_nsjoin.so
-EOF
+nsd_user alice 1001
+nsd_user bob 1002
+vm_start_sshd --pam-session "$(nsd_pam_line required)"
+nsd_setup_su_pam "$(nsd_pam_line required)"
 
-out=$(vm_ssh alice 'mkdir -p ~/src ~/mnt && echo "secret of $(id -un)" > ~/src/file &&
-        bindfs --no-allow-other ~/src ~/mnt && cat ~/mnt/file') ||
-        { journalctl -u nsd --no-pager | tail -20 >&2; fail "alice could not mount bindfs: $out"; }
+out=$(fuse_mount_as alice) || { nsd_journal_dump; fail "alice could not mount bindfs: $out"; }
 assert_eq "secret of alice" "$out" "alice, ssh session 1"
 out=$(vm_ssh alice 'cat ~/mnt/file; grep -c " /home/alice/mnt " /proc/self/mountinfo || true')
 assert_eq "secret of alice

@@ -10,87 +10,58 @@ set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
 
-[ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
+vm_needs_systemd
 
-units=/etc/systemd/system
-main_pid() { systemctl show -p MainPID --value nsd.service; }
-journal_dump() { journalctl -u nsd.service --no-pager -n 80 >&2 || true; }
-journal() { journalctl --sync; journalctl -u nsd.service --no-pager -o cat; }
-nsd_active_new() { # nsd_active_new OLDPID: active again with another main pid
-        [ "$(systemctl is-active nsd.service)" = active ] && [ "$(main_pid)" != 0 ] &&
-                [ "$(main_pid)" != "$1" ]
-}
-alice_sessions() { "$NSCTL" list --raw --noheadings -o USER,SESSIONS | awk '$1 == "alice" { print $2 }'; }
-sessions_are() { [ "$(alice_sessions)" = "$1" ]; }
+sessions_are() { [ "$(nsd_sessions_of alice)" = "$1" ]; }
 pins_list() { nsenter --mount=/run/nsd/pins ls -1 /run/nsd; }
 has_pin() { pins_list | grep -qx "$1"; }
-assert_alice_kept() { # assert_alice_kept WHAT
-        local out
-        out=$("$NSCTL" list --raw --noheadings -o USER,NS) || { journal_dump; fail "$1: nsctl list"; }
-        assert_contains "$out" "alice $ns_before" "$1: nsctl list"
-        out=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt; cat ~/mnt/file') ||
-                { journal_dump; fail "$1: alice cannot log in: $out"; }
-        assert_eq "$ns_before
-secret of alice" "$out" "$1: alice's next login"
-}
 
 say "the built units, with ExecStart= pointing at the build"
-mkdir -p /etc/nsd
-printf '[Namespaces]\nLinger=0\n' > /etc/nsd/nsd.conf
-nsd_install_units
-systemctl start nsd.socket nsd-root.socket
+nsd_units_start '[Namespaces]' 'Linger=0'
 
 say "alice logs in, mounts, and keeps one login open"
 nsd_user alice 1001
 vm_start_sshd --pam-session "$(nsd_pam_line required)"
-out=$(fuse_mount_as alice) || { journal_dump; fail "alice could not mount: $out"; }
+out=$(fuse_mount_as alice) || { nsd_journal_dump; fail "alice could not mount: $out"; }
 assert_eq "secret of alice" "$out" "alice's FUSE mount"
 ns_before=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt')
 rm -f /home/alice/held.pid
 vm_ssh alice 'echo $$ > ~/held.pid; exec sleep 600' > /dev/null 2>&1 &
 held=$!
 vm_wait_for 30 test -s /home/alice/held.pid
-( vm_wait_for 30 sessions_are 1 ) || { journal_dump; fail "alice's open login is not counted"; }
+( vm_wait_for 30 sessions_are 1 ) || { nsd_journal_dump; fail "alice's open login is not counted"; }
 
 say "alice's pin removed by hand, then systemctl restart nsd"
 has_pin 1001 || fail "alice's pin before: $(pins_list)"
 nsenter --mount=/run/nsd/pins sh -c 'umount /run/nsd/1001 && rm /run/nsd/1001' ||
         fail "cannot remove alice's pin"
 ! has_pin 1001 || fail "alice's pin not removed: $(pins_list)"
-pid=$(main_pid)
+pid=$(nsd_main_pid)
 systemctl restart nsd.service
-vm_wait_for 30 nsd_active_new "$pid"
-( vm_wait_for 10 sessions_are 1 ) || { journal_dump; fail "after the restart: sessions $(alice_sessions)"; }
-assert_alice_kept "pin removed, systemctl restart"
-assert_contains "$(journal)" "Pinned the namespace of uid 1001 (mnt:[$ns_before]) again" \
+vm_wait_for 30 nsd_restarted "$pid"
+( vm_wait_for 10 sessions_are 1 ) || { nsd_journal_dump; fail "after the restart: sessions $(nsd_sessions_of alice)"; }
+nsd_assert_kept alice "$ns_before" "pin removed, systemctl restart"
+assert_contains "$(nsd_journal)" "Pinned the namespace of uid 1001 (mnt:[$ns_before]) again" \
         "nsd pinned alice's namespace again from the fd store"
 has_pin 1001 || fail "alice's pin is not back: $(pins_list)"
 
 say "systemctl kill -s KILL nsd: systemd restarts it, the session is still counted"
-pid=$(main_pid)
+pid=$(nsd_main_pid)
 systemctl kill -s KILL nsd.service
-vm_wait_for 30 nsd_active_new "$pid"
-( vm_wait_for 10 sessions_are 1 ) || { journal_dump; fail "after SIGKILL: sessions $(alice_sessions)"; }
-assert_alice_kept "after SIGKILL"
+vm_wait_for 30 nsd_restarted "$pid"
+( vm_wait_for 10 sessions_are 1 ) || { nsd_journal_dump; fail "after SIGKILL: sessions $(nsd_sessions_of alice)"; }
+nsd_assert_kept alice "$ns_before" "after SIGKILL"
 
 say "the watchdog: SIGSTOP, systemd aborts and restarts nsd"
-mkdir -p "$units/nsd.service.d"
-printf '[Service]\nWatchdogSec=3s\nTimeoutAbortSec=5s\n' > "$units/nsd.service.d/watchdog.conf"
-systemctl daemon-reload
-systemctl restart nsd.service
-vm_wait_for 30 nsd_active_new 0
-pid=$(main_pid)
-kill -STOP "$pid"
-vm_wait_for 40 nsd_active_new "$pid"
-assert_contains "$(journal)" "Failed with result 'watchdog'" "systemd's watchdog message"
-( vm_wait_for 10 sessions_are 1 ) || { journal_dump; fail "after the watchdog: sessions $(alice_sessions)"; }
+nsd_watchdog_restart
+( vm_wait_for 10 sessions_are 1 ) || { nsd_journal_dump; fail "after the watchdog: sessions $(nsd_sessions_of alice)"; }
 
 say "alice logs out of the login held open since before the restarts"
 # the remote command ends, so sshd closes the PAM session (its pam_nsjoin's SESSION_CLOSE)
 kill "$(cat /home/alice/held.pid)"
 wait "$held" 2> /dev/null || true
-( vm_wait_for 30 sessions_are 0 ) || { journal_dump; fail "after the logout: sessions $(alice_sessions)"; }
-out=$(journal)
+( vm_wait_for 30 sessions_are 0 ) || { nsd_journal_dump; fail "after the logout: sessions $(nsd_sessions_of alice)"; }
+out=$(nsd_journal)
 assert_contains "$out" "Restored 1 sessions" "nsd restored the session at start"
 # pam_nsjoin's close found the session opened three nsd processes ago (before, it was
 # unknown: the pidfd ended it "without close" at best)

@@ -11,29 +11,12 @@ set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
 
-[ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
+vm_needs_systemd
 
-units=/etc/systemd/system
-main_pid() { systemctl show -p MainPID --value nsd.service; }
-journal_dump() { journalctl -u nsd.service --no-pager -n 60 >&2 || true; }
-nsd_active_new() { # nsd_active_new OLDPID: active again with another main pid
-        [ "$(systemctl is-active nsd.service)" = active ] && [ "$(main_pid)" != 0 ] &&
-                [ "$(main_pid)" != "$1" ]
-}
-assert_alice_kept() { # assert_alice_kept WHAT
-        local out
-        out=$("$NSCTL" list --raw --noheadings -o USER,NS) || { journal_dump; fail "$1: nsctl list"; }
-        assert_contains "$out" "alice $ns_before" "$1: nsctl list"
-        out=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt; cat ~/mnt/file') ||
-                { journal_dump; fail "$1: alice cannot log in: $out"; }
-        assert_eq "$ns_before
-secret of alice" "$out" "$1: alice's next login"
-}
 
 say "the built units, with ExecStart= pointing at the build"
-nsd_install_units
+nsd_units_start
 assert_eq "755 root" "$(stat -c '%a %U' /run/nsd)" "/run/nsd from tmpfiles.d"
-systemctl start nsd.socket nsd-root.socket
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket"
 assert_eq active "$(systemctl is-active nsd-root.socket)" "nsd-root.socket"
 assert_eq inactive "$(systemctl is-active nsd.service || true)" "nsd.service before any login"
@@ -45,10 +28,10 @@ assert_eq "600 socket" "$(stat -c '%a %F' /run/nsd/root.socket | sed 's/^600 .*s
 say "alice's first login activates nsd through the socket"
 nsd_user alice 1001
 vm_start_sshd --pam-session "$(nsd_pam_line required)"
-out=$(fuse_mount_as alice) || { journal_dump; fail "alice could not mount: $out"; }
+out=$(fuse_mount_as alice) || { nsd_journal_dump; fail "alice could not mount: $out"; }
 assert_eq "secret of alice" "$out" "alice's FUSE mount"
 assert_eq active "$(systemctl is-active nsd.service)" "nsd.service after the login"
-assert_eq "$(stat -L -c %i /proc/1/ns/mnt)" "$(stat -L -c %i "/proc/$(main_pid)/ns/mnt")" \
+assert_eq "$(stat -L -c %i /proc/1/ns/mnt)" "$(stat -L -c %i "/proc/$(nsd_main_pid)/ns/mnt")" \
         "nsd's mount namespace (must be the initial one)"
 ns_before=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt')
 assert_ne "$(stat -L -c %i /proc/1/ns/mnt)" "$ns_before" "alice's namespace"
@@ -78,32 +61,20 @@ say "systemctl restart nsd"
 # nsd.service's LimitNOFILE=: a soft limit of 1024 would keep nsd from starting once the fd
 # store passes 1021 descriptors back (bench/start)
 assert_eq 524288 "$(systemctl show -p LimitNOFILESoft --value nsd.service)" "LimitNOFILESoft"
-pid=$(main_pid)
+pid=$(nsd_main_pid)
 systemctl restart nsd.service
-vm_wait_for 30 nsd_active_new "$pid"
-assert_alice_kept "after systemctl restart"
+vm_wait_for 30 nsd_restarted "$pid"
+nsd_assert_kept alice "$ns_before" "after systemctl restart"
 
 say "systemctl kill -s KILL nsd: systemd restarts it (Restart=on-failure)"
-pid=$(main_pid)
+pid=$(nsd_main_pid)
 systemctl kill -s KILL nsd.service
-vm_wait_for 30 nsd_active_new "$pid"
+vm_wait_for 30 nsd_restarted "$pid"
 assert_ne 0 "$(systemctl show -p NRestarts --value nsd.service)" "NRestarts"
-assert_alice_kept "after SIGKILL"
+nsd_assert_kept alice "$ns_before" "after SIGKILL"
 
 say "the watchdog: SIGSTOP, systemd aborts and restarts nsd"
-mkdir -p "$units/nsd.service.d"
-printf '[Service]\nWatchdogSec=3s\nTimeoutAbortSec=5s\n' > "$units/nsd.service.d/watchdog.conf"
-systemctl daemon-reload
-systemctl restart nsd.service
-pid=$(main_pid)
-vm_wait_for 30 nsd_active_new 0
-assert_eq 3000000 "$(systemctl show -p WatchdogUSec --value nsd.service | sed 's/^3s$/3000000/')" \
-        "WatchdogUSec"
-kill -STOP "$pid"
-vm_wait_for 40 nsd_active_new "$pid"
-journalctl --sync
+nsd_watchdog_restart
 journalctl -u nsd.service --no-pager -n 12 -o short-monotonic | grep -i -e watchdog -e adopted
-assert_contains "$(journalctl -u nsd.service --no-pager -o cat)" "Failed with result 'watchdog'" \
-        "systemd's watchdog message"
-assert_alice_kept "after the watchdog restart"
+nsd_assert_kept alice "$ns_before" "after the watchdog restart"
 say "ok"

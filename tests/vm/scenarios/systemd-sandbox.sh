@@ -10,13 +10,10 @@ set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
 
-[ "${NSD_VM_INIT:-}" = systemd ] || skip "needs systemd as PID 1: tests/vm/run --init systemd"
-
-journal_dump() { journalctl -u nsd.service --no-pager -n 60 >&2 || true; }
+vm_needs_systemd
 
 say "nsd from the built units"
-nsd_install_units
-systemctl start nsd.socket nsd-root.socket
+nsd_units_start
 
 nsd_user alice 1001
 nsd_user bob 1002
@@ -29,8 +26,8 @@ chown alice:alice /var/lib/sbx-ro/file
 vm_on_exit "rm -rf /var/lib/sbx-ro"
 
 say "alice's and bob's namespaces exist (root's nsctl enter creates them)"
-"$NSCTL" enter alice -- true || { journal_dump; fail "root's nsctl enter alice"; }
-"$NSCTL" enter bob -- true || { journal_dump; fail "root's nsctl enter bob"; }
+"$NSCTL" enter alice -- true || { nsd_journal_dump; fail "root's nsctl enter alice"; }
+"$NSCTL" enter bob -- true || { nsd_journal_dump; fail "root's nsctl enter bob"; }
 out=$("$NSCTL" list --raw --noheadings -o USER)
 assert_contains "$out" alice "nsctl list"
 assert_contains "$out" bob "nsctl list"
