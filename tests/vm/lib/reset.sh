@@ -32,8 +32,14 @@ systemd=
 
 # ---- nsd and the services scenarios start ----------------------------------------------------
 [ -n "$systemd" ] && systemctl stop nsd.service nsd.socket nsd-root.socket cron.service 2> /dev/null
+# nsd, and what scenarios start as root and leave to their exit traps (sshd of vm_start_sshd,
+# the syslog sink of lib/nsd.sh): gone, whatever those traps managed
 pkill -KILL -x nsd 2> /dev/null
-wait_until 30 sh -c '! pgrep -x nsd' || problem "nsd still runs: $(pgrep -a -x nsd)"
+pkill -KILL -x sshd 2> /dev/null
+pkill -KILL -f '^busybox syslogd' 2> /dev/null
+wait_until 30 sh -c '! pgrep -x nsd && ! pgrep -x sshd' ||
+    problem "nsd or sshd still runs: $(pgrep -a -x nsd; pgrep -a -x sshd)"
+rm -f /dev/log
 
 # ---- users ------------------------------------------------------------------------------------
 for user in $(awk -F: '$3 >= 1000 && $3 != 65534 { print $1 }' /etc/passwd); do
