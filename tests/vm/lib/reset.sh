@@ -39,7 +39,7 @@ pkill -KILL -x sshd 2> /dev/null
 pkill -KILL -f '^busybox syslogd' 2> /dev/null
 wait_until 30 sh -c '! pgrep -x nsd && ! pgrep -x sshd' ||
     problem "nsd or sshd still runs: $(pgrep -a -x nsd; pgrep -a -x sshd)"
-rm -f /dev/log
+[ -n "$systemd" ] || rm -f /dev/log # busybox syslogd's (under systemd: journald's, kept)
 
 # ---- users ------------------------------------------------------------------------------------
 for user in $(awk -F: '$3 >= 1000 && $3 != 65534 { print $1 }' /etc/passwd); do
