@@ -79,8 +79,10 @@ fi
 awk '$5 == "/run/nsd" || index($5, "/run/nsd/") == 1 { print $5 }' /proc/self/mountinfo | sort -r |
     while IFS= read -r m; do umount -l "$m" 2> /dev/null; done
 rm -rf /run/nsd /etc/nsd /etc/tmpfiles.d/nsd.conf /usr/share/pam-configs/nsjoin \
-    /etc/systemd/system/nsd.service /etc/systemd/system/nsd.socket \
-    /etc/systemd/system/nsd-root.socket /etc/systemd/system/nsd.service.d
+    /etc/systemd/system/nsd.service.d
+# the built units and what `systemctl enable` linked to them (sockets.target.wants/...)
+find /etc/systemd/system \( -name nsd.service -o -name nsd.socket -o -name nsd-root.socket \) \
+    -delete 2> /dev/null
 left=$(awk '$5 == "/run/nsd" || index($5, "/run/nsd/") == 1 { print $5 }' /proc/self/mountinfo)
 [ -z "$left" ] || problem "mounts under /run/nsd left: $left"
 
