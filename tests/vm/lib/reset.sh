@@ -14,15 +14,15 @@ host=/run/nsd-vm/host
 bad=0
 say() { echo "reset: $*"; }
 problem() { echo "reset: $*" >&2; bad=1; }
-# until CMD succeeds, for at most SECONDS (conditions, not time: 0.1 s between looks)
+# until CMD succeeds, for at most SECONDS of wall-clock time (0.1 s between looks)
 wait_until() {
-    local secs=$1 i
+    local end=$((SECONDS + $1))
     shift
-    for ((i = 0; i < secs * 10; i++)); do
+    while :; do
         "$@" > /dev/null 2>&1 && return 0
+        [ "$SECONDS" -lt "$end" ] || return 1
         sleep 0.1
     done
-    return 1
 }
 no_process_of() { ! pgrep -U "$1" > /dev/null; }
 

@@ -69,15 +69,17 @@ assert_status() {
 }
 
 # vm_poll SECONDS CMD...: poll CMD (output dropped) every 0.1 s until it succeeds; status 1
-# after SECONDS. For helpers that fail their own way (lib/nsd.sh's nsd_wait_for).
+# after SECONDS. For helpers that fail their own way (lib/nsd.sh's nsd_wait_for). The deadline
+# is wall-clock time, however long each look takes (under TCG on a busy host, a systemctl call
+# can take a second: counting looks made a 90 s wait last many minutes).
 vm_poll() {
-    local secs=$1 i
+    local end=$((SECONDS + $1))
     shift
-    for ((i = 0; i < secs * 10; i++)); do
+    while :; do
         "$@" > /dev/null 2>&1 && return 0
+        [ "$SECONDS" -lt "$end" ] || return 1
         sleep 0.1
     done
-    return 1
 }
 
 # vm_wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; fail after SECONDS.
