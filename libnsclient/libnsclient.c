@@ -297,6 +297,22 @@ static int conn_wait(nsc_conn *c, short events) {
         }
 }
 
+/* A send or receive on c failed with r: 0 to try again (EINTR; EAGAIN once the socket is
+ * ready for events, within the call's deadline), else the error, a lost connection as
+ * -ECONNRESET. */
+static int conn_io_retry(nsc_conn *c, int r, short events) {
+        if (r == -EINTR)
+                return 0;
+        if (r == -EAGAIN) {
+                r = conn_wait(c, events);
+                if (r >= 0)
+                        return 0;
+        }
+        if (r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED || r == -ENOTCONN)
+                return -ECONNRESET;
+        return r;
+}
+
 /* Start a call: new sequence number, forget the last error message, send the request (and
  * pass_fd by SCM_RIGHTS when >= 0). The caller holds the lock. */
 static int conn_send_request(nsc_conn *c, struct nsd_msg_header *req, int pass_fd) {
@@ -318,19 +334,10 @@ static int conn_send_request(nsc_conn *c, struct nsd_msg_header *req, int pass_f
                                   MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n >= 0)
                         break;
-                r = (int) n;
-                if (r == -EINTR)
-                        continue;
-                if (r == -EAGAIN) {
-                        /* nsd's receive queue is full: wait for room */
-                        r = conn_wait(c, POLLOUT);
-                        if (r >= 0)
-                                continue;
-                }
-                if (r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED || r == -ENOTCONN)
-                        r = -ECONNRESET;
-                c->broken = r;
-                return r;
+                /* EAGAIN: nsd's receive queue is full, wait for room */
+                r = conn_io_retry(c, (int) n, POLLOUT);
+                if (r < 0)
+                        return c->broken = r;
         }
         if ((size_t) n != req->length) /* cannot happen with SOCK_SEQPACKET */
                 return c->broken = -EIO;
@@ -373,17 +380,9 @@ static int conn_recv_raw(nsc_conn *c, size_t *ret_size, struct reply_fds *ret_fd
                 n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
                 if (n >= 0)
                         break;
-                r = NEG_ERRNO();
-                if (r == -EINTR)
-                        continue;
-                if (r == -EAGAIN) {
-                        r = conn_wait(c, POLLIN);
-                        if (r >= 0)
-                                continue;
-                }
-                if (r == -ECONNRESET || r == -EPIPE || r == -ENOTCONN)
-                        r = -ECONNRESET;
-                return r;
+                r = conn_io_retry(c, NEG_ERRNO(), POLLIN);
+                if (r < 0)
+                        return r;
         }
 
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {

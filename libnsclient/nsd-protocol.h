@@ -13,7 +13,7 @@
  * Identity: nsd takes the caller's uid and pid from SO_PEERCRED, never from a message. A uid
  * inside a request names the namespace asked for; only root may name another user's.
  *
- * Who gets what (the policy; nsd/requests.c enforces it, nsd(8) and SECURITY.md explain it).
+ * Who gets what (the policy; nsd/api/requests.c enforces it, nsd(8) and SECURITY.md explain it).
  * Root gets everything. A caller that is not root:
  *   - JOIN, JOIN_SESSION (descriptors): only when the process that connected is the one
  *     that sent the request (SCM_CREDENTIALS) and its mount namespace and root directory
@@ -57,11 +57,33 @@
  */
 #pragma once
 
+#include <inttypes.h>
 #include <stdint.h>
 
 #define NSD_SOCKET_PATH_DEFAULT "/run/nsd/socket"
 /* 1.2: root's own door, mode 0600; pam_nsjoin (which runs as root) uses it */
 #define NSD_ROOT_SOCKET_PATH_DEFAULT "/run/nsd/root.socket"
+
+/*
+ * Where nsd records, without any request, which mount namespaces it made, so that a PAM
+ * session of root (or of a user nsd does not manage) opened inside one of them can leave it
+ * for the initial namespace without asking nsd (pam_nsjoin(8), "Crossing users"). A folder
+ * of nsd's run directory (default /run/nsd), owned by root, not group- or world-writable,
+ * holding one empty regular file per live namespace under each of two names:
+ *   NSD_MADE_NS_FMT    the namespace's nsfs inode (stat(/proc/PID/ns/mnt).st_ino), for a
+ *                      process in it (mode setns);
+ *   NSD_MADE_ROOT_FMT  the mount id (statx STATX_MNT_ID) of the namespace's root mount, for
+ *                      a process chrooted into it from the initial namespace (mode chroot).
+ * nsd writes both before it first hands the namespace out (or when it adopts it again after
+ * a restart), removes them before the namespace can go away (release), and at start removes
+ * those of namespaces it no longer keeps, so a name never outlives its namespace (inode
+ * numbers and mount ids are reused). Not part of the wire protocol; since nsd 0.3.
+ */
+#define NSD_MADE_DIR_NAME "made"
+#define NSD_MADE_DIR_DEFAULT "/run/nsd/" NSD_MADE_DIR_NAME
+#define NSD_MADE_NS_FMT "mnt-%" PRIu64
+#define NSD_MADE_ROOT_FMT "root-%" PRIu64
+#define NSD_MADE_NAME_MAX 32 /* with the NUL */
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
@@ -378,63 +400,51 @@ static inline void nsd_msg_init(struct nsd_msg_header *h, uint16_t type, uint32_
         h->seq = seq;
 }
 
-/* The exact size of a request of this type, or 0 for a type that is not a request. */
-static inline size_t nsd_request_size(uint16_t type) {
-        switch (type) {
-        case NSD_REQ_JOIN:
-                return sizeof(struct nsd_req_join);
-        case NSD_REQ_SESSION_OPEN:
-                return sizeof(struct nsd_req_session_open);
-        case NSD_REQ_SESSION_CLOSE:
-                return sizeof(struct nsd_req_session_close);
-        case NSD_REQ_STATUS:
-                return sizeof(struct nsd_req_status);
-        case NSD_REQ_LIST:
-                return sizeof(struct nsd_req_list);
-        case NSD_REQ_SHOW:
-                return sizeof(struct nsd_req_show);
-        case NSD_REQ_RELEASE:
-                return sizeof(struct nsd_req_release);
-        case NSD_REQ_HIDE:
-                return sizeof(struct nsd_req_hide);
-        case NSD_REQ_JOIN_SESSION:
-                return sizeof(struct nsd_req_join_session);
-        default:
-                return 0;
-        }
+/* The size of a message of this type: exact for fixed messages; for NSD_REP_SHOW_DATA the
+ * smallest (header + 1 byte). 0 for a type the protocol does not have. */
+static inline size_t nsd_msg_size(uint16_t type) {
+        static const struct {
+                uint16_t type;
+                size_t size;
+        } sizes[] = {
+                { NSD_REQ_JOIN, sizeof(struct nsd_req_join) },
+                { NSD_REQ_SESSION_OPEN, sizeof(struct nsd_req_session_open) },
+                { NSD_REQ_SESSION_CLOSE, sizeof(struct nsd_req_session_close) },
+                { NSD_REQ_STATUS, sizeof(struct nsd_req_status) },
+                { NSD_REQ_LIST, sizeof(struct nsd_req_list) },
+                { NSD_REQ_SHOW, sizeof(struct nsd_req_show) },
+                { NSD_REQ_RELEASE, sizeof(struct nsd_req_release) },
+                { NSD_REQ_HIDE, sizeof(struct nsd_req_hide) },
+                { NSD_REQ_JOIN_SESSION, sizeof(struct nsd_req_join_session) },
+                { NSD_REP_JOIN, sizeof(struct nsd_rep_join) },
+                { NSD_REP_SESSION_OPEN, sizeof(struct nsd_rep_session_open) },
+                { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
+                { NSD_REP_STATUS, sizeof(struct nsd_rep_status) },
+                { NSD_REP_LIST_ENTRY, sizeof(struct nsd_rep_list_entry) },
+                { NSD_REP_LIST_END, sizeof(struct nsd_rep_list_end) },
+                { NSD_REP_SHOW_DATA, sizeof(struct nsd_msg_header) + 1 },
+                { NSD_REP_SHOW_END, sizeof(struct nsd_msg_header) },
+                { NSD_REP_RELEASE, sizeof(struct nsd_msg_header) },
+                { NSD_REP_HIDE, sizeof(struct nsd_msg_header) },
+                { NSD_REP_JOIN_SESSION, sizeof(struct nsd_rep_join_session) },
+                { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
+        };
+
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+                if (sizes[i].type == type)
+                        return sizes[i].size;
+        return 0;
 }
 
-/* The size of a reply of this type: exact for fixed replies; for NSD_REP_SHOW_DATA the
- * smallest (header + 1 byte). 0 for a type that is not a reply. */
+/* The exact size of a request of this type, or 0 for a type that is not a request. */
+static inline size_t nsd_request_size(uint16_t type) {
+        return type & NSD_REPLY_BIT ? 0 : nsd_msg_size(type);
+}
+
+/* The size of a reply of this type (as nsd_msg_size()), or 0 for a type that is not a
+ * reply. */
 static inline size_t nsd_reply_size(uint16_t type) {
-        switch (type) {
-        case NSD_REP_JOIN:
-                return sizeof(struct nsd_rep_join);
-        case NSD_REP_SESSION_OPEN:
-                return sizeof(struct nsd_rep_session_open);
-        case NSD_REP_SESSION_CLOSE:
-                return sizeof(struct nsd_rep_session_close);
-        case NSD_REP_STATUS:
-                return sizeof(struct nsd_rep_status);
-        case NSD_REP_LIST_ENTRY:
-                return sizeof(struct nsd_rep_list_entry);
-        case NSD_REP_LIST_END:
-                return sizeof(struct nsd_rep_list_end);
-        case NSD_REP_SHOW_DATA:
-                return sizeof(struct nsd_msg_header) + 1;
-        case NSD_REP_SHOW_END:
-                return sizeof(struct nsd_msg_header);
-        case NSD_REP_RELEASE:
-                return sizeof(struct nsd_msg_header);
-        case NSD_REP_HIDE:
-                return sizeof(struct nsd_msg_header);
-        case NSD_REP_JOIN_SESSION:
-                return sizeof(struct nsd_rep_join_session);
-        case NSD_REP_ERROR:
-                return sizeof(struct nsd_rep_error);
-        default:
-                return 0;
-        }
+        return type & NSD_REPLY_BIT ? nsd_msg_size(type) : 0;
 }
 
 /* Is a NUL inside the field? */

@@ -20,6 +20,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/*
+ * The version of nsctl's JSON: the member "schema_version", first in every --json output.
+ * nsctl.schema.json describes each output of this version; nsctl(1), JSON OUTPUT, has the
+ * rules: members and values are only ever added, each release that adds one adds 1 here (and
+ * to the schema's "const"), nothing is removed, renamed or changes type or meaning.
+ *   1  nsctl 0.2: status, list and show as nsctl 0.1 wrote them, plus "schema_version"
+ */
+#define NSCTL_JSON_SCHEMA_VERSION 1
+
 #define JSON_DEPTH_MAX 8
 
 struct json_writer {

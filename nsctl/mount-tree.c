@@ -227,12 +227,10 @@ int mount_tree_print(const char *text, size_t len, const size_t *ids, size_t n_i
         tb = table_new("filesystems", mount_columns, ids, n_ids, opts);
         if (!tb)
                 return -ENOMEM;
-        scols_table_set_stream(tb, out);
 
         r = fill_table(mt, tb, ids, n_ids, opts, tree);
         if (r < 0)
                 return r;
         /* 0 even when writing to out fails: that is for the caller to see (close_stdout) */
-        r = scols_print_table(tb);
-        return r < 0 ? r : 0;
+        return table_print(tb, opts, out);
 }

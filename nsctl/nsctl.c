@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h"
+#include "import-namespace-conf.h"
 #include "json.h"
 #include "mount-tree.h"
 #include "nsclient.h"
@@ -31,12 +32,16 @@
 #define EXIT_EXEC_FAILED 126
 #define EXIT_EXEC_ENOENT 127
 
-/* options that every command accepts */
+/* the values of options without a short form */
 enum {
         ARG_SOCKET = 0x100,
         ARG_MODE,
         ARG_UNHIDE,
+        ARG_OUTPUT_ALL,
 };
+
+/* parse_args(): the command goes on (any other value is nsctl's exit status) */
+#define GO_ON (-1)
 
 static const char *arg_socket = NULL;
 
@@ -148,6 +153,45 @@ static void user_name(uid_t uid, char *buf, size_t size) {
                 snprintf(buf, size, "%u", (unsigned) uid);
 }
 
+/* ---- what a command was asked, and what nsd answered ------------------------------------ */
+
+struct args {
+        /* options */
+        struct table_options table; /* -J, -r, -n */
+        bool tree;                  /* show: not --list */
+        size_t ids[COLUMNS_MAX];    /* -o, or the command's default columns */
+        size_t n_ids;
+        bool force;        /* release --force */
+        bool mode_chroot;  /* enter --mode chroot */
+        const char *owner; /* hide --user */
+        bool unhide;       /* hide --unhide */
+        /* operands */
+        const char *user; /* <user> as given */
+        uid_t uid;
+        const char *path; /* hide <path>, made absolute */
+        char *abs_path;
+        char **cmd;          /* enter: the command */
+        char *shell_argv[2]; /* enter: $SHELL when no command is given */
+        char owner_name[64]; /* hide: the owner's name, for messages */
+        /* nsd's answer */
+        struct nsc_status status;
+        struct nsc_ns_info *entries;
+        size_t n_entries;
+        char *text;
+        size_t len;
+        struct nsc_join_result join;
+};
+
+static void args_done(struct args *a) {
+        free(a->abs_path);
+        free(a->entries);
+        free(a->text);
+        if (a->join.root_fd >= 0)
+                close(a->join.root_fd);
+        if (a->join.ns_fd >= 0)
+                close(a->join.ns_fd);
+}
+
 /* ---- status ---------------------------------------------------------------------------- */
 
 static const struct feature_info {
@@ -227,6 +271,7 @@ static void status_print_json(const struct nsc_status *st, const char *version) 
         snprintf(protocol, sizeof(protocol), "%u.%u", st->proto_major, st->proto_minor);
 
         json_open(&w, stdout);
+        json_uint(&w, "schema_version", NSCTL_JSON_SCHEMA_VERSION);
         json_object_open(&w, "status");
         json_string(&w, "version", version);
         json_uint(&w, "pid", (uint64_t) st->pid);
@@ -252,62 +297,22 @@ static void status_print_json(const struct nsc_status *st, const char *version) 
         json_close(&w);
 }
 
-static int help_status(void) {
-        printf("Usage:\n"
-               " nsctl status [options]\n"
-               "\n"
-               "Show nsd's version, pid, uptime, protocol version, the kernel features it\n"
-               "found, the numbers of namespaces, sessions and connections, and its limits.\n"
-               "\n"
-               "Options:\n"
-               " -J, --json           use JSON output format\n" USAGE_COMMON_OPTIONS("")
-                       USAGE_MAN_TAIL);
-        return EXIT_SUCCESS;
+static int status_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_status(conn, &a->status);
+
+        return r < 0 ? fail(conn, r, "get status from nsd") : 0;
 }
 
-static int verb_status(int argc, char **argv) {
-        static const struct option options[] = { { "json", no_argument, NULL, 'J' },
-                                                 { "socket", required_argument, NULL, ARG_SOCKET },
-                                                 { "help", no_argument, NULL, 'h' },
-                                                 {} };
-        struct nsc_status st = {};
-        char version[sizeof(st.version) + 1];
-        bool json = false;
-        int c, r;
+static int status_print(struct args *a) {
+        const struct nsc_status *st = &a->status;
+        char version[sizeof(st->version) + 1];
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, ":Jh", options, NULL)) >= 0) {
-                switch (c) {
-                case 'J':
-                        json = true;
-                        break;
-                case ARG_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case 'h':
-                        return help_status();
-                default:
-                        return option_error(c, argv);
-                }
-        }
-        if ((r = no_more_args("status", argc, argv, optind)))
-                return r;
-        {
-                _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
-
-                if ((r = connect_nsd(&conn)))
-                        return r;
-                r = nsc_status(conn, &st);
-                if (r < 0)
-                        return fail(conn, r, "get status from nsd");
-        } /* closed before printing: a slow reader of stdout holds none of nsd's connections */
-
-        snprintf(version, sizeof(version), "%.*s", (int) strnlen(st.version, sizeof(st.version)),
-                 st.version);
-        if (json)
-                status_print_json(&st, version);
+        snprintf(version, sizeof(version), "%.*s", (int) strnlen(st->version, sizeof(st->version)),
+                 st->version);
+        if (a->table.json)
+                status_print_json(st, version);
         else
-                status_print_human(&st, version);
+                status_print_human(st, version);
         return EXIT_SUCCESS;
 }
 
@@ -342,25 +347,6 @@ static const struct column_info list_columns[_LIST_COL_MAX] = {
         [LIST_COL_NS] = { "NS", 10, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
                           "inode number of the namespace (as lsns)" },
 };
-
-static int help_list(void) {
-        printf("Usage:\n"
-               " nsctl list [options]\n"
-               "\n"
-               "List the per-user mount namespaces that nsd keeps (without privilege: only\n"
-               "your own).\n"
-               "\n"
-               "Options:\n"
-               " -J, --json              use JSON output format\n"
-               " -r, --raw               use raw output format\n"
-               " -n, --noheadings        don't print headings\n"
-               " -o, --output <list>     output columns (comma separated)\n" USAGE_COMMON_OPTIONS(
-                       "   ") "\n"
-                              "Available output columns:\n");
-        columns_help(stdout, list_columns, _LIST_COL_MAX);
-        fputs(USAGE_MAN_TAIL, stdout);
-        return EXIT_SUCCESS;
-}
 
 static int cmp_ns_info(const void *a, const void *b) {
         const struct nsc_ns_info *x = a, *y = b;
@@ -430,20 +416,34 @@ static int list_print(const struct nsc_ns_info *entries, size_t n, const size_t 
                 }
         }
         /* 0 even when writing fails: close_stdout() sees that */
-        r = scols_print_table(tb);
-        return r < 0 ? r : 0;
+        return table_print(tb, opts, stdout);
 }
 
-/* -J and -r of list and show, as lsns and findmnt refuse them together */
-static const excl_group_t table_excl[] = {
-        { 'J', 'r' },
-};
+static int list_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_list(conn, &a->entries, &a->n_entries);
 
+        return r < 0 ? fail(conn, r, "list namespaces") : 0;
+}
+
+static int list_finish(struct args *a) {
+        int r;
+
+        if (a->n_entries > 1)
+                qsort(a->entries, a->n_entries, sizeof(a->entries[0]), cmp_ns_info);
+        r = list_print(a->entries, a->n_entries, a->ids, a->n_ids, &a->table);
+        if (r < 0)
+                return fail(NULL, r, "print the list");
+        return EXIT_SUCCESS;
+}
+
+/* -o's list: the columns instead of those in ids, or with "+<list>" after them, as lsns */
 static int parse_columns_arg(const char *arg, const struct column_info *infos, size_t n_infos,
-                             size_t *ids, size_t *ret_n) {
+                             size_t *ids, size_t *n_ids) {
+        bool add = arg[0] == '+';
+        size_t more[COLUMNS_MAX], n_more = 0, bad_len = 0;
         const char *bad = NULL;
-        size_t bad_len = 0;
-        int r = columns_parse(arg, infos, n_infos, ids, COLUMNS_MAX, ret_n, &bad, &bad_len);
+        int r = columns_parse(arg + add, infos, n_infos, more, COLUMNS_MAX - (add ? *n_ids : 0),
+                              &n_more, &bad, &bad_len);
 
         if (r == -E2BIG)
                 return usage_error("too many columns in '%s'", arg);
@@ -452,197 +452,38 @@ static int parse_columns_arg(const char *arg, const struct column_info *infos, s
                         return usage_error("no columns in '%s'", arg);
                 return usage_error("unknown column: %.*s", (int) bad_len, bad);
         }
+        if (!add)
+                *n_ids = 0;
+        memcpy(ids + *n_ids, more, n_more * sizeof(more[0]));
+        *n_ids += n_more;
         return 0;
-}
-
-static int verb_list(int argc, char **argv) {
-        static const struct option options[] = { { "json", no_argument, NULL, 'J' },
-                                                 { "raw", no_argument, NULL, 'r' },
-                                                 { "noheadings", no_argument, NULL, 'n' },
-                                                 { "output", required_argument, NULL, 'o' },
-                                                 { "socket", required_argument, NULL, ARG_SOCKET },
-                                                 { "help", no_argument, NULL, 'h' },
-                                                 {} };
-        struct table_options opts = {};
-        size_t ids[COLUMNS_MAX], n_ids = 0;
-        _cleanup_free_ struct nsc_ns_info *entries = NULL;
-        int excl_status[ELEMENTSOF(table_excl)] = {};
-        size_t n = 0;
-        int c, r;
-
-        for (size_t i = 0; i < _LIST_COL_MAX; i++)
-                ids[n_ids++] = i;
-
-        optind = 0;
-        while ((c = getopt_long(argc, argv, ":Jrno:h", options, NULL)) >= 0) {
-                r = exclusive_options(c, options, table_excl, ELEMENTSOF(table_excl), excl_status);
-                if (r)
-                        return r;
-                switch (c) {
-                case 'J':
-                        opts.json = true;
-                        break;
-                case 'r':
-                        opts.raw = true;
-                        break;
-                case 'n':
-                        opts.noheadings = true;
-                        break;
-                case 'o':
-                        if ((r = parse_columns_arg(optarg, list_columns, _LIST_COL_MAX, ids,
-                                                   &n_ids)))
-                                return r;
-                        break;
-                case ARG_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case 'h':
-                        return help_list();
-                default:
-                        return option_error(c, argv);
-                }
-        }
-        if ((r = no_more_args("list", argc, argv, optind)))
-                return r;
-        {
-                _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
-
-                if ((r = connect_nsd(&conn)))
-                        return r;
-                r = nsc_list(conn, &entries, &n);
-                if (r < 0)
-                        return fail(conn, r, "list namespaces");
-        } /* closed before printing, as in status */
-
-        if (n > 1)
-                qsort(entries, n, sizeof(entries[0]), cmp_ns_info);
-        r = list_print(entries, n, ids, n_ids, &opts);
-        if (r < 0)
-                return fail(NULL, r, "print the list");
-        return EXIT_SUCCESS;
 }
 
 /* ---- show ------------------------------------------------------------------------------ */
 
-static int help_show(void) {
-        printf("Usage:\n"
-               " nsctl show [options] <user>\n"
-               "\n"
-               "Show the mounts of a user's namespace as a tree, like findmnt(8), through nsd:\n"
-               "no need to be in it. <user> is a user name or a numeric uid; without\n"
-               "privilege, only your own.\n"
-               "\n"
-               "Options:\n"
-               " -J, --json              use JSON output format\n"
-               " -r, --raw               use raw output format (implies --list)\n"
-               " -l, --list              use list format output (no tree)\n"
-               " -n, --noheadings        don't print headings\n"
-               " -o, --output <list>     output columns (comma separated)\n" USAGE_COMMON_OPTIONS(
-                       "   ") "\n"
-                              "Available output columns:\n");
-        columns_help(stdout, mount_columns, _MOUNT_COL_MAX);
-        fputs(USAGE_MAN_TAIL, stdout);
-        return EXIT_SUCCESS;
+static int show_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_show(conn, a->uid, &a->text, &a->len);
+
+        return r < 0 ? fail(conn, r, "show %s", a->user) : 0;
 }
 
-static int verb_show(int argc, char **argv) {
-        static const struct option options[] = { { "json", no_argument, NULL, 'J' },
-                                                 { "raw", no_argument, NULL, 'r' },
-                                                 { "list", no_argument, NULL, 'l' },
-                                                 { "noheadings", no_argument, NULL, 'n' },
-                                                 { "output", required_argument, NULL, 'o' },
-                                                 { "socket", required_argument, NULL, ARG_SOCKET },
-                                                 { "help", no_argument, NULL, 'h' },
-                                                 {} };
-        struct table_options opts = {};
-        size_t ids[COLUMNS_MAX], n_ids = 0;
-        _cleanup_free_ char *text = NULL;
-        int excl_status[ELEMENTSOF(table_excl)] = {};
-        const char *user;
-        bool tree = true;
+static int show_print(struct args *a) {
         int bad_line = 0;
-        size_t len = 0;
-        uid_t uid;
-        int c, r;
+        int r = mount_tree_print(a->text, a->len, a->ids, a->n_ids, &a->table, a->tree, stdout,
+                                 &bad_line);
 
-        for (size_t i = 0; i < mount_columns_default_n; i++)
-                ids[n_ids++] = mount_columns_default[i];
-
-        optind = 0;
-        while ((c = getopt_long(argc, argv, ":Jrlno:h", options, NULL)) >= 0) {
-                r = exclusive_options(c, options, table_excl, ELEMENTSOF(table_excl), excl_status);
-                if (r)
-                        return r;
-                switch (c) {
-                case 'J':
-                        opts.json = true;
-                        break;
-                case 'r':
-                        opts.raw = true;
-                        break;
-                case 'l':
-                        tree = false;
-                        break;
-                case 'n':
-                        opts.noheadings = true;
-                        break;
-                case 'o':
-                        if ((r = parse_columns_arg(optarg, mount_columns, _MOUNT_COL_MAX, ids,
-                                                   &n_ids)))
-                                return r;
-                        break;
-                case ARG_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case 'h':
-                        return help_show();
-                default:
-                        return option_error(c, argv);
-                }
-        }
-        if ((r = user_arg("show", argc, argv, &uid)))
-                return r;
-        user = argv[optind];
-        if ((r = no_more_args("show", argc, argv, optind + 1)))
-                return r;
-        {
-                _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
-
-                if ((r = connect_nsd(&conn)))
-                        return r;
-                r = nsc_show(conn, uid, &text, &len);
-                if (r < 0)
-                        return fail(conn, r, "show %s", user);
-        } /* closed before printing, as in status */
-
-        r = mount_tree_print(text, len, ids, n_ids, &opts, tree, stdout, &bad_line);
         if (r == -EINVAL) {
                 fprintf(stderr,
                         "nsctl: cannot parse the mount table of %s: line %d is not mountinfo\n",
-                        user, bad_line);
+                        a->user, bad_line);
                 return EXIT_FAILURE;
         }
         if (r < 0)
-                return fail(NULL, r, "show %s", user);
+                return fail(NULL, r, "show %s", a->user);
         return EXIT_SUCCESS;
 }
 
 /* ---- enter ----------------------------------------------------------------------------- */
-
-static int help_enter(void) {
-        printf("Usage:\n"
-               " nsctl enter [options] <user> [--] [<command> [<argument>...]]\n"
-               "\n"
-               "Run a command in a user's mount namespace, as root (the administrator's\n"
-               "view). Without a command, run $SHELL (or /bin/sh). Root only, but for a\n"
-               "process already inside that namespace (then the command just runs); others\n"
-               "see their namespace's mounts with 'nsctl show <user>'.\n"
-               "\n"
-               "Options:\n"
-               "     --mode <mode>    how to enter: setns (default) or "
-               "chroot\n" USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL);
-        return EXIT_SUCCESS;
-}
 
 /* After EPERM from nsd or the kernel, for a caller without privilege: what it can do. */
 static void enter_refused_hint(uid_t uid, const char *user) {
@@ -665,123 +506,54 @@ static bool in_namespace(int ns_fd) {
                a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* Ask nsd for uid's namespace; 0 or EXIT_FAILURE after saying why. */
-static int join_namespace(uid_t uid, const char *user, struct nsc_join_result *ret) {
-        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
-        int r;
+/* nsd decides who gets the namespace's descriptors (root, or a process already in it) */
+static int enter_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_join(conn, a->uid, 0, &a->join);
 
-        if ((r = connect_nsd(&conn)))
-                return r;
-        r = nsc_join(conn, uid, 0, ret);
         if (r < 0) {
-                fail(conn, r, "enter the namespace of %s", user);
+                fail(conn, r, "enter the namespace of %s", a->user);
                 if (r == -EPERM && geteuid() != 0)
-                        enter_refused_hint(uid, user);
+                        enter_refused_hint(a->uid, a->user);
                 return EXIT_FAILURE;
         }
         return 0;
 }
 
-static int verb_enter(int argc, char **argv) {
-        static const struct option options[] = { { "mode", required_argument, NULL, ARG_MODE },
-                                                 { "socket", required_argument, NULL, ARG_SOCKET },
-                                                 { "help", no_argument, NULL, 'h' },
-                                                 {} };
-        struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
-        _cleanup_close_ int root_fd = -1, ns_fd = -1;
+static int enter_finish(struct args *a) {
         _cleanup_free_ char *cwd = NULL;
-        char *shell_argv[2] = {};
-        bool mode_chroot = false;
-        const char *user;
-        char **cmd;
-        uid_t uid;
-        int c, r;
+        int r;
 
-        optind = 0;
-        /* '+': the options end at <user>; what follows belongs to the command */
-        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) >= 0) {
-                switch (c) {
-                case ARG_MODE:
-                        if (strcmp(optarg, "setns") == 0)
-                                mode_chroot = false;
-                        else if (strcmp(optarg, "chroot") == 0)
-                                mode_chroot = true;
-                        else
-                                return usage_error("unknown mode '%s' (setns or chroot)", optarg);
-                        break;
-                case ARG_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case 'h':
-                        return help_enter();
-                default:
-                        return option_error(c, argv);
-                }
-        }
-        if ((r = user_arg("enter", argc, argv, &uid)))
-                return r;
-        user = argv[optind++];
-        if (optind < argc && strcmp(argv[optind], "--") == 0)
-                optind++;
-        if (optind < argc) {
-                cmd = argv + optind;
-        } else {
-                const char *shell = getenv("SHELL");
-
-                shell_argv[0] = (char *) (shell && *shell ? shell : "/bin/sh");
-                cmd = shell_argv;
-        }
-
-        /* nsd decides who gets the namespace's descriptors (root, or a process already in it) */
-        if ((r = join_namespace(uid, user, &j)))
-                return r;
-        root_fd = j.root_fd;
-        ns_fd = j.ns_fd;
-
-        if (geteuid() != 0 && in_namespace(ns_fd)) {
+        if (geteuid() != 0 && in_namespace(a->join.ns_fd)) {
                 /* already there (a login session of the user): nothing to enter, and entering
                  * anew would need privileges this process does not have */
         } else {
                 /* keep the working directory by name where the namespace has it, as a login */
                 cwd = getcwd(NULL, 0);
 
-                if (mode_chroot) {
+                if (a->mode_chroot) {
                         int used_setns = 0;
 
-                        r = nsc_enter_chroot(&j, &used_setns);
+                        r = nsc_enter_chroot(&a->join, &used_setns);
                 } else
-                        r = nsc_enter_setns(&j);
+                        r = nsc_enter_setns(&a->join);
                 if (r < 0) {
-                        fail(NULL, r, "enter the namespace of %s (mode %s)", user,
-                             mode_chroot ? "chroot" : "setns");
+                        fail(NULL, r, "enter the namespace of %s (mode %s)", a->user,
+                             a->mode_chroot ? "chroot" : "setns");
                         if (r == -EPERM && geteuid() != 0)
-                                enter_refused_hint(uid, user);
+                                enter_refused_hint(a->uid, a->user);
                         return EXIT_FAILURE;
                 }
                 if (!cwd || chdir(cwd) < 0)
                         (void) chdir("/");
         }
 
-        execvp(cmd[0], cmd);
+        execvp(a->cmd[0], a->cmd);
         r = errno;
-        fprintf(stderr, "nsctl: cannot execute %s: %s\n", cmd[0], strerror(r));
+        fprintf(stderr, "nsctl: cannot execute %s: %s\n", a->cmd[0], strerror(r));
         return r == ENOENT ? EXIT_EXEC_ENOENT : EXIT_EXEC_FAILED;
 }
 
 /* ---- release --------------------------------------------------------------------------- */
-
-static int help_release(void) {
-        printf("Usage:\n"
-               " nsctl release [options] <user>\n"
-               "\n"
-               "Unpin and forget a user's namespace. Its mounts go away with the last process\n"
-               "still inside it.\n"
-               "\n"
-               "Options:\n"
-               " -f, --force          release even while the user has live "
-               "sessions\n" USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL);
-        return EXIT_SUCCESS;
-}
 
 /* the number of live sessions nsd reports for uid, or -errno */
 static long live_sessions(nsc_conn *conn, uid_t uid) {
@@ -798,146 +570,399 @@ static long live_sessions(nsc_conn *conn, uid_t uid) {
         return -ENOENT;
 }
 
-static int verb_release(int argc, char **argv) {
-        static const struct option options[] = { { "force", no_argument, NULL, 'f' },
-                                                 { "socket", required_argument, NULL, ARG_SOCKET },
-                                                 { "help", no_argument, NULL, 'h' },
-                                                 {} };
-        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
-        bool force = false;
-        const char *user;
-        uid_t uid;
-        int c, r;
+static int release_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_release(conn, a->uid, a->force ? NSC_RELEASE_FORCE : 0);
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, ":fh", options, NULL)) >= 0) {
-                switch (c) {
-                case 'f':
-                        force = true;
-                        break;
-                case ARG_SOCKET:
-                        arg_socket = optarg;
-                        break;
-                case 'h':
-                        return help_release();
-                default:
-                        return option_error(c, argv);
-                }
-        }
-        if ((r = user_arg("release", argc, argv, &uid)))
-                return r;
-        user = argv[optind];
-        if ((r = no_more_args("release", argc, argv, optind + 1)))
-                return r;
-        if ((r = connect_nsd(&conn)))
-                return r;
-
-        r = nsc_release(conn, uid, force ? NSC_RELEASE_FORCE : 0);
-        if (r == -EBUSY && !force) {
-                long sessions = live_sessions(conn, uid);
+        if (r == -EBUSY && !a->force) {
+                long sessions = live_sessions(conn, a->uid);
 
                 if (sessions >= 0)
                         fprintf(stderr,
                                 "nsctl: cannot release %s: %ld live session%s (use --force)\n",
-                                user, sessions, sessions == 1 ? "" : "s");
+                                a->user, sessions, sessions == 1 ? "" : "s");
                 else
-                        fprintf(stderr, "nsctl: cannot release %s: %s (use --force)\n", user,
+                        fprintf(stderr, "nsctl: cannot release %s: %s (use --force)\n", a->user,
                                 strerror(EBUSY));
                 return EXIT_FAILURE;
         }
-        if (r < 0)
-                return fail(conn, r, "release %s", user);
-        return EXIT_SUCCESS;
+        return r < 0 ? fail(conn, r, "release %s", a->user) : 0;
 }
 
 /* ---- hide ------------------------------------------------------------------------------ */
 
-static int help_hide(void) {
-        printf("Usage:\n"
-               " nsctl hide [options] <path>\n"
-               "\n"
-               "Make the mount at <path> owner-private (kernel patch F4): only processes of its\n"
-               "owner see it and walk into it; everyone else, root included, sees the directory\n"
-               "below. You may hide your own FUSE mounts; root may hide any mount for any user\n"
-               "nsd manages. <path> is in the initial mount namespace and may contain no\n"
-               "symbolic link.\n"
-               "\n"
-               "Options:\n"
-               " -u, --user <user>    the owner (default: you)\n"
-               "     --unhide         make it visible to everyone again (the owner "
-               "only)\n" USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL);
+static int hide_prepare(struct args *a) {
+        int r;
+
+        a->uid = getuid();
+        if (!a->owner && a->uid == 0)
+                return usage_error("hide: root must name the owner with --user");
+        if (a->owner && (r = resolve_user(a->owner, &a->uid)))
+                return r;
+        /* relative to the working directory, by name: nsd resolves it (symlinks refused) */
+        if (a->path[0] != '/') {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+
+                if (!cwd)
+                        return fail(NULL, -errno, "hide %s: no working directory", a->path);
+                if (asprintf(&a->abs_path, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, a->path) <
+                    0) {
+                        a->abs_path = NULL;
+                        return fail(NULL, -ENOMEM, "hide %s", a->path);
+                }
+                a->path = a->abs_path;
+        }
+        user_name(a->uid, a->owner_name, sizeof(a->owner_name));
+        return 0;
+}
+
+static int hide_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_hide(conn, a->uid, a->path, a->unhide ? NSC_HIDE_UNHIDE : 0);
+
+        if (r < 0)
+                return fail(conn, r, "%s %s for %s", a->unhide ? "unhide" : "hide", a->path,
+                            a->owner_name);
+        return 0;
+}
+
+/* ---- the commands ------------------------------------------------------------------------ */
+
+/* What follows a command's options. */
+enum operand {
+        OPERAND_NONE,
+        OPERAND_USER,         /* <user> */
+        OPERAND_USER_COMMAND, /* <user> [--] [<command> [<argument>...]] */
+        OPERAND_PATH,         /* <path> */
+};
+
+/*
+ * One command: its --help, its options and operand, and its steps. nsctl parses the options
+ * and the operand (parse_args()), runs prepare (what needs no nsd), connects, sends the
+ * request and disconnects before finish prints the answer (a slow reader of stdout holds none
+ * of nsd's connections) or enters the namespace. Each step returns 0 to go on or nsctl's exit
+ * status, having said why.
+ */
+struct verb {
+        const char *name;
+        const char *summary_args; /* in nsctl --help: after the name */
+        const char *summary;      /* in nsctl --help */
+        const char *synopsis;     /* in its --help: after "nsctl <name> " */
+        const char *description;  /* in its --help */
+        const char *options_help; /* in its --help: its own options */
+        const char *shortopts;
+        const struct option *options;
+        enum operand operand;
+        const struct column_info *columns; /* -o's columns; NULL: no -o */
+        size_t n_columns;
+        const size_t *default_columns;
+        const size_t *n_default_columns;
+        int (*prepare)(struct args *a);
+        int (*request)(nsc_conn *conn, struct args *a);
+        int (*finish)(struct args *a);
+        /* instead of all the above but the summary: a command with a path of its own (no
+         * request to nsd), given its arguments from its name on */
+        int (*run)(int argc, char **argv);
+};
+
+/* rows of the option tables (OPTION_OUTPUT two) */
+/* clang-format off */
+#define OPTION_JSON { "json", no_argument, NULL, 'J' }
+#define OPTION_RAW { "raw", no_argument, NULL, 'r' }
+#define OPTION_NOHEADINGS { "noheadings", no_argument, NULL, 'n' }
+#define OPTION_OUTPUT { "output", required_argument, NULL, 'o' }, \
+                      { "output-all", no_argument, NULL, ARG_OUTPUT_ALL }
+/* the options every command has, and the end of the table */
+#define OPTIONS_COMMON { "socket", required_argument, NULL, ARG_SOCKET }, \
+                       { "help", no_argument, NULL, 'h' }, \
+                       {}
+/* clang-format on */
+
+#define HELP_JSON " -J, --json           use JSON output format\n"
+/* list's and show's table options in --help; show's -r has a note, and show has -l */
+#define HELP_TABLE(raw_note, list_option)                                             \
+        " -J, --json              use JSON output format\n"                           \
+        " -r, --raw               use raw output format" raw_note "\n" list_option    \
+        " -n, --noheadings        don't print headings\n"                             \
+        " -o, --output <list>     output columns (comma separated; +<list> to add)\n" \
+        "     --output-all        output all columns\n"
+
+static const struct option status_options[] = { OPTION_JSON, OPTIONS_COMMON };
+static const struct option list_options[] = { OPTION_JSON, OPTION_RAW, OPTION_NOHEADINGS,
+                                              OPTION_OUTPUT, OPTIONS_COMMON };
+static const struct option show_options[] = {
+        OPTION_JSON,       OPTION_RAW,    { "list", no_argument, NULL, 'l' },
+        OPTION_NOHEADINGS, OPTION_OUTPUT, OPTIONS_COMMON
+};
+static const struct option enter_options[] = { { "mode", required_argument, NULL, ARG_MODE },
+                                               OPTIONS_COMMON };
+static const struct option release_options[] = { { "force", no_argument, NULL, 'f' },
+                                                 OPTIONS_COMMON };
+static const struct option hide_options[] = { { "user", required_argument, NULL, 'u' },
+                                              { "unhide", no_argument, NULL, ARG_UNHIDE },
+                                              OPTIONS_COMMON };
+
+static const size_t list_columns_default[] = { LIST_COL_USER,     LIST_COL_UID,
+                                               LIST_COL_SESSIONS, LIST_COL_MOUNTS,
+                                               LIST_COL_CREATED,  LIST_COL_PINNED,
+                                               LIST_COL_ADOPTED,  LIST_COL_NS };
+static const size_t list_columns_default_n = ELEMENTSOF(list_columns_default);
+
+static const struct verb verbs[] = {
+        {
+                .name = "status",
+                .summary = "nsd's version, kernel features, counts, limits",
+                .synopsis = "[options]",
+                .description = "Show nsd's version, pid, uptime, protocol version, the kernel "
+                               "features it\n"
+                               "found, the numbers of namespaces, sessions and connections, and "
+                               "its limits.\n",
+                .options_help = HELP_JSON,
+                .shortopts = ":Jh",
+                .options = status_options,
+                .operand = OPERAND_NONE,
+                .request = status_request,
+                .finish = status_print,
+        },
+        {
+                .name = "list",
+                .summary = "list the per-user namespaces",
+                .synopsis = "[options]",
+                .description = "List the per-user mount namespaces that nsd keeps (without "
+                               "privilege: only\n"
+                               "your own).\n",
+                .options_help = HELP_TABLE("", ""),
+                .shortopts = ":Jrno:h",
+                .options = list_options,
+                .operand = OPERAND_NONE,
+                .columns = list_columns,
+                .n_columns = _LIST_COL_MAX,
+                .default_columns = list_columns_default,
+                .n_default_columns = &list_columns_default_n,
+                .request = list_request,
+                .finish = list_finish,
+        },
+        {
+                .name = "show",
+                .summary_args = "<user>",
+                .summary = "the mount tree of a user's namespace",
+                .synopsis = "[options] <user>",
+                .description = "Show the mounts of a user's namespace as a tree, like "
+                               "findmnt(8), through nsd:\n"
+                               "no need to be in it. <user> is a user name or a numeric uid; "
+                               "without\n"
+                               "privilege, only your own.\n",
+                .options_help = HELP_TABLE(" (implies --list)",
+                                           " -l, --list              use list format output (no "
+                                           "tree)\n"),
+                .shortopts = ":Jrlno:h",
+                .options = show_options,
+                .operand = OPERAND_USER,
+                .columns = mount_columns,
+                .n_columns = _MOUNT_COL_MAX,
+                .default_columns = mount_columns_default,
+                .n_default_columns = &mount_columns_default_n,
+                .request = show_request,
+                .finish = show_print,
+        },
+        {
+                .name = "enter",
+                .summary_args = "<user> [-- <cmd>...]",
+                .summary = "run a command (default $SHELL) in a user's namespace",
+                .synopsis = "[options] <user> [--] [<command> [<argument>...]]",
+                .description = "Run a command in a user's mount namespace, as root (the "
+                               "administrator's\n"
+                               "view). Without a command, run $SHELL (or /bin/sh). Root only, but "
+                               "for a\n"
+                               "process already inside that namespace (then the command just "
+                               "runs); others\n"
+                               "see their namespace's mounts with 'nsctl show <user>'.\n",
+                .options_help = "     --mode <mode>    how to enter: setns (default) or chroot\n",
+                /* '+': the options end at <user>; what follows belongs to the command */
+                .shortopts = "+:h",
+                .options = enter_options,
+                .operand = OPERAND_USER_COMMAND,
+                .request = enter_request,
+                .finish = enter_finish,
+        },
+        {
+                .name = "release",
+                .summary_args = "<user>",
+                .summary = "unpin and forget a user's namespace",
+                .synopsis = "[options] <user>",
+                .description = "Unpin and forget a user's namespace. Its mounts go away with "
+                               "the last process\n"
+                               "still inside it.\n",
+                .options_help = " -f, --force          release even while the user has live "
+                                "sessions\n",
+                .shortopts = ":fh",
+                .options = release_options,
+                .operand = OPERAND_USER,
+                .request = release_request,
+        },
+        {
+                .name = "hide",
+                .summary_args = "<path> [--user <user>]",
+                .summary = "make a mount owner-private (kernel patch F4)",
+                .synopsis = "[options] <path>",
+                .description = "Make the mount at <path> owner-private (kernel patch F4): only "
+                               "processes of its\n"
+                               "owner see it and walk into it; everyone else, root included, sees "
+                               "the directory\n"
+                               "below. You may hide your own FUSE mounts; root may hide any mount "
+                               "for any user\n"
+                               "nsd manages. <path> is in the initial mount namespace and may "
+                               "contain no\n"
+                               "symbolic link.\n",
+                .options_help = " -u, --user <user>    the owner (default: you)\n"
+                                "     --unhide         make it visible to everyone again (the "
+                                "owner only)\n",
+                .shortopts = ":u:h",
+                .options = hide_options,
+                .operand = OPERAND_PATH,
+                .prepare = hide_prepare,
+                .request = hide_request,
+        },
+        {
+                .name = "import-namespace-conf",
+                .summary_args = "[<file>...]",
+                .summary = "print pam_namespace's namespace.conf as an nsd drop-in",
+                .run = verb_import_namespace_conf,
+        },
+};
+
+static int verb_help(const struct verb *v) {
+        printf("Usage:\n nsctl %s %s\n\n%s\nOptions:\n", v->name, v->synopsis, v->description);
+        fputs(v->options_help, stdout);
+        if (!v->columns) {
+                fputs(USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL, stdout);
+                return EXIT_SUCCESS;
+        }
+        fputs(USAGE_COMMON_OPTIONS("   ") "\nAvailable output columns:\n", stdout);
+        columns_help(stdout, v->columns, v->n_columns);
+        fputs(USAGE_MAN_TAIL, stdout);
         return EXIT_SUCCESS;
 }
 
-static int verb_hide(int argc, char **argv) {
-        static const struct option options[] = { { "user", required_argument, NULL, 'u' },
-                                                 { "unhide", no_argument, NULL, ARG_UNHIDE },
-                                                 { "socket", required_argument, NULL, ARG_SOCKET },
-                                                 { "help", no_argument, NULL, 'h' },
-                                                 {} };
-        _cleanup_free_ char *abs_path = NULL;
-        const char *user = NULL, *path;
-        _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
-        bool unhide = false;
-        char name[64];
-        uid_t uid = getuid();
+/* -J and -r of list and show, as lsns and findmnt refuse them together */
+static const excl_group_t table_excl[] = {
+        { 'J', 'r' },
+};
+
+/* The options of v and its operand into a; GO_ON, or nsctl's exit status (--help, an error). */
+static int parse_args(const struct verb *v, int argc, char **argv, struct args *a) {
+        int excl_status[ELEMENTSOF(table_excl)] = {};
         int c, r;
 
+        for (size_t i = 0; v->columns && i < *v->n_default_columns; i++)
+                a->ids[a->n_ids++] = v->default_columns[i];
+
         optind = 0;
-        while ((c = getopt_long(argc, argv, ":u:h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, v->shortopts, v->options, NULL)) >= 0) {
+                r = exclusive_options(c, v->options, table_excl, ELEMENTSOF(table_excl),
+                                      excl_status);
+                if (r)
+                        return r;
                 switch (c) {
+                case 'J':
+                        a->table.json = true;
+                        break;
+                case 'r':
+                        a->table.raw = true;
+                        break;
+                case 'n':
+                        a->table.noheadings = true;
+                        break;
+                case 'l':
+                        a->tree = false;
+                        break;
+                case 'o':
+                        if ((r = parse_columns_arg(optarg, v->columns, v->n_columns, a->ids,
+                                                   &a->n_ids)))
+                                return r;
+                        break;
+                case ARG_OUTPUT_ALL:
+                        for (a->n_ids = 0; a->n_ids < v->n_columns; a->n_ids++)
+                                a->ids[a->n_ids] = a->n_ids;
+                        break;
+                case 'f':
+                        a->force = true;
+                        break;
                 case 'u':
-                        user = optarg;
+                        a->owner = optarg;
                         break;
                 case ARG_UNHIDE:
-                        unhide = true;
+                        a->unhide = true;
+                        break;
+                case ARG_MODE:
+                        if (strcmp(optarg, "setns") == 0)
+                                a->mode_chroot = false;
+                        else if (strcmp(optarg, "chroot") == 0)
+                                a->mode_chroot = true;
+                        else
+                                return usage_error("unknown mode '%s' (setns or chroot)", optarg);
                         break;
                 case ARG_SOCKET:
                         arg_socket = optarg;
                         break;
                 case 'h':
-                        return help_hide();
+                        return verb_help(v);
                 default:
                         return option_error(c, argv);
                 }
         }
-        if (optind >= argc)
-                return usage_error("hide: missing path");
-        path = argv[optind];
-        if ((r = no_more_args("hide", argc, argv, optind + 1)))
-                return r;
-        if (!user && uid == 0)
-                return usage_error("hide: root must name the owner with --user");
-        if (user && (r = resolve_user(user, &uid)))
-                return r;
-        /* relative to the working directory, by name: nsd resolves it (symlinks refused) */
-        if (path[0] != '/') {
-                _cleanup_free_ char *cwd = getcwd(NULL, 0);
 
-                if (!cwd)
-                        return fail(NULL, -errno, "hide %s: no working directory", path);
-                if (asprintf(&abs_path, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) < 0)
-                        return fail(NULL, -ENOMEM, "hide %s", path);
-                path = abs_path;
+        switch (v->operand) {
+        case OPERAND_NONE:
+                return no_more_args(v->name, argc, argv, optind) ?: GO_ON;
+        case OPERAND_USER:
+                if ((r = user_arg(v->name, argc, argv, &a->uid)))
+                        return r;
+                a->user = argv[optind];
+                return no_more_args(v->name, argc, argv, optind + 1) ?: GO_ON;
+        case OPERAND_USER_COMMAND:
+                if ((r = user_arg(v->name, argc, argv, &a->uid)))
+                        return r;
+                a->user = argv[optind++];
+                if (optind < argc && strcmp(argv[optind], "--") == 0)
+                        optind++;
+                if (optind < argc) {
+                        a->cmd = argv + optind;
+                } else {
+                        const char *shell = getenv("SHELL");
+
+                        a->shell_argv[0] = (char *) (shell && *shell ? shell : "/bin/sh");
+                        a->cmd = a->shell_argv;
+                }
+                return GO_ON;
+        case OPERAND_PATH:
+                if (optind >= argc)
+                        return usage_error("%s: missing path", v->name);
+                a->path = argv[optind];
+                return no_more_args(v->name, argc, argv, optind + 1) ?: GO_ON;
         }
-        if ((r = connect_nsd(&conn)))
+        return GO_ON;
+}
+
+/* parse_args(), prepare, one request on one connection, finish: see struct verb */
+static int run_verb(const struct verb *v, int argc, char **argv, struct args *a) {
+        int r;
+
+        if (v->run)
+                return v->run(argc, argv);
+        r = parse_args(v, argc, argv, a);
+        if (r != GO_ON)
                 return r;
-        user_name(uid, name, sizeof(name));
-        r = nsc_hide(conn, uid, path, unhide ? NSC_HIDE_UNHIDE : 0);
-        if (r < 0)
-                return fail(conn, r, "%s %s for %s", unhide ? "unhide" : "hide", path, name);
-        return EXIT_SUCCESS;
+        if (v->prepare && (r = v->prepare(a)))
+                return r;
+        {
+                _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
+
+                if ((r = connect_nsd(&conn)) || (r = v->request(conn, a)))
+                        return r;
+        } /* closed before printing: a slow reader of stdout holds none of nsd's connections */
+        return v->finish ? v->finish(a) : EXIT_SUCCESS;
 }
 
 /* ---- main ------------------------------------------------------------------------------ */
-
-static const struct verb {
-        const char *name;
-        int (*run)(int argc, char **argv);
-} verbs[] = {
-        { "status", verb_status }, { "list", verb_list },       { "show", verb_show },
-        { "enter", verb_enter },   { "release", verb_release }, { "hide", verb_hide },
-};
 
 static int help(void) {
         printf("Usage:\n"
@@ -945,15 +970,29 @@ static int help(void) {
                "\n"
                "Show and steer nsd, the daemon that keeps one mount namespace per user.\n"
                "\n"
-               "Commands:\n"
-               " status                       nsd's version, kernel features, counts, limits\n"
-               " list                         list the per-user namespaces\n"
-               " show <user>                  the mount tree of a user's namespace\n"
-               " enter <user> [-- <cmd>...]   run a command (default $SHELL) in a user's "
-               "namespace\n"
-               " release <user>               unpin and forget a user's namespace\n"
-               " hide <path> [--user <user>]  make a mount owner-private (kernel patch F4)\n"
-               "\n"
+               "Commands:\n");
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+                const char *line = verbs[i].summary;
+                char name[64];
+                int w;
+
+                /* the summary in a column of its own, its lines (\n) one below the other;
+                 * after a longer name it starts on the next line */
+                w = snprintf(name, sizeof(name), "%s%s%s", verbs[i].name,
+                             verbs[i].summary_args ? " " : "", verbs[i].summary_args ?: "");
+                printf(" %-28s", name);
+                if (w > 28)
+                        printf("\n%29s", "");
+                do {
+                        int len = (int) strcspn(line, "\n");
+
+                        printf(" %.*s\n", len, line);
+                        line += len;
+                        if (*line)
+                                printf("%29s", "");
+                } while (*line && *++line);
+        }
+        printf("\n"
                "<user> is a user name or a numeric uid.\n"
                "\n"
                "Options:\n"
@@ -996,8 +1035,13 @@ int main(int argc, char **argv) {
                 return usage_error("no command given");
 
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (strcmp(argv[optind], verbs[i].name) == 0)
-                        return verbs[i].run(argc - optind, argv + optind);
+                if (strcmp(argv[optind], verbs[i].name) == 0) {
+                        struct args a = { .tree = true, .join = { .root_fd = -1, .ns_fd = -1 } };
+                        int r = run_verb(&verbs[i], argc - optind, argv + optind, &a);
+
+                        args_done(&a);
+                        return r;
+                }
 
         return usage_error("unknown command '%s'", argv[optind]);
 }

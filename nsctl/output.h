@@ -41,6 +41,10 @@ struct table_options {
 struct libscols_table *table_new(const char *json_name, const struct column_info *infos,
                                  const size_t *ids, size_t n_ids, const struct table_options *opts);
 
+/* Print tb to out. In JSON, "schema_version" comes first in the top object (libsmartcols
+ * writes the rest). 0, or -errno of libsmartcols; a failed write is close_stdout()'s to see. */
+int table_print(struct libscols_table *tb, const struct table_options *opts, FILE *out);
+
 /* Print the help lines of every column ("  NAME  help"). */
 void columns_help(FILE *out, const struct column_info *infos, size_t n_infos);
 

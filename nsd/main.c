@@ -24,12 +24,13 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "conf.h"
+#include "base/log.h"
 #include "config.h" /* generated: PACKAGE_VERSION, NSD_CONFIG_PATH */
-#include "fdstore.h"
-#include "log.h"
 #include "nsd-protocol.h"
+#include "policy/conf-files.h"
+#include "policy/conf.h"
 #include "server.h"
+#include "store/fdstore.h"
 
 #define NSD_RUN_DIR_DEFAULT "/run/nsd"
 
@@ -39,6 +40,7 @@ static const char *arg_root_socket = NULL; /* default: <run dir>/root.socket */
 static const char *arg_run_dir = NSD_RUN_DIR_DEFAULT;
 static int arg_log_level = LOG_INFO;
 static enum log_target arg_log_target = LOG_TARGET_AUTO;
+static enum { CHECK_NONE, CHECK_ALL, CHECK_SYNTAX } arg_check_config = CHECK_NONE;
 
 static void help(void) {
         printf("Usage: nsd [OPTIONS]\n"
@@ -48,7 +50,12 @@ static void help(void) {
                "initial mount namespace.\n"
                "\n"
                "Options:\n"
-               "  --config FILE        configuration file (default %s)\n"
+               "  --config FILE        configuration file (default %s), read with its\n"
+               "                       drop-ins FILE.d/*.conf\n"
+               "  --check-config[=syntax]\n"
+               "                       read the configuration and check the files it names\n"
+               "                       (=syntax: only read it), say what is wrong (FILE:LINE)\n"
+               "                       and exit\n"
                "  --socket PATH        everyone's socket (mode 0666), when the service manager\n"
                "                       passes none (default <run dir>/socket, i.e. %s)\n"
                "  --root-socket PATH   root's own socket (mode 0600; pam_nsjoin uses it, no\n"
@@ -84,6 +91,48 @@ static int parse_log_level(const char *s) {
         return -EINVAL;
 }
 
+/* --check-config: the configuration as a start or a reload would read it, and the files its
+ * setup names (conf-files.h). Any user may run it. */
+static int check_config(void) {
+        g_autoptr(ConfigFiles) files = NULL;
+        g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *error = NULL;
+        Config c = { 0 };
+        bool missing = false;
+        char generation[17];
+        int r;
+
+        r = config_files_read(arg_config, &files, &missing, &error);
+        if (r >= 0)
+                r = config_parse_texts(files->texts, files->n, &c, &error);
+        if (r < 0) {
+                fprintf(stderr, "nsd: %s\n", error ? error : g_strerror(-r));
+                return EXIT_FAILURE;
+        }
+        if (arg_check_config == CHECK_ALL)
+                config_check_setup_files(&c, problems);
+        for (guint i = 0; i < problems->len; i++)
+                fprintf(stderr, "nsd: %s\n", (const char *) g_ptr_array_index(problems, i));
+        if (problems->len == 0) {
+                size_t dropins = files->n - (missing ? 0 : 1);
+
+                printf("%s%s: OK, with %zu drop-in%s: %zu polydir%s, %zu read-only bind%s, "
+                       "setup generation %s\n",
+                       arg_config, missing ? " (missing: the defaults)" : "", dropins,
+                       dropins == 1 ? "" : "s", c.setup.n_polydirs,
+                       c.setup.n_polydirs == 1 ? "" : "s", c.setup.n_binds,
+                       c.setup.n_binds == 1 ? "" : "s",
+                       setup_conf_generation(&c.setup, c.propagation_private, generation,
+                                             sizeof generation));
+        }
+        config_done(&c);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "nsd: cannot write: %s\n", g_strerror(errno));
+                return EXIT_FAILURE;
+        }
+        return problems->len == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
 /* 0: go on; 1: exit 0 (help, version); -EINVAL: a bad argument (already said). */
 static int parse_argv(int argc, char *argv[]) {
         enum {
@@ -93,6 +142,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_RUN_DIR,
                 ARG_LOG_LEVEL,
                 ARG_LOG_TARGET,
+                ARG_CHECK_CONFIG,
         };
         static const struct option options[] = {
                 { "config", required_argument, NULL, ARG_CONFIG },
@@ -101,6 +151,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "run-dir", required_argument, NULL, ARG_RUN_DIR },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                { "check-config", optional_argument, NULL, ARG_CHECK_CONFIG },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 {}
@@ -162,6 +213,18 @@ static int parse_argv(int argc, char *argv[]) {
                                 fprintf(stderr,
                                         "nsd: unknown log target '%s' (auto, stderr or "
                                         "journal)\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_CHECK_CONFIG:
+                        if (!optarg || strcmp(optarg, "all") == 0)
+                                arg_check_config = CHECK_ALL;
+                        else if (strcmp(optarg, "syntax") == 0)
+                                arg_check_config = CHECK_SYNTAX;
+                        else {
+                                fprintf(stderr,
+                                        "nsd: --check-config=%s: expected 'syntax' or 'all'\n",
                                         optarg);
                                 return -EINVAL;
                         }
@@ -458,6 +521,8 @@ int main(int argc, char *argv[]) {
         r = parse_argv(argc, argv);
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        if (arg_check_config != CHECK_NONE)
+                return check_config();
 
         log_setup(arg_log_target, arg_log_level);
         umask(0022);

@@ -15,20 +15,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "api/handlers.h"
+#include "base/child.h"
+#include "base/errno-util.h"
+#include "base/log.h"
 #include "cleanup.h"
-#include "conn.h"
-#include "errno-util.h"
-#include "fdstore.h"
-#include "log.h"
+#include "domain/private.h"
+#include "domain/session.h"
+#include "domain/user.h"
 #include "nsd-protocol.h"
-#include "policy.h"
-#include "private.h"
-#include "session.h"
-#include "state.h"
+#include "policy/policy.h"
+#include "store/fdstore.h"
+#include "store/state.h"
+#include "store/userns.h"
 #include "time-util.h"
-#include "user.h"
-#include "userns.h"
+#include "transport/conn.h"
 
 /* STATUS= to the service manager at most this often (every login changes it). */
 #define NOTIFY_MSEC 250
@@ -424,8 +425,9 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         s->next_session_id = ((uint64_t) g_random_int() << 32 | g_random_int()) | 1;
         s->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, user_free);
         s->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, session_free);
-        s->conns = conn_manager_new(s);
-        s->policy = policy_new(s);
+        s->handlers = (RequestHandlers) { .table = api_handlers, .userdata = s };
+        s->conns = conn_manager_new(&s->config, &request_conn_handler, &s->handlers);
+        s->policy = policy_new(&s->config);
         s->children = children_new(s->config.max_path_walks);
         s->fdstore = setup->fdstore ? setup->fdstore : fdstore_new(false);
         s->waiting_sessions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
@@ -523,6 +525,7 @@ void server_free(Server *s) {
         /* sessions first (they point into users); namespaces stay pinned, state files and
          * the fd store stay for the next start */
         g_hash_table_destroy(s->waiting_sessions);
+        users_unrecord_unkept(s);
         users_forget_sessions(s);
         g_hash_table_destroy(s->sessions);
         g_hash_table_destroy(s->users);

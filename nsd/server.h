@@ -1,20 +1,27 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * server.h: nsd's state, the one object every room of the daemon hangs off (like logind's
- * Manager). Who does what:
- *   server.c    start, stop, reload, limits in force, mode private on/off, sd_notify STATUS=
- *   conn.c      listening sockets, connections, queues, limits, timeouts, rate limits
- *   requests.c  the table of request types and their handlers
- *   user.c      per-user state: the namespace, linger
- *   session.c   sessions and their leaders' pidfds, kept across restarts
- *   fdstore.c   the service manager's fd store: namespaces and pidfds across restarts
- *   state.c     state files under <run_dir>/state: sessions, linger baselines
- *   mounts.c    which mounts of a namespace the user made (linger)
- *   nsprocs.c   which processes are in which namespace (linger), in a worker thread
- *   policy.c    "does nsd manage uid?": NSS in worker threads, with a deadline and a cache
- *   child.c     helper children the loop watches instead of waiting for (path walks)
- *   private.c   mode private and HIDE (owner-private mounts)
- *   userns.c    the kernel work: create, pin, adopt, release namespaces
+ * Manager). The rooms, by floor (a file includes only what stands below it):
+ *   server.c              start, stop, reload, limits in force, mode private on/off, STATUS=
+ *   api/handlers.c        what nsd answers: a handler per request type
+ *   transport/request.c   the wire side of a request: table of sizes, flags, checks; replies
+ *   api/peer.c            where a client process stands (inside, initial, sandboxed)
+ *   domain/user.c         per-user state: the namespace, linger
+ *   domain/session.c      sessions and their leaders' pidfds, kept across restarts
+ *   domain/private.c      mode private and HIDE (owner-private mounts)
+ *   transport/conn.c      listening sockets, connections, queues, limits, timeouts, rate limits
+ *   store/userns.c        the kernel work: create, pin, adopt, release namespaces
+ *   store/pinstore.c      the pins that keep namespaces across restarts
+ *   store/fdstore.c       the service manager's fd store: namespaces and pidfds across restarts
+ *   store/state.c         state files under <run_dir>/state: sessions, linger baselines
+ *   store/mounts.c        which mounts of a namespace the user made (linger)
+ *   store/nsprocs.c       which processes are in which namespace (linger), in a worker thread
+ *   store/probe.c         which of our kernel patches the running kernel has
+ *   policy/conf.c         nsd.conf
+ *   policy/policy.c       "does nsd manage uid?": NSS in worker threads, deadline and cache
+ *   base/child.c          helper children the loop watches instead of waiting for (path walks)
+ *   base/helper.c         short-lived helper children (enter a namespace, take a fsuid)
+ *   base/log.c            the journal or stderr, rate limits per uid
  * main.c (not in the core library): arguments, capabilities, sockets, signals, watchdog.
  */
 #pragma once
@@ -23,17 +30,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "conf.h"
-
-typedef struct Server Server;
-typedef struct ConnManager ConnManager;
-typedef struct Policy Policy;
-typedef struct Children Children;
-typedef struct PrivateWatch PrivateWatch;
-typedef struct PinStore PinStore;
-typedef struct FdStore FdStore;
-typedef struct StateDir StateDir;
-typedef struct LingerScan LingerScan;
+#include "base/nsd-forward.h"
+#include "policy/conf.h"
+#include "transport/request.h"
 
 struct Server {
         Config config;
@@ -48,6 +47,7 @@ struct Server {
         unsigned max_namespaces;
 
         ConnManager *conns;
+        RequestHandlers handlers; /* api/handlers.c's, with this server: bound to conns */
         Policy *policy;
         Children *children;
 
@@ -71,7 +71,7 @@ struct Server {
         GArray *linger_queue;
         LingerScan *linger_scan; /* the scan under way, NULL: none */
         bool linger_scan_warned; /* a failed scan was said at warning level */
-        size_t stream_bytes;     /* SHOW text held for replies being sent, see requests.c */
+        size_t stream_bytes;     /* SHOW text held for replies being sent, see api/handlers.c */
         guint notify_timer;      /* a pending STATUS= to the service manager */
         bool starting;           /* in server_new() */
         bool pinns_stored;       /* the pin namespace is in the fd store */

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The pure parts of pam_nsjoin; see nsjoin-util.h. */
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <security/_pam_types.h>
 
@@ -15,6 +18,7 @@ void nsjoin_args_init(struct nsjoin_args *a) {
         *a = (struct nsjoin_args) {
                 .mode = NSJOIN_MODE_SETNS,
                 .timeout_usec = NSJOIN_TIMEOUT_DEFAULT_USEC,
+                .unmanaged = NSJOIN_UNMANAGED_LEAVE,
         };
 }
 
@@ -98,6 +102,16 @@ enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *
                         a->mode = NSJOIN_MODE_SETNS;
                 else if (strcmp(v, "chroot") == 0)
                         a->mode = NSJOIN_MODE_CHROOT;
+                else
+                        return NSJOIN_ARG_BAD_VALUE;
+                return NSJOIN_ARG_OK;
+        }
+        if ((v = arg_value(arg, "unmanaged"))) {
+                *ret_hint = "expected unmanaged=leave or unmanaged=stay";
+                if (strcmp(v, "leave") == 0)
+                        a->unmanaged = NSJOIN_UNMANAGED_LEAVE;
+                else if (strcmp(v, "stay") == 0)
+                        a->unmanaged = NSJOIN_UNMANAGED_STAY;
                 else
                         return NSJOIN_ARG_BAD_VALUE;
                 return NSJOIN_ARG_OK;
@@ -254,4 +268,102 @@ int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanati
         if (ret_explanation)
                 *ret_explanation = e;
         return code;
+}
+
+int nsjoin_login_defs_uid_range(FILE *f, char **ret_min, char **ret_max) {
+        char *line = NULL, *min = NULL, *max = NULL;
+        size_t size = 0;
+        ssize_t n;
+        int r = 0;
+
+        assert(f);
+        while ((!min || !max) && (n = getline(&line, &size, f)) > 0) {
+                char *p = line, *key, *hash = strchr(line, '#');
+                char **slot;
+
+                if (hash)
+                        *hash = 0;
+                line[strcspn(line, "\n")] = 0;
+                while (isspace((unsigned char) *p))
+                        p++;
+                if (!*p)
+                        continue;
+                key = strsep(&p, " \t=");
+                if (strcasecmp(key, "UID_MIN") == 0)
+                        slot = &min;
+                else if (strcasecmp(key, "UID_MAX") == 0)
+                        slot = &max;
+                else
+                        continue;
+                if (*slot)
+                        continue; /* the first line counts */
+                if (p)
+                        while (isspace((unsigned char) *p) || *p == '=')
+                                p++;
+                *slot = strdup(p ?: "");
+                if (!*slot) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        if (r == 0 && ferror(f))
+                r = -EIO;
+        free(line);
+        if (r < 0) {
+                free(min);
+                free(max);
+                return r;
+        }
+        *ret_min = min;
+        *ret_max = max;
+        return 0;
+}
+
+static const char *made_error_why(int r) {
+        return r == -EPERM ? "nsd's record of the namespaces it made cannot be trusted (it is "
+                             "not root's alone)"
+                           : "nsd's record of the namespaces it made cannot be read";
+}
+
+enum nsjoin_leave nsjoin_leave_decide(const struct nsjoin_place *p, const char **ret_why) {
+        const char *why_dummy;
+
+        assert(p);
+        if (!ret_why)
+                ret_why = &why_dummy;
+
+        if (p->ns_error < 0) {
+                *ret_why = "its mount namespace or PID 1's cannot be read";
+                return NSJOIN_STAY_UNKNOWN;
+        }
+        if (p->ns != p->init_ns) {
+                if (p->made_error < 0) {
+                        *ret_why = made_error_why(p->made_error);
+                        return NSJOIN_STAY_UNKNOWN;
+                }
+                if (!p->ns_made) {
+                        *ret_why = "it is in a mount namespace nsd did not make";
+                        return NSJOIN_STAY_FOREIGN;
+                }
+                *ret_why = "it is in a mount namespace nsd made";
+                return NSJOIN_LEAVE_NS;
+        }
+        if (p->root_error < 0) {
+                *ret_why = "the mount of its root directory or of PID 1's cannot be read";
+                return NSJOIN_STAY_UNKNOWN;
+        }
+        if (p->root_mnt == p->init_root_mnt) {
+                *ret_why = "it is in the initial mount namespace";
+                return NSJOIN_STAY_INITIAL;
+        }
+        if (p->made_error < 0) {
+                *ret_why = made_error_why(p->made_error);
+                return NSJOIN_STAY_UNKNOWN;
+        }
+        if (!p->root_made) {
+                *ret_why = "its root directory is not the root of a namespace nsd made";
+                return NSJOIN_STAY_FOREIGN;
+        }
+        *ret_why = "its root directory is the root of a namespace nsd made (mode=chroot)";
+        return NSJOIN_LEAVE_ROOT;
 }

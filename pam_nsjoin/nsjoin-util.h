@@ -3,17 +3,25 @@
  * nsjoin-util.h: the pure parts of pam_nsjoin (argument parsing, the local decision whether a
  * user is in the managed range, list matching, mapping of -errno to PAM codes and messages).
  * Private: compiled into the module (hidden by its version script) and into
- * tests/unit/test-pam.c.
+ * tests/unit/pam_nsjoin/test-pam.c.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 enum nsjoin_mode {
         NSJOIN_MODE_SETNS,  /* setns(ns_fd, CLONE_NEWNS): the default */
         NSJOIN_MODE_CHROOT, /* setns(root_fd) where the kernel allows it, else fchdir + chroot */
+};
+
+/* unmanaged=: where the session of root, or of a user the module does not move into a
+ * namespace, goes when it is opened inside a namespace that nsd made */
+enum nsjoin_unmanaged {
+        NSJOIN_UNMANAGED_LEAVE, /* into the initial namespace: the default */
+        NSJOIN_UNMANAGED_STAY,  /* where it was opened, as before nsd 0.3 */
 };
 
 /* nsd.conf's defaults for MinUid=/MaxUid=, and Debian's login.defs UID_MIN/UID_MAX */
@@ -32,6 +40,7 @@ struct nsjoin_args {
         uid_t min_uid, max_uid; /* the managed range, when set by an argument */
         bool min_uid_set, max_uid_set;
         uint64_t timeout_usec; /* connect + request + retries, in all */
+        enum nsjoin_unmanaged unmanaged;
 };
 
 /* What nsjoin_args_parse_one() made of one argument. */
@@ -42,7 +51,7 @@ enum nsjoin_arg_result {
 };
 
 /* Defaults: mode setns, default socket, no debug, nobody skipped, no group required, the
- * range from login.defs (not set here), timeout NSJOIN_TIMEOUT_DEFAULT_USEC. */
+ * range from login.defs (not set here), timeout NSJOIN_TIMEOUT_DEFAULT_USEC, unmanaged=leave. */
 void nsjoin_args_init(struct nsjoin_args *a);
 
 /* Parse one module argument into *a. Pointers stored in *a point into arg, which must live
@@ -81,3 +90,45 @@ enum nsjoin_step {
  * it go on unchanged.
  */
 int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanation);
+
+/*
+ * UID_MIN and UID_MAX of a login.defs(5) text, in one pass, read the way libpam's
+ * pam_modutil_search_key() reads one key: a comment runs from '#' to the end of the line,
+ * the key ends at a blank or '=', blanks and '=' before the value are skipped, keys are
+ * matched without regard to case, the first line with a key counts. *ret_min and *ret_max
+ * are malloc()ed copies of the values, or NULL where the key is missing. -errno on a read
+ * error (nothing returned then).
+ */
+int nsjoin_login_defs_uid_range(FILE *f, char **ret_min, char **ret_max);
+
+/* ---- crossing users: the session of root or of an unmanaged user ------------------------ */
+
+/*
+ * Where such a session is, as the local checks found it (pam_nsjoin.c gathers it, in the
+ * order nsjoin_leave_decide() reads it: the namespaces first; the root directories only when
+ * the namespaces are the same; nsd's record only for what differs from PID 1's).
+ */
+struct nsjoin_place {
+        int ns_error;         /* 0, or -errno: /proc/self/ns/mnt or /proc/1/ns/mnt unreadable */
+        uint64_t ns, init_ns; /* nsfs inodes: this process's mount namespace, PID 1's */
+        int root_error;       /* 0, or -errno: the mount of / or of /proc/1/root unknown */
+        uint64_t root_mnt, init_root_mnt; /* mount ids of this process's root, PID 1's */
+        int made_error; /* 0, or -errno: nsd's record (NSD_MADE_*) unreadable or untrusted */
+        bool ns_made;   /* nsd's record names ns */
+        bool root_made; /* nsd's record names root_mnt */
+};
+
+/* What to do with the session. */
+enum nsjoin_leave {
+        NSJOIN_STAY_INITIAL, /* it is in the initial namespace, at its root: nothing to do */
+        NSJOIN_STAY_UNKNOWN, /* it cannot be told where it is: stay, as before nsd 0.3 */
+        NSJOIN_STAY_FOREIGN, /* in a namespace or a root nsd did not make (a container, a
+                              * sandboxed service, pam_namespace): stay */
+        NSJOIN_LEAVE_NS,     /* in a namespace nsd made: setns() into PID 1's */
+        NSJOIN_LEAVE_ROOT,   /* chrooted (mode=chroot) into the root of a namespace nsd made,
+                              * from the initial namespace: chroot to PID 1's root */
+};
+
+/* THE decision for a session the module moves into no user's namespace. *ret_why (when
+ * given) is a short static phrase for the debug line. */
+enum nsjoin_leave nsjoin_leave_decide(const struct nsjoin_place *p, const char **ret_why);

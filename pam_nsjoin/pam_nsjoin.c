@@ -4,9 +4,13 @@
  * which nsd keeps. Session module only. See pam_nsjoin(8).
  *
  * The login path is sacred (DESIGN.md), so open_session goes in this order:
- *   1. Decide locally, without nsd, whether there is anything to do: skip_users, uid 0,
- *      uids outside min_uid..max_uid and users outside only_group get PAM_IGNORE before any
- *      connection is made. Root and unmanaged users never depend on nsd being up.
+ *   1. Decide locally, without nsd, whether there is anything to do: skip_users, root (by
+ *      name before any lookup, then uid 0), uids outside min_uid..max_uid and users outside
+ *      only_group are moved into no user's namespace, before any connection is made. Root
+ *      and unmanaged users never depend on nsd being up. Such a session, when it was opened
+ *      inside a namespace nsd made (sudo -i from alice's login), leaves it for the initial
+ *      one; that decision, too, is local (nsd's record under /run/nsd/made, /proc/1): see
+ *      session_not_moved().
  *   2. Within ONE deadline (timeout=): connect (root's socket, else the user socket) and
  *      JOIN_SESSION (JOIN + SESSION_OPEN in one round trip; libnsclient falls back to the two
  *      requests with an nsd older than 1.2), retrying nsd's -EAGAIN "not yet available" with
@@ -15,13 +19,16 @@
  *      session just opened is closed again on the same connection.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +46,8 @@
 
 #define SESSION_DATA_KEY "pam_nsjoin.session"
 #define LOGIN_DEFS "/etc/login.defs"
+/* how much of an only_group= name a debug line quotes */
+#define NSJOIN_GROUP_NAME_LOG_MAX 64
 
 /* waits between JOIN attempts answered "not yet available": 50 ms, doubling, at most 1 s */
 #define NOT_YET_BACKOFF_FIRST_USEC (50 * 1000)
@@ -115,9 +124,8 @@ static void args_parse(pam_handle_t *pamh, int argc, const char **argv, struct n
         }
 }
 
-/* UID_MIN / UID_MAX of login.defs when set there (and sound), else dflt. */
-static uid_t login_defs_uid(pam_handle_t *pamh, const char *key, uid_t dflt) {
-        _cleanup_free_ char *v = pam_modutil_search_key(pamh, LOGIN_DEFS, key);
+/* One bound of the managed range from login.defs' text v (NULL: not set there), else dflt. */
+static uid_t login_defs_uid(pam_handle_t *pamh, const char *key, const char *v, uid_t dflt) {
         uid_t uid;
 
         if (!v)
@@ -128,6 +136,186 @@ static uid_t login_defs_uid(pam_handle_t *pamh, const char *key, uid_t dflt) {
                 return dflt;
         }
         return uid;
+}
+
+/* The managed range: min_uid= and max_uid=, else UID_MIN and UID_MAX of login.defs (read
+ * once, and only when an argument is missing), else the defaults. */
+static void managed_range(pam_handle_t *pamh, const struct nsjoin_args *a, uid_t *ret_min,
+                          uid_t *ret_max) {
+        _cleanup_free_ char *min = NULL, *max = NULL;
+
+        if (!a->min_uid_set || !a->max_uid_set) {
+                FILE *f = fopen(LOGIN_DEFS, "re");
+
+                if (f) {
+                        if (nsjoin_login_defs_uid_range(f, &min, &max) < 0)
+                                min = max = NULL;
+                        fclose(f);
+                }
+        }
+        *ret_min = a->min_uid_set ? a->min_uid
+                                  : login_defs_uid(pamh, "UID_MIN", min, NSJOIN_MIN_UID_DEFAULT);
+        *ret_max = a->max_uid_set ? a->max_uid
+                                  : login_defs_uid(pamh, "UID_MAX", max, NSJOIN_MAX_UID_DEFAULT);
+}
+
+/* ---- crossing users -------------------------------------------------------------------- */
+
+/* nsd's record of the namespaces it made (nsd-protocol.h, NSD_MADE_*): beside its socket
+ * when socket= names one, else the default. */
+static void made_dir_path(const struct nsjoin_args *a, char buf[static PATH_MAX]) {
+        const char *slash;
+
+        if (!a->socket) {
+                snprintf(buf, PATH_MAX, "%s", NSD_MADE_DIR_DEFAULT);
+                return;
+        }
+        slash = strrchr(a->socket, '/'); /* socket= is absolute */
+        snprintf(buf, PATH_MAX, "%.*s/%s", (int) (slash - a->socket), a->socket, NSD_MADE_DIR_NAME);
+}
+
+/* Does nsd's record in dir hold name? 1 or 0 (also 0 when there is no record at all: nsd
+ * made nothing); -EPERM when the folder is not root's alone, another -errno when it cannot
+ * be read. */
+static int made_has(const char *dir, const char *name) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_uid != 0 || (st.st_mode & 0022))
+                return -EPERM; /* written by someone else than root: no record of nsd's */
+        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return S_ISREG(st.st_mode) && st.st_uid == 0;
+}
+
+/* The mount id of path's mount (following a last magic link: /proc/1/root), or -errno. */
+static int mount_id_of(const char *path, uint64_t *ret) {
+        struct statx stx;
+
+        if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0)
+                return -errno;
+        if (!(stx.stx_mask & STATX_MNT_ID))
+                return -EOPNOTSUPP; /* before Linux 5.8 */
+        *ret = stx.stx_mnt_id;
+        return 0;
+}
+
+/* Where this process is, in the order nsjoin_leave_decide() reads it; nsd's record and the
+ * root directories only where they matter. */
+static void place_gather(const char *made_dir, struct nsjoin_place *p) {
+        struct stat self, init;
+        char name[NSD_MADE_NAME_MAX];
+        int r;
+
+        *p = (struct nsjoin_place) {};
+        if (stat("/proc/self/ns/mnt", &self) < 0 || stat("/proc/1/ns/mnt", &init) < 0) {
+                p->ns_error = -errno;
+                return;
+        }
+        p->ns = self.st_ino;
+        p->init_ns = init.st_ino;
+        if (p->ns != p->init_ns) {
+                snprintf(name, sizeof(name), NSD_MADE_NS_FMT, p->ns);
+                r = made_has(made_dir, name);
+                p->made_error = r < 0 ? r : 0;
+                p->ns_made = r > 0;
+                return;
+        }
+        r = mount_id_of("/", &p->root_mnt);
+        if (r >= 0)
+                r = mount_id_of("/proc/1/root", &p->init_root_mnt);
+        if (r < 0) {
+                p->root_error = r;
+                return;
+        }
+        if (p->root_mnt != p->init_root_mnt) {
+                snprintf(name, sizeof(name), NSD_MADE_ROOT_FMT, p->root_mnt);
+                r = made_has(made_dir, name);
+                p->made_error = r < 0 ? r : 0;
+                p->root_made = r > 0;
+        }
+}
+
+/* Into PID 1's mount namespace (setns), or, for NSJOIN_LEAVE_ROOT and for a multi-threaded
+ * caller with mode=chroot, to PID 1's root directory (chroot: all or nothing). */
+static int leave_to_initial(const struct nsjoin_args *a, enum nsjoin_leave how,
+                            enum nsjoin_step *ret_step) {
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (how == NSJOIN_LEAVE_NS) {
+                *ret_step = NSJOIN_STEP_ENTER_SETNS;
+                fd = open("/proc/1/ns/mnt", O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                r = nsc_enter_setns(&(struct nsc_join_result) { .root_fd = -1, .ns_fd = fd });
+                if (r != -EINVAL || a->mode != NSJOIN_MODE_CHROOT)
+                        return r;
+                cleanup_closep(&fd);
+                fd = -1;
+        }
+        *ret_step = NSJOIN_STEP_ENTER_CHROOT;
+        fd = open("/proc/1/root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return nsc_enter_chroot(&(struct nsc_join_result) { .root_fd = fd, .ns_fd = -1 }, NULL);
+}
+
+/*
+ * The session of root or of a user the module moves into no namespace (why: for the debug
+ * line). With unmanaged=leave, when it was opened inside a namespace nsd made, it leaves it
+ * for the initial one: only a namespace nsd made is ever left, and everything here is local
+ * (no connection to nsd). Never refuses: whatever cannot be done leaves the session where it
+ * was (one warning line). PAM_SUCCESS when it moved, PAM_IGNORE when not.
+ */
+static int session_not_moved(pam_handle_t *pamh, const struct nsjoin_args *a, const char *user,
+                             const char *why) {
+        char dir[PATH_MAX];
+        struct nsjoin_place p;
+        enum nsjoin_leave how;
+        enum nsjoin_step step;
+        const char *where, *expl;
+        int r;
+
+        if (a->debug)
+                pam_syslog(pamh, LOG_DEBUG,
+                           "user '%s' %s: not moving the session into a user's "
+                           "namespace",
+                           user, why);
+        if (a->unmanaged == NSJOIN_UNMANAGED_STAY)
+                return PAM_IGNORE;
+
+        made_dir_path(a, dir);
+        place_gather(dir, &p);
+        how = nsjoin_leave_decide(&p, &where);
+        if (how != NSJOIN_LEAVE_NS && how != NSJOIN_LEAVE_ROOT) {
+                if (a->debug)
+                        pam_syslog(pamh, LOG_DEBUG,
+                                   "the session of user '%s' stays where it is: %s", user, where);
+                return PAM_IGNORE;
+        }
+        r = leave_to_initial(a, how, &step);
+        if (r < 0) {
+                nsjoin_errno_to_pam(step, r, &expl);
+                pam_syslog_errno(pamh, LOG_WARNING, r,
+                                 "cannot move the session of user '%s' out of mnt:[%" PRIu64
+                                 "], %s, into the initial mount namespace: %s (%m); it stays "
+                                 "there",
+                                 user, p.ns, where, expl);
+                return PAM_IGNORE;
+        }
+        if (a->debug)
+                pam_syslog(pamh, LOG_DEBUG,
+                           "moved the session of user '%s' into the initial mount namespace: %s "
+                           "(mnt:[%" PRIu64 "]%s)",
+                           user, where, p.ns,
+                           step == NSJOIN_STEP_ENTER_CHROOT ? ", by chroot to PID 1's root" : "");
+        return PAM_SUCCESS;
 }
 
 /* Connect within deadline: socket= when given; else, running as root, root's own socket,
@@ -249,33 +437,32 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
         }
 
         /* 1. the local decision */
-        if (nsjoin_name_in_list(a.skip_users, user)) {
-                if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG,
-                                   "user '%s' is in skip_users, leaving the session alone", user);
-                return PAM_IGNORE;
+        if (nsjoin_name_in_list(a.skip_users, user))
+                return session_not_moved(pamh, &a, user, "is in skip_users");
+        if (strcmp(user, "root") == 0)
+                uid = 0; /* no lookup: root's login does not wait on NSS either */
+        else {
+                r = nss_user_by_name(user, &pw);
+                if (r < 0) {
+                        if (r == -ENOENT)
+                                pam_syslog(pamh, LOG_ERR, "cannot look up user '%s': no such user",
+                                           user);
+                        else
+                                pam_syslog_errno(pamh, LOG_ERR, r, "cannot look up user '%s': %m",
+                                                 user);
+                        return nsjoin_errno_to_pam(NSJOIN_STEP_USER, r, NULL);
+                }
+                uid = pw->pw_uid;
         }
-        r = nss_user_by_name(user, &pw);
-        if (r < 0) {
-                if (r == -ENOENT)
-                        pam_syslog(pamh, LOG_ERR, "cannot look up user '%s': no such user", user);
-                else
-                        pam_syslog_errno(pamh, LOG_ERR, r, "cannot look up user '%s': %m", user);
-                return nsjoin_errno_to_pam(NSJOIN_STEP_USER, r, NULL);
-        }
-        uid = pw->pw_uid;
         if (uid == 0) {
                 /* nsd never gives root a namespace: whatever the arguments say (even a bad
                  * one), root's login does not depend on this module */
                 if (bad)
                         pam_syslog(pamh, LOG_ERR,
-                                   "bad argument '%s' (%s); root's session is left alone, every "
-                                   "other user's is refused",
+                                   "bad argument '%s' (%s); root's session is not refused, every "
+                                   "other user's is",
                                    bad, hint);
-                else if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG, "user '%s' is root, leaving the session alone",
-                                   user);
-                return PAM_IGNORE;
+                return session_not_moved(pamh, &a, user, "is root");
         }
         if (bad) {
                 /* a typo must not silently weaken isolation */
@@ -283,10 +470,7 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
                            hint);
                 return PAM_SESSION_ERR;
         }
-        min_uid = a.min_uid_set ? a.min_uid
-                                : login_defs_uid(pamh, "UID_MIN", NSJOIN_MIN_UID_DEFAULT);
-        max_uid = a.max_uid_set ? a.max_uid
-                                : login_defs_uid(pamh, "UID_MAX", NSJOIN_MAX_UID_DEFAULT);
+        managed_range(pamh, &a, &min_uid, &max_uid);
         if (min_uid > max_uid) {
                 pam_syslog(pamh, LOG_ERR,
                            "bad arguments: min_uid=%u is above max_uid=%u%s, refusing the session",
@@ -296,24 +480,22 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
                 return PAM_SESSION_ERR;
         }
         if (uid < min_uid || uid > max_uid) {
-                if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG,
-                                   "uid %u of user '%s' is outside min_uid=%u..max_uid=%u, leaving "
-                                   "the session alone",
-                                   (unsigned) uid, user, (unsigned) min_uid, (unsigned) max_uid);
-                return PAM_IGNORE;
+                char why[96];
+
+                snprintf(why, sizeof(why), "(uid %u) is outside min_uid=%u..max_uid=%u",
+                         (unsigned) uid, (unsigned) min_uid, (unsigned) max_uid);
+                return session_not_moved(pamh, &a, user, why);
         }
         if (a.only_group) {
                 r = user_in_only_group(pamh, user, pw->pw_gid, a.only_group);
                 if (r < 0)
                         return nsjoin_errno_to_pam(NSJOIN_STEP_USER, r, NULL);
                 if (r == 0) {
-                        if (a.debug)
-                                pam_syslog(pamh, LOG_DEBUG,
-                                           "user '%s' is not in group '%s' (only_group), leaving "
-                                           "the session alone",
-                                           user, a.only_group);
-                        return PAM_IGNORE;
+                        char why[64 + NSJOIN_GROUP_NAME_LOG_MAX];
+
+                        snprintf(why, sizeof(why), "is not in group '%.*s' (only_group=)",
+                                 NSJOIN_GROUP_NAME_LOG_MAX, a.only_group);
+                        return session_not_moved(pamh, &a, user, why);
                 }
         }
 
@@ -359,12 +541,8 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
         }
         if (r == -NSD_ERRNO_NOT_MANAGED) {
                 /* nsd's policy (Users=, Groups=) is narrower than the module's range */
-                if (a.debug)
-                        pam_syslog(pamh, LOG_DEBUG,
-                                   "nsd's policy does not manage user '%s' (uid %u), leaving the "
-                                   "session alone",
-                                   user, (unsigned) uid);
-                return PAM_IGNORE;
+                nsc_disconnect(TAKE_PTR(conn));
+                return session_not_moved(pamh, &a, user, "is not managed by nsd's policy");
         }
         if (r < 0)
                 return log_join_failure(pamh, &a, user, uid, NSJOIN_STEP_JOIN, r, path, conn,

@@ -19,6 +19,8 @@
  * Exit status 0 for ok, 1 for err, 2 for bad usage.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,58 +31,15 @@
 #include "nsclient.h"
 #include "time-util.h"
 
+/* "EAGAIN" for -EAGAIN or EAGAIN; "E<n>" for a number glibc has no name for */
 static const char *err_name(int e) {
         static char buf[16];
+        const char *name = strerrorname_np(e < 0 ? -e : e);
 
-        switch (e < 0 ? -e : e) {
-        case EAGAIN:
-                return "EAGAIN";
-        case ENOENT:
-                return "ENOENT";
-        case EEXIST:
-                return "EEXIST";
-        case ENOMEM:
-                return "ENOMEM";
-        case EMFILE:
-                return "EMFILE";
-        case ENFILE:
-                return "ENFILE";
-        case EINTR:
-                return "EINTR";
-        case ETIMEDOUT:
-                return "ETIMEDOUT";
-        case EBUSY:
-                return "EBUSY";
-        case EIO:
-                return "EIO";
-        case EPERM:
-                return "EPERM";
-        case EINVAL:
-                return "EINVAL";
-        case ECONNREFUSED:
-                return "ECONNREFUSED";
-        case ECONNRESET:
-                return "ECONNRESET";
-        case EPIPE:
-                return "EPIPE";
-        case EPROTO:
-                return "EPROTO";
-        case ENOSPC:
-                return "ENOSPC";
-        case ENOBUFS:
-                return "ENOBUFS";
-        case EUSERS:
-                return "EUSERS";
-        case ESRCH:
-                return "ESRCH";
-        case EBADF:
-                return "EBADF";
-        case ENOTCONN:
-                return "ENOTCONN";
-        default:
-                snprintf(buf, sizeof buf, "E%d", e < 0 ? -e : e);
-                return buf;
-        }
+        if (name)
+                return name;
+        snprintf(buf, sizeof buf, "E%d", e < 0 ? -e : e);
+        return buf;
 }
 
 /* what a login waits for "not yet available" (pam_nsjoin's timeout is of this order) */
@@ -122,9 +81,61 @@ static void print_join(int r, const struct nsc_join_result *j, unsigned tries) {
                tries);
 }
 
-int main(int argc, char **argv) {
+/* "ok ..." (fmt) or "err ERRNO-NAME[ STEP]" for r; the exit status */
+__attribute__((format(printf, 3, 4))) static int outcome(int r, const char *step, const char *fmt,
+                                                         ...) {
+        va_list ap;
+
+        if (r < 0) {
+                printf("err %s%s%s\n", err_name(r), step ? " " : "", step ?: "");
+                return 1;
+        }
+        fputs("ok", stdout);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+        return 0;
+}
+
+/* JOIN (waiting as a login), then on a connection of its own SESSION_OPEN led by leader,
+ * which *ret_c keeps open for the caller; r, and in *ret_step the step that failed */
+static int join_session_open(uid_t uid, pid_t leader, nsc_conn **ret_c, uint64_t *ret_id,
+                             unsigned *ret_n, const char **ret_step) {
         struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
         unsigned tries = 0;
+        int r;
+
+        *ret_step = "join";
+        r = join_wait(uid, WAIT_MS_DEFAULT, &j, &tries);
+        if (r < 0)
+                return r;
+        *ret_step = "connect";
+        r = nsc_connect(NULL, ret_c);
+        if (r < 0)
+                return r;
+        *ret_step = "open";
+        return nsc_session_open(*ret_c, uid, leader, "fault-client", ret_id, ret_n);
+}
+
+/* connect, then one request (RELEASE --force, or SESSION_CLOSE of id) */
+static int one_request(uid_t uid, bool release, uint64_t id, unsigned *ret_n) {
+        nsc_conn *c = NULL;
+        int r = nsc_connect(NULL, &c);
+
+        if (r >= 0)
+                r = release ? nsc_release(c, uid, NSC_RELEASE_FORCE)
+                            : nsc_session_close(c, uid, 0, id, ret_n);
+        nsc_disconnect(c);
+        return r;
+}
+
+int main(int argc, char **argv) {
+        struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
+        const char *step = NULL;
+        nsc_conn *c = NULL;
+        unsigned tries = 0, n = 0;
+        uint64_t id = 0;
         uid_t uid;
         int r;
 
@@ -148,93 +159,32 @@ int main(int argc, char **argv) {
                         return 1;
                 }
                 r = nsc_enter_setns(&j);
-                if (r < 0) {
-                        printf("err %s setns\n", err_name(r));
-                        return 1;
-                }
+                if (r < 0)
+                        return outcome(r, "setns", "%s", "");
                 fflush(stdout);
                 execvp(argv[5], argv + 5);
-                printf("err %s exec\n", err_name(errno));
-                return 1;
+                return outcome(-errno, "exec", "%s", "");
         }
         if (strcmp(argv[1], "session") == 0) {
-                uint64_t id = 0;
-                unsigned n = 0;
-                nsc_conn *c = NULL;
-                const char *step = "connect";
-
-                step = "join";
-                r = join_wait(uid, WAIT_MS_DEFAULT, &j, &tries);
-                if (r >= 0) {
-                        step = "connect";
-                        r = nsc_connect(NULL, &c);
-                }
-                if (r >= 0) {
-                        step = "open";
-                        r = nsc_session_open(c, uid, getpid(), "fault-client", &id, &n);
-                }
+                r = join_session_open(uid, getpid(), &c, &id, &n, &step);
                 if (r >= 0) {
                         step = "close";
                         r = nsc_session_close(c, uid, getpid(), id, &n);
                 }
                 nsc_disconnect(c);
-                if (r < 0)
-                        printf("err %s %s\n", err_name(r), step);
-                else
-                        printf("ok\n");
-                return r < 0;
+                return outcome(r, step, "%s", "");
         }
         if (strcmp(argv[1], "open") == 0 && argc > 3) {
-                pid_t pid = (pid_t) atoi(argv[3]);
-                const char *step = "join";
-                nsc_conn *c = NULL;
-                uint64_t id = 0;
-                unsigned n = 0;
-
-                r = join_wait(uid, WAIT_MS_DEFAULT, &j, &tries);
-                if (r >= 0) {
-                        step = "connect";
-                        r = nsc_connect(NULL, &c);
-                }
-                if (r >= 0) {
-                        step = "open";
-                        r = nsc_session_open(c, uid, pid, "fault-client", &id, &n);
-                }
+                r = join_session_open(uid, (pid_t) atoi(argv[3]), &c, &id, &n, &step);
                 nsc_disconnect(c);
-                if (r < 0)
-                        printf("err %s %s\n", err_name(r), step);
-                else
-                        printf("ok %llu %u\n", (unsigned long long) id, n);
-                return r < 0;
+                return outcome(r, step, " %llu %u", (unsigned long long) id, n);
         }
         if (strcmp(argv[1], "close") == 0 && argc > 3) {
-                uint64_t id = strtoull(argv[3], NULL, 10);
-                nsc_conn *c = NULL;
-                unsigned n = 0;
-
-                r = nsc_connect(NULL, &c);
-                if (r >= 0)
-                        r = nsc_session_close(c, uid, 0, id, &n);
-                nsc_disconnect(c);
-                if (r < 0)
-                        printf("err %s\n", err_name(r));
-                else
-                        printf("ok %u\n", n);
-                return r < 0;
+                r = one_request(uid, false, strtoull(argv[3], NULL, 10), &n);
+                return outcome(r, NULL, " %u", n);
         }
-        if (strcmp(argv[1], "release") == 0) {
-                nsc_conn *c = NULL;
-
-                r = nsc_connect(NULL, &c);
-                if (r >= 0)
-                        r = nsc_release(c, uid, NSC_RELEASE_FORCE);
-                nsc_disconnect(c);
-                if (r < 0)
-                        printf("err %s\n", err_name(r));
-                else
-                        printf("ok\n");
-                return r < 0;
-        }
+        if (strcmp(argv[1], "release") == 0)
+                return outcome(one_request(uid, true, 0, NULL), NULL, "%s", "");
         fprintf(stderr, "fault-client: unknown command '%s'\n", argv[1]);
         return 2;
 }

@@ -17,9 +17,10 @@
  *                              child's function (which helper child it makes).
  *
  * CALL is one of: clone unshare setns mount umount2 open_tree move_mount mount_setattr fspick
- * open openat openat2 accept accept4 sendmsg recvmsg pidfd_open. open and openat count the
- * 64-bit variants too (open64, __open_2, ...); openat2 and pidfd_open are reached through
- * syscall(2), which glibc has no wrapper for, and so is every other CALL when made with
+ * open openat openat2 accept accept4 sendmsg recvmsg pidfd_open fsopen fsconfig fsmount
+ * mkdirat execveat. open and openat count the 64-bit variants too (open64, __open_2, ...);
+ * openat2, pidfd_open and execveat are reached through syscall(2), which glibc has no
+ * wrapper for (or nsd does not use it), and so is every other CALL when made with
  * syscall(SYS_...).
  *
  * nsd's helper children run in nsd's address space (CLONE_VM | CLONE_VFORK): the counters are
@@ -44,6 +45,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -65,6 +67,11 @@ enum call {
         C_SENDMSG,
         C_RECVMSG,
         C_PIDFD_OPEN,
+        C_FSOPEN,
+        C_FSCONFIG,
+        C_FSMOUNT,
+        C_MKDIRAT,
+        C_EXECVEAT,
         _C_MAX,
 };
 
@@ -77,7 +84,9 @@ static const char *const call_name[_C_MAX] = {
         [C_OPENAT] = "openat",         [C_OPENAT2] = "openat2",
         [C_ACCEPT] = "accept",         [C_ACCEPT4] = "accept4",
         [C_SENDMSG] = "sendmsg",       [C_RECVMSG] = "recvmsg",
-        [C_PIDFD_OPEN] = "pidfd_open",
+        [C_PIDFD_OPEN] = "pidfd_open", [C_FSOPEN] = "fsopen",
+        [C_FSCONFIG] = "fsconfig",     [C_FSMOUNT] = "fsmount",
+        [C_MKDIRAT] = "mkdirat",       [C_EXECVEAT] = "execveat",
 };
 
 static const struct {
@@ -127,6 +136,10 @@ static int (*real_accept4)(int, struct sockaddr *, socklen_t *, int);
 static ssize_t (*real_sendmsg)(int, const struct msghdr *, int);
 static ssize_t (*real_recvmsg)(int, struct msghdr *, int);
 static long (*real_syscall)(long, ...);
+static int (*real_fsopen)(const char *, unsigned);
+static int (*real_fsconfig)(int, unsigned, const char *, const void *, int);
+static int (*real_fsmount)(int, unsigned, unsigned);
+static int (*real_mkdirat)(int, const char *, mode_t);
 
 /* Loaded objects, for call sites as object+offset. */
 #define OBJECTS_MAX 64
@@ -305,31 +318,49 @@ int fspick(int dfd, const char *path, unsigned flags) {
         return real_fspick(dfd, path, flags);
 }
 
+int fsopen(const char *fs, unsigned flags) {
+        FAULT_OR(C_FSOPEN, fs);
+        return real_fsopen(fs, flags);
+}
+
+int fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux) {
+        FAULT_OR(C_FSCONFIG, key);
+        return real_fsconfig(fd, cmd, key, value, aux);
+}
+
+int fsmount(int fd, unsigned flags, unsigned attr) {
+        FAULT_OR(C_FSMOUNT, NULL);
+        return real_fsmount(fd, flags, attr);
+}
+
+int mkdirat(int dfd, const char *path, mode_t mode) {
+        FAULT_OR(C_MKDIRAT, path);
+        return real_mkdirat(dfd, path, mode);
+}
+
 static mode_t open_mode(int flags, va_list ap) {
         return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t) va_arg(ap, int) : 0;
 }
 
-int open(const char *path, int flags, ...) {
-        va_list ap;
-        mode_t mode;
+/* open(), openat() and their 64 forms: the mode comes only with O_CREAT or O_TMPFILE */
+#define INTERPOSE_OPEN(name, c, params, args) \
+        int name params {                     \
+                va_list ap;                   \
+                mode_t mode;                  \
+                                              \
+                va_start(ap, flags);          \
+                mode = open_mode(flags, ap);  \
+                va_end(ap);                   \
+                FAULT_OR(c, path);            \
+                return real_##name args;      \
+        }
 
-        va_start(ap, flags);
-        mode = open_mode(flags, ap);
-        va_end(ap);
-        FAULT_OR(C_OPEN, path);
-        return real_open(path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...) {
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = open_mode(flags, ap);
-        va_end(ap);
-        FAULT_OR(C_OPEN, path);
-        return real_open64(path, flags, mode);
-}
+INTERPOSE_OPEN(open, C_OPEN, (const char *path, int flags, ...), (path, flags, mode))
+INTERPOSE_OPEN(open64, C_OPEN, (const char *path, int flags, ...), (path, flags, mode))
+INTERPOSE_OPEN(openat, C_OPENAT, (int dfd, const char *path, int flags, ...),
+               (dfd, path, flags, mode))
+INTERPOSE_OPEN(openat64, C_OPENAT, (int dfd, const char *path, int flags, ...),
+               (dfd, path, flags, mode))
 
 int __open_2(const char *path, int flags) {
         FAULT_OR(C_OPEN, path);
@@ -339,28 +370,6 @@ int __open_2(const char *path, int flags) {
 int __open64_2(const char *path, int flags) {
         FAULT_OR(C_OPEN, path);
         return real_open64_2(path, flags);
-}
-
-int openat(int dfd, const char *path, int flags, ...) {
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = open_mode(flags, ap);
-        va_end(ap);
-        FAULT_OR(C_OPENAT, path);
-        return real_openat(dfd, path, flags, mode);
-}
-
-int openat64(int dfd, const char *path, int flags, ...) {
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = open_mode(flags, ap);
-        va_end(ap);
-        FAULT_OR(C_OPENAT, path);
-        return real_openat64(dfd, path, flags, mode);
 }
 
 int __openat_2(int dfd, const char *path, int flags) {
@@ -466,6 +475,23 @@ long syscall(long nr, ...) {
                 c = C_PIDFD_OPEN;
                 break;
 #endif
+#ifdef SYS_fsopen
+        case SYS_fsopen:
+                c = C_FSOPEN;
+                break;
+        case SYS_fsconfig:
+                c = C_FSCONFIG;
+                break;
+        case SYS_fsmount:
+                c = C_FSMOUNT;
+                break;
+#endif
+        case SYS_mkdirat:
+                c = C_MKDIRAT;
+                break;
+        case SYS_execveat:
+                c = C_EXECVEAT;
+                break;
         }
         if (c >= 0)
                 FAULT_OR((enum call) c, NULL);
@@ -602,6 +628,10 @@ __attribute__((constructor)) static void fault_shim_init(void) {
         real_sendmsg = lookup("sendmsg", true);
         real_recvmsg = lookup("recvmsg", true);
         real_syscall = lookup("syscall", true);
+        real_fsopen = lookup("fsopen", true);
+        real_fsconfig = lookup("fsconfig", true);
+        real_fsmount = lookup("fsmount", true);
+        real_mkdirat = lookup("mkdirat", true);
 
         if (spec && *spec)
                 parse_rules(spec);

@@ -136,21 +136,23 @@ class World:
         except OSError:
             return ""
 
-    def start(self, fault=None, trace=None):
-        """Start nsd; True once it serves, False if it exited first (recorded)."""
-        env = dict(self.env)
+    def start(self, fault=None, trace=None, what=None, env=None, argv0=(), **popen):
+        """Start nsd; True once it serves, False if it exited first or did not serve within
+        SERVE_WAIT_S (stopped then; either recorded in exits). fault, trace: the shim's
+        NSD_FAULT and NSD_FAULT_TRACE; what: for the log's line; env: more variables; argv0:
+        words before nsd's command line; popen: more of subprocess.Popen's arguments."""
+        e = dict(self.env, **(env or {}))
         if fault or trace:
-            env["LD_PRELOAD"] = f"{self.build}/tests/fault/nsd-fault-shim.so"
-            env["NSD_FAULT"] = fault or ""
+            e["LD_PRELOAD"] = f"{self.build}/tests/fault/nsd-fault-shim.so"
+            e["NSD_FAULT"] = fault or ""
             if trace:
-                env["NSD_FAULT_TRACE"] = trace
+                e["NSD_FAULT_TRACE"] = trace
         before = self.log_text().count(" serving (pid ")
-        logf = open(self.log, "a")
-        logf.write(f"--- nsd start, NSD_FAULT={fault or ''}\n")
-        logf.flush()
-        self.proc = subprocess.Popen(self.nsd_cmd(), stdout=logf, stderr=subprocess.STDOUT,
-                                     env=env)
-        logf.close()
+        with open(self.log, "a") as logf:
+            logf.write(f"--- nsd start, {what or 'NSD_FAULT=' + (fault or '')}\n")
+            logf.flush()
+            self.proc = subprocess.Popen([*argv0, *self.nsd_cmd()], stdout=logf,
+                                         stderr=subprocess.STDOUT, env=e, **popen)
         deadline = time.monotonic() + SERVE_WAIT_S
         while time.monotonic() < deadline:
             if self.log_text().count(" serving (pid ") > before:
@@ -289,12 +291,17 @@ def phase_join(w, oc, phase, uid):
 TRANSIENT = {"EAGAIN", "ENOMEM", "EMFILE", "ENFILE", "EINTR", "ETIMEDOUT", "EBUSY"}
 
 
+def start_faulty(w, oc, mark, phase, fault, trace):
+    """The phase of nsd's start with the fault; an nsd that exits is started again (clean)."""
+    mark(phase)
+    if not w.start(fault=fault, trace=trace):
+        oc.note(f"{phase}: nsd exited ({w.exits[-1]}), started again")
+        w.start()
+
+
 def scenario_restart(w, oc, mark, fault=None, trace=None):
     """nsd restarts with A pinned: start, JOIN A, create B, linger, release B."""
-    mark("start")
-    if not w.start(fault=fault, trace=trace):
-        oc.note(f"start: nsd exited ({w.exits[-1]}), started again")
-        w.start()
+    start_faulty(w, oc, mark, "start", fault, trace)
     mark("join")
     phase_join(w, oc, "join", UA)
     tok = read_token(w, UA)
@@ -331,10 +338,7 @@ def scenario_restart(w, oc, mark, fault=None, trace=None):
 
 def scenario_fresh(w, oc, mark, fault=None, trace=None):
     """nsd's first start (no pin namespace yet): start, create A, stop."""
-    mark("first-start")
-    if not w.start(fault=fault, trace=trace):
-        oc.note(f"first-start: nsd exited ({w.exits[-1]}), started again")
-        w.start()
+    start_faulty(w, oc, mark, "first-start", fault, trace)
     mark("first-create")
     oc.a_fresh = create_with_token(w, oc, "first-create", UA, oc.token_a)
     mark("stop")
@@ -903,26 +907,12 @@ class FakeManager:
                 os.dup2(fd, 3 + i)
                 os.close(fd)
 
-        env = dict(w.env, NOTIFY_SOCKET=self.path)
-        if fault:
-            env.update(LD_PRELOAD=f"{w.build}/tests/fault/nsd-fault-shim.so", NSD_FAULT=fault)
+        env = dict(NOTIFY_SOCKET=self.path)
         if n:
             env.update(LISTEN_FDS=str(n), LISTEN_FDNAMES=":".join(names))
-        before = w.log_text().count(" serving (pid ")
-        with open(w.log, "a") as logf:
-            logf.write(f"--- nsd start, fd store: {' '.join(names)}\n")
-            logf.flush()
-            w.proc = subprocess.Popen(["sh", "-c", 'export LISTEN_PID=$$; exec "$@"', "sh",
-                                       *w.nsd_cmd()], stdout=logf, stderr=subprocess.STDOUT,
-                                      env=env, preexec_fn=child, pass_fds=range(3, 3 + n))
-        deadline = time.monotonic() + SERVE_WAIT_S
-        while time.monotonic() < deadline:
-            if w.log_text().count(" serving (pid ") > before:
-                return True
-            if w.proc.poll() is not None:
-                return False
-            time.sleep(0.01)
-        return False
+        return w.start(fault=fault, what=f"fd store: {' '.join(names)}", env=env,
+                       argv0=["sh", "-c", 'export LISTEN_PID=$$; exec "$@"', "sh"],
+                       preexec_fn=child, pass_fds=range(3, 3 + n))
 
     def close(self):
         self.done = True

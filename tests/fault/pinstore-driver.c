@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pinstore-driver: nsd's pin store without the server, for tests/fault/fault-suite.py. It
- * links nsd/pinstore.c and nsd/userns.c and does what the server does at start (open,
+ * links nsd/store/pinstore.c and nsd/store/userns.c and does what the server does at start (open,
  * adopt), plus one operation, printing what a test checks. Root only, in a private mount
  * namespace.
  *
@@ -32,11 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "fault-util.h"
-#include "log.h"
-#include "pinstore-internal.h"
+#include "store/pinstore-internal.h"
+#include "store/userns.h"
 #include "time-util.h"
-#include "userns.h"
 
 #define UIDS_MAX 64
 

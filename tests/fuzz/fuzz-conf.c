@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-conf: nsd's nsd.conf parser, config_parse_text() (nsd/conf.c), on arbitrary text.
+ * fuzz-conf: nsd's nsd.conf parser, config_parse_texts() (nsd/policy/conf.c,
+ * nsd/policy/setup-conf.c), on arbitrary text. A form feed (\f) splits the input into nsd.conf
+ * ("fuzz.conf") and one drop-in ("fuzz.conf.d/50.conf"), read as one configuration.
  *
  * Properties besides the sanitizers' (any failure aborts):
  *   - the result is 0, -EINVAL or -ENOMEM; *ret is written only on success;
- *   - a failure always comes with a message "fuzz.conf:LINE: what", LINE >= 1 and within
- *     the text's lines;
+ *   - a failure always comes with a message "FILE:LINE: what", FILE one of the two and LINE
+ *     >= 1 and within that text's lines;
  *   - a success gives a consistent Config: Users= and Groups= lists present, every entry
  *     "@regular", a number or a valid name, MinUid <= MaxUid, limits within 1..1000000,
  *     MaxConnectionsPerUser <= MaxConnections, Linger forever or 0..INT32_MAX;
@@ -16,6 +18,11 @@
  *   - config_uid_managed(), where it needs no NSS (no user names in Users=, no Groups=):
  *     root, nobody and (uid_t) -1 are never managed, a listed uid always is, @regular is
  *     exactly MinUid..MaxUid, and a "why" comes with every "no";
+ *   - the setup ([Setup], [Polydir NAME], [BindReadOnly NAME]) is whole: every polydir has a
+ *     path (absolute or "%h..."), a method, an instance prefix exactly for Method=user, a
+ *     mode within -1..07777, attributes nsd knows; no two share a path, nor two binds a
+ *     target; at most SETUP_MAX_POLYDIRS; PrivateTmp=yes is the first polydir, on /tmp; its
+ *     generation is the same for two parses and for a copy;
  *   - config_move() and config_done() leave nothing behind (LeakSanitizer).
  */
 #include <errno.h>
@@ -23,14 +30,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf.h"
+#include <sys/mount.h>
+
 #include "fuzz.h"
+#include "policy/conf.h"
+#include "policy/setup-conf.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         /* GLib's slice allocator would hide leaks from LeakSanitizer (GLib < 2.76) */
         setenv("G_SLICE", "always-malloc", 1);
         return 0;
 }
+
+static const char *const file_names[2] = { "fuzz.conf", "fuzz.conf.d/50.conf" };
 
 static unsigned count_lines(const uint8_t *data, size_t size) {
         unsigned n = 0;
@@ -83,6 +95,69 @@ static void check_managed(const Config *c, uid_t uid) {
                     (unsigned) uid, managed, want, (unsigned) c->min_uid, (unsigned) c->max_uid);
 }
 
+static bool template_ok(const char *t) {
+        return t && (t[0] == '/' || (t[0] == '%' && t[1] == 'h')) && !strstr(t, "//");
+}
+
+static void check_setup(const Config *c) {
+        const SetupConf *s = &c->setup;
+        const uint64_t attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID |
+                               MOUNT_ATTR_NODEV | MOUNT_ATTR__ATIME | MOUNT_ATTR_NODIRATIME |
+                               MOUNT_ATTR_NOSYMFOLLOW;
+        Config copy;
+        char g1[17], g2[17];
+
+        fuzz_assert(s->n_polydirs <= SETUP_MAX_POLYDIRS && s->n_binds <= SETUP_MAX_BINDS,
+                    "%zu polydirs, %zu binds", s->n_polydirs, s->n_binds);
+        for (size_t i = 0; i < s->n_polydirs; i++) {
+                const Polydir *p = &s->polydirs[i];
+
+                fuzz_assert(p->name && template_ok(p->path), "polydir %zu: path '%s'", i,
+                            p->path ? p->path : "(null)");
+                fuzz_assert(p->method == POLYDIR_METHOD_USER || p->method == POLYDIR_METHOD_TMPFS,
+                            "polydir '%s': method %d", p->name, (int) p->method);
+                fuzz_assert((p->method == POLYDIR_METHOD_USER) == (p->instance_prefix != NULL),
+                            "polydir '%s': an instance prefix for Method=user only", p->name);
+                fuzz_assert(!p->instance_prefix || template_ok(p->instance_prefix),
+                            "polydir '%s': prefix '%s'", p->name, p->instance_prefix);
+                fuzz_assert(p->mode >= -1 && p->mode <= 07777, "polydir '%s': mode %d", p->name,
+                            p->mode);
+                fuzz_assert((p->mount_attr & ~attrs) == 0 &&
+                                    p->n_options <= SETUP_MAX_MOUNT_OPTIONS,
+                            "polydir '%s': attributes %llx", p->name,
+                            (unsigned long long) p->mount_attr);
+                fuzz_assert(p->method == POLYDIR_METHOD_TMPFS || p->n_options == 0,
+                            "polydir '%s': tmpfs options on a bind", p->name);
+                fuzz_assert(!(p->only_users && p->exclude_users), "polydir '%s': both lists",
+                            p->name);
+                fuzz_assert(p->file && p->line >= 1, "polydir '%s': no place", p->name);
+                for (size_t j = 0; j < i; j++)
+                        fuzz_assert(strcmp(s->polydirs[j].path, p->path) != 0,
+                                    "two polydirs on '%s'", p->path);
+        }
+        fuzz_assert(!c->private_tmp ||
+                            (s->n_polydirs > 0 && strcmp(s->polydirs[0].name, "PrivateTmp") == 0 &&
+                             strcmp(s->polydirs[0].path, "/tmp") == 0),
+                    "PrivateTmp=yes is not the first polydir");
+        for (size_t i = 0; i < s->n_binds; i++) {
+                fuzz_assert(s->binds[i].source && s->binds[i].source[0] == '/' &&
+                                    s->binds[i].target && s->binds[i].target[0] == '/',
+                            "bind %zu without an absolute source or target", i);
+                for (size_t j = 0; j < i; j++)
+                        fuzz_assert(strcmp(s->binds[j].target, s->binds[i].target) != 0,
+                                    "two binds on '%s'", s->binds[i].target);
+        }
+        fuzz_assert(s->timeout_usec >= 1000 && s->timeout_usec <= 3600ULL * 1000000ULL,
+                    "TimeoutSec %llu us", (unsigned long long) s->timeout_usec);
+        config_copy(&copy, c);
+        fuzz_assert(strcmp(setup_conf_generation(s, c->propagation_private, g1, sizeof g1),
+                           setup_conf_generation(&copy.setup, copy.propagation_private, g2,
+                                                 sizeof g2)) == 0 &&
+                            strlen(g1) == 16,
+                    "a copy has another generation: %s, %s", g1, g2);
+        config_done(&copy);
+}
+
 static void check_config(const Config *c) {
         char buf[64];
 
@@ -105,6 +180,7 @@ static void check_config(const Config *c) {
         fuzz_assert(config_linger_to_string(c, buf, sizeof buf) == buf &&
                             strncmp(buf, "Linger=", 7) == 0,
                     "config_linger_to_string gave '%s'", buf);
+        check_setup(c);
 
         if (needs_nss(c))
                 return;
@@ -152,7 +228,14 @@ static bool keyfile_reads_all(const uint8_t *data, size_t size) {
 }
 
 static bool same_config(const Config *a, const Config *b) {
-        return g_strv_equal((const char *const *) a->users, (const char *const *) b->users) &&
+        char ga[17], gb[17];
+
+        setup_conf_generation(&a->setup, a->propagation_private, ga, sizeof ga);
+        setup_conf_generation(&b->setup, b->propagation_private, gb, sizeof gb);
+        return strcmp(ga, gb) == 0 && a->setup.n_polydirs == b->setup.n_polydirs &&
+               a->setup.n_binds == b->setup.n_binds &&
+               a->setup.timeout_usec == b->setup.timeout_usec &&
+               g_strv_equal((const char *const *) a->users, (const char *const *) b->users) &&
                g_strv_equal((const char *const *) a->groups, (const char *const *) b->groups) &&
                a->min_uid == b->min_uid && a->max_uid == b->max_uid &&
                a->propagation_private == b->propagation_private &&
@@ -166,38 +249,56 @@ static bool same_config(const Config *a, const Config *b) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Config c, again, moved = { 0 };
         g_autofree char *err = NULL, *err2 = NULL;
+        const uint8_t *ff = size > 0 ? memchr(data, '\f', size) : NULL;
+        ConfigText texts[2] = {
+                { (const char *) data, ff ? (size_t) (ff - data) : size, file_names[0] },
+                { ff ? (const char *) ff + 1 : NULL, ff ? size - (size_t) (ff - data) - 1 : 0,
+                  file_names[1] },
+        };
+        size_t n = ff ? 2 : 1;
         int r, r2;
 
         memset(&c, 0xa5, sizeof c);
-        r = config_parse_text((const char *) data, size, "fuzz.conf", &c, &err);
+        r = config_parse_texts(texts, n, &c, &err);
         fuzz_assert(r == 0 || r == -EINVAL || r == -ENOMEM, "r=%d", r);
 
         memset(&again, 0, sizeof again);
-        r2 = config_parse_text((const char *) data, size, "fuzz.conf", &again, &err2);
+        r2 = config_parse_texts(texts, n, &again, &err2);
         fuzz_assert(r2 == r, "second parse gave %d, first %d", r2, r);
 
         if (r < 0) {
                 const uint8_t *p = (const uint8_t *) &c;
+                size_t f = n - 1;
+
                 for (size_t i = 0; i < sizeof c; i++)
                         fuzz_assert(p[i] == 0xa5, "Config written on failure (byte %zu)", i);
                 fuzz_assert(err != NULL, "no error message for r=%d", r);
-                fuzz_assert(strncmp(err, "fuzz.conf:", 10) == 0, "message '%s'", err);
-                unsigned long line = strtoul(err + 10, NULL, 10);
-                fuzz_assert(line >= 1 && line <= count_lines(data, size),
-                            "message names line %lu of %u: '%s'", line, count_lines(data, size),
-                            err);
+                /* the drop-in's name starts with nsd.conf's: try it first */
+                while (f > 0 &&
+                       !(g_str_has_prefix(err, file_names[f]) && err[strlen(file_names[f])] == ':'))
+                        f--;
+                size_t prefix = strlen(file_names[f]);
+                fuzz_assert(strncmp(err, file_names[f], prefix) == 0 && err[prefix] == ':',
+                            "message '%s'", err);
+                unsigned long line = strtoul(err + prefix + 1, NULL, 10);
+                unsigned lines = count_lines((const uint8_t *) texts[f].text, texts[f].len);
+                fuzz_assert(line >= 1 && line <= lines, "message names line %lu of %u: '%s'", line,
+                            lines, err);
                 fuzz_assert(err2 && strcmp(err, err2) == 0, "messages differ: '%s' / '%s'", err,
                             err2 ? err2 : "(null)");
                 return 0;
         }
 
         fuzz_assert(err == NULL, "error message '%s' on success", err);
-        fuzz_assert(keyfile_reads_all(data, size),
-                    "accepted a text with a value GKeyFile cannot read (an invalid escape?)");
+        for (size_t f = 0; f < n; f++)
+                fuzz_assert(keyfile_reads_all((const uint8_t *) texts[f].text, texts[f].len),
+                            "accepted a text with a value GKeyFile cannot read (an invalid "
+                            "escape?)");
         check_config(&c);
         fuzz_assert(same_config(&c, &again), "two parses of the same text differ");
         config_move(&moved, &c);
-        fuzz_assert(c.users == NULL && c.groups == NULL, "config_move left the source");
+        fuzz_assert(c.users == NULL && c.groups == NULL && c.setup.polydirs == NULL,
+                    "config_move left the source");
         check_config(&moved);
         config_done(&moved);
         config_done(&again);

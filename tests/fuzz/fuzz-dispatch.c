@@ -2,9 +2,9 @@
 /*
  * fuzz-dispatch: libFuzzer harness of nsd's request validation and dispatch (issue 10,
  * item 5), through the real path a datagram takes: a connection of an unprivileged uid
- * (conn.c reads it, nsd_msg_check and the table's checks in requests.c validate it, the
+ * (conn.c reads it, nsd_msg_check and the table's checks in transport/request.c validate it, the
  * handler answers, conn.c sends or queues the replies), over a socketpair, against nsd's core
- * library with a Server that has no sockets, pins or probes (tests/unit/core-test.h). No
+ * library with a Server that has no sockets, pins or probes (tests/unit/nsd/core-test.h). No
  * privilege needed and none used: the peer is uid 1000 on everyone's socket, whose
  * "namespace" is the one the fuzzer runs in, so JOIN, SHOW, RELEASE, HIDE, SESSION_* and
  * STATUS/LIST all reach their handlers (HIDE stops at "owner-private mounts need a kernel
@@ -92,11 +92,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "core-test.h"
+#include "domain/session.h"
 #include "fuzz.h"
-#include "log.h"
-#include "requests.h"
-#include "session.h"
+#include "transport/request.h"
 
 #define FUZZ_UID 1000
 #define FUZZ_DATAGRAM_MAX 8192
@@ -209,7 +209,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         signal(SIGPIPE, SIG_IGN);
         /* only crashes matter here, not nsd's warnings about bad input */
         log_setup(LOG_TARGET_STDERR, LOG_CRIT);
-        config = core_test_config();
+        config = loop_test_config();
         server = core_test_server(&config);
         input_config(0);
         core_test_user_here(server, FUZZ_UID);
@@ -521,7 +521,7 @@ static void finish(Script *sc) {
                 fuzz_assert(sc->eof, "nsd dropped the connection, its client never saw EOF");
                 return;
         }
-        if (!settled || core_test_readable(sc->nsd_fd))
+        if (!settled || loop_test_readable(sc->nsd_fd))
                 return; /* requests still unread (a throttle, a turn limit) */
         fuzz_assert(sc->n_rec == 0 || (sc->cur == (int) sc->n_rec - 1 && sc->rec[sc->cur].ended),
                     "the connection is open and nsd idle, but request %d of %u is unanswered",

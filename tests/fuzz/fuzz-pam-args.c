@@ -10,7 +10,7 @@
  * Properties besides the sanitizers' (any failure aborts):
  *   - every argument is OK, UNKNOWN or BAD_VALUE, and exactly the ones with the known
  *     names ("debug", "mode=", "socket=", "skip_users=", "only_group=", "min_uid=",
- *     "max_uid=", "timeout=") are not UNKNOWN; a BAD_VALUE comes with a hint;
+ *     "max_uid=", "timeout=", "unmanaged=") are not UNKNOWN; a BAD_VALUE comes with a hint;
  *   - an UNKNOWN or BAD_VALUE argument changes nothing; later arguments override earlier;
  *     each accepted one does what pam_nsjoin(8) says (a model of each is below);
  *   - nsjoin_parse_uid() takes exactly decimal 1..4294967294, nsjoin_parse_timeout()
@@ -132,7 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         nsjoin_args_init(&a);
         fuzz_assert(a.mode == NSJOIN_MODE_SETNS && !a.socket && !a.debug && !a.skip_users &&
                             !a.only_group && !a.min_uid_set && !a.max_uid_set &&
-                            a.timeout_usec == NSJOIN_TIMEOUT_DEFAULT_USEC,
+                            a.timeout_usec == NSJOIN_TIMEOUT_DEFAULT_USEC &&
+                            a.unmanaged == NSJOIN_UNMANAGED_LEAVE,
                     "defaults");
         want = a;
         const char *setter_socket = NULL, *setter_skip = NULL, *setter_group = NULL;
@@ -147,7 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 bool known = strcmp(arg, "debug") == 0 || value_of(arg, "mode") ||
                              value_of(arg, "socket") || value_of(arg, "skip_users") ||
                              value_of(arg, "only_group") || value_of(arg, "min_uid") ||
-                             value_of(arg, "max_uid") || value_of(arg, "timeout");
+                             value_of(arg, "max_uid") || value_of(arg, "timeout") ||
+                             value_of(arg, "unmanaged");
                 uid_t uid = 0, uid2 = 0;
                 uint64_t usec = 0, usec2 = 0;
 
@@ -203,6 +205,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 } else if ((v = value_of(arg, "timeout"))) {
                         fuzz_assert(timeout_ref(v, &usec), "'%s' accepted", arg);
                         want.timeout_usec = usec;
+                } else if ((v = value_of(arg, "unmanaged"))) {
+                        fuzz_assert(strcmp(v, "leave") == 0 || strcmp(v, "stay") == 0,
+                                    "unmanaged '%s' accepted", v);
+                        want.unmanaged = strcmp(v, "stay") == 0 ? NSJOIN_UNMANAGED_STAY
+                                                                : NSJOIN_UNMANAGED_LEAVE;
                 }
                 fuzz_assert(a.mode == want.mode && a.debug == want.debug &&
                                     a.socket == want.socket && a.skip_users == want.skip_users &&
@@ -211,7 +218,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                     (!a.min_uid_set || a.min_uid == want.min_uid) &&
                                     a.max_uid_set == want.max_uid_set &&
                                     (!a.max_uid_set || a.max_uid == want.max_uid) &&
-                                    a.timeout_usec == want.timeout_usec,
+                                    a.timeout_usec == want.timeout_usec &&
+                                    a.unmanaged == want.unmanaged,
                             "'%s' did not do what it says", arg);
         }
 

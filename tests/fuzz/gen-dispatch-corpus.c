@@ -3,7 +3,7 @@
  * gen-dispatch-corpus: write the seed corpus of fuzz-dispatch (tests/fuzz/corpus/dispatch/)
  * from the protocol's own structs, so the seeds follow nsd-protocol.h: a sound request of
  * every type (as uid 1000 sends it for itself, and where it may not), then the ways
- * nsd_msg_check() and the table of nsd/requests.c refuse one; then scripts of several
+ * nsd_msg_check() and the table of nsd/transport/request.c refuse one; then scripts of several
  * datagrams on one connection (sound requests in a row, read at once, later or never; floods
  * that overflow nsd's reply queue; bursts that get throttled; LIST and SHOW streams; timeouts).
  * The input formats (byte 0, then the datagram; or byte 0 >= 0x80, then records) are

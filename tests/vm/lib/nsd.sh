@@ -92,15 +92,17 @@ nsd_watchdog_restart() {
 
 # nsd_enable_profile: pam_nsjoin in every login the Debian way, `pam-auth-update --enable
 # nsjoin` (libpam-nsjoin's profile; from a build, the profile of this tree pointing at the
-# built module): common-session and common-session-noninteractive get the line.
+# built module): common-session and common-session-noninteractive get the line (required,
+# except for a module that cannot be loaded).
 nsd_enable_profile() {
+        local line='^session[[:space:]]+\[success=ok new_authtok_reqd=ok ignore=ignore module_unknown=ignore default=bad\][[:space:]]+[^[:space:]]*pam_nsjoin\.so'
         if [ -n "$NSD_BUILD" ]; then
                 sed "s|pam_nsjoin.so|$PAM_NSJOIN|" debian/pam-configs/nsjoin > /usr/share/pam-configs/nsjoin
         fi
         pam-auth-update --enable nsjoin < /dev/null || fail "pam-auth-update --enable nsjoin failed"
-        grep -Eq '^session[[:space:]]+required[[:space:]]+[^[:space:]]*pam_nsjoin\.so' /etc/pam.d/common-session ||
+        grep -Eq "$line" /etc/pam.d/common-session ||
                 fail "common-session has no pam_nsjoin line: $(cat /etc/pam.d/common-session)"
-        grep -Eq '^session[[:space:]]+required[[:space:]]+[^[:space:]]*pam_nsjoin\.so' /etc/pam.d/common-session-noninteractive ||
+        grep -Eq "$line" /etc/pam.d/common-session-noninteractive ||
                 fail "common-session-noninteractive has no pam_nsjoin line"
 }
 

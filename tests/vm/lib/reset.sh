@@ -2,10 +2,11 @@
 # tests/vm/lib/reset.sh: put a VM back as it booted, between two scenarios sharing one boot
 # (tests/vm/run-shared). Inside the VM, as root; systemd as PID 1 or tests/vm/init's default.
 # Undoes what scenarios do: nsd stopped and its units, configuration and runtime state (the
-# pins under /run/nsd) gone; every user the scenario made (uid >= 1000: tests/vm/init leaves
-# the VM none) logged out, their processes, managers, lingering, crontabs, homes and FUSE
-# mounts gone; our packages purged; /etc/pam.d, /var/lib/pam (pam-auth-update's state) and
-# /etc/fstab as the host has them (its root, read-only at /run/nsd-vm/host); the journal
+# pins under /run/nsd) gone; every account the scenario made (tests/vm/init leaves the VM the
+# host's system accounts only) logged out, their processes, managers, lingering, crontabs,
+# homes and FUSE mounts gone; our packages purged; /etc/pam.d, /var/lib/pam (pam-auth-update's
+# state), /etc/sudoers.d and /etc/fstab as the host has them (its root, read-only at
+# /run/nsd-vm/host); the journal
 # emptied, so that the next scenario reads only its own. Exits non-zero, saying what, when
 # anything is left; the next scenario then runs in a VM of its own.
 set -uo pipefail
@@ -42,7 +43,11 @@ wait_until 30 sh -c '! pgrep -x nsd && ! pgrep -x sshd' ||
 [ -n "$systemd" ] || rm -f /dev/log # busybox syslogd's (under systemd: journald's, kept)
 
 # ---- users ------------------------------------------------------------------------------------
-for user in $(awk -F: '$3 >= 1000 && $3 != 65534 { print $1 }' /etc/passwd); do
+# every account but the host's system accounts (what tests/vm/init leaves the VM): the users
+# scenarios made, and the system accounts some make (useradd -r)
+keep=" $(awk -F: '$3 < 1000 || $3 == 65534 { printf "%s ", $1 }' "$host/etc/passwd") "
+for user in $(cut -d: -f1 /etc/passwd); do
+    case $keep in *" $user "*) continue ;; esac
     uid=$(id -u "$user")
     if [ -n "$systemd" ]; then
         loginctl disable-linger "$user" 2> /dev/null
@@ -56,7 +61,9 @@ for user in $(awk -F: '$3 >= 1000 && $3 != 65534 { print $1 }' /etc/passwd); do
     rm -rf "/home/$user" "/run/user/$uid"
     getent passwd "$user" > /dev/null && problem "user $user is still there"
 done
-for group in $(awk -F: '$3 >= 1000 && $3 != 65534 { print $1 }' /etc/group); do
+keep=" $(awk -F: '$3 < 1000 || $3 == 65534 { printf "%s ", $1 }' "$host/etc/group") "
+for group in $(cut -d: -f1 /etc/group); do
+    case $keep in *" $group "*) continue ;; esac
     groupdel "$group" 2> /dev/null
 done
 
@@ -87,7 +94,7 @@ left=$(awk '$5 == "/run/nsd" || index($5, "/run/nsd/") == 1 { print $5 }' /proc/
 [ -z "$left" ] || problem "mounts under /run/nsd left: $left"
 
 # ---- files scenarios change, as the host has them ---------------------------------------------
-for f in /etc/pam.d /var/lib/pam /etc/fstab; do
+for f in /etc/pam.d /var/lib/pam /etc/sudoers.d /etc/fstab; do
     if [ -e "$host$f" ]; then
         rm -rf "$f" && cp -a "$host$f" "$f" || problem "cannot put back $f"
     fi

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nsd-forward.h: the name of every object of nsd, on the bottom floor, so that a header that
+ * only passes an object along includes this and not the room that owns it (systemd's
+ * logind-forward.h). Each struct is defined in the header named beside it.
+ */
+#pragma once
+
+typedef struct Children Children;         /* base/child.h */
+typedef struct Policy Policy;             /* policy/policy.h */
+typedef struct PinStore PinStore;         /* store/pinstore.h */
+typedef struct UserNs UserNs;             /* store/userns.h */
+typedef struct FdStore FdStore;           /* store/fdstore.h */
+typedef struct StateDir StateDir;         /* store/state.h */
+typedef struct NsProcs NsProcs;           /* store/nsprocs.h */
+typedef struct ConnManager ConnManager;   /* transport/conn.h */
+typedef struct Conn Conn;                 /* transport/conn.h */
+typedef struct Request Request;           /* transport/request.h */
+typedef struct User User;                 /* domain/user.h */
+typedef struct Session Session;           /* domain/session.h */
+typedef struct PrivateWatch PrivateWatch; /* domain/private.h */
+typedef struct LingerScan LingerScan;     /* domain/user.c */
+typedef struct Server Server;             /* server.h */

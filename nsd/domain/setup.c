@@ -1,0 +1,1048 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * setup.c: a new namespace's contents, see setup.h.
+ *
+ * The plan (in nsd) holds every string the child needs, so the child allocates nothing: it
+ * runs in a forked copy of nsd (child.c), which has other threads' locks in whatever state
+ * they were, so it calls only plain system calls and reports through its argument struct,
+ * which child.c sends back. The parent turns the report into log lines and the client's
+ * reason.
+ */
+#include "domain/setup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/helper.h"
+#include "base/log.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* 32-bit ids: where the plain call takes 16-bit ones (i386, arm) the *32 call is libc's */
+#ifdef SYS_setgroups32
+#define NR_SETGROUPS SYS_setgroups32
+#else
+#define NR_SETGROUPS SYS_setgroups
+#endif
+
+/* The init scripts' environment. */
+#define SETUP_SCRIPT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* ---- the plan --------------------------------------------------------------------------- */
+
+/* A path to resolve: relative to / (as root) or to the home directory (as the user). */
+typedef struct Walk {
+        char *path;      /* absolute, for messages and the scripts */
+        bool user;       /* beneath the home directory, with the user's identity */
+        const char *rel; /* into path: what to resolve from the base ("." for the base) */
+} Walk;
+
+typedef struct PlanPolydir {
+        const Polydir *conf; /* into the plan's copy of the configuration */
+        Walk dir;
+        /* Method=user */
+        Walk iparent;             /* the instance's parent */
+        Walk iparent_dir;         /* the parent's parent, to make the parent when missing */
+        const char *iparent_name; /* its last component; NULL: cannot be made (the base) */
+        char *iname;              /* the instance's name in iparent */
+        char *instance;           /* iparent/iname, for the script */
+        /* tmpfs: fsconfig() */
+        bool options_mode, options_uid, options_gid;
+        const char *script; /* NULL: none */
+} PlanPolydir;
+
+struct SetupPlan {
+        SetupConf conf; /* a copy: the plan lives as long as its run */
+        uid_t uid;
+        gid_t gid;
+        char *user_name;
+        char *home;     /* normalised: no trailing '/' (but "/") */
+        char *home_rel; /* home + 1, or "." */
+        gid_t *groups;
+        size_t n_groups;
+        PlanPolydir *polydirs;
+        size_t n_polydirs;
+};
+
+/* What a specifier stands for, or NULL (then *ret_why). */
+static char *specifier(char c, const SetupUser *u) {
+        switch (c) {
+        case 'u':
+                return g_strdup(u->name);
+        case 'U':
+                return g_strdup_printf("%u", (unsigned) u->uid);
+        case 'g':
+                return u->group ? g_strdup(u->group) : g_strdup_printf("%u", (unsigned) u->gid);
+        case '%':
+                return g_strdup("%");
+        default:
+                g_assert_not_reached();
+        }
+}
+
+/* t with its specifiers; %h (only at the start, setup-conf.c) is the home. The result must
+ * be a clean absolute path (or, with prefix, a clean path once a name is appended). */
+static int expand(const char *t, const SetupPlan *plan, const SetupUser *u, char **ret,
+                  char **ret_why) {
+        g_autoptr(GString) s = g_string_new(NULL);
+        const char *p = t;
+
+        if (g_str_has_prefix(t, "%h")) {
+                g_string_append(s, strcmp(plan->home, "/") == 0 ? "" : plan->home);
+                p += 2;
+        }
+        for (; *p; p++) {
+                g_autofree char *v = NULL;
+
+                if (*p != '%') {
+                        g_string_append_c(s, *p);
+                        continue;
+                }
+                p++;
+                v = specifier(*p, u);
+                if (*p != '%' && (strchr(v, '/') || v[0] == '\0' || strcmp(v, ".") == 0 ||
+                                  strcmp(v, "..") == 0)) {
+                        *ret_why = g_strdup_printf("'%s': %%%c stands for '%s', which cannot be "
+                                                   "part of a path",
+                                                   t, *p, v);
+                        return -EINVAL;
+                }
+                g_string_append(s, v);
+        }
+        if (s->len == 0)
+                g_string_append_c(s, '/');
+        if (s->len >= PATH_MAX) {
+                *ret_why = g_strdup_printf("'%s' is longer than %d bytes for uid %u", t,
+                                           PATH_MAX - 1, (unsigned) u->uid);
+                return -EINVAL;
+        }
+        *ret = g_string_free(g_steal_pointer(&s), FALSE);
+        return 0;
+}
+
+/* A walk to path (absolute); user: beneath the home directory. */
+static void walk_init(Walk *w, char *path /* taken */, bool user, const SetupPlan *plan) {
+        size_t h = strcmp(plan->home, "/") == 0 ? 0 : strlen(plan->home);
+
+        w->path = path;
+        w->user = user;
+        if (user) {
+                g_assert(strncmp(path, plan->home, h) == 0);
+                w->rel = path[h] == '\0' ? "." : path + h + 1;
+        } else
+                w->rel = path[1] == '\0' ? "." : path + 1;
+}
+
+/* The parent of w as a walk of the same base, or false when w is its base. */
+static bool walk_parent(const Walk *w, Walk *ret, const char **ret_name, const SetupPlan *plan) {
+        const char *slash = strrchr(w->path, '/');
+        char *parent;
+
+        if (strcmp(w->rel, ".") == 0)
+                return false;
+        parent = slash == w->path ? g_strdup("/") : g_strndup(w->path, slash - w->path);
+        *ret_name = slash + 1;
+        walk_init(ret, parent, w->user, plan);
+        return true;
+}
+
+static bool valid_home(const char *h) {
+        if (!h || h[0] != '/')
+                return false;
+        for (const char *p = h; *p; p++)
+                if (p[0] == '/' && (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || p[2] == '\0')) ||
+                                    (p[1] == '.' && p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
+                        return false;
+        return true;
+}
+
+static bool has_option(const Polydir *p, const char *key) {
+        for (size_t i = 0; i < p->n_options; i++)
+                if (strcmp(p->options[i].key, key) == 0)
+                        return true;
+        return false;
+}
+
+int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret, char **ret_why) {
+        g_autoptr(SetupPlan) plan = g_new0(SetupPlan, 1);
+        g_autoptr(GArray) dirs = g_array_new(FALSE, TRUE, sizeof(PlanPolydir));
+        size_t n;
+        int r;
+
+        g_return_val_if_fail(conf && user && user->name && ret && ret_why, -EINVAL);
+
+        setup_conf_copy(&plan->conf, conf);
+        plan->uid = user->uid;
+        plan->gid = user->gid;
+        plan->user_name = g_strdup(user->name);
+        plan->groups = g_memdup2(user->groups, user->n_groups * sizeof(gid_t));
+        plan->n_groups = user->n_groups;
+
+        /* %h: only polydirs that use it need a usable home */
+        n = user->home ? strlen(user->home) : 0;
+        while (n > 1 && user->home[n - 1] == '/')
+                n--;
+        plan->home = user->home ? g_strndup(user->home, n) : g_strdup("");
+        plan->home_rel = strcmp(plan->home, "/") == 0 ? g_strdup(".") : g_strdup(plan->home + 1);
+
+        for (size_t i = 0; i < plan->conf.n_polydirs; i++) {
+                const Polydir *c = &plan->conf.polydirs[i];
+                PlanPolydir d = { .conf = c };
+                g_autofree char *path = NULL, *inst = NULL;
+                char desc[256];
+
+                if (!polydir_applies(c, user->name, user->uid))
+                        continue;
+                bool home_needed = g_str_has_prefix(c->path, "%h") ||
+                                   (c->instance_prefix &&
+                                    g_str_has_prefix(c->instance_prefix, "%h"));
+                if (home_needed && !valid_home(plan->home)) {
+                        *ret_why = g_strdup_printf("%s: the home directory of uid %u ('%s') is "
+                                                   "not a clean absolute path, so %%h cannot "
+                                                   "be used",
+                                                   polydir_describe(c, desc, sizeof desc),
+                                                   (unsigned) user->uid, plan->home);
+                        return -EINVAL;
+                }
+                r = expand(c->path, plan, user, &path, ret_why);
+                if (r < 0)
+                        return r;
+                walk_init(&d.dir, g_steal_pointer(&path), g_str_has_prefix(c->path, "%h"), plan);
+                if (c->method == POLYDIR_METHOD_USER) {
+                        g_autofree char *whole = NULL;
+                        const char *slash;
+
+                        r = expand(c->instance_prefix, plan, user, &inst, ret_why);
+                        if (r < 0)
+                                return r;
+                        whole = g_strconcat(inst, user->name, NULL);
+                        if (strchr(user->name, '/') || strcmp(user->name, ".") == 0 ||
+                            strcmp(user->name, "..") == 0 || whole[strlen(whole) - 1] == '/' ||
+                            strlen(whole) >= PATH_MAX) {
+                                *ret_why = g_strdup_printf("%s: the instance '%s' is no path",
+                                                           polydir_describe(c, desc, sizeof desc),
+                                                           whole);
+                                return -EINVAL;
+                        }
+                        slash = strrchr(whole, '/');
+                        d.iname = g_strdup(slash + 1);
+                        walk_init(&d.iparent,
+                                  slash == whole ? g_strdup("/") : g_strndup(whole, slash - whole),
+                                  g_str_has_prefix(c->instance_prefix, "%h"), plan);
+                        if (!walk_parent(&d.iparent, &d.iparent_dir, &d.iparent_name, plan))
+                                d.iparent_name = NULL;
+                        d.instance = g_steal_pointer(&whole);
+                }
+                d.options_mode = has_option(c, "mode");
+                d.options_uid = has_option(c, "uid");
+                d.options_gid = has_option(c, "gid");
+                if (!c->no_init)
+                        d.script = c->init_script ? c->init_script : plan->conf.init_script;
+                g_array_append_val(dirs, d);
+        }
+        plan->n_polydirs = dirs->len;
+        plan->polydirs = (PlanPolydir *) (void *) g_array_free(g_steal_pointer(&dirs), FALSE);
+        *ret = g_steal_pointer(&plan);
+        return 0;
+}
+
+void setup_plan_free(SetupPlan *p) {
+        if (!p)
+                return;
+        for (size_t i = 0; i < p->n_polydirs; i++) {
+                PlanPolydir *d = &p->polydirs[i];
+
+                g_free(d->dir.path);
+                g_free(d->iparent.path);
+                g_free(d->iparent_dir.path);
+                g_free(d->iname);
+                g_free(d->instance);
+        }
+        g_free(p->polydirs);
+        setup_conf_done(&p->conf);
+        g_free(p->user_name);
+        g_free(p->home);
+        g_free(p->home_rel);
+        g_free(p->groups);
+        g_free(p);
+}
+
+bool setup_plan_is_empty(const SetupPlan *p) {
+        return p->n_polydirs == 0 && p->conf.n_binds == 0;
+}
+
+size_t setup_plan_n_polydirs(const SetupPlan *p) {
+        return p->n_polydirs;
+}
+
+const char *setup_plan_polydir_path(const SetupPlan *p, size_t i) {
+        return i < p->n_polydirs ? p->polydirs[i].dir.path : NULL;
+}
+
+/* ---- the child ------------------------------------------------------------------------- */
+
+/* Why a step was refused (no system call failed: what was found is not allowed). */
+enum refusal {
+        REFUSAL_NONE,
+        REFUSAL_OWNER,         /* a polydir owned by someone else */
+        REFUSAL_IPARENT,       /* an instance parent with the wrong owner or mode */
+        REFUSAL_INSTANCE,      /* an existing instance owned by someone else */
+        REFUSAL_TYPE,          /* a bind of a directory onto a file, or back */
+        REFUSAL_SCRIPT,        /* an init script that is not root's, or writable by others */
+        REFUSAL_SCRIPT_STATUS, /* it exited non-zero, or was killed */
+        REFUSAL_SCRIPT_TIME,   /* it was still running near the deadline */
+};
+
+/* Which path of an item a step was at. */
+enum what {
+        WHAT_NONE,
+        WHAT_HOME,
+        WHAT_DIR,
+        WHAT_IPARENT,
+        WHAT_INSTANCE,
+        WHAT_SOURCE,
+        WHAT_TARGET,
+        WHAT_SCRIPT
+};
+
+struct item_result {
+        int step; /* enum helper_step of the failure; 0: none */
+        int err;
+        int refusal;
+        int what;
+        uint32_t found_uid, found_mode;
+        int status; /* the init script's wait status (si_code << 16 | si_status) */
+        bool done;  /* mounted */
+        bool new_instance;
+        bool script_ran;
+};
+
+struct setup_args {
+        const SetupPlan *plan; /* nsd's memory, which the child has a copy of */
+        int ns_fd, out_fd;
+        uint64_t script_deadline_usec; /* CLOCK_MONOTONIC */
+        bool keep_going;
+        struct helper_status s; /* a failure before any item (entering the namespace) */
+        unsigned n_failed;
+        struct item_result binds[SETUP_MAX_BINDS];
+        struct item_result polydirs[SETUP_MAX_POLYDIRS];
+};
+
+static int item_fail(struct item_result *res, int step, int what) {
+        res->step = step;
+        res->what = what;
+        res->err = errno > 0 ? errno : EIO;
+        return -1;
+}
+
+static int item_refuse(struct item_result *res, int refusal, int what, const struct stat *st) {
+        res->step = HELPER_STEP_SETUP_CHECK;
+        res->refusal = refusal;
+        res->what = what;
+        res->err = refusal == REFUSAL_SCRIPT_STATUS ? EPROTO
+                   : refusal == REFUSAL_SCRIPT_TIME ? ETIMEDOUT
+                                                    : EPERM;
+        if (st) {
+                res->found_uid = st->st_uid;
+                res->found_mode = st->st_mode;
+        }
+        return -1;
+}
+
+static void close_fd(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+/* openat2() beneath dfd, no symbolic link, no magic link. */
+static int resolve_at(int dfd, const char *rel, int flags) {
+        struct open_how how = {
+                .flags = (uint64_t) (flags | O_CLOEXEC),
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+        };
+
+        return (int) syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+}
+
+/* The file system identity to walk with: the user's (fsuid, fsgid, groups) or root's. */
+static int walk_as(const struct setup_args *a, bool user) {
+        const SetupPlan *p = a->plan;
+        uid_t uid, gid;
+
+        /* root's own setup (a test in a user namespace) is walked as root: nothing to take */
+        user = user && p->uid != 0;
+        uid = user ? p->uid : 0;
+        gid = user ? p->gid : 0;
+        if (user && syscall(NR_SETGROUPS, p->n_groups, p->groups) < 0)
+                return -1;
+        (void) setfsgid(gid);
+        (void) setfsuid(uid);
+        if ((uid_t) setfsuid((uid_t) -1) != uid || (gid_t) setfsgid((gid_t) -1) != gid) {
+                errno = EPERM;
+                return -1;
+        }
+        return 0;
+}
+
+struct bases {
+        int root; /* "/" of the namespace */
+        int home; /* the user's home directory, -1 until needed */
+};
+
+/* Resolve w (flags: O_PATH | O_DIRECTORY and such) into *ret, with the identity it needs. */
+static int walk(const struct setup_args *a, struct bases *b, const Walk *w, int flags,
+                struct item_result *res, int what, int *ret) {
+        if (walk_as(a, false) < 0)
+                return item_fail(res, HELPER_STEP_FSUID, what);
+        if (w->user && b->home < 0) {
+                b->home = resolve_at(b->root, a->plan->home_rel, O_PATH | O_DIRECTORY);
+                if (b->home < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOME);
+        }
+        if (w->user && walk_as(a, true) < 0)
+                return item_fail(res, HELPER_STEP_FSUID, what);
+        *ret = resolve_at(w->user ? b->home : b->root, w->rel, flags);
+        if (*ret < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, what);
+        return 0;
+}
+
+/* Decimal or octal digits of v into buf (size >= 24). */
+static const char *fmt_uint(char *buf, unsigned long v, unsigned base) {
+        char tmp[24];
+        size_t n = 0, i = 0;
+
+        do {
+                tmp[n++] = (char) ('0' + v % base);
+                v /= base;
+        } while (v > 0 && n < sizeof tmp);
+        while (n > 0)
+                buf[i++] = tmp[--n];
+        buf[i] = '\0';
+        return buf;
+}
+
+static int attach(int from, int to_fd, struct item_result *res, int what) {
+        if (move_mount(from, "", to_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_ATTACH, what);
+        return 0;
+}
+
+static int do_bind(struct setup_args *a, struct bases *b, const BindReadOnly *bind,
+                   struct item_result *res) {
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        };
+        Walk src = { .path = bind->source, .rel = bind->source + 1 };
+        Walk dst = { .path = bind->target, .rel = bind->target + 1 };
+        int sfd = -1, tfd = -1, tree = -1, r = -1;
+        struct stat ss, ts;
+
+        if (walk(a, b, &src, O_PATH, res, WHAT_SOURCE, &sfd) < 0 ||
+            walk(a, b, &dst, O_PATH, res, WHAT_TARGET, &tfd) < 0)
+                goto out;
+        if (fstat(sfd, &ss) < 0 || fstat(tfd, &ts) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
+                goto out;
+        }
+        if (S_ISDIR(ss.st_mode) != S_ISDIR(ts.st_mode)) {
+                item_refuse(res, REFUSAL_TYPE, WHAT_TARGET, &ts);
+                goto out;
+        }
+        tree = open_tree(sfd, "",
+                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        if (tree < 0) {
+                item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_SOURCE);
+                goto out;
+        }
+        if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_SOURCE);
+                goto out;
+        }
+        if (attach(tree, tfd, res, WHAT_TARGET) < 0)
+                goto out;
+        res->done = true;
+        r = 0;
+out:
+        close_fd(&sfd);
+        close_fd(&tfd);
+        close_fd(&tree);
+        return r;
+}
+
+/* Method=user: the instance directory, made or checked, into *ret_fd. */
+static int instance_dir(struct setup_args *a, struct bases *b, const PlanPolydir *d,
+                        const struct stat *pst, struct item_result *res, int *ret_fd) {
+        const Polydir *c = d->conf;
+        int ipfd = -1, dfd = -1, ifd = -1, r = -1;
+        struct stat st;
+
+        if (walk(a, b, &d->iparent, O_PATH | O_DIRECTORY, res, WHAT_IPARENT, &ipfd) < 0) {
+                if (res->err != ENOENT || !d->iparent_name)
+                        goto out;
+                /* make the instance parent: 0000 root's, or 0700 the user's under %h */
+                *res = (struct item_result) { 0 };
+                if (walk(a, b, &d->iparent_dir, O_PATH | O_DIRECTORY, res, WHAT_IPARENT, &dfd) < 0)
+                        goto out;
+                if (mkdirat(dfd, d->iparent_name, d->iparent.user ? 0700 : 0000) < 0 &&
+                    errno != EEXIST) {
+                        item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_IPARENT);
+                        goto out;
+                }
+                if (walk(a, b, &d->iparent, O_PATH | O_DIRECTORY, res, WHAT_IPARENT, &ipfd) < 0)
+                        goto out;
+        }
+        if (fstat(ipfd, &st) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_IPARENT);
+                goto out;
+        }
+        if (d->iparent.user ? st.st_uid != a->plan->uid || (st.st_mode & 022)
+                            : st.st_uid != 0 || (st.st_mode & 077)) {
+                item_refuse(res, REFUSAL_IPARENT, WHAT_IPARENT, &st);
+                goto out;
+        }
+        /* still with the identity of the parent's walk */
+        if (mkdirat(ipfd, d->iname, 0700) >= 0)
+                res->new_instance = true;
+        else if (errno != EEXIST) {
+                item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_INSTANCE);
+                goto out;
+        }
+        ifd = resolve_at(ipfd, d->iname, O_RDONLY | O_DIRECTORY);
+        if (ifd < 0) {
+                item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_INSTANCE);
+                goto out;
+        }
+        if (walk_as(a, false) < 0) {
+                item_fail(res, HELPER_STEP_FSUID, WHAT_INSTANCE);
+                goto out;
+        }
+        if (fstat(ifd, &st) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_INSTANCE);
+                goto out;
+        }
+        if (res->new_instance) {
+                if ((st.st_uid != pst->st_uid || st.st_gid != pst->st_gid) &&
+                    fchown(ifd, pst->st_uid, pst->st_gid) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_OWNER, WHAT_INSTANCE);
+                        goto out;
+                }
+                if (fchmod(ifd, c->mode >= 0 ? (mode_t) c->mode : pst->st_mode & 07777) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_OWNER, WHAT_INSTANCE);
+                        goto out;
+                }
+        } else if (st.st_uid != pst->st_uid) {
+                item_refuse(res, REFUSAL_INSTANCE, WHAT_INSTANCE, &st);
+                goto out;
+        }
+        *ret_fd = ifd;
+        ifd = -1;
+        r = 0;
+out:
+        close_fd(&ipfd);
+        close_fd(&dfd);
+        close_fd(&ifd);
+        return r;
+}
+
+static int tmpfs_mount(const PlanPolydir *d, const struct stat *pst, struct item_result *res) {
+        const Polydir *c = d->conf;
+        char num[24];
+        int fs, m;
+
+        fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return item_fail(res, HELPER_STEP_SETUP_TMPFS, WHAT_DIR);
+        if ((!d->options_mode &&
+             fsconfig(fs, FSCONFIG_SET_STRING, "mode",
+                      fmt_uint(num, c->mode >= 0 ? (unsigned long) c->mode : pst->st_mode & 07777,
+                               8),
+                      0) < 0) ||
+            (!d->options_uid &&
+             fsconfig(fs, FSCONFIG_SET_STRING, "uid", fmt_uint(num, pst->st_uid, 10), 0) < 0) ||
+            (!d->options_gid &&
+             fsconfig(fs, FSCONFIG_SET_STRING, "gid", fmt_uint(num, pst->st_gid, 10), 0) < 0))
+                goto fail;
+        for (size_t i = 0; i < c->n_options; i++) {
+                const MountOption *o = &c->options[i];
+
+                if ((o->value ? fsconfig(fs, FSCONFIG_SET_STRING, o->key, o->value, 0)
+                              : fsconfig(fs, FSCONFIG_SET_FLAG, o->key, NULL, 0)) < 0)
+                        goto fail;
+        }
+        if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                goto fail;
+        m = fsmount(fs, FSMOUNT_CLOEXEC,
+                    (unsigned) (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | c->mount_attr));
+        if (m < 0)
+                goto fail;
+        close(fs);
+        return m;
+fail:
+        item_fail(res, HELPER_STEP_SETUP_TMPFS, WHAT_DIR);
+        close(fs);
+        return -1;
+}
+
+static int do_polydir(struct setup_args *a, struct bases *b, const PlanPolydir *d,
+                      struct item_result *res) {
+        const Polydir *c = d->conf;
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | c->mount_attr,
+                .attr_clr = (c->mount_attr & MOUNT_ATTR__ATIME) ? MOUNT_ATTR__ATIME : 0,
+        };
+        int pfd = -1, ifd = -1, tree = -1, r = -1;
+        struct stat pst;
+
+        if (walk(a, b, &d->dir, O_PATH | O_DIRECTORY, res, WHAT_DIR, &pfd) < 0)
+                goto out;
+        if (fstat(pfd, &pst) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_DIR);
+                goto out;
+        }
+        if (pst.st_uid != 0 && pst.st_uid != a->plan->uid) {
+                item_refuse(res, REFUSAL_OWNER, WHAT_DIR, &pst);
+                goto out;
+        }
+        if (c->method == POLYDIR_METHOD_USER) {
+                if (instance_dir(a, b, d, &pst, res, &ifd) < 0)
+                        goto out;
+                tree = open_tree(ifd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+                if (tree < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_INSTANCE);
+                        goto out;
+                }
+                if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_INSTANCE);
+                        goto out;
+                }
+        } else {
+                if (walk_as(a, false) < 0) {
+                        item_fail(res, HELPER_STEP_FSUID, WHAT_DIR);
+                        goto out;
+                }
+                tree = tmpfs_mount(d, &pst, res);
+                if (tree < 0)
+                        goto out;
+        }
+        if (attach(tree, pfd, res, WHAT_DIR) < 0)
+                goto out;
+        res->done = true;
+        r = 0;
+out:
+        close_fd(&pfd);
+        close_fd(&ifd);
+        close_fd(&tree);
+        return r;
+}
+
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* In the script's process: descriptors 0 1 2 and the script at 3, nothing else (but
+ * err_fd, close-on-exec, which gets the errno when the script cannot be started); default
+ * signals; its own process group; killed with its parent. Then execveat(). */
+static _Noreturn void script_exec(const struct setup_args *a, int script_fd, int err_fd,
+                                  char *const argv[]) {
+        static char *const envp[] = { (char *) SETUP_SCRIPT_PATH, NULL };
+        sigset_t none;
+        int nul, out, sfd, efd, e;
+
+        (void) setpgid(0, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        sigemptyset(&none);
+        for (int sig = 1; sig < _NSIG; sig++)
+                (void) signal(sig, SIG_DFL);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        out = a->out_fd >= 0 ? a->out_fd : nul;
+        /* out of the way of 0..3 first */
+        sfd = fcntl(script_fd, F_DUPFD_CLOEXEC, 10);
+        out = fcntl(out, F_DUPFD_CLOEXEC, 10);
+        efd = fcntl(err_fd, F_DUPFD_CLOEXEC, 10);
+        if (nul < 0 || sfd < 0 || out < 0 || efd < 0 || dup2(nul, 0) < 0 || dup2(out, 1) < 0 ||
+            dup2(out, 2) < 0 || dup2(sfd, 3) < 0 || dup2(efd, 4) < 0 ||
+            fcntl(4, F_SETFD, FD_CLOEXEC) < 0)
+                goto fail;
+        (void) syscall(SYS_close_range, 5u, ~0u, 0u);
+        (void) umask(022);
+        (void) chdir("/");
+        syscall(SYS_execveat, 3, "", argv, envp, AT_EMPTY_PATH);
+fail:
+        e = errno > 0 ? errno : EIO;
+        (void) !write(efd >= 0 ? 4 : err_fd, &e, sizeof e);
+        _exit(127);
+}
+
+static int run_script(struct setup_args *a, struct bases *b, const PlanPolydir *d,
+                      struct item_result *res) {
+        char *argv[] = {
+                (char *) d->script,
+                d->dir.path,
+                d->instance ? d->instance : (char *) "tmpfs",
+                (char *) (d->conf->method == POLYDIR_METHOD_TMPFS || res->new_instance ? "1" : "0"),
+                a->plan->user_name,
+                (char *) "1",
+                (char *) "1",
+                NULL
+        };
+        int fd, pidfd = -1, err_pipe[2], exec_err = 0;
+        siginfo_t si = { 0 };
+        struct stat st;
+        long pid;
+
+        if (walk_as(a, false) < 0)
+                return item_fail(res, HELPER_STEP_FSUID, WHAT_SCRIPT);
+        /* an administrator's path: a symbolic link is fine, the file itself is checked */
+        fd = openat(b->root, d->script + 1, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_SPAWN, WHAT_SCRIPT);
+        if (fstat(fd, &st) < 0) {
+                close(fd);
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_SCRIPT);
+        }
+        if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) || !(st.st_mode & 0100)) {
+                close(fd);
+                return item_refuse(res, REFUSAL_SCRIPT, WHAT_SCRIPT, &st);
+        }
+        if (pipe2(err_pipe, O_CLOEXEC) < 0) {
+                close(fd);
+                return item_fail(res, HELPER_STEP_SETUP_SPAWN, WHAT_SCRIPT);
+        }
+        pid = syscall(SYS_clone, (unsigned long) (CLONE_PIDFD | SIGCHLD), NULL, &pidfd, NULL, 0);
+        if (pid == 0) {
+                close(err_pipe[0]);
+                script_exec(a, fd, err_pipe[1], argv);
+        }
+        close(fd);
+        close(err_pipe[1]);
+        if (pid < 0) {
+                close(err_pipe[0]);
+                return item_fail(res, HELPER_STEP_SETUP_SPAWN, WHAT_SCRIPT);
+        }
+        /* the errno of a script that could not be started, or nothing once it runs */
+        while (read(err_pipe[0], &exec_err, sizeof exec_err) < 0 && errno == EINTR)
+                ;
+        close(err_pipe[0]);
+        if (exec_err > 0) {
+                (void) waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED);
+                close(pidfd);
+                errno = exec_err;
+                return item_fail(res, HELPER_STEP_SETUP_SPAWN, WHAT_SCRIPT);
+        }
+        res->script_ran = true;
+
+        for (;;) {
+                struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+                uint64_t now = mono_usec();
+                int ms = now >= a->script_deadline_usec
+                                 ? 0
+                                 : (int) ((a->script_deadline_usec - now + 999) / 1000);
+                int n = poll(&pfd, 1, ms);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n > 0)
+                        break;
+                /* past the deadline: the whole process group */
+                (void) kill(-(pid_t) pid, SIGKILL);
+                (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void) waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED);
+                close(pidfd);
+                return item_refuse(res, REFUSAL_SCRIPT_TIME, WHAT_SCRIPT, NULL);
+        }
+        while (waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                ;
+        close(pidfd);
+        /* what it started and left running stays, as with pam_namespace */
+        res->status = (si.si_code << 16) | (si.si_status & 0xffff);
+        if (si.si_code != CLD_EXITED || si.si_status != 0)
+                return item_refuse(res, REFUSAL_SCRIPT_STATUS, WHAT_SCRIPT, NULL);
+        return 0;
+}
+
+static int setup_child(void *p, int *ret_fd) {
+        struct setup_args *a = p;
+        const SetupPlan *plan = a->plan;
+        struct bases b = { .root = -1, .home = -1 };
+        bool stop = false;
+
+        (void) ret_fd;
+        if (setns(a->ns_fd, CLONE_NEWNS) < 0)
+                return helper_fail(&a->s, HELPER_STEP_SETNS);
+        b.root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (b.root < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
+
+        for (size_t i = 0; i < plan->conf.n_binds && !stop; i++)
+                if (do_bind(a, &b, &plan->conf.binds[i], &a->binds[i]) < 0) {
+                        a->n_failed++;
+                        stop = !a->keep_going;
+                }
+        for (size_t i = 0; i < plan->n_polydirs && !stop; i++)
+                if (do_polydir(a, &b, &plan->polydirs[i], &a->polydirs[i]) < 0) {
+                        a->n_failed++;
+                        stop = !a->keep_going;
+                }
+        for (size_t i = 0; i < plan->n_polydirs && !stop; i++) {
+                const PlanPolydir *d = &plan->polydirs[i];
+
+                if (!d->script || !a->polydirs[i].done)
+                        continue;
+                if (run_script(a, &b, d, &a->polydirs[i]) < 0) {
+                        a->n_failed++;
+                        stop = !a->keep_going;
+                }
+        }
+        return a->n_failed > 0 ? 1 : 0;
+}
+
+/* ---- in nsd ---------------------------------------------------------------------------- */
+
+typedef struct SetupRun {
+        SetupPlan *plan;
+        SetupDone done;
+        void *userdata;
+} SetupRun;
+
+static const char *what_path(const SetupPlan *plan, const char *item_path, const PlanPolydir *d,
+                             int what) {
+        switch (what) {
+        case WHAT_HOME:
+                return plan->home;
+        case WHAT_IPARENT:
+                return d ? d->iparent.path : "?";
+        case WHAT_INSTANCE:
+                return d ? d->instance : "?";
+        case WHAT_SCRIPT:
+                return d ? d->script : "?";
+        default:
+                return item_path;
+        }
+}
+
+/* The reason for one failed item, or NULL when it did not fail. */
+static char *item_why(const SetupPlan *plan, const char *object, const char *item_path,
+                      const PlanPolydir *d, const struct item_result *res) {
+        const char *path = what_path(plan, item_path, d, res->what);
+        unsigned mode = res->found_mode & 07777;
+
+        if (res->step == 0)
+                return NULL;
+        switch (res->refusal) {
+        case REFUSAL_OWNER:
+                return g_strdup_printf("%s: '%s' is owned by uid %u, neither by root nor by "
+                                       "'%s' (uid %u): refused, nothing is mounted there",
+                                       object, path, (unsigned) res->found_uid, plan->user_name,
+                                       (unsigned) plan->uid);
+        case REFUSAL_IPARENT:
+                return d->iparent.user
+                               ? g_strdup_printf("%s: the instance parent '%s' must be owned "
+                                                 "by '%s' and not writable by others (it is "
+                                                 "uid %u's, mode %04o): refused",
+                                                 object, path, plan->user_name,
+                                                 (unsigned) res->found_uid, mode)
+                               : g_strdup_printf("%s: the instance parent '%s' must be owned "
+                                                 "by root and closed to group and others "
+                                                 "(mode 0700 or stricter; it is uid %u's, "
+                                                 "mode %04o): refused",
+                                                 object, path, (unsigned) res->found_uid, mode);
+        case REFUSAL_INSTANCE:
+                return g_strdup_printf("%s: the instance '%s' is owned by uid %u, not by the "
+                                       "polydir's owner: refused",
+                                       object, path, (unsigned) res->found_uid);
+        case REFUSAL_TYPE:
+                return g_strdup_printf("%s: cannot bind a directory onto a file or a file "
+                                       "onto a directory ('%s'): refused",
+                                       object, path);
+        case REFUSAL_SCRIPT:
+                return g_strdup_printf("%s: the init script '%s' must be a regular file owned "
+                                       "by root, executable, and writable by nobody else (it "
+                                       "is uid %u's, mode %04o): refused",
+                                       object, path, (unsigned) res->found_uid, mode);
+        case REFUSAL_SCRIPT_STATUS: {
+                int code = res->status >> 16, st = res->status & 0xffff;
+                return code == CLD_EXITED
+                               ? g_strdup_printf("%s: the init script '%s' exited with status "
+                                                 "%d",
+                                                 object, path, st)
+                               : g_strdup_printf("%s: the init script '%s' was killed by "
+                                                 "signal %d (%s)",
+                                                 object, path, st, strsignal(st));
+        }
+        case REFUSAL_SCRIPT_TIME:
+                return g_strdup_printf("%s: the init script '%s' did not finish within the "
+                                       "setup's TimeoutSec= (%.3g s); its process group was "
+                                       "killed",
+                                       object, path, (double) plan->conf.timeout_usec / 1e6);
+        default:
+                break;
+        }
+        if (res->step == HELPER_STEP_SETUP_RESOLVE && res->err == ELOOP)
+                return g_strdup_printf("%s: '%s' is a symbolic link, or one is on the way to "
+                                       "it: refused, nothing is followed there",
+                                       object, path);
+        if (res->step == HELPER_STEP_SETUP_RESOLVE && res->err == ENOTDIR)
+                return g_strdup_printf("%s: '%s' is not a directory, or something on the way "
+                                       "to it is not: refused",
+                                       object, path);
+        if (res->step == HELPER_STEP_SETUP_RESOLVE && res->err == EXDEV)
+                return g_strdup_printf("%s: '%s' leads out of its base: refused", object, path);
+        return g_strdup_printf("%s: '%s': %s: %s", object, path, helper_step_text(res->step),
+                               g_strerror(res->err));
+}
+
+static int refusal_errno(const struct item_result *res) {
+        return res->err > 0 ? -res->err : -EIO;
+}
+
+static void on_setup_done(int r, const void *result, int fd, void *userdata) {
+        SetupRun *run = userdata;
+        const SetupPlan *plan = run->plan;
+        const struct setup_args *a = result;
+        g_autofree char *first = NULL;
+        int first_r = 0;
+        unsigned n_failed = 0;
+        char desc[256];
+
+        if (fd >= 0)
+                close(fd);
+        if (r == -ETIMEDOUT || !a) {
+                first_r = r < 0 ? r : -EPROTO;
+                first = r == -ETIMEDOUT
+                                ? g_strdup_printf("the setup of uid %u's namespace did not "
+                                                  "finish within TimeoutSec=%.3g s (a file "
+                                                  "system on the way does not answer?); killed",
+                                                  (unsigned) plan->uid,
+                                                  (double) plan->conf.timeout_usec / 1e6)
+                                : g_strdup_printf("the setup of uid %u's namespace ended "
+                                                  "without a report (%s)",
+                                                  (unsigned) plan->uid, g_strerror(-first_r));
+                n_failed = 1;
+                log_event(LOG_ERR, first_r, plan->uid, "setup-failed", "%s", first);
+                goto done;
+        }
+        if (a->s.step != 0) {
+                first_r = -(a->s.err > 0 ? a->s.err : EIO);
+                first = g_strdup_printf("the setup of uid %u's namespace failed: %s: %s",
+                                        (unsigned) plan->uid, helper_status_step(&a->s),
+                                        g_strerror(a->s.err));
+                n_failed = 1;
+                log_event(LOG_ERR, first_r, plan->uid, "setup-failed", "%s", first);
+                goto done;
+        }
+        for (size_t i = 0; i < plan->conf.n_binds; i++) {
+                const BindReadOnly *bind = &plan->conf.binds[i];
+                g_autofree char *object = g_strdup_printf("[BindReadOnly %s] (%s:%u)", bind->name,
+                                                          bind->file, bind->line);
+                g_autofree char *why = item_why(plan, object, bind->source, NULL, &a->binds[i]);
+
+                if (!why) {
+                        if (a->binds[i].done)
+                                log_debug("Setup of uid %u: %s: '%s' bound read-only on '%s'",
+                                          (unsigned) plan->uid, object, bind->source, bind->target);
+                        continue;
+                }
+                if (a->binds[i].what == WHAT_TARGET) {
+                        g_free(why);
+                        why = item_why(plan, object, bind->target, NULL, &a->binds[i]);
+                }
+                n_failed++;
+                log_event(LOG_ERR, refusal_errno(&a->binds[i]), plan->uid, "setup-failed",
+                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
+                if (!first) {
+                        first = g_steal_pointer(&why);
+                        first_r = refusal_errno(&a->binds[i]);
+                }
+        }
+        for (size_t i = 0; i < plan->n_polydirs; i++) {
+                const PlanPolydir *d = &plan->polydirs[i];
+                const struct item_result *res = &a->polydirs[i];
+                g_autofree char *why = item_why(plan, polydir_describe(d->conf, desc, sizeof desc),
+                                                d->dir.path, d, res);
+
+                if (!why) {
+                        if (res->done)
+                                log_debug("Setup of uid %u: %s: %s on '%s'%s", (unsigned) plan->uid,
+                                          desc,
+                                          d->conf->method == POLYDIR_METHOD_TMPFS ? "a tmpfs"
+                                          : res->new_instance                     ? "a new instance"
+                                                                                  : "its instance",
+                                          d->dir.path, res->script_ran ? ", init script done" : "");
+                        continue;
+                }
+                n_failed++;
+                log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
+                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
+                if (!first) {
+                        first = g_steal_pointer(&why);
+                        first_r = refusal_errno(res);
+                }
+        }
+        if (r < 0 && !first) {
+                /* exited non-zero without saying what: cannot be */
+                first_r = -EPROTO;
+                first = g_strdup_printf("the setup of uid %u's namespace failed without a reason",
+                                        (unsigned) plan->uid);
+                n_failed = 1;
+        }
+done:
+        run->done(first_r, first, n_failed, run->userdata);
+        setup_plan_free(run->plan);
+        g_free(run);
+}
+
+int setup_run(Children *set, SetupPlan *plan, int ns_fd, int out_fd, SetupDone done,
+              void *userdata) {
+        struct setup_args a = {
+                .plan = plan,
+                .ns_fd = ns_fd,
+                .out_fd = out_fd,
+                .keep_going = plan->conf.on_failure_continue,
+        };
+        uint64_t timeout = plan->conf.timeout_usec;
+        /* the scripts stop a little before the child's deadline, so that the child can
+         * still say which one hung */
+        uint64_t margin = MIN(timeout / 5, 500000u);
+        int keep[2], n_keep = 0, r;
+        SetupRun *run;
+
+        g_return_val_if_fail(set && plan && ns_fd >= 0 && done, -EINVAL);
+        a.script_deadline_usec = mono_usec() + timeout - margin;
+        keep[n_keep++] = ns_fd;
+        if (out_fd >= 0)
+                keep[n_keep++] = out_fd;
+        run = g_new0(SetupRun, 1);
+        run->plan = plan;
+        run->done = done;
+        run->userdata = userdata;
+        r = child_start_keep(set, plan->uid, setup_child, &a, sizeof a, keep, (size_t) n_keep,
+                             timeout, on_setup_done, run);
+        if (r < 0) {
+                g_free(run);
+                return r; /* the plan stays the caller's */
+        }
+        return 0;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * setup.h: a new namespace's contents (DESIGN.md "What a namespace is made of"), made once,
+ * before the namespace is pinned or handed to anyone: the read-only binds, the
+ * polyinstantiated directories, then the init scripts, as setup-conf.h's SetupConf says.
+ *
+ * Two halves:
+ *  - the plan, in nsd: the configuration expanded for one user (%u, %U, %h, %g), the
+ *    polydirs that apply to that user (OnlyUsers=, ExcludeUsers=), every path and argument
+ *    ready. Pure: no file, no user database (the caller looked the user up, policy.h).
+ *  - the run: a watched child (child.h) with a deadline, TimeoutSec=, that enters the
+ *    namespace and does the work with plain system calls, then reports each step. Other
+ *    users are served meanwhile; a child stuck in a FUSE file system on the way to a
+ *    polydir is killed at the deadline.
+ *
+ * Paths the user controls are never followed (issue 22, DESIGN.md):
+ *  - a path that starts with %h is the user's: the home directory is resolved from / as
+ *    root, the rest beneath it with the user's file system identity (fsuid, fsgid, groups);
+ *    every other path is resolved from / as root. Both with openat2(RESOLVE_NO_SYMLINKS |
+ *    RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH): a symbolic link anywhere on the way refuses
+ *    the polydir (ELOOP), and ".." cannot leave the base.
+ *  - the mount is attached to the descriptor that was resolved (move_mount() with
+ *    MOVE_MOUNT_T_EMPTY_PATH): nothing is resolved twice. Instance directories are made
+ *    (mkdirat) and checked (fstat of the descriptor opened after) through the descriptor of
+ *    their parent.
+ *  - a polydir must be a directory owned by root or by the user; an instance parent
+ *    (dirname of InstancePrefix= + user name) root's and closed to group and others (mode
+ *    0700 or stricter; made 0000 when missing), or, under %h, the user's and not writable by
+ *    others (made 0700); an existing instance directory must be owned by the polydir's
+ *    owner. Anything else is refused, naming the path and what was found.
+ *  - every mount is nosuid,nodev (MountOptions= may add ro, noexec, ...).
+ *
+ * What each polydir becomes (pam_namespace's semantics, see nsd.conf(5)):
+ *  - Method=user: the instance directory InstancePrefix= + user name, made on first use
+ *    with the polydir's owner and group and Mode= (or the polydir's mode), bind-mounted on
+ *    the polydir;
+ *  - Method=tmpfs: a fresh tmpfs on it, its root with the polydir's owner and group and
+ *    Mode= (or the polydir's mode), MountOptions= passed to tmpfs.
+ * Then, for each polydir set up that has an init script (its InitScript=, else [Setup]'s,
+ * not with NoInit=yes), the script runs inside the namespace, as root (with nsd's
+ * capabilities), in a process group of its own, stdin /dev/null, stdout and stderr to
+ * out_fd, with pam_namespace's namespace.init arguments: polydir, instance ("tmpfs" for a
+ * tmpfs), 1 or 0 (the instance directory is new), user name, and 1 1 (both paths are
+ * safe). The script file must be a regular file owned by root, executable, writable by
+ * nobody else; it is executed through the descriptor that was checked (execveat). A script
+ * that cannot be started (the errno comes back through a close-on-exec pipe), exits
+ * non-zero, is killed, or is still running shortly before the deadline (then its process
+ * group is killed) fails the setup. What a script that exited starts and leaves running
+ * stays, as with pam_namespace.
+ *
+ * Order: binds (their sources are paths of the namespace as it was copied from the host),
+ * then polydirs in the order they were read, then the scripts. With OnFailure=refuse the
+ * first failure stops the run; with OnFailure=continue every step is tried and each
+ * failure reported.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/child.h"
+#include "policy/setup-conf.h"
+
+/* Who the namespace is for, as the user database says (looked up before the plan). */
+typedef struct SetupUser {
+        uid_t uid;
+        gid_t gid;
+        const char *name;    /* %u */
+        const char *group;   /* %g: the primary group's name; NULL: its number */
+        const char *home;    /* %h */
+        const gid_t *groups; /* supplementary groups, for walks as the user */
+        size_t n_groups;
+} SetupUser;
+
+typedef struct SetupPlan SetupPlan;
+
+/* The plan of conf for user. -EINVAL with *ret_why (g_malloc()ed) when a specifier expands
+ * to something that is no path (a home that is not an absolute path, a user or group name
+ * with a '/', a result longer than PATH_MAX). */
+int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret, char **ret_why);
+void setup_plan_free(SetupPlan *p);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SetupPlan, setup_plan_free)
+
+/* Nothing to do for this user (no bind, no polydir that applies). */
+bool setup_plan_is_empty(const SetupPlan *p);
+/* The polydirs that apply, in order: their expanded paths. */
+size_t setup_plan_n_polydirs(const SetupPlan *p);
+const char *setup_plan_polydir_path(const SetupPlan *p, size_t i);
+
+/*
+ * Run plan inside the mount namespace ns_fd. out_fd (-1: /dev/null) gets the init scripts'
+ * output; ns_fd and out_fd stay the caller's (the child has its own copies). Returns 0 when
+ * the child started: the plan is taken, done follows on the main loop, exactly once.
+ * -EAGAIN when the bounds of set are reached (retry later), -errno when it could not start:
+ * the plan stays the caller's.
+ *   done(r, why): r = 0, every step done; else the first failure's -errno (-ELOOP: a
+ *   symbolic link; -EPERM: a refused owner or mode; -ETIMEDOUT: past the deadline;
+ *   -EPROTO: an init script failed; another: the system call's) and why (for the log and
+ *   the client: which object, which path, what happened). Each failure is logged (event
+ *   "setup-failed", with USER_ID=). n_failed counts them (more than one only with
+ *   OnFailure=continue).
+ */
+typedef void (*SetupDone)(int r, const char *why, unsigned n_failed, void *userdata);
+int setup_run(Children *set, SetupPlan *plan, int ns_fd, int out_fd, SetupDone done,
+              void *userdata);

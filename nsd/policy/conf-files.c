@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * conf-files.c: reading nsd.conf and its drop-ins, see conf-files.h. Each file is opened
+ * once and checked through its descriptor (owner, mode, type, size), then read from that
+ * same descriptor: nothing is looked up by name twice.
+ */
+#include "policy/conf-files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+char *config_dropin_dir(const char *path) {
+        return g_strconcat(path, ".d", NULL);
+}
+
+/* Why st is not a trusted file (or directory), or NULL. */
+static char *untrusted_why(const struct stat *st, bool directory) {
+        uid_t self = geteuid();
+
+        if (directory ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+                return g_strdup(directory ? "not a directory" : "not a regular file");
+        if (st->st_uid != 0 && st->st_uid != self)
+                return self == 0 ? g_strdup_printf("owned by uid %u, not by root",
+                                                   (unsigned) st->st_uid)
+                                 : g_strdup_printf("owned by uid %u, neither by root nor by "
+                                                   "uid %u that nsd runs as",
+                                                   (unsigned) st->st_uid, (unsigned) self);
+        if (st->st_mode & (S_IWGRP | S_IWOTH))
+                return g_strdup_printf("writable by %s (mode %04o): only its owner may write "
+                                       "nsd's configuration; chmod go-w it",
+                                       (st->st_mode & S_IWOTH) ? "everyone" : "its group",
+                                       (unsigned) (st->st_mode & 07777));
+        return NULL;
+}
+
+static int read_fd(int fd, const char *name, char **ret, size_t *ret_len, char **ret_error) {
+        g_autofree char *buf = NULL;
+        struct stat st;
+        g_autofree char *why = NULL;
+        size_t len = 0;
+
+        if (fstat(fd, &st) < 0) {
+                int e = errno;
+                *ret_error = g_strdup_printf("%s: cannot stat: %s", name, g_strerror(e));
+                return -e;
+        }
+        why = untrusted_why(&st, false);
+        if (why) {
+                *ret_error = g_strdup_printf("%s: refused: %s", name, why);
+                return -EPERM;
+        }
+        if ((uint64_t) st.st_size > CONFIG_MAX_FILE_SIZE) {
+                *ret_error = g_strdup_printf("%s: refused: larger than %u bytes", name,
+                                             CONFIG_MAX_FILE_SIZE);
+                return -EFBIG;
+        }
+        buf = g_malloc((size_t) st.st_size + 1);
+        while (len <= (size_t) st.st_size) {
+                ssize_t n = read(fd, buf + len, (size_t) st.st_size + 1 - len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        int e = errno;
+                        *ret_error = g_strdup_printf("%s: cannot read: %s", name, g_strerror(e));
+                        return -e;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        if (len > (size_t) st.st_size) {
+                *ret_error = g_strdup_printf("%s: changed while it was read", name);
+                return -EAGAIN;
+        }
+        buf[len] = '\0';
+        *ret = g_steal_pointer(&buf);
+        *ret_len = len;
+        return 0;
+}
+
+static void files_add(ConfigFiles *f, GArray *texts, char *name /* taken */, char *text /* taken */,
+                      size_t len) {
+        ConfigText t = { .text = text, .len = len, .filename = name };
+
+        g_ptr_array_add(f->strings, name);
+        g_ptr_array_add(f->strings, text);
+        g_array_append_val(texts, t);
+}
+
+static int cmp_names(gconstpointer a, gconstpointer b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int read_dropins(const char *dir, ConfigFiles *f, GArray *texts, char **ret_error) {
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *why = NULL;
+        struct dirent *de;
+        struct stat st;
+        DIR *d;
+        int r;
+
+        if (dfd < 0) {
+                int e = errno;
+                if (e == ENOENT)
+                        return 0;
+                *ret_error = g_strdup_printf("%s: cannot open: %s", dir, g_strerror(e));
+                return -e;
+        }
+        if (fstat(dfd, &st) < 0) {
+                int e = errno;
+                *ret_error = g_strdup_printf("%s: cannot stat: %s", dir, g_strerror(e));
+                return -e;
+        }
+        why = untrusted_why(&st, true);
+        if (why) {
+                *ret_error = g_strdup_printf("%s: refused: %s", dir, why);
+                return -EPERM;
+        }
+        d = fdopendir(dup(dfd));
+        if (!d) {
+                int e = errno;
+                *ret_error = g_strdup_printf("%s: cannot list: %s", dir, g_strerror(e));
+                return -e;
+        }
+        errno = 0;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' || !g_str_has_suffix(de->d_name, ".conf"))
+                        continue;
+                if (names->len >= CONFIG_MAX_DROPINS) {
+                        closedir(d);
+                        *ret_error = g_strdup_printf("%s: more than %d drop-ins", dir,
+                                                     CONFIG_MAX_DROPINS);
+                        return -E2BIG;
+                }
+                g_ptr_array_add(names, g_strdup(de->d_name));
+        }
+        r = errno ? -errno : 0;
+        closedir(d);
+        if (r < 0) {
+                *ret_error = g_strdup_printf("%s: cannot list: %s", dir, g_strerror(-r));
+                return r;
+        }
+        g_ptr_array_sort(names, cmp_names);
+
+        for (guint i = 0; i < names->len; i++) {
+                const char *name = g_ptr_array_index(names, i);
+                g_autofree char *full = g_build_filename(dir, name, NULL), *text = NULL;
+                _cleanup_close_ int fd = -1;
+                size_t len = 0;
+
+                /* a drop-in may be a symbolic link: what counts is the file it names */
+                fd = openat(dfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0) {
+                        int e = errno;
+                        if (e == ENOENT)
+                                continue; /* removed meanwhile */
+                        *ret_error = g_strdup_printf("%s: cannot open: %s", full, g_strerror(e));
+                        return -e;
+                }
+                r = read_fd(fd, full, &text, &len, ret_error);
+                if (r < 0)
+                        return r;
+                files_add(f, texts, g_steal_pointer(&full), g_steal_pointer(&text), len);
+        }
+        return 0;
+}
+
+int config_files_read(const char *path, ConfigFiles **ret, bool *ret_missing, char **ret_error) {
+        g_autoptr(ConfigFiles) f = g_new0(ConfigFiles, 1);
+        g_autoptr(GArray) texts = g_array_new(FALSE, TRUE, sizeof(ConfigText));
+        g_autofree char *dir = config_dropin_dir(path);
+        _cleanup_close_ int fd = -1;
+        bool missing = false;
+        int r;
+
+        f->strings = g_ptr_array_new_with_free_func(g_free);
+        fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+                int e = errno;
+                if (e != ENOENT) {
+                        *ret_error = g_strdup_printf("%s: cannot open: %s", path, g_strerror(e));
+                        return -e;
+                }
+                missing = true;
+        } else {
+                g_autofree char *text = NULL;
+                size_t len = 0;
+
+                r = read_fd(fd, path, &text, &len, ret_error);
+                if (r < 0)
+                        return r;
+                files_add(f, texts, g_strdup(path), g_steal_pointer(&text), len);
+        }
+        r = read_dropins(dir, f, texts, ret_error);
+        if (r < 0)
+                return r;
+
+        f->n = texts->len;
+        f->texts = (ConfigText *) (void *) g_array_free(g_steal_pointer(&texts), FALSE);
+        if (ret_missing)
+                *ret_missing = missing;
+        *ret = g_steal_pointer(&f);
+        return 0;
+}
+
+void config_files_free(ConfigFiles *f) {
+        if (!f)
+                return;
+        g_free(f->texts);
+        if (f->strings)
+                g_ptr_array_unref(f->strings);
+        g_free(f);
+}
+
+/* ---- what the setup names ------------------------------------------------------------- */
+
+static void problem(GPtrArray *problems, const char *file, unsigned line, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void problem(GPtrArray *problems, const char *file, unsigned line, const char *fmt, ...) {
+        g_autofree char *what = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        what = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+        g_ptr_array_add(problems, g_strdup_printf("%s:%u: %s", file, line, what));
+}
+
+/* stat() of path as the setup resolves it: from /, no symbolic link. -errno. */
+static int stat_no_symlinks(const char *path, struct stat *ret) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = (int) syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+
+        if (fd < 0 || fstat(fd, ret) < 0)
+                return -errno;
+        return 0;
+}
+
+static const char *no_path_why(int r) {
+        return r == -ELOOP ? "a symbolic link is on the way, which nsd does not follow"
+                           : g_strerror(-r);
+}
+
+static void check_script(GPtrArray *problems, const char *file, unsigned line, const char *what,
+                         const char *script) {
+        struct stat st;
+
+        if (stat(script, &st) < 0) {
+                problem(problems, file, line, "%s '%s': %s", what, script, g_strerror(errno));
+                return;
+        }
+        if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) || !(st.st_mode & 0100))
+                problem(problems, file, line,
+                        "%s '%s' must be a regular file owned by root, executable, and writable "
+                        "by nobody else (it is uid %u's, mode %04o); nsd would refuse to run it",
+                        what, script, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
+}
+
+void config_check_setup_files(const Config *c, GPtrArray *problems) {
+        const SetupConf *s = &c->setup;
+        bool setup_script_used = false;
+        struct stat st;
+        int r;
+
+        for (size_t i = 0; i < s->n_binds; i++) {
+                const BindReadOnly *b = &s->binds[i];
+
+                r = stat_no_symlinks(b->source, &st);
+                if (r < 0)
+                        problem(problems, b->file, b->line, "[BindReadOnly %s] Source=%s: %s",
+                                b->name, b->source, no_path_why(r));
+        }
+        for (size_t i = 0; i < s->n_polydirs; i++) {
+                const Polydir *p = &s->polydirs[i];
+
+                if (!p->no_init && p->init_script)
+                        check_script(problems, p->file, p->line, "its InitScript=", p->init_script);
+                setup_script_used = setup_script_used || (!p->no_init && !p->init_script);
+                if (!strchr(p->path, '%')) {
+                        r = stat_no_symlinks(p->path, &st);
+                        if (r < 0)
+                                problem(problems, p->file, p->line, "[Polydir %s] Path=%s: %s",
+                                        p->name, p->path, no_path_why(r));
+                        else if (!S_ISDIR(st.st_mode))
+                                problem(problems, p->file, p->line,
+                                        "[Polydir %s] Path=%s: not a directory", p->name, p->path);
+                }
+                if (p->instance_prefix && !strchr(p->instance_prefix, '%')) {
+                        /* the instance parent: the prefix up to its last '/' */
+                        g_autofree char *whole = g_strconcat(p->instance_prefix, "x", NULL);
+                        g_autofree char *parent = g_path_get_dirname(whole);
+
+                        r = stat_no_symlinks(parent, &st);
+                        if (r < 0 && r != -ENOENT)
+                                problem(problems, p->file, p->line,
+                                        "[Polydir %s] InstancePrefix=%s: '%s': %s", p->name,
+                                        p->instance_prefix, parent, no_path_why(r));
+                        else if (r == 0 &&
+                                 (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)))
+                                problem(problems, p->file, p->line,
+                                        "[Polydir %s] InstancePrefix=%s: the instance parent "
+                                        "'%s' must be a directory owned by root and closed to "
+                                        "group and others (it is uid %u's, mode %04o); nsd "
+                                        "would refuse it",
+                                        p->name, p->instance_prefix, parent, (unsigned) st.st_uid,
+                                        (unsigned) (st.st_mode & 07777));
+                }
+        }
+        if (s->init_script && setup_script_used)
+                check_script(problems, s->init_script_file, s->init_script_line,
+                             "[Setup] InitScript=", s->init_script);
+}

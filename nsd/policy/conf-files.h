@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * conf-files.h: the files nsd's configuration is read from: nsd.conf, then its drop-ins
+ * nsd.conf.d/ *.conf in lexical order (byte order of the names, as "ls" in the C locale).
+ * One file per object is how configuration management writes; conf.c makes a key or an
+ * object set in two files an error.
+ *
+ * Only trusted files count: each one (nsd.conf, every drop-in, and the drop-in directory
+ * itself) must be owned by root, or by the user nsd runs as (a test's nsd), and writable by
+ * nobody else (no group or world write bit). Anything else is an error naming the file,
+ * never silently skipped: a configuration someone else could write is not the
+ * administrator's.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+
+#include "policy/conf.h"
+
+/* The most drop-ins, and the largest file, read. */
+#define CONFIG_MAX_DROPINS 1024
+#define CONFIG_MAX_FILE_SIZE (1u << 20)
+
+typedef struct ConfigFiles {
+        ConfigText *texts; /* n of them: path first (when it exists), then the drop-ins */
+        size_t n;
+        GPtrArray *strings; /* the file names and contents the texts point into */
+} ConfigFiles;
+
+/* "<path>.d" */
+char *config_dropin_dir(const char *path);
+
+/* Read path and its drop-ins. A missing path or drop-in directory is no error (a missing
+ * path: *ret_missing = true). -errno with *ret_error ("FILE: what") otherwise. */
+int config_files_read(const char *path, ConfigFiles **ret, bool *ret_missing, char **ret_error);
+void config_files_free(ConfigFiles *f);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfigFiles, config_files_free)
+
+/* What nsd --check-config looks at beyond the syntax: the files the setup names, as they
+ * are now. Each init script must be a regular file owned by root, executable and writable
+ * by nobody else; each [BindReadOnly] Source= and each polydir or instance parent without
+ * a specifier must be reachable without a symbolic link (an instance parent may be missing:
+ * it is made), and an existing instance parent root's and closed to others. Appends one
+ * "FILE:LINE: what" (g_malloc()ed) to problems for each that is not so. */
+void config_check_setup_files(const Config *c, GPtrArray *problems);

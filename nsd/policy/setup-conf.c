@@ -1,0 +1,686 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * setup-conf.c: [Setup], [Polydir NAME] and [BindReadOnly NAME] of nsd.conf, see
+ * setup-conf.h. The value syntax (booleans, seconds, user lists) is conf.c's.
+ */
+#include "policy/setup-conf.h"
+
+#include <errno.h>
+#include <glib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+
+#include "policy/conf.h"
+
+#define GROUP_SETUP "Setup"
+#define PREFIX_POLYDIR "Polydir "
+#define PREFIX_BIND "BindReadOnly "
+
+static const char *const setup_keys[] = { "InitScript", "TimeoutSec", "OnFailure", NULL };
+static const char *const polydir_keys[] = {
+        "Path",      "Method",       "InstancePrefix", "MountOptions", "Mode",
+        "OnlyUsers", "ExcludeUsers", "InitScript",     "NoInit",       NULL,
+};
+static const char *const bind_keys[] = { "Source", "Target", NULL };
+
+/* ---- life cycle ------------------------------------------------------------------------ */
+
+void setup_conf_init(SetupConf *ret) {
+        *ret = (SetupConf) { .timeout_usec = SETUP_TIMEOUT_USEC_DEFAULT };
+}
+
+static void polydir_done(Polydir *p) {
+        g_free(p->name);
+        g_free(p->path);
+        g_free(p->instance_prefix);
+        for (size_t i = 0; i < p->n_options; i++) {
+                g_free(p->options[i].key);
+                g_free(p->options[i].value);
+        }
+        g_free(p->options);
+        g_strfreev(p->only_users);
+        g_strfreev(p->exclude_users);
+        g_free(p->init_script);
+        g_free(p->file);
+}
+
+static void bind_done(BindReadOnly *b) {
+        g_free(b->name);
+        g_free(b->source);
+        g_free(b->target);
+        g_free(b->file);
+}
+
+void setup_conf_done(SetupConf *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n_polydirs; i++)
+                polydir_done(&s->polydirs[i]);
+        g_free(s->polydirs);
+        for (size_t i = 0; i < s->n_binds; i++)
+                bind_done(&s->binds[i]);
+        g_free(s->binds);
+        g_free(s->init_script);
+        g_free(s->init_script_file);
+        memset(s, 0, sizeof *s);
+}
+
+void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
+        *dst = *src;
+        dst->polydirs = g_new0(Polydir, src->n_polydirs);
+        for (size_t i = 0; i < src->n_polydirs; i++) {
+                const Polydir *a = &src->polydirs[i];
+                Polydir *b = &dst->polydirs[i];
+
+                *b = *a;
+                b->name = g_strdup(a->name);
+                b->path = g_strdup(a->path);
+                b->instance_prefix = g_strdup(a->instance_prefix);
+                b->options = g_new0(MountOption, a->n_options);
+                for (size_t j = 0; j < a->n_options; j++) {
+                        b->options[j].key = g_strdup(a->options[j].key);
+                        b->options[j].value = g_strdup(a->options[j].value);
+                }
+                b->only_users = g_strdupv(a->only_users);
+                b->exclude_users = g_strdupv(a->exclude_users);
+                b->init_script = g_strdup(a->init_script);
+                b->file = g_strdup(a->file);
+        }
+        dst->binds = g_new0(BindReadOnly, src->n_binds);
+        for (size_t i = 0; i < src->n_binds; i++) {
+                const BindReadOnly *a = &src->binds[i];
+                BindReadOnly *b = &dst->binds[i];
+
+                b->name = g_strdup(a->name);
+                b->source = g_strdup(a->source);
+                b->target = g_strdup(a->target);
+                b->file = g_strdup(a->file);
+                b->line = a->line;
+        }
+        dst->init_script = g_strdup(src->init_script);
+        dst->init_script_file = g_strdup(src->init_script_file);
+}
+
+/* ---- groups ---------------------------------------------------------------------------- */
+
+/* NAME of [Polydir NAME]: letters, digits, '_', '-', '.', '@'; not starting with '.'. */
+static bool valid_object_name(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > SETUP_NAME_MAX || s[0] == '.')
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!g_ascii_isalnum(*p) && !strchr("_-.@", *p))
+                        return false;
+        return true;
+}
+
+const char *const *setup_conf_group_keys(const char *group, const char **ret_why) {
+        const char *name = NULL;
+        const char *const *keys = NULL;
+
+        if (strcmp(group, GROUP_SETUP) == 0)
+                return setup_keys;
+        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
+                name = group + strlen(PREFIX_POLYDIR);
+                keys = polydir_keys;
+        } else if (g_str_has_prefix(group, PREFIX_BIND)) {
+                name = group + strlen(PREFIX_BIND);
+                keys = bind_keys;
+        } else
+                return NULL;
+        if (!valid_object_name(name)) {
+                if (ret_why)
+                        *ret_why = "a name is 1 to 64 letters, digits, '_', '-', '.' or '@', "
+                                   "not starting with '.'";
+                return NULL;
+        }
+        return keys;
+}
+
+bool setup_conf_group_is_object(const char *group) {
+        return g_str_has_prefix(group, PREFIX_POLYDIR) || g_str_has_prefix(group, PREFIX_BIND);
+}
+
+/* ---- values ---------------------------------------------------------------------------- */
+
+enum {
+        TEMPLATE_SPECIFIERS = 1 << 0, /* %u %U %g %h(at the start) %% */
+        TEMPLATE_PREFIX = 1 << 1,     /* InstancePrefix=: the user name is appended */
+};
+
+/* A path template: absolute (or "%h..." with TEMPLATE_SPECIFIERS), no empty, "." or ".."
+ * component, no trailing '/' (but see TEMPLATE_PREFIX), no control character. */
+static char *template_why(const char *t, unsigned flags) {
+        g_autofree char *whole = NULL;
+        const char *p;
+
+        if (*t == '\0')
+                return g_strdup("empty path");
+        if (strlen(t) > SETUP_PATH_MAX)
+                return g_strdup_printf("longer than %d bytes", SETUP_PATH_MAX);
+        for (p = t; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        return g_strdup("contains a control character");
+        if ((flags & TEMPLATE_PREFIX)) {
+                /* the instance is prefix + user name: check that whole */
+                whole = g_strconcat(t, "%u", NULL);
+                t = whole;
+        }
+        if (t[0] != '/' && !((flags & TEMPLATE_SPECIFIERS) && g_str_has_prefix(t, "%h") &&
+                             (t[2] == '\0' || t[2] == '/')))
+                return g_strdup((flags & TEMPLATE_SPECIFIERS)
+                                        ? "not an absolute path (nor one starting with %h/)"
+                                        : "not an absolute path");
+        for (p = t; *p; p++) {
+                if (*p != '%')
+                        continue;
+                if (!(flags & TEMPLATE_SPECIFIERS))
+                        return g_strdup("'%' here takes no specifiers (write the path as it is, "
+                                        "without '%')");
+                p++;
+                if (*p == 'h' && p - 1 != t)
+                        return g_strdup("%h (the home directory) may only start the path");
+                if (*p == '\0')
+                        return g_strdup("ends in a lone '%' (write %% for a '%')");
+                if (!strchr("uUgh%", *p))
+                        return g_strdup_printf("unknown specifier '%%%c' (known: %%u user name, "
+                                               "%%U uid, %%h home, %%g group, %%%% a '%%')",
+                                               g_ascii_isprint(*p) ? *p : '?');
+        }
+        /* components, from after the leading "/" or "%h" */
+        p = t[0] == '/' ? t : t + 2;
+        if (strcmp(t, "/") == 0)
+                return g_strdup("'/' itself cannot be one");
+        while (*p == '/') {
+                const char *c = p + 1, *end = strchr(c, '/');
+                size_t n = end ? (size_t) (end - c) : strlen(c);
+
+                if (n == 0)
+                        return g_strdup(end ? "contains '//'" : "ends in '/'");
+                if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return g_strdup("contains a '.' or '..' component");
+                p = c + n;
+        }
+        return NULL;
+}
+
+static int set_template(char **field, const char *value, unsigned flags, const char *key,
+                        char **ret_why) {
+        g_autofree char *why = template_why(value, flags);
+
+        if (why) {
+                *ret_why = g_strdup_printf("%s=%s: %s", key, value, why);
+                return -EINVAL;
+        }
+        g_free(*field);
+        *field = g_strdup(value);
+        return 0;
+}
+
+/* MountOptions= */
+typedef struct AttrOption {
+        const char *name;
+        uint64_t set;
+        uint64_t mask;
+} AttrOption;
+
+static const AttrOption attr_options[] = {
+        { "ro", MOUNT_ATTR_RDONLY, MOUNT_ATTR_RDONLY },
+        { "rw", 0, MOUNT_ATTR_RDONLY },
+        { "noexec", MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOEXEC },
+        { "exec", 0, MOUNT_ATTR_NOEXEC },
+        { "nosuid", MOUNT_ATTR_NOSUID, MOUNT_ATTR_NOSUID },
+        { "nodev", MOUNT_ATTR_NODEV, MOUNT_ATTR_NODEV },
+        { "noatime", MOUNT_ATTR_NOATIME, MOUNT_ATTR__ATIME },
+        { "relatime", MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME },
+        { "strictatime", MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME },
+        { "nodiratime", MOUNT_ATTR_NODIRATIME, MOUNT_ATTR_NODIRATIME },
+        { "nosymfollow", MOUNT_ATTR_NOSYMFOLLOW, MOUNT_ATTR_NOSYMFOLLOW },
+};
+
+/* tmpfs(5)'s options that take a value, and those that do not */
+static const char *const tmpfs_value_options[] = { "size", "nr_blocks", "nr_inodes", "mode", "uid",
+                                                   "gid",  "huge",      "mpol",      NULL };
+static const char *const tmpfs_flag_options[] = { "inode32", "inode64", "noswap", NULL };
+
+static int parse_mount_options(Polydir *p, const char *value, char **ret_why) {
+        g_auto(GStrv) words = g_strsplit(value, ",", -1);
+        g_autoptr(GArray) opts = g_array_new(FALSE, TRUE, sizeof(MountOption));
+        uint64_t attr = 0;
+
+        for (char **w = words; *w; w++) {
+                g_autofree char *key = NULL;
+                const char *eq = strchr(*w, '='), *v = eq ? eq + 1 : NULL;
+                bool done = false;
+
+                if (**w == '\0')
+                        continue;
+                key = eq ? g_strndup(*w, eq - *w) : g_strdup(*w);
+                if (strcmp(key, "suid") == 0 || strcmp(key, "dev") == 0) {
+                        *ret_why = g_strdup_printf("MountOptions=%s: '%s' is refused: every "
+                                                   "mount nsd makes is nosuid,nodev",
+                                                   value, key);
+                        goto fail;
+                }
+                for (size_t i = 0; i < G_N_ELEMENTS(attr_options) && !done; i++)
+                        if (strcmp(key, attr_options[i].name) == 0) {
+                                if (v) {
+                                        *ret_why = g_strdup_printf("MountOptions=%s: '%s' takes "
+                                                                   "no value",
+                                                                   value, key);
+                                        goto fail;
+                                }
+                                attr = (attr & ~attr_options[i].mask) | attr_options[i].set;
+                                done = true;
+                        }
+                if (done)
+                        continue;
+                if (g_strv_contains(tmpfs_value_options, key)) {
+                        if (!v || *v == '\0') {
+                                *ret_why = g_strdup_printf("MountOptions=%s: '%s' needs a value "
+                                                           "(%s=...)",
+                                                           value, key, key);
+                                goto fail;
+                        }
+                } else if (g_strv_contains(tmpfs_flag_options, key)) {
+                        if (v) {
+                                *ret_why = g_strdup_printf("MountOptions=%s: '%s' takes no "
+                                                           "value",
+                                                           value, key);
+                                goto fail;
+                        }
+                } else {
+                        *ret_why = g_strdup_printf(
+                                "MountOptions=%s: unknown option '%s' (known: size=, "
+                                "nr_blocks=, nr_inodes=, mode=, uid=, gid=, huge=, mpol=, "
+                                "inode32, inode64, noswap, ro, rw, noexec, exec, nosuid, nodev, "
+                                "noatime, relatime, strictatime, nodiratime, nosymfollow)",
+                                value, key);
+                        goto fail;
+                }
+                if (opts->len >= SETUP_MAX_MOUNT_OPTIONS) {
+                        *ret_why = g_strdup_printf("MountOptions=%s: more than %d options", value,
+                                                   SETUP_MAX_MOUNT_OPTIONS);
+                        goto fail;
+                }
+                MountOption o = { .key = g_steal_pointer(&key), .value = g_strdup(v) };
+                g_array_append_val(opts, o);
+        }
+        for (size_t i = 0; i < p->n_options; i++) {
+                g_free(p->options[i].key);
+                g_free(p->options[i].value);
+        }
+        g_free(p->options);
+        p->n_options = opts->len;
+        p->options = (MountOption *) (void *) g_array_free(g_steal_pointer(&opts), FALSE);
+        p->mount_attr = attr;
+        return 0;
+fail:
+        for (guint i = 0; i < opts->len; i++) {
+                g_free(g_array_index(opts, MountOption, i).key);
+                g_free(g_array_index(opts, MountOption, i).value);
+        }
+        return -EINVAL;
+}
+
+static bool option_set(const Polydir *p, const char *key) {
+        for (size_t i = 0; i < p->n_options; i++)
+                if (strcmp(p->options[i].key, key) == 0)
+                        return true;
+        return false;
+}
+
+static Polydir *find_polydir(SetupConf *s, const char *name) {
+        for (size_t i = 0; i < s->n_polydirs; i++)
+                if (strcmp(s->polydirs[i].name, name) == 0)
+                        return &s->polydirs[i];
+        return NULL;
+}
+
+static BindReadOnly *find_bind(SetupConf *s, const char *name) {
+        for (size_t i = 0; i < s->n_binds; i++)
+                if (strcmp(s->binds[i].name, name) == 0)
+                        return &s->binds[i];
+        return NULL;
+}
+
+/* A group line: a new object (conf.c refuses a second definition before calling this). */
+static int begin_group(SetupConf *s, const char *group, const char *file, unsigned line,
+                       char **ret_why) {
+        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
+                const char *name = group + strlen(PREFIX_POLYDIR);
+                Polydir *p;
+
+                if (find_polydir(s, name))
+                        return 0;
+                if (s->n_polydirs >= SETUP_MAX_POLYDIRS) {
+                        *ret_why = g_strdup_printf("more than %d [Polydir] groups",
+                                                   SETUP_MAX_POLYDIRS);
+                        return -EINVAL;
+                }
+                s->polydirs = g_renew(Polydir, s->polydirs, s->n_polydirs + 1);
+                p = &s->polydirs[s->n_polydirs++];
+                *p = (Polydir) {
+                        .name = g_strdup(name), .mode = -1, .file = g_strdup(file), .line = line
+                };
+        } else if (g_str_has_prefix(group, PREFIX_BIND)) {
+                const char *name = group + strlen(PREFIX_BIND);
+                BindReadOnly *b;
+
+                if (find_bind(s, name))
+                        return 0;
+                if (s->n_binds >= SETUP_MAX_BINDS) {
+                        *ret_why = g_strdup_printf("more than %d [BindReadOnly] groups",
+                                                   SETUP_MAX_BINDS);
+                        return -EINVAL;
+                }
+                s->binds = g_renew(BindReadOnly, s->binds, s->n_binds + 1);
+                b = &s->binds[s->n_binds++];
+                *b = (BindReadOnly) { .name = g_strdup(name),
+                                      .file = g_strdup(file),
+                                      .line = line };
+        }
+        return 0;
+}
+
+static int set_polydir(Polydir *p, const char *key, const char *value, char **ret_why) {
+        bool b;
+
+#define KEY(name) (strcmp(key, name) == 0)
+        if (KEY("Path"))
+                return set_template(&p->path, value, TEMPLATE_SPECIFIERS, key, ret_why);
+        if (KEY("InstancePrefix"))
+                return set_template(&p->instance_prefix, value,
+                                    TEMPLATE_SPECIFIERS | TEMPLATE_PREFIX, key, ret_why);
+        if (KEY("InitScript"))
+                return set_template(&p->init_script, value, 0, key, ret_why);
+        if (KEY("Method")) {
+                if (strcmp(value, "user") == 0)
+                        p->method = POLYDIR_METHOD_USER;
+                else if (strcmp(value, "tmpfs") == 0)
+                        p->method = POLYDIR_METHOD_TMPFS;
+                else {
+                        *ret_why = g_strdup_printf("Method=%s: expected 'user' (a persistent "
+                                                   "instance directory) or 'tmpfs'",
+                                                   value);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        if (KEY("MountOptions"))
+                return parse_mount_options(p, value, ret_why);
+        if (KEY("Mode")) {
+                char *end = NULL;
+                unsigned long m = strtoul(value, &end, 8);
+
+                if (!g_ascii_isdigit(value[0]) || *end != '\0' || m > 07777) {
+                        *ret_why = g_strdup_printf("Mode=%s: expected an octal mode from 0 to "
+                                                   "7777 (1777, 0700)",
+                                                   value);
+                        return -EINVAL;
+                }
+                p->mode = (int) m;
+                return 0;
+        }
+        if (KEY("OnlyUsers") || KEY("ExcludeUsers")) {
+                char **list = NULL;
+                char ***field = KEY("OnlyUsers") ? &p->only_users : &p->exclude_users;
+                g_autofree char *bad = NULL;
+
+                if (config_parse_names(value, false, &list, &bad) < 0) {
+                        *ret_why = g_strdup_printf("%s=%s: '%s' is not a user name or uid", key,
+                                                   value, bad);
+                        return -EINVAL;
+                }
+                g_strfreev(*field);
+                *field = list;
+                return 0;
+        }
+        if (KEY("NoInit")) {
+                if (config_parse_bool(value, &b) < 0) {
+                        *ret_why = g_strdup_printf("NoInit=%s: expected yes or no", value);
+                        return -EINVAL;
+                }
+                p->no_init = b;
+                return 0;
+        }
+#undef KEY
+        g_assert_not_reached();
+}
+
+int setup_conf_set(SetupConf *s, const char *group, const char *key, const char *value,
+                   const char *file, unsigned line, char **ret_why) {
+        if (!key)
+                return begin_group(s, group, file, line, ret_why);
+
+        if (strcmp(group, GROUP_SETUP) == 0) {
+                if (strcmp(key, "InitScript") == 0) {
+                        g_free(s->init_script_file);
+                        s->init_script_file = g_strdup(file);
+                        s->init_script_line = line;
+                        return set_template(&s->init_script, value, 0, key, ret_why);
+                }
+                if (strcmp(key, "TimeoutSec") == 0) {
+                        unsigned long long v;
+
+                        if (config_parse_usec(value, 1000, 3600ULL * 1000000ULL, &v) < 0) {
+                                *ret_why = g_strdup_printf("TimeoutSec=%s: expected seconds "
+                                                           "(decimals allowed) between 0.001 "
+                                                           "and 3600",
+                                                           value);
+                                return -EINVAL;
+                        }
+                        s->timeout_usec = v;
+                        return 0;
+                }
+                if (strcmp(key, "OnFailure") == 0) {
+                        if (strcmp(value, "refuse") == 0)
+                                s->on_failure_continue = false;
+                        else if (strcmp(value, "continue") == 0)
+                                s->on_failure_continue = true;
+                        else {
+                                *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or "
+                                                           "'continue'",
+                                                           value);
+                                return -EINVAL;
+                        }
+                        return 0;
+                }
+                g_assert_not_reached();
+        }
+        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
+                Polydir *p = find_polydir(s, group + strlen(PREFIX_POLYDIR));
+
+                g_assert(p);
+                return set_polydir(p, key, value, ret_why);
+        }
+        if (g_str_has_prefix(group, PREFIX_BIND)) {
+                BindReadOnly *b = find_bind(s, group + strlen(PREFIX_BIND));
+
+                g_assert(b);
+                return set_template(strcmp(key, "Source") == 0 ? &b->source : &b->target, value, 0,
+                                    key, ret_why);
+        }
+        g_assert_not_reached();
+}
+
+/* ---- the whole ------------------------------------------------------------------------- */
+
+static int fail_at(char **ret_error, const char *file, unsigned line, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static int fail_at(char **ret_error, const char *file, unsigned line, const char *fmt, ...) {
+        g_autofree char *what = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        what = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+        *ret_error = g_strdup_printf("%s:%u: %s", file, line, what);
+        return -EINVAL;
+}
+
+static int check_polydir(const Polydir *p, char **ret_error) {
+        if (!p->path)
+                return fail_at(ret_error, p->file, p->line, "[Polydir %s] has no Path=", p->name);
+        if (p->method == POLYDIR_METHOD_UNSET)
+                return fail_at(ret_error, p->file, p->line,
+                               "[Polydir %s] has no Method= (user or tmpfs)", p->name);
+        if (p->method == POLYDIR_METHOD_USER && !p->instance_prefix)
+                return fail_at(ret_error, p->file, p->line,
+                               "[Polydir %s] Method=user needs InstancePrefix= (where the "
+                               "instance directories are kept)",
+                               p->name);
+        if (p->method == POLYDIR_METHOD_TMPFS && p->instance_prefix)
+                return fail_at(ret_error, p->file, p->line,
+                               "[Polydir %s] InstancePrefix= is for Method=user; a tmpfs has no "
+                               "instance directory",
+                               p->name);
+        if (p->method == POLYDIR_METHOD_USER && p->n_options > 0)
+                return fail_at(ret_error, p->file, p->line,
+                               "[Polydir %s] MountOptions=%s%s: Method=user is a bind mount, "
+                               "which takes only ro, noexec, noatime and the like",
+                               p->name, p->options[0].key, p->options[0].value ? "=..." : "");
+        if (p->mode >= 0 && option_set(p, "mode"))
+                return fail_at(ret_error, p->file, p->line,
+                               "[Polydir %s] sets both Mode= and MountOptions=mode=: keep one",
+                               p->name);
+        if (p->only_users && p->exclude_users)
+                return fail_at(ret_error, p->file, p->line,
+                               "[Polydir %s] sets both OnlyUsers= and ExcludeUsers=: keep one",
+                               p->name);
+        return 0;
+}
+
+int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_file,
+                      unsigned private_tmp_line, char **ret_error) {
+        int r;
+
+        for (size_t i = 0; i < s->n_polydirs; i++) {
+                const Polydir *p = &s->polydirs[i];
+
+                r = check_polydir(p, ret_error);
+                if (r < 0)
+                        return r;
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(s->polydirs[j].path, p->path) == 0)
+                                return fail_at(ret_error, p->file, p->line,
+                                               "[Polydir %s] Path=%s is the path of [Polydir "
+                                               "%s] (%s:%u) too",
+                                               p->name, p->path, s->polydirs[j].name,
+                                               s->polydirs[j].file, s->polydirs[j].line);
+                if (private_tmp && strcmp(p->path, "/tmp") == 0)
+                        return fail_at(ret_error, private_tmp_file, private_tmp_line,
+                                       "PrivateTmp=yes and [Polydir %s] (%s:%u) both make /tmp: "
+                                       "keep one",
+                                       p->name, p->file, p->line);
+        }
+        for (size_t i = 0; i < s->n_binds; i++) {
+                const BindReadOnly *b = &s->binds[i];
+
+                if (!b->source || !b->target)
+                        return fail_at(ret_error, b->file, b->line, "[BindReadOnly %s] has no %s",
+                                       b->name, b->source ? "Target=" : "Source=");
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(s->binds[j].target, b->target) == 0)
+                                return fail_at(ret_error, b->file, b->line,
+                                               "[BindReadOnly %s] Target=%s is the target of "
+                                               "[BindReadOnly %s] (%s:%u) too",
+                                               b->name, b->target, s->binds[j].name,
+                                               s->binds[j].file, s->binds[j].line);
+        }
+        if (private_tmp) {
+                /* PrivateTmp=yes: a tmpfs polydir on /tmp, first, as it always was */
+                if (s->n_polydirs >= SETUP_MAX_POLYDIRS)
+                        return fail_at(ret_error, private_tmp_file, private_tmp_line,
+                                       "PrivateTmp=yes is one polydir more than the %d allowed",
+                                       SETUP_MAX_POLYDIRS);
+                s->polydirs = g_renew(Polydir, s->polydirs, s->n_polydirs + 1);
+                memmove(s->polydirs + 1, s->polydirs, s->n_polydirs * sizeof *s->polydirs);
+                s->n_polydirs++;
+                s->polydirs[0] = (Polydir) {
+                        .name = g_strdup("PrivateTmp"),
+                        .path = g_strdup("/tmp"),
+                        .method = POLYDIR_METHOD_TMPFS,
+                        .mode = 01777,
+                        .no_init = true,
+                        .file = g_strdup(private_tmp_file ? private_tmp_file : "nsd.conf"),
+                        .line = private_tmp_line,
+                };
+        }
+        return 0;
+}
+
+/* ---- generation ------------------------------------------------------------------------ */
+
+static void digest_str(GChecksum *c, const char *tag, const char *s) {
+        g_checksum_update(c, (const guchar *) tag, (gssize) strlen(tag) + 1);
+        if (s)
+                g_checksum_update(c, (const guchar *) s, (gssize) strlen(s) + 1);
+        else
+                g_checksum_update(c, (const guchar *) "\xff", 1);
+}
+
+static void digest_strv(GChecksum *c, const char *tag, char **v) {
+        digest_str(c, tag, v ? "list" : NULL);
+        for (; v && *v; v++)
+                digest_str(c, "-", *v);
+}
+
+const char *setup_conf_generation(const SetupConf *s, bool propagation_private, char *buf,
+                                  size_t size) {
+        g_autoptr(GChecksum) c = g_checksum_new(G_CHECKSUM_SHA256);
+        char num[64];
+
+        digest_str(c, "nsd-setup-1", NULL);
+        digest_str(c, "propagation", propagation_private ? "private" : "slave");
+        digest_str(c, "init", s->init_script);
+        for (size_t i = 0; i < s->n_polydirs; i++) {
+                const Polydir *p = &s->polydirs[i];
+
+                digest_str(c, "polydir", p->name);
+                digest_str(c, "path", p->path);
+                snprintf(num, sizeof num, "%d %d %llu %d", (int) p->method, p->mode,
+                         (unsigned long long) p->mount_attr, (int) p->no_init);
+                digest_str(c, "numbers", num);
+                digest_str(c, "prefix", p->instance_prefix);
+                for (size_t j = 0; j < p->n_options; j++) {
+                        digest_str(c, "option", p->options[j].key);
+                        digest_str(c, "=", p->options[j].value);
+                }
+                digest_strv(c, "only", p->only_users);
+                digest_strv(c, "exclude", p->exclude_users);
+                digest_str(c, "script", p->init_script);
+        }
+        for (size_t i = 0; i < s->n_binds; i++) {
+                digest_str(c, "bind", s->binds[i].source);
+                digest_str(c, "to", s->binds[i].target);
+        }
+        g_strlcpy(buf, g_checksum_get_string(c), MIN(size, (size_t) 17));
+        return buf;
+}
+
+/* ---- per user -------------------------------------------------------------------------- */
+
+const char *polydir_describe(const Polydir *p, char *buf, size_t size) {
+        snprintf(buf, size, "polydir '%s' (%s:%u)", p->name, p->file ? p->file : "?", p->line);
+        return buf;
+}
+
+static bool user_listed(char **list, const char *user_name, uid_t uid) {
+        for (; list && *list; list++) {
+                if (g_ascii_isdigit(**list)) {
+                        if ((uid_t) g_ascii_strtoull(*list, NULL, 10) == uid)
+                                return true;
+                } else if (user_name && strcmp(*list, user_name) == 0)
+                        return true;
+        }
+        return false;
+}
+
+bool polydir_applies(const Polydir *p, const char *user_name, uid_t uid) {
+        if (p->only_users)
+                return user_listed(p->only_users, user_name, uid);
+        return !user_listed(p->exclude_users, user_name, uid);
+}

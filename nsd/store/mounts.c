@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* mounts.c: which mounts of a user's namespace the user made, see mounts.h. */
+#include "store/mounts.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libmount.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+/* mountinfo text into a libmount table */
+static int table_parse(const char *text, struct libmnt_table **ret) {
+        struct libmnt_table *tb;
+        FILE *f;
+        int r;
+
+        tb = mnt_new_table();
+        if (!tb)
+                return -ENOMEM;
+        f = fmemopen((void *) text, strlen(text), "r");
+        if (!f) {
+                r = -errno;
+                mnt_unref_table(tb);
+                return r;
+        }
+        r = mnt_table_parse_stream(tb, f, "mountinfo");
+        fclose(f);
+        if (r < 0) {
+                mnt_unref_table(tb);
+                return r;
+        }
+        *ret = tb;
+        return 0;
+}
+
+/* Received by propagation: a slave of a peer group ("master:N"). */
+static bool fs_is_received(struct libmnt_fs *fs) {
+        const char *o = mnt_fs_get_optional_fields(fs);
+
+        for (const char *p = o; p && (p = strstr(p, "master:")); p++)
+                if (p == o || p[-1] == ' ')
+                        return true;
+        return false;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s) {
+        for (; s && *s; s++) {
+                h ^= (unsigned char) *s;
+                h *= 0x100000001b3ULL;
+        }
+        h ^= 0xff; /* field separator */
+        h *= 0x100000001b3ULL;
+        return h;
+}
+
+static uint64_t fs_fingerprint(struct libmnt_fs *fs) {
+        char num[64];
+        dev_t dev = mnt_fs_get_devno(fs);
+        uint64_t h = 0xcbf29ce484222325ULL;
+
+        snprintf(num, sizeof num, "%d %u:%u", mnt_fs_get_id(fs), major(dev), minor(dev));
+        h = fnv1a(h, num);
+        h = fnv1a(h, mnt_fs_get_root(fs));
+        h = fnv1a(h, mnt_fs_get_target(fs));
+        h = fnv1a(h, mnt_fs_get_fstype(fs));
+        h = fnv1a(h, mnt_fs_get_source(fs));
+        return h;
+}
+
+static gint cmp_u64(gconstpointer a, gconstpointer b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+int mounts_baseline(const char *mountinfo, GArray **ret) {
+        struct libmnt_table *tb = NULL;
+        struct libmnt_iter *it;
+        struct libmnt_fs *fs;
+        GArray *a;
+        int r;
+
+        r = table_parse(mountinfo, &tb);
+        if (r < 0)
+                return r;
+        it = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!it) {
+                mnt_unref_table(tb);
+                return -ENOMEM;
+        }
+        a = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+        while (mnt_table_next_fs(tb, it, &fs) == 0) {
+                uint64_t h;
+                if (fs_is_received(fs))
+                        continue;
+                h = fs_fingerprint(fs);
+                g_array_append_val(a, h);
+        }
+        mnt_free_iter(it);
+        mnt_unref_table(tb);
+        if (a->len > MOUNTS_BASELINE_MAX) {
+                g_array_unref(a);
+                return -E2BIG;
+        }
+        g_array_sort(a, cmp_u64);
+        *ret = a;
+        return 0;
+}
+
+char *mounts_baseline_to_string(const GArray *baseline) {
+        GString *s = g_string_sized_new(baseline->len * 17);
+
+        for (guint i = 0; i < baseline->len; i++)
+                g_string_append_printf(s, "%s%016" PRIx64, i ? "," : "",
+                                       g_array_index(baseline, uint64_t, i));
+        return g_string_free(s, FALSE);
+}
+
+int mounts_baseline_from_string(const char *s, GArray **ret) {
+        g_auto(GStrv) parts = NULL;
+        GArray *a;
+
+        if (!s)
+                return -EINVAL;
+        a = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+        parts = g_strsplit(s, ",", -1);
+        for (char **p = parts; *s && *p; p++) {
+                char *end;
+                uint64_t v;
+
+                if (strlen(*p) != 16 || !g_ascii_isxdigit((*p)[0])) {
+                        g_array_unref(a);
+                        return -EINVAL;
+                }
+                v = g_ascii_strtoull(*p, &end, 16);
+                if (*end) {
+                        g_array_unref(a);
+                        return -EINVAL;
+                }
+                g_array_append_val(a, v);
+        }
+        if (a->len > MOUNTS_BASELINE_MAX) {
+                g_array_unref(a);
+                return -EINVAL;
+        }
+        g_array_sort(a, cmp_u64);
+        *ret = a;
+        return 0;
+}
+
+static bool baseline_has(const GArray *b, uint64_t h) {
+        guint lo = 0, hi = b->len;
+
+        while (lo < hi) {
+                guint mid = lo + (hi - lo) / 2;
+                uint64_t v = g_array_index(b, uint64_t, mid);
+                if (v == h)
+                        return true;
+                if (v < h)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
+static char *fs_describe(struct libmnt_fs *fs) {
+        const char *type = mnt_fs_get_fstype(fs);
+        char *value = NULL, owner[32] = "";
+        size_t size = 0;
+
+        if (type && (strcmp(type, "fuse") == 0 || strncmp(type, "fuse.", 5) == 0) &&
+            mnt_fs_get_option(fs, "user_id", &value, &size) == 0 && value && size > 0 && size < 16)
+                snprintf(owner, sizeof owner, " (FUSE of uid %.*s)", (int) size, value);
+        return g_strdup_printf("%s on %s%s", type ? type : "?", mnt_fs_get_target(fs) ?: "?",
+                               owner);
+}
+
+int mounts_user_made(const char *mountinfo, const GArray *baseline, char **ret_first) {
+        struct libmnt_table *tb = NULL;
+        struct libmnt_iter *it;
+        struct libmnt_fs *fs;
+        int r, n = 0;
+
+        r = table_parse(mountinfo, &tb);
+        if (r < 0)
+                return r;
+        it = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!it) {
+                mnt_unref_table(tb);
+                return -ENOMEM;
+        }
+        while (mnt_table_next_fs(tb, it, &fs) == 0) {
+                if (fs_is_received(fs) || baseline_has(baseline, fs_fingerprint(fs)))
+                        continue;
+                if (n++ == 0 && ret_first)
+                        *ret_first = fs_describe(fs);
+        }
+        mnt_free_iter(it);
+        mnt_unref_table(tb);
+        return n;
+}

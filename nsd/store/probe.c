@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * probe.c: which of our kernel patches the running kernel has, found by trying them in
+ * throwaway namespaces made by helper children (helper.c). See probe.h.
+ */
+#include "store/probe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/errno-util.h"
+#include "base/helper.h"
+#include "base/log.h"
+#include "cleanup.h"
+#include "kernel-abi.h"
+#include "nsd-protocol.h"
+
+struct probe_args {
+        struct helper_status s;
+        const char *dir; /* a directory to mount a probe tmpfs on */
+        int root_fd;     /* out: root of the throwaway namespace */
+        int ns_fd;       /* out: keeps it alive */
+        int result;      /* 0 or errno of the probed call */
+        long lines;
+        bool owner_private; /* mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) instead of keeping */
+        char file[64];      /* F4: a file in the probe tmpfs (dir + "/nsd-probe") */
+        const char *why;    /* F4: out: what the attribute did not do, NULL: all of it */
+};
+
+/* F4's owner: neither root nor anybody's usual uid (65534 is nobody) */
+#define PROBE_OWNER ((uid_t) 65533)
+
+static int probe_throwaway_ns(struct probe_args *a) {
+        if (unshare(CLONE_NEWNS) < 0)
+                return helper_fail(&a->s, HELPER_STEP_UNSHARE);
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROPAGATION);
+        return 0;
+}
+
+/* F1: setns() with a directory descriptor. nsd hands out O_PATH roots, so that is what
+ * counts (errno in result); a plain O_RDONLY directory is tried too, for the log (errno in
+ * lines). Stock kernels: EBADF for O_PATH (fdget() refuses it), EINVAL for a directory. */
+static int probe_setns_child(void *p) {
+        struct probe_args *a = p;
+        int fd;
+
+        if (probe_throwaway_ns(a))
+                return 1;
+        fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
+        a->lines = setns(fd, CLONE_NEWNS) < 0 ? errno : 0;
+        close(fd);
+        fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
+        a->result = setns(fd, CLONE_NEWNS) < 0 ? errno : 0;
+        close(fd);
+        return 0;
+}
+
+/* helper_count_lines(), then close fd (keeping errno) */
+static long count_lines(int fd) {
+        long lines = helper_count_lines(fd);
+
+        cleanup_closep(&fd);
+        return lines;
+}
+
+static bool take_fsuid(uid_t uid) {
+        (void) setfsuid(uid);
+        return (uid_t) setfsuid((uid_t) -1) == uid;
+}
+
+/* F4, by what it does, not by whether mount_setattr() takes the bit (another attribute could
+ * get the value upstream): the probe tmpfs on a->dir, with a file, made owner-private with
+ * fsuid PROBE_OWNER. Then the owner must see the file and the mount in mountinfo, and root
+ * must see neither: the mount point must be the directory it covers. a->result: errno of
+ * mount_setattr() (0: it took the attribute); a->why: the first thing that did not hold. */
+static int probe_owner_private(struct probe_args *a) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
+        struct stat covered, st;
+        long owner_lines, root_lines;
+        int fd;
+
+        if (stat(a->dir, &covered) < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        if (mount("nsd-probe", a->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,nr_inodes=16,mode=0755") < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        fd = open(a->file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        close(fd);
+
+        if (!take_fsuid(PROBE_OWNER)) {
+                errno = EPERM;
+                return helper_fail(&a->s, HELPER_STEP_FSUID);
+        }
+        a->result = mount_setattr(AT_FDCWD, a->dir, 0, &attr, sizeof attr) < 0 ? errno : 0;
+        if (a->result != 0)
+                return 0;
+        if (stat(a->file, &st) < 0) {
+                a->why = "its owner cannot reach a file in it";
+                return 0;
+        }
+        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
+        owner_lines = count_lines(fd);
+
+        if (!take_fsuid(0)) {
+                errno = EPERM;
+                return helper_fail(&a->s, HELPER_STEP_FSUID);
+        }
+        if (stat(a->file, &st) == 0 || errno != ENOENT) {
+                a->why = "root still reaches a file in it";
+                return 0;
+        }
+        if (stat(a->dir, &st) < 0 || st.st_dev != covered.st_dev || st.st_ino != covered.st_ino) {
+                a->why = "its mount point is not the directory it covers for root";
+                return 0;
+        }
+        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
+        root_lines = count_lines(fd);
+        if (owner_lines < 0 || root_lines < 0) {
+                errno = EIO;
+                return helper_fail(&a->s, HELPER_STEP_READ);
+        }
+        if (owner_lines != root_lines + 1)
+                a->why = "mountinfo does not list it for its owner only";
+        return 0;
+}
+
+/* A throwaway namespace with a tmpfs on a->dir; F3, and F4 when owner_private. */
+static int probe_ns_child(void *p) {
+        struct probe_args *a = p;
+
+        if (probe_throwaway_ns(a))
+                return 1;
+        if (mount("nsd-probe", a->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,nr_inodes=16") < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        if (a->owner_private)
+                return probe_owner_private(a);
+        a->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (a->root_fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
+        a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (a->ns_fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_NS);
+        return 0;
+}
+
+/* F2: chroot into the throwaway namespace's root, count /proc/self/mountinfo lines */
+static int probe_chroot_child(void *p) {
+        struct probe_args *a = p;
+        int fd;
+
+        if (fchdir(a->root_fd) < 0)
+                return helper_fail(&a->s, HELPER_STEP_CHDIR);
+        if (chroot(".") < 0)
+                return helper_fail(&a->s, HELPER_STEP_CHROOT);
+        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return helper_fail(&a->s, HELPER_STEP_OPEN_MOUNTINFO);
+        a->lines = helper_count_lines(fd);
+        cleanup_closep(&fd); /* keeps errno; the descriptor table is nsd's (CLONE_FILES) */
+        if (a->lines < 0)
+                return helper_fail(&a->s, HELPER_STEP_READ);
+        return 0;
+}
+
+/* A probe that failed for a reason that may pass is made again (a feature found absent stays
+ * absent until nsd restarts); a fresh copy of *a for each attempt. */
+#define PROBE_ATTEMPTS 3
+static int probe_run(int (*fn)(void *), struct probe_args *a) {
+        const struct probe_args in = *a;
+        int r = -EIO;
+
+        for (int attempt = 0; attempt < PROBE_ATTEMPTS; attempt++) {
+                if (attempt > 0) {
+                        cleanup_closep(&a->root_fd);
+                        cleanup_closep(&a->ns_fd);
+                        *a = in;
+                        g_usleep(10000 << (2 * attempt)); /* 40 ms, 160 ms */
+                }
+                r = helper_run(fn, a, &a->s);
+                /* the probed call itself may fail for such a reason too (a->result) */
+                if (r >= 0 ? !errno_may_pass(a->result) &&
+                                     !(fn == probe_setns_child && errno_may_pass((int) a->lines))
+                           : !errno_may_pass(r))
+                        break;
+        }
+        return r;
+}
+
+static const char *probe_dir(void) {
+        static const char *const dirs[] = { "/tmp", "/mnt", "/run", "/var/tmp", "/dev" };
+        struct stat st;
+
+        for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+                if (lstat(dirs[i], &st) >= 0 && S_ISDIR(st.st_mode))
+                        return dirs[i];
+        return NULL;
+}
+
+uint32_t kernel_features_probe(void) {
+        const char *dir = probe_dir();
+        uint32_t features = 0;
+        struct probe_args a;
+        int r;
+
+        /* F1 */
+        a = (struct probe_args) { .root_fd = -1, .ns_fd = -1 };
+        r = probe_run(probe_setns_child, &a);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Kernel probe F1 (setns on a directory) failed: %s: %m, "
+                                  "assuming absent",
+                                  helper_status_step(&a.s));
+        else {
+                if (a.result == 0)
+                        features |= NSD_FEATURE_SETNS_DIRFD;
+                log_debug("Kernel probe F1: setns() on an O_PATH directory: %s, on an O_RDONLY "
+                          "directory: %s: %s",
+                          a.result ? strerror(a.result) : "works",
+                          a.lines ? strerror((int) a.lines) : "works",
+                          a.result == 0 ? "present" : "absent");
+                if (a.result != 0 && a.lines == 0)
+                        log_notice("Kernel probe F1: setns() takes a directory but not an O_PATH "
+                                   "one, which is what nsd hands out; treating F1 as absent");
+        }
+
+        if (!dir) {
+                log_warning("Kernel probes F2-F4 skipped: no directory to mount a probe on");
+                return features;
+        }
+
+        /* F2 and F3 share one throwaway namespace with a tmpfs on dir */
+        a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1 };
+        r = probe_run(probe_ns_child, &a);
+        if (r < 0)
+                log_warning_errno(r, "Kernel probes F2, F3 failed: %s: %m, assuming absent",
+                                  helper_status_step(&a.s));
+        else {
+                _cleanup_close_ int root_fd = a.root_fd, ns_fd = a.ns_fd;
+
+                a = (struct probe_args) { .root_fd = root_fd, .ns_fd = -1 };
+                r = probe_run(probe_chroot_child, &a);
+                if (r < 0)
+                        log_warning_errno(r,
+                                          "Kernel probe F2 (mount table after chroot) "
+                                          "failed: %s: %m, assuming absent",
+                                          helper_status_step(&a.s));
+                else {
+                        if (a.lines > 0)
+                                features |= NSD_FEATURE_PROC_MOUNTS_ROOT;
+                        log_debug("Kernel probe F2: a process chrooted into another namespace "
+                                  "reads %ld mountinfo lines: %s",
+                                  a.lines, a.lines > 0 ? "present" : "absent");
+                }
+
+                /* F3: fspick from nsd's namespace a mount of the throwaway one (ns_fd keeps
+                 * that namespace alive until here) */
+                int err = 0;
+                for (int attempt = 0; attempt < PROBE_ATTEMPTS; attempt++) {
+                        _cleanup_close_ int pfd = fspick(root_fd, dir + 1,
+                                                         FSPICK_CLOEXEC | FSPICK_NO_AUTOMOUNT);
+                        err = pfd < 0 ? errno : 0;
+                        if (pfd >= 0 && fsconfig(pfd, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
+                                err = errno;
+                        if (!errno_may_pass(err))
+                                break;
+                }
+                if (err == EINVAL)
+                        features |= NSD_FEATURE_FSPICK_CHECK;
+                else if (err != 0)
+                        log_warning_errno(err, "Kernel probe F3 (fspick across namespaces) "
+                                               "failed unexpectedly: %m, assuming absent");
+                log_debug("Kernel probe F3: fspick reconfigure of another namespace's mount "
+                          "%s",
+                          err == 0        ? "succeeds: absent"
+                          : err == EINVAL ? "refused: present"
+                                          : "failed: absent");
+        }
+
+        /* F4 */
+        a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1, .owner_private = true };
+        g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
+        r = probe_run(probe_ns_child, &a);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Kernel probe F4 (owner-private mounts) failed: %s: %m, "
+                                  "assuming absent",
+                                  helper_status_step(&a.s));
+        else if (a.result != 0)
+                log_debug_errno(a.result,
+                                "Kernel probe F4: mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) "
+                                "refused (%m): absent");
+        else if (a.why)
+                /* the bit means something else on this kernel: never set it */
+                log_warning("Kernel probe F4: mount_setattr() takes MOUNT_ATTR_OWNER_PRIVATE "
+                            "(0x%llx) but %s: not the owner-private attribute nsd knows, "
+                            "treating F4 as absent",
+                            (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE, a.why);
+        else {
+                features |= NSD_FEATURE_OWNER_PRIVATE;
+                log_debug("Kernel probe F4: a mount made owner-private is its owner's alone "
+                          "(file and mountinfo line hidden from root): present");
+        }
+        return features;
+}

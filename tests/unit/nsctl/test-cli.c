@@ -1,0 +1,1185 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * test-nsctl-cli: nsctl as a user meets it, run as a program against the shared fake nsd
+ * (fake-nsd.h, served by a thread of this process on a socket in a temp folder):
+ *  - --help, --version, usage errors, options that exclude each other, connection errors;
+ *  - write errors on stdout (/dev/full) found at exit, for --help, list, show, status;
+ *  - every --json is valid JSON (python3's json module), also for bytes that are not UTF-8;
+ *  - the tables of list and show, user names through nss_wrapper's files (written here), so
+ *    the host's accounts play no part;
+ *  - enter: what a user without privilege is told when nsd (or the kernel) refuses, the
+ *    command run when the caller already is in the namespace, and, as root, a command run in
+ *    another mount namespace (a sandbox child's: unshare(CLONE_NEWNS), private) in both modes;
+ *  - release and hide: what reaches nsd and what nsd's refusals look like;
+ *  - every form of output (help, usage errors, tables, JSON, refusals) byte for byte against
+ *    the files in tests/unit/nsctl/golden/ (argument 2; NSCTL_GOLDEN_RECORD=1 in the
+ *    environment writes them anew, for a change of output that is meant).
+ * As root, the "user" cases run nsctl as uid 1500 (alice of the passwd file here).
+ * Argument 1: the nsctl binary; 2: the folder of golden files. Nothing is left behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "fake-nsd.h"
+#include "nsd-protocol.h"
+#include "tap.h"
+
+#define ALICE 1500u
+#define BOB 1600u
+#define NO_NAME 4242u
+
+static const char *nsctl;
+static char tmpdir[] = "/tmp/test-nsctl.XXXXXX";
+static char sock_path[128], nss_passwd[128], nss_group[128], json_path[128];
+static bool is_root, have_nss_wrapper;
+/* As root: can uid 1500 run nsctl at all? Not when the build folder lies under a folder
+ * only root may search (a clone in a 0700 home, dpkg-buildpackage's temp folder). */
+static bool alice_can_run;
+static int lfd = -1;
+
+struct run {
+        int status; /* exit status, or -1 */
+        char out[65536];
+        char err[4096];
+};
+
+struct run_opts {
+        uid_t uid;               /* as root: run nsctl as this uid (and gid); 0: as we are */
+        const char *stdout_path; /* stdout to this file (/dev/full) instead of captured */
+};
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+
+        if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+                tap_bail_errno(path);
+        (void) chmod(path, 0644);
+}
+
+/* read stdout and stderr of the child to their ends, whichever has data */
+static void capture(int fds[2], struct run *r) {
+        struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN },
+                               { .fd = fds[1], .events = POLLIN } };
+        char *buf[2] = { r->out, r->err };
+        size_t size[2] = { sizeof(r->out), sizeof(r->err) }, len[2] = { 0, 0 };
+
+        while (p[0].fd >= 0 || p[1].fd >= 0) {
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        tap_bail_errno("poll");
+                }
+                for (int i = 0; i < 2; i++) {
+                        char discard[4096];
+                        ssize_t n;
+
+                        if (p[i].fd < 0 || !p[i].revents)
+                                continue;
+                        if (len[i] + 1 < size[i])
+                                n = read(p[i].fd, buf[i] + len[i], size[i] - 1 - len[i]);
+                        else
+                                n = read(p[i].fd, discard, sizeof(discard));
+                        if (n <= 0) {
+                                close(p[i].fd);
+                                p[i].fd = -1;
+                        } else if (len[i] + 1 < size[i])
+                                len[i] += (size_t) n;
+                }
+        }
+        r->out[len[0]] = '\0';
+        r->err[len[1]] = '\0';
+}
+
+#define RUN_ARGS_MAX 30
+
+/* run nsctl with the arguments (a NULL-terminated array) */
+static void run_argv(struct run *r, const struct run_opts *o, const char *const *args) {
+        const char *argv[RUN_ARGS_MAX + 2] = { nsctl };
+        int out[2], err[2], st;
+        size_t n = 1;
+        pid_t pid;
+
+        while (n <= RUN_ARGS_MAX && args[n - 1]) {
+                argv[n] = args[n - 1];
+                n++;
+        }
+        argv[n] = NULL;
+
+        memset(r, 0, sizeof(*r));
+        r->status = -1;
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+                tap_bail_errno("pipe2");
+        pid = tap_fork();
+        if (pid == 0) {
+                int fd = out[1];
+
+                if (o && o->stdout_path && (fd = open(o->stdout_path, O_WRONLY | O_CLOEXEC)) < 0)
+                        _exit(98);
+                if (dup2(fd, STDOUT_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0)
+                        _exit(98);
+                if (o && o->uid != 0 &&
+                    (setgroups(0, NULL) < 0 || setresgid(o->uid, o->uid, o->uid) < 0 ||
+                     setresuid(o->uid, o->uid, o->uid) < 0))
+                        _exit(97);
+                execv(nsctl, (char **) argv);
+                _exit(99);
+        }
+        close(out[1]);
+        close(err[1]);
+        capture((int[2]) { out[0], err[0] }, r);
+        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+                r->status = WEXITSTATUS(st);
+}
+
+/* run nsctl with the arguments (NULL-terminated) */
+static void run(struct run *r, const struct run_opts *o, ...) {
+        const char *args[RUN_ARGS_MAX + 1];
+        size_t n = 0;
+        va_list ap;
+
+        va_start(ap, o);
+        while (n < RUN_ARGS_MAX && (args[n] = va_arg(ap, const char *)))
+                n++;
+        va_end(ap);
+        args[n] = NULL;
+        run_argv(r, o, args);
+}
+
+static const struct run_opts as_alice = { .uid = ALICE };
+static const struct run_opts to_full = { .stdout_path = "/dev/full" };
+
+static bool ends_with(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+
+        return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static bool starts_with(const char *s, const char *prefix) {
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* the file at path into buf (NUL-terminated, cut at size - 1); false with errno */
+static bool read_text(const char *path, char *buf, size_t size) {
+        FILE *f = fopen(path, "re");
+        size_t len;
+
+        if (!f)
+                return false;
+        len = fread(buf, 1, size - 1, f);
+        buf[len] = '\0';
+        fclose(f);
+        return true;
+}
+
+/* the first line of s, for messages */
+static const char *line1(const char *s) {
+        static char buf[512];
+
+        snprintf(buf, sizeof(buf), "%.*s", (int) strcspn(s, "\n"), s);
+        return buf;
+}
+
+static const char try_help[] = "Try 'nsctl --help' for more information.\n";
+
+/* ---- the fake nsd ---------------------------------------------------------------------- */
+
+static struct fake_nsd_thread served;
+
+static void serve(const struct fake_nsd_config *cfg) {
+        if (fake_nsd_thread_start(&served, lfd, cfg) < 0)
+                tap_bail_errno("start the fake nsd");
+}
+
+/* stop serving; the record of what nsd saw */
+static const struct fake_nsd_record *served_stop(void) {
+        if (fake_nsd_thread_stop(&served) < 0)
+                tap_diag("the fake nsd: %s", strerror(-served.result));
+        return &served.rec;
+}
+
+/* ---- JSON through python3 -------------------------------------------------------------- */
+
+#define JSON_CHECKS_MAX 12
+
+static const char *python = "python3"; /* $NSCTL_TEST_PYTHON: one with jsonschema */
+static const char *schema_path;        /* argument 3: nsctl.schema.json; NULL: not checked */
+
+/* The python3 program of check_json(): exit 2 for JSON that does not parse, 3 for a schema
+ * violation (its first line: what and where), else one line per expression. */
+static const char json_prog[] =
+        "import json, sys\n"
+        "try: d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+        "except ValueError as x: print(x); sys.exit(2)\n"
+        "if sys.argv[2]:\n"
+        "    import jsonschema\n"
+        "    v = jsonschema.Draft202012Validator(json.load(open(sys.argv[2])))\n"
+        "    for x in sorted(v.iter_errors(d), key=lambda x: list(x.absolute_path)):\n"
+        "        print('%s at %s' % (x.message, list(x.absolute_path))); sys.exit(3)\n"
+        "for e in sys.argv[3:]:\n"
+        "    try: print(eval(e))\n"
+        "    except Exception as x: print('(%s)' % type(x).__name__)\n";
+
+/* Run json_prog on text with the schema (or none) and the expressions; its exit status (99:
+ * no python), its stdout in out. */
+static int run_json_prog(const char *text, const char *schema, const char *const *exprs,
+                         size_t n_exprs, char *out, size_t size) {
+        const char *argv[5 + JSON_CHECKS_MAX + 1] = { python, "-c", json_prog, json_path,
+                                                      schema ?: "" };
+        char chunk[4096];
+        size_t len = 0;
+        int fds[2], st = 0;
+        ssize_t n;
+        pid_t pid;
+
+        for (size_t i = 0; i < n_exprs && i < JSON_CHECKS_MAX; i++)
+                argv[5 + i] = exprs[i];
+        write_file(json_path, text);
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                tap_bail_errno("pipe2");
+        pid = tap_fork();
+        if (pid == 0) {
+                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+                dup2(fds[1], STDOUT_FILENO);
+                if (null >= 0)
+                        dup2(null, STDERR_FILENO);
+                execvp(python, (char **) argv);
+                _exit(99);
+        }
+        close(fds[1]);
+        /* to the end, keeping what fits: python3 must not die of a full pipe */
+        while ((n = read(fds[0], chunk, sizeof(chunk))) > 0) {
+                size_t k = (size_t) n < size - 1 - len ? (size_t) n : size - 1 - len;
+
+                memcpy(out + len, chunk, k);
+                len += k;
+        }
+        close(fds[0]);
+        out[len] = '\0';
+        unlink(json_path);
+        if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+                return -1;
+        return WEXITSTATUS(st);
+}
+
+/*
+ * Is text valid JSON for python3's json module (UTF-8 and all), does it match nsctl's JSON
+ * schema (when there is one to check against), and is each expression of checks (pairs of a
+ * Python expression over the document d and the str() it should have, NULL-terminated) what
+ * it should be? One python3 run, a test point for each. Skipped when there is no python3.
+ */
+static void check_json(const char *what, const char *text, const char *const *checks) {
+        const char *exprs[JSON_CHECKS_MAX];
+        char result[8192], *line;
+        size_t n_checks = 0;
+        int st;
+
+        while (checks && checks[2 * n_checks] && n_checks < JSON_CHECKS_MAX) {
+                exprs[n_checks] = checks[2 * n_checks];
+                n_checks++;
+        }
+        st = run_json_prog(text, schema_path, exprs, n_checks, result, sizeof(result));
+        if (st == 99) {
+                tap_skip("%s: no python3 to check the JSON", what);
+                return;
+        }
+        if (!ok(st != 2 && st >= 0, "%s: valid JSON (python3's json module)", what)) {
+                printf("#   %s", result);
+                return;
+        }
+        if (schema_path) {
+                if (!ok(st == 0, "%s: matches nsctl.schema.json", what)) {
+                        printf("#   %s", result);
+                        return;
+                }
+        } else
+                tap_skip("%s: no schema validator (python3-jsonschema) to check it with", what);
+        line = result;
+        for (size_t i = 0; i < n_checks; i++) {
+                char *end = strchr(line, '\n');
+
+                if (end)
+                        *end = '\0';
+                is_str(line, checks[2 * i + 1], "%s: %s", what, checks[2 * i]);
+                line = end ? end + 1 : line + strlen(line);
+        }
+}
+
+/* ---- without nsd ----------------------------------------------------------------------- */
+
+static void test_help_version(void) {
+        static const char *verbs[] = { "status", "list", "show", "enter", "release", "hide" };
+        char want[256];
+        struct run r;
+
+        run(&r, NULL, "--help", NULL);
+        ok(r.status == 0 && ends_with(r.out, "See nsctl(1).\n") && r.err[0] == '\0',
+           "--help: exit 0, stdout ends with 'See nsctl(1).'");
+        ok(starts_with(r.out, "Usage:\n nsctl "), "--help: starts with a usage line");
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                ok(strstr(r.out, verbs[i]) != NULL, "--help names '%s'", verbs[i]);
+
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+                run(&r, NULL, verbs[i], "--help", NULL);
+                ok(r.status == 0 && ends_with(r.out, "See nsctl(1).\n") && r.err[0] == '\0',
+                   "%s --help: exit 0, ends with 'See nsctl(1).'", verbs[i]);
+        }
+        run(&r, NULL, "list", "--help", NULL);
+        ok(strstr(r.out, "PINNED") && strstr(r.out, "ADOPTED"), "list --help lists the columns");
+        run(&r, NULL, "enter", "--help", NULL);
+        ok(strstr(r.out, "nsctl show <user>") != NULL,
+           "enter --help names what a user can do instead");
+
+        run(&r, NULL, "--version", NULL);
+        snprintf(want, sizeof(want), "nsctl %s (nsd protocol %d.%d)\n", PACKAGE_VERSION,
+                 NSD_PROTO_MAJOR, NSD_PROTO_MINOR);
+        is_str(r.out, want, "--version");
+        is_int(r.status, 0, "--version: exit 0");
+        run(&r, NULL, "-V", NULL);
+        ok(r.status == 0 && strcmp(r.out, want) == 0, "-V is --version");
+}
+
+static void test_usage_errors(void) {
+        struct run r;
+
+        /* one line, the hint, exit 1, nothing on stdout */
+        run(&r, NULL, NULL);
+        is_str(r.err, "nsctl: no command given\nTry 'nsctl --help' for more information.\n",
+               "no command: the message and the hint");
+        ok(r.status == 1 && r.out[0] == '\0', "no command: exit 1, nothing on stdout");
+        run(&r, NULL, "frobnicate", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: unknown command 'frobnicate'\n") &&
+                   ends_with(r.err, try_help),
+           "unknown command: exit 1 with a hint");
+        run(&r, NULL, "--bogus", "status", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: unrecognized option '--bogus'\n"),
+           "unknown global option: '%s'", line1(r.err));
+        run(&r, NULL, "list", "-x", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: invalid option -- 'x'\n") &&
+                   ends_with(r.err, try_help),
+           "unknown short option: '%s'", line1(r.err));
+        run(&r, NULL, "list", "--output", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: option '--output' requires an argument\n"),
+           "missing option argument: '%s'", line1(r.err));
+        run(&r, NULL, "list", "-o", "USER,BOGUS", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: unknown column: BOGUS\n"),
+           "unknown column: '%s'", line1(r.err));
+        run(&r, NULL, "show", "-o", "TARGET,NOPE", "root", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: unknown column: NOPE\n"),
+           "show: unknown column");
+        run(&r, NULL, "list", "extra", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: list: unexpected argument 'extra'\n"),
+           "list: extra argument refused");
+        run(&r, NULL, "show", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: show: missing user\n") &&
+                   ends_with(r.err, try_help),
+           "show: missing user");
+        run(&r, NULL, "release", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: release: missing user\n"),
+           "release: missing user");
+        run(&r, NULL, "enter", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: enter: missing user\n"),
+           "enter: missing user");
+        run(&r, NULL, "hide", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: hide: missing path\n"),
+           "hide: missing path");
+        run(&r, NULL, "show", "nsctl-test-no-such-user", NULL);
+        if (have_nss_wrapper)
+                ok(r.status == 1 &&
+                           starts_with(r.err, "nsctl: unknown user 'nsctl-test-no-such-user'\n") &&
+                           ends_with(r.err, try_help),
+                   "unknown user name: '%s'", line1(r.err));
+        else
+                tap_skip("unknown user names need nss_wrapper");
+        run(&r, NULL, "show", "4294967295", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: invalid user '4294967295'\n"),
+           "uid -1 refused");
+        run(&r, NULL, "show", "root", "extra", NULL);
+        ok(r.status == 1 && strstr(r.err, "unexpected argument 'extra'"),
+           "show: extra argument refused");
+        run(&r, NULL, "enter", "--mode", "teleport", "root", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: unknown mode 'teleport'"),
+           "enter: unknown mode");
+}
+
+/* -J and -r together, as lsns and findmnt refuse them; nsd is not asked */
+static void test_exclusive(void) {
+        static const char want[] = "nsctl: mutually exclusive arguments: --json --raw\n"
+                                   "Try 'nsctl --help' for more information.\n";
+        struct run r;
+
+        serve(&(struct fake_nsd_config) {});
+        run(&r, NULL, "--socket", sock_path, "list", "-J", "-r", NULL);
+        is_str(r.err, want, "list -J -r: the message");
+        ok(r.status == 1 && r.out[0] == '\0', "list -J -r: exit 1, nothing on stdout");
+        run(&r, NULL, "--socket", sock_path, "list", "--raw", "--json", NULL);
+        ok(r.status == 1 && strcmp(r.err, want) == 0,
+           "list --raw --json: the same, in either order");
+        run(&r, NULL, "--socket", sock_path, "show", "-rJ", "0", NULL);
+        ok(r.status == 1 && strcmp(r.err, want) == 0, "show -rJ: refused");
+        run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
+        ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
+        check_json("list --json of no namespace", r.out,
+                   (const char *[]) { "d", "{'schema_version': 1, 'namespaces': []}", NULL });
+        is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
+}
+
+static void test_no_nsd(void) {
+        char want[256];
+        struct run r;
+
+        /* nothing listens at these paths */
+        run(&r, NULL, "--socket", "/nonexistent/nsctl-test/socket", "status", NULL);
+        ok(r.status == 1 &&
+                   starts_with(r.err, "nsctl: cannot connect to nsd at "
+                                      "/nonexistent/nsctl-test/socket: ") &&
+                   r.out[0] == '\0',
+           "status, no nsd: '%s'", line1(r.err));
+        run(&r, NULL, "list", "--socket", "/nonexistent/nsctl-test/socket2", NULL);
+        ok(r.status == 1 &&
+                   starts_with(r.err,
+                               "nsctl: cannot connect to nsd at /nonexistent/nsctl-test/socket2: "),
+           "--socket after the command");
+        /* meson sets NSD_SOCKET for this test */
+        if (getenv("NSD_SOCKET")) {
+                snprintf(want, sizeof(want),
+                         "nsctl: cannot connect to nsd at %s: ", getenv("NSD_SOCKET"));
+                run(&r, NULL, "show", "0", NULL);
+                ok(r.status == 1 && starts_with(r.err, want), "$NSD_SOCKET is used: '%s'",
+                   line1(r.err));
+        } else
+                tap_skip("NSD_SOCKET is not set (run through meson)");
+        run(&r, NULL, "release", "--force", "0", "--socket", "/nonexistent/nsctl-test/socket",
+            NULL);
+        ok(r.status == 1 &&
+                   strstr(r.err, "cannot connect to nsd at /nonexistent/nsctl-test/socket:"),
+           "release: connection error");
+        run(&r, NULL, "enter", "--socket", "/nonexistent/nsctl-test/socket", "0", "--", "true",
+            NULL);
+        ok(r.status == 1 &&
+                   strstr(r.err, "cannot connect to nsd at /nonexistent/nsctl-test/socket:"),
+           "enter: connection error, command not run");
+}
+
+/* ---- with the fake nsd ----------------------------------------------------------------- */
+
+static const struct fake_ns namespaces[] = {
+        { .uid = BOB,
+          .ns_flags = NSD_NS_PINNED,
+          .sessions = 0,
+          .mounts = 27,
+          .ns_inode = 4026532305,
+          .created_usec = 1700000000000000ull,
+          .pin = "pins/1600" },
+        { .uid = ALICE,
+          .ns_flags = NSD_NS_PINNED | NSD_NS_ADOPTED,
+          .sessions = 2,
+          .mounts = 31,
+          .ns_inode = 4026532291,
+          .created_usec = 1700000000000000ull,
+          .pin = "pins/\xff\x01" },
+        { .uid = NO_NAME, .sessions = 1, .mounts = -1, .ns_inode = 4026532999 },
+};
+
+/* a mount at a name that is not UTF-8, one with a tab, and enough of them to be more than
+ * one buffer of stdout */
+static char *big_mountinfo(void) {
+        static char text[64 * 1024];
+        size_t off = 0;
+
+        off += (size_t) snprintf(text + off, sizeof(text) - off,
+                                 "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+                                 "26 25 0:50 / /home/alice/\xff\xfe rw - fuse.sshfs alice@h:/ "
+                                 "rw,user_id=1500\n"
+                                 "27 25 0:51 / /mnt/a\\011tab rw - tmpfs tmpfs rw\n");
+        for (int i = 0; i < 200; i++)
+                off += (size_t) snprintf(text + off, sizeof(text) - off,
+                                         "%d 25 0:%d / /srv/mount-number-%03d rw,relatime - tmpfs "
+                                         "tmpfs rw,size=1024k\n",
+                                         100 + i, 100 + i, i);
+        return text;
+}
+
+static void test_list(void) {
+        const struct fake_nsd_config cfg = { .list = namespaces, .n_list = 3 };
+        struct run r;
+
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "list", NULL);
+        ok(r.status == 0 && r.err[0] == '\0', "list: exit 0, nothing on stderr");
+        if (have_nss_wrapper) {
+                ok(starts_with(r.out, "USER ") && strstr(r.out, "\nalice ") &&
+                           strstr(r.out, "\nbob "),
+                   "list: user names from the passwd file (nss_wrapper)");
+                ok(strstr(r.out, "\n4242 ") != NULL,
+                   "list: a uid without a name is shown as the number");
+        } else {
+                tap_skip("list: user names need nss_wrapper");
+                tap_skip("list: user names need nss_wrapper");
+        }
+
+        run(&r, NULL, "--socket", sock_path, "list", "--raw", "--noheadings", "-o",
+            "UID,SESSIONS,MOUNTS,PINNED", NULL);
+        is_str(r.out, "1500 2 31 pins/\\xff\\x01\n1600 0 27 pins/1600\n4242 1 - fd\\x20only\n",
+               "list --raw: sorted by uid, the values, unsafe bytes escaped");
+
+        run(&r, NULL, "--socket", sock_path, "list", "--json", NULL);
+        is_int(r.status, 0, "list --json: exit 0");
+        check_json("list --json, a pin that is not UTF-8", r.out,
+                   (const char *[]) {
+                           "ascii(d['namespaces'][0]['pinned'])", "'pins/\\ufffd\\x01'",
+                           "d['namespaces'][2]['mounts']", "None", "d['namespaces'][0]['adopted']",
+                           "True", "d['namespaces'][1]['ns']", "4026532305",
+                           /* last: without nss_wrapper the list ends here */
+                           have_nss_wrapper ? "d['namespaces'][0]['user']" : NULL, "alice", NULL });
+
+        run(&r, &to_full, "--socket", sock_path, "list", NULL);
+        is_str(r.err, "nsctl: write error: No space left on device\n",
+               "list > /dev/full: the message");
+        is_int(r.status, 1, "list > /dev/full: exit 1");
+        is_int(served_stop()->lists, 4, "nsd was asked four times");
+}
+
+static void test_show(void) {
+        const struct fake_nsd_config cfg = { .show_text = big_mountinfo() };
+        struct run r;
+
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "show", "--json", "1500", NULL);
+        is_int(r.status, 0, "show --json: exit 0");
+        check_json("show --json, a mount point that is not UTF-8", r.out,
+                   (const char *[]) { "ascii(d['filesystems'][0]['children'][0]['target'])",
+                                      "'/home/alice/\\ufffd\\ufffd'",
+                                      "ascii(d['filesystems'][0]['children'][1]['target'])",
+                                      "'/mnt/a\\ttab'", "len(d['filesystems'][0]['children'])",
+                                      "202", NULL });
+
+        run(&r, NULL, "--socket", sock_path, "show", "--list", "--json", "-o", "ID,PARENT,TARGET",
+            "1500", NULL);
+        check_json("show --list --json", r.out,
+                   (const char *[]) { "d['filesystems'][1]['parent']", "25",
+                                      "d['filesystems'][1]['id']", "26", NULL });
+
+        run(&r, NULL, "--socket", sock_path, "show", "-r", "-n", "-o", "TARGET", "1500", NULL);
+        ok(r.status == 0 && starts_with(r.out, "/\n/home/alice/\\xff\\xfe\n/mnt/a\\x09tab\n"),
+           "show --raw: escaped, flat: '%s'", line1(r.out));
+
+        /* more than one buffer of stdout: the reason of the first failed write may be gone */
+        run(&r, &to_full, "--socket", sock_path, "show", "1500", NULL);
+        ok(r.status == 1 && starts_with(r.err, "nsctl: write error"),
+           "show > /dev/full, 200 lines: exit 1 (%d), '%s'", r.status, line1(r.err));
+        if (have_nss_wrapper) {
+                run(&r, NULL, "--socket", sock_path, "show", "-o", "TARGET", "bob", NULL);
+                is_int(r.status, 0, "show bob: exit 0");
+                is_int(served_stop()->show_uid, BOB,
+                       "show bob asked for uid 1600 (nss_wrapper's bob)");
+        } else {
+                tap_skip("user names need nss_wrapper");
+                (void) served_stop();
+        }
+
+        serve(&(struct fake_nsd_config) {
+                .show_error = -EPERM,
+                .error_message = "only root may see another user's namespace" });
+        run(&r, NULL, "--socket", sock_path, "show", "1600", NULL);
+        is_str(r.err,
+               "nsctl: cannot show 1600: Operation not permitted (only root may see another user's "
+               "namespace)\n",
+               "show refused: nsctl: cannot ...: <strerror> (<nsd's reason>)");
+        is_int(r.status, 1, "show refused: exit 1");
+        (void) served_stop();
+
+        serve(&(struct fake_nsd_config) {
+                .show_text = "25 1 8:1 / / rw - ext4 /dev/sda1 rw\nno mountinfo\n" });
+        run(&r, NULL, "--socket", sock_path, "show", "1500", NULL);
+        is_str(r.err, "nsctl: cannot parse the mount table of 1500: line 2 is not mountinfo\n",
+               "show: a bad table named by its line");
+        (void) served_stop();
+}
+
+static void test_status(void) {
+        const struct fake_nsd_config cfg = {
+                .status_version = "1.2 \"q\" \\ \n\xff",
+                .status_features = NSD_FEATURE_SETNS_DIRFD | NSD_FEATURE_OWNER_PRIVATE |
+                                   NSD_FEATURE_PRIVATE_UNAVAILABLE,
+        };
+        struct run r;
+
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "status", "--json", NULL);
+        is_int(r.status, 0, "status --json: exit 0");
+        check_json("status --json, a version with quotes, a backslash, a newline, a byte not UTF-8",
+                   r.out,
+                   (const char *[]) {
+                           "ascii(d['status']['version'])", "'1.2 \"q\" \\\\ \\n\\ufffd'",
+                           "d['status']['features']['setns-dirfd']", "True",
+                           "d['status']['features']['proc-mounts-root']", "False",
+                           "d['status']['features']['owner-private']", "True",
+                           "d['status']['private_mode']", "unavailable", "d['status']['pid'] > 0",
+                           "True", "sorted(d['status']['limits'])",
+                           "['connections_per_user', 'namespaces', 'sessions_per_user']", NULL });
+        ok(strstr(r.out, "\"private_mode\": \"unavailable\"") != NULL,
+           "status --json: \"key\": value, as libsmartcols writes it");
+
+        run(&r, NULL, "--socket", sock_path, "status", NULL);
+        ok(r.status == 0 && starts_with(r.out, "nsd version:     1.2 ") &&
+                   strstr(r.out, "\n  setns-dirfd       yes ") &&
+                   strstr(r.out, "\nprivate mode:    unavailable (nsd cannot"),
+           "status: the human form");
+
+        run(&r, &to_full, "--socket", sock_path, "status", "--json", NULL);
+        ok(r.status == 1 && strcmp(r.err, "nsctl: write error: No space left on device\n") == 0,
+           "status --json > /dev/full: exit 1, the message");
+        is_int(served_stop()->statuses, 3, "nsd was asked three times");
+}
+
+static void test_write_errors(void) {
+        struct run r;
+
+        run(&r, &to_full, "--help", NULL);
+        is_str(r.err, "nsctl: write error: No space left on device\n",
+               "--help > /dev/full: the message");
+        is_int(r.status, 1, "--help > /dev/full: exit 1");
+        run(&r, &to_full, "list", "--help", NULL);
+        ok(r.status == 1 && strcmp(r.err, "nsctl: write error: No space left on device\n") == 0,
+           "list --help > /dev/full: exit 1, the message");
+        run(&r, &to_full, "--version", NULL);
+        ok(r.status == 1 && strcmp(r.err, "nsctl: write error: No space left on device\n") == 0,
+           "--version > /dev/full: exit 1, the message");
+}
+
+static void test_release_hide(void) {
+        const struct fake_nsd_config busy = { .release_error = -EBUSY,
+                                              .list = namespaces,
+                                              .n_list = 3 };
+        const struct fake_nsd_record *rec;
+        char cwd[4096], want[4200];
+        struct run r;
+
+        serve(&busy);
+        run(&r, NULL, "--socket", sock_path, "release", "1500", NULL);
+        is_str(r.err, "nsctl: cannot release 1500: 2 live sessions (use --force)\n",
+               "release while logged in: the number of sessions, and --force");
+        is_int(r.status, 1, "release refused: exit 1");
+        rec = served_stop();
+        ok(rec->releases == 1 && rec->release_uid == ALICE && rec->release_flags == 0,
+           "release: one request for uid 1500, no flags");
+
+        serve(&(struct fake_nsd_config) {});
+        run(&r, NULL, "--socket", sock_path, "release", "--force", "1600", NULL);
+        ok(r.status == 0 && r.err[0] == '\0' && r.out[0] == '\0',
+           "release --force: exit 0, silent");
+        rec = served_stop();
+        ok(rec->release_uid == BOB && rec->release_flags == NSD_RELEASE_FORCE,
+           "release --force: the flag reached nsd");
+
+        if (!getcwd(cwd, sizeof(cwd)))
+                tap_bail_errno("getcwd");
+        serve(&(struct fake_nsd_config) { .hide_error = -EPERM,
+                                          .error_message = "not a FUSE mount of yours" });
+        run(&r, NULL, "--socket", sock_path, "hide", "--user", "1500", "sub/dir", NULL);
+        snprintf(want, sizeof(want),
+                 "nsctl: cannot hide %s/sub/dir for %s: Operation not permitted (not a FUSE mount "
+                 "of yours)\n",
+                 strcmp(cwd, "/") == 0 ? "" : cwd, have_nss_wrapper ? "alice" : "1500");
+        is_str(r.err, want, "hide refused: the absolute path, the owner, nsd's reason");
+        rec = served_stop();
+        snprintf(want, sizeof(want), "%s/sub/dir", strcmp(cwd, "/") == 0 ? "" : cwd);
+        ok(rec->hide_uid == ALICE && strcmp(rec->hide_path, want) == 0 && rec->hide_flags == 0,
+           "hide: a relative path reaches nsd made absolute: '%s'", rec->hide_path);
+
+        run(&r, NULL, "--socket", sock_path, "hide", "--user", "nsctl-test-no-such-user", "/x",
+            NULL);
+        if (have_nss_wrapper)
+                ok(r.status == 1 &&
+                           starts_with(r.err, "nsctl: unknown user 'nsctl-test-no-such-user'\n"),
+                   "hide --user: unknown user: '%s'", line1(r.err));
+        else
+                tap_skip("unknown user names need nss_wrapper");
+}
+
+/* ---- golden outputs: every form nsctl prints, byte for byte ------------------------------ */
+
+static const char *golden_dir; /* argument 2; NSCTL_GOLDEN_RECORD=1 writes the files anew */
+
+/* Replace the number after each needle in s by "<mask>" (in place; s has room). */
+static void mask_number_after(char *s, size_t size, const char *needle) {
+        for (char *p = strstr(s, needle); p; p = strstr(p, needle)) {
+                char *num = p + strlen(needle), *end = num + strspn(num, "0123456789");
+                size_t tail = strlen(end) + 1;
+
+                if (end == num || (size_t) (num - s) + 6 + tail > size)
+                        return;
+                memmove(num + 6, end, tail);
+                memcpy(num, "<mask>", 6);
+                p = num + 6;
+        }
+}
+
+/* What changes from run to run in status: the fake nsd's pid (ours) and the uptime (it
+ * answers started_usec 0, so the uptime is the time since 1970). */
+static void mask_status(char *s, size_t size) {
+        char *up = strstr(s, "(up ");
+
+        if (up) {
+                char *end = strchr(up, ')');
+                size_t tail = end ? strlen(end) + 1 : 0;
+
+                if (end && (size_t) (up - s) + 10 + tail <= size) {
+                        memmove(up + 10, end, tail);
+                        memcpy(up, "(up <mask>", 10);
+                }
+        }
+        mask_number_after(s, size, "pid:             ");
+        mask_number_after(s, size, "\"pid\": ");
+        mask_number_after(s, size, "\"uptime_sec\": ");
+}
+
+/* The exit status, stdout and stderr of r against the file golden_dir/name. */
+static void check_golden(const char *name, struct run *r) {
+        static char text[sizeof(r->out) + sizeof(r->err) + 64], want[sizeof(text)];
+        char path[512];
+
+        snprintf(text, sizeof(text), "exit %d\n--- stdout\n%s--- stderr\n%s", r->status, r->out,
+                 r->err);
+        if (strncmp(name, "status", 6) == 0)
+                mask_status(text, sizeof(text));
+        snprintf(path, sizeof(path), "%s/%s", golden_dir, name);
+        if (getenv("NSCTL_GOLDEN_RECORD")) {
+                write_file(path, text);
+                tap_skip("%s: recorded", name);
+                return;
+        }
+        if (!read_text(path, want, sizeof(want))) {
+                ok(false, "%s: %s: %s", name, path, strerror(errno));
+                return;
+        }
+        if (!ok(strcmp(text, want) == 0, "nsctl %s: the output as in %s/", name,
+                "tests/unit/nsctl/golden"))
+                printf("#   got:\n%s#   expected:\n%s", text, want);
+}
+
+#define GOLDEN_ARGS_MAX 12
+
+/* nsctl's answers against a fake nsd with fixed figures, each compared with its file */
+static void test_golden(void) {
+        static const char mountinfo[] =
+                "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
+                "26 25 0:50 / /home/alice/remote rw,nosuid,nodev shared:7 - fuse.sshfs "
+                "alice@host:/ rw,user_id=1500,group_id=1500\n"
+                "27 25 0:51 /sub /srv/bind ro master:3 - tmpfs tmpfs rw,size=1024k\n"
+                "28 27 0:52 / /srv/bind/inner rw - proc proc rw\n"
+                "40 99 0:53 / /orphan rw - tmpfs none rw\n";
+        static const struct {
+                const char *name;
+                const char *argv[GOLDEN_ARGS_MAX];
+                bool as_root; /* what it shows is root's alone */
+        } cases[] = {
+                { "help", { "--help" } },
+                { "status-help", { "status", "--help" } },
+                { "list-help", { "list", "--help" } },
+                { "show-help", { "show", "--help" } },
+                { "enter-help", { "enter", "--help" } },
+                { "release-help", { "release", "--help" } },
+                { "hide-help", { "hide", "-h" } },
+                { "no-command", { NULL } },
+                { "unknown-command", { "frobnicate" } },
+                { "list-bad-column", { "list", "-o", "UID,bogus" } },
+                { "list-no-columns", { "list", "-o", "," } },
+                { "list-too-many-columns",
+                  { "list", "-o",
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER" } },
+                { "list-exclusive", { "list", "--raw", "-J" } },
+                { "status-extra", { "status", "now" } },
+                { "status-raw", { "status", "--raw" } },
+                { "release-extra", { "release", "alice", "bob" } },
+                { "hide-root-no-user", { "hide", "/x" }, true },
+                { "hide-extra", { "hide", "/x", "/y" } },
+                { "enter-missing-mode", { "enter", "--mode" } },
+                { "show-missing-user", { "show", "-l" } },
+                { "status", { "status" } },
+                { "status-json", { "status", "--json" } },
+                { "list", { "list" } },
+                { "list-json", { "list", "-J" } },
+                { "list-raw", { "list", "-r" } },
+                { "list-noheadings", { "list", "-n", "-o", "uid,user" } },
+                { "list-json-columns", { "list", "--json", "--output", "NS,PINNED,MOUNTS" } },
+                { "show", { "show", "alice" } },
+                { "show-all-columns",
+                  { "show", "-o",
+                    "TARGET,SOURCE,FSTYPE,OPTIONS,VFS-OPTIONS,FS-OPTIONS,FSROOT,PROPAGATION,ID,"
+                    "PARENT",
+                    "1500" } },
+                { "show-list", { "show", "--list", "alice" } },
+                { "show-raw", { "show", "--raw", "alice" } },
+                { "show-json", { "show", "--json", "alice" } },
+                { "show-json-list", { "show", "-J", "-l", "-o", "id,parent,target", "alice" } },
+                { "list-output-equals", { "list", "--output=uid,ns" } },
+                { "list-json-output-all", { "list", "--json", "--output-all" } },
+                { "show-output-plus", { "show", "-o", "+PROPAGATION,ID", "alice" } },
+                { "show-json-output-all", { "show", "--json", "--output-all", "alice" } },
+                { "show-output-all-then-plus",
+                  { "show", "--raw", "--output-all", "-o", "+id", "alice" } },
+                { "list-output-plus-too-many", /* 32 columns, then one more */
+                  { "list", "-o",
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
+                    "USER,USER",
+                    "-o", "+UID" } },
+                { "release-busy", { "release", "alice" } },
+                { "hide-refused", { "hide", "--unhide", "-u", "bob", "/srv/x" } },
+        };
+        const struct fake_nsd_config cfg = {
+                .status_version = "1.2.3",
+                .status_features = NSD_FEATURE_SETNS_DIRFD | NSD_FEATURE_OWNER_PRIVATE |
+                                   NSD_FEATURE_PIN_NAMESPACE | NSD_FEATURE_PRIVATE_MODE,
+                .list = namespaces,
+                .n_list = 3,
+                .show_text = mountinfo,
+                .release_error = -EBUSY,
+                .hide_error = -EPERM,
+                .error_message = "not a mount of yours",
+        };
+
+        if (!golden_dir || !have_nss_wrapper) {
+                tap_skip("golden outputs: %s", golden_dir ? "user names need nss_wrapper"
+                                                          : "no folder of golden files given");
+                return;
+        }
+        serve(&cfg);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *args[GOLDEN_ARGS_MAX + 3] = { "--socket", sock_path };
+                struct run r;
+
+                if (cases[i].as_root && !is_root) {
+                        tap_skip("nsctl %s: as root only", cases[i].name);
+                        continue;
+                }
+                for (size_t k = 0; k < GOLDEN_ARGS_MAX && cases[i].argv[k]; k++)
+                        args[2 + k] = cases[i].argv[k];
+                run_argv(&r, NULL, args);
+                check_golden(cases[i].name, &r);
+                if (strstr(cases[i].name, "json"))
+                        check_json(cases[i].name, r.out, NULL);
+        }
+        (void) served_stop();
+}
+
+/* The schema itself: a valid JSON schema, and it refuses what breaks nsctl's JSON rules
+ * (nsctl(1), JSON OUTPUT), so that a change of any --json output fails check_json(). */
+static void test_json_schema(void) {
+        static const struct {
+                const char *what, *doc;
+                int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
+        } docs[] = {
+                { "the smallest list", "{\"schema_version\": 1, \"namespaces\": []}", 0 },
+                { "no schema_version", "{\"namespaces\": []}", 3 },
+                { "another schema_version", "{\"schema_version\": 2, \"namespaces\": []}", 3 },
+                { "a member of a type it does not have",
+                  "{\"schema_version\": 1, \"namespaces\": [{\"uid\": \"1500\"}]}", 3 },
+                { "a member the schema does not describe",
+                  "{\"schema_version\": 1, \"namespaces\": [{\"uid\": 1500, \"color\": 1}]}", 3 },
+                { "two outputs in one",
+                  "{\"schema_version\": 1, \"namespaces\": [], "
+                  "\"filesystems\": []}",
+                  3 },
+                { "a value of private_mode it does not have",
+                  "{\"schema_version\": 1, \"status\": {\"private_mode\": \"maybe\"}}", 3 },
+                { "a mount's children of another shape",
+                  "{\"schema_version\": 1, \"filesystems\": [{\"target\": \"/\", "
+                  "\"children\": [{\"id\": \"25\"}]}]}",
+                  3 },
+        };
+        static char schema[65536];
+        char out[4096];
+
+        if (!schema_path) {
+                tap_skip("the schema: no validator (python3-jsonschema)");
+                return;
+        }
+        if (!read_text(schema_path, schema, sizeof(schema)))
+                tap_bail_errno(schema_path);
+        run_json_prog(schema, NULL,
+                      (const char *[]) { "__import__('jsonschema').Draft202012Validator."
+                                         "check_schema(d) or 'ok'" },
+                      1, out, sizeof(out));
+        is_str(out, "ok\n", "nsctl.schema.json is a valid JSON schema (draft 2020-12)");
+        for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+                int st = run_json_prog(docs[i].doc, schema_path, NULL, 0, out, sizeof(out));
+
+                if (!is_int(st, docs[i].want, "nsctl.schema.json %s: %s",
+                            docs[i].want ? "refuses" : "takes", docs[i].what))
+                        printf("#   %s", out);
+        }
+}
+
+/* ---- enter ----------------------------------------------------------------------------- */
+
+/* A child in a mount namespace of its own (private, so nothing reaches the host) with a
+ * tmpfs on tmpdir/mnt holding a file 'marker'; it lives until *ret_fd is closed. */
+static pid_t sandbox_start(int *ret_fd) {
+        int ready[2], hold[2];
+        char c = 0;
+        pid_t pid;
+
+        if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0)
+                tap_bail_errno("pipe2");
+        pid = tap_fork();
+        if (pid == 0) {
+                char path[256];
+                FILE *f;
+
+                close(ready[0]);
+                close(hold[1]);
+                snprintf(path, sizeof(path), "%s/mnt", tmpdir);
+                if (unshare(CLONE_NEWNS) < 0 ||
+                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                    mount("tmpfs", path, "tmpfs", 0, "size=64k") < 0)
+                        _exit(1);
+                snprintf(path, sizeof(path), "%s/mnt/marker", tmpdir);
+                f = fopen(path, "we");
+                if (!f || fputs("in the sandbox\n", f) < 0 || fclose(f) != 0)
+                        _exit(1);
+                if (write(ready[1], "1", 1) != 1)
+                        _exit(1);
+                (void) read(hold[0], &c, 1); /* until the parent closes its end */
+                _exit(0);
+        }
+        close(ready[1]);
+        close(hold[0]);
+        if (read(ready[0], &c, 1) != 1) {
+                close(ready[0]);
+                close(hold[1]);
+                (void) waitpid(pid, NULL, 0);
+                return -1;
+        }
+        close(ready[0]);
+        *ret_fd = hold[1];
+        return pid;
+}
+
+static void test_enter_refused(void) {
+        static const char own_hint[] =
+                "nsctl: only root may enter a namespace from outside it; 'nsctl show 1500' shows "
+                "its\n"
+                "nsctl: mounts, and a new login (ssh, su -l, a new session) runs inside it\n";
+        const struct run_opts *user = is_root ? &as_alice : NULL;
+        char want[512], uid[16];
+        struct run r;
+
+        if (!is_root && getuid() != ALICE) {
+                /* the messages name uid 1500 as "yours": be it, or skip */
+                tap_skip("enter as a user: needs root (to run nsctl as uid 1500)");
+                return;
+        }
+        if (is_root && !alice_can_run) {
+                tap_skip("enter as a user: uid 1500 cannot reach '%s' (a folder on the way is "
+                         "closed to others)",
+                         nsctl);
+                return;
+        }
+        snprintf(uid, sizeof(uid), "%u", ALICE);
+
+        /* what nsd answers a user outside its namespace (after the descriptor policy) */
+        serve(&(struct fake_nsd_config) {
+                .join_error = -EPERM,
+                .join_message =
+                        "only root and processes already in it get a namespace's descriptors" });
+        run(&r, user, "--socket", sock_path, "enter", uid, "--", "echo", "ran", NULL);
+        snprintf(want, sizeof(want),
+                 "nsctl: cannot enter the namespace of 1500: Operation not permitted (only root "
+                 "and "
+                 "processes already in it get a namespace's descriptors)\n%s",
+                 own_hint);
+        is_str(r.err, want,
+               "user outside its namespace, nsd says EPERM: the reason and what to do instead");
+        ok(r.status == 1 && r.out[0] == '\0', "... exit 1, the command not run");
+        ok(served_stop()->joins == 1, "... nsd was asked");
+
+        serve(&(struct fake_nsd_config) {
+                .join_error = -EPERM,
+                .join_message = "only root may ask for another user's namespace" });
+        run(&r, user, "--socket", sock_path, "enter", "1600", NULL);
+        is_str(r.err,
+               "nsctl: cannot enter the namespace of 1600: Operation not permitted (only root may "
+               "ask "
+               "for another user's namespace)\nnsctl: only root may enter another user's "
+               "namespace\n",
+               "user asking for another user's namespace: refused, said so");
+        is_int(r.status, 1, "... exit 1");
+        (void) served_stop();
+
+        /* a user already in the namespace (its login session): the command just runs */
+        serve(&(struct fake_nsd_config) {});
+        run(&r, user, "--socket", sock_path, "enter", uid, "--", "echo", "ran inside", NULL);
+        ok(r.status == 0 && strcmp(r.out, "ran inside\n") == 0 && r.err[0] == '\0',
+           "user already in the namespace: the command runs (exit %d, '%s')", r.status,
+           line1(r.err));
+        run(&r, user, "--socket", sock_path, "enter", "--mode", "chroot", uid, "echo", "chroot too",
+            NULL);
+        ok(r.status == 0 && strcmp(r.out, "chroot too\n") == 0, "... also with --mode chroot");
+        (void) served_stop();
+}
+
+static void test_enter_sandbox(void) {
+        char marker[256], want[512];
+        int hold = -1;
+        struct run r;
+        pid_t pid;
+
+        if (!is_root) {
+                tap_skip("enter another mount namespace: needs root");
+                return;
+        }
+        pid = sandbox_start(&hold);
+        if (pid < 0) {
+                tap_skip("enter another mount namespace: no unshare(CLONE_NEWNS) here");
+                return;
+        }
+        snprintf(marker, sizeof(marker), "%s/mnt/marker", tmpdir);
+        ok(access(marker, F_OK) < 0, "the sandbox's tmpfs is not seen outside it");
+
+        serve(&(struct fake_nsd_config) { .ns_pid = pid });
+        run(&r, NULL, "--socket", sock_path, "enter", "0", "--", "cat", marker, NULL);
+        ok(r.status == 0 && strcmp(r.out, "in the sandbox\n") == 0,
+           "root, mode setns: the command sees the namespace's mounts (exit %d, '%s')", r.status,
+           line1(r.err));
+        run(&r, NULL, "--socket", sock_path, "enter", "--mode", "chroot", "0", "cat", marker, NULL);
+        ok(r.status == 0 && strcmp(r.out, "in the sandbox\n") == 0,
+           "root, mode chroot: the same (exit %d, '%s')", r.status, line1(r.err));
+        run(&r, NULL, "--socket", sock_path, "enter", "0", "--", "/nonexistent/nsctl-test/cmd",
+            NULL);
+        ok(r.status == 127 &&
+                   starts_with(r.err, "nsctl: cannot execute /nonexistent/nsctl-test/cmd: "),
+           "a command that is not there: exit 127 (%d)", r.status);
+
+        /* with the descriptors of a namespace it is not in (an nsd before the descriptor
+         * policy gives them), a user is stopped by the kernel: the same advice */
+        if (!alice_can_run) {
+                tap_skip("enter as a user with another namespace's descriptors: uid 1500 cannot "
+                         "reach '%s'",
+                         nsctl);
+                served_stop();
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                close(hold);
+                return;
+        }
+        run(&r, &as_alice, "--socket", sock_path, "enter", "1500", "--", "cat", marker, NULL);
+        snprintf(want, sizeof(want),
+                 "nsctl: cannot enter the namespace of 1500 (mode setns): Operation not permitted\n"
+                 "nsctl: only root may enter a namespace from outside it;");
+        ok(r.status == 1 && starts_with(r.err, want) && r.out[0] == '\0',
+           "user, descriptors of another namespace, setns: EPERM and the advice: '%s'",
+           line1(r.err));
+        run(&r, &as_alice, "--socket", sock_path, "enter", "--mode", "chroot", "1500", "cat",
+            marker, NULL);
+        ok(r.status == 1 &&
+                   strstr(r.err,
+                          "(mode chroot): Operation not permitted\nnsctl: only root may enter") &&
+                   r.out[0] == '\0',
+           "user, mode chroot: the same: '%s'", line1(r.err));
+        ok(served_stop()->joins == 5, "nsd was asked five times");
+
+        close(hold);
+        (void) waitpid(pid, NULL, 0);
+}
+
+/* ---- setup ----------------------------------------------------------------------------- */
+
+/* Can uid run the program at path (every folder on the way searchable, the file executable)? */
+static bool can_run_as(uid_t uid, const char *path) {
+        int status;
+        pid_t pid = fork();
+
+        if (pid < 0)
+                return false;
+        if (pid == 0)
+                _exit(setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+                      setresuid(uid, uid, uid) < 0 || access(path, X_OK) < 0);
+        return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(int argc, char **argv) {
+        const char *preload = getenv("LD_PRELOAD");
+        char mnt[160];
+
+        if (argc < 2 || argc > 4) {
+                tap_skip("usage: test-nsctl-cli PATH-TO-NSCTL [GOLDEN-DIR [SCHEMA]]");
+                return tap_done();
+        }
+        nsctl = argv[1];
+        golden_dir = argc > 2 ? argv[2] : NULL;
+        schema_path = argc > 3 && *argv[3] ? argv[3] : NULL;
+        if (getenv("NSCTL_TEST_PYTHON") && *getenv("NSCTL_TEST_PYTHON"))
+                python = getenv("NSCTL_TEST_PYTHON");
+        /* CREATED and "running since" in one time zone, whatever the host's */
+        setenv("TZ", "UTC", 1);
+        is_root = geteuid() == 0;
+        alice_can_run = is_root && can_run_as(ALICE, nsctl);
+        signal(SIGPIPE, SIG_IGN);
+
+        if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
+                tap_bail_errno("mkdtemp");
+        snprintf(sock_path, sizeof(sock_path), "%s/nsd.sock", tmpdir);
+        snprintf(json_path, sizeof(json_path), "%s/out.json", tmpdir);
+        snprintf(nss_passwd, sizeof(nss_passwd), "%s/passwd", tmpdir);
+        snprintf(nss_group, sizeof(nss_group), "%s/group", tmpdir);
+        snprintf(mnt, sizeof(mnt), "%s/mnt", tmpdir);
+        if (mkdir(mnt, 0755) < 0)
+                tap_bail_errno(mnt);
+
+        /* nsctl's lookups go to these files (meson preloads nss_wrapper) */
+        write_file(nss_passwd, "root:x:0:0:root:/root:/bin/sh\n"
+                               "alice:x:1500:1500::/home/alice:/bin/sh\n"
+                               "bob:x:1600:1600::/home/bob:/bin/sh\n");
+        write_file(nss_group, "root:x:0:\nalice:x:1500:\nbob:x:1600:\n");
+        setenv("NSS_WRAPPER_PASSWD", nss_passwd, 1);
+        setenv("NSS_WRAPPER_GROUP", nss_group, 1);
+        have_nss_wrapper = preload && strstr(preload, "nss_wrapper");
+        tap_diag("running as uid %u; nss_wrapper %s", (unsigned) geteuid(),
+                 have_nss_wrapper ? "yes" : "no");
+
+        lfd = fake_nsd_listen(sock_path, 16);
+        if (lfd < 0 || chmod(sock_path, 0666) < 0) {
+                errno = lfd < 0 ? -lfd : errno;
+                tap_bail_errno("fake nsd");
+        }
+
+        test_help_version();
+        test_usage_errors();
+        test_no_nsd();
+        test_exclusive();
+        test_write_errors();
+        test_status();
+        test_list();
+        test_show();
+        test_release_hide();
+        test_golden();
+        test_json_schema();
+        test_enter_refused();
+        test_enter_sandbox();
+
+        close(lfd);
+        unlink(sock_path);
+        unlink(nss_passwd);
+        unlink(nss_group);
+        if (rmdir(mnt) < 0 || rmdir(tmpdir) < 0)
+                tap_diag("cannot remove %s: %s", tmpdir, strerror(errno));
+        return tap_done();
+}

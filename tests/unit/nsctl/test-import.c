@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-nsctl-import: nsctl import-namespace-conf's converter (nsctl/import-namespace-conf.c),
+ * one namespace.conf construct at a time: what it becomes in nsd.conf(5)'s words, what is
+ * named as not carried over (with its line), and that every drop-in it prints is one nsd's
+ * own parser (nsd/policy/conf.c) reads. TAP; nothing touches a file.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import-namespace-conf.h"
+#include "policy/conf.h"
+#include "tap.h"
+
+typedef struct Out {
+        char *text;
+        char *notes; /* joined by "\n" */
+        bool lost;
+        int parsed; /* config_parse_text() of the text */
+        char *parse_error;
+        Config config;
+} Out;
+
+static Out import(const char *text, const char *init_script) {
+        const char *sources[] = { "ns.conf" };
+        NsImport im;
+        Out o = { 0 };
+        size_t len = 0;
+        FILE *f;
+
+        if (ns_import_init(&im) < 0 || ns_import_text(&im, text, strlen(text), "ns.conf") < 0)
+                tap_bail_errno("import");
+        o.text = ns_import_finish(&im, sources, 1, init_script);
+        f = open_memstream(&o.notes, &len);
+        for (size_t i = 0; i < im.n_notes; i++)
+                fprintf(f, "%s\n", im.notes[i]);
+        fclose(f);
+        o.lost = im.lost;
+        ns_import_done(&im);
+        o.parsed = config_parse_text(o.text, strlen(o.text), "drop-in.conf", &o.config,
+                                     &o.parse_error);
+        return o;
+}
+
+static void out_done(Out *o) {
+        free(o->text);
+        free(o->notes);
+        free(o->parse_error);
+        if (o->parsed == 0)
+                config_done(&o->config);
+}
+
+static bool has(const char *hay, const char *needle) {
+        return hay && strstr(hay, needle);
+}
+
+/* The drop-in holds each of the NULL-terminated lines, and nsd reads it. */
+static void carried(const char *what, const char *input, ...) {
+        Out o = import(input, NULL);
+        bool all = o.parsed == 0 && !o.lost;
+        va_list ap;
+
+        va_start(ap, input);
+        for (const char *s; (s = va_arg(ap, const char *));)
+                if (!has(o.text, s)) {
+                        printf("# missing: %s\n", s);
+                        all = false;
+                }
+        va_end(ap);
+        if (!ok(all, "%s", what)) {
+                printf("# parse: %s\n# notes: %s\n", o.parse_error ? o.parse_error : "ok", o.notes);
+                for (char *l = strtok(o.text, "\n"); l; l = strtok(NULL, "\n"))
+                        printf("#   %s\n", l);
+        }
+        out_done(&o);
+}
+
+/* Named as not carried over at ns.conf:LINE with a note holding want; nsd reads the rest. */
+static void named(const char *what, const char *input, unsigned line, const char *want,
+                  unsigned polydirs) {
+        Out o = import(input, NULL);
+        char where[32];
+
+        snprintf(where, sizeof where, "ns.conf:%u: ", line);
+        if (!ok(o.lost && has(o.notes, where) && has(o.notes, want) && o.parsed == 0 &&
+                        o.config.setup.n_polydirs == polydirs && has(o.text, want),
+                "%s: named at line %u, also in the drop-in, which nsd reads (%zu polydirs)", what,
+                line, o.parsed == 0 ? o.config.setup.n_polydirs : 0))
+                printf("# notes: %s# parse: %s\n", o.notes, o.parse_error ? o.parse_error : "ok");
+        out_done(&o);
+}
+
+int main(void) {
+        Out o;
+
+        o = import("# only comments\n\n   # and blanks\n", NULL);
+        ok(o.parsed == 0 && !o.lost && o.config.setup.n_polydirs == 0 &&
+                   has(o.text, "(no polydir: nothing to set up)"),
+           "comments and blank lines: an empty drop-in, nothing lost");
+        out_done(&o);
+
+        carried("method user with an instance prefix and a list of users not to polyinstantiate",
+                "/var/tmp   /var/tmp/tmp-inst/   user   root,adm\n", "[Polydir var-tmp]\n",
+                "Path=/var/tmp\n", "Method=user\n", "InstancePrefix=/var/tmp/tmp-inst/\n",
+                "ExcludeUsers=root adm\n", NULL);
+        carried("'~' makes the list the only users", "/tmp /tmp-inst/ user ~alice,bob\n",
+                "OnlyUsers=alice bob\n", NULL);
+        carried("$HOME and $USER become %h and %u", "$HOME $HOME/$USER.inst/ user\n",
+                "[Polydir home]\n", "Path=%h\n", "InstancePrefix=%h/%u.inst/\n", NULL);
+        carried("an instance prefix that is not a directory ends with the name",
+                "$HOME/.cache /var/cache/inst/$USER- user\n", "Path=%h/.cache\n",
+                "InstancePrefix=/var/cache/inst/%u-\n", NULL);
+        carried("tmpfs with mntopts=: MountOptions=, the instance prefix dropped",
+                "/tmp tmpfs tmpfs:mntopts=size=5M,nr_inodes=1k,noexec root\n", "Method=tmpfs\n",
+                "MountOptions=size=5M,nr_inodes=1k,noexec\n", NULL);
+        carried("noinit: NoInit=yes", "/tmp /tmp-inst/ user:noinit\n", "NoInit=yes\n", NULL);
+        carried("iscript= relative to /etc/security/namespace.d",
+                "/tmp /tmp-inst/ user:iscript=tmp.init\n",
+                "InitScript=/etc/security/namespace.d/tmp.init\n", NULL);
+        carried("iscript= absolute", "/tmp /tmp-inst/ user:iscript=/usr/sbin/x-init\n",
+                "InitScript=/usr/sbin/x-init\n", NULL);
+        carried("quotes: paths with spaces", "\"/srv/my dir\" \"/srv/my inst/\" user\n",
+                "Path=/srv/my dir\n", "InstancePrefix=/srv/my inst/\n", NULL);
+        carried("an escaped backslash is a backslash, written \\\\ in nsd.conf",
+                "/srv/a\\\\b /i/ user\n", "Path=/srv/a\\\\b\n", NULL);
+        carried("a '%' is written %%", "/srv/100% /srv/inst/ user\n", "Path=/srv/100%%\n", NULL);
+        carried("a trailing '/' goes (as pam_namespace strips it), '//' becomes '/'",
+                "/var//tmp/ /var/tmp//inst/ user\n", "Path=/var/tmp\n",
+                "InstancePrefix=/var/tmp/inst/\n", NULL);
+        carried("a comment after the fields", "/tmp /tmp-inst/ user # a comment\n", "Path=/tmp\n",
+                "# ns.conf:1: /tmp /tmp-inst/ user\n", NULL);
+        carried("two polydirs whose names would be the same get two names",
+                "/a-b /i/ user\n/a/b /j/ user\n", "[Polydir a-b]\n", "[Polydir a-b-2]\n", NULL);
+        carried("the first polydir's line is named above its group", "\n\n/tmp /tmp-inst/ user\n",
+                "# ns.conf:3: /tmp /tmp-inst/ user\n", NULL);
+
+        /* tmpdir: carried, with a note that does not count as lost */
+        o = import("/tmp /tmp-inst/ tmpdir\n", NULL);
+        ok(o.parsed == 0 && !o.lost && has(o.text, "Method=tmpfs\n") &&
+                   has(o.notes, "ns.conf:1: method tmpdir") && !has(o.text, "InstancePrefix"),
+           "method tmpdir becomes Method=tmpfs, with a note (not counted as lost)");
+        out_done(&o);
+
+        /* [Setup] only when a polydir runs the default script */
+        o = import("/tmp /tmp-inst/ user\n/var/tmp /i/ user:noinit\n", "/etc/x.init");
+        ok(o.parsed == 0 && o.config.setup.init_script &&
+                   strcmp(o.config.setup.init_script, "/etc/x.init") == 0,
+           "the default init script becomes [Setup] InitScript= when a polydir runs it");
+        out_done(&o);
+        o = import("/tmp /tmp-inst/ user:noinit\n/var/tmp /i/ user:iscript=/y\n", "/etc/x.init");
+        ok(o.parsed == 0 && !o.config.setup.init_script && !has(o.text, "[Setup]"),
+           "... and not when every polydir has NoInit= or its own script");
+        out_done(&o);
+
+        named("method level", "# x\n/tmp /tmp-inst/ level root,adm\n", 2,
+              "method 'level' makes an instance per SELinux MLS level", 0);
+        named("method context", "$HOME $HOME/$USER.inst/inst- context\n", 1,
+              "method 'context' makes an instance per SELinux security context", 0);
+        named("an unknown method", "/tmp /i/ bogus\n", 1, "unknown method 'bogus'", 0);
+        named("create=: the polydir is carried, create= is not",
+              "/tmp /tmp-inst/ user:create=0700,root,root\n", 1,
+              "create=0700,root,root is not carried over", 1);
+        named("shared", "/tmp /tmp-inst/ user:shared\n", 1, "'shared' is not carried over", 1);
+        named("mntopts= on method user", "/tmp /i/ user:mntopts=size=1m\n", 1,
+              "mntopts= is not carried over: it is for the tmpfs method", 1);
+        named("a mount option nsd has no word for", "/tmp t tmpfs:mntopts=size=1m,lazytime\n", 1,
+              "mount option 'lazytime' is not carried over", 1);
+        named("suid in mntopts=", "/tmp t tmpfs:mntopts=suid\n", 1,
+              "mount option 'suid' is not carried over", 1);
+        named("an unknown flag", "/tmp /i/ user:frobnicate\n", 1,
+              "unknown flag 'frobnicate' is not carried over", 1);
+        named("a line with two fields", "/tmp /tmp-inst/\n", 1, "a line needs a polydir", 0);
+        named("$HOME in the middle", "/srv/$HOME /i/ user\n", 1, "$HOME is not at its start", 0);
+        named("a relative polydir", "tmp /i/ user\n", 1, "not an absolute path", 0);
+        named("'..' in a path", "/tmp/../etc /i/ user\n", 1, "contains '..'", 0);
+        named("'/' as polydir", "/ /i/ user\n", 1, "'/' cannot be a polydir", 0);
+        named("a relative instance prefix", "/tmp inst/ user\n", 1, "instance prefix 'inst/'", 0);
+        named("the same polydir twice", "/tmp /i/ user\n/tmp/ /j/ user\n", 2,
+              "polydir /tmp/ is set up by ns.conf:1 already", 1);
+        named("a user name nsd cannot take", "/tmp /i/ user root,bad!name\n", 1,
+              "user 'bad!name' is not carried over", 1);
+        named("a path that is not UTF-8", "/tmp/\xff /i/ user\n", 1, "not valid UTF-8", 0);
+        named("a control character", "/tmp/a\\bb /i/ user\n", 1, "control character", 0);
+
+        /* a NUL byte: named, and the drop-in still one line per line */
+        const char with_nul[] = "/tmp /i/ user\n/var/tmp\0x /j/ user\n";
+        NsImport im;
+        const char *src[] = { "ns.conf" };
+        if (ns_import_init(&im) < 0 ||
+            ns_import_text(&im, with_nul, sizeof with_nul - 1, "ns.conf") < 0)
+                tap_bail_errno("import");
+        char *text = ns_import_finish(&im, src, 1, NULL);
+        Config c;
+        char *err = NULL;
+        ok(im.lost && im.n_notes == 1 && has(im.notes[0], "ns.conf:2: ") &&
+                   has(im.notes[0], "NUL byte") &&
+                   config_parse_text(text, strlen(text), "d.conf", &c, &err) == 0 &&
+                   c.setup.n_polydirs == 1,
+           "a NUL byte: that line is named, the others carried (%s)", err ? err : "");
+        if (!err)
+                config_done(&c);
+        free(err);
+        free(text);
+        ns_import_done(&im);
+        return tap_done();
+}

@@ -1,0 +1,112 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/unit/nsd/test-check-config.sh NSD: nsd --check-config, as an administrator runs it
+# before a reload: the configuration with its drop-ins, one clear FILE:LINE message for what
+# is wrong (a bad key, a key in two files, a world-writable drop-in), and the files the setup
+# names (an init script that is not root's or is missing, a bind source with a symbolic link
+# on the way). TAP; no root; files only in a temp folder.
+set -eu
+nsd=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+umask 022
+n=0
+failed=0
+point() {
+        n=$((n + 1))
+        if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
+}
+# check NAME WANT_STATUS TEXT [=syntax]: nsd --check-config on $tmp/NAME/nsd.conf must exit
+# WANT_STATUS and say TEXT
+check() {
+        name=$1 want=$2 text=$3 mode=${4:-}
+        status=0
+        out=$("$nsd" "--check-config$mode" --config "$tmp/$name/nsd.conf" 2>&1) || status=$?
+        if [ "$status" != "$want" ]; then
+                point not "$name: exit $status (expected $want): $out"
+        elif printf '%s\n' "$out" | grep -qF -- "$text"; then
+                point ok "$name: exit $status, '$text'"
+        else
+                point not "$name: exit $status, but no '$text' in: $out"
+        fi
+}
+conf() { # NAME: a folder with nsd.conf from stdin
+        mkdir -p "$tmp/$1/nsd.conf.d"
+        cat >"$tmp/$1/nsd.conf"
+}
+sh=$(command -v sh)
+
+conf good <<EOF2
+[Setup]
+InitScript=$sh
+[Polydir tmp]
+Path=$tmp
+Method=tmpfs
+EOF2
+printf '[Polydir cache]\nPath=%%h/.cache\nMethod=tmpfs\nNoInit=yes\n' >"$tmp/good/nsd.conf.d/10-cache.conf"
+check good 0 "good/nsd.conf: OK, with 1 drop-in: 2 polydirs, 0 read-only binds, setup generation "
+
+conf badkey <<'EOF2'
+[Namespaces]
+Linger=10
+EOF2
+printf '\n[Polydir x]\nPaht=/tmp\n' >"$tmp/badkey/nsd.conf.d/20-x.conf"
+check badkey 1 "badkey/nsd.conf.d/20-x.conf:3: unknown key Paht= in [Polydir x]"
+
+conf twice <<'EOF2'
+[Namespaces]
+Linger=10
+EOF2
+printf '[Namespaces]\nLinger=20\n' >"$tmp/twice/nsd.conf.d/30-linger.conf"
+check twice 1 "twice/nsd.conf.d/30-linger.conf:2: [Namespaces] Linger= is set in $tmp/twice/nsd.conf:2 already"
+
+conf world </dev/null
+printf '[Namespaces]\nLinger=20\n' >"$tmp/world/nsd.conf.d/40-open.conf"
+chmod 0666 "$tmp/world/nsd.conf.d/40-open.conf"
+check world 1 "world/nsd.conf.d/40-open.conf: refused: writable by everyone (mode 0666)"
+
+conf noscript <<EOF2
+[Polydir tmp]
+Path=$tmp
+Method=tmpfs
+[Setup]
+InitScript=$tmp/no-such.init
+EOF2
+check noscript 1 "noscript/nsd.conf:5: [Setup] InitScript= '$tmp/no-such.init': No such file or directory"
+check noscript 0 "noscript/nsd.conf: OK" =syntax
+
+printf '#!/bin/sh\nexit 0\n' >"$tmp/mine.init"
+chmod 0777 "$tmp/mine.init"
+conf openscript <<EOF2
+[Polydir tmp]
+Path=$tmp
+Method=tmpfs
+InitScript=$tmp/mine.init
+EOF2
+check openscript 1 "openscript/nsd.conf:1: its InitScript= '$tmp/mine.init' must be a regular file owned by root, executable, and writable by nobody else"
+
+mkdir -p "$tmp/real"
+echo cpuinfo >"$tmp/real/cpuinfo"
+ln -s "$tmp/real" "$tmp/link"
+conf bindlink <<EOF2
+[BindReadOnly cpu]
+Source=$tmp/link/cpuinfo
+Target=/proc/cpuinfo
+EOF2
+check bindlink 1 "bindlink/nsd.conf:1: [BindReadOnly cpu] Source=$tmp/link/cpuinfo: a symbolic link is on the way"
+
+conf nopolydir <<EOF2
+[Polydir gone]
+Path=$tmp/no-such-dir
+Method=tmpfs
+EOF2
+check nopolydir 1 "nopolydir/nsd.conf:1: [Polydir gone] Path=$tmp/no-such-dir: No such file or directory"
+
+status=0
+out=$("$nsd" --check-config=everything 2>&1) || status=$?
+[ "$status" = 1 ] && case "$out" in *"expected 'syntax' or 'all'"*) true ;; *) false ;; esac &&
+        point ok "--check-config=everything: a usage error" ||
+        point not "--check-config=everything: exit $status: $out"
+
+echo "1..$n"
+exit $failed

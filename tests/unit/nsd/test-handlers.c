@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-handlers: what nsd answers (nsd/api/handlers.c), through a whole Server (core-test.h)
+ * over socketpairs: every request type has a handler, STATUS's figures, root's LIST of many
+ * namespaces streamed while others are served, a JOIN waiting for a user database that
+ * hangs (policy.c's threads, LookupTimeoutSec=, the cache), JOIN_SESSION's refusals. TAP, no
+ * root; nothing here creates a mount namespace: the server has no pin store and no probed
+ * features, and the requests sent are those that refuse or answer without one.
+ */
+#include <signal.h>
+
+#include "api/handlers.h"
+#include "core-test.h"
+#include "policy/policy.h"
+#include "tap.h"
+
+static const ConnStats *stats(Server *s) {
+        return conn_manager_stats(s->conns);
+}
+
+static int peer(Server *s, ConnKind kind, uid_t uid) {
+        return core_test_peer(s, kind, uid, getpid());
+}
+
+static int send_status(int fd, uint32_t seq) {
+        return loop_test_send_type(fd, NSD_REQ_STATUS, seq);
+}
+
+static int send_join(int fd, uid_t uid, uint32_t flags) {
+        struct nsd_req_join q;
+
+        nsd_msg_init(&q.hdr, NSD_REQ_JOIN, sizeof q, 7);
+        q.uid = uid;
+        q.flags = flags;
+        return loop_test_send(fd, &q, sizeof q, -1);
+}
+
+/* The next reply's type, its error and message (waiting for it); 0 at EOF. */
+static uint16_t next_reply(int fd, int *ret_error, char *ret_message, size_t size) {
+        TestReply rep = loop_test_next(fd);
+
+        if (ret_error)
+                *ret_error = rep.error;
+        if (ret_message && size > 0)
+                g_strlcpy(ret_message, rep.message, size);
+        return rep.type;
+}
+
+static void test_table(void) {
+        bool all = true;
+
+        for (uint16_t type = NSD_REQ_JOIN; type < _NSD_REQ_MAX; type++)
+                if (request_type_get(type) && !api_handlers[type])
+                        all = false;
+        ok(all, "every request type of the wire table has a handler");
+        ok(!api_handlers[0], "and nothing answers type 0");
+}
+
+static void test_status(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        int fd = peer(s, CONN_KIND_USER, 1000), fd2 = peer(s, CONN_KIND_USER, 1000);
+        int root = peer(s, CONN_KIND_ROOT, 0);
+        TestReply t;
+        const struct nsd_rep_status *rep = (const struct nsd_rep_status *) &t.msg;
+
+        send_status(fd, 42);
+        t = loop_test_next(fd);
+        ok(t.type == NSD_REP_STATUS && t.seq == 42 && t.len == sizeof *rep,
+           "STATUS is answered (seq echoed)");
+        is_int(rep->connections, 2, "a user's STATUS counts its own connections only");
+        is_int(rep->max_namespaces_config, 10000, "max_namespaces_config: MaxNamespaces=");
+        ok(rep->max_namespaces <= rep->max_namespaces_config && rep->max_namespaces > 0,
+           "max_namespaces: the effective limit (%u)", rep->max_namespaces);
+        send_status(root, 1);
+        t = loop_test_next(root);
+        ok(t.type == NSD_REP_STATUS && rep->connections == 3,
+           "root's STATUS counts every connection (3)");
+        close(fd);
+        close(fd2);
+        close(root);
+        ok(RUN_UNTIL(conn_manager_count(s->conns) == 0), "closed connections are gone");
+        server_free(s);
+}
+
+/* fake users, so root's LIST has many entries; their descriptors are just "/" */
+static void add_fake_users(Server *s, unsigned n) {
+        for (unsigned i = 0; i < n; i++) {
+                UserNs *ns = calloc(1, sizeof *ns);
+                ns->uid = 100000 + i;
+                ns->ns_fd = open("/", O_PATH | O_CLOEXEC);
+                ns->root_fd = open("/", O_PATH | O_CLOEXEC);
+                ns->ns_inode = 4026531840u + i;
+                user_add(s, ns, NULL, 0);
+        }
+}
+
+static void test_list(void) {
+        Config c = loop_test_config();
+        c.max_queued_replies = 2;
+        c.reply_timeout_usec = 1000 * MSEC;
+        Server *s = core_test_server(&c);
+        int fd = loop_test_peer(s->conns, CONN_KIND_ROOT, 0, getpid(), 4096, NULL), other;
+        struct nsd_req_list q;
+        unsigned entries = 0, ends = 0;
+
+        add_fake_users(s, 1000);
+        nsd_msg_init(&q.hdr, NSD_REQ_LIST, sizeof q, 5);
+        loop_test_send(fd, &q, sizeof q, -1);
+        other = peer(s, CONN_KIND_USER, 1001);
+        send_status(other, 1);
+        ok(next_reply(other, NULL, NULL, 0) == NSD_REP_STATUS,
+           "while root's LIST of 1000 entries waits to be read, another client is served");
+        /* read what is there at each turn of nsd's loop */
+        ok(RUN_UNTIL(loop_test_drain_stream(fd, &entries, &ends) > 0),
+           "root's LIST arrives to the end");
+        is_int(entries, 1000, "with all 1000 entries");
+        is_int(stats(s)->dropped_overflow, 0,
+               "made as the socket drains: a 2-reply queue never overflows");
+
+        /* the same LIST, never read: dropped as a slow reader */
+        loop_test_send(fd, &q, sizeof q, -1);
+        ok(RUN_UNTIL(stats(s)->dropped_slow == 1), "a LIST never read: dropped after "
+                                                   "ReplyTimeoutSec=");
+        close(fd);
+        close(other);
+        server_free(s);
+}
+
+static GMutex lookup_lock;
+static GCond lookup_cond;
+static bool lookup_release;
+static int lookup_running, lookup_running_max, lookup_calls;
+
+/* a user database whose lookups hang until released; then "not managed" */
+static int blocking_lookup(const Config *c, uid_t uid, char **ret_why) {
+        g_mutex_lock(&lookup_lock);
+        lookup_calls++;
+        lookup_running++;
+        lookup_running_max = MAX(lookup_running, lookup_running_max);
+        while (!lookup_release)
+                g_cond_wait(&lookup_cond, &lookup_lock);
+        lookup_running--;
+        g_mutex_unlock(&lookup_lock);
+        *ret_why = g_strdup_printf("uid %u: test database says no", (unsigned) uid);
+        return 0;
+}
+
+static int lookups_running(void) {
+        int n;
+        g_mutex_lock(&lookup_lock);
+        n = lookup_running;
+        g_mutex_unlock(&lookup_lock);
+        return n;
+}
+
+static void test_slow_lookup(void) {
+        Config c = loop_test_config();
+        g_strfreev(c.users);
+        c.users = g_strsplit("someone", " ", -1); /* names: every check needs NSS */
+        c.lookup_timeout_usec = 300 * MSEC;
+        c.max_lookup_threads = 2;
+        Server *s = core_test_server(&c);
+        int a = peer(s, CONN_KIND_USER, 2000), a2 = peer(s, CONN_KIND_USER, 2000);
+        int b = peer(s, CONN_KIND_USER, 2001), d = peer(s, CONN_KIND_USER, 2002);
+        int e = peer(s, CONN_KIND_USER, 2003), other = peer(s, CONN_KIND_USER, 2004);
+        int err = 0;
+        char msg[256] = "";
+
+        policy_set_lookup_fn(s->policy, blocking_lookup);
+        send_join(a, 2000, NSD_JOIN_NO_CREATE);
+        ok(RUN_UNTIL(lookups_running() == 1), "uid 2000's JOIN waits for the user database");
+        unsigned reqs = stats(s)->requests;
+        send_join(a2, 2000, NSD_JOIN_NO_CREATE);
+        RUN_UNTIL(stats(s)->requests > reqs);
+        is_int(policy_stats(s->policy)->lookups, 1, "a second JOIN of uid 2000 shares its lookup");
+        send_status(other, 1);
+        ok(next_reply(other, NULL, NULL, 0) == NSD_REP_STATUS && lookups_running() == 1,
+           "another client is served while the lookup hangs");
+        /* a STATUS behind the waiting JOIN: if the connection read it meanwhile, its reply
+         * would come first */
+        send_status(a, 2);
+        send_join(b, 2001, NSD_JOIN_NO_CREATE);
+        send_join(d, 2002, NSD_JOIN_NO_CREATE);
+        send_join(e, 2003, NSD_JOIN_NO_CREATE);
+        ok(next_reply(a, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -ETIMEDOUT,
+           "past LookupTimeoutSec= the JOIN gets ETIMEDOUT (%s)", msg);
+        ok(strstr(msg, "LookupTimeoutSec=") != NULL, "naming LookupTimeoutSec=");
+        ok(next_reply(a2, &err, NULL, 0) == NSD_REP_ERROR && err == -ETIMEDOUT,
+           "so does the one that shared the lookup");
+        is_int(next_reply(a, NULL, NULL, 0), NSD_REP_STATUS,
+               "then the connection reads its next request");
+        ok(next_reply(b, &err, NULL, 0) == NSD_REP_ERROR && err == -ETIMEDOUT &&
+                   next_reply(d, &err, NULL, 0) == NSD_REP_ERROR && err == -ETIMEDOUT &&
+                   next_reply(e, &err, NULL, 0) == NSD_REP_ERROR && err == -ETIMEDOUT,
+           "three more uids time out too, behind the stuck threads");
+        is_int(lookup_running_max, 2, "never more than MaxLookupThreads=2 threads in NSS");
+
+        g_mutex_lock(&lookup_lock);
+        lookup_release = true;
+        g_cond_broadcast(&lookup_cond);
+        g_mutex_unlock(&lookup_lock);
+        ok(RUN_UNTIL(policy_stats(s->policy)->running == 0),
+           "released, the late lookups come back");
+        int calls = lookup_calls;
+        send_join(a, 2000, NSD_JOIN_NO_CREATE);
+        ok(next_reply(a, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -ENXIO &&
+                   strstr(msg, "test database says no"),
+           "the late answer was cached: the next JOIN gets ENXIO at once (%s)", msg);
+        is_int(lookup_calls, calls, "without asking the database again");
+
+        /* a reload empties the cache */
+        Config c2 = loop_test_config();
+        g_strfreev(c2.users);
+        c2.users = g_strsplit("someone", " ", -1);
+        server_apply_config(s, &c2);
+        send_join(a, 2000, NSD_JOIN_NO_CREATE);
+        ok(next_reply(a, &err, NULL, 0) == NSD_REP_ERROR && err == -ENXIO &&
+                   lookup_calls == calls + 1,
+           "after a reload the database is asked again");
+
+        close(a);
+        close(a2);
+        close(b);
+        close(d);
+        close(e);
+        close(other);
+        server_free(s);
+        lookup_release = false;
+}
+
+static void test_join_session_refusals(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        struct nsd_req_join_session q;
+        int fd = peer(s, CONN_KIND_USER, 1000), err = 0;
+        char msg[256] = "";
+
+        nsd_msg_init(&q.hdr, NSD_REQ_JOIN_SESSION, sizeof q, 11);
+        q.uid = 1000;
+        q.pid = (uint32_t) getpid() + 1;
+        g_strlcpy(q.service, "test", sizeof q.service);
+        loop_test_send(fd, &q, sizeof q, -1);
+        ok(next_reply(fd, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -EPERM,
+           "JOIN_SESSION naming another pid as leader: EPERM (%s)", msg);
+        q.pid = (uint32_t) getpid();
+        q.uid = 999;
+        loop_test_send(fd, &q, sizeof q, -1);
+        ok(next_reply(fd, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -EPERM,
+           "for another uid: EPERM");
+        close(fd);
+
+        fd = peer(s, CONN_KIND_ROOT, 0);
+        loop_test_send(fd, &q, sizeof q, -1);
+        ok(next_reply(fd, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -ENXIO,
+           "root, for unmanaged uid 999: ENXIO (%s)", msg);
+        q.uid = 1000;
+        q.flags = NSD_JOIN_SESSION_PIDFD;
+        loop_test_send(fd, &q, sizeof q, -1);
+        ok(next_reply(fd, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -EBADMSG &&
+                   strstr(msg, "0 descriptors sent with JOIN_SESSION, expected 1"),
+           "the pidfd flag without a descriptor: EBADMSG (%s)", msg);
+        ok(loop_test_at_eof(fd), "and closed");
+        is_int(g_hash_table_size(s->users) + g_hash_table_size(s->sessions), 0,
+               "nothing was opened");
+        close(fd);
+        server_free(s);
+}
+
+int main(void) {
+        signal(SIGPIPE, SIG_IGN);
+        test_table();
+        test_status();
+        test_list();
+        test_slow_lookup();
+        test_join_session_refusals();
+        return tap_done();
+}

@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-setup-conf: what a namespace is made of, as nsd.conf says it (nsd/policy/setup-conf.c):
+ * [Setup], [Polydir NAME], [BindReadOnly NAME], PrivateTmp='s polydir, the setup generation;
+ * and the files it is read from (nsd/policy/conf-files.c): drop-ins in lexical order, a key or an
+ * object in two files, files that are not the administrator's. TAP; no root needed (the
+ * owner checks that need another uid run as root only); files only in a temp folder.
+ */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "policy/conf-files.h"
+#include "policy/conf.h"
+#include "policy/setup-conf.h"
+#include "tap.h"
+
+static int parse(const char *text, Config *c, char **err) {
+        return config_parse_text(text, strlen(text), "test.conf", c, err);
+}
+
+/* A bad config: refused at test.conf:LINE with a message holding want. */
+static void bad(const char *text, unsigned line, const char *want, const char *what) {
+        Config c = { 0 };
+        g_autofree char *err = NULL, *where = g_strdup_printf("test.conf:%u:", line);
+        int r = parse(text, &c, &err);
+
+        ok(r == -EINVAL && err && g_str_has_prefix(err, where) && (!want || strstr(err, want)),
+           "%s: refused at %s naming '%s' (got: %s)", what, where, want ? want : "",
+           err ? err : "(accepted)");
+        if (r == 0)
+                config_done(&c);
+}
+
+static const Polydir *polydir(const Config *c, const char *name) {
+        for (size_t i = 0; i < c->setup.n_polydirs; i++)
+                if (strcmp(c->setup.polydirs[i].name, name) == 0)
+                        return &c->setup.polydirs[i];
+        return NULL;
+}
+
+static void test_polydirs(void) {
+        const char *text = "[Setup]\n"
+                           "InitScript=/etc/security/namespace.init\n"
+                           "TimeoutSec=2.5\n"
+                           "OnFailure=continue\n"
+                           "\n"
+                           "[Polydir tmp]\n"
+                           "Path=/tmp\n"
+                           "Method=tmpfs\n"
+                           "MountOptions=size=64m,nr_inodes=4k,noexec,inode64\n"
+                           "Mode=1777\n"
+                           "ExcludeUsers=root adm,1500\n"
+                           "\n"
+                           "[Polydir cache]\n"
+                           "Path=%h/.cache\n"
+                           "Method=user\n"
+                           "InstancePrefix=%h/.cache-inst/\n"
+                           "OnlyUsers=alice;1001\n"
+                           "InitScript=/etc/nsd/cache.init\n"
+                           "\n"
+                           "[Polydir var-tmp]\n"
+                           "Path=/var/tmp\n"
+                           "Method=user\n"
+                           "InstancePrefix=/var/tmp/tmp-inst/%U-\n"
+                           "MountOptions=ro,nosymfollow\n"
+                           "NoInit=yes\n"
+                           "\n"
+                           "[BindReadOnly cpuinfo]\n"
+                           "Source=/var/lib/lxcfs/proc/cpuinfo\n"
+                           "Target=/proc/cpuinfo\n";
+        Config c = { 0 };
+        g_autofree char *err = NULL;
+        const Polydir *p;
+
+        ok(parse(text, &c, &err) == 0, "three polydirs, a bind and [Setup] parse (%s)",
+           err ? err : "");
+        if (!c.users)
+                return;
+        ok(c.setup.n_polydirs == 3 && strcmp(c.setup.polydirs[0].name, "tmp") == 0 &&
+                   strcmp(c.setup.polydirs[1].name, "cache") == 0 &&
+                   strcmp(c.setup.polydirs[2].name, "var-tmp") == 0,
+           "polydirs are kept in the order they were read");
+        ok(strcmp(c.setup.init_script, "/etc/security/namespace.init") == 0 &&
+                   c.setup.timeout_usec == 2500000 && c.setup.on_failure_continue,
+           "[Setup] InitScript=, TimeoutSec=2.5, OnFailure=continue");
+
+        p = polydir(&c, "tmp");
+        ok(p && strcmp(p->path, "/tmp") == 0 && p->method == POLYDIR_METHOD_TMPFS &&
+                   p->mode == 01777 && !p->instance_prefix && strcmp(p->file, "test.conf") == 0 &&
+                   p->line == 6,
+           "[Polydir tmp]: Path=/tmp, Method=tmpfs, Mode=1777, defined at test.conf:6");
+        ok(p && p->n_options == 3 && strcmp(p->options[0].key, "size") == 0 &&
+                   strcmp(p->options[0].value, "64m") == 0 &&
+                   strcmp(p->options[1].key, "nr_inodes") == 0 &&
+                   strcmp(p->options[2].key, "inode64") == 0 && !p->options[2].value &&
+                   p->mount_attr == MOUNT_ATTR_NOEXEC,
+           "MountOptions=: size=64m, nr_inodes=4k and inode64 for tmpfs; noexec an attribute");
+        ok(p && g_strv_length(p->exclude_users) == 3 && !p->only_users,
+           "ExcludeUsers=root adm,1500: three entries");
+        ok(p && !polydir_applies(p, "root", 0) && !polydir_applies(p, "adm", 4) &&
+                   !polydir_applies(p, "carol", 1500) && polydir_applies(p, "alice", 1000),
+           "ExcludeUsers= excludes by name and by uid, nobody else");
+
+        p = polydir(&c, "cache");
+        ok(p && strcmp(p->path, "%h/.cache") == 0 && p->method == POLYDIR_METHOD_USER &&
+                   strcmp(p->instance_prefix, "%h/.cache-inst/") == 0 && p->mode == -1 &&
+                   strcmp(p->init_script, "/etc/nsd/cache.init") == 0 && !p->no_init,
+           "[Polydir cache]: %%h/.cache, Method=user, InstancePrefix=, its own InitScript=, the "
+           "polydir's mode");
+        ok(p && polydir_applies(p, "alice", 1000) && polydir_applies(p, "bob", 1001) &&
+                   !polydir_applies(p, "carol", 1002),
+           "OnlyUsers=alice;1001: alice by name, uid 1001 by number, nobody else");
+
+        p = polydir(&c, "var-tmp");
+        ok(p && p->no_init && p->n_options == 0 &&
+                   p->mount_attr == (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSYMFOLLOW) &&
+                   strcmp(p->instance_prefix, "/var/tmp/tmp-inst/%U-") == 0,
+           "Method=user takes attributes (ro, nosymfollow), NoInit=yes, a prefix ending in %%U-");
+
+        ok(c.setup.n_binds == 1 &&
+                   strcmp(c.setup.binds[0].source, "/var/lib/lxcfs/proc/cpuinfo") == 0 &&
+                   strcmp(c.setup.binds[0].target, "/proc/cpuinfo") == 0,
+           "[BindReadOnly cpuinfo]: Source=, Target=");
+
+        Config copy;
+        config_copy(&copy, &c);
+        char g1[17], g2[17];
+        ok(copy.setup.n_polydirs == 3 && copy.setup.polydirs[1].path != c.setup.polydirs[1].path &&
+                   strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
+                          setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
+           "config_copy() copies the setup deeply, with the same generation");
+        config_done(&copy);
+        ok(copy.setup.polydirs == NULL && copy.setup.n_polydirs == 0,
+           "config_done() frees the setup");
+        config_done(&c);
+
+        /* the escapes of the key file reach the template */
+        ok(parse("[Polydir sp]\nPath=/srv/with\\sspace\nMethod=tmpfs\n", &c, &err) == 0 &&
+                   strcmp(c.setup.polydirs[0].path, "/srv/with space") == 0,
+           "a path with \\s (a space)");
+        config_done(&c);
+        ok(parse("[Polydir pct]\nPath=/srv/100%%/%u\nMethod=tmpfs\n", &c, &err) == 0,
+           "%%%% is a '%%'");
+        config_done(&c);
+        ok(parse("[Polydir home]\nPath=%h\nMethod=user\nInstancePrefix=%h/%u.inst/\n", &c, &err) ==
+                   0,
+           "the home directory itself (Path=%%h) with instances inside it");
+        config_done(&c);
+}
+
+static void test_private_tmp(void) {
+        Config c = { 0 };
+        g_autofree char *err = NULL;
+        const Polydir *p;
+
+        ok(parse("[Namespaces]\nPrivateTmp=yes\n[Polydir cache]\nPath=%h/.cache\nMethod=tmpfs\n",
+                 &c, &err) == 0,
+           "PrivateTmp=yes with another polydir (%s)", err ? err : "");
+        p = c.setup.n_polydirs == 2 ? &c.setup.polydirs[0] : NULL;
+        ok(p && strcmp(p->name, "PrivateTmp") == 0 && strcmp(p->path, "/tmp") == 0 &&
+                   p->method == POLYDIR_METHOD_TMPFS && p->mode == 01777 && p->no_init &&
+                   p->line == 2 && strcmp(c.setup.polydirs[1].name, "cache") == 0,
+           "PrivateTmp=yes is a tmpfs polydir on /tmp (mode 1777, no init script), first, "
+           "from test.conf:2");
+        config_done(&c);
+        ok(parse("[Namespaces]\nPrivateTmp=no\n", &c, &err) == 0 && c.setup.n_polydirs == 0,
+           "PrivateTmp=no adds nothing");
+        config_done(&c);
+        bad("[Namespaces]\nPrivateTmp=yes\n[Polydir tmp]\nPath=/tmp\nMethod=user\n"
+            "InstancePrefix=/tmp-inst/\n",
+            2, "[Polydir tmp] (test.conf:3)", "PrivateTmp=yes and a polydir on /tmp");
+}
+
+static void test_bad(void) {
+        static const struct {
+                const char *group, *line, *want;
+        } cases[] = {
+                /* group names */
+                { "Polydir ", NULL, "a name is" },
+                { "Polydir a/b", NULL, "a name is" },
+                { "Polydir .hidden", NULL, "a name is" },
+                { "Polydir x y", NULL, "a name is" },
+                { "BindReadOnly ", NULL, "a name is" },
+                { "Polydirs x", NULL, "unknown group" },
+                /* keys */
+                { "Polydir x", "Paht=/tmp", "unknown key Paht=" },
+                { "Polydir x", "Source=/tmp", "unknown key Source=" },
+                { "BindReadOnly x", "Path=/tmp", "unknown key Path=" },
+                { "Setup", "Path=/tmp", "unknown key Path=" },
+                /* values */
+                { "Polydir x", "Method=tmpdir", "expected 'user'" },
+                { "Polydir x", "Method=", "expected 'user'" },
+                { "Polydir x", "Path=tmp", "not an absolute path" },
+                { "Polydir x", "Path=", "empty path" },
+                { "Polydir x", "Path=/", "'/' itself" },
+                { "Polydir x", "Path=/tmp/", "ends in '/'" },
+                { "Polydir x", "Path=/var//tmp", "contains '//'" },
+                { "Polydir x", "Path=/var/../etc", "'.' or '..'" },
+                { "Polydir x", "Path=%h/./x", "'.' or '..'" },
+                { "Polydir x", "Path=/home/%h", "may only start" },
+                { "Polydir x", "Path=%hx", "not an absolute path" },
+                { "Polydir x", "Path=/tmp/%x", "unknown specifier '%x'" },
+                { "Polydir x", "Path=/tmp/%", "lone '%'" },
+                { "Polydir x", "Path=/tmp/a\\tb", "control character" },
+                { "Polydir x", "InstancePrefix=inst/", "not an absolute path" },
+                { "Polydir x", "InstancePrefix=/inst//", "contains '//'" },
+                { "Polydir x", "MountOptions=suid", "nosuid,nodev" },
+                { "Polydir x", "MountOptions=size=1m,dev", "nosuid,nodev" },
+                { "Polydir x", "MountOptions=size", "needs a value" },
+                { "Polydir x", "MountOptions=size=", "needs a value" },
+                { "Polydir x", "MountOptions=inode64=1", "takes no value" },
+                { "Polydir x", "MountOptions=noexec=1", "takes no value" },
+                { "Polydir x", "MountOptions=bogus", "unknown option 'bogus'" },
+                { "Polydir x",
+                  "MountOptions=noswap,noswap,noswap,noswap,noswap,noswap,noswap,noswap,noswap,"
+                  "noswap,noswap,noswap,noswap,noswap,noswap,noswap,noswap",
+                  "more than 16 options" },
+                { "Polydir x", "Mode=8", "octal mode" },
+                { "Polydir x", "Mode=17777", "octal mode" },
+                { "Polydir x", "Mode=u+rwx", "octal mode" },
+                { "Polydir x", "Mode=", "octal mode" },
+                { "Polydir x", "OnlyUsers=al ice!", "'ice!' is not a user name" },
+                { "Polydir x", "ExcludeUsers=@regular", "'@regular' is not a user name" },
+                { "Polydir x", "NoInit=perhaps", "expected yes or no" },
+                { "Polydir x", "InitScript=namespace.init", "not an absolute path" },
+                { "Polydir x", "InitScript=/etc/%u.init", "takes no specifiers" },
+                { "BindReadOnly x", "Source=/srv/%u", "takes no specifiers" },
+                { "BindReadOnly x", "Target=proc/cpuinfo", "not an absolute path" },
+                { "Setup", "TimeoutSec=0", "between 0.001 and 3600" },
+                { "Setup", "TimeoutSec=3601", "between 0.001 and 3600" },
+                { "Setup", "TimeoutSec=1s", "between 0.001 and 3600" },
+                { "Setup", "OnFailure=degrade", "'refuse' or 'continue'" },
+                { "Setup", "InitScript=", "empty path" },
+        };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autofree char *text = NULL, *what = NULL;
+
+                if (cases[i].line) {
+                        text = g_strdup_printf("# test\n[%s]\n%s\n", cases[i].group, cases[i].line);
+                        what = g_strdup_printf("[%s] %s", cases[i].group, cases[i].line);
+                        bad(text, 3, cases[i].want, what);
+                } else {
+                        text = g_strdup_printf("# test\n[%s]\n", cases[i].group);
+                        what = g_strdup_printf("[%s]", cases[i].group);
+                        bad(text, 2, cases[i].want, what);
+                }
+        }
+
+        /* the whole, at the group's line */
+        bad("[Polydir x]\nMethod=tmpfs\n", 1,
+            "[Polydir x] has no Path=", "a polydir without Path=");
+        bad("\n[Polydir x]\nPath=/tmp\n", 2, "has no Method=", "a polydir without Method=");
+        bad("[Polydir x]\nPath=/tmp\nMethod=user\n", 1,
+            "needs InstancePrefix=", "Method=user without InstancePrefix=");
+        bad("[Polydir x]\nPath=/tmp\nMethod=tmpfs\nInstancePrefix=/i/\n", 1,
+            "InstancePrefix= is for Method=user", "Method=tmpfs with InstancePrefix=");
+        bad("[Polydir x]\nPath=/tmp\nMethod=user\nInstancePrefix=/i/\nMountOptions=size=1m\n", 1,
+            "a bind mount", "Method=user with a tmpfs option");
+        bad("[Polydir x]\nPath=/tmp\nMethod=tmpfs\nMode=700\nMountOptions=mode=700\n", 1,
+            "both Mode= and MountOptions=mode=", "Mode= and mode=");
+        bad("[Polydir x]\nPath=/tmp\nMethod=tmpfs\nOnlyUsers=a\nExcludeUsers=b\n", 1,
+            "both OnlyUsers= and ExcludeUsers=", "OnlyUsers= and ExcludeUsers=");
+        bad("[Polydir a]\nPath=/tmp\nMethod=tmpfs\n\n[Polydir b]\nPath=/tmp\nMethod=tmpfs\n", 5,
+            "is the path of [Polydir a] (test.conf:1) too", "two polydirs on one path");
+        bad("[BindReadOnly a]\nSource=/x\n", 1, "has no Target=", "a bind without Target=");
+        bad("[BindReadOnly a]\nTarget=/x\n", 1, "has no Source=", "a bind without Source=");
+        bad("[BindReadOnly a]\nSource=/x\nTarget=/t\n[BindReadOnly b]\nSource=/y\nTarget=/t\n", 4,
+            "is the target of [BindReadOnly a] (test.conf:1) too", "two binds on one target");
+        bad("[Polydir a]\nPath=/tmp\n\n[Polydir a]\nMethod=tmpfs\n", 4,
+            "[Polydir a] is defined twice: at test.conf:1 too", "one polydir defined twice");
+        bad("[Polydir a]\nPath=/tmp\nPath=/var/tmp\n", 3, "set twice", "Path= twice");
+
+        GString *many = g_string_new("");
+        for (int i = 0; i <= SETUP_MAX_POLYDIRS; i++)
+                g_string_append_printf(many, "[Polydir p%d]\nPath=/p%d\nMethod=tmpfs\n", i, i);
+        bad(many->str, 3 * SETUP_MAX_POLYDIRS + 1, "more than 32", "33 polydirs");
+        g_string_free(many, TRUE);
+}
+
+static void test_generation(void) {
+        const char *base = "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m\n";
+        static const char *const other[] = {
+                "[Polydir tmp]\nPath=/var/tmp\nMethod=tmpfs\nMountOptions=size=1m\n",
+                "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=2m\n",
+                "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m,noexec\n",
+                "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m\nMode=700\n",
+                "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m\nNoInit=yes\n",
+                "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m\nOnlyUsers=a\n",
+                "[Polydir tmq]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m\n",
+                "[Setup]\nInitScript=/x\n[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\n"
+                "MountOptions=size=1m\n",
+                "[BindReadOnly b]\nSource=/a\nTarget=/b\n[Polydir tmp]\nPath=/tmp\n"
+                "Method=tmpfs\nMountOptions=size=1m\n",
+                "[Namespaces]\nPropagation=private\n[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\n"
+                "MountOptions=size=1m\n",
+        };
+        Config a = { 0 }, b = { 0 };
+        char ga[17], gb[17];
+        bool differ = true;
+
+        ok(parse(base, &a, NULL) == 0, "the base setup parses");
+        setup_conf_generation(&a.setup, a.propagation_private, ga, sizeof ga);
+        ok(strlen(ga) == 16 && strspn(ga, "0123456789abcdef") == 16,
+           "a generation is 16 hex digits (%s)", ga);
+        for (size_t i = 0; i < G_N_ELEMENTS(other); i++) {
+                if (parse(other[i], &b, NULL) < 0) {
+                        differ = false;
+                        continue;
+                }
+                setup_conf_generation(&b.setup, b.propagation_private, gb, sizeof gb);
+                if (strcmp(ga, gb) == 0) {
+                        printf("# same generation for: %s\n", other[i]);
+                        differ = false;
+                }
+                config_done(&b);
+        }
+        ok(differ, "every change of what a namespace is made of changes the generation");
+        ok(parse("[Setup]\nTimeoutSec=9\nOnFailure=continue\n[Limits]\nMaxNamespaces=3\n"
+                 "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m\n",
+                 &b, NULL) == 0 &&
+                   strcmp(ga, setup_conf_generation(&b.setup, b.propagation_private, gb,
+                                                    sizeof gb)) == 0,
+           "timeouts, OnFailure= and limits do not change it");
+        config_done(&b);
+        config_done(&a);
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+static void write_file(const char *dir, const char *name, const char *text, mode_t mode) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+
+        if (!g_file_set_contents(path, text, -1, NULL) || chmod(path, mode) < 0)
+                tap_bail_errno(path);
+}
+
+static int load(const char *dir, Config *c, bool *missing, char **err) {
+        g_autofree char *path = g_build_filename(dir, "nsd.conf", NULL);
+
+        return config_load(path, c, missing, err);
+}
+
+#define T(text, name) \
+        { text, sizeof(text) - 1, name }
+
+static void test_parse_texts(void) {
+        const ConfigText t[] = {
+                T("[Namespaces]\nLinger=10\n", "nsd.conf"),
+                T("[Namespaces]\nMinUid=2000\n[Polydir a]\nPath=/a\nMethod=tmpfs\n", "d/10-a.conf"),
+                T("[Polydir b]\nPath=/b\nMethod=tmpfs\n", "d/20-b.conf"),
+        };
+        const ConfigText key_twice[] = {
+                T("[Namespaces]\n\nLinger=10\n", "nsd.conf"),
+                T("# x\n[Namespaces]\nLinger=20\n", "d/10-linger.conf"),
+        };
+        const ConfigText object_twice[] = {
+                T("[Polydir a]\nPath=/a\nMethod=tmpfs\n", "d/10-a.conf"),
+                T("\n[Polydir a]\nMethod=tmpfs\n", "d/20-a.conf"),
+        };
+        const ConfigText later_value[] = {
+                T("[Polydir a]\nPath=/a\nMethod=tmpfs\n", "d/10-a.conf"),
+                T("[Namespaces]\nLinger=never\n", "d/20-bad.conf"),
+        };
+        Config c = { 0 };
+        g_autofree char *err = NULL;
+
+        ok(config_parse_texts(t, G_N_ELEMENTS(t), &c, &err) == 0 && c.linger_sec == 10 &&
+                   c.min_uid == 2000 && c.setup.n_polydirs == 2 &&
+                   strcmp(c.setup.polydirs[0].name, "a") == 0 &&
+                   strcmp(c.setup.polydirs[1].file, "d/20-b.conf") == 0,
+           "three texts make one configuration; [Namespaces] may be in several (%s)",
+           err ? err : "");
+        config_done(&c);
+        ok(config_parse_texts(key_twice, 2, &c, &err) == -EINVAL && err &&
+                   g_str_has_prefix(err, "d/10-linger.conf:3:") && strstr(err, "nsd.conf:3"),
+           "a key set in two files is refused, naming both places (%s)", err ? err : "");
+        g_clear_pointer(&err, g_free);
+        ok(config_parse_texts(object_twice, 2, &c, &err) == -EINVAL && err &&
+                   g_str_has_prefix(err, "d/20-a.conf:2:") && strstr(err, "d/10-a.conf:1"),
+           "an object defined in two files is refused, naming both places (%s)", err ? err : "");
+        g_clear_pointer(&err, g_free);
+        ok(config_parse_texts(later_value, 2, &c, &err) == -EINVAL && err &&
+                   g_str_has_prefix(err, "d/20-bad.conf:2:"),
+           "a bad value is named in its own file (%s)", err ? err : "");
+}
+
+static void test_files(void) {
+        g_autofree char *dir = g_dir_make_tmp("nsd-test-setup-conf-XXXXXX", NULL);
+        g_autofree char *d = NULL, *err = NULL;
+        Config c = { 0 };
+        bool missing = false;
+        int r;
+
+        if (!dir)
+                tap_bail_errno("g_dir_make_tmp");
+        d = g_build_filename(dir, "nsd.conf.d", NULL);
+        (void) chmod(dir, 0755);
+
+        ok(load(dir, &c, &missing, &err) == 0 && missing && c.setup.n_polydirs == 0,
+           "neither nsd.conf nor drop-ins: the defaults");
+        config_done(&c);
+
+        if (mkdir(d, 0755) < 0)
+                tap_bail_errno(d);
+        write_file(d, "b.conf", "[Polydir b]\nPath=/b\nMethod=tmpfs\n", 0644);
+        write_file(d, "10-z.conf", "[Polydir z]\nPath=/z\nMethod=tmpfs\n", 0644);
+        write_file(d, "a.conf", "[Polydir a]\nPath=/a\nMethod=tmpfs\n", 0600);
+        write_file(d, "A.conf", "[Polydir A]\nPath=/A\nMethod=tmpfs\n", 0400);
+        write_file(d, "c.conf.disabled", "this is not read\n", 0644);
+        write_file(d, ".hidden.conf", "neither is this\n", 0644);
+        write_file(d, "world.conf~", "nor this\n", 0666);
+        r = load(dir, &c, &missing, &err);
+        ok(r == 0 && missing && c.setup.n_polydirs == 4 &&
+                   strcmp(c.setup.polydirs[0].name, "z") == 0 &&
+                   strcmp(c.setup.polydirs[1].name, "A") == 0 &&
+                   strcmp(c.setup.polydirs[2].name, "a") == 0 &&
+                   strcmp(c.setup.polydirs[3].name, "b") == 0,
+           "no nsd.conf, four drop-ins in byte order (10-z, A, a, b); other names ignored (%s)",
+           err ? err : "");
+        ok(c.setup.n_polydirs == 4 && g_str_has_suffix(c.setup.polydirs[0].file, "/10-z.conf"),
+           "each polydir knows its file");
+        config_done(&c);
+
+        write_file(dir, "nsd.conf",
+                   "[Namespaces]\nLinger=5\n[Polydir main]\nPath=/m\n"
+                   "Method=tmpfs\n",
+                   0644);
+        g_autofree char *link = g_build_filename(d, "50-link.conf", NULL);
+        g_autofree char *target = g_build_filename(dir, "linked.txt", NULL);
+        write_file(dir, "linked.txt", "[Namespaces]\nMinUid=2000\n", 0644);
+        if (symlink(target, link) < 0)
+                tap_bail_errno(link);
+        r = load(dir, &c, &missing, &err);
+        ok(r == 0 && !missing && c.linger_sec == 5 && c.min_uid == 2000 &&
+                   c.setup.n_polydirs == 5 && strcmp(c.setup.polydirs[0].name, "main") == 0,
+           "nsd.conf first, then the drop-ins; a drop-in may be a symbolic link to a trusted file "
+           "(%s)",
+           err ? err : "");
+        config_done(&c);
+
+        /* a key in two files */
+        write_file(d, "60-linger.conf", "[Namespaces]\nLinger=7\n", 0644);
+        g_clear_pointer(&err, g_free);
+        r = load(dir, &c, &missing, &err);
+        ok(r == -EINVAL && err && strstr(err, "60-linger.conf:2:") && strstr(err, "nsd.conf:2"),
+           "Linger= in nsd.conf and in a drop-in: one error naming both (%s)", err ? err : "");
+        g_autofree char *p60 = g_build_filename(d, "60-linger.conf", NULL);
+        (void) unlink(p60);
+
+        /* files someone else could write */
+        static const struct {
+                const char *name;
+                mode_t mode;
+                const char *want;
+        } untrusted[] = {
+                { "70-world.conf", 0666, "writable by everyone (mode 0666)" },
+                { "70-group.conf", 0664, "writable by its group (mode 0664)" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(untrusted); i++) {
+                g_autofree char *path = g_build_filename(d, untrusted[i].name, NULL);
+
+                write_file(d, untrusted[i].name, "[Namespaces]\nMaxUid=3000\n", untrusted[i].mode);
+                g_clear_pointer(&err, g_free);
+                r = load(dir, &c, &missing, &err);
+                ok(r == -EPERM && err && g_str_has_prefix(err, path) &&
+                           strstr(err, untrusted[i].want),
+                   "a drop-in %s is refused, naming it (%s)", untrusted[i].want,
+                   err ? err : "(accepted)");
+                if (r == 0)
+                        config_done(&c);
+                (void) unlink(path);
+        }
+        g_autofree char *main_conf = g_build_filename(dir, "nsd.conf", NULL);
+        (void) chmod(main_conf, 0646);
+        g_clear_pointer(&err, g_free);
+        r = load(dir, &c, &missing, &err);
+        ok(r == -EPERM && err && g_str_has_prefix(err, main_conf) && strstr(err, "everyone"),
+           "a world-writable nsd.conf is refused (%s)", err ? err : "(accepted)");
+        (void) chmod(main_conf, 0644);
+        (void) chmod(d, 0777);
+        g_clear_pointer(&err, g_free);
+        r = load(dir, &c, &missing, &err);
+        ok(r == -EPERM && err && g_str_has_prefix(err, d) && strstr(err, "everyone"),
+           "a world-writable drop-in directory is refused (%s)", err ? err : "(accepted)");
+        (void) chmod(d, 0755);
+        write_file(d, "80-dir.conf.tmp", "", 0644);
+        g_autofree char *subdir = g_build_filename(d, "80-dir.conf", NULL);
+        (void) mkdir(subdir, 0755);
+        g_clear_pointer(&err, g_free);
+        r = load(dir, &c, &missing, &err);
+        ok(r < 0 && err && g_str_has_prefix(err, subdir) && strstr(err, "not a regular file"),
+           "a directory named *.conf is refused (%s)", err ? err : "(accepted)");
+        (void) rmdir(subdir);
+
+        if (geteuid() == 0) {
+                g_autofree char *path = g_build_filename(d, "90-owner.conf", NULL);
+
+                write_file(d, "90-owner.conf", "[Namespaces]\nMaxUid=3000\n", 0644);
+                if (chown(path, 4242, 4242) < 0)
+                        tap_bail_errno(path);
+                g_clear_pointer(&err, g_free);
+                r = load(dir, &c, &missing, &err);
+                ok(r == -EPERM && err && g_str_has_prefix(err, path) &&
+                           strstr(err, "owned by uid 4242, not by root"),
+                   "a drop-in owned by another user is refused (%s)", err ? err : "(accepted)");
+                (void) unlink(path);
+        } else
+                tap_skip("a drop-in owned by another user: needs root to chown");
+
+        g_clear_pointer(&err, g_free);
+        ok(load(dir, &c, &missing, &err) == 0, "trusted again: it loads (%s)", err ? err : "");
+        config_done(&c);
+
+        /* clean up */
+        g_autoptr(GDir) gd = g_dir_open(d, 0, NULL);
+        for (const char *n; gd && (n = g_dir_read_name(gd));) {
+                g_autofree char *p = g_build_filename(d, n, NULL);
+                (void) unlink(p);
+        }
+        (void) rmdir(d);
+        (void) unlink(main_conf);
+        (void) unlink(target);
+        (void) rmdir(dir);
+}
+
+int main(void) {
+        test_polydirs();
+        test_private_tmp();
+        test_bad();
+        test_generation();
+        test_parse_texts();
+        test_files();
+        return tap_done();
+}

@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-setup: a new namespace's contents (nsd/domain/setup.c), made by the real engine in a child
+ * that enters a mount namespace: polydirs (Method=user and tmpfs, under / and under %h),
+ * read-only binds, init scripts with pam_namespace's arguments, and every refusal: a
+ * symbolic link swapped in for a polydir or on the way to it, a foreign-owned polydir or
+ * instance, an instance parent open to others, an untrusted, failing or hanging init script.
+ *
+ * Everything happens in a private mount namespace of the test's own (as root: unshare(2);
+ * otherwise a user namespace too, where only uid 0 exists, so the cases that need a second
+ * uid are skipped), on a tmpfs mounted there: nothing on the host changes. Each case runs
+ * in a fresh copy of a base namespace that holds the tree, so instance directories made by
+ * one case are there for the next, as they would be on disk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <linux/magic.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "base/child.h"
+#include "domain/setup.h"
+#include "policy/conf.h"
+#include "tap.h"
+
+static char top[] = "/tmp/nsd-test-setup.XXXXXX";
+static bool as_root;
+static uid_t U;  /* the user the namespaces are for */
+static uid_t U2; /* someone else */
+static int base_ns = -1;
+static Children *children;
+static dev_t base_tmp_dev; /* /tmp's device before any setup */
+
+/* ---- the tree ------------------------------------------------------------------------- */
+
+static char *P(const char *rel) {
+        return g_build_filename(top, rel, NULL);
+}
+
+static void mk(const char *rel, mode_t mode, uid_t uid) {
+        g_autofree char *p = P(rel);
+
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                tap_bail_errno(p);
+        if (chmod(p, mode) < 0 || lchown(p, uid, uid) < 0)
+                tap_bail_errno(p);
+}
+
+static void put(const char *rel, const char *text, mode_t mode, uid_t uid) {
+        g_autofree char *p = P(rel);
+
+        if (!g_file_set_contents(p, text, -1, NULL) || chmod(p, mode) < 0 ||
+            lchown(p, uid, uid) < 0)
+                tap_bail_errno(p);
+}
+
+static char *slurp(const char *rel) {
+        g_autofree char *p = P(rel);
+        char *text = NULL;
+
+        return g_file_get_contents(p, &text, NULL, NULL) ? text : g_strdup("");
+}
+
+static bool exists(const char *rel) {
+        g_autofree char *p = P(rel);
+        struct stat st;
+
+        return lstat(p, &st) == 0;
+}
+
+static struct stat st_of(const char *rel) {
+        g_autofree char *p = P(rel);
+        struct stat st = { 0 };
+
+        (void) stat(p, &st);
+        return st;
+}
+
+static bool is_tmpfs(const char *rel) {
+        g_autofree char *p = P(rel);
+        struct statfs sfs;
+
+        return statfs(p, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
+}
+
+static unsigned long vfs_flags(const char *rel) {
+        g_autofree char *p = P(rel);
+        struct statvfs sv;
+
+        return statvfs(p, &sv) == 0 ? sv.f_flag : 0;
+}
+
+/* a mount point: another device than its parent */
+static bool mounted_on(const char *rel) {
+        g_autofree char *p = P(rel), *parent = g_path_get_dirname(p);
+        struct stat a, b;
+
+        return stat(p, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+}
+
+/* ---- running the engine --------------------------------------------------------------- */
+
+typedef struct Result {
+        bool done;
+        int r;
+        char *why;
+        unsigned n_failed;
+} Result;
+
+static void on_done(int r, const char *why, unsigned n_failed, void *userdata) {
+        Result *res = userdata;
+
+        res->done = true;
+        res->r = r;
+        res->why = g_strdup(why);
+        res->n_failed = n_failed;
+}
+
+static gboolean on_deadline(gpointer userdata) {
+        *(bool *) userdata = true;
+        return G_SOURCE_REMOVE;
+}
+
+/* A fresh copy of the base namespace, entered. */
+static void fresh_namespace(void) {
+        if (setns(base_ns, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0)
+                tap_bail_errno("a fresh mount namespace");
+}
+
+/* The configuration text (with @T@ for the top folder) run for U in a fresh namespace. */
+static Result run(const char *conf_text, uid_t uid, const char *name, const char *home_rel) {
+        g_autofree char *text = NULL, *err = NULL, *home = home_rel ? P(home_rel) : NULL;
+        g_auto(GStrv) parts = g_strsplit(conf_text, "@T@", -1);
+        g_autoptr(SetupPlan) plan = NULL;
+        Result res = { 0 };
+        Config c = { 0 };
+        gid_t groups[1] = { uid };
+        SetupUser user = { .uid = uid,
+                           .gid = uid,
+                           .name = name,
+                           .group = NULL,
+                           .home = home,
+                           .groups = groups,
+                           .n_groups = 1 };
+        int ns_fd, out_fd, r;
+        bool late = false;
+        guint deadline;
+
+        text = g_strjoinv(top, parts);
+        if (config_parse_text(text, strlen(text), "test.conf", &c, &err) < 0) {
+                res.r = -EINVAL;
+                res.why = g_steal_pointer(&err);
+                return res;
+        }
+        r = setup_plan_new(&c.setup, &user, &plan, &err);
+        config_done(&c);
+        if (r < 0) {
+                res.r = r;
+                res.why = g_steal_pointer(&err);
+                return res;
+        }
+        fresh_namespace();
+        ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        g_autofree char *out = P("out.log");
+        out_fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (ns_fd < 0 || out_fd < 0)
+                tap_bail_errno("open");
+        r = setup_run(children, plan, ns_fd, out_fd, on_done, &res);
+        if (r < 0) {
+                res.r = r;
+                res.why = g_strdup_printf("setup_run: %s", strerror(-r));
+        } else {
+                g_steal_pointer(&plan);
+                deadline = g_timeout_add_seconds(30, on_deadline, &late);
+                while (!res.done && !late)
+                        g_main_context_iteration(NULL, TRUE);
+                if (!late)
+                        g_source_remove(deadline);
+                if (late)
+                        tap_bail_errno("the setup did not report within 30 s");
+        }
+        close(ns_fd);
+        close(out_fd);
+        return res;
+}
+
+static void result_free(Result *r) {
+        g_free(r->why);
+}
+
+#define WHY(res) ((res).why ? (res).why : "")
+
+/* TAP comments: what came, what was expected */
+static void diag_texts(const char *got, const char *want) {
+        g_auto(GStrv) g = g_strsplit(got, "\n", -1), w = g_strsplit(want, "\n", -1);
+
+        for (char **l = g; *l; l++)
+                printf("#   got:      %s\n", *l);
+        for (char **l = w; *l; l++)
+                printf("#   expected: %s\n", *l);
+}
+
+/* ---- cases ---------------------------------------------------------------------------- */
+
+static const char *const full_conf = "[Setup]\n"
+                                     "InitScript=@T@/init.sh\n"
+                                     "[Polydir tmp]\n"
+                                     "Path=@T@/tmp\n"
+                                     "Method=tmpfs\n"
+                                     "MountOptions=size=1m,noexec\n"
+                                     "[Polydir vartmp]\n"
+                                     "Path=@T@/var/tmp\n"
+                                     "Method=user\n"
+                                     "InstancePrefix=@T@/tmp-inst/\n"
+                                     "[Polydir cache]\n"
+                                     "Path=%h/.cache\n"
+                                     "Method=user\n"
+                                     "InstancePrefix=%h/.cache-inst/\n"
+                                     "NoInit=yes\n"
+                                     "[Polydir skipped]\n"
+                                     "Path=@T@/skipped\n"
+                                     "Method=tmpfs\n"
+                                     "ExcludeUsers=alice 0\n"
+                                     "[BindReadOnly motd]\n"
+                                     "Source=@T@/src/motd\n"
+                                     "Target=@T@/etc/motd\n";
+
+static void test_full(void) {
+        Result res = run(full_conf, U, "alice", "home/alice");
+        g_autofree char *log = NULL, *out = NULL, *want = NULL, *motd_path = P("etc/motd");
+        struct stat inst, vt;
+
+        ok(res.done && res.r == 0 && res.n_failed == 0,
+           "two polydirs under /, one under %%h, a "
+           "bind: all set up (%s)",
+           WHY(res));
+        ok(mounted_on("tmp") && is_tmpfs("tmp") && !exists("tmp/host-file") &&
+                   (st_of("tmp").st_mode & 07777) == 01777 && st_of("tmp").st_uid == 0,
+           "Method=tmpfs: a fresh tmpfs on the polydir, with its owner (root) and mode (1777)");
+        ok((vfs_flags("tmp") & (ST_NOSUID | ST_NODEV | ST_NOEXEC)) ==
+                   (ST_NOSUID | ST_NODEV | ST_NOEXEC),
+           "the tmpfs is nosuid,nodev, and noexec as MountOptions= asks");
+
+        inst = st_of("tmp-inst/alice");
+        vt = st_of("var/tmp");
+        ok(exists("tmp-inst") && (st_of("tmp-inst").st_mode & 07777) == 0 &&
+                   st_of("tmp-inst").st_uid == 0,
+           "the missing instance parent was made: root's, mode 0000");
+        ok(inst.st_ino != 0 && inst.st_ino == vt.st_ino && inst.st_dev == vt.st_dev &&
+                   !exists("var/tmp/host-file"),
+           "Method=user: the instance directory is bound on the polydir");
+        ok(inst.st_uid == 0 && (inst.st_mode & 07777) == 01777,
+           "a new instance takes the polydir's owner (root) and mode (1777), as "
+           "pam_namespace's does");
+        ok((vfs_flags("var/tmp") & (ST_NOSUID | ST_NODEV)) == (ST_NOSUID | ST_NODEV),
+           "the bind is nosuid,nodev");
+
+        if (as_root) {
+                struct stat ci = st_of("home/alice/.cache-inst/alice"),
+                            cp = st_of("home/alice/.cache-inst");
+                ok(ci.st_uid == U && (ci.st_mode & 07777) == 0700 && cp.st_uid == U &&
+                           (cp.st_mode & 07777) == 0700,
+                   "under %%h: the instance parent and the instance are the user's, 0700");
+                ok(ci.st_ino == st_of("home/alice/.cache").st_ino &&
+                           !exists("home/alice/.cache/orig"),
+                   "~/.cache shows its instance, not what was there");
+        } else {
+                tap_skip("the user's %%h instance: needs a second uid (root)");
+                tap_skip("~/.cache shows its instance: needs a second uid (root)");
+        }
+        ok(!mounted_on("skipped"), "a polydir with ExcludeUsers=alice is not made for alice");
+
+        g_autofree char *motd = slurp("etc/motd");
+        int fd = open(motd_path, O_WRONLY | O_CLOEXEC);
+        ok(strcmp(motd, "from the host\n") == 0 && fd < 0 && errno == EROFS &&
+                   (vfs_flags("etc/motd") & (ST_RDONLY | ST_NOSUID | ST_NODEV)) ==
+                           (ST_RDONLY | ST_NOSUID | ST_NODEV),
+           "[BindReadOnly]: the source on the target, read-only, nosuid, nodev");
+        if (fd >= 0)
+                close(fd);
+
+        log = slurp("init.log");
+        want = g_strdup_printf("%s/tmp tmpfs 1 alice 1 1\n%s/var/tmp %s/tmp-inst/alice 1 alice 1 "
+                               "1\n",
+                               top, top, top);
+        if (!ok(strcmp(log, want) == 0, "the init script ran once per polydir (not for "
+                                        "NoInit=yes) with polydir, instance, new, user, 1, 1"))
+                diag_texts(log, want);
+        out = slurp("out.log");
+        ok(strstr(out, "init output for ") != NULL, "its output went to the descriptor given");
+        ok(strstr(log, "uid=0") == NULL, "(nothing else in its log)");
+        result_free(&res);
+
+        /* a second namespace: the persistent instances are there, the tmpfs is new */
+        g_autofree char *mark = P("var/tmp/kept");
+        if (!g_file_set_contents(mark, "kept\n", -1, NULL))
+                tap_bail_errno(mark);
+        g_autofree char *tmark = P("tmp/gone");
+        (void) g_file_set_contents(tmark, "gone\n", -1, NULL);
+        put("init.log", "", 0644, 0);
+        res = run(full_conf, U, "alice", "home/alice");
+        log = (g_free(log), slurp("init.log"));
+        g_free(want);
+        want = g_strdup_printf("%s/tmp tmpfs 1 alice 1 1\n%s/var/tmp %s/tmp-inst/alice 0 alice 1 "
+                               "1\n",
+                               top, top, top);
+        ok(res.r == 0 && exists("var/tmp/kept") && !exists("tmp/gone"),
+           "the next namespace gets the same instance (a file made there is kept) and a new "
+           "tmpfs (%s)",
+           WHY(res));
+        if (!ok(strcmp(log, want) == 0, "the init script is told the instance is not new (0)"))
+                diag_texts(log, want);
+        result_free(&res);
+}
+
+static void test_symlinks(void) {
+        const char *conf = "[Polydir cache]\nPath=%h/.cache\nMethod=tmpfs\n"
+                           "[Polydir after]\nPath=@T@/after\nMethod=tmpfs\n";
+        g_autofree char *cache = P("home/mallory/.cache"), *etc = P("etc");
+        struct stat before = st_of("etc"), after;
+        Result res;
+
+        mk("home/mallory", 0755, U);
+        if (symlink(etc, cache) < 0 || lchown(cache, U, U) < 0)
+                tap_bail_errno(cache);
+        res = run(conf, U, "mallory", "home/mallory");
+        after = st_of("etc");
+        ok(res.done && res.r == -ELOOP &&
+                   strstr(WHY(res), "/home/mallory/.cache' is a symbolic link") &&
+                   strstr(WHY(res), "polydir 'cache' (test.conf:1)"),
+           "~/.cache replaced by a symbolic link to etc/ is refused, naming the polydir and the "
+           "path (%s)",
+           WHY(res));
+        ok(!mounted_on("etc") && before.st_dev == after.st_dev && before.st_ino == after.st_ino &&
+                   exists("etc/passwd"),
+           "etc/ is untouched: nothing mounted on it, its file still there");
+        ok(!mounted_on("after"), "OnFailure=refuse: the polydir after it is not made");
+        result_free(&res);
+
+        /* a link on the way */
+        g_autofree char *a = P("home/mallory/a");
+        if (symlink(etc, a) < 0)
+                tap_bail_errno(a);
+        res = run("[Polydir deep]\nPath=%h/a/sub\nMethod=tmpfs\n", U, "mallory", "home/mallory");
+        ok(res.r == -ELOOP && strstr(WHY(res), "is a symbolic link, or one is on the way"),
+           "a symbolic link on the way to a polydir is refused too (%s)", WHY(res));
+        result_free(&res);
+
+        /* the home directory itself a link: the administrator's /home, refused all the same */
+        g_autofree char *lhome = P("home/linked");
+        g_autofree char *mhome = P("home/mallory");
+        if (symlink(mhome, lhome) < 0)
+                tap_bail_errno(lhome);
+        res = run("[Polydir c]\nPath=%h/x\nMethod=tmpfs\n", U, "mallory", "home/linked");
+        ok(res.r == -ELOOP && strstr(WHY(res), "/home/linked'"),
+           "a home directory that is a symbolic link is refused, naming it (%s)", WHY(res));
+        result_free(&res);
+
+        /* OnFailure=continue: the rest is made, the failure still reported */
+        res = run("[Setup]\nOnFailure=continue\n[Polydir cache]\nPath=%h/.cache\nMethod=tmpfs\n"
+                  "[Polydir after]\nPath=@T@/after\nMethod=tmpfs\n",
+                  U, "mallory", "home/mallory");
+        ok(res.r == -ELOOP && res.n_failed == 1 && mounted_on("after") && is_tmpfs("after"),
+           "OnFailure=continue: the next polydir is made, the refusal still reported (%s)",
+           WHY(res));
+        result_free(&res);
+}
+
+static void test_owners(void) {
+        Result res;
+
+        if (!as_root) {
+                for (int i = 0; i < 4; i++)
+                        tap_skip("owners: needs a second uid (root)");
+                return;
+        }
+        /* a polydir someone else owns */
+        mk("home/bob", 0755, U);
+        mk("home/bob/shared", 0755, U2);
+        res = run("[Polydir s]\nPath=%h/shared\nMethod=tmpfs\n", U, "bob", "home/bob");
+        ok(res.r == -EPERM && strstr(WHY(res), "is owned by uid 4242002, neither by root nor by "
+                                               "'bob' (uid 4242001)"),
+           "a polydir owned by another user is refused (%s)", WHY(res));
+        ok(!mounted_on("home/bob/shared"), "nothing is mounted on it");
+        result_free(&res);
+
+        /* an instance parent others may enter */
+        mk("open-inst", 0755, 0);
+        mk("pd", 0755, 0);
+        res = run("[Polydir pd]\nPath=@T@/pd\nMethod=user\nInstancePrefix=@T@/open-inst/\n", U,
+                  "bob", NULL);
+        ok(res.r == -EPERM && strstr(WHY(res), "open-inst' must be owned by root and closed"),
+           "an instance parent open to others is refused (%s)", WHY(res));
+        result_free(&res);
+
+        /* an instance that someone else owns */
+        mk("inst2", 0700, 0);
+        mk("inst2/bob", 0700, U2);
+        res = run("[Polydir pd]\nPath=@T@/pd\nMethod=user\nInstancePrefix=@T@/inst2/\n", U, "bob",
+                  NULL);
+        ok(res.r == -EPERM && strstr(WHY(res), "inst2/bob' is owned by uid 4242002"),
+           "an existing instance owned by someone else than the polydir's owner is refused (%s)",
+           WHY(res));
+        result_free(&res);
+}
+
+static void test_scripts(void) {
+        Result res;
+#define SCRIPT_CONF(script)                                  \
+        "[Setup]\nInitScript=@T@/" script "\nTimeoutSec=1\n" \
+        "[Polydir p]\nPath=@T@/pd2\nMethod=tmpfs\n"
+        const char *c1 = SCRIPT_CONF("fail.sh"), *c2 = SCRIPT_CONF("open.sh"),
+                   *c3 = SCRIPT_CONF("hang.sh"), *c4 = SCRIPT_CONF("none.sh"),
+                   *c5 = SCRIPT_CONF("badinterp.sh");
+
+        mk("pd2", 0755, 0);
+        put("fail.sh", "#!/bin/sh\nexit 3\n", 0755, 0);
+        res = run(c1, U, "alice", NULL);
+        ok(res.r == -EPROTO && strstr(WHY(res), "fail.sh' exited with status 3"),
+           "an init script that exits 3 fails the setup (%s)", WHY(res));
+        result_free(&res);
+
+        put("open.sh", "#!/bin/sh\nexit 0\n", 0757, 0);
+        res = run(c2, U, "alice", NULL);
+        ok(res.r == -EPERM && strstr(WHY(res), "writable by nobody else") &&
+                   strstr(WHY(res), "mode 0757"),
+           "an init script others may write is not run (%s)", WHY(res));
+        result_free(&res);
+
+        put("hang.pid", "", 0644, 0);
+        g_autofree char *pidfile = P("hang.pid");
+        g_autofree char *hang = g_strdup_printf("#!/bin/sh\necho $$ > %s\nsleep 600 &\n"
+                                                "echo $! >> %s\nwait\n",
+                                                pidfile, pidfile);
+        put("hang.sh", hang, 0755, 0);
+        gint64 t0 = g_get_monotonic_time();
+        res = run(c3, U, "alice", NULL);
+        gint64 took = g_get_monotonic_time() - t0;
+        g_autofree char *pids = slurp("hang.pid");
+        g_auto(GStrv) pv = g_strsplit(pids, "\n", -1);
+        bool gone = pv[0] && pv[1] && *pv[0] && *pv[1];
+        for (int i = 0; gone && i < 2; i++) {
+                pid_t pid = (pid_t) atoi(pv[i]);
+                /* killed with SIGKILL: reaped by whoever is their parent, wait for it */
+                for (int n = 0; n < 200 && kill(pid, 0) == 0; n++)
+                        g_usleep(10000);
+                gone = kill(pid, 0) < 0 && errno == ESRCH;
+        }
+        ok(res.r == -ETIMEDOUT && strstr(WHY(res), "hang.sh' did not finish within") &&
+                   took < 5 * G_USEC_PER_SEC,
+           "an init script that hangs is stopped before TimeoutSec=1 and named (%s)", WHY(res));
+        ok(gone, "it and what it started in its process group are killed (pids %s, %s)",
+           pv[0] ? pv[0] : "?", pv[0] && pv[1] ? pv[1] : "?");
+        result_free(&res);
+
+        res = run(c4, U, "alice", NULL);
+        ok(res.r == -ENOENT && strstr(WHY(res), "none.sh'"),
+           "a missing init script fails the setup, naming it (%s)", WHY(res));
+        result_free(&res);
+
+        put("badinterp.sh", "#!/nonexistent/interpreter\nexit 0\n", 0755, 0);
+        res = run(c5, U, "alice", NULL);
+        ok(res.r == -ENOENT && strstr(WHY(res), "badinterp.sh': start the init script: No such "
+                                                "file or directory"),
+           "a script that cannot be started says why, not just an exit status (%s)", WHY(res));
+        result_free(&res);
+}
+
+static void test_plans(void) {
+        g_autoptr(SetupPlan) plan = NULL;
+        g_autofree char *why = NULL;
+        Config c = { 0 };
+        gid_t g = 5;
+        SetupUser u = { .uid = 1000,
+                        .gid = 5,
+                        .name = "al/ice",
+                        .home = "/home/alice",
+                        .groups = &g,
+                        .n_groups = 1 };
+        const char *text = "[Polydir a]\nPath=/srv/%u/x\nMethod=tmpfs\n";
+
+        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
+                tap_bail_errno("parse");
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == -EINVAL && why &&
+                   strstr(why, "%u stands for 'al/ice'"),
+           "a user name with a '/' cannot make a path (%s)", why ? why : "");
+        g_clear_pointer(&why, g_free);
+        u.name = "alice";
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_polydirs(plan) == 1 &&
+                   strcmp(setup_plan_polydir_path(plan, 0), "/srv/alice/x") == 0,
+           "%%u expands to the name");
+        g_clear_pointer(&plan, setup_plan_free);
+        config_done(&c);
+
+        text = "[Polydir a]\nPath=%h/.cache/%U-%g\nMethod=tmpfs\n"
+               "[Polydir b]\nPath=/x\nMethod=tmpfs\nOnlyUsers=bob\n";
+        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
+                tap_bail_errno("parse");
+        u.home = "/home//alice";
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == -EINVAL && why &&
+                   strstr(why, "not a clean absolute path"),
+           "a home with '//' cannot be used for %%h (%s)", why ? why : "");
+        g_clear_pointer(&why, g_free);
+        u.home = "/home/alice/";
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_polydirs(plan) == 1 &&
+                   strcmp(setup_plan_polydir_path(plan, 0), "/home/alice/.cache/1000-5") == 0,
+           "%%h without its trailing '/', %%U, %%g as a number when the group has no name; "
+           "OnlyUsers=bob leaves alice out (%s)",
+           plan ? setup_plan_polydir_path(plan, 0) : why);
+        g_clear_pointer(&plan, setup_plan_free);
+        u.home = "/";
+        u.group = "staff";
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 &&
+                   strcmp(setup_plan_polydir_path(plan, 0), "/.cache/1000-staff") == 0,
+           "a home of / and %%g as the group's name");
+        config_done(&c);
+}
+
+static void test_private_tmp(void) {
+        if (!as_root) {
+                /* the host's /tmp is root's, a uid that does not exist in the user namespace */
+                tap_skip("PrivateTmp=yes on /tmp: needs root");
+                return;
+        }
+        Result res = run("[Namespaces]\nPrivateTmp=yes\n", U, "alice", NULL);
+        struct statfs sfs;
+        struct stat st;
+
+        ok(res.r == 0 && statfs("/tmp", &sfs) == 0 && sfs.f_type == TMPFS_MAGIC &&
+                   stat("/tmp", &st) == 0 && st.st_dev != base_tmp_dev &&
+                   (st.st_mode & 07777) == 01777,
+           "PrivateTmp=yes: a tmpfs on /tmp of the namespace (%s)", WHY(res));
+        result_free(&res);
+}
+
+/* /proc files take one write(2), not a temporary file and a rename */
+static bool write_proc(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        bool done = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t) strlen(text);
+
+        if (fd >= 0)
+                close(fd);
+        return done;
+}
+
+int main(void) {
+        struct stat st;
+
+        as_root = geteuid() == 0;
+        if (!mkdtemp(top))
+                tap_bail_errno("mkdtemp");
+        if (as_root ? unshare(CLONE_NEWNS) < 0 : unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+                printf("1..0 # SKIP cannot make a mount namespace here: %s\n", strerror(errno));
+                rmdir(top);
+                return 0;
+        }
+        if (!as_root) {
+                /* only uid 0 exists in here: the test's own uid */
+                g_autofree char *map = g_strdup_printf("0 %u 1", (unsigned) getuid());
+                g_autofree char *gmap = g_strdup_printf("0 %u 1", (unsigned) getgid());
+                if (!write_proc("/proc/self/setgroups", "deny") ||
+                    !write_proc("/proc/self/uid_map", map) ||
+                    !write_proc("/proc/self/gid_map", gmap))
+                        tap_bail_errno("uid_map");
+        }
+        U = as_root ? 4242001 : 0;
+        U2 = as_root ? 4242002 : 0;
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("nsd-test-setup", top, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+                tap_bail_errno("the test's own tmpfs");
+
+        mk("tmp", 01777, 0);
+        put("tmp/host-file", "host\n", 0644, 0);
+        mk("var", 0755, 0);
+        mk("var/tmp", 01777, 0);
+        put("var/tmp/host-file", "host\n", 0644, 0);
+        mk("etc", 0755, 0);
+        put("etc/passwd", "root:x:0:0::/root:/bin/sh\n", 0644, 0);
+        put("etc/motd", "original\n", 0644, 0);
+        mk("src", 0755, 0);
+        put("src/motd", "from the host\n", 0644, 0);
+        mk("home", 0755, 0);
+        mk("home/alice", 0700, U);
+        mk("home/alice/.cache", 0700, U);
+        put("home/alice/.cache/orig", "orig\n", 0600, U);
+        mk("skipped", 0755, 0);
+        mk("after", 0755, 0);
+        g_autofree char *init_log = P("init.log");
+        g_autofree char *init = g_strdup_printf("#!/bin/sh\necho \"$1 $2 $3 $4 $5 $6\" >> %s\n"
+                                                "echo \"init output for $1\"\n",
+                                                init_log);
+        put("init.sh", init, 0755, 0);
+        put("init.log", "", 0644, 0);
+        if (stat("/tmp", &st) < 0)
+                tap_bail_errno("/tmp");
+        base_tmp_dev = st.st_dev;
+
+        base_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (base_ns < 0)
+                tap_bail_errno("/proc/self/ns/mnt");
+        children = children_new(16);
+
+        test_plans();
+        test_full();
+        test_symlinks();
+        test_owners();
+        test_scripts();
+        test_private_tmp();
+
+        children_free(children);
+        /* back to the base, then away with the tmpfs and the folder under it */
+        if (setns(base_ns, CLONE_NEWNS) == 0)
+                (void) umount2(top, MNT_DETACH);
+        (void) rmdir(top);
+        return tap_done();
+}
