@@ -121,8 +121,9 @@ fi
 reason="polydir 'cache' ($dropins/40-cache.conf:1): '/home/alice/.cache' is a symbolic link, or one is on the way to it: refused, nothing is followed there"
 out=$(nsd_journal NSD_EVENT=setup-failed USER_ID=1001)
 assert_contains "$out" "$reason" "nsd's setup-failed event"
+journalctl --sync
 out=$(journalctl --no-pager -o cat -g 'cannot join the mount namespace of user .alice.')
-assert_contains "$out" "nsd says: $reason" "pam_nsjoin's message"
+assert_contains "$out" "nsd says: the namespace of uid 1001 cannot be set up: $reason" "pam_nsjoin's message"
 assert_eq "" "$(nsd_ns_inode alice)" "alice's namespace after the refusal (nothing pinned)"
 assert_eq "$etc_before" "$(find /etc -xdev -printf '%M %U %G %i %p\n' | sort | sha256sum)" \
         "/etc (names, modes, owners, inodes) after the refused setup"
@@ -221,7 +222,9 @@ cat "$init_log"
 assert_eq "$alice_runs" "$(init_runs alice)" "the init script's runs for alice (ssh, su -l, sudo -i, login, cron, user manager, user service)"
 assert_eq "$bob_runs" "$(init_runs bob)" "the init script's runs for bob"
 assert_eq "600 root" "$(stat -c '%a %U' "$init_log")" "the init log"
-assert_contains "$(nsd_journal)" "namespace.init for alice: /var/tmp" "the init script's output in nsd's journal"
+journalctl --sync
+assert_contains "$(journalctl --no-pager -o cat -t nsd-init-script)" "namespace.init for alice: /var/tmp" \
+        "the init script's output in the journal"
 
 say "3. kill -9 of nsd: systemd restarts it"
 pid=$(nsd_main_pid)
