@@ -72,10 +72,11 @@ static struct iovec field(char *buf, size_t size, const char *fmt, ...) {
                                 .iov_len = (size_t) k >= size ? size - 1 : (size_t) k };
 }
 
-__attribute__((format(printf, 8, 0))) static void log_write(int level, int error, uid_t uid,
-                                                            const char *event, const char *file,
-                                                            int line, const char *func,
-                                                            const char *fmt, va_list ap) {
+__attribute__((format(printf, 9, 0))) static void log_write(int level, int error, uid_t uid,
+                                                            const char *event, const char *reason,
+                                                            const char *file, int line,
+                                                            const char *func, const char *fmt,
+                                                            va_list ap) {
         static const char prefix[] = "MESSAGE=";
         char msg[sizeof prefix - 1 + 2048];
         char *text = msg + sizeof prefix - 1;
@@ -93,8 +94,8 @@ __attribute__((format(printf, 8, 0))) static void log_write(int level, int error
          * on every entry. */
         static char ident[] = "SYSLOG_IDENTIFIER=nsd";
         char prio[16], code_file[256], code_line[32], code_func[128], ev[64];
-        char uidf[32], errf[32];
-        struct iovec iov[9];
+        char uidf[32], errf[32], reasonf[1024];
+        struct iovec iov[10];
         size_t n = 0;
 
         iov[n++] = (struct iovec) { .iov_base = msg, .iov_len = strlen(msg) };
@@ -108,6 +109,8 @@ __attribute__((format(printf, 8, 0))) static void log_write(int level, int error
                 iov[n++] = field(code_func, sizeof code_func, "CODE_FUNC=%s", func);
         if (event)
                 iov[n++] = field(ev, sizeof ev, "NSD_EVENT=%s", event);
+        if (reason)
+                iov[n++] = field(reasonf, sizeof reasonf, "NSD_REASON=%s", reason);
         if (uid != (uid_t) -1)
                 iov[n++] = field(uidf, sizeof uidf, "USER_ID=%u", (unsigned) uid);
         if (error != 0)
@@ -120,17 +123,18 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         if (level <= max_level) {
                 va_list ap;
                 va_start(ap, fmt);
-                log_write(level, error, (uid_t) -1, NULL, file, line, func, fmt, ap);
+                log_write(level, error, (uid_t) -1, NULL, NULL, file, line, func, fmt, ap);
                 va_end(ap);
         }
         return error == 0 ? 0 : -abs(error);
 }
 
-int log_event(int level, int error, uid_t uid, const char *event, const char *fmt, ...) {
+int log_event_reason(int level, int error, uid_t uid, const char *event, const char *reason,
+                     const char *fmt, ...) {
         if (level <= max_level) {
                 va_list ap;
                 va_start(ap, fmt);
-                log_write(level, error, uid, event, NULL, 0, NULL, fmt, ap);
+                log_write(level, error, uid, event, reason, NULL, 0, NULL, fmt, ap);
                 va_end(ap);
         }
         return error == 0 ? 0 : -abs(error);
@@ -221,8 +225,8 @@ bool log_user_ratelimit(uid_t cause, unsigned *ret_suppressed) {
         return true;
 }
 
-int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event, const char *fmt,
-                 ...) {
+int log_event_by_reason(uid_t cause, int level, int error, uid_t uid, const char *event,
+                        const char *reason, const char *fmt, ...) {
         unsigned held = 0;
         char msg[2048];
         va_list ap;
@@ -234,7 +238,8 @@ int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
         if (held > 0)
-                return log_event(level, error, uid, event, "%s (%u similar line%s suppressed)", msg,
-                                 held, held == 1 ? "" : "s");
-        return log_event(level, error, uid, event, "%s", msg);
+                return log_event_reason(level, error, uid, event, reason,
+                                        "%s (%u similar line%s suppressed)", msg, held,
+                                        held == 1 ? "" : "s");
+        return log_event_reason(level, error, uid, event, reason, "%s", msg);
 }

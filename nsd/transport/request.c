@@ -273,8 +273,9 @@ static void refuse_message(Conn *c, const void *buf, size_t n, int error, const 
         else
                 text = g_strdup(why);
 
-        conn_log(c, LOG_WARNING, "Refusing a message from uid %u pid %u: %s",
-                 (unsigned) conn_uid(c), (unsigned) conn_pid(c), text);
+        conn_log_event(c, LOG_WARNING, "message-refused", text,
+                       "Refusing a message from uid %u pid %u: %s", (unsigned) conn_uid(c),
+                       (unsigned) conn_pid(c), text);
         (void) send_error(c, readable ? hdr->seq : 0, type, error, text);
         conn_close_after_reply(c);
 }
