@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <syslog.h>
@@ -22,13 +23,30 @@ int log_stream_fd(const char *identifier);
 int log_internal(int level, int error, const char *file, int line, const char *func,
                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* A structured event: MESSAGE plus USER_ID=uid (when uid != (uid_t)-1), NSD_EVENT=event and
- * NSD_REASON=reason (when not NULL: why a namespace was released, a login refused, a client
- * dropped) in the journal; on stderr the same message. Returns -abs(error) (0 when error is 0). */
+/* A structured event: MESSAGE plus USER_ID=uid (when uid != (uid_t)-1), NSD_EVENT=event,
+ * MESSAGE_ID= when the event has one (log_event_ids()) and NSD_REASON=reason (when not NULL:
+ * why a namespace was released, a login refused, a client dropped) in the journal; on stderr
+ * the same message. Returns -abs(error) (0 when error is 0). */
 int log_event_reason(int level, int error, uid_t uid, const char *event, const char *reason,
                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 #define log_event(level, error, uid, event, ...) \
         log_event_reason((level), (error), (uid), (event), NULL, __VA_ARGS__)
+
+/*
+ * The events that explain themselves: one fixed MESSAGE_ID per event type, which the
+ * catalog (systemd/nsd.catalog, catalog(7)) describes, so `journalctl -x` says what happened
+ * and what to do. An event not in the table carries no MESSAGE_ID. The ids never change
+ * once released; a new event type gets a new one (`systemd-id128 new`).
+ */
+typedef struct LogEventId {
+        const char *event;      /* NSD_EVENT= */
+        const char *message_id; /* 32 lowercase hex digits */
+} LogEventId;
+
+/* Every row, for the unit test that holds the table and the catalog together. */
+const LogEventId *log_event_ids(size_t *ret_n);
+/* The MESSAGE_ID of event, NULL when it has none. */
+const char *log_event_message_id(const char *event);
 
 #define log_full_errno(level, error, ...) \
         log_internal((level), (error), __FILE__, __LINE__, __func__, __VA_ARGS__)
