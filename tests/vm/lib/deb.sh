@@ -47,6 +47,12 @@ deb_version() {
 }
 
 # ---- an upgrade while a user has a session open and a FUSE mount ----------------------------
+# deb_probe USER: a new ssh login of USER prints its mount namespace's inode and ~/mnt/file
+# (its FUSE mount's file; '-' when there is none)
+deb_probe() {
+        vm_ssh "$1" 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file 2>/dev/null || echo -)"'
+}
+
 # deb_upgrade_begin USER WANT: before an upgrade: an ssh session of USER, kept open across it,
 # prints its mount namespace's inode and ~/mnt/file now (the line must be WANT) and again at
 # deb_upgrade_end; nsd's pid, the socket file's inode and nsd.socket's start time are noted.

@@ -37,9 +37,8 @@ assert_eq nsjoin "$(owner /lib/systemd/system/nsd.socket)" "/lib/systemd/system/
 nsd_enable_profile
 nsd_user alice 1001
 vm_start_sshd --debian-pam
-probe() { vm_ssh alice 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file 2>/dev/null || echo -)"'; }
 fuse_mount_as alice > /dev/null || { nsd_journal_dump; fail "alice could not mount bindfs"; }
-want=$(probe)
+want=$(deb_probe alice)
 ns=${want%% *}
 assert_ne "$(vm_ns_of 1)" "$ns" "alice's namespace"
 assert_eq "$ns secret of alice" "$want" "alice's login and mount with bookworm's build"
@@ -63,7 +62,7 @@ assert_eq enabled "$(systemctl is-enabled nsd.socket)" "nsd.socket after the upg
 assert_eq "$(readlink -f /usr/sbin/nsd)" "$(readlink -f "/proc/$(nsd_main_pid)/exe")" "nsd runs the installed binary"
 
 # ---- nothing lost -----------------------------------------------------------------------
-assert_eq "$want" "$(probe)" "a new login after the upgrade (namespace and mount)"
+assert_eq "$want" "$(deb_probe alice)" "a new login after the upgrade (namespace and mount)"
 assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list after the upgrade"
 deb_upgrade_end alice "$want" _COMM=sshd-session
 nsctl list

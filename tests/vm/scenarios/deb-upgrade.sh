@@ -27,7 +27,6 @@ dpkg --compare-versions "$v2_version" gt "$v1_version" || fail "v2 ($v2_version)
 
 nsd_user alice 1001
 cp /etc/pam.d/sshd "$VM_TMPDIR/sshd.debian" # Debian's stack, before vm_start_sshd writes its own
-probe() { vm_ssh alice 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file 2>/dev/null || echo -)"'; }
 mount_as_alice() { fuse_mount_as alice || { vm_journal_dump nsd.service; fail "alice could not mount bindfs"; }; }
 pins_mounted() { grep -q ' /run/nsd/pins ' /proc/self/mountinfo; }
 conf_line="# an administrator's change, kept across upgrades (deb-upgrade.sh)"
@@ -40,7 +39,7 @@ if [ -d "$old" ] && ls "$old"/nsd_0.1.0_*.deb > /dev/null 2>&1; then
         # 0.1.0 had no pam-auth-update profile: its README said to add the line by hand
         vm_start_sshd --pam-session "session required pam_nsjoin.so"
         assert_eq "secret of alice" "$(mount_as_alice)" "alice's mount under 0.1.0"
-        before=$(probe)
+        before=$(deb_probe alice)
         ns=${before%% *}
         assert_ne "$(vm_ns_of 1)" "$ns" "alice's namespace under 0.1.0"
         # The administrator changed nsd.conf and so did the package since 0.1.0: dpkg asks
@@ -62,7 +61,7 @@ if [ -d "$old" ] && ls "$old"/nsd_0.1.0_*.deb > /dev/null 2>&1; then
         fi
         assert_eq enabled "$(systemctl is-enabled nsd.socket)" "nsd.socket after the takeover"
         assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket after the takeover"
-        assert_eq "$before" "$(probe)" "alice's namespace and mount after the takeover"
+        assert_eq "$before" "$(deb_probe alice)" "alice's namespace and mount after the takeover"
         assert_contains "$(cat "$VM_TMPDIR/dpkg.log")" "Removing nsd (0.1.0)" "dpkg's output"
         cp "$VM_TMPDIR/sshd.debian" /etc/pam.d/sshd # from now on: Debian's stack + the profile
 else
@@ -76,7 +75,7 @@ fi
 say "B. pam-auth-update --enable nsjoin; alice logs in (a session kept open) and mounts"
 nsd_enable_profile
 [ -n "$(vm_ssh alice 'cat ~/mnt/file 2>/dev/null')" ] || mount_as_alice > /dev/null
-want=$(probe)
+want=$(deb_probe alice)
 ns=${want%% *}
 assert_eq "$ns secret of alice" "$want" "alice's login with the profile"
 assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list"
@@ -84,7 +83,7 @@ deb_upgrade_begin alice "$want"
 say "dpkg -i v2 ($v2_version) over v1 ($v1_version)"
 deb_install "$v2"
 deb_upgrade_kept "$v2_version"
-assert_eq "$want" "$(probe)" "a new login after the upgrade"
+assert_eq "$want" "$(deb_probe alice)" "a new login after the upgrade"
 assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list after the upgrade"
 assert_contains "$(cat /etc/nsd/nsd.conf)" "$conf_line" "/etc/nsd/nsd.conf after the upgrade"
 deb_upgrade_end alice "$want" -t sshd
@@ -107,7 +106,7 @@ state=$(systemctl is-active nsd.service || true)
                 -u user@1001.service >&2 # who started it
 assert_eq inactive "$state" "nsd.service after an upgrade while stopped"
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket"
-assert_eq "$want" "$(probe)" "a login after that (socket activation)"
+assert_eq "$want" "$(deb_probe alice)" "a login after that (socket activation)"
 
 # ---- D. apt-get remove ----------------------------------------------------------------
 say "D. apt-get remove nsjoin (libpam-nsjoin goes with it: it depends on nsjoin)"
@@ -120,7 +119,7 @@ assert_eq inactive "$(systemctl is-active nsd.socket || true)" "nsd.socket after
 pins_mounted || fail "the pins are gone after apt remove"
 ! grep -q pam_nsjoin /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive ||
         fail "pam_nsjoin is still in common-session after removal"
-assert_eq "$(vm_ns_of 1) -" "$(probe)" "a login after the removal (the initial namespace, not refused)"
+assert_eq "$(vm_ns_of 1) -" "$(deb_probe alice)" "a login after the removal (the initial namespace, not refused)"
 [ -f /etc/nsd/nsd.conf ] || fail "apt remove removed the configuration"
 
 # ---- E. apt-get purge -----------------------------------------------------------------
@@ -136,6 +135,6 @@ pins_mounted || fail "the pins are gone after apt purge"
 say "F. dpkg -i v2 again: nsd re-adopts alice's namespace from the pins"
 deb_install "$v2"
 nsd_enable_profile
-assert_eq "$want" "$(probe)" "alice's login after remove, purge and a new installation"
+assert_eq "$want" "$(deb_probe alice)" "alice's login after remove, purge and a new installation"
 nsctl list
 say "ok"
