@@ -7,12 +7,22 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "socket-util.h"
+
+int fake_nsd_bind(const char *src, const char *dst) {
+        int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+        if (fd < 0)
+                return -1;
+        close(fd);
+        return mount(src, dst, NULL, MS_BIND, NULL);
+}
 
 int fake_nsd_listen(const char *path, int backlog) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
