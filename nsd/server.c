@@ -310,7 +310,9 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                 .pins = s->pins,
                 .started_usec = s->started_usec,
         };
-        s->handlers = (RequestHandlers) { .table = api_handlers, .userdata = &s->api };
+        s->handlers = (RequestHandlers) { .table = api_handlers,
+                                          .userdata = &s->api,
+                                          .refused = api_refused };
         s->conns = conn_manager_new(&s->config, &request_conn_handler, &s->handlers);
         conn_manager_set_person_fn(s->conns, person_of, s->policy);
         s->api.conns = s->conns;

@@ -697,6 +697,32 @@ static int handle_hide(Request *r) {
         return request_need_managed(r, req->uid, hide_continue);
 }
 
+/* ---- refusals ----------------------------------------------------------------------------- */
+
+void api_refused(Request *r, int error) {
+        const char *why = r->why ? r->why : g_strerror(abs(error));
+        /* "not yet available": a login asks again every 50 ms to 1 s, and root's lines are
+         * not rate limited (the store logs its own progress); a user nsd does not manage is
+         * no fault; anything else kept someone out */
+        int level = abs(error) == NSD_ERRNO_NOT_YET       ? LOG_DEBUG
+                    : abs(error) == NSD_ERRNO_NOT_MANAGED ? LOG_NOTICE
+                                                          : LOG_WARNING;
+
+        if (r->type->type == NSD_REQ_JOIN) {
+                const struct nsd_req_join *req = MSG(r, struct nsd_req_join);
+                log_event_by_reason(r->uid, level, error, req->uid, "join-refused", why,
+                                    "Refused JOIN for uid %u by pid %u (uid %u): %s",
+                                    (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid, why);
+        } else if (r->type->type == NSD_REQ_JOIN_SESSION) {
+                const struct nsd_req_join_session *req = MSG(r, struct nsd_req_join_session);
+                log_event_by_reason(r->uid, level, error, req->uid, "join-refused", why,
+                                    "Refused JOIN for uid %u by pid %u (uid %u), with a session "
+                                    "(pid %u, '%s'): %s",
+                                    (unsigned) req->uid, (unsigned) r->pid, (unsigned) r->uid,
+                                    (unsigned) req->pid, req->service, why);
+        }
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 const RequestHandler api_handlers[_NSD_REQ_MAX] = {

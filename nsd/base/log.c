@@ -15,6 +15,40 @@
 
 #include "time-util.h"
 
+/* One row per event type that explains itself; systemd/nsd.catalog has an entry for each
+ * (tests/unit/nsd/test-log.c holds the two together). Generated once with
+ * `systemd-id128 new`; never changed, never reused. */
+static const LogEventId log_event_id_table[] = {
+        { "namespace-created", "499146dc41e1426d9d47111a47b92a2b" },
+        { "namespace-released", "7a6e429f642244e384dcbee3262dc62c" },
+        { "release-failed", "c3862b18cf9b4ce9931348ac6dd8996e" },
+        { "join-refused", "7cea993f4b9e4a45943b13b8020d2edb" },
+        { "lookup-timeout", "7debd2818c134712a9643f1c0c7f0e40" },
+        { "namespace-repinned", "ceb5cac339124f3290a609f4e65af0e9" },
+        { "namespace-adopted", "74f20ee377bf43d286bacfcb99ca20e4" },
+        { "pin-removed", "d0e54e7b6a814e9b9156d35bcff9d01b" },
+        { "client-dropped", "f04736a3edd5459a95b351ee2c880055" },
+        { "connection-refused", "f7c22af95a174671a468a8aa0d2fe5e7" },
+        { "message-refused", "070045e5afa84638a65c0abed9442379" },
+        { "setup-failed", "79776342b40c474cb1243cde4ec4c9bf" },
+        { "setup-refused", "8b0b649e53ec40378a2d0f7fd62ec930" },
+        { "fdstore-full", "fc6a0d00278c4e40bb3d746725051d2f" },
+};
+
+const LogEventId *log_event_ids(size_t *ret_n) {
+        *ret_n = sizeof log_event_id_table / sizeof log_event_id_table[0];
+        return log_event_id_table;
+}
+
+const char *log_event_message_id(const char *event) {
+        if (!event)
+                return NULL;
+        for (size_t i = 0; i < sizeof log_event_id_table / sizeof log_event_id_table[0]; i++)
+                if (strcmp(log_event_id_table[i].event, event) == 0)
+                        return log_event_id_table[i].message_id;
+        return NULL;
+}
+
 static bool use_journal;
 static int max_level = LOG_INFO;
 
@@ -72,10 +106,11 @@ static struct iovec field(char *buf, size_t size, const char *fmt, ...) {
                                 .iov_len = (size_t) k >= size ? size - 1 : (size_t) k };
 }
 
-__attribute__((format(printf, 8, 0))) static void log_write(int level, int error, uid_t uid,
-                                                            const char *event, const char *file,
-                                                            int line, const char *func,
-                                                            const char *fmt, va_list ap) {
+__attribute__((format(printf, 9, 0))) static void log_write(int level, int error, uid_t uid,
+                                                            const char *event, const char *reason,
+                                                            const char *file, int line,
+                                                            const char *func, const char *fmt,
+                                                            va_list ap) {
         static const char prefix[] = "MESSAGE=";
         char msg[sizeof prefix - 1 + 2048];
         char *text = msg + sizeof prefix - 1;
@@ -93,8 +128,9 @@ __attribute__((format(printf, 8, 0))) static void log_write(int level, int error
          * on every entry. */
         static char ident[] = "SYSLOG_IDENTIFIER=nsd";
         char prio[16], code_file[256], code_line[32], code_func[128], ev[64];
-        char uidf[32], errf[32];
-        struct iovec iov[9];
+        char uidf[32], errf[32], midf[64], reasonf[1024];
+        const char *mid = log_event_message_id(event);
+        struct iovec iov[11];
         size_t n = 0;
 
         iov[n++] = (struct iovec) { .iov_base = msg, .iov_len = strlen(msg) };
@@ -108,6 +144,10 @@ __attribute__((format(printf, 8, 0))) static void log_write(int level, int error
                 iov[n++] = field(code_func, sizeof code_func, "CODE_FUNC=%s", func);
         if (event)
                 iov[n++] = field(ev, sizeof ev, "NSD_EVENT=%s", event);
+        if (mid)
+                iov[n++] = field(midf, sizeof midf, "MESSAGE_ID=%s", mid);
+        if (reason)
+                iov[n++] = field(reasonf, sizeof reasonf, "NSD_REASON=%s", reason);
         if (uid != (uid_t) -1)
                 iov[n++] = field(uidf, sizeof uidf, "USER_ID=%u", (unsigned) uid);
         if (error != 0)
@@ -120,17 +160,18 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         if (level <= max_level) {
                 va_list ap;
                 va_start(ap, fmt);
-                log_write(level, error, (uid_t) -1, NULL, file, line, func, fmt, ap);
+                log_write(level, error, (uid_t) -1, NULL, NULL, file, line, func, fmt, ap);
                 va_end(ap);
         }
         return error == 0 ? 0 : -abs(error);
 }
 
-int log_event(int level, int error, uid_t uid, const char *event, const char *fmt, ...) {
+int log_event_reason(int level, int error, uid_t uid, const char *event, const char *reason,
+                     const char *fmt, ...) {
         if (level <= max_level) {
                 va_list ap;
                 va_start(ap, fmt);
-                log_write(level, error, uid, event, NULL, 0, NULL, fmt, ap);
+                log_write(level, error, uid, event, reason, NULL, 0, NULL, fmt, ap);
                 va_end(ap);
         }
         return error == 0 ? 0 : -abs(error);
@@ -221,8 +262,8 @@ bool log_user_ratelimit(uid_t cause, unsigned *ret_suppressed) {
         return true;
 }
 
-int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event, const char *fmt,
-                 ...) {
+int log_event_by_reason(uid_t cause, int level, int error, uid_t uid, const char *event,
+                        const char *reason, const char *fmt, ...) {
         unsigned held = 0;
         char msg[2048];
         va_list ap;
@@ -234,7 +275,8 @@ int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
         if (held > 0)
-                return log_event(level, error, uid, event, "%s (%u similar line%s suppressed)", msg,
-                                 held, held == 1 ? "" : "s");
-        return log_event(level, error, uid, event, "%s", msg);
+                return log_event_reason(level, error, uid, event, reason,
+                                        "%s (%u similar line%s suppressed)", msg, held,
+                                        held == 1 ? "" : "s");
+        return log_event_reason(level, error, uid, event, reason, "%s", msg);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <syslog.h>
@@ -22,10 +23,30 @@ int log_stream_fd(const char *identifier);
 int log_internal(int level, int error, const char *file, int line, const char *func,
                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* A structured event: MESSAGE plus USER_ID=uid (when uid != (uid_t)-1) and NSD_EVENT=event
- * in the journal; on stderr the same message. Returns -abs(error) (0 when error is 0). */
-int log_event(int level, int error, uid_t uid, const char *event, const char *fmt, ...)
-        __attribute__((format(printf, 5, 6)));
+/* A structured event: MESSAGE plus USER_ID=uid (when uid != (uid_t)-1), NSD_EVENT=event,
+ * MESSAGE_ID= when the event has one (log_event_ids()) and NSD_REASON=reason (when not NULL:
+ * why a namespace was released, a login refused, a client dropped) in the journal; on stderr
+ * the same message. Returns -abs(error) (0 when error is 0). */
+int log_event_reason(int level, int error, uid_t uid, const char *event, const char *reason,
+                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+#define log_event(level, error, uid, event, ...) \
+        log_event_reason((level), (error), (uid), (event), NULL, __VA_ARGS__)
+
+/*
+ * The events that explain themselves: one fixed MESSAGE_ID per event type, which the
+ * catalog (systemd/nsd.catalog, catalog(7)) describes, so `journalctl -x` says what happened
+ * and what to do. An event not in the table carries no MESSAGE_ID. The ids never change
+ * once released; a new event type gets a new one (`systemd-id128 new`).
+ */
+typedef struct LogEventId {
+        const char *event;      /* NSD_EVENT= */
+        const char *message_id; /* 32 lowercase hex digits */
+} LogEventId;
+
+/* Every row, for the unit test that holds the table and the catalog together. */
+const LogEventId *log_event_ids(size_t *ret_n);
+/* The MESSAGE_ID of event, NULL when it has none. */
+const char *log_event_message_id(const char *event);
 
 #define log_full_errno(level, error, ...) \
         log_internal((level), (error), __FILE__, __LINE__, __func__, __VA_ARGS__)
@@ -65,8 +86,11 @@ bool ratelimit_below(RateLimit *rl, int64_t interval_usec, unsigned burst,
  * user's FUSE mounts, a user's path walks): cause is the uid whose action it was (0: root,
  * never limited). At most 5 lines per uid each 10 s and 50 for all uids together; the next
  * line that passes says how many were held back. log_event_by() is log_event() under that
- * limit (a line above the log level costs nothing).
+ * limit (a line above the log level costs nothing); log_event_by_reason() with NSD_REASON=.
  */
 bool log_user_ratelimit(uid_t cause, unsigned *ret_suppressed);
-int log_event_by(uid_t cause, int level, int error, uid_t uid, const char *event, const char *fmt,
-                 ...) __attribute__((format(printf, 6, 7)));
+int log_event_by_reason(uid_t cause, int level, int error, uid_t uid, const char *event,
+                        const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 7, 8)));
+#define log_event_by(cause, level, error, uid, event, ...) \
+        log_event_by_reason((cause), (level), (error), (uid), (event), NULL, __VA_ARGS__)

@@ -421,10 +421,11 @@ static void on_setup_done(int r, const char *why, unsigned n_failed, void *userd
                         creation_end(c, -NSD_ERRNO_NOT_YET, answer);
                         return;
                 }
-                log_event(LOG_ERR, r, c->uid, "setup-refused",
-                          "Refused the namespace of uid %u: %u step%s of its setup failed, the "
-                          "first: %s",
-                          (unsigned) c->uid, n_failed, n_failed == 1 ? "" : "s", why);
+                log_event_reason(LOG_ERR, r, c->uid, "setup-refused", why,
+                                 "Refused the namespace of uid %u: %u step%s of its setup failed, "
+                                 "the "
+                                 "first: %s",
+                                 (unsigned) c->uid, n_failed, n_failed == 1 ? "" : "s", why);
                 answer = g_strdup_printf("the namespace of uid %u cannot be set up: %s",
                                          (unsigned) c->uid, why);
                 Refusal *f = g_new0(Refusal, 1);
@@ -505,9 +506,9 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
         }
         r = setup_plan_new(&reg->config->setup, who, &plan, &why);
         if (r < 0) {
-                log_event(LOG_ERR, r, uid, "setup-refused",
-                          "Refused the namespace of uid %u: its setup cannot be planned: %s",
-                          (unsigned) uid, why);
+                log_event_reason(LOG_ERR, r, uid, "setup-refused", why,
+                                 "Refused the namespace of uid %u: its setup cannot be planned: %s",
+                                 (unsigned) uid, why);
                 return why_set(ret_why, users_setup_error(r),
                                "the namespace of uid %u cannot be set up: %s", (unsigned) uid, why);
         }
@@ -596,10 +597,10 @@ int users_release(Users *reg, User *u, const char *why, char **ret_why) {
         /* unpin first: a pin that stays keeps everything as it is */
         r = userns_unpin(reg->pins, u->ns);
         if (r < 0) {
-                log_event(LOG_WARNING, r, uid, "release-failed",
-                          "Cannot release the namespace of uid %u (%s): its pin cannot be "
-                          "removed: %m; it is kept as it is",
-                          (unsigned) uid, why);
+                log_event_reason(LOG_WARNING, r, uid, "release-failed", why,
+                                 "Cannot release the namespace of uid %u (%s): its pin cannot be "
+                                 "removed: %m; it is kept as it is",
+                                 (unsigned) uid, why);
                 return why_set(ret_why, r,
                                "cannot remove the pin of uid %u's namespace (%s); it is kept, "
                                "try again",
@@ -610,8 +611,8 @@ int users_release(Users *reg, User *u, const char *why, char **ret_why) {
         /* out of pam_nsjoin's record while the namespace is still alive (nsd holds it) */
         state_made_remove(reg->state, u->ns->ns_inode, u->ns->root_fd);
         user_unkeep(u);
-        log_event(LOG_INFO, 0, uid, "namespace-released", "Released the namespace of uid %u (%s)",
-                  (unsigned) uid, why);
+        log_event_reason(LOG_INFO, 0, uid, "namespace-released", why,
+                         "Released the namespace of uid %u (%s)", (unsigned) uid, why);
         linger_forget(reg->linger, uid);
         g_hash_table_remove(reg->users, GUINT_TO_POINTER(uid)); /* frees u and its ns */
         /* its room in the fd store goes to a namespace that found none */

@@ -609,9 +609,10 @@ static gboolean on_waiter_deadline(gpointer userdata) {
                                         : "");
         p->stats.timeouts++;
         if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held))
-                log_warning("A request waited for the user database too long, refusing it: "
-                            "%s%s",
-                            why, held ? " (and more like it)" : "");
+                log_event_reason(LOG_WARNING, -ETIMEDOUT, l->uid, "lookup-timeout", why,
+                                 "A request waited for the user database too long, refusing "
+                                 "it: %s%s",
+                                 why, held ? " (and more like it)" : "");
         l->waiters = g_list_remove(l->waiters, w);
         g_source_unref(w->timer);
         w->timer = NULL; /* this very source: destroyed by returning G_SOURCE_REMOVE */

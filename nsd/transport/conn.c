@@ -187,10 +187,19 @@ static const Config *config_of(const ConnManager *m) {
 
 /* ---- logging a client can cause ------------------------------------------------------- */
 
+/* A line a client caused; with an event (NULL: none), it is one of the journal's events about
+ * the client of uid (log_event_reason()). */
+typedef struct ClientEvent {
+        uid_t uid;
+        const char *event;
+        const char *reason;
+} ClientEvent;
+
 static void manager_vlog(ConnManager *m, UidState *u, bool root, LogKind kind, int level,
-                         const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+                         const ClientEvent *ev, const char *fmt, va_list ap)
+        __attribute__((format(printf, 7, 0)));
 static void manager_vlog(ConnManager *m, UidState *u, bool root, LogKind kind, int level,
-                         const char *fmt, va_list ap) {
+                         const ClientEvent *ev, const char *fmt, va_list ap) {
         g_autofree char *msg = NULL;
         unsigned held_uid = 0, held_all = 0;
 
@@ -206,29 +215,40 @@ static void manager_vlog(ConnManager *m, UidState *u, bool root, LogKind kind, i
                              LOG_BURST_ALL, &held_all))
                 return;
         msg = g_strdup_vprintf(fmt, ap);
-        if (held_uid > 0 || held_all > 0)
-                log_full_errno(level, 0, "%s (%u similar message%s suppressed)", msg,
-                               MAX(held_uid, held_all), MAX(held_uid, held_all) == 1 ? "" : "s");
+        if (held_uid > 0 || held_all > 0) {
+                unsigned held = MAX(held_uid, held_all);
+                if (ev)
+                        log_event_reason(level, 0, ev->uid, ev->event, ev->reason,
+                                         "%s (%u similar message%s suppressed)", msg, held,
+                                         held == 1 ? "" : "s");
+                else
+                        log_full_errno(level, 0, "%s (%u similar message%s suppressed)", msg, held,
+                                       held == 1 ? "" : "s");
+        } else if (ev)
+                log_event_reason(level, 0, ev->uid, ev->event, ev->reason, "%s", msg);
         else
                 log_full_errno(level, 0, "%s", msg);
 }
 
 static void manager_log(ConnManager *m, UidState *u, bool root, LogKind kind, int level,
-                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+                        const ClientEvent *ev, const char *fmt, ...)
+        __attribute__((format(printf, 7, 8)));
 static void manager_log(ConnManager *m, UidState *u, bool root, LogKind kind, int level,
-                        const char *fmt, ...) {
+                        const ClientEvent *ev, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        manager_vlog(m, u, root, kind, level, fmt, ap);
+        manager_vlog(m, u, root, kind, level, ev, fmt, ap);
         va_end(ap);
 }
 
-void conn_log(Conn *c, int level, const char *fmt, ...) {
+void conn_log_event(Conn *c, int level, const char *event, const char *reason, const char *fmt,
+                    ...) {
+        ClientEvent ev = { .uid = c->uid, .event = event, .reason = reason };
         va_list ap;
 
         va_start(ap, fmt);
-        manager_vlog(c->m, c->per_uid, c->uid == 0, LOGK_BAD, level, fmt, ap);
+        manager_vlog(c->m, c->per_uid, c->uid == 0, LOGK_BAD, level, event ? &ev : NULL, fmt, ap);
         va_end(ap);
 }
 
@@ -437,12 +457,15 @@ static void conn_drop_say(Conn *c, DropReason reason) {
         case DROP_NO_REQUEST:
                 m->stats.dropped_no_request++;
                 /* rate limited as its real uid's */
+                why = g_strdup_printf("no request within %s s (SetuidRequestTimeoutSec=)",
+                                      config_usec_to_string(cfg->setuid_request_timeout_usec, t,
+                                                            sizeof t));
                 manager_log(m, c->setuid, true, LOGK_IDLE, LOG_NOTICE,
+                            &(ClientEvent) { c->uid, "client-dropped", why },
                             "Dropping the connection of uid %u pid %u (a set-uid program of uid "
-                            "%u): no request within %s s (SetuidRequestTimeoutSec=)",
+                            "%u): %s",
                             (unsigned) c->uid, (unsigned) c->pid,
-                            (unsigned) (c->setuid ? c->setuid->uid : 0),
-                            config_usec_to_string(cfg->setuid_request_timeout_usec, t, sizeof t));
+                            (unsigned) (c->setuid ? c->setuid->uid : 0), why);
                 return;
         case DROP_REFUSED: /* logged when it was refused */
         case DROP_GONE:
@@ -452,6 +475,7 @@ static void conn_drop_say(Conn *c, DropReason reason) {
                 return;
         }
         manager_log(m, c->per_uid, c->uid == 0, kind, level,
+                    &(ClientEvent) { c->uid, "client-dropped", why },
                     "Dropping the connection of uid %u pid %u: %s", (unsigned) c->uid,
                     (unsigned) c->pid, why);
 }
@@ -685,7 +709,7 @@ static void conn_read(Conn *c, int64_t now) {
                         c->throttle_until = now + wait;
                         c->idle_since = 0;
                         c->m->stats.throttled++;
-                        manager_log(c->m, c->per_uid, false, LOGK_THROTTLE, LOG_NOTICE,
+                        manager_log(c->m, c->per_uid, false, LOGK_THROTTLE, LOG_NOTICE, NULL,
                                     "uid %u (pid %u) sends more than %u requests a second "
                                     "(RequestRatePerUser=, RequestBurstPerUser=%u), reading it "
                                     "more slowly",
@@ -865,8 +889,10 @@ static int conn_refuse(ConnManager *m, int fd, uid_t uid, pid_t pid, int error,
         (void) send_datagram(fd, &rep, sizeof rep, NULL, 0);
         drain(fd); /* rate limited per person: a subuid range's refusals are its owner's */
         manager_log(m, uid == 0 ? NULL : uid_state_get(m, person_of(m, uid, (gid_t) -1)), uid == 0,
-                    LOGK_REFUSED, LOG_WARNING, "Refusing a connection of uid %u pid %u: %s",
-                    (unsigned) uid, (unsigned) pid, message);
+                    LOGK_REFUSED, LOG_WARNING,
+                    &(ClientEvent) { uid, "connection-refused", message },
+                    "Refusing a connection of uid %u pid %u: %s", (unsigned) uid, (unsigned) pid,
+                    message);
         if (m->n_refused < REFUSED_MAX) {
                 Conn *c = g_new0(Conn, 1);
                 c->m = m;

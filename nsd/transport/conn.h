@@ -148,6 +148,10 @@ void conn_want_drained(Conn *c);
 /* A warning about a malformed message, rate limited per uid and in all (at most 5 per uid
  * and 50 in all each 10 s, counted apart from conn.c's refusals, drops and throttles; the
  * next line says how many were suppressed). */
-void conn_log(Conn *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void conn_log_event(Conn *c, int level, const char *event, const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+/* ... as the journal's event (log_event_reason(): NSD_EVENT=, MESSAGE_ID=, USER_ID= the
+ * client's uid, NSD_REASON=); conn_log() without one. */
+#define conn_log(c, level, ...) conn_log_event((c), (level), NULL, NULL, __VA_ARGS__)
 /* A malformed message was answered: close once the error reply is sent. */
 void conn_close_after_reply(Conn *c);

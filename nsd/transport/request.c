@@ -74,6 +74,8 @@ void request_finish(Request *r, int error) {
         if (error < 0) {
                 log_debug("%s from uid %u pid %u refused: %s", r->type->name, (unsigned) r->uid,
                           (unsigned) r->pid, r->why ? r->why : g_strerror(-error));
+                if (r->refused)
+                        r->refused(r, error);
                 (void) send_error(c, r->seq, r->type->type, error, r->why);
         }
         if (!r->conn)
@@ -273,8 +275,9 @@ static void refuse_message(Conn *c, const void *buf, size_t n, int error, const 
         else
                 text = g_strdup(why);
 
-        conn_log(c, LOG_WARNING, "Refusing a message from uid %u pid %u: %s",
-                 (unsigned) conn_uid(c), (unsigned) conn_pid(c), text);
+        conn_log_event(c, LOG_WARNING, "message-refused", text,
+                       "Refusing a message from uid %u pid %u: %s", (unsigned) conn_uid(c),
+                       (unsigned) conn_pid(c), text);
         (void) send_error(c, readable ? hdr->seq : 0, type, error, text);
         conn_close_after_reply(c);
 }
@@ -316,6 +319,7 @@ static void request_message(Conn *c, const void *buf, size_t n, int *fds, size_t
         r = g_new0(Request, 1);
         r->n_ref = 1; /* the connection's */
         r->userdata = h->userdata;
+        r->refused = h->refused;
         r->conn = c;
         r->uid = conn_uid(c);
         r->pid = conn_pid(c);

@@ -53,11 +53,17 @@ typedef struct RequestType {
         RequestCheck check;   /* reserved fields, strings, ... (NULL: nothing more) */
 } RequestType;
 
+/* Told of a well-formed request refused (error < 0, r->why), before its NSD_REP_ERROR goes
+ * out: what the refusal means is the handlers' to say (a JOIN refused is a login refused). */
+typedef void (*RequestRefused)(Request *r, int error);
+
 /* What the requests of a ConnManager are served with: a handler per type (NULL: the type is
- * refused as unknown) and what the handlers get as r->userdata. */
+ * refused as unknown), what the handlers get as r->userdata, and who hears of refusals (NULL:
+ * nobody; they are logged at debug level). */
 typedef struct RequestHandlers {
         const RequestHandler *table; /* _NSD_REQ_MAX of them */
         void *userdata;
+        RequestRefused refused;
 } RequestHandlers;
 
 /* The ConnHandler of requests: conn_manager_new(config, &request_conn_handler, handlers),
@@ -66,9 +72,10 @@ extern const ConnHandler request_conn_handler;
 
 struct Request {
         unsigned n_ref;
-        void *userdata; /* RequestHandlers.userdata */
-        Conn *conn;     /* NULL once the client is gone */
-        uid_t uid;      /* the caller, from SO_PEERCRED */
+        void *userdata;         /* RequestHandlers.userdata */
+        RequestRefused refused; /* RequestHandlers.refused */
+        Conn *conn;             /* NULL once the client is gone */
+        uid_t uid;              /* the caller, from SO_PEERCRED */
         pid_t pid;
         struct ucred sender; /* who sent this request (SCM_CREDENTIALS, conn_sender()) */
         const RequestType *type;

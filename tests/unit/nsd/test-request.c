@@ -3,7 +3,7 @@
  * test-request: the wire side of a request (nsd/transport/request.c) bound to the transport
  * with a handler table of the test's own, no Server: the table of types, malformed messages
  * refused and their connection closed, a type without a handler refused as unknown, a refusal
- * that keeps the connection, a request that answers later, one whose client leaves meanwhile,
+ * that keeps the connection and is told to the table's refused(), a request that answers later, one whose client leaves meanwhile,
  * and a streaming reply. TAP, no root.
  */
 #include <fcntl.h>
@@ -20,6 +20,11 @@ static struct {
         unsigned calls;
         Request *held; /* a request left pending (a reference of the test's) */
         unsigned stream_left;
+        /* RequestHandlers.refused: the last refusal it heard of */
+        unsigned refusals;
+        uint16_t refused_type;
+        int refused_error;
+        char refused_why[128];
 } t;
 
 /* STATUS: answered at once, with its header only as a STATUS reply */
@@ -80,7 +85,14 @@ static const RequestHandler table[_NSD_REQ_MAX] = {
         [NSD_REQ_RELEASE] = handle_release, [NSD_REQ_SESSION_OPEN] = handle_pending,
         [NSD_REQ_LIST] = handle_list,
 };
-static const RequestHandlers handlers = { .table = table, .userdata = &t };
+static void on_refused(Request *r, int error) {
+        t.refusals++;
+        t.refused_type = r->type->type;
+        t.refused_error = error;
+        snprintf(t.refused_why, sizeof t.refused_why, "%s", r->why ? r->why : "");
+}
+
+static const RequestHandlers handlers = { .table = table, .userdata = &t, .refused = on_refused };
 
 static Config config;
 
@@ -229,6 +241,10 @@ static void test_refusal_keeps_connection(void) {
            rep.message);
         is_int(((struct nsd_rep_error *) &rep.msg)->request_type, NSD_REQ_JOIN,
                "naming the type refused");
+        ok(t.refusals == 1 && t.refused_type == NSD_REQ_JOIN && t.refused_error == -EPERM &&
+                   strcmp(t.refused_why, "the test says no to uid 1234") == 0,
+           "the table's refused() hears of it, with the request, the error and the reason (the "
+           "journal's join-refused)");
         nsd_msg_init(&rel.hdr, NSD_REQ_RELEASE, sizeof rel, 22);
         loop_test_send(fd, &rel, sizeof rel, -1);
         rep = loop_test_next(fd);
@@ -239,6 +255,8 @@ static void test_refusal_keeps_connection(void) {
         rep = loop_test_next(fd);
         ok(rep.type == NSD_REP_STATUS && rep.seq == 23,
            "the connection stays: its next request is answered");
+        ok(t.refusals == 2 && t.refused_type == NSD_REQ_RELEASE && t.refused_error == -EBUSY,
+           "refused() hears of each refusal, and of no answer");
         close(fd);
         conn_manager_free(m);
 }

@@ -36,13 +36,18 @@ syslog_start() {
 
 # nsd_install_units: what the package installs for systemd, from this tree: nsd.service
 # (ExecStart= the build's nsd), nsd.socket and nsd-root.socket (nsd.service requires both), the
-# tmpfiles.d entry (and /run/nsd made from it); then daemon-reload. Starts nothing.
+# tmpfiles.d entry (and /run/nsd made from it), the journal's message catalog (in the local
+# catalog folder, indexed as Debian's trigger does: journalctl -x explains nsd's events); then
+# daemon-reload. Starts nothing.
 nsd_install_units() {
-        local units=/etc/systemd/system
+        local units=/etc/systemd/system catalogs=/usr/local/lib/systemd/catalog
         sed "s|^ExecStart=.*|ExecStart=$NSD_BIN|" "$NSD_BUILD/systemd/nsd.service" > "$units/nsd.service"
         cp systemd/nsd.socket systemd/nsd-root.socket "$units/"
         cp systemd/tmpfiles-nsd.conf /etc/tmpfiles.d/nsd.conf
         systemd-tmpfiles --create /etc/tmpfiles.d/nsd.conf
+        mkdir -p "$catalogs"
+        cp systemd/nsd.catalog "$catalogs/"
+        journalctl --update-catalog || fail "journalctl --update-catalog failed"
         systemctl daemon-reload
 }
 

@@ -40,11 +40,11 @@ mountinfo_count() {
 
 nsd_start --config "$NSD_TMP/nsd.conf"
 
-say "nsd keeps only the capabilities it uses: CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_SETGID,"
-say "CAP_SETUID, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_SYS_ADMIN (bits 1 3 6 7 18 19 21)"
-assert_eq 00000000002c00ca "$(awk '$1 == "CapEff:" { print $2 }' "/proc/$NSD_PID/status")" \
+say "nsd keeps only the capabilities it uses: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER,"
+say "CAP_SETGID, CAP_SETUID, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_SYS_ADMIN (bits 0 1 3 6 7 18 19 21)"
+assert_eq 00000000002c00cb "$(awk '$1 == "CapEff:" { print $2 }' "/proc/$NSD_PID/status")" \
         "nsd's effective capabilities"
-assert_eq 00000000002c00ca "$(awk '$1 == "CapBnd:" { print $2 }' "/proc/$NSD_PID/status")" \
+assert_eq 00000000002c00cb "$(awk '$1 == "CapBnd:" { print $2 }' "/proc/$NSD_PID/status")" \
         "nsd's bounding set"
 
 if [ "$kernel" = stock ]; then

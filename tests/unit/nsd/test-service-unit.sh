@@ -1,0 +1,29 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/unit/nsd/test-service-unit.sh UNIT: the built nsd.service sets no sandbox option that
+# takes away a system call nsd depends on. RestrictSUIDSGID= makes systemd answer every
+# openat2() with ENOSYS (its filter cannot look into struct open_how), and openat2() is how nsd
+# resolves every path of a namespace's setup, of HIDE and of mode private: under such a unit
+# every setup failed (tests/vm/scenarios/namespace-setup.sh found it). TAP.
+set -eu
+unit=$1
+n=0
+failed=0
+point() {
+        n=$((n + 1))
+        if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
+}
+# value KEY: the last value of KEY= in the unit (what systemd uses), empty when unset
+value() { sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*//p" "$unit" | tail -n 1; }
+
+if grep -q '^SystemCallFilter=.*@mount' "$unit"; then
+        point ok "$unit is nsd's unit (SystemCallFilter= with @mount)"
+else
+        point not "$unit has no SystemCallFilter= with @mount: not nsd's unit?"
+fi
+case $(value RestrictSUIDSGID) in
+        "" | no | false | off | 0) point ok "no RestrictSUIDSGID= (systemd's filter for it turns openat2() into ENOSYS)" ;;
+        *) point not "RestrictSUIDSGID=$(value RestrictSUIDSGID): systemd's filter for it turns openat2() into ENOSYS, and every namespace setup, HIDE and mode private fail" ;;
+esac
+echo "1..$n"
+exit "$failed"
