@@ -385,23 +385,10 @@ static int conn_recv_raw(nsc_conn *c, size_t *ret_size, struct reply_fds *ret_fd
                         return r;
         }
 
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-                size_t k;
-
-                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                        continue;
-                k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < k; i++) {
-                        int fd;
-
-                        memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                        if (fds.n < NSD_MSG_FDS_MAX)
-                                fds.fd[fds.n++] = fd;
-                        else {
-                                close(fd);
-                                too_many = true;
-                        }
-                }
+        fds.n = cmsg_take_fds(&mh, fds.fd, NSD_MSG_FDS_MAX);
+        if (fds.n > NSD_MSG_FDS_MAX) { /* the others are closed */
+                fds.n = NSD_MSG_FDS_MAX;
+                too_many = true;
         }
 
         if (n == 0 && fds.n == 0 && !too_many) /* orderly shutdown by nsd */

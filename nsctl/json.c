@@ -59,39 +59,23 @@ char *utf8_escape_invalid(const char *s) {
         return buf;
 }
 
+/* JSON's two-character escapes; other control characters become \u00XX */
+static const char *const json_escapes[256] = {
+        ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\t'] = "\\t",
+        ['\r'] = "\\r", ['\b'] = "\\b",  ['\f'] = "\\f",
+};
+
 static void write_quoted(FILE *out, const char *s) {
         _cleanup_free_ char *valid = utf8_escape_invalid(s);
 
         fputc('"', out);
         for (const unsigned char *p = (const unsigned char *) (valid ?: ""); *p; p++) {
-                switch (*p) {
-                case '"':
-                        fputs("\\\"", out);
-                        break;
-                case '\\':
-                        fputs("\\\\", out);
-                        break;
-                case '\n':
-                        fputs("\\n", out);
-                        break;
-                case '\t':
-                        fputs("\\t", out);
-                        break;
-                case '\r':
-                        fputs("\\r", out);
-                        break;
-                case '\b':
-                        fputs("\\b", out);
-                        break;
-                case '\f':
-                        fputs("\\f", out);
-                        break;
-                default:
-                        if (*p < 0x20)
-                                fprintf(out, "\\u%04x", *p);
-                        else
-                                fputc(*p, out);
-                }
+                if (json_escapes[*p])
+                        fputs(json_escapes[*p], out);
+                else if (*p < 0x20)
+                        fprintf(out, "\\u%04x", *p);
+                else
+                        fputc(*p, out);
         }
         fputc('"', out);
 }

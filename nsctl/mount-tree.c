@@ -30,13 +30,18 @@ const struct column_info mount_columns[_MOUNT_COL_MAX] = {
         [MOUNT_COL_PARENT] = { "PARENT", 2, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "parent mount id" },
 };
 
-const size_t mount_columns_default[] = {
+static const size_t mount_columns_default[] = {
         MOUNT_COL_TARGET,
         MOUNT_COL_SOURCE,
         MOUNT_COL_FSTYPE,
         MOUNT_COL_OPTIONS,
 };
-const size_t mount_columns_default_n = ELEMENTSOF(mount_columns_default);
+const struct column_set mount_column_set = {
+        .columns = mount_columns,
+        .n_columns = _MOUNT_COL_MAX,
+        .defaults = mount_columns_default,
+        .n_defaults = ELEMENTSOF(mount_columns_default),
+};
 
 struct parse_state {
         int bad_line;

@@ -23,8 +23,7 @@ enum {
 };
 
 extern const struct column_info mount_columns[_MOUNT_COL_MAX];
-extern const size_t mount_columns_default[];
-extern const size_t mount_columns_default_n;
+extern const struct column_set mount_column_set;
 
 /*
  * Parse mountinfo text (len bytes, need not be NUL-terminated) with libmount and print it to

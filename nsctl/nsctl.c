@@ -3,6 +3,7 @@
  * nsctl: show and steer nsd, the daemon that keeps one mount namespace per user.
  * See nsctl(1).
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <locale.h>
@@ -666,18 +667,14 @@ enum operand {
  */
 struct verb {
         const char *name;
-        const char *summary_args; /* in nsctl --help: after the name */
-        const char *summary;      /* in nsctl --help */
-        const char *synopsis;     /* in its --help: after "nsctl <name> " */
-        const char *description;  /* in its --help */
-        const char *options_help; /* in its --help: its own options */
-        const char *shortopts;
-        const struct option *options;
+        const char *summary_args;     /* in nsctl --help: after the name */
+        const char *summary;          /* in nsctl --help */
+        const char *synopsis;         /* in its --help: after "nsctl <name> " */
+        const char *description;      /* in its --help */
+        const char *options_help;     /* in its --help: its own options */
+        const struct option *options; /* getopt's short options follow from it */
         enum operand operand;
-        const struct column_info *columns; /* -o's columns; NULL: no -o */
-        size_t n_columns;
-        const size_t *default_columns;
-        const size_t *n_default_columns;
+        const struct column_set *columns; /* -o's columns; NULL: no -o */
         int (*prepare)(struct args *a);
         int (*request)(nsc_conn *conn, struct args *a);
         int (*finish)(struct args *a);
@@ -727,7 +724,12 @@ static const size_t list_columns_default[] = {
         LIST_COL_USER,   LIST_COL_UID,     LIST_COL_SESSIONS, LIST_COL_MOUNTS, LIST_COL_CREATED,
         LIST_COL_PINNED, LIST_COL_ADOPTED, LIST_COL_SETUP,    LIST_COL_NS
 };
-static const size_t list_columns_default_n = ELEMENTSOF(list_columns_default);
+static const struct column_set list_column_set = {
+        .columns = list_columns,
+        .n_columns = _LIST_COL_MAX,
+        .defaults = list_columns_default,
+        .n_defaults = ELEMENTSOF(list_columns_default),
+};
 
 static const struct verb verbs[] = {
         {
@@ -739,7 +741,6 @@ static const struct verb verbs[] = {
                                "found, the numbers of namespaces, sessions and connections, and "
                                "its limits.\n",
                 .options_help = HELP_JSON,
-                .shortopts = ":Jh",
                 .options = status_options,
                 .operand = OPERAND_NONE,
                 .request = status_request,
@@ -753,13 +754,9 @@ static const struct verb verbs[] = {
                                "privilege: only\n"
                                "your own).\n",
                 .options_help = HELP_TABLE("", ""),
-                .shortopts = ":Jrno:h",
                 .options = list_options,
                 .operand = OPERAND_NONE,
-                .columns = list_columns,
-                .n_columns = _LIST_COL_MAX,
-                .default_columns = list_columns_default,
-                .n_default_columns = &list_columns_default_n,
+                .columns = &list_column_set,
                 .request = list_request,
                 .finish = list_finish,
         },
@@ -776,13 +773,9 @@ static const struct verb verbs[] = {
                 .options_help = HELP_TABLE(" (implies --list)",
                                            " -l, --list              use list format output (no "
                                            "tree)\n"),
-                .shortopts = ":Jrlno:h",
                 .options = show_options,
                 .operand = OPERAND_USER,
-                .columns = mount_columns,
-                .n_columns = _MOUNT_COL_MAX,
-                .default_columns = mount_columns_default,
-                .n_default_columns = &mount_columns_default_n,
+                .columns = &mount_column_set,
                 .request = show_request,
                 .finish = show_print,
         },
@@ -799,8 +792,6 @@ static const struct verb verbs[] = {
                                "runs); others\n"
                                "see their namespace's mounts with 'nsctl show <user>'.\n",
                 .options_help = "     --mode <mode>    how to enter: setns (default) or chroot\n",
-                /* '+': the options end at <user>; what follows belongs to the command */
-                .shortopts = "+:h",
                 .options = enter_options,
                 .operand = OPERAND_USER_COMMAND,
                 .request = enter_request,
@@ -816,7 +807,6 @@ static const struct verb verbs[] = {
                                "still inside it.\n",
                 .options_help = " -f, --force          release even while the user has live "
                                 "sessions\n",
-                .shortopts = ":fh",
                 .options = release_options,
                 .operand = OPERAND_USER,
                 .request = release_request,
@@ -838,7 +828,6 @@ static const struct verb verbs[] = {
                 .options_help = " -u, --user <user>    the owner (default: you)\n"
                                 "     --unhide         make it visible to everyone again (the "
                                 "owner only)\n",
-                .shortopts = ":u:h",
                 .options = hide_options,
                 .operand = OPERAND_PATH,
                 .prepare = hide_prepare,
@@ -860,7 +849,7 @@ static int verb_help(const struct verb *v) {
                 return EXIT_SUCCESS;
         }
         fputs(USAGE_COMMON_OPTIONS("   ") "\nAvailable output columns:\n", stdout);
-        columns_help(stdout, v->columns, v->n_columns);
+        columns_help(stdout, v->columns->columns, v->columns->n_columns);
         fputs(USAGE_MAN_TAIL, stdout);
         return EXIT_SUCCESS;
 }
@@ -870,16 +859,37 @@ static const excl_group_t table_excl[] = {
         { 'J', 'r' },
 };
 
+/* getopt's short options of v, from its option table: ':' first (errors are ours to say), and
+ * '+' before it where the options end at the operand (what follows belongs to a command) */
+static void shortopts_of(const struct verb *v, char *buf, size_t size) {
+        size_t n = 0;
+
+        if (v->operand == OPERAND_USER_COMMAND)
+                buf[n++] = '+';
+        buf[n++] = ':';
+        for (const struct option *o = v->options; o->name; o++) {
+                if (o->val >= 0x100) /* long only */
+                        continue;
+                assert(n + 2 < size);
+                buf[n++] = (char) o->val;
+                if (o->has_arg == required_argument)
+                        buf[n++] = ':';
+        }
+        buf[n] = '\0';
+}
+
 /* The options of v and its operand into a; GO_ON, or nsctl's exit status (--help, an error). */
 static int parse_args(const struct verb *v, int argc, char **argv, struct args *a) {
         int excl_status[ELEMENTSOF(table_excl)] = {};
+        char shortopts[64];
         int c, r;
 
-        for (size_t i = 0; v->columns && i < *v->n_default_columns; i++)
-                a->ids[a->n_ids++] = v->default_columns[i];
+        for (size_t i = 0; v->columns && i < v->columns->n_defaults; i++)
+                a->ids[a->n_ids++] = v->columns->defaults[i];
 
+        shortopts_of(v, shortopts, sizeof shortopts);
         optind = 0;
-        while ((c = getopt_long(argc, argv, v->shortopts, v->options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, shortopts, v->options, NULL)) >= 0) {
                 r = exclusive_options(c, v->options, table_excl, ELEMENTSOF(table_excl),
                                       excl_status);
                 if (r)
@@ -898,12 +908,12 @@ static int parse_args(const struct verb *v, int argc, char **argv, struct args *
                         a->tree = false;
                         break;
                 case 'o':
-                        if ((r = parse_columns_arg(optarg, v->columns, v->n_columns, a->ids,
-                                                   &a->n_ids)))
+                        if ((r = parse_columns_arg(optarg, v->columns->columns,
+                                                   v->columns->n_columns, a->ids, &a->n_ids)))
                                 return r;
                         break;
                 case ARG_OUTPUT_ALL:
-                        for (a->n_ids = 0; a->n_ids < v->n_columns; a->n_ids++)
+                        for (a->n_ids = 0; a->n_ids < v->columns->n_columns; a->n_ids++)
                                 a->ids[a->n_ids] = a->n_ids;
                         break;
                 case 'f':

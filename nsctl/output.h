@@ -22,6 +22,14 @@ struct column_info {
 
 #define COLUMNS_MAX 32
 
+/* The columns of a table command: all that -o may name, and the ones shown without -o. */
+struct column_set {
+        const struct column_info *columns;
+        size_t n_columns;
+        const size_t *defaults;
+        size_t n_defaults;
+};
+
 /* Parse a comma separated list of column names (case-insensitive) into indexes of infos.
  * -EINVAL with *ret_bad pointing at the unknown name inside list (not terminated: its length
  * is *ret_bad_len); -E2BIG when more than max names. */

@@ -79,6 +79,7 @@
 #include "bench-util.h"
 #include "nsclient.h"
 #include "nsd-protocol.h"
+#include "socket-util.h"
 
 static const char *arg_root_socket = "/run/nsd/root.socket";
 static const char *arg_pam_module = NULL;
@@ -676,15 +677,7 @@ static void attacker(enum attack_kind kind, uid_t uid, unsigned conns) {
                                 ssize_t k = recvmsg(pfd[i].fd, &mh,
                                                     MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
                                 if (k > 0) {
-                                        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
-                                             cm = CMSG_NXTHDR(&mh, cm))
-                                                if (cm->cmsg_level == SOL_SOCKET &&
-                                                    cm->cmsg_type == SCM_RIGHTS)
-                                                        for (size_t f = 0;
-                                                             f < (cm->cmsg_len - CMSG_LEN(0)) /
-                                                                         sizeof(int);
-                                                             f++)
-                                                                close(((int *) CMSG_DATA(cm))[f]);
+                                        (void) cmsg_take_fds(&mh, NULL, 0);
                                         __atomic_fetch_add(&as->replies, 1, __ATOMIC_RELAXED);
                                         if (inflight[i] > 0)
                                                 inflight[i]--;

@@ -273,11 +273,32 @@ static int check_sessions_limit(Request *r, uid_t uid) {
         return 0;
 }
 
+/* The session of u whose leader is pid, opened for the caller; the leader's pidfd came as the
+ * request's first descriptor when with_pidfd, else it is taken here. */
+static int open_session(Request *r, User *u, uint32_t pid, bool with_pidfd, const char *service,
+                        Session **ret) {
+        int none = -1, pidfd = -1, rv;
+
+        rv = session_leader_pidfd((pid_t) pid, with_pidfd ? &r->fds[0] : &none, &pidfd, &r->why);
+        if (rv < 0)
+                return rv;
+        *ret = users_open_session(api_of(r)->users, u, (pid_t) pid, service, pidfd, r->uid);
+        return 0;
+}
+
+/* The reply that tells of sess; when it cannot be queued, nobody learnt of the session and it
+ * ends at once: nothing stays open. */
+static void reply_session(Request *r, Session *sess, const void *rep, size_t size, const int *fds,
+                          size_t n_fds) {
+        if (request_reply(r, rep, size, fds, n_fds) < 0)
+                users_end_session(api_of(r)->users, sess);
+}
+
 static int handle_session_open(Request *r) {
         const struct nsd_req_session_open *req = MSG(r, struct nsd_req_session_open);
         struct nsd_rep_session_open rep;
-        int none = -1, pidfd = -1, rv;
         Session *sess;
+        int rv;
         User *u;
 
         if (!access_may_ask_for(r, req->uid))
@@ -296,20 +317,14 @@ static int handle_session_open(Request *r) {
         rv = check_sessions_limit(r, req->uid);
         if (rv < 0)
                 return rv;
-        rv = session_leader_pidfd((pid_t) req->pid,
-                                  (req->flags & NSD_SESSION_PIDFD) ? &r->fds[0] : &none, &pidfd,
-                                  &r->why);
+        rv = open_session(r, u, req->pid, req->flags & NSD_SESSION_PIDFD, req->service, &sess);
         if (rv < 0)
                 return rv;
-        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd,
-                                  r->uid);
 
         nsd_msg_init(&rep.hdr, NSD_REP_SESSION_OPEN, sizeof rep, r->seq);
         rep.session_id = sess->id;
         rep.sessions = users_sessions_of(api_of(r)->users, u->uid);
-        if (request_reply(r, &rep, sizeof rep, NULL, 0) < 0)
-                users_end_session(api_of(r)->users,
-                                  sess); /* nobody learnt of it: nothing stays open */
+        reply_session(r, sess, &rep, sizeof rep, NULL, 0);
         return 0;
 }
 
@@ -362,8 +377,8 @@ static int handle_session_close(Request *r) {
 static int join_session_continue(Request *r) {
         const struct nsd_req_join_session *req = MSG(r, struct nsd_req_join_session);
         struct nsd_rep_join_session rep;
-        int none = -1, pidfd = -1, rv;
         char generation[17];
+        int rv;
         bool created = false;
         Session *sess;
         User *u;
@@ -386,13 +401,9 @@ static int join_session_continue(Request *r) {
                             &u, &created);
         if (rv != 0)
                 return rv;
-        rv = session_leader_pidfd((pid_t) req->pid,
-                                  (req->flags & NSD_JOIN_SESSION_PIDFD) ? &r->fds[0] : &none,
-                                  &pidfd, &r->why);
+        rv = open_session(r, u, req->pid, req->flags & NSD_JOIN_SESSION_PIDFD, req->service, &sess);
         if (rv < 0)
                 return rv;
-        sess = users_open_session(api_of(r)->users, u, (pid_t) req->pid, req->service, pidfd,
-                                  r->uid);
 
         nsd_msg_init(&rep.hdr, NSD_REP_JOIN_SESSION, sizeof rep, r->seq);
         rep.uid = u->uid;
@@ -402,9 +413,7 @@ static int join_session_continue(Request *r) {
         rep.created_usec = u->ns->created_usec;
         rep.session_id = sess->id;
         rep.sessions = users_sessions_of(api_of(r)->users, u->uid);
-        if (request_reply(r, &rep, sizeof rep, (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2) < 0)
-                users_end_session(api_of(r)->users,
-                                  sess); /* nobody learnt of it: nothing stays open */
+        reply_session(r, sess, &rep, sizeof rep, (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2);
         return 0;
 }
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "socket-util.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -150,16 +151,9 @@ static _Noreturn void child_main(int sock, const int *keep, size_t n_keep, Child
         child_close_all_but(sock, keep, n_keep);
 
         rc = fn(arg, &fd);
-        if (fd >= 0) {
-                memset(&control, 0, sizeof control);
-                mh.msg_control = &control;
-                mh.msg_controllen = sizeof control;
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-        }
+        if (fd >= 0)
+                cmsg_put_fds(&mh, control.buf, &fd, 1);
+        /* its own sendmsg(), not send_with_fds(): the fault suite tells call sites apart */
         (void) sendmsg(sock, &mh, MSG_NOSIGNAL);
         _exit(rc & 0x7f);
 }
@@ -220,19 +214,8 @@ static gboolean on_child_exit(int pidfd, GIOCondition cond, gpointer userdata) {
                 log_warning_errno(errno, "Cannot reap helper process %d: %m", (int) ch->pid);
 
         n = recvmsg(ch->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n >= 0)
-                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                                size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                                for (size_t i = 0; i < k; i++) {
-                                        int d;
-                                        memcpy(&d, CMSG_DATA(cm) + i * sizeof(int), sizeof d);
-                                        if (fd < 0)
-                                                fd = d;
-                                        else
-                                                close(d);
-                                }
-                        }
+        if (n >= 0) /* the descriptor the child handed back; any more are closed */
+                (void) cmsg_take_fds(&mh, &fd, 1);
         if (ch->killed)
                 log_debug("Helper process %d (for uid %u) ended after it was killed", (int) ch->pid,
                           (unsigned) ch->uid);

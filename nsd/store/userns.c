@@ -88,29 +88,49 @@ UserNs *userns_new(uid_t uid) {
         return ns;
 }
 
-int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
+/* The new namespace as a UserNs (descriptors taken), or NULL without memory. */
+static UserNs *userns_made(uid_t uid, int *ns_fd, int *root_fd) {
+        UserNs *ns = userns_new(uid);
+        struct stat st;
+
+        if (!ns)
+                return NULL;
+        ns->ns_fd = TAKE_FD(*ns_fd);
+        ns->root_fd = TAKE_FD(*root_fd);
+        ns->created_usec = now_usec(CLOCK_REALTIME);
+        if (fstat(ns->ns_fd, &st) >= 0)
+                ns->ns_inode = (uint64_t) st.st_ino;
+        return ns;
+}
+
+/* What both ways of creating do first: the arguments checked, the default setup where none is
+ * given, and the pin of uid begun (with ps): -EAGAIN when one may exist, never a fresh
+ * namespace in its place. */
+static int userns_create_begin(PinStore *ps, uid_t uid, const NsSetup **setup, UserNs **ret) {
         static const NsSetup default_setup = {};
+        int r;
+
+        if (!ret || uid == (uid_t) -1)
+                return -EINVAL;
+        if (!*setup)
+                *setup = &default_setup;
+        r = ps ? pinstore_pin_begin(ps, uid) : 0;
+        return r < 0 ? r : 0;
+}
+
+int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
         struct create_args a = { .ns_fd = -1, .root_fd = -1 };
         _cleanup_close_ int ns_fd = -1, root_fd = -1;
         bool pin_failed;
         size_t attempts, i;
         char name[16];
-        struct stat st;
         UserNs *ns;
-        int r = -EIO;
+        int r;
 
-        if (!ret || uid == (uid_t) -1)
-                return -EINVAL;
-        if (!setup)
-                setup = &default_setup;
-
+        r = userns_create_begin(ps, uid, &setup, ret);
+        if (r < 0)
+                return r;
         snprintf(name, sizeof name, "%u", (unsigned) uid);
-        if (ps) {
-                /* -EAGAIN when a pin of uid may exist: never a fresh namespace in its place */
-                r = pinstore_pin_begin(ps, uid);
-                if (r < 0)
-                        return r;
-        }
 
         /* Each CPU once, the one that worked last first, then once unbound. */
         attempts = ps ? ps->n_cpus + 1 : 1;
@@ -165,17 +185,12 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                                        (unsigned) uid);
         }
 
-        ns = userns_new(uid);
+        ns = userns_made(uid, &ns_fd, &root_fd);
         if (!ns) {
                 if (ps)
                         pinstore_pin_abandon(ps, uid);
                 return -ENOMEM;
         }
-        ns->ns_fd = TAKE_FD(ns_fd);
-        ns->root_fd = TAKE_FD(root_fd);
-        ns->created_usec = now_usec(CLOCK_REALTIME);
-        if (fstat(ns->ns_fd, &st) >= 0)
-                ns->ns_inode = (uint64_t) st.st_ino;
 
         if (ps && r >= 0) {
                 ns->pinned = true;
@@ -196,39 +211,16 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
         return 0;
 }
 
-/* The new namespace as a UserNs (descriptors taken), or NULL without memory. */
-static UserNs *userns_made(uid_t uid, int *ns_fd, int *root_fd) {
-        UserNs *ns = userns_new(uid);
-        struct stat st;
-
-        if (!ns)
-                return NULL;
-        ns->ns_fd = TAKE_FD(*ns_fd);
-        ns->root_fd = TAKE_FD(*root_fd);
-        ns->created_usec = now_usec(CLOCK_REALTIME);
-        if (fstat(ns->ns_fd, &st) >= 0)
-                ns->ns_inode = (uint64_t) st.st_ino;
-        return ns;
-}
-
 int userns_create_unpinned(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
-        static const NsSetup default_setup = {};
         struct create_args a;
         _cleanup_close_ int ns_fd = -1, root_fd = -1;
         size_t attempts;
         UserNs *ns;
-        int r = -EIO;
+        int r;
 
-        if (!ret || uid == (uid_t) -1)
-                return -EINVAL;
-        if (!setup)
-                setup = &default_setup;
-        if (ps) {
-                /* -EAGAIN when a pin of uid may exist: never a fresh namespace in its place */
-                r = pinstore_pin_begin(ps, uid);
-                if (r < 0)
-                        return r;
-        }
+        r = userns_create_begin(ps, uid, &setup, ret);
+        if (r < 0)
+                return r;
         /* on the CPU that worked last for a pin (see userns_create()); the next one when a
          * cpuset forbids it, then unbound */
         attempts = ps ? ps->n_cpus + 1 : 1;

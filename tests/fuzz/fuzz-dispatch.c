@@ -430,15 +430,7 @@ static unsigned read_replies(Script *sc) {
                         sc->eof = true;
                         return n_read;
                 }
-                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-                                for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                                     i++) {
-                                        int d;
-                                        memcpy(&d, CMSG_DATA(cm) + i * sizeof(int), sizeof d);
-                                        close(d);
-                                        n_fds++;
-                                }
+                n_fds += (unsigned) cmsg_take_fds(&mh, NULL, 0);
                 fuzz_assert(!(mh.msg_flags & MSG_CTRUNC), "a reply with more than %d descriptors",
                             NSD_MSG_FDS_MAX);
                 check_reply(sc, (size_t) n, n_fds);

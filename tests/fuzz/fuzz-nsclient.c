@@ -197,22 +197,14 @@ static bool send_datagram(int fd, const struct datagram *d) {
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         size_t nfds = d->fdspec & 0x1f;
 
+        int fds[FDS_PER_DATAGRAM_MAX];
+
         if (nfds > FDS_PER_DATAGRAM_MAX)
                 nfds = FDS_PER_DATAGRAM_MAX;
-        if (nfds > 0) {
-                struct cmsghdr *cm;
-
-                memset(&control, 0, sizeof control);
-                mh.msg_control = control.buf;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-                cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-                for (size_t i = 0; i < nfds; i++)
-                        memcpy(CMSG_DATA(cm) + i * sizeof(int),
-                               &kind_fd[((d->fdspec >> 5) + i) % 4], sizeof(int));
-        }
+        for (size_t i = 0; i < nfds; i++)
+                fds[i] = kind_fd[((d->fdspec >> 5) + i) % 4];
+        if (nfds > 0)
+                cmsg_put_fds(&mh, control.buf, fds, nfds);
         for (unsigned i = 0; i < d->copies; i++)
                 if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
                         return false;
@@ -411,14 +403,7 @@ static unsigned drain_requests(int srv) {
                         continue;
                 if (k <= 0) /* nothing more, or the client closed */
                         break;
-                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-                                for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                                     i++) {
-                                        int fd;
-                                        memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-                                        close(fd);
-                                }
+                (void) cmsg_take_fds(&mh, NULL, 0);
                 if (trace)
                         fprintf(stderr,
                                 "fuzz-nsclient: fd %d got a request of %zd bytes, type %u, seq "

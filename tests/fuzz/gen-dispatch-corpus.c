@@ -62,6 +62,29 @@ static void step(unsigned ctl) {
 /* a sound request of this type (its exact size) with seq */
 #define REQ(var, type, st, seq) struct st *var = proto_msg(type, sizeof(struct st), seq)
 
+/* the sound requests that name a service or a path, as uid 1000 sends them for itself: a
+ * SESSION_OPEN for sshd, a JOIN_SESSION for login, a HIDE of /tmp */
+static struct nsd_req_session_open *sound_session_open(uint32_t seq) {
+        REQ(o, NSD_REQ_SESSION_OPEN, nsd_req_session_open, seq);
+        o->uid = UID;
+        snprintf(o->service, sizeof o->service, "sshd");
+        return o;
+}
+
+static struct nsd_req_join_session *sound_join_session(uint32_t seq) {
+        REQ(js, NSD_REQ_JOIN_SESSION, nsd_req_join_session, seq);
+        js->uid = UID;
+        snprintf(js->service, sizeof js->service, "login");
+        return js;
+}
+
+static struct nsd_req_hide *sound_hide(uint32_t seq) {
+        REQ(h, NSD_REQ_HIDE, nsd_req_hide, seq);
+        h->uid = UID;
+        snprintf(h->path, sizeof h->path, "/tmp");
+        return h;
+}
+
 static void join(void) {
         REQ(j, NSD_REQ_JOIN, nsd_req_join, 1);
         j->uid = UID;
@@ -81,9 +104,7 @@ static void join(void) {
 }
 
 static void session_open(void) {
-        REQ(o, NSD_REQ_SESSION_OPEN, nsd_req_session_open, 2);
-        o->uid = UID;
-        snprintf(o->service, sizeof o->service, "sshd");
+        struct nsd_req_session_open *o = sound_session_open(2);
         seed("session-open", OWN_PID, o, sizeof *o);
         o->flags = NSD_SESSION_PIDFD;
         seed("session-open-pidfd", OWN_PID | FDS_PIDFD | FDS(1), o, sizeof *o);
@@ -113,9 +134,7 @@ static void session_close(void) {
 }
 
 static void join_session(void) {
-        REQ(js, NSD_REQ_JOIN_SESSION, nsd_req_join_session, 4);
-        js->uid = UID;
-        snprintf(js->service, sizeof js->service, "login");
+        struct nsd_req_join_session *js = sound_join_session(4);
         seed("join-session", OWN_PID, js, sizeof *js);
         js->flags = NSD_JOIN_SESSION_PIDFD | NSD_JOIN_NO_CREATE;
         seed("join-session-pidfd-no-create", OWN_PID | FDS_PIDFD | FDS(1), js, sizeof *js);
@@ -149,9 +168,7 @@ static void release_hide(void) {
         seed("release", 0, r, sizeof *r);
         r->flags = NSD_RELEASE_FORCE;
         seed("release-force", 0, r, sizeof *r);
-        REQ(h, NSD_REQ_HIDE, nsd_req_hide, 9);
-        h->uid = UID;
-        snprintf(h->path, sizeof h->path, "/tmp");
+        struct nsd_req_hide *h = sound_hide(9);
         seed("hide", 0, h, sizeof *h);
         h->flags = NSD_HIDE_UNHIDE;
         seed("hide-unhide", 0, h, sizeof *h);
@@ -196,17 +213,11 @@ static void sound_requests(unsigned ctl) {
         REQ(j, NSD_REQ_JOIN, nsd_req_join, 1);
         j->uid = UID;
         record(ctl, j, sizeof *j);
-        REQ(o, NSD_REQ_SESSION_OPEN, nsd_req_session_open, 2);
-        o->uid = UID;
-        snprintf(o->service, sizeof o->service, "sshd");
-        record(ctl | OWN_PID, o, sizeof *o);
+        record(ctl | OWN_PID, sound_session_open(2), sizeof(struct nsd_req_session_open));
         REQ(c, NSD_REQ_SESSION_CLOSE, nsd_req_session_close, 3);
         c->uid = UID;
         record(ctl | OWN_PID, c, sizeof *c);
-        REQ(js, NSD_REQ_JOIN_SESSION, nsd_req_join_session, 4);
-        js->uid = UID;
-        snprintf(js->service, sizeof js->service, "login");
-        record(ctl | OWN_PID, js, sizeof *js);
+        record(ctl | OWN_PID, sound_join_session(4), sizeof(struct nsd_req_join_session));
         record(ctl, proto_msg(NSD_REQ_STATUS, sizeof(struct nsd_req_status), 5),
                sizeof(struct nsd_req_status));
         record(ctl, proto_msg(NSD_REQ_LIST, sizeof(struct nsd_req_list), 6),
@@ -214,10 +225,7 @@ static void sound_requests(unsigned ctl) {
         REQ(sh, NSD_REQ_SHOW, nsd_req_show, 7);
         sh->uid = UID;
         record(ctl, sh, sizeof *sh);
-        REQ(h, NSD_REQ_HIDE, nsd_req_hide, 8);
-        h->uid = UID;
-        snprintf(h->path, sizeof h->path, "/tmp");
-        record(ctl, h, sizeof *h);
+        record(ctl, sound_hide(8), sizeof(struct nsd_req_hide));
         REQ(r, NSD_REQ_RELEASE, nsd_req_release, 9);
         r->uid = UID;
         record(ctl, r, sizeof *r);
@@ -237,6 +245,15 @@ static void requests(unsigned ctl, uint16_t type, size_t size, unsigned n) {
                         sh->uid = UID;
                 record(ctl, sh, size);
         }
+}
+
+/* the script name: head, then n records (ctl) of the same request msg */
+static void flood(const char *name, unsigned head, unsigned ctl, const void *msg, size_t size,
+                  unsigned n) {
+        script(head);
+        for (unsigned i = 0; i < n; i++)
+                record(ctl, msg, size);
+        finish(name);
 }
 
 #define STATUS NSD_REQ_STATUS, sizeof(struct nsd_req_status)
@@ -285,24 +302,11 @@ static void scripts(void) {
          * a session nobody learns of (nsd ends it), queued descriptors are closed */
         REQ(jq, NSD_REQ_JOIN, nsd_req_join, 1);
         jq->uid = UID;
-        script(SMALL_SNDBUF);
-        for (int i = 0; i < 8; i++)
-                record(SET_SEQ | LOOP, jq, sizeof *jq);
-        finish("script-join-queued");
-        REQ(oq, NSD_REQ_SESSION_OPEN, nsd_req_session_open, 2);
-        oq->uid = UID;
-        snprintf(oq->service, sizeof oq->service, "sshd");
-        script(SMALL_SNDBUF | SMALL_QUEUE);
-        for (int i = 0; i < 16; i++)
-                record(SET_SEQ | LOOP | OWN_PID, oq, sizeof *oq);
-        finish("script-session-open-flood");
-        REQ(jsq, NSD_REQ_JOIN_SESSION, nsd_req_join_session, 3);
-        jsq->uid = UID;
-        snprintf(jsq->service, sizeof jsq->service, "login");
-        script(SMALL_SNDBUF | SMALL_QUEUE);
-        for (int i = 0; i < 16; i++)
-                record(SET_SEQ | LOOP | OWN_PID, jsq, sizeof *jsq);
-        finish("script-join-session-flood");
+        flood("script-join-queued", SMALL_SNDBUF, SET_SEQ | LOOP, jq, sizeof *jq, 8);
+        flood("script-session-open-flood", SMALL_SNDBUF | SMALL_QUEUE, SET_SEQ | LOOP | OWN_PID,
+              sound_session_open(2), sizeof(struct nsd_req_session_open), 16);
+        flood("script-join-session-flood", SMALL_SNDBUF | SMALL_QUEUE, SET_SEQ | LOOP | OWN_PID,
+              sound_join_session(3), sizeof(struct nsd_req_join_session), 16);
 
         /* a burst past RequestBurstPerUser=3: throttled, then read on */
         script(BURST);

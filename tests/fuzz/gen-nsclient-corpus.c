@@ -40,6 +40,12 @@ static void error_reply(uint32_t seq, int err, uint16_t req, const char *why, un
         datagram(ctl, T_ERROR, 0, 0, e, sizeof *e);
 }
 
+/* a reply that is the header alone (RELEASE, HIDE, SHOW_END) */
+static void header_reply(unsigned type_index, unsigned owner, uint16_t type, uint32_t seq) {
+        datagram(0, type_index, 0, owner, proto_msg(type, sizeof(struct nsd_msg_header), seq),
+                 sizeof(struct nsd_msg_header));
+}
+
 /* the second nsd's answers to the fallback of JOIN_SESSION, for uid 1001 */
 static void fallback_join(uint32_t seq) {
         struct nsd_rep_join *j = proto_msg(NSD_REP_JOIN, sizeof *j, seq);
@@ -248,7 +254,7 @@ int main(int argc, char **argv) {
                 begin(1, c2);
                 datagram(0, T_SHOW_DATA, 0, OWNER_REPEAT_LONG << 2,
                          proto_msg(NSD_REP_SHOW_DATA, NSD_MSG_SIZE_MAX, 1), NSD_MSG_SIZE_MAX);
-                datagram(0, T_SHOW_END, 0, 0, proto_msg(NSD_REP_SHOW_END, 24, 1), 24);
+                header_reply(T_SHOW_END, 0, NSD_REP_SHOW_END, 1);
                 finish("show-too-long");
         }
         /* every call with bad arguments, then a good one: nothing sent, nothing broken */
@@ -295,10 +301,10 @@ int main(int argc, char **argv) {
                         memcpy(m + sizeof(struct nsd_msg_header), parts[i], n);
                         datagram(0, T_SHOW_DATA, 0, 0, m, sizeof(struct nsd_msg_header) + n);
                 }
-                datagram(0, T_SHOW_END, 0, 0, proto_msg(NSD_REP_SHOW_END, 24, 1), 24);
+                header_reply(T_SHOW_END, 0, NSD_REP_SHOW_END, 1);
                 finish("show-two-parts");
                 begin(1, c);
-                datagram(0, T_SHOW_END, 0, 0, proto_msg(NSD_REP_SHOW_END, 24, 1), 24);
+                header_reply(T_SHOW_END, 0, NSD_REP_SHOW_END, 1);
                 finish("show-empty");
                 /* a SHOW_DATA part carrying a descriptor */
                 begin(1, c);
@@ -310,13 +316,13 @@ int main(int argc, char **argv) {
         {
                 static const unsigned char c[] = { OP_RELEASE, 0x11, OP_HIDE, 0x10 };
                 begin(2, c);
-                datagram(0, T_RELEASE, 0, 0, proto_msg(NSD_REP_RELEASE, 24, 1), 24);
-                datagram(0, T_HIDE, 0, 1, proto_msg(NSD_REP_HIDE, 24, 2), 24);
+                header_reply(T_RELEASE, 0, NSD_REP_RELEASE, 1);
+                header_reply(T_HIDE, 1, NSD_REP_HIDE, 2);
                 finish("release-hide");
                 /* HIDE answered with RELEASE's type: out of step */
                 static const unsigned char c2[] = { OP_HIDE, 0x10, OP_STATUS, 0 };
                 begin(2, c2);
-                datagram(0, T_RELEASE, 0, 0, proto_msg(NSD_REP_RELEASE, 24, 1), 24);
+                header_reply(T_RELEASE, 0, NSD_REP_RELEASE, 1);
                 datagram(0, T_STATUS, 0, 0,
                          proto_msg(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 2),
                          sizeof(struct nsd_rep_status));
@@ -327,13 +333,13 @@ int main(int argc, char **argv) {
                 static const unsigned char c[] = { OP_RELEASE, 0x10, OP_RELEASE, 0x10 };
                 struct nsd_msg_header *h;
                 begin(2, c);
-                datagram(0, T_RELEASE, 0, 0, proto_msg(NSD_REP_RELEASE, 24, 9), 24);
+                header_reply(T_RELEASE, 0, NSD_REP_RELEASE, 9);
                 finish("wrong-seq-then-call");
                 begin(2, c);
                 h = proto_msg(NSD_REP_RELEASE, 24, 1);
                 h->magic = 0x12345678;
                 datagram(0, T_RELEASE, 0, 0, h, 24);
-                datagram(0, T_RELEASE, 0, 1, proto_msg(NSD_REP_RELEASE, 24, 2), 24);
+                header_reply(T_RELEASE, 1, NSD_REP_RELEASE, 2);
                 finish("bad-magic-then-call");
                 begin(1, c);
                 datagram(0, T_RELEASE, 0, 0, proto_msg(NSD_REP_RELEASE, 24, 1), 10);

@@ -7,12 +7,22 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "socket-util.h"
+
+int fake_nsd_bind(const char *src, const char *dst) {
+        int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+        if (fd < 0)
+                return -1;
+        close(fd);
+        return mount(src, dst, NULL, MS_BIND, NULL);
+}
 
 int fake_nsd_listen(const char *path, int backlog) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -54,20 +64,9 @@ int fake_nsd_recv(int cfd, struct fake_req *r) {
         while (n < 0 && errno == EINTR);
         if (n < 0)
                 return -errno;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-                        for (size_t i = 0; i < k; i++) {
-                                int fd;
-
-                                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                                if (r->nfds < FAKE_NSD_FDS_MAX)
-                                        r->fds[r->nfds++] = fd;
-                                else
-                                        close(fd);
-                        }
-                }
+        r->nfds = cmsg_take_fds(&mh, r->fds, FAKE_NSD_FDS_MAX);
+        if (r->nfds > FAKE_NSD_FDS_MAX)
+                r->nfds = FAKE_NSD_FDS_MAX;
         if (n == 0 && r->nfds == 0)
                 return 0;
         r->n = (size_t) n;

@@ -54,6 +54,11 @@ struct fake_req {
 /* A SOCK_SEQPACKET listener at path (unlinked first). Returns the descriptor or -errno. */
 int fake_nsd_listen(const char *path, int backlog);
 
+/* In a test's private mount namespace (root only): src bind-mounted onto dst, which is made
+ * as an empty file first, to put a fake nsd's socket at nsd's default path (or a test's
+ * file at a system path). 0, or -1 with errno. */
+int fake_nsd_bind(const char *src, const char *dst);
+
 /* Read one request (and its descriptors, which the caller closes with fake_req_close_fds).
  * Returns 1, 0 at EOF, or -errno. */
 int fake_nsd_recv(int cfd, struct fake_req *r);

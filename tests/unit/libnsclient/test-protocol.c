@@ -1004,15 +1004,6 @@ static void test_connect_timeout(void) {
  * else the user socket; the user socket for anyone else; $NSD_SOCKET above both. */
 enum { PICK_ROOT_ONLY_USER, PICK_BOTH_ROOT, PICK_BOTH_USER, PICK_ENV };
 
-static int bind_socket(const char *src, const char *dst) {
-        int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
-
-        if (fd < 0)
-                return -1;
-        close(fd);
-        return mount(src, dst, NULL, MS_BIND, NULL);
-}
-
 static void test_default_socket(void) {
         char a_path[PATH_MAX + 32], b_path[PATH_MAX + 32];
         static const char *const what[] = {
@@ -1052,9 +1043,9 @@ static void test_default_socket(void) {
                             mkdir("/run/nsd", 0755) < 0)
                                 _exit(77);
                         if (k != PICK_ROOT_ONLY_USER &&
-                            bind_socket(a_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0)
+                            fake_nsd_bind(a_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0)
                                 _exit(78);
-                        if (bind_socket(b_path, NSD_SOCKET_PATH_DEFAULT) < 0)
+                        if (fake_nsd_bind(b_path, NSD_SOCKET_PATH_DEFAULT) < 0)
                                 _exit(78);
                         if (k == PICK_ENV)
                                 setenv("NSD_SOCKET", a_path, 1);

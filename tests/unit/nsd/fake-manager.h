@@ -29,6 +29,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "socket-util.h"
+
 typedef struct FakeManager {
         int fd;
         int sync_fd; /* the test's own sender, for the markers of fake_manager_drain() */
@@ -132,13 +134,7 @@ static inline gpointer fake_manager_pump(gpointer p) {
                 if (n < 0)
                         abort();
                 buf[n] = '\0';
-                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-                                for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) &&
-                                                   n_fds < G_N_ELEMENTS(fds);
-                                     i++)
-                                        memcpy(&fds[n_fds++], CMSG_DATA(c) + i * sizeof(int),
-                                               sizeof(int));
+                n_fds = MIN(cmsg_take_fds(&mh, fds, G_N_ELEMENTS(fds)), G_N_ELEMENTS(fds));
                 g_mutex_lock(&m->lock);
                 fake_manager_handle(m, buf, fds, n_fds);
                 if (m->quit) {

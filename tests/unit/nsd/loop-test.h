@@ -143,14 +143,7 @@ static inline TestReply loop_test_recv(int fd, int timeout_ms) {
                 rep.type = 0;
                 return rep;
         }
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-                        for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-                                int d;
-                                memcpy(&d, CMSG_DATA(cm) + i * sizeof(int), sizeof d);
-                                close(d);
-                                rep.n_fds++;
-                        }
+        rep.n_fds += (unsigned) cmsg_take_fds(&mh, NULL, 0);
         rep.type = rep.msg.hdr.type;
         rep.error = rep.msg.hdr.error;
         rep.seq = rep.msg.hdr.seq;

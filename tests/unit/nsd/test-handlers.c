@@ -11,6 +11,7 @@
 
 #include "api/handlers.h"
 #include "core-test.h"
+#include "gate-test.h"
 #include "policy/policy.h"
 #include "tap.h"
 
@@ -139,31 +140,13 @@ static void test_list(void) {
         server_free(s);
 }
 
-static GMutex lookup_lock;
-static GCond lookup_cond;
-static bool lookup_release;
-static int lookup_running, lookup_running_max, lookup_calls;
+static Gate lookups;
 
 /* a user database whose lookups hang until released; then "not managed" */
 static int blocking_lookup(const Config *c, uid_t uid, char **ret_why) {
-        g_mutex_lock(&lookup_lock);
-        lookup_calls++;
-        lookup_running++;
-        lookup_running_max = MAX(lookup_running, lookup_running_max);
-        while (!lookup_release)
-                g_cond_wait(&lookup_cond, &lookup_lock);
-        lookup_running--;
-        g_mutex_unlock(&lookup_lock);
+        gate_pass(&lookups);
         *ret_why = g_strdup_printf("uid %u: test database says no", (unsigned) uid);
         return 0;
-}
-
-static int lookups_running(void) {
-        int n;
-        g_mutex_lock(&lookup_lock);
-        n = lookup_running;
-        g_mutex_unlock(&lookup_lock);
-        return n;
 }
 
 static void test_slow_lookup(void) {
@@ -181,13 +164,13 @@ static void test_slow_lookup(void) {
 
         policy_set_lookup_fn(s->policy, blocking_lookup);
         send_join(a, 2000, NSD_JOIN_NO_CREATE);
-        ok(RUN_UNTIL(lookups_running() == 1), "uid 2000's JOIN waits for the user database");
+        ok(RUN_UNTIL(gate_waiting(&lookups) == 1), "uid 2000's JOIN waits for the user database");
         unsigned reqs = stats(s)->requests;
         send_join(a2, 2000, NSD_JOIN_NO_CREATE);
         RUN_UNTIL(stats(s)->requests > reqs);
         is_int(policy_stats(s->policy)->lookups, 1, "a second JOIN of uid 2000 shares its lookup");
         send_status(other, 1);
-        ok(next_reply(other, NULL, NULL, 0) == NSD_REP_STATUS && lookups_running() == 1,
+        ok(next_reply(other, NULL, NULL, 0) == NSD_REP_STATUS && gate_waiting(&lookups) == 1,
            "another client is served while the lookup hangs");
         /* a STATUS behind the waiting JOIN: if the connection read it meanwhile, its reply
          * would come first */
@@ -206,20 +189,17 @@ static void test_slow_lookup(void) {
                    next_reply(d, &err, NULL, 0) == NSD_REP_ERROR && err == -ETIMEDOUT &&
                    next_reply(e, &err, NULL, 0) == NSD_REP_ERROR && err == -ETIMEDOUT,
            "three more uids time out too, behind the stuck threads");
-        is_int(lookup_running_max, 2, "never more than MaxLookupThreads=2 threads in NSS");
+        is_int(lookups.waiting_max, 2, "never more than MaxLookupThreads=2 threads in NSS");
 
-        g_mutex_lock(&lookup_lock);
-        lookup_release = true;
-        g_cond_broadcast(&lookup_cond);
-        g_mutex_unlock(&lookup_lock);
+        gate_set_open(&lookups, true);
         ok(RUN_UNTIL(policy_stats(s->policy)->running == 0),
            "released, the late lookups come back");
-        int calls = lookup_calls;
+        int calls = lookups.calls;
         send_join(a, 2000, NSD_JOIN_NO_CREATE);
         ok(next_reply(a, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -ENXIO &&
                    strstr(msg, "test database says no"),
            "the late answer was cached: the next JOIN gets ENXIO at once (%s)", msg);
-        is_int(lookup_calls, calls, "without asking the database again");
+        is_int(lookups.calls, calls, "without asking the database again");
 
         /* a reload empties the cache */
         Config c2 = loop_test_config();
@@ -228,7 +208,7 @@ static void test_slow_lookup(void) {
         server_apply_config(s, &c2);
         send_join(a, 2000, NSD_JOIN_NO_CREATE);
         ok(next_reply(a, &err, NULL, 0) == NSD_REP_ERROR && err == -ENXIO &&
-                   lookup_calls == calls + 1,
+                   lookups.calls == calls + 1,
            "after a reload the database is asked again");
 
         close(a);
@@ -238,7 +218,7 @@ static void test_slow_lookup(void) {
         close(e);
         close(other);
         server_free(s);
-        lookup_release = false;
+        gate_set_open(&lookups, false);
 }
 
 static void test_join_session_refusals(void) {

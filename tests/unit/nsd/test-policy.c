@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gate-test.h"
 #include "nss-wrapper.h"
 #include "policy/conf.h"
 #include "policy/policy.h"
@@ -211,34 +212,17 @@ static void test_names_resolved(void) {
 
 /* ---- a slow user database: root's lookups ahead of a flood ------------------------------- */
 
-static GMutex slow_lock;
-static GCond slow_cond;
-static bool slow_release;
-static int slow_running;
+static Gate slow;
 
 /* uids from 100000 on hang until released (a subuid range flooding nsd); others answer at
  * once: 70001 managed (a member of Groups=, above MaxUid=), the rest not */
 static int slow_lookup(const Config *c, uid_t uid, char **ret_why) {
-        if (uid >= 100000) {
-                g_mutex_lock(&slow_lock);
-                slow_running++;
-                while (!slow_release)
-                        g_cond_wait(&slow_cond, &slow_lock);
-                slow_running--;
-                g_mutex_unlock(&slow_lock);
-        }
+        if (uid >= 100000)
+                gate_pass(&slow);
         if (uid == 70001)
                 return 1;
         *ret_why = g_strdup("not listed");
         return 0;
-}
-
-static int slow_now(void) {
-        int n;
-        g_mutex_lock(&slow_lock);
-        n = slow_running;
-        g_mutex_unlock(&slow_lock);
-        return n;
 }
 
 static void test_fair(void) {
@@ -252,7 +236,7 @@ static void test_fair(void) {
 
         server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
         policy_set_lookup_fn(s->policy, slow_lookup);
-        slow_release = false;
+        gate_set_open(&slow, false);
         for (int i = 0; i < FLOOD; i++) {
                 uid_t uid = 100000 + (uid_t) i; /* each asks for itself */
                 g_clear_pointer(&why, g_free);
@@ -262,7 +246,7 @@ static void test_fair(void) {
                 else if (r == -EAGAIN && why && strstr(why, "wait already"))
                         refused++;
         }
-        ok(WAIT_FOR(slow_now() == 2),
+        ok(WAIT_FOR(gate_waiting(&slow) == 2),
            "%d uids of a subuid range ask; MaxLookupThreads=2 of their "
            "lookups hang in the user database",
            FLOOD);
@@ -274,17 +258,14 @@ static void test_fair(void) {
                "root asks about uid 70001 (a first login)");
         ok(WAIT_FOR(root.done), "root's answer comes while the flood hangs");
         is_int(root.managed, 1, "uid 70001 is managed");
-        is_int(slow_now(), 2, "the flood's lookups still hang");
+        is_int(gate_waiting(&slow), 2, "the flood's lookups still hang");
 
         is_int(policy_uid_managed(s->policy, 100100, 0, &why, on_answer, &promoted), -EINPROGRESS,
                "root asks about a uid whose lookup waits in line");
-        ok(WAIT_FOR(slow_now() == 3), "it leaves the line for a thread of root's at once");
+        ok(WAIT_FOR(gate_waiting(&slow) == 3), "it leaves the line for a thread of root's at once");
         is_int(policy_stats(s->policy)->promoted, 1, "(counted as promoted)");
 
-        g_mutex_lock(&slow_lock);
-        slow_release = true;
-        g_cond_broadcast(&slow_cond);
-        g_mutex_unlock(&slow_lock);
+        gate_set_open(&slow, true);
         int answered = 0;
         ok(WAIT_FOR(policy_stats(s->policy)->running == 0 && policy_stats(s->policy)->queued == 0),
            "released: the line drains");
@@ -389,7 +370,7 @@ static void test_subids(const char *dir) {
                 g_strfreev(s->config.groups);
                 s->config.groups = g_strsplit("big", " ", -1); /* so they need lookups */
                 policy_set_lookup_fn(s->policy, slow_lookup);
-                slow_release = false;
+                gate_set_open(&slow, false);
                 for (uid_t i = 0; i < 100; i++) {
                         g_clear_pointer(&why, g_free);
                         if (policy_uid_managed(s->policy, 100000 + i, 100000 + i, &why, on_answer,
@@ -401,10 +382,7 @@ static void test_subids(const char *dir) {
                 is_int(refused, 100 - 1 - 64, "the rest are refused, naming their owner");
                 is_int(policy_uid_managed(s->policy, 70001, 70001, &why, on_answer, &other),
                        -EINPROGRESS, "another person's lookup still gets in line");
-                g_mutex_lock(&slow_lock);
-                slow_release = true;
-                g_cond_broadcast(&slow_cond);
-                g_mutex_unlock(&slow_lock);
+                gate_set_open(&slow, true);
                 ok(WAIT_FOR(other.done && policy_stats(s->policy)->queued == 0 &&
                             policy_stats(s->policy)->running == 0),
                    "released: answered, the lines drain");

@@ -28,17 +28,11 @@
 #include "domain/user.h"
 #include "domain/users.h"
 #include "loop-test.h"
-#include "store/fdstore.h"
-#include "store/pending.h"
-#include "store/state.h"
 #include "store/userns.h"
 #include "tap.h"
+#include "users-test.h"
 
 static char top[] = "/tmp/nsd-test-users-setup.XXXXXX";
-static Config config;
-static FdStore *fdstore;
-static StateDir *state;
-static Pending *pending;
 static Children *children;
 
 typedef struct Done {
@@ -56,6 +50,30 @@ static void on_done(int r, const char *why, void *userdata) {
         d->why = g_strdup(why);
 }
 
+static void done_clear(Done *d) {
+        g_free(d->why);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Done, done_clear)
+
+/* What a JOIN hands back besides its status: the user, whether it was made now, why not. */
+typedef struct Join {
+        User *u;
+        bool created;
+        char *why;
+} Join;
+
+static void join_clear(Join *j) {
+        g_clear_pointer(&j->why, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Join, join_clear)
+
+/* A JOIN of uid through the registry (who: the user database's answer, if asked), into j; d
+ * is told when a setup it waits for is done. */
+static int join_start(Users *reg, uid_t uid, const SetupUser *who, Done *d, Join *j) {
+        join_clear(j);
+        return users_join_start(reg, uid, true, who, on_done, d, &j->u, &j->created, &j->why);
+}
+
 static void set_config(const char *text) {
         g_auto(GStrv) parts = g_strsplit(text, "@T@", -1);
         g_autofree char *t = g_strjoinv(top, parts), *err = NULL;
@@ -68,14 +86,8 @@ static void set_config(const char *text) {
         config_move(&config, &c); /* the registry keeps the pointer: refilled in place */
 }
 
-static Users *registry_new(void) {
-        Users *reg = users_new(&(UsersSetup) {
-                .config = &config,
-                .fdstore = fdstore,
-                .state = state,
-                .pending = pending,
-                .children = children,
-        });
+static Users *registry_new(Children *set) {
+        Users *reg = users_test_registry((UsersSetup) { .children = set });
 
         users_start(reg);
         return reg;
@@ -104,23 +116,23 @@ static char *state_generation(uid_t uid) {
 
 static void test_made(void) {
         Users *reg;
-        Done a = { 0 }, b = { 0 };
-        g_autofree char *why = NULL, *gen_file = NULL;
+        g_auto(Done) a = { 0 }, b = { 0 };
+        g_autofree char *gen_file = NULL;
+        g_auto(Join) j = { 0 };
         char gen[17];
-        bool created = false;
         User *u = NULL;
         int r;
         struct stat here;
 
         set_config("[Polydir a]\nPath=@T@/a\nMethod=tmpfs\n");
-        reg = registry_new();
+        reg = registry_new(children);
         ok(!users_join_needs_identity(reg, 5001, true),
            "a tmpfs polydir: the user database is not asked");
-        r = users_join_start(reg, 5001, true, NULL, on_done, &a, &u, &created, &why);
+        r = join_start(reg, 5001, NULL, &a, &j);
         is_int(r, -EINPROGRESS, "JOIN of a uid without a namespace: its setup runs (%s)",
-               why ? why : "");
+               j.why ? j.why : "");
         ok(!users_get(reg, 5001), "... and it is not there before the setup is done");
-        r = users_join_start(reg, 5001, true, NULL, on_done, &b, &u, &created, &why);
+        r = join_start(reg, 5001, NULL, &b, &j);
         is_int(r, -EINPROGRESS, "a second JOIN of that uid waits for the same setup");
         ok(RUN_UNTIL(a.calls && b.calls), "both are told when it is done");
         u = users_get(reg, 5001);
@@ -139,10 +151,8 @@ static void test_made(void) {
                    strcmp(u->setup_generation, gen) == 0,
            "its state file and its user record the setup generation (%s)", gen);
         ok(!users_is_stale(reg, u, gen), "it is not stale");
-
-        g_clear_pointer(&why, g_free);
-        r = users_join_start(reg, 5001, true, NULL, on_done, &a, &u, &created, &why);
-        ok(r == 0 && !created && a.calls == 1, "the next JOIN gets it at once");
+        r = join_start(reg, 5001, NULL, &a, &j);
+        ok(r == 0 && !j.created && a.calls == 1, "the next JOIN gets it at once");
 
         /* a reload that changes the setup: the live namespace is not touched, but stale */
         set_config("[Polydir a]\nPath=@T@/a\nMethod=tmpfs\nMountOptions=size=1m\n");
@@ -150,45 +160,39 @@ static void test_made(void) {
         ok(users_is_stale(reg, u, gen) && tmpfs_in(u, "a"),
            "after a change of the setup it is stale, and left as it is");
         users_free(reg);
-        g_free(a.why);
-        g_free(b.why);
 }
 
 /* PrivateTmp=yes is a polydir like any other: made by the setup, not by the namespace's
  * creation. (On its own here: its tmpfs on /tmp covers this test's files.) */
 static void test_private_tmp(void) {
         Users *reg;
-        Done a = { 0 };
-        g_autofree char *why = NULL, *text = NULL;
-        bool created = false;
+        g_auto(Done) a = { 0 };
+        g_autofree char *text = NULL;
+        g_auto(Join) j = { 0 };
         User *u = NULL;
 
         set_config("[Namespaces]\nPrivateTmp=yes\n");
-        reg = registry_new();
+        reg = registry_new(children);
         ok(!users_join_needs_identity(reg, 5008, true), "PrivateTmp=yes: no user database");
-        is_int(users_join_start(reg, 5008, true, NULL, on_done, &a, &u, &created, &why),
-               -EINPROGRESS, "PrivateTmp=yes: a setup");
+        is_int(join_start(reg, 5008, NULL, &a, &j), -EINPROGRESS, "PrivateTmp=yes: a setup");
         ok(RUN_UNTIL(a.calls) && a.r == 0, "done (%s)", a.why ? a.why : "");
         u = users_get(reg, 5008);
         ok(u && userns_read_mountinfo(u->ns, 1 << 20, &text, NULL) == 0 &&
                    strstr(text, " /tmp rw,nosuid,nodev") && strstr(text, " - tmpfs "),
            "a tmpfs on /tmp inside the namespace, nosuid,nodev");
         users_free(reg);
-        g_free(a.why);
 }
 
 static void test_refused(void) {
         Users *reg;
-        Done a = { 0 }, b = { 0 };
-        g_autofree char *why = NULL;
-        bool created = false;
-        User *u = NULL;
+        g_auto(Done) a = { 0 }, b = { 0 };
+        g_auto(Join) j = { 0 };
         int r;
 
         set_config("[Polydir gone]\nPath=@T@/no-such-dir\nMethod=tmpfs\n"
                    "[Polydir a]\nPath=@T@/a\nMethod=tmpfs\n");
-        reg = registry_new();
-        r = users_join_start(reg, 5002, true, NULL, on_done, &a, &u, &created, &why);
+        reg = registry_new(children);
+        r = join_start(reg, 5002, NULL, &a, &j);
         is_int(r, -EINPROGRESS, "a setup that will fail starts all the same");
         ok(RUN_UNTIL(a.calls), "and reports");
         ok(a.r == -EIO && a.why && strstr(a.why, "polydir 'gone'") &&
@@ -198,107 +202,87 @@ static void test_refused(void) {
            a.why ? a.why : "");
         g_autofree char *state_file = g_build_filename(state_path(state), "ns-5002", NULL);
         ok(!g_file_test(state_file, G_FILE_TEST_EXISTS), "no state file for it");
-        r = users_join_start(reg, 5002, true, NULL, on_done, &b, &u, &created, &why);
-        ok(r == -EIO && b.calls == 0 && why && strstr(why, "polydir 'gone'"),
-           "the next JOIN gets the same refusal at once, without a setup (%s)", why ? why : "");
+        r = join_start(reg, 5002, NULL, &b, &j);
+        ok(r == -EIO && b.calls == 0 && j.why && strstr(j.why, "polydir 'gone'"),
+           "the next JOIN gets the same refusal at once, without a setup (%s)", j.why ? j.why : "");
 
         /* a changed setup is tried again at once */
         set_config("[Polydir a]\nPath=@T@/a\nMethod=tmpfs\n");
-        g_clear_pointer(&why, g_free);
-        r = users_join_start(reg, 5002, true, NULL, on_done, &b, &u, &created, &why);
+        r = join_start(reg, 5002, NULL, &b, &j);
         ok(r == -EINPROGRESS && RUN_UNTIL(b.calls) && b.r == 0 && users_get(reg, 5002),
            "after a change of the setup, the next JOIN runs it again, and gets one (%s)",
            b.why ? b.why : "");
         users_free(reg);
-        g_free(a.why);
-        g_free(b.why);
 }
 
 static void test_continue(void) {
         Users *reg;
-        Done a = { 0 };
-        g_autofree char *why = NULL;
-        bool created = false;
+        g_auto(Done) a = { 0 };
+        g_auto(Join) j = { 0 };
         User *u = NULL;
 
         set_config("[Setup]\nOnFailure=continue\n[Polydir gone]\nPath=@T@/no-such-dir\n"
                    "Method=tmpfs\n[Polydir b]\nPath=@T@/b\nMethod=tmpfs\n");
-        reg = registry_new();
-        (void) users_join_start(reg, 5003, true, NULL, on_done, &a, &u, &created, &why);
+        reg = registry_new(children);
+        (void) join_start(reg, 5003, NULL, &a, &j);
         ok(RUN_UNTIL(a.calls), "OnFailure=continue: the setup reports");
         u = users_get(reg, 5003);
         ok(a.r == 0 && u && tmpfs_in(u, "b"),
            "the namespace is handed out with what could be made (%s)", a.why ? a.why : "");
         users_free(reg);
-        g_free(a.why);
 }
 
 static void test_identity_and_bounds(void) {
         Users *reg;
-        Done a = { 0 }, b = { 0 };
-        g_autofree char *why = NULL;
-        bool created = false;
-        User *u = NULL;
+        g_auto(Done) a = { 0 }, b = { 0 };
+        g_auto(Join) j = { 0 };
         int r;
 
         set_config("[Polydir v]\nPath=@T@/a\nMethod=user\nInstancePrefix=@T@/inst/\n");
-        reg = registry_new();
+        reg = registry_new(children);
         ok(users_join_needs_identity(reg, 5004, true) &&
                    !users_join_needs_identity(reg, 5004, false),
            "Method=user needs to know who the user is (the instance is named after them)");
-        r = users_join_start(reg, 5004, true, NULL, on_done, &a, &u, &created, &why);
-        ok(r == -EINVAL && why && strstr(why, "nobody looked it up") && a.calls == 0,
+        r = join_start(reg, 5004, NULL, &a, &j);
+        ok(r == -EINVAL && j.why && strstr(j.why, "nobody looked it up") && a.calls == 0,
            "without the user, such a setup is refused, not made with a wrong name (%s)",
-           why ? why : "");
+           j.why ? j.why : "");
         users_free(reg);
 
         /* one helper child in all: a second uid's setup cannot start now */
         set_config("[Polydir a]\nPath=@T@/a\nMethod=tmpfs\n");
         children_set_max(children, 1);
-        reg = registry_new();
-        r = users_join_start(reg, 5005, true, NULL, on_done, &a, &u, &created, &why);
-        g_clear_pointer(&why, g_free);
-        int r2 = users_join_start(reg, 5006, true, NULL, on_done, &b, &u, &created, &why);
-        ok(r == -EINPROGRESS && r2 == -EAGAIN && why && strstr(why, "retry"),
-           "with no helper child free, another uid's JOIN gets 'not yet' (%s)", why ? why : "");
+        reg = registry_new(children);
+        r = join_start(reg, 5005, NULL, &a, &j);
+        int r2 = join_start(reg, 5006, NULL, &b, &j);
+        ok(r == -EINPROGRESS && r2 == -EAGAIN && j.why && strstr(j.why, "retry"),
+           "with no helper child free, another uid's JOIN gets 'not yet' (%s)", j.why ? j.why : "");
         ok(RUN_UNTIL(a.calls) && a.r == 0 && !users_get(reg, 5006),
            "the first is made, the other was not started");
         children_set_max(children, 16);
         users_free(reg);
-        g_free(a.why);
-        g_free(b.why);
 }
 
 static void test_stop(void) {
         Children *own = children_new(4);
         Users *reg;
-        Done a = { 0 };
-        g_autofree char *why = NULL;
-        bool created = false;
-        User *u = NULL;
+        g_auto(Done) a = { 0 };
+        g_auto(Join) j = { 0 };
         int r;
 
         /* a setup whose init script takes its time; nsd stops meanwhile */
         set_config("[Setup]\nInitScript=@T@/slow.sh\nTimeoutSec=30\n[Polydir a]\nPath=@T@/a\n"
                    "Method=tmpfs\n");
-        reg = users_new(&(UsersSetup) {
-                .config = &config,
-                .fdstore = fdstore,
-                .state = state,
-                .pending = pending,
-                .children = own,
-        });
-        users_start(reg);
+        reg = registry_new(own);
         SetupUser who = { .uid = 5007, .gid = 5007, .name = "slow", .home = "/" };
-        r = users_join_start(reg, 5007, true, &who, on_done, &a, &u, &created, &why);
-        is_int(r, -EINPROGRESS, "a slow setup runs (%s)", why ? why : "");
+        r = join_start(reg, 5007, &who, &a, &j);
+        is_int(r, -EINPROGRESS, "a slow setup runs (%s)", j.why ? j.why : "");
         users_free(reg);    /* the registry goes first ... */
         children_free(own); /* ... then its children: server.c stops in the other order */
         ok(a.calls == 1 && a.r == -ECANCELED,
            "a setup under way when nsd stops: its waiters "
            "are told, nothing is added (%d, %s)",
            a.r, a.why ? a.why : "");
-        g_free(a.why);
 }
 
 int main(void) {
@@ -323,11 +307,10 @@ int main(void) {
                 tap_bail_errno(slow);
 
         config_init_defaults(&config);
-        fdstore = fdstore_new(false);
         st = g_build_filename(top, "run", NULL);
-        if (mkdir(st, 0755) < 0 || state_open(st, &state) < 0)
-                tap_bail_errno("state_open");
-        pending = pending_new(NULL, fdstore);
+        if (mkdir(st, 0755) < 0)
+                tap_bail_errno(st);
+        users_test_open(st);
         children = children_new(16);
 
         test_made();
@@ -338,10 +321,7 @@ int main(void) {
         test_stop();
 
         children_free(children);
-        pending_free(pending);
-        state_free(state);
-        fdstore_free(fdstore);
-        config_done(&config);
+        users_test_close();
         (void) umount2(top, MNT_DETACH);
         (void) rmdir(top);
         return tap_done();

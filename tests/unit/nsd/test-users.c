@@ -19,16 +19,10 @@
 #include "domain/users.h"
 #include "loop-test.h"
 #include "ns-here.h"
-#include "store/fdstore.h"
-#include "store/pending.h"
-#include "store/state.h"
 #include "tap.h"
+#include "users-test.h"
 
 static char *scratch, *proc;
-static Config config;
-static FdStore *fdstore;
-static StateDir *state;
-static Pending *pending;
 static unsigned changed;
 
 static void on_changed(void *userdata) {
@@ -36,13 +30,7 @@ static void on_changed(void *userdata) {
 }
 
 static Users *registry_new(void) {
-        Users *reg = users_new(&(UsersSetup) {
-                .config = &config,
-                .fdstore = fdstore,
-                .state = state,
-                .pending = pending,
-                .proc_dir = proc,
-        });
+        Users *reg = users_test_registry((UsersSetup) { .proc_dir = proc });
 
         users_set_changed(reg, on_changed, NULL);
         users_start(reg);
@@ -204,20 +192,14 @@ int main(int argc, char **argv) {
         proc = g_build_filename(scratch, "proc", NULL);
         g_mkdir_with_parents(proc, 0755);
         config = loop_test_config();
-        fdstore = fdstore_new(false);
-        pending = pending_new(NULL, fdstore);
-        if (state_open(scratch, &state) < 0)
-                tap_bail_errno("state_open");
+        users_test_open(scratch);
 
         test_users();
         test_sessions();
         test_restore();
         test_release();
 
-        state_free(state);
-        pending_free(pending);
-        fdstore_free(fdstore);
-        config_done(&config);
+        users_test_close();
         g_free(proc);
         if (system(rm) != 0)
                 abort();

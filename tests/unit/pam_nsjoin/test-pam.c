@@ -403,15 +403,6 @@ static void *idle_thread(void *p) {
         return NULL;
 }
 
-static int bind_file(const char *src, const char *dst) {
-        int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-
-        if (fd < 0)
-                return -1;
-        close(fd);
-        return mount(src, dst, NULL, MS_BIND, NULL);
-}
-
 /* Wait for pid; its exit status, or 1. */
 static int wait_exit(pid_t pid) {
         int status;
@@ -524,20 +515,20 @@ static int sandbox_setup(enum sandbox sb) {
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return 2;
         if (sb == SANDBOX_DEFS)
-                return bind_file(defs_path, "/etc/login.defs") < 0 ? 3 : 0;
+                return fake_nsd_bind(defs_path, "/etc/login.defs") < 0 ? 3 : 0;
         if (mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0 || mkdir("/run/nsd", 0755) < 0)
                 return 4;
         switch (sb) {
         case SANDBOX_ROOT_SOCK:
-                if (bind_file(sock_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0 ||
-                    bind_file(dead_path, NSD_SOCKET_PATH_DEFAULT) < 0)
+                if (fake_nsd_bind(sock_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0 ||
+                    fake_nsd_bind(dead_path, NSD_SOCKET_PATH_DEFAULT) < 0)
                         return 5;
                 return 0;
         case SANDBOX_USER_SOCK:
-                return bind_file(sock_path, NSD_SOCKET_PATH_DEFAULT) < 0 ? 5 : 0;
+                return fake_nsd_bind(sock_path, NSD_SOCKET_PATH_DEFAULT) < 0 ? 5 : 0;
         case SANDBOX_ROOT_DEAD:
-                if (bind_file(dead_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0 ||
-                    bind_file(sock_path, NSD_SOCKET_PATH_DEFAULT) < 0)
+                if (fake_nsd_bind(dead_path, NSD_ROOT_SOCKET_PATH_DEFAULT) < 0 ||
+                    fake_nsd_bind(sock_path, NSD_SOCKET_PATH_DEFAULT) < 0)
                         return 5;
                 return 0;
         default:

@@ -45,3 +45,70 @@ deb_install() {
 deb_version() {
         dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$1" 2> /dev/null | awk '$1 == "ii" { print $2 }'
 }
+
+# ---- an upgrade while a user has a session open and a FUSE mount ----------------------------
+# deb_probe USER: a new ssh login of USER prints its mount namespace's inode and ~/mnt/file
+# (its FUSE mount's file; '-' when there is none)
+deb_probe() {
+        vm_ssh "$1" 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file 2>/dev/null || echo -)"'
+}
+
+# deb_upgrade_begin USER WANT: before an upgrade: an ssh session of USER, kept open across it,
+# prints its mount namespace's inode and ~/mnt/file now (the line must be WANT) and again at
+# deb_upgrade_end; nsd's pid, the socket file's inode and nsd.socket's start time are noted.
+deb_upgrade_begin() {
+        local user=$1 want=$2
+        mkfifo "$VM_TMPDIR/session.in"
+        vm_ssh "$user" 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file)"; read -r _; echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file)"' \
+                < "$VM_TMPDIR/session.in" > "$VM_TMPDIR/session.out" 2>&1 &
+        DEB_SESSION_PID=$!
+        exec 8> "$VM_TMPDIR/session.in"
+        vm_wait_for 60 grep -q . "$VM_TMPDIR/session.out"
+        assert_eq "$want" "$(head -1 "$VM_TMPDIR/session.out")" "the open session"
+        DEB_NSD_PID=$(nsd_main_pid)
+        assert_ne 0 "$DEB_NSD_PID" "nsd runs before the upgrade"
+        DEB_SOCKET_INODE=$(stat -c %i /run/nsd/socket)
+        DEB_SOCKET_STARTED=$(deb_socket_started)
+}
+
+deb_socket_started() { systemctl show -p ActiveEnterTimestampMonotonic --value nsd.socket; }
+
+# deb_upgrade_kept VERSION: after the upgrade: every package at VERSION; nsd.service active on
+# a new pid (it ran, so it was restarted); nsd.socket never stopped, its socket file never
+# recreated; the profile still in common-session.
+deb_upgrade_kept() {
+        local p
+        for p in "${DEB_PACKAGES[@]}"; do
+                assert_eq "$1" "$(deb_version "$p")" "$p after the upgrade"
+        done
+        assert_eq active "$(systemctl is-active nsd.service)" "nsd.service after the upgrade"
+        assert_ne "$DEB_NSD_PID" "$(nsd_main_pid)" "nsd's pid after the upgrade (restarted: it ran)"
+        assert_eq "$DEB_SOCKET_STARTED" "$(deb_socket_started)" "nsd.socket's start time (never stopped)"
+        assert_eq "$DEB_SOCKET_INODE" "$(stat -c %i /run/nsd/socket)" "the socket file (never recreated)"
+        grep -q pam_nsjoin /etc/pam.d/common-session || fail "the profile is no longer enabled after the upgrade"
+}
+
+# deb_upgrade_end USER WANT JOURNAL-MATCH...: the session of deb_upgrade_begin goes on and ends
+# cleanly, its second line WANT too; then every PAM session of USER that sshd opened is closed
+# again (pam_unix's lines; JOURNAL-MATCH: journalctl's words for sshd's lines, -t sshd or
+# _COMM=sshd-session).
+deb_upgrade_end() {
+        local user=$1 want=$2
+        shift 2
+        echo >&8
+        exec 8>&-
+        wait "$DEB_SESSION_PID" || fail "$user's session opened before the upgrade did not end cleanly: $(cat "$VM_TMPDIR/session.out")"
+        assert_eq "$want
+$want" "$(cat "$VM_TMPDIR/session.out")" "the session across the upgrade"
+        vm_wait_for 30 deb_sessions_balanced "$user" "$@"
+}
+
+# deb_sessions_balanced USER JOURNAL-MATCH...: as many sessions of USER closed as opened, and one at least
+deb_sessions_balanced() {
+        local user=$1 o c
+        shift
+        journalctl --sync
+        o=$(journalctl --no-pager -o cat "$@" -g "session opened for user $user" | wc -l)
+        c=$(journalctl --no-pager -o cat "$@" -g "session closed for user $user" | wc -l)
+        [ "$o" -gt 0 ] && [ "$o" -eq "$c" ]
+}

@@ -15,16 +15,8 @@ host=/run/nsd-vm/host
 bad=0
 say() { echo "reset: $*"; }
 problem() { echo "reset: $*" >&2; bad=1; }
-# until CMD succeeds, for at most SECONDS of wall-clock time (0.1 s between looks)
-wait_until() {
-    local end=$((SECONDS + $1))
-    shift
-    while :; do
-        "$@" > /dev/null 2>&1 && return 0
-        [ "$SECONDS" -lt "$end" ] || return 1
-        sleep 0.1
-    done
-}
+# vm_poll SECONDS CMD...: until CMD succeeds, for at most SECONDS of wall-clock time
+. "$(dirname "${BASH_SOURCE[0]}")/poll.sh"
 no_process_of() { ! pgrep -U "$1" > /dev/null; }
 
 [ -d "$host/etc" ] || { problem "the host's root is not at $host (tests/vm/init)"; exit 1; }
@@ -38,7 +30,7 @@ systemd=
 pkill -KILL -x nsd 2> /dev/null
 pkill -KILL -x sshd 2> /dev/null
 pkill -KILL -f '^busybox syslogd' 2> /dev/null
-wait_until 30 sh -c '! pgrep -x nsd && ! pgrep -x sshd' ||
+vm_poll 30 sh -c '! pgrep -x nsd && ! pgrep -x sshd' ||
     problem "nsd or sshd still runs: $(pgrep -a -x nsd; pgrep -a -x sshd)"
 [ -n "$systemd" ] || rm -f /dev/log # busybox syslogd's (under systemd: journald's, kept)
 
@@ -55,7 +47,7 @@ for user in $(cut -d: -f1 /etc/passwd); do
         systemctl stop "user@$uid.service" "user-runtime-dir@$uid.service" 2> /dev/null
     fi
     pkill -KILL -U "$uid" 2> /dev/null
-    wait_until 30 no_process_of "$uid" || problem "processes of $user ($uid) still run: $(pgrep -a -U "$uid")"
+    vm_poll 30 no_process_of "$uid" || problem "processes of $user ($uid) still run: $(pgrep -a -U "$uid")"
     crontab -r -u "$user" 2> /dev/null
     userdel -r -f "$user" > /dev/null 2>&1
     rm -rf "/home/$user" "/run/user/$uid"
@@ -110,7 +102,7 @@ journal_clear() {
     [ -z "$(journalctl -q --no-pager -n 1 -u nsd.service)" ] && [ -z "$(journalctl -q --no-pager -n 1 -t sshd)" ]
 }
 if [ -n "$systemd" ]; then
-    wait_until 20 journal_clear || problem "the journal still has entries of nsd or sshd"
+    vm_poll 20 journal_clear || problem "the journal still has entries of nsd or sshd"
 fi
 
 [ "$bad" = 0 ] && say "the VM is as it booted"

@@ -25,16 +25,9 @@ v1_version=$(dpkg-deb -f "$(deb_files "$v1" nsjoin)" Version)
 v2_version=$(dpkg-deb -f "$(deb_files "$v2" nsjoin)" Version)
 dpkg --compare-versions "$v2_version" gt "$v1_version" || fail "v2 ($v2_version) is not newer than v1 ($v1_version)"
 
-vm_create_user alice 1001
-chmod 0755 /home/alice
+nsd_user alice 1001
 cp /etc/pam.d/sshd "$VM_TMPDIR/sshd.debian" # Debian's stack, before vm_start_sshd writes its own
-probe() { vm_ssh alice 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file 2>/dev/null || echo -)"'; }
-mount_as_alice() {
-        vm_ssh alice 'mkdir -p ~/src ~/mnt && echo "secret of $(id -un)" > ~/src/file &&
-                bindfs --no-allow-other ~/src ~/mnt && cat ~/mnt/file' ||
-                { vm_journal_dump nsd.service; fail "alice could not mount bindfs"; }
-}
-socket_started() { systemctl show -p ActiveEnterTimestampMonotonic --value nsd.socket; }
+mount_as_alice() { fuse_mount_as alice || { vm_journal_dump nsd.service; fail "alice could not mount bindfs"; }; }
 pins_mounted() { grep -q ' /run/nsd/pins ' /proc/self/mountinfo; }
 conf_line="# an administrator's change, kept across upgrades (deb-upgrade.sh)"
 
@@ -46,7 +39,7 @@ if [ -d "$old" ] && ls "$old"/nsd_0.1.0_*.deb > /dev/null 2>&1; then
         # 0.1.0 had no pam-auth-update profile: its README said to add the line by hand
         vm_start_sshd --pam-session "session required pam_nsjoin.so"
         assert_eq "secret of alice" "$(mount_as_alice)" "alice's mount under 0.1.0"
-        before=$(probe)
+        before=$(deb_probe alice)
         ns=${before%% *}
         assert_ne "$(vm_ns_of 1)" "$ns" "alice's namespace under 0.1.0"
         # The administrator changed nsd.conf and so did the package since 0.1.0: dpkg asks
@@ -68,7 +61,7 @@ if [ -d "$old" ] && ls "$old"/nsd_0.1.0_*.deb > /dev/null 2>&1; then
         fi
         assert_eq enabled "$(systemctl is-enabled nsd.socket)" "nsd.socket after the takeover"
         assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket after the takeover"
-        assert_eq "$before" "$(probe)" "alice's namespace and mount after the takeover"
+        assert_eq "$before" "$(deb_probe alice)" "alice's namespace and mount after the takeover"
         assert_contains "$(cat "$VM_TMPDIR/dpkg.log")" "Removing nsd (0.1.0)" "dpkg's output"
         cp "$VM_TMPDIR/sshd.debian" /etc/pam.d/sshd # from now on: Debian's stack + the profile
 else
@@ -82,48 +75,18 @@ fi
 say "B. pam-auth-update --enable nsjoin; alice logs in (a session kept open) and mounts"
 nsd_enable_profile
 [ -n "$(vm_ssh alice 'cat ~/mnt/file 2>/dev/null')" ] || mount_as_alice > /dev/null
-want=$(probe)
+want=$(deb_probe alice)
 ns=${want%% *}
 assert_eq "$ns secret of alice" "$want" "alice's login with the profile"
 assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list"
-mkfifo "$VM_TMPDIR/session.in"
-vm_ssh alice 'echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file)"; read -r _; echo "$(stat -L -c %i /proc/self/ns/mnt) $(cat ~/mnt/file)"' \
-        < "$VM_TMPDIR/session.in" > "$VM_TMPDIR/session.out" 2>&1 &
-session_pid=$!
-exec 8> "$VM_TMPDIR/session.in"
-vm_wait_for 60 grep -q . "$VM_TMPDIR/session.out"
-assert_eq "$want" "$(head -1 "$VM_TMPDIR/session.out")" "the open session"
-nsd_pid=$(nsd_main_pid)
-assert_ne 0 "$nsd_pid" "nsd runs before the upgrade"
-sock_ino=$(stat -c %i /run/nsd/socket)
-sock_t=$(socket_started)
+deb_upgrade_begin alice "$want"
 say "dpkg -i v2 ($v2_version) over v1 ($v1_version)"
 deb_install "$v2"
-for p in "${DEB_PACKAGES[@]}"; do
-        assert_eq "$v2_version" "$(deb_version "$p")" "$p after the upgrade"
-done
-assert_eq active "$(systemctl is-active nsd.service)" "nsd.service after the upgrade"
-assert_ne "$nsd_pid" "$(nsd_main_pid)" "nsd's pid after the upgrade (restarted: it ran)"
-assert_eq "$sock_t" "$(socket_started)" "nsd.socket's start time (never stopped)"
-assert_eq "$sock_ino" "$(stat -c %i /run/nsd/socket)" "the socket file (never recreated)"
-assert_eq "$want" "$(probe)" "a new login after the upgrade"
+deb_upgrade_kept "$v2_version"
+assert_eq "$want" "$(deb_probe alice)" "a new login after the upgrade"
 assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list after the upgrade"
 assert_contains "$(cat /etc/nsd/nsd.conf)" "$conf_line" "/etc/nsd/nsd.conf after the upgrade"
-grep -q pam_nsjoin /etc/pam.d/common-session || fail "the profile is no longer enabled after the upgrade"
-echo >&8
-exec 8>&-
-wait "$session_pid" || fail "alice's session opened before the upgrade did not end cleanly: $(cat "$VM_TMPDIR/session.out")"
-assert_eq "$want
-$want" "$(cat "$VM_TMPDIR/session.out")" "the session across the upgrade"
-# every PAM session of alice that sshd opened was closed again (pam_unix's lines)
-sessions_balanced() {
-        journalctl --sync
-        local o c
-        o=$(journalctl --no-pager -o cat -t sshd -g 'session opened for user alice' | wc -l)
-        c=$(journalctl --no-pager -o cat -t sshd -g 'session closed for user alice' | wc -l)
-        [ "$o" -gt 0 ] && [ "$o" -eq "$c" ]
-}
-vm_wait_for 30 sessions_balanced
+deb_upgrade_end alice "$want" -t sshd
 say "pam_nsjoin's lines about the session across the upgrade:"
 journalctl --no-pager -o cat -t sshd -g 'pam_nsjoin' | tail -3 || true
 
@@ -143,7 +106,7 @@ state=$(systemctl is-active nsd.service || true)
                 -u user@1001.service >&2 # who started it
 assert_eq inactive "$state" "nsd.service after an upgrade while stopped"
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket"
-assert_eq "$want" "$(probe)" "a login after that (socket activation)"
+assert_eq "$want" "$(deb_probe alice)" "a login after that (socket activation)"
 
 # ---- D. apt-get remove ----------------------------------------------------------------
 say "D. apt-get remove nsjoin (libpam-nsjoin goes with it: it depends on nsjoin)"
@@ -156,7 +119,7 @@ assert_eq inactive "$(systemctl is-active nsd.socket || true)" "nsd.socket after
 pins_mounted || fail "the pins are gone after apt remove"
 ! grep -q pam_nsjoin /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive ||
         fail "pam_nsjoin is still in common-session after removal"
-assert_eq "$(vm_ns_of 1) -" "$(probe)" "a login after the removal (the initial namespace, not refused)"
+assert_eq "$(vm_ns_of 1) -" "$(deb_probe alice)" "a login after the removal (the initial namespace, not refused)"
 [ -f /etc/nsd/nsd.conf ] || fail "apt remove removed the configuration"
 
 # ---- E. apt-get purge -----------------------------------------------------------------
@@ -172,6 +135,6 @@ pins_mounted || fail "the pins are gone after apt purge"
 say "F. dpkg -i v2 again: nsd re-adopts alice's namespace from the pins"
 deb_install "$v2"
 nsd_enable_profile
-assert_eq "$want" "$(probe)" "alice's login after remove, purge and a new installation"
+assert_eq "$want" "$(deb_probe alice)" "alice's login after remove, purge and a new installation"
 nsctl list
 say "ok"

@@ -16,39 +16,41 @@ cat >"$NSD_TMP/nsd.conf" <<CONF
 MaxSessionsPerUser=1
 CONF
 nsd_start --config "$NSD_TMP/nsd.conf"
+# sleeper: a process that lives until it is killed or the scenario ends; its pid in $SLEEPER
+sleeper() {
+        sleep 600 &
+        SLEEPER=$!
+        vm_on_exit "kill $SLEEPER 2>/dev/null"
+}
+# js_expect WANT WHAT ARGS...: JOIN_SESSION (ARGS: the helper's), its reply shown and containing WANT
+js_expect() {
+        local want=$1 what=$2 out
+        shift 2
+        out=$($js "$@")
+        echo "$out"
+        assert_contains "$out" "$want" "$what"
+}
 
 say "refusals first: nothing may stay open"
-sleep 600 &
-other=$!
-vm_on_exit "kill $other 2>/dev/null"
-out=$($js --pidfd-of "$other" 1001 $$)
-echo "$out"
-assert_contains "$out" "EINVAL fds=0" "a pidfd of another pid"
+sleeper
+js_expect "EINVAL fds=0" "a pidfd of another pid" --pidfd-of "$SLEEPER" 1001 $$
 true &
 gone=$!
 wait "$gone"
-out=$($js --no-pidfd 1001 "$gone")
-echo "$out"
-assert_contains "$out" "fds=0" "a leader that is gone"
+js_expect "fds=0" "a leader that is gone" --no-pidfd 1001 "$gone"
 assert_eq "" "$("$NSCTL" list --raw --noheadings -o USER)" "no namespace after the refusals"
 
 say "one request: the namespace's descriptors and a session"
-sleep 600 &
-leader=$!
-vm_on_exit "kill $leader 2>/dev/null"
-out=$($js 1001 "$leader")
-echo "$out"
-assert_contains "$out" "0x8009 0 fds=2 sessions=1 session=" "JOIN_SESSION's reply"
+sleeper
+leader=$SLEEPER
+js_expect "0x8009 0 fds=2 sessions=1 session=" "JOIN_SESSION's reply" 1001 "$leader"
 assert_eq 1 "$(nsd_sessions_of alice)" "alice's sessions"
 assert_contains "$(nsd_log)" "JOIN for uid 1001 by pid" "the join event"
 
 say "MaxSessionsPerUser=1: a second one is refused, nothing more opens"
-sleep 600 &
-second=$!
-vm_on_exit "kill $second 2>/dev/null"
-out=$($js 1001 "$second")
-echo "$out"
-assert_contains "$out" "EUSERS fds=0" "the second session"
+sleeper
+second=$SLEEPER
+js_expect "EUSERS fds=0" "the second session" 1001 "$second"
 assert_eq 1 "$(nsd_sessions_of alice)" "alice's sessions after the refusal"
 
 say "the leader exits: the session ends"
@@ -59,8 +61,7 @@ vm_wait_for 30 ended
 nsd_wait_log 10 "ended without close"
 
 say "bob's first login by JOIN_SESSION without a pidfd (nsd opens one)"
-out=$($js --no-pidfd 1002 "$second")
-assert_contains "$out" "0x8009 0 fds=2 sessions=1" "bob's JOIN_SESSION"
+js_expect "0x8009 0 fds=2 sessions=1" "bob's JOIN_SESSION" --no-pidfd 1002 "$second"
 assert_eq 1 "$(nsd_sessions_of bob)" "bob's sessions"
 nsd_alive
 echo "PASS"
