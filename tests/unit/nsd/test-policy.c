@@ -89,6 +89,7 @@ static void on_answer(int managed, const char *why, void *userdata) {
         Answer *a = userdata;
         a->done = true;
         a->managed = managed;
+        g_free(a->why); /* an Answer may be reused */
         a->why = g_strdup(why);
 }
 

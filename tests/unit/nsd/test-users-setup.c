@@ -196,8 +196,8 @@ static void test_refused(void) {
            "refused, EIO (not ENOENT, which means 'no namespace' to a client), naming the "
            "polydir; nothing added (%s)",
            a.why ? a.why : "");
-        ok(!g_file_test(g_build_filename(state_path(state), "ns-5002", NULL), G_FILE_TEST_EXISTS),
-           "no state file for it");
+        g_autofree char *state_file = g_build_filename(state_path(state), "ns-5002", NULL);
+        ok(!g_file_test(state_file, G_FILE_TEST_EXISTS), "no state file for it");
         r = users_join_start(reg, 5002, true, NULL, on_done, &b, &u, &created, &why);
         ok(r == -EIO && b.calls == 0 && why && strstr(why, "polydir 'gone'"),
            "the next JOIN gets the same refusal at once, without a setup (%s)", why ? why : "");
