@@ -79,6 +79,28 @@ static void test_lookups(void) {
         config_done(&c);
 }
 
+static gboolean on_tick(gpointer userdata) {
+        return G_SOURCE_CONTINUE;
+}
+
+/* Run the loop until expr, at most 20 s (a tick wakes it: threads' progress does not) */
+#define WAIT_FOR(expr)                                                       \
+        ({                                                                   \
+                int64_t _end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC; \
+                guint _tick = g_timeout_add(5, on_tick, NULL);               \
+                while (!(expr) && g_get_monotonic_time() < _end)             \
+                        g_main_context_iteration(NULL, TRUE);                \
+                g_source_remove(_tick);                                      \
+                (bool) (expr);                                               \
+        })
+
+/* Free s once no lookup is in a thread: one still running at exit (the Users= names'
+ * resolution starts on the loop's first turn) would be reported as a leak. */
+static void server_free_settled(Server *s) {
+        WAIT_FOR(policy_stats(s->policy)->running == 0 && policy_stats(s->policy)->queued == 0);
+        server_free(s);
+}
+
 typedef struct Answer {
         bool done;
         int managed;
@@ -116,7 +138,7 @@ static void test_policy_threads(void) {
         is_int(policy_uid_managed(s->policy, 0, 0, &why, on_answer, &b), 0, "root: inline");
         g_free(a.why);
         g_free(b.why);
-        server_free(s);
+        server_free_settled(s);
 }
 
 typedef struct Who {
@@ -166,20 +188,6 @@ static void test_identity_names(void) {
         g_free(carol.name), g_free(carol.home), g_free(carol.group);
 }
 
-static gboolean on_tick(gpointer userdata) {
-        return G_SOURCE_CONTINUE;
-}
-
-/* Run the loop until expr, at most 20 s (a tick wakes it: threads' progress does not) */
-#define WAIT_FOR(expr)                                                       \
-        ({                                                                   \
-                int64_t _end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC; \
-                guint _tick = g_timeout_add(5, on_tick, NULL);               \
-                while (!(expr) && g_get_monotonic_time() < _end)             \
-                        g_main_context_iteration(NULL, TRUE);                \
-                g_source_remove(_tick);                                      \
-                (bool) (expr);                                               \
-        })
 
 static void test_names_resolved(void) {
         Config c = parse("[Namespaces]\nUsers=alice nosuchuser\n");
@@ -198,7 +206,7 @@ static void test_names_resolved(void) {
                "a uid no name is (a subuid) is answered at once too");
         ok(why && strstr(why, "not listed in Users="), "saying why (%s)", why);
         is_int(policy_stats(s->policy)->lookups, before, "neither asked the user database");
-        server_free(s);
+        server_free_settled(s);
 }
 
 /* ---- a slow user database: root's lookups ahead of a flood ------------------------------- */
@@ -289,7 +297,7 @@ static void test_fair(void) {
         g_free(root.why);
         g_free(promoted.why);
         g_free(flood);
-        server_free(s);
+        server_free_settled(s);
 }
 
 static int quick_lookup(const Config *c, uid_t uid, char **ret_why) {
@@ -330,7 +338,7 @@ static void test_cache_evicts_oldest(void) {
                "the oldest was forgotten: asked again");
         WAIT_FOR(policy_stats(s->policy)->running == 0);
         g_free(a.why);
-        server_free(s);
+        server_free_settled(s);
 }
 
 /* /etc/subuid and /etc/subgid: who owns a uid of a user namespace */
@@ -405,7 +413,7 @@ static void test_subids(const char *dir) {
                 g_free(flood);
                 g_free(other.why);
         }
-        server_free(s);
+        server_free_settled(s);
         unlink(subuid);
         unlink(subgid);
 }
