@@ -58,6 +58,35 @@ _Static_assert(NSC_FEATURE_SETNS_DIRFD == NSD_FEATURE_SETNS_DIRFD &&
 _Static_assert(NSC_HIDE_UNHIDE == NSD_HIDE_UNHIDE, "hide flags");
 _Static_assert(NSC_RELEASE_FORCE == NSD_RELEASE_FORCE, "release flags");
 _Static_assert(sizeof(((struct nsc_status *) 0)->version) == NSD_VERSION_MAX, "version size");
+_Static_assert(NSC_METRICS_JOIN_OK == NSD_METRICS_JOIN_OK &&
+                       NSC_METRICS_JOIN_REFUSED == NSD_METRICS_JOIN_REFUSED &&
+                       NSC_METRICS_JOIN_NOT_MANAGED == NSD_METRICS_JOIN_NOT_MANAGED &&
+                       NSC_METRICS_JOIN_NOT_YET == NSD_METRICS_JOIN_NOT_YET &&
+                       NSC_METRICS_JOIN_TIMEOUT == NSD_METRICS_JOIN_TIMEOUT &&
+                       NSC_METRICS_JOIN_ERROR == NSD_METRICS_JOIN_ERROR &&
+                       NSC_METRICS_JOINS == NSD_METRICS_JOINS,
+               "metrics: joins");
+_Static_assert(NSC_METRICS_RELEASE_ASKED == NSD_METRICS_RELEASE_ASKED &&
+                       NSC_METRICS_RELEASE_FORCED == NSD_METRICS_RELEASE_FORCED &&
+                       NSC_METRICS_RELEASE_LINGER == NSD_METRICS_RELEASE_LINGER &&
+                       NSC_METRICS_RELEASES == NSD_METRICS_RELEASES,
+               "metrics: releases");
+_Static_assert(NSC_METRICS_LOOKUP_OK == NSD_METRICS_LOOKUP_OK &&
+                       NSC_METRICS_LOOKUP_NOT_FOUND == NSD_METRICS_LOOKUP_NOT_FOUND &&
+                       NSC_METRICS_LOOKUP_TIMEOUT == NSD_METRICS_LOOKUP_TIMEOUT &&
+                       NSC_METRICS_LOOKUP_ERROR == NSD_METRICS_LOOKUP_ERROR &&
+                       NSC_METRICS_LOOKUPS == NSD_METRICS_LOOKUPS,
+               "metrics: lookups");
+_Static_assert(NSC_METRICS_THROTTLE_RATE == NSD_METRICS_THROTTLE_RATE &&
+                       NSC_METRICS_THROTTLE_CONNECTIONS == NSD_METRICS_THROTTLE_CONNECTIONS &&
+                       NSC_METRICS_THROTTLE_LOOKUP_QUEUE == NSD_METRICS_THROTTLE_LOOKUP_QUEUE &&
+                       NSC_METRICS_THROTTLES == NSD_METRICS_THROTTLES,
+               "metrics: throttles");
+_Static_assert(NSC_METRICS_SOCKET_USER == NSD_METRICS_SOCKET_USER &&
+                       NSC_METRICS_SOCKET_ROOT == NSD_METRICS_SOCKET_ROOT &&
+                       NSC_METRICS_SOCKETS == NSD_METRICS_SOCKETS &&
+                       NSC_METRICS_LATENCY_BUCKETS == NSD_METRICS_LATENCY_BUCKETS,
+               "metrics: sockets, buckets");
 _Static_assert(sizeof(((struct nsc_ns_info *) 0)->pin) == NSD_PIN_PATH_MAX, "pin size");
 
 /* The most SCM_RIGHTS descriptors one receive accepts into its control buffer; anything
@@ -88,6 +117,7 @@ struct nsc_conn {
                 struct nsd_rep_session_close session_close;
                 struct nsd_rep_join_session join_session;
                 struct nsd_rep_status status;
+                struct nsd_rep_metrics metrics;
                 struct nsd_rep_list_entry list_entry;
                 struct nsd_rep_list_end list_end;
                 struct nsd_rep_error error;
@@ -800,6 +830,40 @@ int nsc_status(nsc_conn *conn, struct nsc_status *ret) {
                 .proto_minor = rep->hdr.version_minor,
         };
         memcpy(ret->version, rep->version, sizeof(ret->version));
+        return 0;
+}
+
+int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret) {
+        struct nsd_req_metrics req;
+        const struct nsd_rep_metrics *rep;
+        int r;
+
+        if (!conn || !ret)
+                return -EINVAL;
+
+        CONN_LOCK_SCOPE(conn);
+        nsd_msg_init(&req.hdr, NSD_REQ_METRICS, sizeof(req), 0);
+        r = conn_call(conn, &req.hdr, -1, NULL);
+        if (r < 0)
+                return r;
+        rep = &conn->rx.metrics;
+
+        *ret = (struct nsc_metrics) {
+                .namespaces = rep->namespaces,
+                .pinned = rep->pinned,
+                .sessions = rep->sessions,
+                .fdstore_entries = rep->fdstore_entries,
+                .join_latency_sum_usec = rep->join_latency_sum_usec,
+                .created = rep->created,
+                .setup_failures = rep->setup_failures,
+                .path_walk_timeouts = rep->path_walk_timeouts,
+        };
+        memcpy(ret->connections, rep->connections, sizeof(ret->connections));
+        memcpy(ret->joins, rep->joins, sizeof(ret->joins));
+        memcpy(ret->join_latency, rep->join_latency, sizeof(ret->join_latency));
+        memcpy(ret->releases, rep->releases, sizeof(ret->releases));
+        memcpy(ret->lookups, rep->lookups, sizeof(ret->lookups));
+        memcpy(ret->throttled, rep->throttled, sizeof(ret->throttled));
         return 0;
 }
 

@@ -170,6 +170,71 @@ int nsc_release(nsc_conn *conn, uid_t uid, unsigned flags);
  * -EOPNOTSUPP the kernel (or an nsd older than 1.1) cannot. */
 int nsc_hide(nsc_conn *conn, uid_t uid, const char *path, unsigned flags);
 
+/* ---- metrics (since NSCLIENT_1.3, nsd protocol 1.4) --------------------------------- */
+
+/* The labels: indices into the arrays of struct nsc_metrics. A slot no label names is 0. */
+#define NSC_METRICS_JOIN_OK 0          /* the descriptors went out */
+#define NSC_METRICS_JOIN_REFUSED 1     /* permission, policy or a limit */
+#define NSC_METRICS_JOIN_NOT_MANAGED 2 /* nsd does not manage that uid */
+#define NSC_METRICS_JOIN_NOT_YET 3     /* not yet available; the client retries */
+#define NSC_METRICS_JOIN_TIMEOUT 4     /* the user database or the setup took too long */
+#define NSC_METRICS_JOIN_ERROR 5       /* anything else */
+#define NSC_METRICS_JOINS 8
+
+/* join_latency[i]: JOINs answered within NSC_METRICS_LATENCY_BOUNDS_USEC[i] microseconds
+ * (and not within the bound before); the last slot: slower than every bound. Not
+ * cumulative. */
+#define NSC_METRICS_LATENCY_BOUNDS_USEC                                                       \
+        {                                                                                     \
+                100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, \
+                        1000000, 2500000, 5000000                                             \
+        }
+#define NSC_METRICS_LATENCY_BUCKETS 16
+
+#define NSC_METRICS_RELEASE_ASKED 0  /* nsctl release */
+#define NSC_METRICS_RELEASE_FORCED 1 /* nsctl release --force, with live sessions */
+#define NSC_METRICS_RELEASE_LINGER 2 /* the linger time was over */
+#define NSC_METRICS_RELEASES 4
+
+#define NSC_METRICS_LOOKUP_OK 0
+#define NSC_METRICS_LOOKUP_NOT_FOUND 1
+#define NSC_METRICS_LOOKUP_TIMEOUT 2
+#define NSC_METRICS_LOOKUP_ERROR 3
+#define NSC_METRICS_LOOKUPS 4
+
+#define NSC_METRICS_THROTTLE_RATE 0         /* requests read more slowly (rate limit) */
+#define NSC_METRICS_THROTTLE_CONNECTIONS 1  /* connections refused by a limit */
+#define NSC_METRICS_THROTTLE_LOOKUP_QUEUE 2 /* too many user database lookups waited */
+#define NSC_METRICS_THROTTLES 4
+
+#define NSC_METRICS_SOCKET_USER 0
+#define NSC_METRICS_SOCKET_ROOT 1
+#define NSC_METRICS_SOCKETS 2
+
+/* Counters count from nsd's start (nsc_status()'s started_usec); gauges are now. */
+struct nsc_metrics {
+        /* gauges: namespaces, pinned and sessions are root's nsc_status() figures */
+        uint32_t namespaces;
+        uint32_t pinned;
+        uint32_t sessions;
+        uint32_t connections[NSC_METRICS_SOCKETS];
+        uint32_t fdstore_entries;
+        /* counters */
+        uint64_t joins[NSC_METRICS_JOINS];
+        uint64_t join_latency[NSC_METRICS_LATENCY_BUCKETS];
+        uint64_t join_latency_sum_usec;
+        uint64_t created;
+        uint64_t setup_failures;
+        uint64_t releases[NSC_METRICS_RELEASES];
+        uint64_t lookups[NSC_METRICS_LOOKUPS];
+        uint64_t path_walk_timeouts;
+        uint64_t throttled[NSC_METRICS_THROTTLES];
+};
+
+/* nsd's counters and gauges (root only: -EPERM for anyone else). -EOPNOTSUPP: an nsd older
+ * than 1.4, which does not know the request (and closes the connection). */
+int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret);
+
 #ifdef __cplusplus
 }
 #endif

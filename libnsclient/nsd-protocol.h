@@ -31,6 +31,7 @@
  *     (PathWalkTimeoutSec=): a HIDE is answered within the sum of the two.
  *   - STATUS: its own figures (namespaces, pinned, sessions, connections of its uid); the
  *     limits, version, features and pid are the same for everyone. LIST: its own entry.
+ *   - METRICS (1.4): never (-EPERM); the machine's counters are root's.
  *
  * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
  * AND to the exact size of that request type; strings must be NUL-terminated inside their
@@ -60,6 +61,14 @@
  *        JOIN_SESSION that creates a namespace may take as long as its setup (TimeoutSec=,
  *        3 s by default) before it answers; its refusal says which step failed. Older
  *        clients ignore the flag.
+ *   1.4  METRICS (type 10): nsd's counters since it started (joins by result, a histogram of
+ *        their latency, namespaces created, releases by reason, user-database lookups by
+ *        result, path-walk timeouts, throttled requests, setup failures) and its gauges
+ *        (namespaces, pinned, sessions: the figures root's STATUS gives; connections per
+ *        socket, fd-store entries), for `nsctl metrics` (OpenMetrics text). Root only
+ *        (-EPERM for anyone else). Every label is an index into a fixed array: nothing in
+ *        the reply grows with the number of users. A 1.3 nsd answers METRICS with
+ *        -EOPNOTSUPP ("unknown request type") and closes the connection.
  */
 #pragma once
 
@@ -93,7 +102,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 3
+#define NSD_PROTO_MINOR 4
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -113,6 +122,7 @@ enum nsd_msg_type {
         NSD_REQ_RELEASE = 7,
         NSD_REQ_HIDE = 8,
         NSD_REQ_JOIN_SESSION = 9, /* 1.2 */
+        NSD_REQ_METRICS = 10,     /* 1.4 */
         _NSD_REQ_MAX,
 
         /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
@@ -129,6 +139,7 @@ enum nsd_msg_type {
         NSD_REP_RELEASE = NSD_REQ_RELEASE | NSD_REPLY_BIT,
         NSD_REP_HIDE = NSD_REQ_HIDE | NSD_REPLY_BIT,
         NSD_REP_JOIN_SESSION = NSD_REQ_JOIN_SESSION | NSD_REPLY_BIT,
+        NSD_REP_METRICS = NSD_REQ_METRICS | NSD_REPLY_BIT,
         NSD_REP_ERROR = 0xffff,
 };
 
@@ -377,6 +388,100 @@ struct nsd_rep_join_session {
 };
 _Static_assert(sizeof(struct nsd_rep_join_session) == 64, "nsd_rep_join_session layout");
 
+/* ---- METRICS (1.4): nsd's counters and gauges, root only ------------------------------- */
+
+struct nsd_req_metrics {
+        struct nsd_msg_header hdr;
+};
+_Static_assert(sizeof(struct nsd_req_metrics) == 24, "nsd_req_metrics layout");
+
+/* The labels: each is an index into its array of struct nsd_rep_metrics. The arrays have
+ * room for more; a slot no label names yet is 0, and a client ignores slots it does not
+ * know. */
+
+/* joins[]: JOIN and JOIN_SESSION requests answered (refusals included), by the errno class
+ * of the answer */
+enum nsd_metrics_join {
+        NSD_METRICS_JOIN_OK = 0,          /* the descriptors went out */
+        NSD_METRICS_JOIN_REFUSED = 1,     /* permission, policy or a limit: EPERM, EACCES,
+                                           * ENOENT (NO_CREATE), EUSERS, EBUSY, E2BIG */
+        NSD_METRICS_JOIN_NOT_MANAGED = 2, /* ENXIO: nsd does not manage that uid */
+        NSD_METRICS_JOIN_NOT_YET = 3,     /* EAGAIN: not yet available, or a passing shortage */
+        NSD_METRICS_JOIN_TIMEOUT = 4,     /* ETIMEDOUT: the user database or the setup */
+        NSD_METRICS_JOIN_ERROR = 5,       /* anything else (the setup failed, EIO, ENOMEM...) */
+        _NSD_METRICS_JOIN_MAX,
+};
+#define NSD_METRICS_JOINS 8
+
+/* join_latency[]: the same requests by how long they took, from the moment nsd read the
+ * request to its answer (CLOCK_MONOTONIC), in buckets of their own (not cumulative): bucket
+ * i holds those that took at most NSD_METRICS_LATENCY_BOUNDS_USEC[i] and more than the
+ * bound before; the last bucket those that took longer than every bound. */
+#define NSD_METRICS_LATENCY_BOUNDS_USEC                                                       \
+        {                                                                                     \
+                100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, \
+                        1000000, 2500000, 5000000                                             \
+        }
+#define NSD_METRICS_LATENCY_BUCKETS 16 /* the 15 bounds, and one past the last */
+
+/* releases[]: namespaces released, by what released them */
+enum nsd_metrics_release {
+        NSD_METRICS_RELEASE_ASKED = 0,  /* RELEASE (nsctl release) */
+        NSD_METRICS_RELEASE_FORCED = 1, /* RELEASE with NSD_RELEASE_FORCE and live sessions */
+        NSD_METRICS_RELEASE_LINGER = 2, /* the linger time was over (nsd.conf, nsd(8)) */
+        _NSD_METRICS_RELEASE_MAX,
+};
+#define NSD_METRICS_RELEASES 4
+
+/* lookups[]: answers of the user database (NSS) to nsd's lookups, by result */
+enum nsd_metrics_lookup {
+        NSD_METRICS_LOOKUP_OK = 0,        /* it answered */
+        NSD_METRICS_LOOKUP_NOT_FOUND = 1, /* no such uid */
+        NSD_METRICS_LOOKUP_TIMEOUT = 2,   /* a request gave up waiting (LookupTimeoutSec=) */
+        NSD_METRICS_LOOKUP_ERROR = 3,     /* it failed */
+        _NSD_METRICS_LOOKUP_MAX,
+};
+#define NSD_METRICS_LOOKUPS 4
+
+/* throttled[]: requests and connections slowed down or refused by a limit */
+enum nsd_metrics_throttle {
+        NSD_METRICS_THROTTLE_RATE = 0,         /* RequestRatePerUser=: read more slowly */
+        NSD_METRICS_THROTTLE_CONNECTIONS = 1,  /* a connection refused by a limit
+                                                * (MaxConnections*=, not root on root's socket) */
+        NSD_METRICS_THROTTLE_LOOKUP_QUEUE = 2, /* -EAGAIN: too many lookups wait */
+        _NSD_METRICS_THROTTLE_MAX,
+};
+#define NSD_METRICS_THROTTLES 4
+
+/* connections[]: by socket */
+#define NSD_METRICS_SOCKET_USER 0 /* NSD_SOCKET_PATH_DEFAULT */
+#define NSD_METRICS_SOCKET_ROOT 1 /* NSD_ROOT_SOCKET_PATH_DEFAULT */
+#define NSD_METRICS_SOCKETS 2
+
+/* Counters count from nsd's start (STATUS's started_usec) and never go down; gauges are
+ * now. */
+struct nsd_rep_metrics {
+        struct nsd_msg_header hdr;
+        /* gauges; namespaces, pinned and sessions are root's STATUS figures */
+        uint32_t namespaces;
+        uint32_t pinned;
+        uint32_t sessions;
+        uint32_t connections[NSD_METRICS_SOCKETS];
+        uint32_t fdstore_entries; /* descriptors in systemd's fd store (0: none) */
+        /* counters */
+        uint64_t joins[NSD_METRICS_JOINS];
+        uint64_t join_latency[NSD_METRICS_LATENCY_BUCKETS];
+        uint64_t join_latency_sum_usec;
+        uint64_t created;        /* namespaces made (and set up) */
+        uint64_t setup_failures; /* namespaces refused because their setup failed */
+        uint64_t releases[NSD_METRICS_RELEASES];
+        uint64_t lookups[NSD_METRICS_LOOKUPS];
+        uint64_t path_walk_timeouts; /* path walks past PathWalkTimeoutSec= (HIDE, mode private) */
+        uint64_t throttled[NSD_METRICS_THROTTLES];
+        uint64_t reserved[4]; /* 0 */
+};
+_Static_assert(sizeof(struct nsd_rep_metrics) == 400, "nsd_rep_metrics layout");
+
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
 #define NSD_ERROR_MESSAGE_MAX 200
@@ -423,6 +528,7 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REQ_RELEASE, sizeof(struct nsd_req_release) },
                 { NSD_REQ_HIDE, sizeof(struct nsd_req_hide) },
                 { NSD_REQ_JOIN_SESSION, sizeof(struct nsd_req_join_session) },
+                { NSD_REQ_METRICS, sizeof(struct nsd_req_metrics) },
                 { NSD_REP_JOIN, sizeof(struct nsd_rep_join) },
                 { NSD_REP_SESSION_OPEN, sizeof(struct nsd_rep_session_open) },
                 { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
@@ -434,6 +540,7 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REP_RELEASE, sizeof(struct nsd_msg_header) },
                 { NSD_REP_HIDE, sizeof(struct nsd_msg_header) },
                 { NSD_REP_JOIN_SESSION, sizeof(struct nsd_rep_join_session) },
+                { NSD_REP_METRICS, sizeof(struct nsd_rep_metrics) },
                 { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
         };
 

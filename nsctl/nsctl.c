@@ -20,6 +20,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h"
+#include "exposition.h"
 #include "import-namespace-conf.h"
 #include "json.h"
 #include "mount-tree.h"
@@ -39,6 +40,7 @@ enum {
         ARG_MODE,
         ARG_UNHIDE,
         ARG_OUTPUT_ALL,
+        ARG_TEXTFILE,
 };
 
 /* parse_args(): the command goes on (any other value is nsctl's exit status) */
@@ -162,10 +164,11 @@ struct args {
         bool tree;                  /* show: not --list */
         size_t ids[COLUMNS_MAX];    /* -o, or the command's default columns */
         size_t n_ids;
-        bool force;        /* release --force */
-        bool mode_chroot;  /* enter --mode chroot */
-        const char *owner; /* hide --user */
-        bool unhide;       /* hide --unhide */
+        bool force;           /* release --force */
+        bool mode_chroot;     /* enter --mode chroot */
+        const char *owner;    /* hide --user */
+        bool unhide;          /* hide --unhide */
+        const char *textfile; /* metrics --textfile: the folder */
         /* operands */
         const char *user; /* <user> as given */
         uid_t uid;
@@ -176,6 +179,7 @@ struct args {
         char owner_name[64]; /* hide: the owner's name, for messages */
         /* nsd's answer */
         struct nsc_status status;
+        struct nsc_metrics metrics;
         struct nsc_ns_info *entries;
         size_t n_entries;
         char *text;
@@ -314,6 +318,57 @@ static int status_print(struct args *a) {
                 status_print_json(st, version);
         else
                 status_print_human(st, version);
+        return EXIT_SUCCESS;
+}
+
+/* ---- metrics --------------------------------------------------------------------------- */
+
+/* the protocol minor (of major 1) that brought METRICS */
+#define METRICS_SINCE_MINOR 4
+
+static int metrics_too_old(const struct nsc_status *st) {
+        fprintf(stderr,
+                "nsctl: this nsd does not answer METRICS (older than 1.%d: it speaks %u.%u)\n",
+                METRICS_SINCE_MINOR, st->proto_major, st->proto_minor);
+        return EXIT_FAILURE;
+}
+
+/* STATUS (version, features, start) and METRICS on one connection; an nsd older than 1.4
+ * is not sent METRICS at all (it would close the connection) */
+static int metrics_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_status(conn, &a->status);
+
+        if (r < 0)
+                return fail(conn, r, "get status from nsd");
+        if (a->status.proto_major == 1 && a->status.proto_minor < METRICS_SINCE_MINOR)
+                return metrics_too_old(&a->status);
+        r = nsc_metrics(conn, &a->metrics);
+        if (r == -EOPNOTSUPP)
+                return metrics_too_old(&a->status);
+        return r < 0 ? fail(conn, r, "get metrics from nsd") : 0;
+}
+
+static int metrics_print(struct args *a) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+        int r;
+
+        if (!a->textfile) {
+                (void) exposition_write(stdout, &a->status, &a->metrics);
+                return EXIT_SUCCESS; /* a write error: close_stdout() says it at exit */
+        }
+        f = open_memstream(&text, &len);
+        if (!f)
+                return fail(NULL, -errno, "write the metrics");
+        r = exposition_write(f, &a->status, &a->metrics);
+        if (fclose(f) != 0 && r >= 0)
+                r = -errno;
+        if (r < 0)
+                return fail(NULL, r, "write the metrics");
+        r = exposition_write_textfile(a->textfile, text, len);
+        if (r < 0)
+                return fail(NULL, r, "write %s/%s", a->textfile, EXPOSITION_TEXTFILE_NAME);
         return EXIT_SUCCESS;
 }
 
@@ -716,6 +771,9 @@ static const struct option enter_options[] = { { "mode", required_argument, NULL
                                                OPTIONS_COMMON };
 static const struct option release_options[] = { { "force", no_argument, NULL, 'f' },
                                                  OPTIONS_COMMON };
+static const struct option metrics_options[] = {
+        { "textfile", required_argument, NULL, ARG_TEXTFILE }, OPTIONS_COMMON
+};
 static const struct option hide_options[] = { { "user", required_argument, NULL, 'u' },
                                               { "unhide", no_argument, NULL, ARG_UNHIDE },
                                               OPTIONS_COMMON };
@@ -834,6 +892,25 @@ static const struct verb verbs[] = {
                 .request = hide_request,
         },
         {
+                .name = "metrics",
+                .summary = "nsd's counters as text for Prometheus (root only)",
+                .synopsis = "[options]",
+                .description = "Print nsd's counters and gauges as OpenMetrics text for "
+                               "Prometheus: namespaces,\n"
+                               "sessions, connections, joins by result and their latency, "
+                               "creations, releases,\n"
+                               "lookups, path-walk timeouts, throttling, kernel features and "
+                               "version. Root only.\n",
+                .options_help = "     --textfile <dir> write <dir>/" EXPOSITION_TEXTFILE_NAME
+                                " atomically instead (node_exporter's\n"
+                                "                      textfile collector)\n",
+                .shortopts = ":h",
+                .options = metrics_options,
+                .operand = OPERAND_NONE,
+                .request = metrics_request,
+                .finish = metrics_print,
+        },
+        {
                 .name = "import-namespace-conf",
                 .summary_args = "[<file>...]",
                 .summary = "print pam_namespace's namespace.conf as an nsd drop-in",
@@ -924,6 +1001,11 @@ static int parse_args(const struct verb *v, int argc, char **argv, struct args *
                         break;
                 case ARG_UNHIDE:
                         a->unhide = true;
+                        break;
+                case ARG_TEXTFILE:
+                        if (!*optarg)
+                                return usage_error("metrics: --textfile needs a folder");
+                        a->textfile = optarg;
                         break;
                 case ARG_MODE:
                         if (strcmp(optarg, "setns") == 0)

@@ -308,6 +308,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                 .policy = s->policy,
                 .children = s->children,
                 .pins = s->pins,
+                .fdstore = s->fdstore,
                 .started_usec = s->started_usec,
         };
         s->handlers = (RequestHandlers) { .table = api_handlers,

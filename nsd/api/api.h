@@ -21,6 +21,7 @@ struct Api {
         Children *children;
         ConnManager *conns; /* STATUS's connection counts */
         PinStore *pins;     /* NULL: no pin store (LIST's pin names) */
+        FdStore *fdstore;   /* METRICS' fd-store entries */
         /* the manager's facts */
         uint64_t started_usec;
         uint32_t kernel_features;    /* NSD_FEATURE_* the kernel probe found */

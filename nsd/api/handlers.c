@@ -14,6 +14,7 @@
 
 #include "api/access.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "config.h" /* generated: PACKAGE_VERSION */
 #include "domain/private.h"
 #include "domain/session.h"
@@ -21,8 +22,10 @@
 #include "domain/users.h"
 #include "policy/conf.h"
 #include "policy/policy.h"
+#include "store/fdstore.h"
 #include "store/pinstore.h"
 #include "store/userns.h"
+#include "time-util.h"
 #include "transport/request.h"
 
 /* LIST computes each entry's mount count (a fork per namespace) only up to this many
@@ -79,6 +82,14 @@ static int request_need_managed(Request *r, uid_t uid, RequestHandler next) {
 }
 
 /* ---- JOIN ----------------------------------------------------------------------------- */
+
+/* A JOIN or JOIN_SESSION answered (error 0 or -errno): METRICS' joins and their latency,
+ * from the moment the request was read. */
+static void count_join(const Request *r, int error) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        metrics_count_join(error, now > r->received_usec ? now - r->received_usec : 0);
+}
 
 /* generation: the setup generation in force (users_setup_generation()) */
 static uint32_t ns_flags_of(const Users *users, const User *u, bool created,
@@ -238,6 +249,7 @@ static int join_continue(Request *r) {
         rep.ns_inode = u->ns->ns_inode;
         rep.created_usec = u->ns->created_usec;
         (void) request_reply(r, &rep, sizeof rep, (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2);
+        count_join(r, 0);
         return 0;
 }
 
@@ -414,6 +426,7 @@ static int join_session_continue(Request *r) {
         rep.session_id = sess->id;
         rep.sessions = users_sessions_of(api_of(r)->users, u->uid);
         reply_session(r, sess, &rep, sizeof rep, (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2);
+        count_join(r, 0);
         return 0;
 }
 
@@ -429,7 +442,15 @@ static int handle_join_session(Request *r) {
         return request_need_managed(r, req->uid, join_session_continue);
 }
 
-/* ---- STATUS, LIST, SHOW ---------------------------------------------------------------- */
+/* ---- STATUS, METRICS, LIST, SHOW -------------------------------------------------------- */
+
+/* The machine's namespaces, pinned and sessions: root's STATUS and METRICS both. */
+static void machine_figures(const Api *a, uint32_t *ret_namespaces, uint32_t *ret_pinned,
+                            uint32_t *ret_sessions) {
+        *ret_namespaces = users_count(a->users);
+        *ret_pinned = users_count_pinned(a->users);
+        *ret_sessions = users_count_sessions(a->users);
+}
 
 static int handle_status(Request *r) {
         Api *a = api_of(r);
@@ -442,9 +463,7 @@ static int handle_status(Request *r) {
                        (a->private_watch ? NSD_FEATURE_PRIVATE_MODE : 0) |
                        (a->private_unavailable ? NSD_FEATURE_PRIVATE_UNAVAILABLE : 0);
         if (r->uid == 0) {
-                rep.namespaces = users_count(a->users);
-                rep.pinned = users_count_pinned(a->users);
-                rep.sessions = users_count_sessions(a->users);
+                machine_figures(a, &rep.namespaces, &rep.pinned, &rep.sessions);
                 rep.connections = conn_manager_count(a->conns);
         } else { /* 1.2: a user sees its own figures only */
                 User *u = users_get(a->users, r->uid);
@@ -458,6 +477,40 @@ static int handle_status(Request *r) {
         rep.max_sessions_per_uid = a->config->max_sessions_per_user;
         rep.max_connections_per_uid = a->config->max_connections_per_user;
         rep.pid = (uint32_t) getpid();
+        (void) request_reply(r, &rep, sizeof rep, NULL, 0);
+        return 0;
+}
+
+/* 1.4: the counters (base/metrics.h) and the gauges, root only: they are the machine's */
+static int handle_metrics(Request *r) {
+        const Metrics *m = metrics_get();
+        Api *a = api_of(r);
+        struct nsd_rep_metrics rep;
+        FdStoreStats fs;
+
+        if (r->uid != 0)
+                return request_refuse(r, EPERM,
+                                      "METRICS answers only root (uid 0): the counters are the "
+                                      "whole machine's");
+        nsd_msg_init(&rep.hdr, NSD_REP_METRICS, sizeof rep, r->seq);
+        machine_figures(a, &rep.namespaces, &rep.pinned, &rep.sessions);
+        rep.connections[NSD_METRICS_SOCKET_USER] = conn_manager_count_kind(a->conns,
+                                                                           CONN_KIND_USER);
+        rep.connections[NSD_METRICS_SOCKET_ROOT] = conn_manager_count_kind(a->conns,
+                                                                           CONN_KIND_ROOT);
+        if (a->fdstore && fdstore_enabled(a->fdstore)) {
+                fdstore_get_stats(a->fdstore, &fs);
+                rep.fdstore_entries = fs.n_fds;
+        }
+        memcpy(rep.joins, m->joins, sizeof rep.joins);
+        memcpy(rep.join_latency, m->join_latency, sizeof rep.join_latency);
+        rep.join_latency_sum_usec = m->join_latency_sum_usec;
+        rep.created = m->created;
+        rep.setup_failures = m->setup_failures;
+        memcpy(rep.releases, m->releases, sizeof rep.releases);
+        memcpy(rep.lookups, m->lookups, sizeof rep.lookups);
+        rep.path_walk_timeouts = m->path_walk_timeouts;
+        memcpy(rep.throttled, m->throttled, sizeof rep.throttled);
         (void) request_reply(r, &rep, sizeof rep, NULL, 0);
         return 0;
 }
@@ -609,6 +662,7 @@ static int handle_release(Request *r) {
         const struct nsd_req_release *req = MSG(r, struct nsd_req_release);
         struct nsd_msg_header rep;
         g_autofree char *reason = NULL;
+        bool forced;
         User *u;
         int rv;
 
@@ -634,9 +688,11 @@ static int handle_release(Request *r) {
         reason = g_strdup_printf("asked by uid %u pid %u%s%s", (unsigned) r->uid, (unsigned) r->pid,
                                  (req->flags & NSD_RELEASE_FORCE) ? ", forced" : "",
                                  u->sessions->len > 0 ? ", sessions dropped" : "");
+        forced = u->sessions->len > 0;
         rv = users_release(api_of(r)->users, u, reason, &r->why);
         if (rv < 0)
                 return rv; /* nothing changed: the namespace is kept, with its sessions */
+        metrics_count_release(forced ? NSD_METRICS_RELEASE_FORCED : NSD_METRICS_RELEASE_ASKED);
 
         nsd_msg_init(&rep, NSD_REP_RELEASE, sizeof rep, r->seq);
         (void) request_reply(r, &rep, sizeof rep, NULL, 0);
@@ -708,6 +764,8 @@ void api_refused(Request *r, int error) {
                     : abs(error) == NSD_ERRNO_NOT_MANAGED ? LOG_NOTICE
                                                           : LOG_WARNING;
 
+        if (r->type->type == NSD_REQ_JOIN || r->type->type == NSD_REQ_JOIN_SESSION)
+                count_join(r, error);
         if (r->type->type == NSD_REQ_JOIN) {
                 const struct nsd_req_join *req = MSG(r, struct nsd_req_join);
                 log_event_by_reason(r->uid, level, error, req->uid, "join-refused", why,
@@ -735,4 +793,5 @@ const RequestHandler api_handlers[_NSD_REQ_MAX] = {
         [NSD_REQ_RELEASE] = handle_release,
         [NSD_REQ_HIDE] = handle_hide,
         [NSD_REQ_JOIN_SESSION] = handle_join_session,
+        [NSD_REQ_METRICS] = handle_metrics,
 };

@@ -26,5 +26,6 @@
 /* Every request type's handler; their userdata (Request.userdata) is an Api (api.h). */
 extern const RequestHandler api_handlers[_NSD_REQ_MAX];
 /* RequestHandlers.refused: a JOIN or JOIN_SESSION refused is a login refused, logged as the
- * event join-refused with its reason (NSD_REASON=; rate limited per caller). */
+ * event join-refused with its reason (NSD_REASON=; rate limited per caller) and counted for
+ * METRICS by the class of its error (base/metrics.h). */
 void api_refused(Request *r, int error);

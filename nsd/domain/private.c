@@ -48,6 +48,7 @@
 #include "base/errno-util.h"
 #include "base/helper.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "cleanup.h"
 #include "kernel-abi.h"
 #include "libmount-cleanup.h"
@@ -407,10 +408,12 @@ static void on_hide_walked(int r, const void *result, int fd, void *userdata) {
                                       g_strerror(-r));
         else
                 r = hide_resolved(h, &o, &mnt_id, &why);
-        if (r == -ETIMEDOUT)
+        if (r == -ETIMEDOUT) {
+                metrics_count_path_walk_timeout();
                 log_event_by(h->caller, LOG_WARNING, r, h->uid, "mount-hide-timeout",
                              "HIDE of '%s' for uid %u, asked by uid %u: %s", h->path,
                              (unsigned) h->uid, (unsigned) h->caller, why);
+        }
         h->done(r, mnt_id, why, h->userdata);
         hide_op_free(h);
 }
@@ -582,6 +585,7 @@ static void on_watch_walked(int r, const void *result, int fd, void *userdata) {
                 return;
         }
         if (r == -ETIMEDOUT) {
+                metrics_count_path_walk_timeout();
                 log_event_by(it->uid, LOG_WARNING, r, it->uid, "mount-hide-failed",
                              "Cannot hide the %s mount of uid %u on '%s': resolving the path took "
                              "longer than %s s (PathWalkTimeoutSec=), ignoring",

@@ -12,6 +12,7 @@
 
 #include "base/errno-util.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "cleanup.h"
 #include "domain/linger.h"
 #include "domain/session.h"
@@ -86,7 +87,11 @@ static User *linger_lookup(uid_t uid, void *userdata) {
 }
 
 static int linger_release(User *u, const char *why, void *userdata) {
-        return users_release(userdata, u, why, NULL);
+        int r = users_release(userdata, u, why, NULL);
+
+        if (r >= 0)
+                metrics_count_release(NSD_METRICS_RELEASE_LINGER);
+        return r;
 }
 
 static const LingerOps linger_ops = {
@@ -304,6 +309,8 @@ static int why_not_now(const Users *reg, uid_t uid, char **ret_why) {
 static User *users_created(Users *reg, UserNs *ns, const char *generation, const char *setup) {
         User *u = users_add_made(reg, ns, user_take_baseline(ns), generation, USER_ADD_CREATED);
 
+        metrics_count_created();
+
         log_event(LOG_INFO, 0, ns->uid, "namespace-created",
                   "Created the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "], %s, %u mounts "
                   "of the host's not received by propagation%s)",
@@ -421,6 +428,7 @@ static void on_setup_done(int r, const char *why, unsigned n_failed, void *userd
                         creation_end(c, -NSD_ERRNO_NOT_YET, answer);
                         return;
                 }
+                metrics_count_setup_failure();
                 log_event_reason(LOG_ERR, r, c->uid, "setup-refused", why,
                                  "Refused the namespace of uid %u: %u step%s of its setup failed, "
                                  "the "
@@ -506,6 +514,7 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
         }
         r = setup_plan_new(&reg->config->setup, who, &plan, &why);
         if (r < 0) {
+                metrics_count_setup_failure();
                 log_event_reason(LOG_ERR, r, uid, "setup-refused", why,
                                  "Refused the namespace of uid %u: its setup cannot be planned: %s",
                                  (unsigned) uid, why);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "nss-util.h"
 
 #include <pwd.h>
@@ -267,6 +268,9 @@ static gboolean on_lookup_done(gpointer userdata) {
                 queue_pump(p);
                 return G_SOURCE_REMOVE;
         }
+        metrics_count_lookup(l->result >= 0         ? NSD_METRICS_LOOKUP_OK
+                             : l->result == -ENOENT ? NSD_METRICS_LOOKUP_NOT_FOUND
+                                                    : NSD_METRICS_LOOKUP_ERROR);
         if (l->in_table) {
                 g_hash_table_remove(p->inflight[l->kind], GUINT_TO_POINTER(l->uid));
                 l->in_table = false;
@@ -608,6 +612,7 @@ static gboolean on_waiter_deadline(gpointer userdata) {
                                           "other users' (MaxLookupThreads=)"
                                         : "");
         p->stats.timeouts++;
+        metrics_count_lookup(NSD_METRICS_LOOKUP_TIMEOUT);
         if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held))
                 log_event_reason(LOG_WARNING, -ETIMEDOUT, l->uid, "lookup-timeout", why,
                                  "A request waited for the user database too long, refusing "
@@ -666,6 +671,7 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, i
         if (caller != 0 && p->running_user >= p->config->max_lookup_threads &&
             p->stats.queued >= QUEUED_MAX) {
                 p->stats.refused++;
+                metrics_count_throttled(NSD_METRICS_THROTTLE_LOOKUP_QUEUE);
                 *ret_r = -EAGAIN;
                 if (ret_why)
                         *ret_why = g_strdup_printf("%u user database lookups of unprivileged "
@@ -678,6 +684,7 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, i
         q = caller != 0 ? g_hash_table_lookup(p->queues, GUINT_TO_POINTER(person)) : NULL;
         if (q && g_queue_get_length(q) >= QUEUED_PER_PERSON) {
                 p->stats.refused++;
+                metrics_count_throttled(NSD_METRICS_THROTTLE_LOOKUP_QUEUE);
                 *ret_r = -EAGAIN;
                 if (ret_why)
                         *ret_why = g_strdup_printf(

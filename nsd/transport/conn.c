@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "cleanup.h"
 #include "nsd-protocol.h"
 #include "pidfd-util.h"
@@ -163,7 +164,8 @@ struct ConnManager {
         uid_t (*person)(uid_t uid, gid_t gid, void *userdata);
         void *person_userdata;
         unsigned n_user, n_root, n_refused;
-        bool no_peerpidfd; /* the kernel has no SO_PEERPIDFD (before 6.5) */
+        unsigned n_kind[_CONN_KIND_MAX]; /* served connections per socket (METRICS) */
+        bool no_peerpidfd;               /* the kernel has no SO_PEERPIDFD (before 6.5) */
         ConnStats stats;
         RateLimit log_rl[_LOGK_MAX];      /* unprivileged callers, all together */
         RateLimit log_rl_root[_LOGK_MAX]; /* root's (not an attack, never a flood either) */
@@ -500,6 +502,8 @@ static void conn_drop(Conn *c, DropReason reason) {
         c->pidfd = -1;
         g_queue_clear_full(&c->out, out_msg_free);
 
+        if (!c->refused)
+                m->n_kind[c->kind]--;
         if (c->refused)
                 m->n_refused--;
         else if (root) {
@@ -709,6 +713,7 @@ static void conn_read(Conn *c, int64_t now) {
                         c->throttle_until = now + wait;
                         c->idle_since = 0;
                         c->m->stats.throttled++;
+                        metrics_count_throttled(NSD_METRICS_THROTTLE_RATE);
                         manager_log(c->m, c->per_uid, false, LOGK_THROTTLE, LOG_NOTICE, NULL,
                                     "uid %u (pid %u) sends more than %u requests a second "
                                     "(RequestRatePerUser=, RequestBurstPerUser=%u), reading it "
@@ -883,6 +888,7 @@ static int conn_refuse(ConnManager *m, int fd, uid_t uid, pid_t pid, int error,
                        const char *message) {
         struct nsd_rep_error rep;
 
+        metrics_count_throttled(NSD_METRICS_THROTTLE_CONNECTIONS);
         nsd_msg_init(&rep.hdr, NSD_REP_ERROR, sizeof rep, 0);
         rep.hdr.error = -abs(error);
         g_strlcpy(rep.message, message, sizeof rep.message);
@@ -1079,6 +1085,7 @@ static int conn_add(ConnManager *m, ConnKind kind, int fd, const struct ucred *c
                 setuid->n_setuid++;
                 c->first_deadline = c->idle_since + (int64_t) cfg->setuid_request_timeout_usec;
         }
+        m->n_kind[kind]++;
         if (uid == 0)
                 m->n_root++;
         else {
@@ -1298,6 +1305,10 @@ const ConnStats *conn_manager_stats(const ConnManager *m) {
 
 unsigned conn_manager_count(const ConnManager *m) {
         return m->n_user + m->n_root;
+}
+
+unsigned conn_manager_count_kind(const ConnManager *m, ConnKind kind) {
+        return kind < _CONN_KIND_MAX ? m->n_kind[kind] : 0;
 }
 
 unsigned conn_manager_count_uid(const ConnManager *m, uid_t uid) {

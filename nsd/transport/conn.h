@@ -116,6 +116,8 @@ void conn_manager_reconfigure(ConnManager *m);
 
 const ConnStats *conn_manager_stats(const ConnManager *m);
 unsigned conn_manager_count(const ConnManager *m); /* every connection */
+/* the connections of one socket (METRICS) */
+unsigned conn_manager_count_kind(const ConnManager *m, ConnKind kind);
 /* root's connections, or those of uid's person (all the subuids of its owner) */
 unsigned conn_manager_count_uid(const ConnManager *m, uid_t uid);
 /* Is nsd accepting on this socket now (false while paused: EMFILE backoff, root bound)? */

@@ -16,6 +16,7 @@
 
 #include "base/errno-util.h"
 #include "base/log.h"
+#include "time-util.h"
 
 /* ---- references, replies, the end ----------------------------------------------------- */
 
@@ -214,6 +215,7 @@ static const RequestType request_table[_NSD_REQ_MAX] = {
             offsetof(struct nsd_req_join_session, flags),
             NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD, NSD_JOIN_SESSION_PIDFD,
             check_join_session),
+        ROW(NSD_REQ_METRICS, "METRICS", nsd_req_metrics, 0, 0, 0, NULL),
 };
 #undef ROW
 
@@ -325,6 +327,7 @@ static void request_message(Conn *c, const void *buf, size_t n, int *fds, size_t
         r->pid = conn_pid(c);
         r->type = t;
         r->seq = hdr->seq;
+        r->received_usec = now_usec(CLOCK_MONOTONIC);
         r->sender = conn_sender(c);
         memcpy(&r->msg, buf, n);
         for (size_t i = 0; i < n_fds; i++)

@@ -80,6 +80,7 @@ struct Request {
         struct ucred sender; /* who sent this request (SCM_CREDENTIALS, conn_sender()) */
         const RequestType *type;
         uint32_t seq;
+        uint64_t received_usec; /* CLOCK_MONOTONIC when it was read (METRICS' latency) */
         int fds[REQUEST_FDS_MAX];
         size_t n_fds;
         char *why; /* g_malloc()ed reason for an NSD_REP_ERROR */

@@ -8,7 +8,7 @@
  * privilege needed and none used: the peer is uid 1000 on everyone's socket, whose
  * "namespace" is the one the fuzzer runs in, so JOIN, SHOW, RELEASE, HIDE, SESSION_* and
  * STATUS/LIST all reach their handlers (HIDE stops at "owner-private mounts need a kernel
- * with..." since the Server probed no features).
+ * with..." since the Server probed no features; METRICS at "root only").
  *
  * Input, two formats, told apart by bit 7 of byte 0.
  *

@@ -162,6 +162,18 @@ static void status_list_show(void) {
         seed("show-reserved", 0, sh, sizeof *sh);
 }
 
+/* 1.4: root only, so uid 1000 gets EPERM and keeps its connection */
+static void metrics(void) {
+        REQ(m, NSD_REQ_METRICS, nsd_req_metrics, 11);
+        seed("metrics", 0, m, sizeof *m);
+        seed("metrics-with-fd", FDS(1), m, sizeof *m);
+        script(0);
+        record(LOOP | READ, m, sizeof *m);
+        record(LOOP | READ, proto_msg(NSD_REQ_STATUS, sizeof(struct nsd_req_status), 12),
+               sizeof(struct nsd_req_status));
+        finish("script-metrics-refused-then-status");
+}
+
 static void release_hide(void) {
         REQ(r, NSD_REQ_RELEASE, nsd_req_release, 8);
         r->uid = UID;
@@ -386,6 +398,7 @@ int main(int argc, char **argv) {
         session_close();
         join_session();
         status_list_show();
+        metrics();
         release_hide();
         broken();
         scripts();

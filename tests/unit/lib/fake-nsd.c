@@ -295,6 +295,13 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 fake_req_close_fds(&r);
                 return -1;
         }
+        if (r.hdr.type == NSD_REQ_METRICS && minor < 4) {
+                /* what a 1.3 nsd does with a type it does not know */
+                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (10)");
+                rec->metrics++;
+                fake_req_close_fds(&r);
+                return -1;
+        }
         problem = request_problem(&r);
         if (problem) {
                 record_bad(rec, problem);
@@ -404,6 +411,13 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                         snprintf(rep.version, sizeof(rep.version), "fake-1.%u", minor);
                 rep.pid = (uint32_t) getpid();
                 rep.features = cfg->status_features;
+                if (cfg->metrics) { /* root's figures, as nsd's STATUS and METRICS share them */
+                        rep.namespaces = cfg->metrics->namespaces;
+                        rep.pinned = cfg->metrics->pinned;
+                        rep.sessions = cfg->metrics->sessions;
+                        rep.connections = cfg->metrics->connections[NSD_METRICS_SOCKET_USER] +
+                                          cfg->metrics->connections[NSD_METRICS_SOCKET_ROOT];
+                }
                 (void) fake_nsd_send(cfd, &rep, sizeof(rep), NULL, 0);
                 break;
         }
@@ -436,6 +450,22 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 rec->hide_path[sizeof(rec->hide_path) - 1] = 0;
                 answer_empty(cfd, &r, NSD_REP_HIDE, cfg->hide_error, cfg);
                 break;
+        case NSD_REQ_METRICS: {
+                struct nsd_rep_metrics rep = { 0 };
+
+                rec->metrics++;
+                if (cfg->metrics_error) {
+                        (void) fake_nsd_send_error(cfd, &r, cfg->metrics_error, refused(cfg));
+                        break;
+                }
+                if (cfg->metrics)
+                        rep = *cfg->metrics;
+                fake_nsd_reply_init(&rep.hdr, NSD_REP_METRICS, sizeof(struct nsd_msg_header), &r);
+                rep.hdr.length = sizeof(rep);
+                rep.hdr.version_minor = (uint16_t) minor;
+                (void) fake_nsd_send(cfd, &rep, sizeof(rep), NULL, 0);
+                break;
+        }
         default:
                 (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "fake nsd: not implemented");
                 ret = -1;

@@ -17,7 +17,7 @@
  * /proc/<peer>/ns/mnt), so entering it changes nothing for the client, wherever it runs;
  * or, with fake_nsd_config.ns_pid, that process's namespace.
  *
- * LIST, SHOW, RELEASE and HIDE (nsctl's tests) answer from the config too.
+ * LIST, SHOW, RELEASE, HIDE and METRICS (nsctl's tests) answer from the config too.
  */
 #pragma once
 
@@ -79,7 +79,7 @@ bool fake_fd_is_pidfd_of(int fd, pid_t pid);
 struct fake_nsd_config {
         unsigned minor; /* protocol minor it speaks; 0 means NSD_PROTO_MINOR. With 1,
                                   * JOIN_SESSION is refused with -EOPNOTSUPP and the connection
-                                  * closed, as a 1.1 nsd does. */
+                                  * closed, as a 1.1 nsd does; below 4, METRICS. */
         bool stuck;     /* accept and read, never answer (a SIGSTOPped nsd) */
         int join_error; /* 0 or -errno for JOIN and JOIN_SESSION */
         const char *join_message;
@@ -95,6 +95,10 @@ struct fake_nsd_config {
         size_t n_list;
         const char *show_text; /* SHOW's mountinfo text; NULL: none (an empty table) */
         int list_error, show_error, release_error, hide_error; /* 0 or -errno */
+        /* METRICS' answer: these figures (the header is filled in; NULL: all 0), or the
+         * error; STATUS then gives their namespaces, pinned, sessions and connections */
+        const struct nsd_rep_metrics *metrics;
+        int metrics_error;
         const char *error_message; /* with those; NULL means "fake nsd: refused" */
 };
 
@@ -118,7 +122,7 @@ struct fake_nsd_record {
         uint64_t sc_id;
         uint32_t sc_uid, sc_pid;
         /* LIST, SHOW, RELEASE, HIDE */
-        unsigned lists, shows, releases, hides;
+        unsigned lists, shows, releases, hides, metrics;
         uint32_t show_uid, release_uid, release_flags, hide_uid, hide_flags;
         char hide_path[NSD_HIDE_PATH_MAX];
 };

@@ -76,14 +76,14 @@ static int check(size_t n, int is_request) {
 
 static void test_msg_check(void) {
         static const uint16_t requests[] = {
-                NSD_REQ_JOIN,    NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE,
-                NSD_REQ_STATUS,  NSD_REQ_LIST,         NSD_REQ_SHOW,
-                NSD_REQ_RELEASE, NSD_REQ_HIDE,         NSD_REQ_JOIN_SESSION,
+                NSD_REQ_JOIN,         NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
+                NSD_REQ_LIST,         NSD_REQ_SHOW,         NSD_REQ_RELEASE,       NSD_REQ_HIDE,
+                NSD_REQ_JOIN_SESSION, NSD_REQ_METRICS,
         };
         static const uint16_t replies[] = {
                 NSD_REP_JOIN,       NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
                 NSD_REP_LIST_ENTRY, NSD_REP_LIST_END,     NSD_REP_SHOW_END,      NSD_REP_RELEASE,
-                NSD_REP_HIDE,       NSD_REP_JOIN_SESSION, NSD_REP_ERROR,
+                NSD_REP_HIDE,       NSD_REP_JOIN_SESSION, NSD_REP_METRICS,       NSD_REP_ERROR,
         };
         const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
         const char *why;
@@ -1324,6 +1324,94 @@ static void test_sessions(void) {
         finish(c);
 }
 
+/* METRICS (1.4): every field a value of its own, so a field copied into another shows */
+static void script_metrics(int cfd) {
+        struct fake_req r;
+        struct nsd_rep_metrics m;
+
+        while (srv_next(cfd, &r)) {
+                uint64_t v = 100;
+
+                rep(&m, NSD_REP_METRICS, sizeof(m), &r);
+                m.namespaces = 5;
+                m.pinned = 4;
+                m.sessions = 9;
+                m.connections[NSD_METRICS_SOCKET_USER] = 2;
+                m.connections[NSD_METRICS_SOCKET_ROOT] = 1;
+                m.fdstore_entries = 7;
+                for (size_t i = 0; i < NSD_METRICS_JOINS; i++)
+                        m.joins[i] = v++;
+                for (size_t i = 0; i < NSD_METRICS_LATENCY_BUCKETS; i++)
+                        m.join_latency[i] = v++;
+                m.join_latency_sum_usec = v++;
+                m.created = v++;
+                m.setup_failures = v++;
+                for (size_t i = 0; i < NSD_METRICS_RELEASES; i++)
+                        m.releases[i] = v++;
+                for (size_t i = 0; i < NSD_METRICS_LOOKUPS; i++)
+                        m.lookups[i] = v++;
+                m.path_walk_timeouts = v++;
+                for (size_t i = 0; i < NSD_METRICS_THROTTLES; i++)
+                        m.throttled[i] = v++;
+                srv_send(cfd, &m, sizeof(m), NULL, 0);
+        }
+}
+
+/* what a 1.3 nsd does with a type it does not know: the error, then the connection closed */
+static void script_metrics_unknown(int cfd) {
+        struct fake_req r;
+
+        if (srv_next(cfd, &r))
+                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (10)");
+}
+
+static void test_metrics(void) {
+        static const uint64_t bounds[] = NSC_METRICS_LATENCY_BOUNDS_USEC,
+                              wire_bounds[] = NSD_METRICS_LATENCY_BOUNDS_USEC;
+        struct nsc_metrics m, untouched;
+        bool counters = true;
+        uint64_t v = 100;
+        nsc_conn *c;
+
+        ok(sizeof(bounds) == sizeof(wire_bounds) &&
+                   memcmp(bounds, wire_bounds, sizeof(bounds)) == 0 &&
+                   sizeof(bounds) / sizeof(bounds[0]) + 1 == NSC_METRICS_LATENCY_BUCKETS,
+           "nsclient.h's latency bounds are the protocol's, one bucket each and one past them");
+
+        c = start(script_metrics);
+        is_int(nsc_metrics(c, &m), 0, "METRICS succeeds");
+        is_int(seen.last.check, 0, "the METRICS request passes nsd's check");
+        is_int(seen.last.hdr.type, NSD_REQ_METRICS, "it is a METRICS request");
+        ok(m.namespaces == 5 && m.pinned == 4 && m.sessions == 9 &&
+                   m.connections[NSC_METRICS_SOCKET_USER] == 2 &&
+                   m.connections[NSC_METRICS_SOCKET_ROOT] == 1 && m.fdstore_entries == 7,
+           "the gauges");
+        for (size_t i = 0; i < NSC_METRICS_JOINS; i++)
+                counters = counters && m.joins[i] == v++;
+        for (size_t i = 0; i < NSC_METRICS_LATENCY_BUCKETS; i++)
+                counters = counters && m.join_latency[i] == v++;
+        counters = counters && m.join_latency_sum_usec == v++ && m.created == v++ &&
+                   m.setup_failures == v++;
+        for (size_t i = 0; i < NSC_METRICS_RELEASES; i++)
+                counters = counters && m.releases[i] == v++;
+        for (size_t i = 0; i < NSC_METRICS_LOOKUPS; i++)
+                counters = counters && m.lookups[i] == v++;
+        counters = counters && m.path_walk_timeouts == v++;
+        for (size_t i = 0; i < NSC_METRICS_THROTTLES; i++)
+                counters = counters && m.throttled[i] == v++;
+        ok(counters, "every counter in its place");
+        is_int(nsc_metrics(c, NULL), -EINVAL, "nsc_metrics(NULL ret): EINVAL");
+        is_int(nsc_metrics(NULL, &m), -EINVAL, "nsc_metrics(NULL conn): EINVAL");
+        finish(c);
+
+        c = start(script_metrics_unknown);
+        memset(&untouched, 0xa5, sizeof(untouched));
+        m = untouched;
+        is_int(nsc_metrics(c, &m), -EOPNOTSUPP, "an nsd older than 1.4: EOPNOTSUPP");
+        ok(memcmp(&m, &untouched, sizeof(m)) == 0, "... and *ret untouched");
+        finish(c);
+}
+
 static void test_arguments(void) {
         char longpath[200], longservice[NSD_SERVICE_MAX + 1];
         struct nsc_join_result j;
@@ -1508,6 +1596,7 @@ int main(void) {
         test_error_reply();
         test_bad_replies();
         test_status();
+        test_metrics();
         test_timeout();
         test_threads();
         test_list();

@@ -11,12 +11,16 @@
  *    command run when the caller already is in the namespace, and, as root, a command run in
  *    another mount namespace (a sandbox child's: unshare(CLONE_NEWNS), private) in both modes;
  *  - release and hide: what reaches nsd and what nsd's refusals look like;
+ *  - metrics: the same series for 1 namespace or 100000, gauges that agree with status
+ *    --json, --textfile written atomically (replaced, 0644, no temp file left), refusals, an
+ *    nsd older than 1.4 not asked;
  *  - every form of output (help, usage errors, tables, JSON, refusals) byte for byte against
  *    the files in tests/unit/nsctl/golden/ (argument 2; NSCTL_GOLDEN_RECORD=1 in the
  *    environment writes them anew, for a change of output that is meant).
  * As root, the "user" cases run nsctl as uid 1500 (alice of the passwd file here).
  * Argument 1: the nsctl binary; 2: the folder of golden files. Nothing is left behind.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -321,7 +325,8 @@ static void check_json(const char *what, const char *text, const char *const *ch
 /* ---- without nsd ----------------------------------------------------------------------- */
 
 static void test_help_version(void) {
-        static const char *verbs[] = { "status", "list", "show", "enter", "release", "hide" };
+        static const char *verbs[] = { "status",  "list", "show",   "enter",
+                                       "release", "hide", "metrics" };
         char want[256];
         struct run r;
 
@@ -813,6 +818,7 @@ static void test_golden(void) {
                 { "enter-help", { "enter", "--help" } },
                 { "release-help", { "release", "--help" } },
                 { "hide-help", { "hide", "-h" } },
+                { "metrics-help", { "metrics", "--help" } },
                 { "no-command", { NULL } },
                 { "unknown-command", { "frobnicate" } },
                 { "list-bad-column", { "list", "-o", "UID,bogus" } },
@@ -944,6 +950,189 @@ static void test_json_schema(void) {
                             docs[i].want ? "refuses" : "takes", docs[i].what))
                         printf("#   %s", out);
         }
+}
+
+/* ---- metrics --------------------------------------------------------------------------- */
+
+/* METRICS' figures, every counter a value of its own */
+static struct nsd_rep_metrics metrics_figures(uint32_t n_ns, uint64_t base) {
+        struct nsd_rep_metrics m = { .namespaces = n_ns,
+                                     .pinned = n_ns / 2,
+                                     .sessions = n_ns * 3,
+                                     .connections = { 7, 2 },
+                                     .fdstore_entries = n_ns };
+        uint64_t v = base;
+
+        for (size_t i = 0; i < _NSD_METRICS_JOIN_MAX; i++)
+                m.joins[i] = v++;
+        for (size_t i = 0; i < NSD_METRICS_LATENCY_BUCKETS; i++)
+                m.join_latency[i] = v++;
+        m.join_latency_sum_usec = 1234567 * base;
+        m.created = v++;
+        m.setup_failures = v++;
+        for (size_t i = 0; i < _NSD_METRICS_RELEASE_MAX; i++)
+                m.releases[i] = v++;
+        for (size_t i = 0; i < _NSD_METRICS_LOOKUP_MAX; i++)
+                m.lookups[i] = v++;
+        m.path_walk_timeouts = v++;
+        for (size_t i = 0; i < _NSD_METRICS_THROTTLE_MAX; i++)
+                m.throttled[i] = v++;
+        return m;
+}
+
+/* The series of an exposition (each sample line without its value), one per line, in
+ * series[]; how many. */
+static size_t series_of(const char *text, char *series, size_t size) {
+        size_t n = 0, len = 0;
+
+        series[0] = '\0';
+        for (const char *p = text; *p;) {
+                const char *nl = strchr(p, '\n'), *sp;
+                size_t l = nl ? (size_t) (nl - p) : strlen(p);
+
+                if (*p != '#' && l > 0 && (sp = memrchr(p, ' ', l)) != NULL &&
+                    len + (size_t) (sp - p) + 2 < size) {
+                        memcpy(series + len, p, (size_t) (sp - p));
+                        len += (size_t) (sp - p);
+                        series[len++] = '\n';
+                        series[len] = '\0';
+                        n++;
+                }
+                p += l + (nl ? 1 : 0);
+        }
+        return n;
+}
+
+/* the value of the sample line that starts with prefix (name and labels), or -1 */
+static long long sample(const char *text, const char *prefix) {
+        char key[128];
+        const char *p;
+
+        snprintf(key, sizeof(key), "\n%s ", prefix);
+        p = strstr(text, key);
+        return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+static void test_metrics(void) {
+        static char series_a[8192], series_b[8192], out_a[sizeof(((struct run *) 0)->out)];
+        struct nsd_rep_metrics few = metrics_figures(1, 100), many = metrics_figures(100000, 9000);
+        struct fake_nsd_config cfg = { .status_version = "1.2.3",
+                                       .status_features = NSD_FEATURE_OWNER_PRIVATE,
+                                       .metrics = &few,
+                                       .list = namespaces,
+                                       .n_list = 1 };
+        char dir[160], path[200], want[512], text[65536];
+        size_t n_a, n_b;
+        struct stat st;
+        struct run r;
+        DIR *d;
+
+        /* the text, and its gauges against nsctl status --json */
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "metrics", NULL);
+        ok(r.status == 0 && r.err[0] == '\0' && ends_with(r.out, "\n# EOF\n"),
+           "metrics: exit 0, ends with '# EOF' (%d, '%s')", r.status, line1(r.err));
+        if (golden_dir)
+                check_golden("metrics", &r);
+        memcpy(out_a, r.out, sizeof(out_a));
+        n_a = series_of(r.out, series_a, sizeof(series_a));
+        {
+                char ns[32], pinned[32], sessions[32], conns[32];
+
+                snprintf(ns, sizeof(ns), "%lld",
+                         sample(out_a, "nsd_namespaces{state=\"pinned\"}") +
+                                 sample(out_a, "nsd_namespaces{state=\"fd_only\"}"));
+                snprintf(pinned, sizeof(pinned), "%lld",
+                         sample(out_a, "nsd_namespaces{state=\"pinned\"}"));
+                snprintf(sessions, sizeof(sessions), "%lld", sample(out_a, "nsd_sessions"));
+                snprintf(conns, sizeof(conns), "%lld",
+                         sample(out_a, "nsd_connections{socket=\"user\"}") +
+                                 sample(out_a, "nsd_connections{socket=\"root\"}"));
+                run(&r, NULL, "--socket", sock_path, "status", "--json", NULL);
+                check_json("status --json against metrics", r.out,
+                           (const char *[]) { "d['status']['namespaces']", ns,
+                                              "d['status']['pinned']", pinned,
+                                              "d['status']['sessions']", sessions,
+                                              "d['status']['connections']", conns, NULL });
+        }
+        (void) served_stop();
+
+        /* the number of series does not depend on the number of users */
+        cfg.metrics = &many;
+        cfg.n_list = 3;
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "metrics", NULL);
+        n_b = series_of(r.out, series_b, sizeof(series_b));
+        ok(n_a > 40 && n_a == n_b && strcmp(series_a, series_b) == 0,
+           "1 namespace or 100000: the same %zu series (%zu)", n_a, n_b);
+        ok(strstr(r.out, "nsd_namespaces{state=\"pinned\"} 50000\n") &&
+                   strstr(r.out, "nsd_namespaces{state=\"fd_only\"} 50000\n"),
+           "namespaces by state: pinned and fd_only");
+        ok(strstr(r.out, "nsd_join_duration_seconds_bucket{le=\"+Inf\"} ") &&
+                   sample(r.out, "nsd_join_duration_seconds_count") ==
+                           sample(r.out, "nsd_join_duration_seconds_bucket{le=\"+Inf\"}"),
+           "the histogram's count is its +Inf bucket");
+        ok(strstr(r.out, "nsd_build_info{version=\"1.2.3\"} 1\n") &&
+                   strstr(r.out, "nsd_kernel_feature{feature=\"owner_private\"} 1\n") &&
+                   strstr(r.out, "nsd_kernel_feature{feature=\"setns_dirfd\"} 0\n"),
+           "build info and kernel features from STATUS");
+        (void) served_stop();
+        cfg.metrics = &few;
+        cfg.n_list = 1;
+        serve(&cfg);
+
+        /* --textfile: written atomically, the same text, readable by the collector */
+        snprintf(dir, sizeof(dir), "%s/textfile", tmpdir);
+        snprintf(path, sizeof(path), "%s/nsd.prom", dir);
+        if (mkdir(dir, 0755) < 0)
+                tap_bail_errno(dir);
+        write_file(path, "old\n");
+        run(&r, NULL, "--socket", sock_path, "metrics", "--textfile", dir, NULL);
+        ok(r.status == 0 && r.out[0] == '\0' && r.err[0] == '\0',
+           "metrics --textfile: exit 0, nothing on stdout (%d, '%s')", r.status, line1(r.err));
+        ok(read_text(path, text, sizeof(text)) && strcmp(text, out_a) == 0,
+           "nsd.prom replaced by what metrics prints");
+        ok(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644,
+           "nsd.prom is 0644 (the collector runs as another user)");
+        d = opendir(dir);
+        {
+                unsigned entries = 0;
+                struct dirent *de;
+
+                while (d && (de = readdir(d)))
+                        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                                entries++;
+                if (d)
+                        closedir(d);
+                is_int(entries, 1, "no temp file left beside it");
+        }
+        unlink(path);
+        rmdir(dir);
+        run(&r, NULL, "--socket", sock_path, "metrics", "--textfile", dir, NULL);
+        snprintf(want, sizeof(want), "nsctl: cannot write %s/nsd.prom: No such file or directory\n",
+                 dir);
+        ok(r.status == 1 && strcmp(r.err, want) == 0, "a missing folder: exit 1, '%s'",
+           line1(r.err));
+        (void) served_stop();
+
+        /* refused, and an nsd older than 1.4 (it is not even asked) */
+        serve(&(struct fake_nsd_config) {
+                .metrics_error = -EPERM,
+                .error_message = "METRICS answers only root (uid 0): the counters are the whole "
+                                 "machine's" });
+        run(&r, NULL, "--socket", sock_path, "metrics", NULL);
+        is_str(r.err,
+               "nsctl: cannot get metrics from nsd: Operation not permitted (METRICS answers only "
+               "root (uid 0): the counters are the whole machine's)\n",
+               "refused: nsd's reason");
+        ok(r.status == 1 && r.out[0] == '\0', "... exit 1, nothing on stdout");
+        (void) served_stop();
+        serve(&(struct fake_nsd_config) { .minor = 3 });
+        run(&r, NULL, "--socket", sock_path, "metrics", NULL);
+        is_str(r.err, "nsctl: this nsd does not answer METRICS (older than 1.4: it speaks 1.3)\n",
+               "an nsd of 1.3: said so");
+        is_int(r.status, 1, "... exit 1");
+        is_int(served_stop()->metrics, 0, "... and it was not sent METRICS (it would hang up)");
 }
 
 /* ---- enter ----------------------------------------------------------------------------- */
@@ -1190,6 +1379,7 @@ int main(int argc, char **argv) {
         test_show_stale();
         test_release_hide();
         test_golden();
+        test_metrics();
         test_json_schema();
         test_enter_refused();
         test_enter_sandbox();

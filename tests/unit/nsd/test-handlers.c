@@ -3,13 +3,15 @@
  * test-handlers: what nsd answers (nsd/api/handlers.c), through a whole Server (core-test.h)
  * over socketpairs: every request type has a handler, STATUS's figures, root's LIST of many
  * namespaces streamed while others are served, a JOIN waiting for a user database that
- * hangs (policy.c's threads, LookupTimeoutSec=, the cache), JOIN_SESSION's refusals. TAP, no
+ * hangs (policy.c's threads, LookupTimeoutSec=, the cache), JOIN_SESSION's refusals, METRICS
+ * (root's only; its counters move with JOINs and releases, its gauges are STATUS's). TAP, no
  * root; nothing here creates a mount namespace: the server has no pin store and no probed
  * features, and the requests sent are those that refuse or answer without one.
  */
 #include <signal.h>
 
 #include "api/handlers.h"
+#include "base/metrics.h"
 #include "core-test.h"
 #include "gate-test.h"
 #include "policy/policy.h"
@@ -221,6 +223,106 @@ static void test_slow_lookup(void) {
         gate_set_open(&lookups, false);
 }
 
+static TestReply metrics_of(int fd, uint32_t seq) {
+        loop_test_send_type(fd, NSD_REQ_METRICS, seq);
+        return loop_test_next(fd);
+}
+
+static uint64_t sum(const uint64_t *v, size_t n) {
+        uint64_t total = 0;
+
+        for (size_t i = 0; i < n; i++)
+                total += v[i];
+        return total;
+}
+
+/* METRICS (1.4): root's only; the counters move where the things happen, and the gauges are
+ * STATUS's figures */
+static void test_metrics(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        int user = peer(s, CONN_KIND_USER, 1000), root = peer(s, CONN_KIND_ROOT, 0);
+        struct nsd_req_release rel;
+        TestReply t, st;
+        const struct nsd_rep_metrics *m = (const struct nsd_rep_metrics *) &t.msg;
+        const struct nsd_rep_status *status = (const struct nsd_rep_status *) &st.msg;
+        int err = 0;
+        char msg[256] = "";
+
+        metrics_reset();
+        loop_test_send_type(user, NSD_REQ_METRICS, 3);
+        ok(next_reply(user, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -EPERM &&
+                   strstr(msg, "only root"),
+           "a user's METRICS: EPERM, saying why (%s)", msg);
+        loop_test_send_type(user, NSD_REQ_STATUS, 33);
+        is_int(next_reply(user, NULL, NULL, 0), NSD_REP_STATUS,
+               "the user's connection stays: its next request is answered");
+
+        t = metrics_of(root, 4);
+        ok(t.type == NSD_REP_METRICS && t.seq == 4 && t.len == sizeof *m && t.n_fds == 0,
+           "root's METRICS is answered (seq echoed, %zu bytes, no descriptors)", t.len);
+        ok(sum(m->joins, NSD_METRICS_JOINS) == 0 && sum(m->join_latency, 16) == 0 &&
+                   m->created == 0 && sum(m->releases, NSD_METRICS_RELEASES) == 0,
+           "a fresh nsd has counted nothing");
+        ok(m->connections[NSD_METRICS_SOCKET_USER] == 1 &&
+                   m->connections[NSD_METRICS_SOCKET_ROOT] == 1,
+           "connections by socket: 1 user, 1 root");
+        ok(sum(m->reserved, 4) == 0, "reserved fields zero");
+
+        /* a JOIN that gets its descriptors, one refused, one for a uid nsd does not manage */
+        core_test_user_here(s, 1000);
+        send_join(root, 1000, 0);
+        t = loop_test_next(root);
+        ok(t.type == NSD_REP_JOIN && t.n_fds == 2, "root's JOIN of uid 1000 gets descriptors");
+        t = metrics_of(root, 5);
+        ok(m->joins[NSD_METRICS_JOIN_OK] == 1 && sum(m->joins, NSD_METRICS_JOINS) == 1,
+           "a JOIN answered: joins ok 1");
+        is_int(sum(m->join_latency, NSD_METRICS_LATENCY_BUCKETS), 1,
+               "one latency sample, in one bucket");
+        send_join(user, 1001, NSD_JOIN_NO_CREATE);
+        ok(next_reply(user, &err, NULL, 0) == NSD_REP_ERROR && err == -EPERM,
+           "a user's JOIN of another uid: EPERM");
+        t = metrics_of(root, 6);
+        ok(m->joins[NSD_METRICS_JOIN_REFUSED] == 1 && m->joins[NSD_METRICS_JOIN_OK] == 1,
+           "a refused JOIN: joins refused 1 (ok still 1)");
+        send_join(root, 999, NSD_JOIN_NO_CREATE);
+        ok(next_reply(root, &err, NULL, 0) == NSD_REP_ERROR && err == -ENXIO,
+           "root's JOIN of uid 999: ENXIO");
+        t = metrics_of(root, 7);
+        ok(m->joins[NSD_METRICS_JOIN_NOT_MANAGED] == 1 &&
+                   sum(m->join_latency, NSD_METRICS_LATENCY_BUCKETS) == 3,
+           "not managed: its own label; three latency samples in all");
+
+        /* the gauges are STATUS's figures */
+        loop_test_send_type(root, NSD_REQ_STATUS, 8);
+        st = loop_test_next(root);
+        t = metrics_of(root, 9);
+        ok(st.type == NSD_REP_STATUS && m->namespaces == status->namespaces &&
+                   m->pinned == status->pinned && m->sessions == status->sessions &&
+                   m->namespaces == 1,
+           "namespaces, pinned, sessions as root's STATUS says (%u, %u, %u)", m->namespaces,
+           m->pinned, m->sessions);
+        add_fake_users(s, 500);
+        t = metrics_of(root, 10);
+        ok(t.len == sizeof *m && m->namespaces == 501,
+           "501 namespaces: the same reply, one figure larger");
+
+        /* a release by RELEASE */
+        nsd_msg_init(&rel.hdr, NSD_REQ_RELEASE, sizeof rel, 11);
+        rel.uid = 1000;
+        rel.flags = 0;
+        loop_test_send(root, &rel, sizeof rel, -1);
+        is_int(next_reply(root, NULL, NULL, 0), NSD_REP_RELEASE, "root releases uid 1000");
+        t = metrics_of(root, 12);
+        ok(m->releases[NSD_METRICS_RELEASE_ASKED] == 1 &&
+                   sum(m->releases, NSD_METRICS_RELEASES) == 1 && m->namespaces == 500,
+           "releases asked 1; 500 namespaces left");
+        close(user);
+        close(root);
+        server_free(s);
+        metrics_reset();
+}
+
 static void test_join_session_refusals(void) {
         Config c = loop_test_config();
         Server *s = core_test_server(&c);
@@ -265,5 +367,6 @@ int main(void) {
         test_list();
         test_slow_lookup();
         test_join_session_refusals();
+        test_metrics();
         return tap_done();
 }
