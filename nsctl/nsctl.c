@@ -904,7 +904,6 @@ static const struct verb verbs[] = {
                 .options_help = "     --textfile <dir> write <dir>/" EXPOSITION_TEXTFILE_NAME
                                 " atomically instead (node_exporter's\n"
                                 "                      textfile collector)\n",
-                .shortopts = ":h",
                 .options = metrics_options,
                 .operand = OPERAND_NONE,
                 .request = metrics_request,
