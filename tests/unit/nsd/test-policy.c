@@ -189,7 +189,6 @@ static void test_identity_names(void) {
         g_free(carol.name), g_free(carol.home), g_free(carol.group);
 }
 
-
 static void test_names_resolved(void) {
         Config c = parse("[Namespaces]\nUsers=alice nosuchuser\n");
         g_autofree char *why = NULL;
