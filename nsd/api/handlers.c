@@ -298,6 +298,24 @@ static int open_session(Request *r, User *u, uint32_t pid, bool with_pidfd, cons
         return 0;
 }
 
+/* Refuse a leader that open_session() would refuse, before anything is made for it: a JOIN_SESSION
+ * makes the namespace first (its setup may wait), and a refused session must leave nothing
+ * behind. The pidfd sent stays the request's, for open_session(). */
+static int check_leader(Request *r, uint32_t pid, bool with_pidfd) {
+        int io = with_pidfd ? r->fds[0] : -1, pidfd = -1, rv;
+
+        rv = session_leader_pidfd((pid_t) pid, &io, &pidfd, &r->why);
+        if (with_pidfd && io < 0) {
+                /* taken: on success it is still r->fds[0]; on a refusal it was closed */
+                if (rv < 0)
+                        r->fds[0] = -1;
+                return rv;
+        }
+        if (rv >= 0 && pidfd >= 0)
+                close(pidfd);
+        return rv;
+}
+
 /* The reply that tells of sess; when it cannot be queued, nobody learnt of the session and it
  * ends at once: nothing stays open. */
 static void reply_session(Request *r, Session *sess, const void *rep, size_t size, const int *fds,
@@ -405,6 +423,9 @@ static int join_session_continue(Request *r) {
                              (unsigned) req->pid, req->service);
         /* everything that can refuse the session first, so a refusal leaves nothing open */
         rv = check_sessions_limit(r, req->uid);
+        if (rv < 0)
+                return rv;
+        rv = check_leader(r, req->pid, req->flags & NSD_JOIN_SESSION_PIDFD);
         if (rv < 0)
                 return rv;
         /* the namespace, made and set up when it must be (it may wait: this runs again);
