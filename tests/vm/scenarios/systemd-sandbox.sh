@@ -100,6 +100,6 @@ assert_contains "$out" alice "nsctl list after the sandboxed requests"
 assert_eq "hidden by the sandbox" "$("$NSCTL" enter alice -- cat /home/alice/secret/file)" "root's view inside"
 journalctl --sync
 out=$(journalctl -u nsd.service --no-pager -o cat)
-echo "$out" | grep -E "JOIN for uid 1001 by pid [0-9]+ \(uid 1001\)" &&
+echo "$out" | grep -E "^JOIN for uid 1001 by pid [0-9]+ \(uid 1001\)" &&
         fail "nsd served a JOIN of alice's own (only root's were expected)"
 echo "PASS"
