@@ -9,6 +9,7 @@
  * features, and the requests sent are those that refuse or answer without one.
  */
 #include <signal.h>
+#include <sys/wait.h>
 
 #include "api/handlers.h"
 #include "base/metrics.h"
@@ -356,6 +357,20 @@ static void test_join_session_refusals(void) {
            "the pidfd flag without a descriptor: EBADMSG (%s)", msg);
         ok(loop_test_at_eof(fd), "and closed");
         is_int(users_count(s->users) + users_count_sessions(s->users), 0, "nothing was opened");
+        close(fd);
+
+        /* a leader that has exited: refused before the namespace is made, so nothing stays */
+        pid_t gone = fork();
+        if (gone == 0)
+                _exit(0);
+        waitpid(gone, NULL, 0);
+        fd = peer(s, CONN_KIND_ROOT, 0);
+        q.flags = 0;
+        q.pid = (uint32_t) gone;
+        loop_test_send(fd, &q, sizeof q, -1);
+        ok(next_reply(fd, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -ESRCH,
+           "root, with a leader that has exited: ESRCH (%s)", msg);
+        is_int(users_count(s->users), 0, "and no namespace was made for it");
         close(fd);
         server_free(s);
 }
