@@ -6,12 +6,7 @@
 # starts the timer (nsctl(1), METRICS). TAP.
 set -eu
 service=$1 timer=$2 rules=$3
-n=0
-failed=0
-point() {
-        n=$((n + 1))
-        if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
-}
+. "$(dirname "$0")/../lib/tap.sh"
 # value FILE KEY: the last value of KEY= (what systemd uses), empty when unset
 value() { sed -n "s/^[[:space:]]*$2[[:space:]]*=[[:space:]]*//p" "$1" | tail -n 1; }
 check() { if [ "$(value "$1" "$2")" = "$3" ]; then point ok "$4"; else point not "$4 ($2=$(value "$1" "$2"))"; fi; }
@@ -31,5 +26,4 @@ if grep -q -- '--no-enable --no-start nsd-metrics.timer' "$rules"; then
 else
         point not "debian/rules has no 'dh_installsystemd --no-enable --no-start nsd-metrics.timer'"
 fi
-echo "1..$n"
-exit "$failed"
+tap_end

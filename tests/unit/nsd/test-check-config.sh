@@ -10,12 +10,7 @@ nsd=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 umask 022
-n=0
-failed=0
-point() {
-        n=$((n + 1))
-        if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
-}
+. "$(dirname "$0")/../lib/tap.sh"
 # check NAME WANT_STATUS TEXT [=syntax]: nsd --check-config on $tmp/NAME/nsd.conf must exit
 # WANT_STATUS and say TEXT
 check() {
@@ -108,5 +103,4 @@ out=$("$nsd" --check-config=everything 2>&1) || status=$?
         point ok "--check-config=everything: a usage error" ||
         point not "--check-config=everything: exit $status: $out"
 
-echo "1..$n"
-exit $failed
+tap_end

@@ -7,12 +7,7 @@
 # every setup failed (tests/vm/scenarios/namespace-setup.sh found it). TAP.
 set -eu
 unit=$1
-n=0
-failed=0
-point() {
-        n=$((n + 1))
-        if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
-}
+. "$(dirname "$0")/../lib/tap.sh"
 # value KEY: the last value of KEY= in the unit (what systemd uses), empty when unset
 value() { sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*//p" "$unit" | tail -n 1; }
 
@@ -25,5 +20,4 @@ case $(value RestrictSUIDSGID) in
         "" | no | false | off | 0) point ok "no RestrictSUIDSGID= (systemd's filter for it turns openat2() into ENOSYS)" ;;
         *) point not "RestrictSUIDSGID=$(value RestrictSUIDSGID): systemd's filter for it turns openat2() into ENOSYS, and every namespace setup, HIDE and mode private fail" ;;
 esac
-echo "1..$n"
-exit "$failed"
+tap_end
