@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * setup-conf.h: what a new namespace is made of, from nsd.conf (nsd.conf(5), "NAMESPACE
- * SETUP"): the groups [Setup], [Polydir NAME] and [BindReadOnly NAME].
+ * SETUP"): the groups [Setup], [Polydir NAME], [BindReadOnly NAME] and [Share NAME].
  *
  * conf.c scans the files and hands every group line and every Key=Value of these groups
  * here; this file says which keys exist, parses their values and checks the whole once all
@@ -20,6 +20,12 @@
 #define SETUP_MAX_BINDS 32
 /* Longest template (Path=, InstancePrefix=, Source=, Target=, InitScript=), in bytes. */
 #define SETUP_PATH_MAX 1024
+/* The most shares one configuration may have. */
+#define SETUP_MAX_SHARES 32
+/* MaxMembers= when not set, and its largest value: one mount under a share becomes a copy in
+ * every member's namespace (the kernel's fs.mount-max is the last line). */
+#define SHARE_MAX_MEMBERS_DEFAULT 256u
+#define SHARE_MAX_MEMBERS_LIMIT 65536u
 /* Longest object name ([Polydir NAME], [BindReadOnly NAME]). */
 #define SETUP_NAME_MAX 64
 /* Mount options of one polydir (MountOptions=), after splitting. */
@@ -63,11 +69,38 @@ typedef struct BindReadOnly {
         unsigned line;
 } BindReadOnly;
 
+/* Where a share's mounts travel (Propagation=). Every member's namespace gets a clone of one
+ * anchor mount that nsd keeps in its pin namespace (pinstore.h), so all of them are one peer
+ * group: a mount made under Path= in any member's namespace appears in every member's. */
+typedef enum SharePropagation {
+        SHARE_PROPAGATION_MEMBERS, /* members to members only: the host's mounts under Path=
+                                    * do not come in, the members' do not go out (default) */
+        SHARE_PROPAGATION_HOST,    /* and the host's mounts under Path= reach the members
+                                    * (one way: the anchor is a slave of the host's mount) */
+        SHARE_PROPAGATION_BOTH,    /* members and the initial namespace one peer group: a
+                                    * member's mount reaches the host too. Only when said. */
+} SharePropagation;
+
+/* [Share NAME]: a directory whose mounts travel between its members' namespaces only. */
+typedef struct Share {
+        char *name;
+        char *path;                   /* Path=: absolute, normalized, no specifier */
+        char **users;                 /* Users=: names and uids, NULL-terminated, or NULL */
+        char **groups;                /* Groups=: group names and gids, or NULL (one of the
+                                       * two is required: no share has everybody in it) */
+        SharePropagation propagation; /* Propagation=members|host|both */
+        unsigned max_members;         /* MaxMembers=: live namespaces that get it */
+        char *file;
+        unsigned line;
+} Share;
+
 typedef struct SetupConf {
         Polydir *polydirs; /* in the order they were read */
         size_t n_polydirs;
         BindReadOnly *binds;
         size_t n_binds;
+        Share *shares; /* [Share NAME], in the order read */
+        size_t n_shares;
         /* [Setup] */
         char *init_script;      /* InitScript= (NULL: none) */
         char *init_script_file; /* where InitScript= is set, for messages */
@@ -114,6 +147,15 @@ bool setup_conf_is_empty(const SetupConf *s);
  * in OnlyUsers= or ExcludeUsers=, or an init script (its arguments name the user)? When
  * not, nsd sets the namespace up without asking the user database. */
 bool setup_conf_needs_identity(const SetupConf *s);
+
+/* Is this user a member of the share: the name or uid in Users=, or a group of the user
+ * (primary or supplementary, by name or gid) in Groups=? group_names are the names of gids
+ * (n of both; an entry NULL when the group has no name). */
+bool share_has_member(const Share *s, const char *user_name, uid_t uid, const gid_t *gids,
+                      const char *const *group_names, size_t n);
+const char *share_propagation_to_string(SharePropagation p);
+/* "share 'lab' (/etc/nsd/nsd.conf:12)" for messages; returns buf. */
+const char *share_describe(const Share *s, char *buf, size_t size);
 
 /* Does a polydir apply to this user (OnlyUsers=, ExcludeUsers=, by name or uid)? */
 bool polydir_applies(const Polydir *p, const char *user_name, uid_t uid);
