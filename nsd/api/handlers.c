@@ -109,6 +109,7 @@ typedef struct JoinState {
         SetupUser who;
         char *name, *home, *group;
         gid_t *groups;
+        char **group_names; /* NULL-terminated after n_groups entries, an entry "" for none */
 } JoinState;
 
 static void join_state_free(void *p) {
@@ -118,6 +119,7 @@ static void join_state_free(void *p) {
         g_free(st->home);
         g_free(st->group);
         g_free(st->groups);
+        g_strfreev(st->group_names);
         g_free(st);
 }
 
@@ -159,12 +161,18 @@ static void on_join_identity(int rv, const PolicyIdentity *id, const char *why, 
         st->home = g_strdup(id->home);
         st->group = g_strdup(id->group);
         st->groups = g_memdup2(id->gids, id->n_gids * sizeof(gid_t));
+        if (id->group_names) {
+                st->group_names = g_new0(char *, id->n_gids + 1);
+                for (size_t i = 0; i < id->n_gids; i++)
+                        st->group_names[i] = g_strdup(id->group_names[i] ? id->group_names[i] : "");
+        }
         st->who = (SetupUser) { .uid = id->uid,
                                 .gid = id->gid,
                                 .name = st->name,
                                 .group = st->group,
                                 .home = st->home,
                                 .groups = st->groups,
+                                .group_names = (const char *const *) st->group_names,
                                 .n_groups = id->n_gids };
         request_continue(r, r->next(r));
         request_unref(r);

@@ -105,6 +105,7 @@ static const char *const step_text[_HELPER_STEP_MAX] = {
         [HELPER_STEP_SETUP_ATTACH] = "attach the mount (move_mount)",
         [HELPER_STEP_SETUP_SPAWN] = "start the init script",
         [HELPER_STEP_SETUP_SCRIPT] = "run the init script",
+        [HELPER_STEP_SETUP_PROPAGATION] = "set the anchor's propagation (mount_setattr)",
 };
 
 const char *helper_step_text(int step) {

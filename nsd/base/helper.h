@@ -56,6 +56,7 @@ enum helper_step {
         HELPER_STEP_SETUP_ATTACH,
         HELPER_STEP_SETUP_SPAWN,
         HELPER_STEP_SETUP_SCRIPT,
+        HELPER_STEP_SETUP_PROPAGATION,
         _HELPER_STEP_MAX,
 };
 

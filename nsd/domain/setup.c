@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -30,6 +31,7 @@
 
 #include "base/helper.h"
 #include "base/log.h"
+#include "kernel-abi.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -68,6 +70,13 @@ typedef struct PlanPolydir {
         const char *script; /* NULL: none */
 } PlanPolydir;
 
+typedef struct PlanShare {
+        const Share *conf; /* into the plan's copy of the configuration */
+        Walk dir;          /* Path=, resolved as root in the host's and the user's namespace */
+        char *staging;     /* ".new-NAME": where its anchor is made before it is in place */
+        bool left_out;     /* setup_plan_leave_out_share() */
+} PlanShare;
+
 struct SetupPlan {
         SetupConf conf; /* a copy: the plan lives as long as its run */
         uid_t uid;
@@ -79,6 +88,9 @@ struct SetupPlan {
         size_t n_groups;
         PlanPolydir *polydirs;
         size_t n_polydirs;
+        PlanShare *shares; /* the shares the user is a member of */
+        size_t n_shares;
+        int pinns_fd, pin_dir_fd; /* setup_plan_set_pin_namespace(), the caller's; -1: none */
 };
 
 /* What a specifier stands for, or NULL (then *ret_why). */
@@ -274,6 +286,22 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
         }
         plan->n_polydirs = dirs->len;
         plan->polydirs = (PlanPolydir *) (void *) g_array_free(g_steal_pointer(&dirs), FALSE);
+
+        plan->pinns_fd = plan->pin_dir_fd = -1;
+        plan->shares = g_new0(PlanShare, plan->conf.n_shares);
+        for (size_t i = 0; i < plan->conf.n_shares; i++) {
+                const Share *c = &plan->conf.shares[i];
+                PlanShare *s = &plan->shares[plan->n_shares];
+
+                /* groups: the primary one first (policy.h), group_names may be NULL */
+                if (!share_has_member(c, user->name, user->uid, user->groups, user->group_names,
+                                      user->n_groups))
+                        continue;
+                s->conf = c;
+                walk_init(&s->dir, g_strdup(c->path), false, plan);
+                s->staging = g_strconcat(".new-", c->name, NULL);
+                plan->n_shares++;
+        }
         *ret = g_steal_pointer(&plan);
         return 0;
 }
@@ -291,6 +319,11 @@ void setup_plan_free(SetupPlan *p) {
                 g_free(d->instance);
         }
         g_free(p->polydirs);
+        for (size_t i = 0; i < p->n_shares; i++) {
+                g_free(p->shares[i].dir.path);
+                g_free(p->shares[i].staging);
+        }
+        g_free(p->shares);
         setup_conf_done(&p->conf);
         g_free(p->user_name);
         g_free(p->home);
@@ -300,7 +333,32 @@ void setup_plan_free(SetupPlan *p) {
 }
 
 bool setup_plan_is_empty(const SetupPlan *p) {
+        for (size_t i = 0; i < p->n_shares; i++)
+                if (!p->shares[i].left_out)
+                        return false;
         return p->n_polydirs == 0 && p->conf.n_binds == 0;
+}
+
+size_t setup_plan_n_shares(const SetupPlan *p) {
+        return p->n_shares;
+}
+
+const Share *setup_plan_share(const SetupPlan *p, size_t i) {
+        return i < p->n_shares ? p->shares[i].conf : NULL;
+}
+
+bool setup_plan_share_left_out(const SetupPlan *p, size_t i) {
+        return i < p->n_shares && p->shares[i].left_out;
+}
+
+void setup_plan_leave_out_share(SetupPlan *p, size_t i) {
+        if (i < p->n_shares)
+                p->shares[i].left_out = true;
+}
+
+void setup_plan_set_pin_namespace(SetupPlan *p, int pinns_fd, int pin_dir_fd) {
+        p->pinns_fd = pinns_fd;
+        p->pin_dir_fd = pin_dir_fd;
 }
 
 size_t setup_plan_n_polydirs(const SetupPlan *p) {
@@ -334,7 +392,9 @@ enum what {
         WHAT_INSTANCE,
         WHAT_SOURCE,
         WHAT_TARGET,
-        WHAT_SCRIPT
+        WHAT_SCRIPT,
+        WHAT_HOST,   /* a share's Path= in the host's namespace */
+        WHAT_ANCHOR, /* a share's anchor in the pin namespace */
 };
 
 struct item_result {
@@ -345,6 +405,7 @@ struct item_result {
         uint32_t found_uid, found_mode;
         int status; /* the init script's wait status (si_code << 16 | si_status) */
         bool done;  /* mounted */
+        bool made;  /* a share's anchor was made now (it was not there) */
         bool new_instance;
         bool script_ran;
 };
@@ -358,6 +419,7 @@ struct setup_args {
         unsigned n_failed;
         struct item_result binds[SETUP_MAX_BINDS];
         struct item_result polydirs[SETUP_MAX_POLYDIRS];
+        struct item_result shares[SETUP_MAX_SHARES];
 };
 
 static int item_fail(struct item_result *res, int step, int what) {
@@ -801,18 +863,218 @@ static int run_script(struct setup_args *a, struct bases *b, const PlanPolydir *
         return 0;
 }
 
+/* ---- shares --------------------------------------------------------------------------- */
+
+static int set_propagation(int fd, uint64_t propagation, bool recursive) {
+        struct mount_attr attr = { .propagation = propagation };
+
+        return mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr,
+                             sizeof attr);
+}
+
+/* Is dir_fd/name the root of a mount (statx, Linux 5.8)? */
+static bool is_mount_root(int dir_fd, const char *name) {
+        struct statx stx;
+
+        if (statx(dir_fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &stx) < 0)
+                return false;
+        return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+               (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) && S_ISDIR(stx.stx_mode);
+}
+
+/* In the pin namespace, with <run_dir>/shares locked (sd, also the working directory): the
+ * anchor of s, made from host_tree when it is not there, and a clone of it into *ret. */
+static int anchor_clone(const PlanShare *s, int sd, int host_tree, struct item_result *res,
+                        int *ret) {
+        const char *name = s->conf->name;
+        int stage = -1, afd = -1, r = -1;
+
+        if (is_mount_root(sd, name))
+                *res = (struct item_result) { 0 }; /* whatever the host's Path= was: not needed */
+        else {
+                struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+                bool rec = s->conf->propagation != SHARE_PROPAGATION_MEMBERS;
+
+                if (host_tree < 0) { /* the host's Path= could not be cloned: said already */
+                        errno = res->err;
+                        return -1;
+                }
+                /* what a make that stopped half way left: nobody's peer yet (never moved) */
+                for (int i = 0; i < 16 && umount2(s->staging, MNT_DETACH | UMOUNT_NOFOLLOW) == 0;
+                     i++)
+                        ;
+                if ((mkdirat(sd, s->staging, 0700) < 0 && errno != EEXIST) ||
+                    (mkdirat(sd, name, 0700) < 0 && errno != EEXIST)) {
+                        item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_ANCHOR);
+                        goto out;
+                }
+                if (move_mount(host_tree, "", sd, s->staging, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_ANCHOR);
+                        goto out;
+                }
+                stage = openat(sd, s->staging, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (stage < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_ANCHOR);
+                        goto out;
+                }
+                if (mount_setattr(stage, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_ANCHOR);
+                        goto out;
+                }
+                /* members: out of the host's peer group, into one of its own; host: a slave
+                 * of the host's mount that is shared with the members; both: stays the
+                 * host's peer */
+                if ((s->conf->propagation == SHARE_PROPAGATION_MEMBERS &&
+                     set_propagation(stage, MS_PRIVATE, false) < 0) ||
+                    (s->conf->propagation == SHARE_PROPAGATION_HOST &&
+                     set_propagation(stage, MS_SLAVE, true) < 0) ||
+                    set_propagation(stage, MS_SHARED, rec) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_ANCHOR);
+                        goto out;
+                }
+                if (move_mount(stage, "", sd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_ANCHOR);
+                        goto out;
+                }
+                (void) unlinkat(sd, s->staging, AT_REMOVEDIR);
+                res->made = true;
+        }
+        afd = openat(sd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (afd < 0) {
+                item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_ANCHOR);
+                goto out;
+        }
+        /* a clone of a shared mount joins its peer group */
+        *ret = open_tree(afd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        if (*ret < 0) {
+                item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_ANCHOR);
+                goto out;
+        }
+        r = 0;
+out:
+        close_fd(&stage);
+        close_fd(&afd);
+        return r;
+}
+
+/* Still in nsd's namespace (the host's): a clone of each share's anchor into trees[], made
+ * in the pin namespace. The child is in the pin namespace afterwards. */
+static void shares_clone(struct setup_args *a, int *trees) {
+        const SetupPlan *plan = a->plan;
+        int host_trees[SETUP_MAX_SHARES];
+        int root = -1, sd = -1;
+        bool any = false;
+
+        for (size_t i = 0; i < plan->n_shares; i++) {
+                const PlanShare *s = &plan->shares[i];
+                struct item_result *res = &a->shares[i];
+                int fd;
+
+                trees[i] = host_trees[i] = -1;
+                if (s->left_out)
+                        continue;
+                any = true;
+                if (root < 0 && (root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+                        item_fail(res, HELPER_STEP_OPEN_ROOT, WHAT_HOST);
+                        continue;
+                }
+                fd = resolve_at(root, s->dir.rel, O_PATH | O_DIRECTORY);
+                if (fd < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
+                        continue;
+                }
+                host_trees[i] = open_tree(fd, "",
+                                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+                                                  (s->conf->propagation == SHARE_PROPAGATION_MEMBERS
+                                                           ? 0
+                                                           : AT_RECURSIVE));
+                if (host_trees[i] < 0)
+                        item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_HOST);
+                close(fd);
+        }
+        close_fd(&root);
+        if (!any)
+                return;
+
+        if (plan->pinns_fd < 0 || setns(plan->pinns_fd, CLONE_NEWNS) < 0) {
+                if (plan->pinns_fd < 0)
+                        errno = ENOENT;
+                for (size_t i = 0; i < plan->n_shares; i++)
+                        if (!plan->shares[i].left_out && a->shares[i].step == 0)
+                                item_fail(&a->shares[i], HELPER_STEP_SETNS, WHAT_ANCHOR);
+                goto out;
+        }
+        if (mkdirat(plan->pin_dir_fd, "shares", 0700) < 0 && errno != EEXIST)
+                sd = -1;
+        else
+                sd = openat(plan->pin_dir_fd, "shares",
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* one setup child at a time makes or looks at the anchors: never two of one share */
+        if (sd < 0 || flock(sd, LOCK_EX) < 0 || fchdir(sd) < 0) {
+                for (size_t i = 0; i < plan->n_shares; i++)
+                        if (!plan->shares[i].left_out && a->shares[i].step == 0)
+                                item_fail(&a->shares[i], HELPER_STEP_OPEN_DIR, WHAT_ANCHOR);
+                goto out;
+        }
+        for (size_t i = 0; i < plan->n_shares; i++) {
+                if (plan->shares[i].left_out)
+                        continue;
+                if (anchor_clone(&plan->shares[i], sd, host_trees[i], &a->shares[i], &trees[i]) <
+                    0)
+                        trees[i] = -1;
+        }
+out:
+        for (size_t i = 0; i < plan->n_shares; i++) {
+                close_fd(&host_trees[i]);
+                if (!plan->shares[i].left_out && trees[i] < 0)
+                        a->n_failed++;
+        }
+        close_fd(&sd); /* the lock goes with it */
+}
+
+/* In the user's namespace: the clones on Path=. */
+static int shares_attach(struct setup_args *a, struct bases *b, int *trees, bool *stop) {
+        const SetupPlan *plan = a->plan;
+
+        for (size_t i = 0; i < plan->n_shares && !*stop; i++) {
+                struct item_result *res = &a->shares[i];
+                int tfd = -1;
+
+                if (plan->shares[i].left_out)
+                        continue;
+                if (trees[i] < 0) { /* counted in n_failed by shares_clone() */
+                        *stop = !a->keep_going;
+                        continue;
+                }
+                if (walk(a, b, &plan->shares[i].dir, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &tfd) <
+                            0 ||
+                    attach(trees[i], tfd, res, WHAT_TARGET) < 0) {
+                        a->n_failed++;
+                        *stop = !a->keep_going;
+                } else
+                        res->done = true;
+                close_fd(&tfd);
+                close_fd(&trees[i]);
+        }
+        return 0;
+}
+
 static int setup_child(void *p, int *ret_fd) {
         struct setup_args *a = p;
         const SetupPlan *plan = a->plan;
         struct bases b = { .root = -1, .home = -1 };
+        int trees[SETUP_MAX_SHARES];
         bool stop = false;
 
         (void) ret_fd;
+        shares_clone(a, trees);
         if (setns(a->ns_fd, CLONE_NEWNS) < 0)
                 return helper_fail(&a->s, HELPER_STEP_SETNS);
         b.root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (b.root < 0)
                 return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
+
+        (void) shares_attach(a, &b, trees, &stop);
 
         for (size_t i = 0; i < plan->conf.n_binds && !stop; i++)
                 if (do_bind(a, &b, &plan->conf.binds[i], &a->binds[i]) < 0) {
@@ -992,6 +1254,39 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 log_event(LOG_ERR, first_r, plan->uid, "setup-failed", "%s", first);
                 goto done;
         }
+        for (size_t i = 0; i < plan->n_shares; i++) {
+                const PlanShare *s = &plan->shares[i];
+                const struct item_result *res = &a->shares[i];
+                g_autofree char *anchor = g_strdup_printf("the anchor shares/%s in nsd's pin "
+                                                          "namespace",
+                                                          s->conf->name);
+                g_autofree char *why = NULL;
+
+                if (s->left_out)
+                        continue;
+                share_describe(s->conf, desc, sizeof desc);
+                why = item_why(plan, desc, res->what == WHAT_ANCHOR ? anchor : s->dir.path, NULL,
+                               res);
+                if (!why) {
+                        if (res->made)
+                                log_event(LOG_INFO, 0, plan->uid, "share-anchor",
+                                          "Made the anchor of %s (Propagation=%s): the namespaces "
+                                          "of its members share mounts under '%s' from now on",
+                                          desc, share_propagation_to_string(s->conf->propagation),
+                                          s->dir.path);
+                        if (res->done)
+                                log_debug("Setup of uid %u: %s on '%s'", (unsigned) plan->uid,
+                                          desc, s->dir.path);
+                        continue;
+                }
+                n_failed++;
+                log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
+                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
+                if (!first) {
+                        first = g_steal_pointer(&why);
+                        first_r = refusal_errno(res);
+                }
+        }
         for (size_t i = 0; i < plan->conf.n_binds; i++) {
                 const BindReadOnly *bind = &plan->conf.binds[i];
                 g_autofree char *object = g_strdup_printf("[BindReadOnly %s] (%s:%u)", bind->name,
@@ -1065,7 +1360,7 @@ int setup_run(Children *set, SetupPlan *plan, int ns_fd, int out_fd, SetupDone d
         /* the scripts stop a little before the child's deadline, so that the child can
          * still say which one hung */
         uint64_t margin = MIN(timeout / 5, 500000u);
-        int keep[2], n_keep = 0, r;
+        int keep[4], n_keep = 0, r;
         SetupRun *run;
 
         g_return_val_if_fail(set && plan && ns_fd >= 0 && done, -EINVAL);
@@ -1073,6 +1368,11 @@ int setup_run(Children *set, SetupPlan *plan, int ns_fd, int out_fd, SetupDone d
         keep[n_keep++] = ns_fd;
         if (out_fd >= 0)
                 keep[n_keep++] = out_fd;
+        if (plan->pinns_fd >= 0 && plan->pin_dir_fd >= 0) {
+                keep[n_keep++] = plan->pinns_fd;
+                keep[n_keep++] = plan->pin_dir_fd;
+        } else
+                plan->pinns_fd = plan->pin_dir_fd = -1;
         run = g_new0(SetupRun, 1);
         run->plan = plan;
         run->done = done;

@@ -48,8 +48,23 @@
  * group is killed) fails the setup. What a script that exited starts and leaves running
  * stays, as with pam_namespace.
  *
- * Order: binds (their sources are paths of the namespace as it was copied from the host),
- * then polydirs in the order they were read, then the scripts. With OnFailure=refuse the
+ * Shares ([Share NAME], the ones the user is a member of and the caller did not leave out):
+ * each has one ANCHOR in nsd's pin namespace, <run_dir>/shares/NAME, a mount whose peer
+ * group is the share. The child makes it when it is not there, under a lock (flock of
+ * <run_dir>/shares) that every setup child takes: a clone of Path= of the host's namespace
+ * (resolved as root without following symbolic links; with its submounts for
+ * Propagation=host and both), attached at .new-NAME, made nosuid,nodev, then its
+ * propagation set (members: private, then shared, a group of its own; host: slave of the
+ * host's mount, then shared; both: kept in the host's peer group, made shared), and only
+ * then moved to NAME: an anchor is either whole or not there, also after a kill -9 (a
+ * .new-NAME left over is unmounted first). Then a clone of the anchor with its submounts
+ * (open_tree(OPEN_TREE_CLONE) of a shared mount joins its peer group: tests/kernel proves
+ * it on every image) is attached on Path= in the user's namespace, resolved as root
+ * without following symbolic links. The anchors stay when nsd stops: they are in the pin
+ * namespace, which outlives nsd, and are found again by their path.
+ *
+ * Order: shares, binds (their sources are paths of the namespace as it was copied from the
+ * host), then polydirs in the order they were read, then the scripts. With OnFailure=refuse the
  * first failure stops the run; with OnFailure=continue every step is tried and each
  * failure reported.
  */
@@ -74,6 +89,8 @@ typedef struct SetupUser {
         const char *home;    /* %h */
         const gid_t *groups; /* supplementary groups, for walks as the user */
         size_t n_groups;
+        const char *const *group_names; /* the names of groups ("" for none), or NULL: for
+                                         * Groups= of a share (matched by number otherwise) */
 } SetupUser;
 
 typedef struct SetupPlan SetupPlan;
@@ -90,6 +107,16 @@ bool setup_plan_is_empty(const SetupPlan *p);
 /* The polydirs that apply, in order: their expanded paths. */
 size_t setup_plan_n_polydirs(const SetupPlan *p);
 const char *setup_plan_polydir_path(const SetupPlan *p, size_t i);
+/* The shares the user is a member of, in order (their configuration: the plan's copy). */
+size_t setup_plan_n_shares(const SetupPlan *p);
+const Share *setup_plan_share(const SetupPlan *p, size_t i);
+/* The caller decided share i is not given (its MaxMembers= is reached, no pin namespace). */
+void setup_plan_leave_out_share(SetupPlan *p, size_t i);
+bool setup_plan_share_left_out(const SetupPlan *p, size_t i);
+/* Where the anchors of shares are: the pin namespace (pinstore.h), its nsfs descriptor and
+ * its tmpfs (the caller's; they must stay open until setup_run() returned). Without them
+ * every share of the plan fails. */
+void setup_plan_set_pin_namespace(SetupPlan *p, int pinns_fd, int pin_dir_fd);
 
 /*
  * Run plan inside the mount namespace ns_fd. out_fd (-1: /dev/null) gets the init scripts'

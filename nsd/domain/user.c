@@ -34,6 +34,7 @@ void user_free(User *u) {
         if (u->baseline)
                 g_array_unref(u->baseline);
         g_free(u->setup_generation);
+        g_strfreev(u->shares);
         g_free(u);
 }
 
@@ -109,6 +110,10 @@ void user_state_write(const User *u) {
         }
         if (u->setup_generation)
                 g_key_file_set_string(kf, "Namespace", "SetupGeneration", u->setup_generation);
+        if (u->shares && u->shares[0])
+                g_key_file_set_string_list(kf, "Namespace", "Shares",
+                                           (const char *const *) u->shares,
+                                           g_strv_length(u->shares));
         user_state_name(name, u->uid);
         (void) state_write(u->state, name, kf);
 }
@@ -137,6 +142,12 @@ char *user_state_generation(StateDir *state, const UserNs *ns) {
         g_autoptr(GKeyFile) kf = state_of(state, ns, true);
 
         return kf ? g_key_file_get_string(kf, "Namespace", "SetupGeneration", NULL) : NULL;
+}
+
+char **user_state_shares(StateDir *state, const UserNs *ns) {
+        g_autoptr(GKeyFile) kf = state_of(state, ns, true);
+
+        return kf ? g_key_file_get_string_list(kf, "Namespace", "Shares", NULL, NULL) : NULL;
 }
 
 GArray *user_state_baseline(StateDir *state, const UserNs *ns) {

@@ -24,6 +24,7 @@ struct User {
         GPtrArray *sessions;    /* Session*, attached by the registry (users.h), which owns them */
         GArray *baseline;       /* mounts.h fingerprints; NULL: unknown (kept by linger) */
         char *setup_generation; /* the setup it was made with (setup-conf.h); NULL: unknown */
+        char **shares;          /* the [Share NAME]s it was given (NULL-terminated); NULL: none */
         bool pin_refused;       /* the kernel refused to pin it: not tried again */
         bool store_warned;      /* not pinned and no room in the fd store: said once */
         FdStore *fdstore;       /* where it is kept besides its pin (never NULL) */
@@ -60,6 +61,8 @@ GArray *user_state_baseline(StateDir *state, const UserNs *ns);
 /* The setup generation it was made with, from the same file; NULL: unknown (made by an nsd
  * before issue 22, or no state file). g_malloc()ed. */
 char *user_state_generation(StateDir *state, const UserNs *ns);
+/* The shares it was given, from the same file; NULL: none, or unknown. */
+char **user_state_shares(StateDir *state, const UserNs *ns);
 /* What a new namespace got from the host that was not received from a peer group (read from
  * inside it); NULL when it cannot be read (logged: linger keeps it then). */
 GArray *user_take_baseline(const UserNs *ns);

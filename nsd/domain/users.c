@@ -59,6 +59,7 @@ typedef struct Creation {
         UserNs *ns;
         int out_fd; /* the init scripts' output */
         char generation[17];
+        char **shares;   /* the shares it is given (NULL-terminated): members while it is made */
         GArray *waiters; /* Waiter */
 } Creation;
 
@@ -210,19 +211,21 @@ static void attach_waiting(Users *reg, User *u) {
 
 /* users_add(), for a namespace made with the setup of generation (NULL: none known). */
 static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char *generation,
-                            UserAddFlags flags) {
+                            char **shares /* taken */, UserAddFlags flags) {
         User *u = user_new(ns, baseline, reg->fdstore, reg->state);
 
         g_hash_table_replace(reg->users, GUINT_TO_POINTER(u->uid), u);
         /* before the namespace is handed out: pam_nsjoin's record (state.h) */
         state_made_add(reg->state, ns->ns_inode, ns->root_fd);
         u->setup_generation = g_strdup(generation);
+        u->shares = shares;
         if (flags & USER_ADD_CREATED)
                 user_state_write(u);
         else {
                 if (!u->baseline)
                         u->baseline = user_state_baseline(reg->state, ns);
                 u->setup_generation = user_state_generation(reg->state, ns);
+                u->shares = user_state_shares(reg->state, ns);
         }
         /* at start, a descriptor the store passed back is looked at by its adoption first */
         if ((flags & USER_ADD_FD_STORED) || !user_store_passed(u))
@@ -232,7 +235,7 @@ static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char
 }
 
 User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags) {
-        return users_add_made(reg, ns, baseline, NULL, flags);
+        return users_add_made(reg, ns, baseline, NULL, NULL, flags);
 }
 
 static NsSetup config_ns_setup(const Config *cfg) {
@@ -306,8 +309,10 @@ static int why_not_now(const Users *reg, uid_t uid, char **ret_why) {
                        (unsigned) uid);
 }
 
-static User *users_created(Users *reg, UserNs *ns, const char *generation, const char *setup) {
-        User *u = users_add_made(reg, ns, user_take_baseline(ns), generation, USER_ADD_CREATED);
+static User *users_created(Users *reg, UserNs *ns, const char *generation, char **shares,
+                           const char *setup) {
+        User *u = users_add_made(reg, ns, user_take_baseline(ns), generation, shares,
+                                 USER_ADD_CREATED);
 
         metrics_count_created();
 
@@ -338,7 +343,7 @@ static int create_now(Users *reg, uid_t uid, User **ret, char **ret_why) {
                 return why_set(ret_why, r, "cannot create the namespace of uid %u: %s",
                                (unsigned) uid, g_strerror(-r));
         }
-        *ret = users_created(reg, ns, users_setup_generation(reg, generation), "");
+        *ret = users_created(reg, ns, users_setup_generation(reg, generation), NULL, "");
         return 0;
 }
 
@@ -390,6 +395,7 @@ static void creation_end(Creation *c, int r, const char *why) {
 
         if (c->out_fd >= 0)
                 close(c->out_fd);
+        g_strfreev(c->shares);
         g_free(c);
         for (guint i = 0; i < waiters->len; i++) {
                 const Waiter *w = &g_array_index(waiters, Waiter, i);
@@ -457,8 +463,66 @@ static void on_setup_done(int r, const char *why, unsigned n_failed, void *userd
                 creation_end(c, -NSD_ERRNO_NOT_YET, answer);
                 return;
         }
-        (void) users_created(reg, ns, c->generation, note ? note : ", set up");
+        (void) users_created(reg, ns, c->generation, g_steal_pointer(&c->shares),
+                             note ? note : ", set up");
         creation_end(c, 0, NULL);
+}
+
+unsigned users_share_members(const Users *reg, const char *share) {
+        GHashTableIter it;
+        gpointer v;
+        unsigned n = 0;
+
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                if (u->shares && g_strv_contains((const char *const *) u->shares, share))
+                        n++;
+        }
+        g_hash_table_iter_init(&it, reg->creating);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const Creation *c = v;
+                if (c->shares && g_strv_contains((const char *const *) c->shares, share))
+                        n++;
+        }
+        return n;
+}
+
+/* Which of the plan's shares the namespace of uid gets: not those whose MaxMembers= is
+ * reached, nor any without a pin namespace (where the anchors are); each one left out is
+ * logged, and the login goes on without it. The names of the ones given. */
+static char **plan_shares(Users *reg, SetupPlan *plan, uid_t uid) {
+        g_autoptr(GPtrArray) names = g_ptr_array_new();
+        int pinns_fd = reg->pins ? pinstore_pinns_fd(reg->pins, NULL) : -1;
+        int dir_fd = reg->pins && pinstore_is_ready(reg->pins) ? pinstore_dir_fd(reg->pins) : -1;
+        char desc[256];
+
+        setup_plan_set_pin_namespace(plan, pinns_fd, dir_fd);
+        for (size_t i = 0; i < setup_plan_n_shares(plan); i++) {
+                const Share *s = setup_plan_share(plan, i);
+                unsigned n = users_share_members(reg, s->name);
+
+                share_describe(s, desc, sizeof desc);
+                if (pinns_fd < 0 || dir_fd < 0) {
+                        setup_plan_leave_out_share(plan, i);
+                        log_event(LOG_WARNING, -ENOENT, uid, "share-left-out",
+                                  "The namespace of uid %u is made without %s: nsd has no pin "
+                                  "namespace now, where the anchors of shares are",
+                                  (unsigned) uid, desc);
+                        continue;
+                }
+                if (n >= s->max_members) {
+                        setup_plan_leave_out_share(plan, i);
+                        log_event(LOG_WARNING, -EUSERS, uid, "share-full",
+                                  "The namespace of uid %u is made without %s: it has "
+                                  "MaxMembers=%u members already; the login goes on without it",
+                                  (unsigned) uid, desc, s->max_members);
+                        continue;
+                }
+                g_ptr_array_add(names, g_strdup(s->name));
+        }
+        g_ptr_array_add(names, NULL);
+        return (char **) g_ptr_array_free(g_steal_pointer(&names), FALSE);
 }
 
 int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, UsersJoinDone done,
@@ -537,6 +601,13 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
                                "children)",
                                (unsigned) uid);
 
+        g_auto(GStrv) shares = plan_shares(reg, plan, uid);
+        if (setup_plan_is_empty(plan)) { /* every share left out, nothing else to do */
+                r = create_now(reg, uid, ret, ret_why);
+                *ret_created = r == 0;
+                return r;
+        }
+
         NsSetup ns_setup = config_ns_setup(reg->config);
         r = userns_create_unpinned(reg->pins, uid, &ns_setup, &ns);
         if (r == -EAGAIN)
@@ -550,6 +621,7 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
         c->uid = uid;
         c->ns = ns;
         c->waiters = g_array_new(FALSE, FALSE, sizeof(Waiter));
+        c->shares = g_steal_pointer(&shares);
         users_setup_generation(reg, c->generation);
         c->out_fd = log_stream_fd("nsd-init-script");
         if (c->out_fd < 0)

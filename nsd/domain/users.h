@@ -115,6 +115,8 @@ typedef void (*UsersJoinDone)(int r, const char *why, void *userdata);
 bool users_join_needs_identity(const Users *reg, uid_t uid, bool create);
 int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, UsersJoinDone done,
                      void *userdata, User **ret, bool *ret_created, char **ret_why);
+/* How many namespaces were given the share (made, or being made now). */
+unsigned users_share_members(const Users *reg, const char *share);
 /* The setup generation of the configuration in force (setup-conf.h), into buf. */
 const char *users_setup_generation(const Users *reg, char buf[static 17]);
 /* Was u's namespace made with another setup than generation (the one in force)? One whose

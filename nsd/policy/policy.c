@@ -123,6 +123,7 @@ struct Lookup {
         gid_t *gids; /* malloc()ed */
         size_t n_gids;
         char *name, *home, *group; /* LOOKUP_IDENTITY through NSS (malloc()ed) */
+        char **group_names;        /* n_gids of them, an entry NULL: no name (malloc()ed) */
         Names *names;              /* LOOKUP_NAMES: the result */
         bool resolve_users;        /* LOOKUP_NAMES: Users= names too */
         char *subid_files[2];      /* LOOKUP_NAMES: /etc/subuid, /etc/subgid (NULL: none) */
@@ -181,6 +182,10 @@ static void lookup_free(Lookup *l) {
         free(l->name);
         free(l->home);
         free(l->group);
+        if (l->group_names)
+                for (size_t i = 0; i < l->n_gids; i++)
+                        free(l->group_names[i]);
+        free(l->group_names);
         core_unref(l->core);
         g_free(l);
 }
@@ -251,7 +256,8 @@ static gboolean on_lookup_done(gpointer userdata) {
                               .n_gids = l->n_gids,
                               .name = l->name,
                               .home = l->home,
-                              .group = l->group };
+                              .group = l->group,
+                              .group_names = (const char *const *) l->group_names };
         GList *waiters;
 
         if (!p) {
@@ -336,6 +342,24 @@ static int identity_lookup_nss(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size
         return identity_nss(uid, ret_gid, ret_gids, ret_n, NULL);
 }
 
+/* In the thread: the names of gids, for [Share NAME]'s Groups= (a gid without a name, or one
+ * the database cannot say now, has none: only its number can match then). NULL when out of
+ * memory (then no group matches by name: the share is left out, never given by mistake). */
+static char **group_names_nss(const gid_t *gids, size_t n) {
+        char **names = calloc(n ? n : 1, sizeof *names);
+
+        if (!names)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                struct group *gr = NULL;
+
+                if (nss_group_by_gid(gids[i], &gr) >= 0)
+                        names[i] = strdup(gr->gr_name);
+                free(gr);
+        }
+        return names;
+}
+
 /* In the thread: the identity, checked, or -errno with l->why. */
 static void identity_lookup(Lookup *l) {
         gid_t *gids = NULL;
@@ -372,6 +396,8 @@ static void identity_lookup(Lookup *l) {
         l->result = 0;
         l->gids = gids;
         l->n_gids = n;
+        if (l->identity_fn == identity_lookup_nss)
+                l->group_names = group_names_nss(gids, n);
 }
 
 static gint subrange_cmp(gconstpointer a, gconstpointer b) {

@@ -50,6 +50,9 @@ typedef struct PolicyIdentity {
         const char *name;  /* pw_name */
         const char *home;  /* pw_dir */
         const char *group; /* the primary group's name; NULL also when it has none */
+        /* the names of gids (n_gids of them, an entry NULL for a gid without a name), for
+         * Groups= of [Share NAME]; NULL with a PolicyIdentityFn of a test's */
+        const char *const *group_names;
 } PolicyIdentity;
 /* r: 0 and id (valid during the call only), or -errno and why: -ENOENT (no passwd entry),
  * -E2BIG (more than NGROUPS_MAX groups), -ETIMEDOUT, -ECANCELED, a failed lookup. */

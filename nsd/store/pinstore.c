@@ -800,6 +800,10 @@ int pinstore_pinns_fd(const PinStore *ps, bool *ret_from_fdstore) {
         return ps ? ps->pinns_fd : -1;
 }
 
+int pinstore_dir_fd(const PinStore *ps) {
+        return ps ? ps->dir_fd : -1;
+}
+
 bool pinstore_is_ready(const PinStore *ps) {
         return ps && ps->dir_fd >= 0 && ps->listed;
 }
