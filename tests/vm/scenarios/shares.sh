@@ -1,0 +1,171 @@
+#!/bin/bash
+# shares: issue 24's acceptance for [Share NAME], under systemd as PID 1 (tests/vm/run --init
+# systemd) with nsd from the built units, logins over the host's real sshd and pam_nsjoin in
+# common-session. Users alice, bob and dave in group "lab"; carol in none.
+#   [Share lab]   Path=/srv/nsd-lab    Groups=lab                      (members to members)
+#   [Share media] Path=/srv/nsd-media  Users=alice Propagation=host    (the host's mounts too)
+#   [Share duo]   Path=/srv/nsd-duo    Groups=lab MaxMembers=2
+#  1. alice's bindfs mount under /srv/nsd-lab (made in her ssh login) appears in bob's
+#     namespace and bob reads through it; carol (not a member) and root in the initial
+#     namespace see no mount there; bob's mount there reaches alice. Every share's mount in a
+#     member's namespace is nosuid,nodev.
+#  2. Propagation=host: root's tmpfs under /srv/nsd-media in the initial namespace reaches
+#     alice's share; alice's mount there does not reach the initial namespace.
+#  3. MaxMembers=2: alice and bob got duo; dave's namespace is made without it (share-full in
+#     the journal, naming the share and the limit) and his login works.
+#  4. a kill -9 of nsd (systemd restarts it): the share still carries mounts between the
+#     living namespaces, and a member whose namespace is made afterwards (dave, released and
+#     made again) joins the same peer group: he sees alice's mount.
+#  5. nsd --check-config names FILE:LINE of a share without members.
+#   Args: BUILD-DIR
+set -u
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
+
+vm_needs_systemd
+for p in bindfs findmnt fusermount3; do
+        command -v "$p" > /dev/null || skip "$p is not installed (tools/deps)"
+done
+systemctl start systemd-user-sessions.service
+
+dropins=/etc/nsd/nsd.conf.d
+lab=/srv/nsd-lab media=/srv/nsd-media duo=/srv/nsd-duo
+vm_on_exit "umount -R $media/usb 2> /dev/null; rm -rf $lab $media $duo"
+
+say "the shares' directories, users, a drop-in"
+install -d -m 1777 "$lab" "$duo" "$media"
+install -d -m 0755 /etc/nsd "$dropins"
+cat > "$dropins/60-shares.conf" << CONF
+[Share lab]
+Path=$lab
+Groups=lab
+
+[Share media]
+Path=$media
+Users=alice
+Propagation=host
+
+[Share duo]
+Path=$duo
+Groups=lab
+MaxMembers=2
+CONF
+chmod 0644 "$dropins/60-shares.conf"
+out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
+echo "$out"
+
+grep -q '^user_allow_other' /etc/fuse.conf 2> /dev/null || echo user_allow_other >> /etc/fuse.conf
+nsd_units_start '[Namespaces]' 'Users=@regular'
+for f in /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive; do
+        sed -i '/pam_nsjoin/d' "$f"
+        echo "session [success=ok new_authtok_reqd=ok ignore=ignore module_unknown=ignore default=bad] $PAM_NSJOIN timeout=60 debug" >> "$f"
+done
+vm_start_sshd --debian-pam
+groupadd lab
+nsd_user alice 1001
+nsd_user bob 1002
+nsd_user carol 1003
+nsd_user dave 1004
+for u in alice bob dave; do usermod -aG lab "$u"; done
+init_ns=$(vm_ns_of 1)
+
+journal_dump() {
+        vm_sshd_log | tail -20 >&2
+        journalctl --no-pager -n 80 >&2 || true
+}
+# mounts_at USER PATH: "FSTYPE OPTIONS" of what is mounted on PATH in USER's login ("-": none)
+mounts_at() { vm_ssh "$1" "findmnt -n -r -o FSTYPE,VFS-OPTIONS --mountpoint '$2' | tail -n 1 | grep . || echo -"; }
+root_mounts_at() { findmnt -n -r -o FSTYPE --mountpoint "$1" | tail -n 1 | grep . || echo -; }
+has_fuse_at() { case $(mounts_at "$1" "$2") in fuse*) return 0 ;; *) return 1 ;; esac; }
+
+# ---- 1. members to members ---------------------------------------------------------------
+say "1. alice mounts bindfs on $lab/alice in her ssh login"
+out=$(vm_ssh alice "mkdir -p ~/src $lab/alice && echo 'data of alice' > ~/src/file &&
+        bindfs -o allow_other ~/src $lab/alice && cat $lab/alice/file && findmnt -n -r -o FSTYPE,VFS-OPTIONS --mountpoint $lab | tail -n 1" 2>&1) ||
+        { journal_dump; fail "alice's bindfs under the share: $out"; }
+echo "$out"
+assert_eq "data of alice" "$(echo "$out" | sed -n 1p)" "alice's bindfs"
+share_opts=$(echo "$out" | sed -n 2p)
+for o in nosuid nodev; do
+        assert_contains ",${share_opts#* }," ",$o," "the share's mount in alice's namespace ($share_opts)"
+done
+alice_ns=$(nsd_ns_inode alice)
+assert_ne "$init_ns" "$alice_ns" "alice's namespace"
+journalctl --sync
+assert_contains "$(nsd_journal NSD_EVENT=share-anchor)" "share 'lab'" "the journal's share-anchor event"
+
+say "1. bob (a member) sees it and reads through it"
+start=$SECONDS
+nsd_wait_for 60 has_fuse_at bob "$lab/alice"
+echo "# bob saw alice's mount $((SECONDS - start)) s after it was made (including his first login)"
+assert_eq "data of alice" "$(vm_ssh bob "cat $lab/alice/file")" "bob reads alice's file through the share"
+bob_ns=$(nsd_ns_inode bob)
+assert_ne "$alice_ns" "$bob_ns" "bob's namespace"
+
+say "1. carol (not a member) and root in the initial namespace see no mount there"
+assert_eq "-" "$(mounts_at carol "$lab/alice")" "carol's view of $lab/alice"
+assert_eq "-" "$(mounts_at carol "$lab")" "carol's view of $lab"
+assert_eq "-" "$(root_mounts_at "$lab/alice")" "the initial namespace's view of $lab/alice"
+assert_eq "-" "$(root_mounts_at "$lab")" "the initial namespace's view of $lab"
+[ ! -e "$lab/alice/file" ] || fail "root in the initial namespace reads $lab/alice/file"
+
+say "1. bob's mount reaches alice"
+out=$(vm_ssh bob "mkdir -p ~/src $lab/bob && echo 'data of bob' > ~/src/file && bindfs -o allow_other ~/src $lab/bob && cat $lab/bob/file" 2>&1) ||
+        fail "bob's bindfs under the share: $out"
+nsd_wait_for 60 has_fuse_at alice "$lab/bob"
+assert_eq "data of bob" "$(vm_ssh alice "cat $lab/bob/file")" "alice reads bob's file through the share"
+
+# ---- 2. Propagation=host -----------------------------------------------------------------
+say "2. root mounts a tmpfs on $media/usb in the initial namespace: it reaches alice's share"
+mkdir -p "$media/usb"
+mount -t tmpfs -o size=1m usb-of-alice "$media/usb"
+echo "on the stick" > "$media/usb/file"
+assert_eq "on the stick" "$(vm_ssh alice "cat $media/usb/file")" "alice reads the host's mount through the share"
+out=$(vm_ssh alice "mkdir -p ~/src2 $media/alice && bindfs ~/src2 $media/alice && findmnt -n -r -o FSTYPE --mountpoint $media/alice" 2>&1) ||
+        fail "alice's bindfs under the host share: $out"
+assert_contains "$out" fuse "alice's mount under the host share, in her namespace"
+assert_eq "-" "$(root_mounts_at "$media/alice")" "the initial namespace's view of alice's mount under the host share"
+
+# ---- 3. MaxMembers=2 ---------------------------------------------------------------------
+say "3. duo: alice and bob have it; dave, the third member, gets his namespace without it"
+assert_ne "-" "$(mounts_at alice "$duo")" "alice's $duo"
+assert_ne "-" "$(mounts_at bob "$duo")" "bob's $duo"
+out=$(vm_ssh dave "echo logged in" 2>&1) || { journal_dump; fail "dave's login with duo full: $out"; }
+assert_eq "logged in" "$out" "dave's login"
+assert_eq "-" "$(mounts_at dave "$duo")" "dave's $duo (left out)"
+assert_ne "-" "$(mounts_at dave "$lab")" "dave's $lab (he has lab)"
+journalctl --sync
+out=$(nsd_journal NSD_EVENT=share-full USER_ID=1004)
+assert_contains "$out" "share 'duo'" "the share-full event names the share"
+assert_contains "$out" "MaxMembers=2" "the share-full event names the limit"
+
+# ---- 4. a kill -9 of nsd -----------------------------------------------------------------
+say "4. kill -9 of nsd: systemd restarts it; the share still carries mounts"
+old=$(nsd_main_pid)
+kill -KILL "$old"
+nsd_wait_for 60 nsd_restarted "$old"
+out=$(vm_ssh alice "mkdir -p ~/src3 $lab/after && echo 'after the restart' > ~/src3/file && bindfs -o allow_other ~/src3 $lab/after" 2>&1) ||
+        fail "alice's bindfs after the restart: $out"
+nsd_wait_for 60 has_fuse_at bob "$lab/after"
+assert_eq "after the restart" "$(vm_ssh bob "cat $lab/after/file")" "bob reads alice's new mount after nsd's restart"
+assert_eq "$alice_ns" "$(nsd_ns_inode alice)" "alice's namespace after the restart"
+
+say "4. dave's namespace made again after the restart joins the same peer group"
+"$NSCTL" release --force dave || fail "nsctl release --force dave"
+assert_eq "" "$(nsd_ns_inode dave)" "dave's namespace after the release"
+nsd_wait_for 60 has_fuse_at dave "$lab/alice"
+assert_eq "data of alice" "$(vm_ssh dave "cat $lab/alice/file")" "dave reads alice's file in his new namespace"
+assert_eq "after the restart" "$(vm_ssh dave "cat $lab/after/file")" "dave reads alice's mount made after the restart"
+
+# ---- 5. a share without members ----------------------------------------------------------
+say "5. nsd --check-config: a share without members"
+printf '[Share nobody]\nPath=/srv/nsd-nobody\n' > "$dropins/70-bad.conf"
+if out=$("$NSD_BIN" --check-config 2>&1); then
+        rm -f "$dropins/70-bad.conf"
+        fail "nsd --check-config accepted a share without members: $out"
+fi
+rm -f "$dropins/70-bad.conf"
+echo "$out"
+assert_contains "$out" "$dropins/70-bad.conf:1" "the error names FILE:LINE"
+assert_contains "$out" "nobody" "the error names the share"
+echo "shares: ok"
