@@ -908,6 +908,12 @@ static int anchor_clone(const PlanShare *s, int sd, int host_tree, struct item_r
                         item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_ANCHOR);
                         goto out;
                 }
+                /* out of the host's peer group before it is attached anywhere, so that no
+                 * mount of the host's comes in meanwhile (tests/kernel/progs/share-peers: all
+                 * four images allow it on a detached mount; where a kernel does not, it is
+                 * done below, once attached) */
+                if (s->conf->propagation == SHARE_PROPAGATION_MEMBERS)
+                        (void) set_propagation(host_tree, MS_PRIVATE, false);
                 if (move_mount(host_tree, "", sd, s->staging, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
                         item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_ANCHOR);
                         goto out;
