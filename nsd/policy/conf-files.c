@@ -319,6 +319,17 @@ void setup_conf_check_files(const SetupConf *s, GPtrArray *problems) {
                                         (unsigned) (st.st_mode & 07777));
                 }
         }
+        for (size_t i = 0; i < s->n_shares; i++) {
+                const Share *sh = &s->shares[i];
+
+                r = stat_no_symlinks(sh->path, &st);
+                if (r < 0)
+                        problem(problems, sh->file, sh->line, "[Share %s] Path=%s: %s", sh->name,
+                                sh->path, no_path_why(r));
+                else if (!S_ISDIR(st.st_mode))
+                        problem(problems, sh->file, sh->line, "[Share %s] Path=%s: not a directory",
+                                sh->name, sh->path);
+        }
         if (s->init_script && setup_script_used)
                 check_script(problems, s->init_script_file, s->init_script_line,
                              "[Setup] InitScript=", s->init_script);

@@ -48,6 +48,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfigFiles, config_files_free)
  * are now. Each init script must be a regular file owned by root, executable and writable
  * by nobody else; each [BindReadOnly] Source= and each polydir or instance parent without
  * a specifier must be reachable without a symbolic link (an instance parent may be missing:
- * it is made), and an existing instance parent root's and closed to others. Appends one
+ * it is made), and an existing instance parent root's and closed to others; each [Share]
+ * Path= a directory reachable without a symbolic link. Appends one
  * "FILE:LINE: what" (g_malloc()ed) to problems for each that is not so. */
 void setup_conf_check_files(const SetupConf *s, GPtrArray *problems);

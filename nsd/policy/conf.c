@@ -273,7 +273,7 @@ static int scan_lines(const ConfigText *texts, size_t file, GPtrArray *keys, cha
                                                   "unknown group [%s] (known: [" GROUP_NAMESPACES
                                                   "], [" GROUP_LIMITS "], [" GROUP_PRIVATE
                                                   "], [Setup], [Polydir NAME], [BindReadOnly "
-                                                  "NAME])",
+                                                  "NAME], [Share NAME])",
                                                   s + 1);
                         g_free(group);
                         group = g_strdup(s + 1);

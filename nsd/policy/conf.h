@@ -48,7 +48,8 @@ typedef struct Config {
         uint64_t setuid_request_timeout_usec; /* a set-uid program's first request by then */
         /* [Private] */
         bool private_mode; /* Enable=: mode private, owner-private user FUSE mounts */
-        /* [Setup], [Polydir NAME], [BindReadOnly NAME] (PrivateTmp=yes is a polydir there) */
+        /* [Setup], [Polydir NAME], [BindReadOnly NAME], [Share NAME] (PrivateTmp=yes is a
+         * polydir there) */
         SetupConf setup;
 } Config;
 
@@ -67,7 +68,7 @@ int config_parse_text(const char *text, size_t len, const char *filename, Config
 
 /* Several files read as one configuration (ConfigText: conf-files.h), in this order
  * (nsd.conf, then its drop-ins): a key set in two of them, or an object ([Polydir NAME],
- * [BindReadOnly NAME]) defined in two, is an error naming both places. */
+ * [BindReadOnly NAME], [Share NAME]) defined in two, is an error naming both places. */
 int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **ret_error);
 
 /* Read and parse path and its drop-ins, path + ".d/" *.conf in lexical order (conf-files.h:

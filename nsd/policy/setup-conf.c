@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * setup-conf.c: [Setup], [Polydir NAME] and [BindReadOnly NAME] of nsd.conf, see
- * setup-conf.h. The value syntax (booleans, seconds, user lists) is conf.c's.
+ * setup-conf.c: [Setup], [Polydir NAME], [BindReadOnly NAME] and [Share NAME] of nsd.conf,
+ * see setup-conf.h. The value syntax (booleans, seconds, user lists) is conf.c's.
  */
 #include "policy/setup-conf.h"
 
@@ -16,6 +16,7 @@
 #define GROUP_SETUP "Setup"
 #define PREFIX_POLYDIR "Polydir "
 #define PREFIX_BIND "BindReadOnly "
+#define PREFIX_SHARE "Share "
 
 static const char *const setup_keys[] = { "InitScript", "TimeoutSec", "OnFailure", NULL };
 static const char *const polydir_keys[] = {
@@ -23,6 +24,8 @@ static const char *const polydir_keys[] = {
         "OnlyUsers", "ExcludeUsers", "InitScript",     "NoInit",       NULL,
 };
 static const char *const bind_keys[] = { "Source", "Target", NULL };
+static const char *const share_keys[] = { "Path",        "Users",      "Groups",
+                                          "Propagation", "MaxMembers", NULL };
 
 /* ---- life cycle ------------------------------------------------------------------------ */
 
@@ -52,6 +55,14 @@ static void bind_done(BindReadOnly *b) {
         g_free(b->file);
 }
 
+static void share_done(Share *sh) {
+        g_free(sh->name);
+        g_free(sh->path);
+        g_strfreev(sh->users);
+        g_strfreev(sh->groups);
+        g_free(sh->file);
+}
+
 void setup_conf_done(SetupConf *s) {
         if (!s)
                 return;
@@ -61,6 +72,9 @@ void setup_conf_done(SetupConf *s) {
         for (size_t i = 0; i < s->n_binds; i++)
                 bind_done(&s->binds[i]);
         g_free(s->binds);
+        for (size_t i = 0; i < s->n_shares; i++)
+                share_done(&s->shares[i]);
+        g_free(s->shares);
         g_free(s->init_script);
         g_free(s->init_script_file);
         memset(s, 0, sizeof *s);
@@ -98,20 +112,33 @@ void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
                 b->file = g_strdup(a->file);
                 b->line = a->line;
         }
+        dst->shares = g_new0(Share, src->n_shares);
+        for (size_t i = 0; i < src->n_shares; i++) {
+                const Share *a = &src->shares[i];
+                Share *b = &dst->shares[i];
+
+                *b = *a;
+                b->name = g_strdup(a->name);
+                b->path = g_strdup(a->path);
+                b->users = g_strdupv(a->users);
+                b->groups = g_strdupv(a->groups);
+                b->file = g_strdup(a->file);
+        }
         dst->init_script = g_strdup(src->init_script);
         dst->init_script_file = g_strdup(src->init_script_file);
 }
 
 /* ---- groups ---------------------------------------------------------------------------- */
 
-/* NAME of [Polydir NAME]: letters, digits, '_', '-', '.', '@'; not starting with '.'. */
-static bool valid_object_name(const char *s) {
+/* NAME of [Polydir NAME]: letters, digits, '_', '-', '.', '@' (and of [Share NAME], which nsd
+ * names a directory after, the same but '@'); not starting with '.'. */
+static bool valid_object_name(const char *s, const char *extra) {
         size_t n = strlen(s);
 
         if (n == 0 || n > SETUP_NAME_MAX || s[0] == '.')
                 return false;
         for (const char *p = s; *p; p++)
-                if (!g_ascii_isalnum(*p) && !strchr("_-.@", *p))
+                if (!g_ascii_isalnum(*p) && !strchr(extra, *p))
                         return false;
         return true;
 }
@@ -128,9 +155,19 @@ const char *const *setup_conf_group_keys(const char *group, const char **ret_why
         } else if (g_str_has_prefix(group, PREFIX_BIND)) {
                 name = group + strlen(PREFIX_BIND);
                 keys = bind_keys;
+        } else if (g_str_has_prefix(group, PREFIX_SHARE)) {
+                /* nsd makes a directory named NAME: no '@' (nor '/', nor a leading '.') */
+                if (!valid_object_name(group + strlen(PREFIX_SHARE), "_-.")) {
+                        if (ret_why)
+                                *ret_why = "a share's name is 1 to 64 letters, digits, '_', '-' "
+                                           "or '.', not starting with '.' (nsd names a "
+                                           "directory after it)";
+                        return NULL;
+                }
+                return share_keys;
         } else
                 return NULL;
-        if (!valid_object_name(name)) {
+        if (!valid_object_name(name, "_-.@")) {
                 if (ret_why)
                         *ret_why = "a name is 1 to 64 letters, digits, '_', '-', '.' or '@', "
                                    "not starting with '.'";
@@ -140,7 +177,8 @@ const char *const *setup_conf_group_keys(const char *group, const char **ret_why
 }
 
 bool setup_conf_group_is_object(const char *group) {
-        return g_str_has_prefix(group, PREFIX_POLYDIR) || g_str_has_prefix(group, PREFIX_BIND);
+        return g_str_has_prefix(group, PREFIX_POLYDIR) || g_str_has_prefix(group, PREFIX_BIND) ||
+               g_str_has_prefix(group, PREFIX_SHARE);
 }
 
 /* ---- values ---------------------------------------------------------------------------- */
@@ -346,6 +384,13 @@ static BindReadOnly *find_bind(SetupConf *s, const char *name) {
         return NULL;
 }
 
+static Share *find_share(SetupConf *s, const char *name) {
+        for (size_t i = 0; i < s->n_shares; i++)
+                if (strcmp(s->shares[i].name, name) == 0)
+                        return &s->shares[i];
+        return NULL;
+}
+
 /* A group line: a new object (conf.c refuses a second definition before calling this). */
 static int begin_group(SetupConf *s, const char *group, const char *file, unsigned line,
                        char **ret_why) {
@@ -381,8 +426,81 @@ static int begin_group(SetupConf *s, const char *group, const char *file, unsign
                 *b = (BindReadOnly) { .name = g_strdup(name),
                                       .file = g_strdup(file),
                                       .line = line };
+        } else if (g_str_has_prefix(group, PREFIX_SHARE)) {
+                const char *name = group + strlen(PREFIX_SHARE);
+                Share *sh;
+
+                if (find_share(s, name))
+                        return 0;
+                if (s->n_shares >= SETUP_MAX_SHARES) {
+                        *ret_why = g_strdup_printf("more than %d [Share] groups", SETUP_MAX_SHARES);
+                        return -EINVAL;
+                }
+                s->shares = g_renew(Share, s->shares, s->n_shares + 1);
+                sh = &s->shares[s->n_shares++];
+                *sh = (Share) {
+                        .name = g_strdup(name),
+                        .propagation = SHARE_PROPAGATION_MEMBERS,
+                        .max_members = SHARE_MAX_MEMBERS_DEFAULT,
+                        .file = g_strdup(file),
+                        .line = line,
+                };
         }
         return 0;
+}
+
+static int set_share(Share *sh, const char *key, const char *value, char **ret_why) {
+#define KEY(name) (strcmp(key, name) == 0)
+        if (KEY("Path"))
+                /* no specifier: one directory for every member */
+                return set_template(&sh->path, value, 0, key, ret_why);
+        if (KEY("Users") || KEY("Groups")) {
+                char **list = NULL;
+                char ***field = KEY("Users") ? &sh->users : &sh->groups;
+                g_autofree char *bad = NULL;
+
+                /* Polydir's OnlyUsers= syntax: names and numbers, no @regular */
+                if (config_parse_names(value, false, &list, &bad) < 0) {
+                        *ret_why = g_strdup_printf("%s=%s: '%s' is not a %s name or %s", key, value,
+                                                   bad, KEY("Users") ? "user" : "group",
+                                                   KEY("Users") ? "uid" : "gid");
+                        return -EINVAL;
+                }
+                g_strfreev(*field);
+                *field = list;
+                if (!list[0]) /* empty: not set */
+                        g_clear_pointer(field, g_strfreev);
+                return 0;
+        }
+        if (KEY("Propagation")) {
+                if (strcmp(value, "members") == 0)
+                        sh->propagation = SHARE_PROPAGATION_MEMBERS;
+                else if (strcmp(value, "host") == 0)
+                        sh->propagation = SHARE_PROPAGATION_HOST;
+                else if (strcmp(value, "both") == 0)
+                        sh->propagation = SHARE_PROPAGATION_BOTH;
+                else {
+                        *ret_why = g_strdup_printf("Propagation=%s: expected 'members', 'host' "
+                                                   "or 'both'",
+                                                   value);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        if (KEY("MaxMembers")) {
+                unsigned long long v;
+
+                if (config_parse_uint(value, 1, SHARE_MAX_MEMBERS_LIMIT, &v) < 0) {
+                        *ret_why = g_strdup_printf("MaxMembers=%s: expected a number from 1 to "
+                                                   "%u",
+                                                   value, SHARE_MAX_MEMBERS_LIMIT);
+                        return -EINVAL;
+                }
+                sh->max_members = (unsigned) v;
+                return 0;
+        }
+#undef KEY
+        g_assert_not_reached();
 }
 
 static int set_polydir(Polydir *p, const char *key, const char *value, char **ret_why) {
@@ -503,6 +621,12 @@ int setup_conf_set(SetupConf *s, const char *group, const char *key, const char 
                 return set_template(strcmp(key, "Source") == 0 ? &b->source : &b->target, value, 0,
                                     key, ret_why);
         }
+        if (g_str_has_prefix(group, PREFIX_SHARE)) {
+                Share *sh = find_share(s, group + strlen(PREFIX_SHARE));
+
+                g_assert(sh);
+                return set_share(sh, key, value, ret_why);
+        }
         g_assert_not_reached();
 }
 
@@ -550,6 +674,95 @@ static int check_polydir(const Polydir *p, char **ret_error) {
                 return fail_at(ret_error, p->file, p->line,
                                "[Polydir %s] sets both OnlyUsers= and ExcludeUsers=: keep one",
                                p->name);
+        return 0;
+}
+
+/* Where path is to other: 0 elsewhere, 1 the same, 2 under it, 3 above it (both normalized,
+ * without a trailing '/'). */
+enum { PATH_APART, PATH_SAME, PATH_UNDER, PATH_ABOVE };
+
+static int path_relation(const char *path, const char *other) {
+        size_t a = strlen(path), b = strlen(other);
+
+        if (a == b)
+                return strcmp(path, other) == 0 ? PATH_SAME : PATH_APART;
+        if (a > b)
+                return strncmp(path, other, b) == 0 && path[b] == '/' ? PATH_UNDER : PATH_APART;
+        return strncmp(other, path, a) == 0 && other[a] == '/' ? PATH_ABOVE : PATH_APART;
+}
+
+static const char *relation_words(int rel) {
+        switch (rel) {
+        case PATH_SAME:
+                return "is";
+        case PATH_UNDER:
+                return "is under";
+        default:
+                return "is above";
+        }
+}
+
+/* The shares, once the polydirs (PrivateTmp=yes's too, polydirs[0] when private_tmp) and the
+ * binds are checked: Path=, a membership, no overlap with another share, a polydir or a bind.
+ * A polydir whose Path= has a specifier (%h/...) differs per user and is not compared. */
+static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) {
+        for (size_t i = 0; i < s->n_shares; i++) {
+                const Share *sh = &s->shares[i];
+
+                if (!sh->path)
+                        return fail_at(ret_error, sh->file, sh->line,
+                                       "[Share %s] has no Path=", sh->name);
+                if (!sh->users && !sh->groups)
+                        return fail_at(ret_error, sh->file, sh->line,
+                                       "[Share %s] has neither Users= nor Groups=: a share has "
+                                       "no default membership (say who its members are)",
+                                       sh->name);
+                for (size_t j = 0; j < i; j++) {
+                        const Share *o = &s->shares[j];
+                        int rel = path_relation(sh->path, o->path);
+
+                        if (rel != PATH_APART)
+                                return fail_at(ret_error, sh->file, sh->line,
+                                               "[Share %s] Path=%s %s the path of [Share %s] "
+                                               "(%s:%u), Path=%s: overlapping shares",
+                                               sh->name, sh->path, relation_words(rel), o->name,
+                                               o->file, o->line, o->path);
+                }
+                for (size_t j = 0; j < s->n_polydirs; j++) {
+                        const Polydir *p = &s->polydirs[j];
+                        int rel;
+
+                        if (strchr(p->path, '%'))
+                                continue;
+                        rel = path_relation(sh->path, p->path);
+                        if (rel == PATH_APART)
+                                continue;
+                        if (private_tmp && j == 0)
+                                return fail_at(ret_error, sh->file, sh->line,
+                                               "[Share %s] Path=%s %s /tmp, the polydir of "
+                                               "PrivateTmp=yes (%s:%u): a share cannot overlap "
+                                               "a polydir",
+                                               sh->name, sh->path, relation_words(rel), p->file,
+                                               p->line);
+                        return fail_at(ret_error, sh->file, sh->line,
+                                       "[Share %s] Path=%s %s the path of [Polydir %s] (%s:%u), "
+                                       "Path=%s: a share cannot overlap a polydir",
+                                       sh->name, sh->path, relation_words(rel), p->name, p->file,
+                                       p->line, p->path);
+                }
+                for (size_t j = 0; j < s->n_binds; j++) {
+                        const BindReadOnly *b = &s->binds[j];
+                        int rel = path_relation(sh->path, b->target);
+
+                        if (rel != PATH_APART)
+                                return fail_at(ret_error, sh->file, sh->line,
+                                               "[Share %s] Path=%s %s the target of "
+                                               "[BindReadOnly %s] (%s:%u), Target=%s: a share "
+                                               "cannot overlap a read-only bind",
+                                               sh->name, sh->path, relation_words(rel), b->name,
+                                               b->file, b->line, b->target);
+                }
+        }
         return 0;
 }
 
@@ -609,7 +822,7 @@ int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_fi
                         .line = private_tmp_line,
                 };
         }
-        return 0;
+        return check_shares(s, private_tmp, ret_error);
 }
 
 /* ---- generation ------------------------------------------------------------------------ */
@@ -657,6 +870,16 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                 digest_str(c, "bind", s->binds[i].source);
                 digest_str(c, "to", s->binds[i].target);
         }
+        /* not MaxMembers=: it says how many namespaces get the share, not what is in one */
+        for (size_t i = 0; i < s->n_shares; i++) {
+                const Share *sh = &s->shares[i];
+
+                digest_str(c, "share", sh->name);
+                digest_str(c, "path", sh->path);
+                digest_strv(c, "users", sh->users);
+                digest_strv(c, "groups", sh->groups);
+                digest_str(c, "propagation", share_propagation_to_string(sh->propagation));
+        }
         g_strlcpy(buf, g_checksum_get_string(c), MIN(size, (size_t) 17));
         return buf;
 }
@@ -664,7 +887,7 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
 /* ---- per user -------------------------------------------------------------------------- */
 
 bool setup_conf_is_empty(const SetupConf *s) {
-        return s->n_polydirs == 0 && s->n_binds == 0;
+        return s->n_polydirs == 0 && s->n_binds == 0 && s->n_shares == 0;
 }
 
 static bool names_a_user(char **list) {
@@ -683,6 +906,9 @@ static bool needs_user(const char *t) {
 }
 
 bool setup_conf_needs_identity(const SetupConf *s) {
+        /* a share's membership: the user's name and groups */
+        if (s->n_shares > 0)
+                return true;
         for (size_t i = 0; i < s->n_polydirs; i++) {
                 const Polydir *p = &s->polydirs[i];
 
@@ -710,6 +936,38 @@ static bool user_listed(char **list, const char *user_name, uid_t uid) {
                         return true;
         }
         return false;
+}
+
+bool share_has_member(const Share *s, const char *user_name, uid_t uid, const gid_t *gids,
+                      const char *const *group_names, size_t n) {
+        if (user_listed(s->users, user_name, uid))
+                return true;
+        for (char **g = s->groups; g && *g; g++)
+                for (size_t i = 0; i < n; i++) {
+                        if (g_ascii_isdigit(**g)) {
+                                if (gids && (gid_t) g_ascii_strtoull(*g, NULL, 10) == gids[i])
+                                        return true;
+                        } else if (group_names && group_names[i] && strcmp(*g, group_names[i]) == 0)
+                                return true;
+                }
+        return false;
+}
+
+const char *share_propagation_to_string(SharePropagation p) {
+        switch (p) {
+        case SHARE_PROPAGATION_MEMBERS:
+                return "members";
+        case SHARE_PROPAGATION_HOST:
+                return "host";
+        case SHARE_PROPAGATION_BOTH:
+                return "both";
+        }
+        return "?";
+}
+
+const char *share_describe(const Share *s, char *buf, size_t size) {
+        snprintf(buf, size, "share '%s' (%s:%u)", s->name, s->file ? s->file : "?", s->line);
+        return buf;
 }
 
 bool polydir_applies(const Polydir *p, const char *user_name, uid_t uid) {

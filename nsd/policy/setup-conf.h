@@ -26,7 +26,7 @@
  * every member's namespace (the kernel's fs.mount-max is the last line). */
 #define SHARE_MAX_MEMBERS_DEFAULT 256u
 #define SHARE_MAX_MEMBERS_LIMIT 65536u
-/* Longest object name ([Polydir NAME], [BindReadOnly NAME]). */
+/* Longest object name ([Polydir NAME], [BindReadOnly NAME], [Share NAME]). */
 #define SETUP_NAME_MAX 64
 /* Mount options of one polydir (MountOptions=), after splitting. */
 #define SETUP_MAX_MOUNT_OPTIONS 16
@@ -116,7 +116,8 @@ void setup_conf_done(SetupConf *s);
 void setup_conf_copy(SetupConf *dst, const SetupConf *src);
 
 /* The keys of group (NULL: not a setup group). Group names: "Setup", "Polydir NAME",
- * "BindReadOnly NAME". For a named group with a bad NAME, *ret_why says why (static). */
+ * "BindReadOnly NAME", "Share NAME" (a share's NAME names a directory: no '@'). For a named
+ * group with a bad NAME, *ret_why says why (static). */
 const char *const *setup_conf_group_keys(const char *group, const char **ret_why);
 /* Named groups are objects: one definition in all the files together. */
 bool setup_conf_group_is_object(const char *group);
@@ -126,13 +127,16 @@ bool setup_conf_group_is_object(const char *group);
 int setup_conf_set(SetupConf *s, const char *group, const char *key, const char *value,
                    const char *file, unsigned line, char **ret_why);
 /* After every file: missing keys, the same path twice, PrivateTmp= (private_tmp: adds a
- * tmpfs polydir on /tmp, or an error when one exists already, at private_tmp_file:line).
- * -EINVAL with *ret_error "FILE:LINE: what". */
+ * tmpfs polydir on /tmp, or an error when one exists already, at private_tmp_file:line); a
+ * share without Path= or without Users= and Groups=, or whose path is, is under or is above
+ * another share's, a polydir's (those without a specifier: %h/... is not compared) or a
+ * read-only bind's target. -EINVAL with *ret_error "FILE:LINE: what". */
 int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_file,
                       unsigned private_tmp_line, char **ret_error);
 
 /* The generation of a setup: a digest of everything that makes a namespace's contents
- * (polydirs, binds, init scripts, and propagation), not of timeouts or OnFailure=. 16 hex
+ * (polydirs, binds, init scripts, shares but their MaxMembers=, and propagation), not of
+ * timeouts or OnFailure=. 16 hex
  * digits into buf (size >= 17). Equal setups give equal generations. */
 const char *setup_conf_generation(const SetupConf *s, bool propagation_private, char *buf,
                                   size_t size);
@@ -140,12 +144,13 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
 /* "polydir 'tmp' (/etc/nsd/nsd.conf:12)" for messages; returns buf. */
 const char *polydir_describe(const Polydir *p, char *buf, size_t size);
 
-/* Is there anything to set up at all (a polydir or a bind)? */
+/* Is there anything to set up at all (a polydir, a bind or a share)? */
 bool setup_conf_is_empty(const SetupConf *s);
 /* Does the setup need to know who the user is beyond the uid: a specifier (%u %h %g) in a
  * polydir's path, a Method=user polydir (its instance is named after the user), a user name
- * in OnlyUsers= or ExcludeUsers=, or an init script (its arguments name the user)? When
- * not, nsd sets the namespace up without asking the user database. */
+ * in OnlyUsers= or ExcludeUsers=, an init script (its arguments name the user), or a share
+ * (its membership needs the user's name and groups)? When not, nsd sets the namespace up
+ * without asking the user database. */
 bool setup_conf_needs_identity(const SetupConf *s);
 
 /* Is this user a member of the share: the name or uid in Users=, or a group of the user

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/unit/nsd/test-check-config.sh NSD: nsd --check-config, as an administrator runs it
 # before a reload: the configuration with its drop-ins, one clear FILE:LINE message for what
-# is wrong (a bad key, a key in two files, a world-writable drop-in), and the files the setup
-# names (an init script that is not root's or is missing, a bind source with a symbolic link
-# on the way). TAP; no root; files only in a temp folder.
+# is wrong (a bad key, a key in two files, a world-writable drop-in, a share that overlaps
+# another or a polydir, a share with no members), and the files the setup names (an init
+# script that is not root's or is missing, a bind source with a symbolic link on the way, a
+# share's missing directory). TAP; no root; files only in a temp folder.
 set -eu
 nsd=$1
 tmp=$(mktemp -d)
@@ -39,7 +40,7 @@ Path=$tmp
 Method=tmpfs
 EOF2
 printf '[Polydir cache]\nPath=%%h/.cache\nMethod=tmpfs\nNoInit=yes\n' >"$tmp/good/nsd.conf.d/10-cache.conf"
-check good 0 "good/nsd.conf: OK, with 1 drop-in: 2 polydirs, 0 read-only binds, setup generation "
+check good 0 "good/nsd.conf: OK, with 1 drop-in: 2 polydirs, 0 read-only binds, 0 shares, setup generation "
 
 conf badkey <<'EOF2'
 [Namespaces]
@@ -96,6 +97,46 @@ Path=$tmp/no-such-dir
 Method=tmpfs
 EOF2
 check nopolydir 1 "nopolydir/nsd.conf:1: [Polydir gone] Path=$tmp/no-such-dir: No such file or directory"
+
+mkdir -p "$tmp/lab"
+conf share <<EOF2
+[Share lab]
+Path=$tmp/lab
+Groups=lab
+EOF2
+check share 0 "share/nsd.conf: OK, with 0 drop-ins: 0 polydirs, 0 read-only binds, 1 share, setup generation "
+
+conf shareoverlap <<EOF2
+[Share lab]
+Path=$tmp/lab
+Groups=lab
+EOF2
+printf '\n[Share sub]\nPath=%s/lab/sub\nUsers=alice\n' "$tmp" >"$tmp/shareoverlap/nsd.conf.d/10-sub.conf"
+check shareoverlap 1 "shareoverlap/nsd.conf.d/10-sub.conf:2: [Share sub] Path=$tmp/lab/sub is under the path of [Share lab] ($tmp/shareoverlap/nsd.conf:1), Path=$tmp/lab: overlapping shares" =syntax
+
+conf sharenobody <<EOF2
+[Share lab]
+Path=$tmp/lab
+EOF2
+check sharenobody 1 "sharenobody/nsd.conf:1: [Share lab] has neither Users= nor Groups=: a share has no default membership"
+
+conf sharepolydir <<EOF2
+[Polydir tmp]
+Path=$tmp
+Method=tmpfs
+[Share lab]
+Path=$tmp/lab
+Users=alice
+EOF2
+check sharepolydir 1 "sharepolydir/nsd.conf:4: [Share lab] Path=$tmp/lab is under the path of [Polydir tmp] ($tmp/sharepolydir/nsd.conf:1), Path=$tmp: a share cannot overlap a polydir"
+
+conf sharegone <<EOF2
+[Share gone]
+Path=$tmp/no-such-share
+Users=alice
+EOF2
+check sharegone 1 "sharegone/nsd.conf:1: [Share gone] Path=$tmp/no-such-share: No such file or directory"
+check sharegone 0 "sharegone/nsd.conf: OK" =syntax
 
 status=0
 out=$("$nsd" --check-config=everything 2>&1) || status=$?

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-setup-conf: what a namespace is made of, as nsd.conf says it (nsd/policy/setup-conf.c):
- * [Setup], [Polydir NAME], [BindReadOnly NAME], PrivateTmp='s polydir, the setup generation;
+ * [Setup], [Polydir NAME], [BindReadOnly NAME], [Share NAME] and its membership, PrivateTmp='s
+ * polydir, the setup generation;
  * and the files it is read from (nsd/policy/conf-files.c): drop-ins in lexical order, a key or an
  * object in two files, files that are not the administrator's. TAP; no root needed (the
  * owner checks that need another uid run as root only); files only in a temp folder.
@@ -155,6 +156,95 @@ static void test_polydirs(void) {
         config_done(&c);
 }
 
+static void test_shares(void) {
+        const char *text = "[Share lab]\n"
+                           "Path=/srv/lab\n"
+                           "Users=alice 1001\n"
+                           "Groups=lab,2000\n"
+                           "Propagation=host\n"
+                           "MaxMembers=8\n"
+                           "\n"
+                           "[Share team.b-2_x]\n"
+                           "Path=/srv/team\n"
+                           "Groups=team\n";
+        Config c = { 0 };
+        g_autofree char *err = NULL;
+        const Share *sh;
+        char buf[128];
+
+        ok(parse(text, &c, &err) == 0, "two shares parse (%s)", err ? err : "");
+        if (!c.users)
+                return;
+        sh = c.setup.n_shares == 2 ? &c.setup.shares[0] : NULL;
+        ok(sh && strcmp(sh->name, "lab") == 0 && strcmp(sh->path, "/srv/lab") == 0 &&
+                   g_strv_length(sh->users) == 2 && strcmp(sh->users[1], "1001") == 0 &&
+                   g_strv_length(sh->groups) == 2 && strcmp(sh->groups[0], "lab") == 0 &&
+                   sh->propagation == SHARE_PROPAGATION_HOST && sh->max_members == 8 &&
+                   strcmp(sh->file, "test.conf") == 0 && sh->line == 1,
+           "[Share lab]: Path=, Users= and Groups= of two each, Propagation=host, MaxMembers=8, "
+           "at test.conf:1");
+        ok(sh && strcmp(share_describe(sh, buf, sizeof buf), "share 'lab' (test.conf:1)") == 0,
+           "share_describe(): %s", sh ? buf : "");
+
+        /* membership: carol (uid 1500) in groups 100 (users) and 2000 (lab) */
+        const gid_t gids[] = { 100, 2000 };
+        const char *const names[] = { "users", NULL };
+        const gid_t gids_team[] = { 100, 3000 };
+        const char *const names_team[] = { "users", "team" };
+
+        ok(sh && share_has_member(sh, "alice", 1000, NULL, NULL, 0),
+           "Users=: alice is a member by name");
+        ok(sh && share_has_member(sh, "bob", 1001, NULL, NULL, 0),
+           "Users=: uid 1001 is a member by number");
+        ok(sh && share_has_member(sh, "carol", 1500, gids, names, 2),
+           "Groups=: gid 2000 makes a member by number (its group has no name)");
+        ok(sh && !share_has_member(sh, "carol", 1500, gids, names, 1),
+           "only the n groups given count");
+        sh = c.setup.n_shares == 2 ? &c.setup.shares[1] : NULL;
+        ok(sh && strcmp(sh->name, "team.b-2_x") == 0 && !sh->users &&
+                   sh->propagation == SHARE_PROPAGATION_MEMBERS &&
+                   sh->max_members == SHARE_MAX_MEMBERS_DEFAULT,
+           "defaults: Propagation=members, MaxMembers=%u; Groups= alone is enough",
+           SHARE_MAX_MEMBERS_DEFAULT);
+        ok(sh && share_has_member(sh, "dave", 1600, gids_team, names_team, 2),
+           "Groups=team: a member by the group's name");
+        ok(sh && !share_has_member(sh, "team", 3000, gids, names, 2) &&
+                   !share_has_member(sh, "dave", 1600, NULL, NULL, 0),
+           "not a member: a user named like the group, with its number as uid, nor anyone "
+           "without the group");
+
+        Config copy;
+        char g1[17], g2[17];
+        config_copy(&copy, &c);
+        ok(copy.setup.n_shares == 2 && copy.setup.shares[0].path != c.setup.shares[0].path &&
+                   strcmp(copy.setup.shares[0].groups[1], "2000") == 0 &&
+                   strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
+                          setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
+           "config_copy() copies the shares deeply, with the same generation");
+        config_done(&copy);
+        ok(!setup_conf_is_empty(&c.setup) && setup_conf_needs_identity(&c.setup),
+           "a share is something to set up, and needs the user's name and groups");
+        config_done(&c);
+
+        ok(strcmp(share_propagation_to_string(SHARE_PROPAGATION_MEMBERS), "members") == 0 &&
+                   strcmp(share_propagation_to_string(SHARE_PROPAGATION_HOST), "host") == 0 &&
+                   strcmp(share_propagation_to_string(SHARE_PROPAGATION_BOTH), "both") == 0,
+           "share_propagation_to_string(): members, host, both");
+        ok(parse("[Share s]\nPath=/s\nUsers=0\nPropagation=both\nMaxMembers=65536\n", &c, &err) ==
+                           0 &&
+                   c.setup.shares[0].propagation == SHARE_PROPAGATION_BOTH &&
+                   c.setup.shares[0].max_members == SHARE_MAX_MEMBERS_LIMIT,
+           "Propagation=both, MaxMembers= at its limit");
+        config_done(&c);
+        ok(parse("[Share a]\nPath=/srv/a\nUsers=x\n[Share b]\nPath=/srv/ab\nUsers=x\n"
+                 "[Polydir t]\nPath=/srv/a%%\nMethod=tmpfs\n[Polydir h]\nPath=%h/x\n"
+                 "Method=tmpfs\n[BindReadOnly c]\nSource=/x\nTarget=/srv/abc\n",
+                 &c, &err) == 0,
+           "/srv/a and /srv/ab do not overlap, /srv/abc neither; %%h/... is not compared (%s)",
+           err ? err : "");
+        config_done(&c);
+}
+
 static void test_private_tmp(void) {
         Config c = { 0 };
         g_autofree char *err = NULL;
@@ -179,6 +269,7 @@ static void test_private_tmp(void) {
 }
 
 static void test_bad(void) {
+        Config c = { 0 };
         static const struct {
                 const char *group, *line, *want;
         } cases[] = {
@@ -238,6 +329,30 @@ static void test_bad(void) {
                 { "Setup", "TimeoutSec=1s", "between 0.001 and 3600" },
                 { "Setup", "OnFailure=degrade", "'refuse' or 'continue'" },
                 { "Setup", "InitScript=", "empty path" },
+                /* [Share NAME] */
+                { "Share ", NULL, "a share's name is" },
+                { "Share a@b", NULL, "a share's name is" },
+                { "Share .lab", NULL, "a share's name is" },
+                { "Share a/b", NULL, "a share's name is" },
+                { "Share x", "Source=/x", "unknown key Source=" },
+                { "Share x", "OnlyUsers=a", "unknown key OnlyUsers=" },
+                { "Share x", "Path=srv", "not an absolute path" },
+                { "Share x", "Path=/", "'/' itself" },
+                { "Share x", "Path=/srv/", "ends in '/'" },
+                { "Share x", "Path=/srv//lab", "contains '//'" },
+                { "Share x", "Path=/srv/./lab", "'.' or '..'" },
+                { "Share x", "Path=/srv/../lab", "'.' or '..'" },
+                { "Share x", "Path=/srv/%u", "takes no specifiers" },
+                { "Share x", "Path=%h/lab", "not an absolute path" },
+                { "Share x", "Users=al ice!", "'ice!' is not a user name or uid" },
+                { "Share x", "Users=@regular", "'@regular' is not a user name" },
+                { "Share x", "Groups=lab 4294967295", "'4294967295' is not a group name or gid" },
+                { "Share x", "Propagation=shared", "expected 'members', 'host' or 'both'" },
+                { "Share x", "Propagation=", "expected 'members'" },
+                { "Share x", "MaxMembers=0", "from 1 to 65536" },
+                { "Share x", "MaxMembers=65537", "from 1 to 65536" },
+                { "Share x", "MaxMembers=-1", "from 1 to 65536" },
+                { "Share x", "MaxMembers=many", "from 1 to 65536" },
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -278,7 +393,57 @@ static void test_bad(void) {
             "[Polydir a] is defined twice: at test.conf:1 too", "one polydir defined twice");
         bad("[Polydir a]\nPath=/tmp\nPath=/var/tmp\n", 3, "set twice", "Path= twice");
 
+        /* shares, at the share's line, naming the other */
+        bad("[Share lab]\nUsers=alice\n", 1, "[Share lab] has no Path=", "a share without Path=");
+        bad("\n[Share lab]\nPath=/srv/lab\n", 2,
+            "[Share lab] has neither Users= nor Groups=: a share has no default membership",
+            "a share without members");
+        bad("[Share lab]\nPath=/srv/lab\nUsers=\nGroups= ,\n", 1, "no default membership",
+            "a share with empty Users= and Groups=");
+        bad("[Share a]\nPath=/srv/lab\nUsers=x\n\n[Share b]\nPath=/srv/lab\nGroups=y\n", 5,
+            "[Share b] Path=/srv/lab is the path of [Share a] (test.conf:1), Path=/srv/lab: "
+            "overlapping shares",
+            "two shares on one path");
+        bad("[Share a]\nPath=/srv/lab\nUsers=x\n[Share b]\nPath=/srv/lab/sub\nUsers=x\n", 4,
+            "[Share b] Path=/srv/lab/sub is under the path of [Share a] (test.conf:1)",
+            "a share under another");
+        bad("[Share a]\nPath=/srv/lab/sub\nUsers=x\n[Share b]\nPath=/srv\nUsers=x\n", 4,
+            "[Share b] Path=/srv is above the path of [Share a] (test.conf:1), "
+            "Path=/srv/lab/sub: overlapping shares",
+            "a share above another");
+        bad("[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\n[Share a]\nPath=/tmp\nUsers=x\n", 4,
+            "[Share a] Path=/tmp is the path of [Polydir tmp] (test.conf:1), Path=/tmp: a share "
+            "cannot overlap a polydir",
+            "a share on a polydir");
+        bad("[Share a]\nPath=/var/tmp/lab\nUsers=x\n[Polydir vt]\nPath=/var/tmp\n"
+            "Method=tmpfs\n",
+            1, "is under the path of [Polydir vt] (test.conf:4)", "a share under a polydir");
+        ok(parse("[Share a]\nPath=/srv\nUsers=x\n[Polydir s]\nPath=/srv/%u\nMethod=tmpfs\n", &c,
+                 NULL) == 0,
+           "a polydir with a specifier (/srv/%%u) is not compared with the shares");
+        config_done(&c);
+        bad("[Namespaces]\nPrivateTmp=yes\n[Share a]\nPath=/tmp/lab\nUsers=x\n", 3,
+            "[Share a] Path=/tmp/lab is under /tmp, the polydir of PrivateTmp=yes (test.conf:2)",
+            "a share under PrivateTmp=yes's /tmp");
+        bad("[BindReadOnly c]\nSource=/x\nTarget=/srv/lab/cpuinfo\n[Share a]\nPath=/srv/lab\n"
+            "Groups=y\n",
+            4,
+            "[Share a] Path=/srv/lab is above the target of [BindReadOnly c] (test.conf:1), "
+            "Target=/srv/lab/cpuinfo: a share cannot overlap a read-only bind",
+            "a share above a bind's target");
+        bad("[BindReadOnly c]\nSource=/x\nTarget=/srv\n[Share a]\nPath=/srv/lab\nGroups=y\n", 4,
+            "is under the target of [BindReadOnly c] (test.conf:1)",
+            "a share under a bind's target");
+        bad("[Share a]\nPath=/srv/a\nUsers=x\n\n[Share a]\nUsers=y\n", 5,
+            "[Share a] is defined twice: at test.conf:1 too", "one share defined twice");
+
         GString *many = g_string_new("");
+        for (int i = 0; i <= SETUP_MAX_SHARES; i++)
+                g_string_append_printf(many, "[Share s%d]\nPath=/s%d\nUsers=x\n", i, i);
+        bad(many->str, 3 * SETUP_MAX_SHARES + 1, "more than 32 [Share] groups", "33 shares");
+        g_string_free(many, TRUE);
+
+        many = g_string_new("");
         for (int i = 0; i <= SETUP_MAX_POLYDIRS; i++)
                 g_string_append_printf(many, "[Polydir p%d]\nPath=/p%d\nMethod=tmpfs\n", i, i);
         bad(many->str, 3 * SETUP_MAX_POLYDIRS + 1, "more than 32", "33 polydirs");
@@ -301,6 +466,18 @@ static void test_generation(void) {
                 "Method=tmpfs\nMountOptions=size=1m\n",
                 "[Namespaces]\nPropagation=private\n[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\n"
                 "MountOptions=size=1m\n",
+                "[Share lab]\nPath=/srv/lab\nGroups=lab\n[Polydir tmp]\nPath=/tmp\n"
+                "Method=tmpfs\nMountOptions=size=1m\n",
+        };
+        static const char *const shares[] = {
+                "[Share lab]\nPath=/srv/lab\nGroups=lab\n",
+                "[Share lab]\nPath=/srv/lab2\nGroups=lab\n",
+                "[Share lab]\nPath=/srv/lab\nGroups=lab2\n",
+                "[Share lab]\nPath=/srv/lab\nGroups=lab\nUsers=alice\n",
+                "[Share lab]\nPath=/srv/lab\nUsers=lab\n",
+                "[Share lab]\nPath=/srv/lab\nGroups=lab\nPropagation=host\n",
+                "[Share lab]\nPath=/srv/lab\nGroups=lab\nPropagation=both\n",
+                "[Share lab2]\nPath=/srv/lab\nGroups=lab\n",
         };
         Config a = { 0 }, b = { 0 };
         char ga[17], gb[17];
@@ -323,6 +500,35 @@ static void test_generation(void) {
                 config_done(&b);
         }
         ok(differ, "every change of what a namespace is made of changes the generation");
+
+        /* a share: its name, path, members and propagation; not MaxMembers= */
+        char gs[G_N_ELEMENTS(shares)][17];
+        bool all_differ = true;
+        for (size_t i = 0; i < G_N_ELEMENTS(shares); i++) {
+                if (parse(shares[i], &b, NULL) < 0) {
+                        printf("# refused: %s\n", shares[i]);
+                        all_differ = false;
+                        gs[i][0] = '\0';
+                        continue;
+                }
+                setup_conf_generation(&b.setup, false, gs[i], sizeof gs[i]);
+                config_done(&b);
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(gs[i], gs[j]) == 0) {
+                                printf("# same generation for: %s and %s\n", shares[i], shares[j]);
+                                all_differ = false;
+                        }
+        }
+        ok(all_differ, "a share's name, path, Users=, Groups= and Propagation= each change the "
+                       "generation");
+        ok(parse("[Share lab]\nPath=/srv/lab\nGroups=lab\nMaxMembers=3\n", &b, NULL) == 0 &&
+                   strcmp(gs[0], setup_conf_generation(&b.setup, false, gb, sizeof gb)) == 0,
+           "MaxMembers= does not change it");
+        config_done(&b);
+        ok(parse("", &b, NULL) == 0 &&
+                   strcmp(gs[0], setup_conf_generation(&b.setup, false, gb, sizeof gb)) != 0,
+           "adding a share to an empty setup changes it");
+        config_done(&b);
         ok(parse("[Setup]\nTimeoutSec=9\nOnFailure=continue\n[Limits]\nMaxNamespaces=3\n"
                  "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m\n",
                  &b, NULL) == 0 &&
@@ -351,6 +557,7 @@ static void test_needs_identity(void) {
                 { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\n", false, true },
                 { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\nNoInit=yes\n", false,
                   false },
+                { "[Share s]\nPath=/s\nUsers=1000\n", false, true },
         };
         bool all = true;
 
@@ -365,8 +572,8 @@ static void test_needs_identity(void) {
                 }
                 config_done(&c);
         }
-        ok(all, "a setup needs the user database only for %%u %%h %%g, Method=user, user names and "
-                "init scripts (PrivateTmp=yes, %%U, uids and binds do not)");
+        ok(all, "a setup needs the user database only for %%u %%h %%g, Method=user, user names, "
+                "init scripts and shares (PrivateTmp=yes, %%U, uids and binds do not)");
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -569,6 +776,7 @@ static void test_files(void) {
 
 int main(void) {
         test_polydirs();
+        test_shares();
         test_private_tmp();
         test_bad();
         test_generation();
