@@ -923,7 +923,8 @@ static int anchor_clone(const PlanShare *s, int sd, int host_tree, struct item_r
                         item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_ANCHOR);
                         goto out;
                 }
-                if (mount_setattr(stage, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+                if (mount_setattr(stage, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) <
+                    0) {
                         item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_ANCHOR);
                         goto out;
                 }
@@ -951,7 +952,8 @@ static int anchor_clone(const PlanShare *s, int sd, int host_tree, struct item_r
                 goto out;
         }
         /* a clone of a shared mount joins its peer group */
-        *ret = open_tree(afd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        *ret = open_tree(afd, "",
+                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
         if (*ret < 0) {
                 item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_ANCHOR);
                 goto out;
@@ -1025,8 +1027,7 @@ static void shares_clone(struct setup_args *a, int *trees) {
         for (size_t i = 0; i < plan->n_shares; i++) {
                 if (plan->shares[i].left_out)
                         continue;
-                if (anchor_clone(&plan->shares[i], sd, host_trees[i], &a->shares[i], &trees[i]) <
-                    0)
+                if (anchor_clone(&plan->shares[i], sd, host_trees[i], &a->shares[i], &trees[i]) < 0)
                         trees[i] = -1;
         }
 out:
@@ -1281,8 +1282,8 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                           desc, share_propagation_to_string(s->conf->propagation),
                                           s->dir.path);
                         if (res->done)
-                                log_debug("Setup of uid %u: %s on '%s'", (unsigned) plan->uid,
-                                          desc, s->dir.path);
+                                log_debug("Setup of uid %u: %s on '%s'", (unsigned) plan->uid, desc,
+                                          s->dir.path);
                         continue;
                 }
                 n_failed++;
