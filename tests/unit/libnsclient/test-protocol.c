@@ -78,12 +78,14 @@ static void test_msg_check(void) {
         static const uint16_t requests[] = {
                 NSD_REQ_JOIN,         NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
                 NSD_REQ_LIST,         NSD_REQ_SHOW,         NSD_REQ_RELEASE,       NSD_REQ_HIDE,
-                NSD_REQ_JOIN_SESSION, NSD_REQ_METRICS,
+                NSD_REQ_JOIN_SESSION, NSD_REQ_METRICS,      NSD_REQ_SHARES,
         };
         static const uint16_t replies[] = {
-                NSD_REP_JOIN,       NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
-                NSD_REP_LIST_ENTRY, NSD_REP_LIST_END,     NSD_REP_SHOW_END,      NSD_REP_RELEASE,
-                NSD_REP_HIDE,       NSD_REP_JOIN_SESSION, NSD_REP_METRICS,       NSD_REP_ERROR,
+                NSD_REP_JOIN,           NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE,
+                NSD_REP_STATUS,         NSD_REP_LIST_ENTRY,   NSD_REP_LIST_END,
+                NSD_REP_SHOW_END,       NSD_REP_RELEASE,      NSD_REP_HIDE,
+                NSD_REP_JOIN_SESSION,   NSD_REP_METRICS,      NSD_REP_SHARES_ENTRY,
+                NSD_REP_SHARES_MEMBERS, NSD_REP_SHARES_END,   NSD_REP_ERROR,
         };
         const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
         const char *why;
@@ -182,6 +184,9 @@ static void test_msg_check(void) {
                    "request type %u is tested, has a size and a reply", t);
         }
         ok(nsd_request_size(NSD_REQ_HIDE) <= NSD_MSG_SIZE_MAX, "a HIDE request fits in a datagram");
+        ok(nsd_reply_size(NSD_REP_SHARES_ENTRY) <= NSD_MSG_SIZE_MAX &&
+                   nsd_reply_size(NSD_REP_SHARES_MEMBERS) <= NSD_MSG_SIZE_MAX,
+           "a SHARES entry and a members part fit in a datagram");
 
         /* types */
         msg(NSD_REQ_HIDE, 32);
@@ -190,7 +195,7 @@ static void test_msg_check(void) {
         is_int(check(24, 1), -EOPNOTSUPP, "request type 0: EOPNOTSUPP");
         msg(_NSD_REQ_MAX + 5, 24);
         is_int(check(24, 1), -EOPNOTSUPP, "unknown request type: EOPNOTSUPP");
-        msg(0x8102, 24);
+        msg(0x81ff, 24);
         is_int(check(24, 0), -EOPNOTSUPP, "unknown reply type: EOPNOTSUPP");
         msg(NSD_REP_HIDE, 32);
         is_int(check(32, 0), -EBADMSG, "HIDE reply with a body: EBADMSG");
