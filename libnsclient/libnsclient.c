@@ -97,6 +97,8 @@ _Static_assert(sizeof(((struct nsc_ns_info *) 0)->pin) == NSD_PIN_PATH_MAX, "pin
 
 /* LIST: more entries than this in one answer is refused with -EFBIG. */
 #define LIST_ENTRIES_MAX (1u << 20)
+/* The most shares nsc_shares() takes (nsd's configuration has at most 32). */
+#define SHARES_MAX 4096u
 
 struct nsc_conn {
         pthread_mutex_t lock;
@@ -120,6 +122,9 @@ struct nsc_conn {
                 struct nsd_rep_metrics metrics;
                 struct nsd_rep_list_entry list_entry;
                 struct nsd_rep_list_end list_end;
+                struct nsd_rep_shares_entry shares_entry;
+                struct nsd_rep_shares_members shares_members;
+                struct nsd_rep_shares_end shares_end;
                 struct nsd_rep_error error;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         } rx;
@@ -381,6 +386,9 @@ static bool reply_answers(uint16_t type, uint16_t req_type) {
                 return type == NSD_REP_LIST_ENTRY || type == NSD_REP_LIST_END;
         case NSD_REQ_SHOW:
                 return type == NSD_REP_SHOW_DATA || type == NSD_REP_SHOW_END;
+        case NSD_REQ_SHARES:
+                return type == NSD_REP_SHARES_ENTRY || type == NSD_REP_SHARES_MEMBERS ||
+                       type == NSD_REP_SHARES_END;
         default:
                 return type == (req_type | NSD_REPLY_BIT);
         }
@@ -933,6 +941,139 @@ int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
         *ret_entries = TAKE_PTR(v);
         *ret_n = n;
         return 0;
+}
+
+_Static_assert(sizeof(((struct nsc_share_info *) 0)->name) == NSD_SHARE_NAME_MAX,
+               "nsc_share_info.name");
+_Static_assert(sizeof(((struct nsc_share_info *) 0)->path) == NSD_SHARE_PATH_MAX,
+               "nsc_share_info.path");
+_Static_assert(NSC_SHARE_OWN_ONLY == NSD_SHARE_OWN_ONLY, "NSC_SHARE_OWN_ONLY");
+
+void nsc_shares_free(struct nsc_share_info *shares, size_t n) {
+        if (!shares)
+                return;
+        for (size_t i = 0; i < n; i++)
+                free(shares[i].member);
+        free(shares);
+}
+
+/* One more member part of the share being read: at most what its entry announced. */
+static int shares_take_members(const struct nsd_rep_shares_members *m, struct nsc_share_info *sh,
+                               size_t want) {
+        if (m->n == 0 || m->n > NSD_SHARES_MEMBERS_PER_PART || m->n > want - sh->n_members)
+                return -EBADMSG;
+        for (uint32_t i = 0; i < m->n; i++)
+                sh->member[sh->n_members++] = (struct nsc_share_member) {
+                        .uid = m->members[i].uid,
+                        .peer_group = m->members[i].peer_group,
+                };
+        return 0;
+}
+
+int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n) {
+        struct nsd_req_shares req;
+        struct nsc_share_info *v = NULL;
+        size_t n = 0, allocated = 0, want = 0; /* want: members the last entry announced */
+        int r;
+
+        if (!conn || !ret_shares || !ret_n)
+                return -EINVAL;
+
+        CONN_LOCK_SCOPE(conn);
+        nsd_msg_init(&req.hdr, NSD_REQ_SHARES, sizeof(req), 0);
+        r = conn_send_request(conn, &req.hdr, -1);
+        if (r < 0)
+                return r;
+
+        for (;;) {
+                const struct nsd_rep_shares_entry *e;
+
+                r = conn_recv_reply(conn, NSD_REQ_SHARES, NULL);
+                if (r < 0) {
+                        /* an error after some parts leaves the stream in an unknown state */
+                        if (n > 0)
+                                conn->broken = r;
+                        goto fail;
+                }
+                if (conn->rx.hdr.type == NSD_REP_SHARES_MEMBERS) {
+                        if (n == 0) {
+                                r = -EBADMSG;
+                                goto broken;
+                        }
+                        r = shares_take_members(&conn->rx.shares_members, &v[n - 1], want);
+                        if (r < 0)
+                                goto broken;
+                        continue;
+                }
+                /* an entry or the end: the share before has all its members */
+                if (n > 0 && v[n - 1].n_members != want) {
+                        r = -EBADMSG;
+                        goto broken;
+                }
+                if (conn->rx.hdr.type == NSD_REP_SHARES_END) {
+                        if (conn->rx.shares_end.count != n) {
+                                r = -EBADMSG;
+                                goto broken;
+                        }
+                        break;
+                }
+
+                e = &conn->rx.shares_entry;
+                if (!nsd_field_is_string(e->name, sizeof(e->name)) ||
+                    !nsd_field_is_string(e->path, sizeof(e->path))) {
+                        r = -EBADMSG;
+                        goto broken;
+                }
+                if (n >= SHARES_MAX || e->n_uids > LIST_ENTRIES_MAX) {
+                        r = -EFBIG;
+                        goto broken;
+                }
+                if (n == allocated) {
+                        size_t a = allocated ? allocated * 2 : 8;
+                        struct nsc_share_info *w = reallocarray(v, a, sizeof(*v));
+
+                        if (!w) {
+                                r = -ENOMEM;
+                                goto broken;
+                        }
+                        v = w;
+                        allocated = a;
+                }
+                v[n] = (struct nsc_share_info) {
+                        .propagation = e->propagation,
+                        .max_members = e->max_members,
+                        .members = e->members,
+                        .flags = e->flags,
+                        .mounts = e->mounts,
+                        .peer_group = e->peer_group,
+                };
+                memcpy(v[n].name, e->name, sizeof(v[n].name));
+                memcpy(v[n].path, e->path, sizeof(v[n].path));
+                want = e->n_uids;
+                /* at least one element, so a share without members has a pointer too */
+                v[n].member = calloc(want ? want : 1, sizeof(*v[n].member));
+                n++;
+                if (!v[n - 1].member) {
+                        r = -ENOMEM;
+                        goto broken;
+                }
+        }
+
+        if (!v) {
+                /* no shares: still a valid pointer the caller may nsc_shares_free() */
+                v = calloc(1, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+        }
+        *ret_shares = v;
+        *ret_n = n;
+        return 0;
+
+broken:
+        conn->broken = r;
+fail:
+        nsc_shares_free(v, n);
+        return r;
 }
 
 int nsc_show(nsc_conn *conn, uid_t uid, char **ret_text, size_t *ret_len) {

@@ -235,6 +235,39 @@ struct nsc_metrics {
  * than 1.4, which does not know the request (and closes the connection). */
 int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret);
 
+/* ---- shares (since NSCLIENT_1.4, nsd protocol 1.5) ---------------------------------- */
+
+#define NSC_SHARE_PROPAGATION_MEMBERS 0 /* members to members only */
+#define NSC_SHARE_PROPAGATION_HOST 1    /* and the host's mounts under the path come in */
+#define NSC_SHARE_PROPAGATION_BOTH 2    /* members and the initial namespace alike */
+
+#define NSC_SHARE_OWN_ONLY 0x1u /* not root: uids holds the caller's own uid only */
+
+struct nsc_share_member {
+        uid_t uid;
+        uint32_t peer_group; /* of its namespace's clone of the anchor; 0: unknown */
+};
+
+struct nsc_share_info {
+        char name[72];        /* [Share NAME] */
+        char path[1032];      /* Path= */
+        uint32_t propagation; /* NSC_SHARE_PROPAGATION_* */
+        uint32_t max_members; /* MaxMembers= */
+        uint32_t members;     /* namespaces given the share (those being made included) */
+        uint32_t flags;       /* NSC_SHARE_* */
+        int32_t mounts;       /* mounts under the share's anchor; -1: unknown */
+        uint32_t peer_group;  /* the anchor's peer group id; 0: unknown */
+        size_t n_members;
+        struct nsc_share_member *member; /* n_members, in order of uid */
+};
+
+/* The shares of nsd.conf's configuration in force the caller may see (root: all, with every
+ * member; anyone else: those its own namespace was given, with its own uid only), in the
+ * order of nsd.conf. Free *ret_shares with nsc_shares_free(). -EOPNOTSUPP: an nsd older
+ * than 1.5 (which closes the connection). */
+int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n);
+void nsc_shares_free(struct nsc_share_info *shares, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

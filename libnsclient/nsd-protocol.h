@@ -32,6 +32,8 @@
  *   - STATUS: its own figures (namespaces, pinned, sessions, connections of its uid); the
  *     limits, version, features and pid are the same for everyone. LIST: its own entry.
  *   - METRICS (1.4): never (-EPERM); the machine's counters are root's.
+ *   - SHARES (1.5): only the shares its own namespace was given, and of their members only
+ *     its own uid (the count of members is not hidden); nothing when it has no namespace.
  *
  * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
  * AND to the exact size of that request type; strings must be NUL-terminated inside their
@@ -69,6 +71,12 @@
  *        (-EPERM for anyone else). Every label is an index into a fixed array: nothing in
  *        the reply grows with the number of users. A 1.3 nsd answers METRICS with
  *        -EOPNOTSUPP ("unknown request type") and closes the connection.
+ *   1.5  SHARES (type 11): the [Share NAME]s of the configuration in force (nsd.conf(5)),
+ *        one NSD_REP_SHARES_ENTRY each (name, path, propagation, MaxMembers=, members), each
+ *        followed by the uids of its live members in NSD_REP_SHARES_MEMBERS parts, then one
+ *        NSD_REP_SHARES_END; for `nsctl shares`. Root sees every share and member; anyone
+ *        else the shares of its own namespace and its own uid only. A 1.4 nsd answers
+ *        SHARES with -EOPNOTSUPP ("unknown request type") and closes the connection.
  */
 #pragma once
 
@@ -102,7 +110,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 4
+#define NSD_PROTO_MINOR 5
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -123,10 +131,12 @@ enum nsd_msg_type {
         NSD_REQ_HIDE = 8,
         NSD_REQ_JOIN_SESSION = 9, /* 1.2 */
         NSD_REQ_METRICS = 10,     /* 1.4 */
+        NSD_REQ_SHARES = 11,      /* 1.5 */
         _NSD_REQ_MAX,
 
         /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
-         * NSD_REP_ERROR which may answer any request, and the streamed LIST/SHOW parts. */
+         * NSD_REP_ERROR which may answer any request, and the streamed LIST/SHOW/SHARES
+         * parts. */
         NSD_REPLY_BIT = 0x8000,
         NSD_REP_JOIN = NSD_REQ_JOIN | NSD_REPLY_BIT,
         NSD_REP_SESSION_OPEN = NSD_REQ_SESSION_OPEN | NSD_REPLY_BIT,
@@ -140,6 +150,9 @@ enum nsd_msg_type {
         NSD_REP_HIDE = NSD_REQ_HIDE | NSD_REPLY_BIT,
         NSD_REP_JOIN_SESSION = NSD_REQ_JOIN_SESSION | NSD_REPLY_BIT,
         NSD_REP_METRICS = NSD_REQ_METRICS | NSD_REPLY_BIT,
+        NSD_REP_SHARES_ENTRY = NSD_REQ_SHARES | NSD_REPLY_BIT, /* per share: one entry ... */
+        NSD_REP_SHARES_MEMBERS = 0x8102, /* ... then its members, in zero or more parts */
+        NSD_REP_SHARES_END = 0x8103,     /* after every share, exactly one end */
         NSD_REP_ERROR = 0xffff,
 };
 
@@ -482,6 +495,70 @@ struct nsd_rep_metrics {
 };
 _Static_assert(sizeof(struct nsd_rep_metrics) == 400, "nsd_rep_metrics layout");
 
+/* ---- SHARES (1.5): the [Share NAME]s of nsd.conf and who is in them --------------------- */
+
+struct nsd_req_shares {
+        struct nsd_msg_header hdr;
+};
+_Static_assert(sizeof(struct nsd_req_shares) == 24, "nsd_req_shares layout");
+
+/* Room for nsd.conf's longest [Share NAME] (64 bytes) and Path= (1024 bytes), each with its
+ * NUL, rounded up to 8 bytes */
+#define NSD_SHARE_NAME_MAX 72
+#define NSD_SHARE_PATH_MAX 1032
+
+/* propagation: nsd.conf's Propagation= */
+#define NSD_SHARE_PROPAGATION_MEMBERS 0 /* members to members only */
+#define NSD_SHARE_PROPAGATION_HOST 1    /* and the host's mounts under Path= come in */
+#define NSD_SHARE_PROPAGATION_BOTH 2    /* members and the initial namespace one peer group */
+
+/* entry flags */
+#define NSD_SHARE_OWN_ONLY 0x1u /* the caller is not root: of the members, its own uid only */
+
+struct nsd_rep_shares_entry {
+        struct nsd_msg_header hdr;
+        uint32_t propagation; /* NSD_SHARE_PROPAGATION_* */
+        uint32_t max_members; /* MaxMembers= */
+        uint32_t members;     /* namespaces given the share: live ones and those being made */
+        uint32_t flags;       /* NSD_SHARE_* */
+        uint32_t n_uids;      /* member uids in the NSD_REP_SHARES_MEMBERS parts that follow */
+        /* 1.5 always: -1 and 0, "unknown". The mounts under the share's anchor and its peer
+         * group id need a look from inside nsd's pin namespace, which no request makes yet. */
+        int32_t mounts;
+        uint32_t peer_group;
+        uint32_t reserved;             /* 0 */
+        char name[NSD_SHARE_NAME_MAX]; /* NUL-terminated */
+        char path[NSD_SHARE_PATH_MAX]; /* NUL-terminated */
+};
+_Static_assert(sizeof(struct nsd_rep_shares_entry) == 1160, "nsd_rep_shares_entry layout");
+
+/* One member: its uid, and the peer group of its namespace's clone of the anchor (1.5
+ * always 0, "unknown": see mounts above). */
+struct nsd_share_member {
+        uint32_t uid;
+        uint32_t peer_group;
+};
+_Static_assert(sizeof(struct nsd_share_member) == 8, "nsd_share_member layout");
+
+#define NSD_SHARES_MEMBERS_PER_PART 128
+
+/* The entry's n_uids members in order of uid, NSD_SHARES_MEMBERS_PER_PART a part (the last
+ * may have fewer: n says how many; the rest of the array is 0); none when n_uids is 0. */
+struct nsd_rep_shares_members {
+        struct nsd_msg_header hdr;
+        uint32_t n;
+        uint32_t reserved; /* 0 */
+        struct nsd_share_member members[NSD_SHARES_MEMBERS_PER_PART];
+};
+_Static_assert(sizeof(struct nsd_rep_shares_members) == 1056, "nsd_rep_shares_members layout");
+
+struct nsd_rep_shares_end {
+        struct nsd_msg_header hdr;
+        uint32_t count; /* entries sent */
+        uint32_t reserved;
+};
+_Static_assert(sizeof(struct nsd_rep_shares_end) == 32, "nsd_rep_shares_end layout");
+
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
 #define NSD_ERROR_MESSAGE_MAX 200
@@ -529,6 +606,7 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REQ_HIDE, sizeof(struct nsd_req_hide) },
                 { NSD_REQ_JOIN_SESSION, sizeof(struct nsd_req_join_session) },
                 { NSD_REQ_METRICS, sizeof(struct nsd_req_metrics) },
+                { NSD_REQ_SHARES, sizeof(struct nsd_req_shares) },
                 { NSD_REP_JOIN, sizeof(struct nsd_rep_join) },
                 { NSD_REP_SESSION_OPEN, sizeof(struct nsd_rep_session_open) },
                 { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
@@ -541,6 +619,9 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REP_HIDE, sizeof(struct nsd_msg_header) },
                 { NSD_REP_JOIN_SESSION, sizeof(struct nsd_rep_join_session) },
                 { NSD_REP_METRICS, sizeof(struct nsd_rep_metrics) },
+                { NSD_REP_SHARES_ENTRY, sizeof(struct nsd_rep_shares_entry) },
+                { NSD_REP_SHARES_MEMBERS, sizeof(struct nsd_rep_shares_members) },
+                { NSD_REP_SHARES_END, sizeof(struct nsd_rep_shares_end) },
                 { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
         };
 

@@ -28,8 +28,9 @@
  *   1  nsctl 0.2: status, list and show as nsctl 0.1 wrote them, plus "schema_version"
  *   2  list: "setup", "current" or "stale" (the namespace was made with an older setup of
  *      nsd.conf, issue 22)
+ *   3  shares (nsctl shares --json, issue 24)
  */
-#define NSCTL_JSON_SCHEMA_VERSION 2
+#define NSCTL_JSON_SCHEMA_VERSION 3
 
 #define JSON_DEPTH_MAX 8
 

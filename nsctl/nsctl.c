@@ -182,6 +182,8 @@ struct args {
         struct nsc_metrics metrics;
         struct nsc_ns_info *entries;
         size_t n_entries;
+        struct nsc_share_info *shares;
+        size_t n_shares;
         char *text;
         size_t len;
         struct nsc_join_result join;
@@ -190,6 +192,7 @@ struct args {
 static void args_done(struct args *a) {
         free(a->abs_path);
         free(a->entries);
+        nsc_shares_free(a->shares, a->n_shares);
         free(a->text);
         if (a->join.root_fd >= 0)
                 close(a->join.root_fd);
@@ -318,6 +321,137 @@ static int status_print(struct args *a) {
                 status_print_json(st, version);
         else
                 status_print_human(st, version);
+        return EXIT_SUCCESS;
+}
+
+/* ---- shares ---------------------------------------------------------------------------- */
+
+/* the protocol minor (of major 1) that brought SHARES */
+#define SHARES_SINCE_MINOR 5
+
+enum {
+        SHARES_COL_SHARE,
+        SHARES_COL_PATH,
+        SHARES_COL_PROPAGATION,
+        SHARES_COL_MEMBERS,
+        SHARES_COL_MAX,
+        SHARES_COL_UIDS,
+        _SHARES_COL_MAX,
+};
+
+/* The anchor's mount count and each member's peer group are not asked of nsd yet (it would
+ * need a look from inside its pin namespace): no column shows them. */
+static const struct column_info shares_columns[_SHARES_COL_MAX] = {
+        [SHARES_COL_SHARE] = { "SHARE", 0.1, 0, SCOLS_JSON_STRING, "[Share NAME] of nsd.conf" },
+        [SHARES_COL_PATH] = { "PATH", 0.3, 0, SCOLS_JSON_STRING, "its Path=" },
+        [SHARES_COL_PROPAGATION] = { "PROPAGATION", 7, 0, SCOLS_JSON_STRING,
+                                     "Propagation=: members, host or both" },
+        [SHARES_COL_MEMBERS] = { "MEMBERS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
+                                 "namespaces given the share (those being made included)" },
+        [SHARES_COL_MAX] = { "MAX", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "MaxMembers=" },
+        [SHARES_COL_UIDS] = { "UIDS", 0.3, SCOLS_FL_WRAP, SCOLS_JSON_ARRAY_NUMBER,
+                              "uids of its live members (without privilege: your own)" },
+};
+
+static const char *propagation_name(uint32_t p) {
+        switch (p) {
+        case NSC_SHARE_PROPAGATION_MEMBERS:
+                return "members";
+        case NSC_SHARE_PROPAGATION_HOST:
+                return "host";
+        case NSC_SHARE_PROPAGATION_BOTH:
+                return "both";
+        default:
+                return "unknown";
+        }
+}
+
+/* the uids, "1000,1001" (JSON: one a line, libsmartcols' array) */
+static char *shares_uids(const struct nsc_share_info *sh, bool json) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < sh->n_members; i++)
+                fprintf(f, "%s%u", i == 0 ? "" : json ? "\n" : ",", (unsigned) sh->member[i].uid);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+static char *shares_cell(const struct nsc_share_info *sh, size_t col, bool json) {
+        char buf[64];
+
+        switch (col) {
+        case SHARES_COL_SHARE:
+                return strndup(sh->name, sizeof(sh->name));
+        case SHARES_COL_PATH:
+                return strndup(sh->path, sizeof(sh->path));
+        case SHARES_COL_PROPAGATION:
+                return strdup(propagation_name(sh->propagation));
+        case SHARES_COL_MEMBERS:
+                snprintf(buf, sizeof(buf), "%u", sh->members);
+                break;
+        case SHARES_COL_MAX:
+                snprintf(buf, sizeof(buf), "%u", sh->max_members);
+                break;
+        case SHARES_COL_UIDS:
+                return shares_uids(sh, json);
+        default:
+                return NULL;
+        }
+        return strdup(buf);
+}
+
+static int shares_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_status(conn, &a->status);
+
+        if (r < 0)
+                return fail(conn, r, "get status from nsd");
+        if (a->status.proto_major == 1 && a->status.proto_minor < SHARES_SINCE_MINOR) {
+                fprintf(stderr,
+                        "nsctl: this nsd does not answer SHARES (older than 1.%d: it speaks "
+                        "%u.%u)\n",
+                        SHARES_SINCE_MINOR, a->status.proto_major, a->status.proto_minor);
+                return EXIT_FAILURE;
+        }
+        r = nsc_shares(conn, &a->shares, &a->n_shares);
+        return r < 0 ? fail(conn, r, "list shares") : 0;
+}
+
+static int shares_finish(struct args *a) {
+        _cleanup_scols_table_ struct libscols_table *tb = table_new("shares", shares_columns,
+                                                                    a->ids, a->n_ids, &a->table);
+        int r;
+
+        if (!tb)
+                return fail(NULL, -ENOMEM, "print the shares");
+        /* JSON: UIDS is an array, its cell one uid a line */
+        for (size_t k = 0; a->table.json && k < a->n_ids; k++)
+                if (a->ids[k] == SHARES_COL_UIDS)
+                        (void) scols_column_set_wrapfunc(scols_table_get_column(tb, k),
+                                                         scols_wrapnl_chunksize,
+                                                         scols_wrapnl_nextchunk, NULL);
+        for (size_t i = 0; i < a->n_shares; i++) {
+                struct libscols_line *ln = scols_table_new_line(tb, NULL);
+
+                if (!ln)
+                        return fail(NULL, -ENOMEM, "print the shares");
+                for (size_t k = 0; k < a->n_ids; k++) {
+                        r = table_line_set(ln, k,
+                                           shares_cell(&a->shares[i], a->ids[k], a->table.json),
+                                           &a->table);
+                        if (r < 0)
+                                return fail(NULL, r, "print the shares");
+                }
+        }
+        r = table_print(tb, &a->table, stdout);
+        if (r < 0)
+                return fail(NULL, r, "print the shares");
         return EXIT_SUCCESS;
 }
 
@@ -778,6 +912,17 @@ static const struct option hide_options[] = { { "user", required_argument, NULL,
                                               { "unhide", no_argument, NULL, ARG_UNHIDE },
                                               OPTIONS_COMMON };
 
+static const size_t shares_columns_default[] = {
+        SHARES_COL_SHARE,   SHARES_COL_PATH, SHARES_COL_PROPAGATION,
+        SHARES_COL_MEMBERS, SHARES_COL_MAX,  SHARES_COL_UIDS,
+};
+static const struct column_set shares_column_set = {
+        .columns = shares_columns,
+        .n_columns = _SHARES_COL_MAX,
+        .defaults = shares_columns_default,
+        .n_defaults = ELEMENTSOF(shares_columns_default),
+};
+
 static const size_t list_columns_default[] = {
         LIST_COL_USER,   LIST_COL_UID,     LIST_COL_SESSIONS, LIST_COL_MOUNTS, LIST_COL_CREATED,
         LIST_COL_PINNED, LIST_COL_ADOPTED, LIST_COL_SETUP,    LIST_COL_NS
@@ -890,6 +1035,23 @@ static const struct verb verbs[] = {
                 .operand = OPERAND_PATH,
                 .prepare = hide_prepare,
                 .request = hide_request,
+        },
+        {
+                .name = "shares",
+                .summary = "the shares of nsd.conf and their members",
+                .synopsis = "[options]",
+                .description = "Show each [Share NAME] of nsd.conf in force: its path, "
+                               "propagation, how many\n"
+                               "namespaces have it, MaxMembers= and the uids of its members "
+                               "(without\n"
+                               "privilege: only the shares of your namespace, and only your own "
+                               "uid).\n",
+                .options_help = HELP_TABLE("", ""),
+                .options = list_options,
+                .operand = OPERAND_NONE,
+                .columns = &shares_column_set,
+                .request = shares_request,
+                .finish = shares_finish,
         },
         {
                 .name = "metrics",

@@ -14,6 +14,17 @@ bool access_may_ask_for(const Request *r, uid_t uid) {
         return r->uid == 0 || r->uid == uid;
 }
 
+bool access_may_see_share(const Request *r, const User *own, const char *share) {
+        if (r->uid == 0)
+                return true;
+        return own && own->uid == r->uid && own->shares &&
+               g_strv_contains((const char *const *) own->shares, share);
+}
+
+bool access_sees_all_members(const Request *r) {
+        return r->uid == 0;
+}
+
 /* Where the caller stands (peer.h): 0, or -EPERM with *ret_why when nsd cannot tell. */
 static int caller_view(Request *r, const User *u, PeerView *ret, char **ret_why) {
         int rv = peer_view(r->pid, r->conn ? conn_pidfd(r->conn) : -1, &r->sender, u ? u->ns : NULL,

@@ -28,5 +28,10 @@ int access_check_descriptors(Request *r, uid_t uid);
  * full view of the user's, never a sandbox: the namespace itself or the initial one. u may
  * be NULL (no namespace yet: only the initial view counts). */
 int access_check_full_view(Request *r, const User *u);
+/* SHARES: may the caller see the share name, and every member of it? Root sees every share
+ * and member; anyone else the shares its own namespace (own: the caller's User, or NULL) was
+ * given, and of their members its own uid only. */
+bool access_may_see_share(const Request *r, const User *own, const char *share);
+bool access_sees_all_members(const Request *r);
 /* SESSION_OPEN, JOIN_SESSION: only root names a session leader other than itself. */
 int access_check_leader(Request *r, uint32_t pid);

@@ -22,6 +22,7 @@
 #include "domain/users.h"
 #include "policy/conf.h"
 #include "policy/policy.h"
+#include "policy/setup-conf.h"
 #include "store/fdstore.h"
 #include "store/pinstore.h"
 #include "store/userns.h"
@@ -36,6 +37,10 @@
 #define LIST_COUNTED_PER_TURN 4
 #define LIST_ENTRIES_PER_TURN 64
 #define SHOW_PARTS_PER_TURN 16
+/* SHARES: parts per turn (entries and member parts), and shares whose members are looked up
+ * (a walk over every namespace) per turn. */
+#define SHARES_PARTS_PER_TURN 64
+#define SHARES_SCANS_PER_TURN 4
 /* SHOW text held by all unprivileged SHOWs being sent; past it they get -EBUSY. */
 #define SHOW_BYTES_MAX (32u << 20)
 
@@ -685,6 +690,146 @@ static int handle_show(Request *r) {
         return request_stream(r, ss, show_state_free, show_produce);
 }
 
+/* ---- SHARES (1.5) ----------------------------------------------------------------------- */
+
+_Static_assert(NSD_SHARE_NAME_MAX > SETUP_NAME_MAX, "a share's name and its NUL fit");
+_Static_assert(NSD_SHARE_PATH_MAX > SETUP_PATH_MAX, "a share's path and its NUL fit");
+_Static_assert(NSD_SHARE_PROPAGATION_MEMBERS == SHARE_PROPAGATION_MEMBERS &&
+                       NSD_SHARE_PROPAGATION_HOST == SHARE_PROPAGATION_HOST &&
+                       NSD_SHARE_PROPAGATION_BOTH == SHARE_PROPAGATION_BOTH,
+               "Propagation= on the wire");
+
+/* What the caller may see of one share, copied when the request came (a reload may replace
+ * the configuration while the stream is sent). */
+typedef struct SharesItem {
+        char *name, *path;
+        uint32_t propagation, max_members;
+} SharesItem;
+
+/* The state of one SHARES stream: at most SETUP_MAX_SHARES items and the member uids of one
+ * share at a time (at most every namespace), whatever the caller. */
+typedef struct SharesState {
+        SharesItem *items;
+        size_t n, next; /* the share being sent */
+        GArray *uids;   /* its members still to send; NULL: its entry is not sent yet */
+        guint next_uid;
+        uint32_t sent;
+        bool all_members; /* root: every member; anyone else: its own uid only */
+} SharesState;
+
+static void shares_state_free(void *p) {
+        SharesState *ss = p;
+
+        for (size_t i = 0; i < ss->n; i++) {
+                g_free(ss->items[i].name);
+                g_free(ss->items[i].path);
+        }
+        g_free(ss->items);
+        if (ss->uids)
+                g_array_unref(ss->uids);
+        g_free(ss);
+}
+
+/* The members of it the caller may see, now. */
+static GArray *shares_visible_uids(Request *r, const SharesState *ss, const SharesItem *it) {
+        Api *a = api_of(r);
+        GArray *uids;
+        User *own;
+
+        if (ss->all_members)
+                return users_share_uids(a->users, it->name);
+        uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
+        own = users_get(a->users, r->uid);
+        if (access_may_see_share(r, own, it->name)) /* still: it may have been released */
+                g_array_append_val(uids, own->uid);
+        return uids;
+}
+
+static void shares_send_entry(Request *r, SharesState *ss, const SharesItem *it) {
+        struct nsd_rep_shares_entry e;
+
+        nsd_msg_init(&e.hdr, NSD_REP_SHARES_ENTRY, sizeof e, r->seq);
+        e.propagation = it->propagation;
+        e.max_members = it->max_members;
+        e.members = users_share_members(api_of(r)->users, it->name);
+        e.flags = ss->all_members ? 0 : NSD_SHARE_OWN_ONLY;
+        e.n_uids = ss->uids->len;
+        /* TODO(issue 24): the anchor's mount count and peer group id need a helper in nsd's
+         * pin namespace (and each member's clone's peer group one in its namespace); until
+         * then the protocol's "unknown" */
+        e.mounts = -1;
+        e.peer_group = 0;
+        g_strlcpy(e.name, it->name, sizeof e.name);
+        g_strlcpy(e.path, it->path, sizeof e.path);
+        if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
+                ss->sent++;
+}
+
+static void shares_send_members(Request *r, SharesState *ss) {
+        struct nsd_rep_shares_members m;
+
+        nsd_msg_init(&m.hdr, NSD_REP_SHARES_MEMBERS, sizeof m, r->seq);
+        while (m.n < NSD_SHARES_MEMBERS_PER_PART && ss->next_uid < ss->uids->len) {
+                m.members[m.n].uid = g_array_index(ss->uids, uid_t, ss->next_uid++);
+                m.members[m.n].peer_group = 0; /* unknown, as the entry's */
+                m.n++;
+        }
+        (void) request_reply(r, &m, sizeof m, NULL, 0);
+}
+
+/* One turn's worth of entries and member parts, then the end. */
+static bool shares_produce(Request *r) {
+        SharesState *ss = r->data;
+        unsigned parts = SHARES_PARTS_PER_TURN, scans = SHARES_SCANS_PER_TURN;
+        struct nsd_rep_shares_end end;
+
+        while (parts > 0 && ss->next < ss->n && request_can_send(r)) {
+                if (!ss->uids) {
+                        if (scans == 0)
+                                break;
+                        scans--;
+                        ss->uids = shares_visible_uids(r, ss, &ss->items[ss->next]);
+                        ss->next_uid = 0;
+                        shares_send_entry(r, ss, &ss->items[ss->next]);
+                } else
+                        shares_send_members(r, ss);
+                parts--;
+                if (ss->next_uid >= ss->uids->len) { /* this share is done */
+                        g_clear_pointer(&ss->uids, g_array_unref);
+                        ss->next++;
+                }
+        }
+        if (ss->next < ss->n || !request_can_send(r))
+                return false;
+        nsd_msg_init(&end.hdr, NSD_REP_SHARES_END, sizeof end, r->seq);
+        end.count = ss->sent;
+        (void) request_reply(r, &end, sizeof end, NULL, 0);
+        return true;
+}
+
+/* Every share of the configuration in force the caller may see (access.h), in the order of
+ * nsd.conf; nothing of a share the caller may not see goes out, not even its name. */
+static int handle_shares(Request *r) {
+        Api *a = api_of(r);
+        const SetupConf *conf = &a->config->setup;
+        User *own = r->uid == 0 ? NULL : users_get(a->users, r->uid);
+        SharesState *ss = g_new0(SharesState, 1);
+
+        ss->all_members = access_sees_all_members(r);
+        ss->items = g_new0(SharesItem, MAX(conf->n_shares, 1));
+        for (size_t i = 0; i < conf->n_shares; i++) {
+                const Share *sh = &conf->shares[i];
+
+                if (!access_may_see_share(r, own, sh->name))
+                        continue;
+                ss->items[ss->n++] = (SharesItem) { .name = g_strdup(sh->name),
+                                                    .path = g_strdup(sh->path),
+                                                    .propagation = (uint32_t) sh->propagation,
+                                                    .max_members = sh->max_members };
+        }
+        return request_stream(r, ss, shares_state_free, shares_produce);
+}
+
 /* ---- RELEASE ---------------------------------------------------------------------------- */
 
 static int handle_release(Request *r) {
@@ -823,4 +968,5 @@ const RequestHandler api_handlers[_NSD_REQ_MAX] = {
         [NSD_REQ_HIDE] = handle_hide,
         [NSD_REQ_JOIN_SESSION] = handle_join_session,
         [NSD_REQ_METRICS] = handle_metrics,
+        [NSD_REQ_SHARES] = handle_shares,
 };

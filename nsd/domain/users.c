@@ -854,6 +854,21 @@ GArray *users_uids(const Users *reg) {
         return uids;
 }
 
+GArray *users_share_uids(const Users *reg, const char *share) {
+        GArray *uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
+        GHashTableIter it;
+        gpointer v;
+
+        g_hash_table_iter_init(&it, reg->users);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const User *u = v;
+                if (u->shares && g_strv_contains((const char *const *) u->shares, share))
+                        g_array_append_val(uids, u->uid);
+        }
+        g_array_sort(uids, compare_uid);
+        return uids;
+}
+
 /* ---- adoption: pending.c reports here ---------------------------------------------------- */
 
 /* A pinned namespace adopted (at start, or by a retry). */

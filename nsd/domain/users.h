@@ -117,6 +117,9 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
                      void *userdata, User **ret, bool *ret_created, char **ret_why);
 /* How many namespaces were given the share (made, or being made now). */
 unsigned users_share_members(const Users *reg, const char *share);
+/* The uids of the live namespaces given the share (not those being made), sorted
+ * (g_array_unref()). */
+GArray *users_share_uids(const Users *reg, const char *share);
 /* The setup generation of the configuration in force (setup-conf.h), into buf. */
 const char *users_setup_generation(const Users *reg, char buf[static 17]);
 /* Was u's namespace made with another setup than generation (the one in force)? One whose

@@ -8,7 +8,8 @@
  * privilege needed and none used: the peer is uid 1000 on everyone's socket, whose
  * "namespace" is the one the fuzzer runs in, so JOIN, SHOW, RELEASE, HIDE, SESSION_* and
  * STATUS/LIST all reach their handlers (HIDE stops at "owner-private mounts need a kernel
- * with..." since the Server probed no features; METRICS at "root only").
+ * with..." since the Server probed no features; METRICS at "root only"; SHARES answers its
+ * end alone: the config has no share).
  *
  * Input, two formats, told apart by bit 7 of byte 0.
  *
@@ -326,7 +327,9 @@ static unsigned count_fds(void) {
 /* May a reply of type answer a request of type req (readable, known)? */
 static bool answers(uint16_t type, uint16_t req) {
         return type == (req | NSD_REPLY_BIT) || (req == NSD_REQ_LIST && type == NSD_REP_LIST_END) ||
-               (req == NSD_REQ_SHOW && type == NSD_REP_SHOW_END);
+               (req == NSD_REQ_SHOW && type == NSD_REP_SHOW_END) ||
+               (req == NSD_REQ_SHARES &&
+                (type == NSD_REP_SHARES_MEMBERS || type == NSD_REP_SHARES_END));
 }
 
 /* One reply of n bytes that carried n_fds descriptors: sound, and in its place (see the

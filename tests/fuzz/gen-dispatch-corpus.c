@@ -174,6 +174,18 @@ static void metrics(void) {
         finish("script-metrics-refused-then-status");
 }
 
+/* 1.5: a stream like LIST's (entries, member parts, an end); a user sees its own shares */
+static void shares(void) {
+        REQ(sh, NSD_REQ_SHARES, nsd_req_shares, 13);
+        seed("shares", 0, sh, sizeof *sh);
+        seed("shares-with-fd", FDS(1), sh, sizeof *sh);
+        script(0);
+        record(LOOP | READ, sh, sizeof *sh);
+        record(LOOP | READ, proto_msg(NSD_REQ_LIST, sizeof(struct nsd_req_list), 14),
+               sizeof(struct nsd_req_list));
+        finish("script-shares-then-list");
+}
+
 static void release_hide(void) {
         REQ(r, NSD_REQ_RELEASE, nsd_req_release, 8);
         r->uid = UID;
@@ -399,6 +411,7 @@ int main(int argc, char **argv) {
         join_session();
         status_list_show();
         metrics();
+        shares();
         release_hide();
         broken();
         scripts();

@@ -234,6 +234,38 @@ static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd
         (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
 }
 
+static void answer_shares(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
+        struct nsd_rep_shares_end end;
+
+        for (size_t i = 0; i < cfg->n_shares; i++) {
+                const struct fake_share *sh = &cfg->shares[i];
+                struct nsd_rep_shares_entry e;
+                struct nsd_rep_shares_members m;
+
+                fake_nsd_reply_init(&e, NSD_REP_SHARES_ENTRY, sizeof(e), r);
+                snprintf(e.name, sizeof(e.name), "%s", sh->name);
+                snprintf(e.path, sizeof(e.path), "%s", sh->path);
+                e.propagation = sh->propagation;
+                e.max_members = sh->max_members;
+                e.members = sh->members;
+                e.flags = sh->flags;
+                e.n_uids = (uint32_t) sh->n_uids;
+                e.mounts = -1;
+                if (fake_nsd_send(cfd, &e, sizeof(e), NULL, 0) < 0)
+                        return;
+                for (size_t k = 0; k < sh->n_uids;) {
+                        fake_nsd_reply_init(&m, NSD_REP_SHARES_MEMBERS, sizeof(m), r);
+                        while (m.n < NSD_SHARES_MEMBERS_PER_PART && k < sh->n_uids)
+                                m.members[m.n++].uid = sh->uids[k++];
+                        if (fake_nsd_send(cfd, &m, sizeof(m), NULL, 0) < 0)
+                                return;
+                }
+        }
+        fake_nsd_reply_init(&end, NSD_REP_SHARES_END, sizeof(end), r);
+        end.count = (uint32_t) cfg->n_shares;
+        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+}
+
 /* text in NSD_REP_SHOW_DATA parts as large as a datagram may be, then NSD_REP_SHOW_END */
 static void answer_show(int cfd, const struct fake_req *r, const char *text) {
         static uint8_t buf[NSD_MSG_SIZE_MAX];
@@ -299,6 +331,13 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 /* what a 1.3 nsd does with a type it does not know */
                 (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (10)");
                 rec->metrics++;
+                fake_req_close_fds(&r);
+                return -1;
+        }
+        if (r.hdr.type == NSD_REQ_SHARES && minor < 5) {
+                /* what a 1.4 nsd does with a type it does not know */
+                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (11)");
+                rec->shares++;
                 fake_req_close_fds(&r);
                 return -1;
         }
@@ -427,6 +466,13 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                         (void) fake_nsd_send_error(cfd, &r, cfg->list_error, refused(cfg));
                 else
                         answer_list(cfd, &r, cfg);
+                break;
+        case NSD_REQ_SHARES:
+                rec->shares++;
+                if (cfg->shares_error)
+                        (void) fake_nsd_send_error(cfd, &r, cfg->shares_error, refused(cfg));
+                else
+                        answer_shares(cfd, &r, cfg);
                 break;
         case NSD_REQ_SHOW:
                 rec->shows++;

@@ -79,7 +79,8 @@ bool fake_fd_is_pidfd_of(int fd, pid_t pid);
 struct fake_nsd_config {
         unsigned minor; /* protocol minor it speaks; 0 means NSD_PROTO_MINOR. With 1,
                                   * JOIN_SESSION is refused with -EOPNOTSUPP and the connection
-                                  * closed, as a 1.1 nsd does; below 4, METRICS. */
+                                  * closed, as a 1.1 nsd does; below 4, METRICS;
+                                  * below 5, SHARES. */
         bool stuck;     /* accept and read, never answer (a SIGSTOPped nsd) */
         int join_error; /* 0 or -errno for JOIN and JOIN_SESSION */
         const char *join_message;
@@ -99,6 +100,10 @@ struct fake_nsd_config {
          * error; STATUS then gives their namespaces, pinned, sessions and connections */
         const struct nsd_rep_metrics *metrics;
         int metrics_error;
+        /* SHARES' entries (1.5; below 5, refused as METRICS is below 4), or the error */
+        const struct fake_share *shares;
+        size_t n_shares;
+        int shares_error;
         const char *error_message; /* with those; NULL means "fake nsd: refused" */
 };
 
@@ -108,6 +113,14 @@ struct fake_ns {
         int32_t mounts;
         uint64_t ns_inode, created_usec;
         const char *pin;
+};
+
+/* One SHARES entry and its members. */
+struct fake_share {
+        const char *name, *path;
+        uint32_t propagation, max_members, members, flags;
+        const uint32_t *uids;
+        size_t n_uids;
 };
 
 struct fake_nsd_record {
@@ -122,7 +135,7 @@ struct fake_nsd_record {
         uint64_t sc_id;
         uint32_t sc_uid, sc_pid;
         /* LIST, SHOW, RELEASE, HIDE */
-        unsigned lists, shows, releases, hides, metrics;
+        unsigned lists, shows, releases, hides, metrics, shares;
         uint32_t show_uid, release_uid, release_flags, hide_uid, hide_flags;
         char hide_path[NSD_HIDE_PATH_MAX];
 };

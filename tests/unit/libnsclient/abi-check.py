@@ -11,7 +11,7 @@ Reads the version script (one node per release, every symbol by name, no globs b
   - every symbol the library defines and exports is in the script, in the node it carries
     (name@@NODE), and every name in the script is exported from its node;
   - each node inherits from the one before (NSCLIENT_1.1 { ... } NSCLIENT_1;);
-  - the library's file version follows the newest node: NSCLIENT_1.3 -> libnsclient.so.1.3.0.
+  - the library's file version follows the newest node: NSCLIENT_1.4 -> libnsclient.so.1.4.0.
 Like libfuse's ABI check: a symbol added without a node, moved between nodes, or dropped
 fails here instead of at a user's dynamic linker.
 """

@@ -78,12 +78,14 @@ static void test_msg_check(void) {
         static const uint16_t requests[] = {
                 NSD_REQ_JOIN,         NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
                 NSD_REQ_LIST,         NSD_REQ_SHOW,         NSD_REQ_RELEASE,       NSD_REQ_HIDE,
-                NSD_REQ_JOIN_SESSION, NSD_REQ_METRICS,
+                NSD_REQ_JOIN_SESSION, NSD_REQ_METRICS,      NSD_REQ_SHARES,
         };
         static const uint16_t replies[] = {
-                NSD_REP_JOIN,       NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE, NSD_REP_STATUS,
-                NSD_REP_LIST_ENTRY, NSD_REP_LIST_END,     NSD_REP_SHOW_END,      NSD_REP_RELEASE,
-                NSD_REP_HIDE,       NSD_REP_JOIN_SESSION, NSD_REP_METRICS,       NSD_REP_ERROR,
+                NSD_REP_JOIN,           NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE,
+                NSD_REP_STATUS,         NSD_REP_LIST_ENTRY,   NSD_REP_LIST_END,
+                NSD_REP_SHOW_END,       NSD_REP_RELEASE,      NSD_REP_HIDE,
+                NSD_REP_JOIN_SESSION,   NSD_REP_METRICS,      NSD_REP_SHARES_ENTRY,
+                NSD_REP_SHARES_MEMBERS, NSD_REP_SHARES_END,   NSD_REP_ERROR,
         };
         const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
         const char *why;
@@ -182,6 +184,9 @@ static void test_msg_check(void) {
                    "request type %u is tested, has a size and a reply", t);
         }
         ok(nsd_request_size(NSD_REQ_HIDE) <= NSD_MSG_SIZE_MAX, "a HIDE request fits in a datagram");
+        ok(nsd_reply_size(NSD_REP_SHARES_ENTRY) <= NSD_MSG_SIZE_MAX &&
+                   nsd_reply_size(NSD_REP_SHARES_MEMBERS) <= NSD_MSG_SIZE_MAX,
+           "a SHARES entry and a members part fit in a datagram");
 
         /* types */
         msg(NSD_REQ_HIDE, 32);
@@ -190,7 +195,7 @@ static void test_msg_check(void) {
         is_int(check(24, 1), -EOPNOTSUPP, "request type 0: EOPNOTSUPP");
         msg(_NSD_REQ_MAX + 5, 24);
         is_int(check(24, 1), -EOPNOTSUPP, "unknown request type: EOPNOTSUPP");
-        msg(0x8102, 24);
+        msg(0x81ff, 24);
         is_int(check(24, 0), -EOPNOTSUPP, "unknown reply type: EOPNOTSUPP");
         msg(NSD_REP_HIDE, 32);
         is_int(check(32, 0), -EBADMSG, "HIDE reply with a body: EBADMSG");
@@ -525,6 +530,59 @@ static void script_list(int cfd) {
         srv_send(cfd, &end, sizeof(end), NULL, 0);
         while (srv_next(cfd, &r)) {
         }
+}
+
+/* SHARES: "lab" with shares_lab_members members in parts, "empty" with none, the end;
+ * shares_lie: the first part has one member more than the entry announced */
+static uint32_t shares_lab_members;
+static bool shares_lie;
+static void script_shares(int cfd) {
+        struct fake_req r;
+        struct nsd_rep_shares_entry e;
+        struct nsd_rep_shares_members m;
+        struct nsd_rep_shares_end end;
+        uint32_t sent = 0;
+
+        if (!srv_next(cfd, &r))
+                return;
+        rep(&e, NSD_REP_SHARES_ENTRY, sizeof(e), &r);
+        snprintf(e.name, sizeof(e.name), "lab");
+        snprintf(e.path, sizeof(e.path), "/srv/lab");
+        e.propagation = NSD_SHARE_PROPAGATION_BOTH;
+        e.max_members = 256;
+        e.members = shares_lab_members + 1;
+        e.n_uids = shares_lab_members;
+        e.mounts = -1;
+        srv_send(cfd, &e, sizeof(e), NULL, 0);
+        while (sent < shares_lab_members) {
+                rep(&m, NSD_REP_SHARES_MEMBERS, sizeof(m), &r);
+                while (m.n < NSD_SHARES_MEMBERS_PER_PART && sent < shares_lab_members)
+                        m.members[m.n++].uid = 2000 + sent++;
+                if (shares_lie)
+                        m.members[m.n++].uid = 1;
+                srv_send(cfd, &m, sizeof(m), NULL, 0);
+                if (shares_lie)
+                        break;
+        }
+        rep(&e, NSD_REP_SHARES_ENTRY, sizeof(e), &r);
+        snprintf(e.name, sizeof(e.name), "empty");
+        snprintf(e.path, sizeof(e.path), "/srv/empty");
+        e.max_members = 4;
+        e.flags = NSD_SHARE_OWN_ONLY;
+        srv_send(cfd, &e, sizeof(e), NULL, 0);
+        rep(&end, NSD_REP_SHARES_END, sizeof(end), &r);
+        end.count = 2;
+        srv_send(cfd, &end, sizeof(end), NULL, 0);
+        while (srv_next(cfd, &r)) {
+        }
+}
+
+/* what a 1.4 nsd does with a type it does not know */
+static void script_shares_unknown(int cfd) {
+        struct fake_req r;
+
+        if (srv_next(cfd, &r))
+                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (11)");
 }
 
 /* SHOW: text in parts of these sizes, then END */
@@ -1412,6 +1470,52 @@ static void test_metrics(void) {
         finish(c);
 }
 
+static void test_shares(void) {
+        struct nsc_share_info *v = NULL;
+        size_t n = 0;
+        bool in_order = true;
+        nsc_conn *c;
+        int r;
+
+        shares_lab_members = 200;
+        shares_lie = false;
+        c = start(script_shares);
+        r = nsc_shares(c, &v, &n);
+        is_int(r, 0, "SHARES succeeds");
+        is_int(seen.last.check, 0, "the SHARES request passes nsd's check");
+        is_int(seen.last.hdr.type, NSD_REQ_SHARES, "it is a SHARES request");
+        if (r == 0) {
+                is_int(n, 2, "2 shares");
+                ok(strcmp(v[0].name, "lab") == 0 && strcmp(v[0].path, "/srv/lab") == 0 &&
+                           v[0].propagation == NSC_SHARE_PROPAGATION_BOTH &&
+                           v[0].max_members == 256 && v[0].members == 201 && v[0].mounts == -1,
+                   "lab: name, path, propagation, MaxMembers=, members");
+                is_int(v[0].n_members, 200, "lab's 200 uids from two parts");
+                for (size_t i = 0; i < v[0].n_members; i++)
+                        in_order = in_order && v[0].member[i].uid == 2000 + i;
+                ok(in_order, "in the order sent");
+                ok(strcmp(v[1].name, "empty") == 0 && v[1].n_members == 0 && v[1].member &&
+                           v[1].flags == NSC_SHARE_OWN_ONLY,
+                   "empty: no members, flagged");
+                nsc_shares_free(v, n);
+        }
+        finish(c);
+
+        shares_lie = true;
+        shares_lab_members = 3;
+        c = start(script_shares);
+        v = NULL;
+        is_int(nsc_shares(c, &v, &n), -EBADMSG, "a part with more members than announced: EBADMSG");
+        ok(v == NULL, "... and nothing returned");
+        finish(c);
+
+        c = start(script_shares_unknown);
+        is_int(nsc_shares(c, &v, &n), -EOPNOTSUPP, "an nsd older than 1.5: EOPNOTSUPP");
+        is_int(nsc_shares(c, NULL, &n), -EINVAL, "nsc_shares(NULL ret): EINVAL");
+        finish(c);
+        nsc_shares_free(NULL, 0);
+}
+
 static void test_arguments(void) {
         char longpath[200], longservice[NSD_SERVICE_MAX + 1];
         struct nsc_join_result j;
@@ -1597,6 +1701,7 @@ int main(void) {
         test_bad_replies();
         test_status();
         test_metrics();
+        test_shares();
         test_timeout();
         test_threads();
         test_list();

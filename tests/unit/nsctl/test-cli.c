@@ -438,7 +438,7 @@ static void test_exclusive(void) {
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
         ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
         check_json("list --json of no namespace", r.out,
-                   (const char *[]) { "d", "{'schema_version': 2, 'namespaces': []}", NULL });
+                   (const char *[]) { "d", "{'schema_version': 3, 'namespaces': []}", NULL });
         is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
 }
 
@@ -819,6 +819,7 @@ static void test_golden(void) {
                 { "release-help", { "release", "--help" } },
                 { "hide-help", { "hide", "-h" } },
                 { "metrics-help", { "metrics", "--help" } },
+                { "shares-help", { "shares", "--help" } },
                 { "no-command", { NULL } },
                 { "unknown-command", { "frobnicate" } },
                 { "list-bad-column", { "list", "-o", "UID,bogus" } },
@@ -865,8 +866,22 @@ static void test_golden(void) {
                     "USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,USER,"
                     "USER,USER",
                     "-o", "+UID" } },
+                { "shares", { "shares" } },
+                { "shares-json", { "shares", "--json" } },
+                { "shares-raw", { "shares", "-r", "-o", "share,uids" } },
                 { "release-busy", { "release", "alice" } },
                 { "hide-refused", { "hide", "--unhide", "-u", "bob", "/srv/x" } },
+        };
+        static const uint32_t lab_uids[] = { 1500, 1600 };
+        static const struct fake_share shares[] = {
+                { .name = "lab",
+                  .path = "/srv/lab",
+                  .propagation = NSD_SHARE_PROPAGATION_HOST,
+                  .max_members = 256,
+                  .members = 2,
+                  .uids = lab_uids,
+                  .n_uids = 2 },
+                { .name = "empty", .path = "/srv/empty", .max_members = 4 },
         };
         const struct fake_nsd_config cfg = {
                 .status_version = "1.2.3",
@@ -874,6 +889,8 @@ static void test_golden(void) {
                                    NSD_FEATURE_PIN_NAMESPACE | NSD_FEATURE_PRIVATE_MODE,
                 .list = namespaces,
                 .n_list = 3,
+                .shares = shares,
+                .n_shares = 2,
                 .show_text = mountinfo,
                 .release_error = -EBUSY,
                 .hide_error = -EPERM,
@@ -911,15 +928,15 @@ static void test_json_schema(void) {
                 const char *what, *doc;
                 int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
         } docs[] = {
-                { "the smallest list", "{\"schema_version\": 2, \"namespaces\": []}", 0 },
+                { "the smallest list", "{\"schema_version\": 3, \"namespaces\": []}", 0 },
                 { "no schema_version", "{\"namespaces\": []}", 3 },
                 { "another schema_version", "{\"schema_version\": 1, \"namespaces\": []}", 3 },
                 { "a member of a type it does not have",
-                  "{\"schema_version\": 2, \"namespaces\": [{\"uid\": \"1500\"}]}", 3 },
+                  "{\"schema_version\": 3, \"namespaces\": [{\"uid\": \"1500\"}]}", 3 },
                 { "a member the schema does not describe",
-                  "{\"schema_version\": 2, \"namespaces\": [{\"uid\": 1500, \"color\": 1}]}", 3 },
+                  "{\"schema_version\": 3, \"namespaces\": [{\"uid\": 1500, \"color\": 1}]}", 3 },
                 { "two outputs in one",
-                  "{\"schema_version\": 2, \"namespaces\": [], "
+                  "{\"schema_version\": 3, \"namespaces\": [], "
                   "\"filesystems\": []}",
                   3 },
                 { "a value of private_mode it does not have",

@@ -4,7 +4,8 @@
  * over socketpairs: every request type has a handler, STATUS's figures, root's LIST of many
  * namespaces streamed while others are served, a JOIN waiting for a user database that
  * hangs (policy.c's threads, LookupTimeoutSec=, the cache), JOIN_SESSION's refusals, METRICS
- * (root's only; its counters move with JOINs and releases, its gauges are STATUS's). TAP, no
+ * (root's only; its counters move with JOINs and releases, its gauges are STATUS's), SHARES
+ * (root sees every member, a member its own uid, anyone else nothing). TAP, no
  * root; nothing here creates a mount namespace: the server has no pin store and no probed
  * features, and the requests sent are those that refuse or answer without one.
  */
@@ -324,6 +325,136 @@ static void test_metrics(void) {
         metrics_reset();
 }
 
+/* A whole SHARES reply: "name:uid,uid;" per entry, its end's count, entries' flags ORed. */
+static char *read_shares(int fd, uint32_t *ret_count, uint32_t *ret_flags, uint32_t *ret_members) {
+        GString *out = g_string_new("");
+        uint32_t want = 0, got = 0;
+
+        *ret_count = UINT32_MAX;
+        *ret_flags = 0;
+        *ret_members = 0;
+        for (;;) {
+                TestReply rep = loop_test_next(fd);
+                if (rep.type == NSD_REP_SHARES_ENTRY) {
+                        const struct nsd_rep_shares_entry *e = (const void *) &rep.msg;
+                        if (want != got)
+                                g_string_append(out, "(short)");
+                        if (out->len > 0)
+                                g_string_append_c(out, ';');
+                        g_string_append_printf(out, "%s:", e->name);
+                        want = e->n_uids;
+                        got = 0;
+                        *ret_flags |= e->flags;
+                        *ret_members += e->members;
+                        if (e->mounts != -1 || e->peer_group != 0)
+                                g_string_append(out, "(known?)");
+                        continue;
+                }
+                if (rep.type == NSD_REP_SHARES_MEMBERS) {
+                        const struct nsd_rep_shares_members *m = (const void *) &rep.msg;
+                        for (uint32_t i = 0; i < m->n && i < NSD_SHARES_MEMBERS_PER_PART; i++)
+                                g_string_append_printf(out, "%s%u", got++ ? "," : "",
+                                                       m->members[i].uid);
+                        continue;
+                }
+                if (rep.type == NSD_REP_SHARES_END)
+                        *ret_count = ((const struct nsd_rep_shares_end *) &rep.msg)->count;
+                if (want != got)
+                        g_string_append(out, "(short)");
+                return g_string_free(out, FALSE);
+        }
+}
+
+static void give_share(Server *s, uid_t uid, const char *names) {
+        User *u = users_get(s->users, uid);
+        g_strfreev(u->shares);
+        u->shares = g_strsplit(names, " ", -1);
+}
+
+/* SHARES: root sees every share and member, a member its shares and its own uid, anyone
+ * else nothing; 300 members come in parts */
+static void test_shares(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        Share shares[] = {
+                { .name = (char *) "lab",
+                  .path = (char *) "/srv/lab",
+                  .max_members = 256,
+                  .propagation = SHARE_PROPAGATION_HOST },
+                { .name = (char *) "empty", .path = (char *) "/srv/empty", .max_members = 8 },
+        };
+        int root = peer(s, CONN_KIND_ROOT, 0), member = peer(s, CONN_KIND_USER, 100001);
+        int outsider = peer(s, CONN_KIND_USER, 100002), nobody = peer(s, CONN_KIND_USER, 5000);
+        g_autofree char *all = NULL, *own = NULL, *none = NULL, *none2 = NULL, *many = NULL;
+        uint32_t count, flags, members;
+        TestReply t;
+
+        /* the test's, not the config's: given back before the server goes */
+        s->config.setup.shares = shares;
+        s->config.setup.n_shares = G_N_ELEMENTS(shares);
+        add_fake_users(s, 3);
+        give_share(s, 100000, "lab");
+        give_share(s, 100001, "lab");
+
+        loop_test_send_type(root, NSD_REQ_SHARES, 5);
+        t = loop_test_next(root);
+        {
+                const struct nsd_rep_shares_entry *e = (const void *) &t.msg;
+                ok(t.type == NSD_REP_SHARES_ENTRY && t.seq == 5 && t.len == sizeof *e &&
+                           g_str_equal(e->name, "lab") && g_str_equal(e->path, "/srv/lab") &&
+                           e->propagation == NSD_SHARE_PROPAGATION_HOST && e->max_members == 256 &&
+                           e->members == 2 && e->n_uids == 2 && e->flags == 0,
+                   "root's first entry: lab, /srv/lab, host, 256, 2 members");
+        }
+        loop_test_send_type(root, NSD_REQ_SHARES, 6);
+        /* the rest of the first reply, then the second whole */
+        for (;;) {
+                TestReply x = loop_test_next(root);
+                if (x.type != NSD_REP_SHARES_ENTRY && x.type != NSD_REP_SHARES_MEMBERS)
+                        break;
+        }
+        all = read_shares(root, &count, &flags, &members);
+        is_str(all, "lab:100000,100001;empty:", "root sees both shares and both members");
+        ok(count == 2 && flags == 0 && members == 2, "its end counts 2 entries; no flag");
+
+        loop_test_send_type(member, NSD_REQ_SHARES, 7);
+        own = read_shares(member, &count, &flags, &members);
+        is_str(own, "lab:100001", "a member sees its share and only its own uid");
+        ok(count == 1 && flags == NSD_SHARE_OWN_ONLY && members == 2,
+           "flagged NSD_SHARE_OWN_ONLY; the count of members is not hidden");
+
+        loop_test_send_type(outsider, NSD_REQ_SHARES, 8);
+        none = read_shares(outsider, &count, &flags, &members);
+        ok(g_str_equal(none, "") && count == 0, "a namespace given no share sees no share");
+        loop_test_send_type(nobody, NSD_REQ_SHARES, 9);
+        none2 = read_shares(nobody, &count, &flags, &members);
+        ok(g_str_equal(none2, "") && count == 0, "a caller without a namespace sees nothing");
+
+        /* members past one part */
+        for (uid_t uid = 100003; uid < 100300; uid++) {
+                UserNs *ns = userns_new(uid);
+                ns->ns_fd = open("/", O_PATH | O_CLOEXEC);
+                ns->root_fd = open("/", O_PATH | O_CLOEXEC);
+                ns->ns_inode = 4026531840u + uid;
+                users_add(s->users, ns, NULL, 0);
+        }
+        for (uid_t uid = 100000; uid < 100300; uid++)
+                give_share(s, uid, "lab");
+        loop_test_send_type(root, NSD_REQ_SHARES, 10);
+        many = read_shares(root, &count, &flags, &members);
+        ok(!strstr(many, "(short)") && g_str_has_prefix(many, "lab:100000,100001,") &&
+                   g_str_has_suffix(many, ",100299;empty:") && members == 300,
+           "300 members in parts of %u, in order", NSD_SHARES_MEMBERS_PER_PART);
+
+        close(root);
+        close(member);
+        close(outsider);
+        close(nobody);
+        s->config.setup.shares = NULL;
+        s->config.setup.n_shares = 0;
+        server_free(s);
+}
+
 static void test_join_session_refusals(void) {
         Config c = loop_test_config();
         Server *s = core_test_server(&c);
@@ -383,5 +514,6 @@ int main(void) {
         test_slow_lookup();
         test_join_session_refusals();
         test_metrics();
+        test_shares();
         return tap_done();
 }
