@@ -16,6 +16,7 @@
 #  4. a kill -9 of nsd (systemd restarts it): the share still carries mounts between the
 #     living namespaces, and a member whose namespace is made afterwards (dave, released and
 #     made again) joins the same peer group: he sees alice's mount.
+#     nsctl shares lists each share's members for root; a member sees only its own uid.
 #  5. nsd --check-config names FILE:LINE of a share without members.
 #   Args: BUILD-DIR
 set -u
@@ -156,6 +157,17 @@ assert_eq "" "$(nsd_ns_inode dave)" "dave's namespace after the release"
 nsd_wait_for 60 has_fuse_at dave "$lab/alice"
 assert_eq "data of alice" "$(vm_ssh dave "cat $lab/alice/file")" "dave reads alice's file in his new namespace"
 assert_eq "after the restart" "$(vm_ssh dave "cat $lab/after/file")" "dave reads alice's mount made after the restart"
+
+say "4. nsctl shares: root sees every member; bob only his own uid, of the shares he has"
+out=$("$NSCTL" shares --raw --noheadings -o SHARE,PROPAGATION,MEMBERS,MAX,UIDS)
+echo "$out"
+assert_eq "lab members 3 256 1001,1002,1004
+media host 1 256 1001
+duo members 2 2 1001,1002" "$out" "root's nsctl shares"
+out=$(vm_ssh bob "$NSCTL shares --raw --noheadings -o SHARE,UIDS")
+assert_eq "lab 1002
+duo 1002" "$out" "bob's nsctl shares"
+assert_eq "" "$(vm_ssh carol "$NSCTL shares --raw --noheadings")" "carol's nsctl shares (she has none)"
 
 # ---- 5. a share without members ----------------------------------------------------------
 say "5. nsd --check-config: a share without members"
