@@ -240,6 +240,8 @@ int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret);
 #define NSC_SHARE_PROPAGATION_MEMBERS 0 /* members to members only */
 #define NSC_SHARE_PROPAGATION_HOST 1    /* and the host's mounts under the path come in */
 #define NSC_SHARE_PROPAGATION_BOTH 2    /* members and the initial namespace alike */
+#define NSC_SHARE_PROPAGATION_PER_USER \
+        3 /* the host's mounts under Path=/<member> reach that member */
 
 #define NSC_SHARE_OWN_ONLY 0x1u /* not root: uids holds the caller's own uid only */
 

@@ -508,9 +508,10 @@ _Static_assert(sizeof(struct nsd_req_shares) == 24, "nsd_req_shares layout");
 #define NSD_SHARE_PATH_MAX 1032
 
 /* propagation: nsd.conf's Propagation= */
-#define NSD_SHARE_PROPAGATION_MEMBERS 0 /* members to members only */
-#define NSD_SHARE_PROPAGATION_HOST 1    /* and the host's mounts under Path= come in */
-#define NSD_SHARE_PROPAGATION_BOTH 2    /* members and the initial namespace one peer group */
+#define NSD_SHARE_PROPAGATION_MEMBERS 0  /* members to members only */
+#define NSD_SHARE_PROPAGATION_HOST 1     /* and the host's mounts under Path= come in */
+#define NSD_SHARE_PROPAGATION_BOTH 2     /* members and the initial namespace one peer group */
+#define NSD_SHARE_PROPAGATION_PER_USER 3 /* the host's mounts under Path=/<member>: to him only */
 
 /* entry flags */
 #define NSD_SHARE_OWN_ONLY 0x1u /* the caller is not root: of the members, its own uid only */

@@ -345,7 +345,7 @@ static const struct column_info shares_columns[_SHARES_COL_MAX] = {
         [SHARES_COL_SHARE] = { "SHARE", 0.1, 0, SCOLS_JSON_STRING, "[Share NAME] of nsd.conf" },
         [SHARES_COL_PATH] = { "PATH", 0.3, 0, SCOLS_JSON_STRING, "its Path=" },
         [SHARES_COL_PROPAGATION] = { "PROPAGATION", 7, 0, SCOLS_JSON_STRING,
-                                     "Propagation=: members, host or both" },
+                                     "Propagation=: members, host, both or per-user" },
         [SHARES_COL_MEMBERS] = { "MEMBERS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
                                  "namespaces given the share (those being made included)" },
         [SHARES_COL_MAX] = { "MAX", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "MaxMembers=" },
@@ -361,6 +361,8 @@ static const char *propagation_name(uint32_t p) {
                 return "host";
         case NSC_SHARE_PROPAGATION_BOTH:
                 return "both";
+        case NSC_SHARE_PROPAGATION_PER_USER:
+                return "per-user";
         default:
                 return "unknown";
         }

@@ -696,7 +696,8 @@ _Static_assert(NSD_SHARE_NAME_MAX > SETUP_NAME_MAX, "a share's name and its NUL 
 _Static_assert(NSD_SHARE_PATH_MAX > SETUP_PATH_MAX, "a share's path and its NUL fit");
 _Static_assert(NSD_SHARE_PROPAGATION_MEMBERS == SHARE_PROPAGATION_MEMBERS &&
                        NSD_SHARE_PROPAGATION_HOST == SHARE_PROPAGATION_HOST &&
-                       NSD_SHARE_PROPAGATION_BOTH == SHARE_PROPAGATION_BOTH,
+                       NSD_SHARE_PROPAGATION_BOTH == SHARE_PROPAGATION_BOTH &&
+                       NSD_SHARE_PROPAGATION_PER_USER == SHARE_PROPAGATION_PER_USER,
                "Propagation= on the wire");
 
 /* What the caller may see of one share, copied when the request came (a reload may replace

@@ -297,6 +297,17 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                 if (!share_has_member(c, user->name, user->uid, user->groups, user->group_names,
                                       user->n_groups))
                         continue;
+                if (c->propagation == SHARE_PROPAGATION_PER_USER &&
+                    (!user->name || !user->name[0] || strchr(user->name, '/') ||
+                     strcmp(user->name, ".") == 0 || strcmp(user->name, "..") == 0)) {
+                        char desc[256];
+                        *ret_why = g_strdup_printf("%s (Propagation=per-user) needs the name of "
+                                                   "uid %u for its directory, and it has none "
+                                                   "that can be one",
+                                                   share_describe(c, desc, sizeof desc),
+                                                   (unsigned) user->uid);
+                        return -EINVAL;
+                }
                 s->conf = c;
                 walk_init(&s->dir, g_strdup(c->path), false, plan);
                 s->staging = g_strconcat(".new-", c->name, NULL);
@@ -872,14 +883,97 @@ static int set_propagation(int fd, uint64_t propagation, bool recursive) {
                              sizeof attr);
 }
 
-/* Is dir_fd/name the root of a mount (statx, Linux 5.8)? */
+/* Is dir_fd/name (name "": dir_fd itself) the root of a mount (statx, Linux 5.8)? */
 static bool is_mount_root(int dir_fd, const char *name) {
         struct statx stx;
+        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (name[0] ? 0 : AT_EMPTY_PATH);
 
-        if (statx(dir_fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &stx) < 0)
+        if (statx(dir_fd, name, flags, STATX_TYPE, &stx) < 0)
                 return false;
         return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
                (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) && S_ISDIR(stx.stx_mode);
+}
+
+static bool is_per_user(const PlanShare *s) {
+        return s->conf->propagation == SHARE_PROPAGATION_PER_USER;
+}
+
+/* A route (Propagation=per-user), in the host's namespace with the lock held: Path= made a
+ * mount of its own in a peer group of its own when it is not a mount (so that the host's
+ * mounts under it reach only what is a slave of it, not every copy of the host's root), the
+ * member's directory Path=/NAME made when missing (root's, the user's group, 0750, as udisks
+ * would), and a clone of that directory with its submounts, made a slave: the host's mounts
+ * under it come in, nothing goes out. */
+static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
+                       struct item_result *res, int *ret) {
+        const SetupPlan *plan = a->plan;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        int pfd = -1, tree = -1, ufd = -1, r = -1;
+
+        if (plan->user_name[0] == '\0') {
+                errno = ENOENT; /* the plan refuses a nameless member: cannot be */
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
+        }
+        pfd = resolve_at(root, s->dir.rel, O_PATH | O_DIRECTORY);
+        if (pfd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
+        if (!is_mount_root(pfd, "")) {
+                tree = open_tree(pfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+                if (tree < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_HOST);
+                        goto out;
+                }
+                if (set_propagation(tree, MS_PRIVATE, false) < 0 ||
+                    set_propagation(tree, MS_SHARED, false) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_HOST);
+                        goto out;
+                }
+                if (attach(tree, pfd, res, WHAT_HOST) < 0)
+                        goto out;
+                close_fd(&tree);
+                close_fd(&pfd);
+                res->made = true;
+                pfd = resolve_at(root, s->dir.rel, O_PATH | O_DIRECTORY); /* the new mount */
+                if (pfd < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
+                        goto out;
+                }
+        }
+        ufd = resolve_at(pfd, plan->user_name, O_PATH | O_DIRECTORY);
+        if (ufd < 0 && errno == ENOENT) {
+                if ((mkdirat(pfd, plan->user_name, 0750) < 0 && errno != EEXIST) ||
+                    fchownat(pfd, plan->user_name, 0, plan->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_HOST);
+                        goto out;
+                }
+                ufd = resolve_at(pfd, plan->user_name, O_PATH | O_DIRECTORY);
+        }
+        if (ufd < 0) {
+                item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
+                goto out;
+        }
+        *ret = open_tree(ufd, "",
+                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        if (*ret < 0) {
+                item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_HOST);
+                goto out;
+        }
+        if (set_propagation(*ret, MS_SLAVE, true) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_HOST);
+                close_fd(ret);
+                goto out;
+        }
+        if (mount_setattr(*ret, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_HOST);
+                close_fd(ret);
+                goto out;
+        }
+        r = 0;
+out:
+        close_fd(&pfd);
+        close_fd(&tree);
+        close_fd(&ufd);
+        return r;
 }
 
 /* In the pin namespace, with <run_dir>/shares locked (sd, also the working directory): the
@@ -966,26 +1060,46 @@ out:
 }
 
 /* Still in nsd's namespace (the host's): a clone of each share's anchor into trees[], made
- * in the pin namespace. The child is in the pin namespace afterwards. */
+ * in the pin namespace, and of each route's directory, made here. The child is in the pin
+ * namespace afterwards. */
 static void shares_clone(struct setup_args *a, int *trees) {
         const SetupPlan *plan = a->plan;
         int host_trees[SETUP_MAX_SHARES];
         int root = -1, sd = -1;
-        bool any = false;
+        bool anchored = false;
 
+        for (size_t i = 0; i < plan->n_shares; i++)
+                trees[i] = host_trees[i] = -1;
+        /* one setup child at a time makes or looks at the anchors and the routes' mounts:
+         * never two of one share (the lock is <run_dir>/shares of the pin namespace, reached
+         * through the pin tmpfs's descriptor) */
+        if (plan->pin_dir_fd >= 0 &&
+            (mkdirat(plan->pin_dir_fd, "shares", 0700) == 0 || errno == EEXIST))
+                sd = openat(plan->pin_dir_fd, "shares",
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sd < 0 || flock(sd, LOCK_EX) < 0) {
+                for (size_t i = 0; i < plan->n_shares; i++)
+                        if (!plan->shares[i].left_out)
+                                item_fail(&a->shares[i], HELPER_STEP_OPEN_DIR, WHAT_ANCHOR);
+                goto out;
+        }
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         for (size_t i = 0; i < plan->n_shares; i++) {
                 const PlanShare *s = &plan->shares[i];
                 struct item_result *res = &a->shares[i];
                 int fd;
 
-                trees[i] = host_trees[i] = -1;
                 if (s->left_out)
                         continue;
-                any = true;
-                if (root < 0 && (root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+                if (root < 0) {
                         item_fail(res, HELPER_STEP_OPEN_ROOT, WHAT_HOST);
                         continue;
                 }
+                if (is_per_user(s)) {
+                        (void) route_clone(a, root, s, res, &trees[i]);
+                        continue;
+                }
+                anchored = true;
                 fd = resolve_at(root, s->dir.rel, O_PATH | O_DIRECTORY);
                 if (fd < 0) {
                         item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
@@ -1000,32 +1114,20 @@ static void shares_clone(struct setup_args *a, int *trees) {
                         item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_HOST);
                 close(fd);
         }
-        close_fd(&root);
-        if (!any)
-                return;
+        if (!anchored)
+                goto out;
 
-        if (plan->pinns_fd < 0 || setns(plan->pinns_fd, CLONE_NEWNS) < 0) {
+        if (plan->pinns_fd < 0 || setns(plan->pinns_fd, CLONE_NEWNS) < 0 || fchdir(sd) < 0) {
                 if (plan->pinns_fd < 0)
                         errno = ENOENT;
                 for (size_t i = 0; i < plan->n_shares; i++)
-                        if (!plan->shares[i].left_out && a->shares[i].step == 0)
+                        if (!plan->shares[i].left_out && !is_per_user(&plan->shares[i]) &&
+                            a->shares[i].step == 0)
                                 item_fail(&a->shares[i], HELPER_STEP_SETNS, WHAT_ANCHOR);
                 goto out;
         }
-        if (mkdirat(plan->pin_dir_fd, "shares", 0700) < 0 && errno != EEXIST)
-                sd = -1;
-        else
-                sd = openat(plan->pin_dir_fd, "shares",
-                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        /* one setup child at a time makes or looks at the anchors: never two of one share */
-        if (sd < 0 || flock(sd, LOCK_EX) < 0 || fchdir(sd) < 0) {
-                for (size_t i = 0; i < plan->n_shares; i++)
-                        if (!plan->shares[i].left_out && a->shares[i].step == 0)
-                                item_fail(&a->shares[i], HELPER_STEP_OPEN_DIR, WHAT_ANCHOR);
-                goto out;
-        }
         for (size_t i = 0; i < plan->n_shares; i++) {
-                if (plan->shares[i].left_out)
+                if (plan->shares[i].left_out || is_per_user(&plan->shares[i]))
                         continue;
                 if (anchor_clone(&plan->shares[i], sd, host_trees[i], &a->shares[i], &trees[i]) < 0)
                         trees[i] = -1;
@@ -1036,7 +1138,37 @@ out:
                 if (!plan->shares[i].left_out && trees[i] < 0)
                         a->n_failed++;
         }
+        close_fd(&root);
         close_fd(&sd); /* the lock goes with it */
+}
+
+/* A route in the user's namespace: its copy of the host's Path= mount (with every member's
+ * mounts under it) detached, so that nothing of the host's reaches Path= there but through
+ * the member's own clone; the member's directory is then the one under it (made when the
+ * host's Path= was a mount of its own before nsd: 0750, root's, the user's group). */
+static int route_target(struct setup_args *a, struct bases *b, const PlanShare *s,
+                        struct item_result *res, int *ret) {
+        const SetupPlan *plan = a->plan;
+        int pfd = -1;
+
+        for (int n = 0;; n++) {
+                if (walk(a, b, &s->dir, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &pfd) < 0)
+                        return -1;
+                if (n == 16 || !is_mount_root(pfd, ""))
+                        break;
+                close_fd(&pfd);
+                if (umount2(s->dir.path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_TARGET);
+        }
+        *ret = resolve_at(pfd, plan->user_name, O_PATH | O_DIRECTORY);
+        if (*ret < 0 && errno == ENOENT &&
+            ((mkdirat(pfd, plan->user_name, 0750) == 0 || errno == EEXIST) &&
+             fchownat(pfd, plan->user_name, 0, plan->gid, AT_SYMLINK_NOFOLLOW) == 0))
+                *ret = resolve_at(pfd, plan->user_name, O_PATH | O_DIRECTORY);
+        close_fd(&pfd);
+        if (*ret < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_TARGET);
+        return 0;
 }
 
 /* In the user's namespace: the clones on Path=. */
@@ -1053,8 +1185,10 @@ static int shares_attach(struct setup_args *a, struct bases *b, int *trees, bool
                         *stop = !a->keep_going;
                         continue;
                 }
-                if (walk(a, b, &plan->shares[i].dir, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &tfd) <
-                            0 ||
+                if ((is_per_user(&plan->shares[i])
+                             ? route_target(a, b, &plan->shares[i], res, &tfd)
+                             : walk(a, b, &plan->shares[i].dir, O_PATH | O_DIRECTORY, res,
+                                    WHAT_TARGET, &tfd)) < 0 ||
                     attach(trees[i], tfd, res, WHAT_TARGET) < 0) {
                         a->n_failed++;
                         *stop = !a->keep_going;
@@ -1275,7 +1409,14 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 why = item_why(plan, desc, res->what == WHAT_ANCHOR ? anchor : s->dir.path, NULL,
                                res);
                 if (!why) {
-                        if (res->made)
+                        if (res->made && is_per_user(s))
+                                log_event(LOG_INFO, 0, plan->uid, "share-anchor",
+                                          "Made '%s' a mount of its own in the initial namespace, "
+                                          "with a peer group of its own, for %s "
+                                          "(Propagation=per-user): the host's mounts under "
+                                          "'%s/USER' reach USER's namespace only from now on",
+                                          s->dir.path, desc, s->dir.path);
+                        else if (res->made)
                                 log_event(LOG_INFO, 0, plan->uid, "share-anchor",
                                           "Made the anchor of %s (Propagation=%s): the namespaces "
                                           "of its members share mounts under '%s' from now on",

@@ -511,7 +511,8 @@ static char **plan_shares(Users *reg, SetupPlan *plan, uid_t uid) {
                                   (unsigned) uid, desc);
                         continue;
                 }
-                if (n >= s->max_members) {
+                /* a route's mounts are copied to one namespace only: no member bound */
+                if (n >= s->max_members && s->propagation != SHARE_PROPAGATION_PER_USER) {
                         setup_plan_leave_out_share(plan, i);
                         log_event(LOG_WARNING, -EUSERS, uid, "share-full",
                                   "The namespace of uid %u is made without %s: it has "

@@ -479,9 +479,11 @@ static int set_share(Share *sh, const char *key, const char *value, char **ret_w
                         sh->propagation = SHARE_PROPAGATION_HOST;
                 else if (strcmp(value, "both") == 0)
                         sh->propagation = SHARE_PROPAGATION_BOTH;
+                else if (strcmp(value, "per-user") == 0)
+                        sh->propagation = SHARE_PROPAGATION_PER_USER;
                 else {
-                        *ret_why = g_strdup_printf("Propagation=%s: expected 'members', 'host' "
-                                                   "or 'both'",
+                        *ret_why = g_strdup_printf("Propagation=%s: expected 'members', 'host', "
+                                                   "'both' or 'per-user'",
                                                    value);
                         return -EINVAL;
                 }
@@ -961,6 +963,8 @@ const char *share_propagation_to_string(SharePropagation p) {
                 return "host";
         case SHARE_PROPAGATION_BOTH:
                 return "both";
+        case SHARE_PROPAGATION_PER_USER:
+                return "per-user";
         }
         return "?";
 }

@@ -73,12 +73,16 @@ typedef struct BindReadOnly {
  * anchor mount that nsd keeps in its pin namespace (pinstore.h), so all of them are one peer
  * group: a mount made under Path= in any member's namespace appears in every member's. */
 typedef enum SharePropagation {
-        SHARE_PROPAGATION_MEMBERS, /* members to members only: the host's mounts under Path=
+        SHARE_PROPAGATION_MEMBERS,  /* members to members only: the host's mounts under Path=
                                     * do not come in, the members' do not go out (default) */
-        SHARE_PROPAGATION_HOST,    /* and the host's mounts under Path= reach the members
+        SHARE_PROPAGATION_HOST,     /* and the host's mounts under Path= reach the members
                                     * (one way: the anchor is a slave of the host's mount) */
-        SHARE_PROPAGATION_BOTH,    /* members and the initial namespace one peer group: a
+        SHARE_PROPAGATION_BOTH,     /* members and the initial namespace one peer group: a
                                     * member's mount reaches the host too. Only when said. */
+        SHARE_PROPAGATION_PER_USER, /* a route: the host's mounts under Path=/<member's name>
+                                     * reach that member only (udisks's /media/<user>); no
+                                     * anchor, a slave of the host's Path= mount, which nsd
+                                     * makes a mount of its own with a peer group of its own */
 } SharePropagation;
 
 /* [Share NAME]: a directory whose mounts travel between its members' namespaces only. */

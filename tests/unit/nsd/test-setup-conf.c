@@ -228,8 +228,14 @@ static void test_shares(void) {
 
         ok(strcmp(share_propagation_to_string(SHARE_PROPAGATION_MEMBERS), "members") == 0 &&
                    strcmp(share_propagation_to_string(SHARE_PROPAGATION_HOST), "host") == 0 &&
-                   strcmp(share_propagation_to_string(SHARE_PROPAGATION_BOTH), "both") == 0,
-           "share_propagation_to_string(): members, host, both");
+                   strcmp(share_propagation_to_string(SHARE_PROPAGATION_BOTH), "both") == 0 &&
+                   strcmp(share_propagation_to_string(SHARE_PROPAGATION_PER_USER), "per-user") == 0,
+           "share_propagation_to_string(): members, host, both, per-user");
+        ok(parse("[Share media]\nPath=/media\nGroups=plugdev\nPropagation=per-user\n", &c, &err) ==
+                           0 &&
+                   c.setup.shares[0].propagation == SHARE_PROPAGATION_PER_USER,
+           "Propagation=per-user");
+        config_done(&c);
         ok(parse("[Share s]\nPath=/s\nUsers=0\nPropagation=both\nMaxMembers=65536\n", &c, &err) ==
                            0 &&
                    c.setup.shares[0].propagation == SHARE_PROPAGATION_BOTH &&
@@ -347,7 +353,8 @@ static void test_bad(void) {
                 { "Share x", "Users=al ice!", "'ice!' is not a user name or uid" },
                 { "Share x", "Users=@regular", "'@regular' is not a user name" },
                 { "Share x", "Groups=lab 4294967295", "'4294967295' is not a group name or gid" },
-                { "Share x", "Propagation=shared", "expected 'members', 'host' or 'both'" },
+                { "Share x", "Propagation=shared",
+                  "expected 'members', 'host', 'both' or 'per-user'" },
                 { "Share x", "Propagation=", "expected 'members'" },
                 { "Share x", "MaxMembers=0", "from 1 to 65536" },
                 { "Share x", "MaxMembers=65537", "from 1 to 65536" },
