@@ -1144,12 +1144,13 @@ out:
 
 /* A route in the user's namespace: its copy of the host's Path= mount (with every member's
  * mounts under it) detached, so that nothing of the host's reaches Path= there but through
- * the member's own clone; the member's directory is then the one under it (made when the
- * host's Path= was a mount of its own before nsd: 0750, root's, the user's group). */
+ * the member's own clone; then a small tmpfs on Path= with the member's directory alone in
+ * it (0750, root's, the user's group): the other members' directories are not there, nor
+ * the names of their mount points. */
 static int route_target(struct setup_args *a, struct bases *b, const PlanShare *s,
                         struct item_result *res, int *ret) {
         const SetupPlan *plan = a->plan;
-        int pfd = -1;
+        int pfd = -1, fs = -1, m = -1, r = -1;
 
         for (int n = 0;; n++) {
                 if (walk(a, b, &s->dir, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &pfd) < 0)
@@ -1160,15 +1161,34 @@ static int route_target(struct setup_args *a, struct bases *b, const PlanShare *
                 if (umount2(s->dir.path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
                         return item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_TARGET);
         }
-        *ret = resolve_at(pfd, plan->user_name, O_PATH | O_DIRECTORY);
-        if (*ret < 0 && errno == ENOENT &&
-            ((mkdirat(pfd, plan->user_name, 0750) == 0 || errno == EEXIST) &&
-             fchownat(pfd, plan->user_name, 0, plan->gid, AT_SYMLINK_NOFOLLOW) == 0))
-                *ret = resolve_at(pfd, plan->user_name, O_PATH | O_DIRECTORY);
+        fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+            fsconfig(fs, FSCONFIG_SET_STRING, "size", "64k", 0) < 0 ||
+            fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "16", 0) < 0 ||
+            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+            (m = fsmount(fs, FSMOUNT_CLOEXEC,
+                         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_TMPFS, WHAT_TARGET);
+                goto out;
+        }
+        if (mkdirat(m, plan->user_name, 0750) < 0 ||
+            fchownat(m, plan->user_name, 0, plan->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_TARGET);
+                goto out;
+        }
+        if (attach(m, pfd, res, WHAT_TARGET) < 0)
+                goto out;
+        *ret = resolve_at(m, plan->user_name, O_PATH | O_DIRECTORY);
+        if (*ret < 0) {
+                item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_TARGET);
+                goto out;
+        }
+        r = 0;
+out:
         close_fd(&pfd);
-        if (*ret < 0)
-                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_TARGET);
-        return 0;
+        close_fd(&fs);
+        close_fd(&m);
+        return r;
 }
 
 /* In the user's namespace: the clones on Path=. */

@@ -5,12 +5,18 @@
 #   [Share lab]   Path=/srv/nsd-lab    Groups=lab                      (members to members)
 #   [Share media] Path=/srv/nsd-media  Users=alice Propagation=host    (the host's mounts too)
 #   [Share duo]   Path=/srv/nsd-duo    Groups=lab MaxMembers=2
+#   [Share removable] Path=/srv/nsd-removable Groups=lab Propagation=per-user (udisks's /media)
 #  1. alice's bindfs mount under /srv/nsd-lab (made in her ssh login) appears in bob's
 #     namespace and bob reads through it; carol (not a member) and root in the initial
 #     namespace see no mount there; bob's mount there reaches alice. Every share's mount in a
 #     member's namespace is nosuid,nodev.
 #  2. Propagation=host: root's tmpfs under /srv/nsd-media in the initial namespace reaches
 #     alice's share; alice's mount there does not reach the initial namespace.
+#  2b. Propagation=per-user: nsd made /srv/nsd-removable a mount of its own on the host and
+#     alice's directory under it (bob's was there, as udisks leaves it); root's tmpfs on
+#     alice/usb reaches alice only, the one on bob/usb bob only: in each one's namespace
+#     $removable holds only their own directory, and not a line of the other's mount is
+#     in /proc/self/mountinfo; carol, not a member, keeps the host's view (both).
 #  3. MaxMembers=2: alice and bob got duo; dave's namespace is made without it (share-full in
 #     the journal, naming the share and the limit) and his login works.
 #  4. a kill -9 of nsd (systemd restarts it): the share still carries mounts between the
@@ -30,11 +36,12 @@ done
 systemctl start systemd-user-sessions.service
 
 dropins=/etc/nsd/nsd.conf.d
-lab=/srv/nsd-lab media=/srv/nsd-media duo=/srv/nsd-duo
-vm_on_exit "umount -R $media/usb 2> /dev/null; rm -rf $lab $media $duo"
+lab=/srv/nsd-lab media=/srv/nsd-media duo=/srv/nsd-duo removable=/srv/nsd-removable
+vm_on_exit "umount -R $media/usb 2> /dev/null; umount -R $removable 2> /dev/null; rm -rf $lab $media $duo $removable"
 
 say "the shares' directories, users, a drop-in"
 install -d -m 1777 "$lab" "$duo" "$media"
+install -d -m 0755 "$removable"
 install -d -m 0755 /etc/nsd "$dropins"
 cat > "$dropins/60-shares.conf" << CONF
 [Share lab]
@@ -50,6 +57,11 @@ Propagation=host
 Path=$duo
 Groups=lab
 MaxMembers=2
+
+[Share removable]
+Path=$removable
+Groups=lab
+Propagation=per-user
 CONF
 chmod 0644 "$dropins/60-shares.conf"
 out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
@@ -68,6 +80,7 @@ nsd_user bob 1002
 nsd_user carol 1003
 nsd_user dave 1004
 for u in alice bob dave; do usermod -aG lab "$u"; done
+install -d -m 0750 -o root -g bob "$removable/bob" # as udisks leaves it
 init_ns=$(vm_ns_of 1)
 
 journal_dump() {
@@ -127,6 +140,38 @@ out=$(vm_ssh alice "mkdir -p ~/src2 $media/alice && bindfs ~/src2 $media/alice &
 assert_contains "$out" fuse "alice's mount under the host share, in her namespace"
 assert_eq "-" "$(root_mounts_at "$media/alice")" "the initial namespace's view of alice's mount under the host share"
 
+# ---- 2b. Propagation=per-user -------------------------------------------------------------
+say "2b. per-user: $removable is a mount of its own on the host, alice's directory made"
+assert_ne "-" "$(root_mounts_at "$removable")" "the host's $removable"
+assert_eq "750 root alice" "$(stat -c '%a %U %G' "$removable/alice")" "alice's directory, made by nsd"
+assert_eq "750 root bob" "$(stat -c '%a %U %G' "$removable/bob")" "bob's directory, kept as it was"
+assert_contains "$(nsd_journal NSD_EVENT=share-anchor)" "Made '$removable' a mount of its own" \
+        "the journal says nsd made the host's $removable a mount"
+say "2b. root mounts a stick for alice and one for bob on the host"
+for u in alice bob; do
+        mkdir -p "$removable/$u/usb"
+        mount -t tmpfs -o size=1m "usb-of-$u" "$removable/$u/usb"
+        echo "stick of $u" > "$removable/$u/usb/file"
+done
+# seen USER: what USER's login has in $removable, reads of both sticks, and how many lines
+# of mountinfo name each stick
+seen() {
+        vm_ssh "$1" "echo \$(ls -A $removable); for u in alice bob; do echo \$u: \$(cat $removable/\$u/usb/file 2> /dev/null || echo -) \$(grep -c \" $removable/\$u/usb \" /proc/self/mountinfo); done"
+}
+out=$(seen alice); echo "$out"
+assert_eq "alice
+alice: stick of alice 1
+bob: - 0" "$out" "alice's view: her directory alone, her stick, no line of bob's"
+out=$(seen bob); echo "$out"
+assert_eq "bob
+alice: - 0
+bob: stick of bob 1" "$out" "bob's view: his directory alone, his stick, no line of alice's"
+out=$(seen carol); echo "$out"
+assert_eq "alice bob
+alice: stick of alice 1
+bob: stick of bob 1" "$out" "carol (not a member) keeps the host's view"
+for u in alice bob; do umount "$removable/$u/usb"; done
+
 # ---- 3. MaxMembers=2 ---------------------------------------------------------------------
 say "3. duo: alice and bob have it; dave, the third member, gets his namespace without it"
 assert_ne "-" "$(mounts_at alice "$duo")" "alice's $duo"
@@ -163,10 +208,12 @@ out=$("$NSCTL" shares --raw --noheadings -o SHARE,PROPAGATION,MEMBERS,MAX,UIDS)
 echo "$out"
 assert_eq "lab members 3 256 1001,1002,1004
 media host 1 256 1001
-duo members 2 2 1001,1002" "$out" "root's nsctl shares"
+duo members 2 2 1001,1002
+removable per-user 3 256 1001,1002,1004" "$out" "root's nsctl shares"
 out=$(vm_ssh bob "$NSCTL shares --raw --noheadings -o SHARE,UIDS")
 assert_eq "lab 1002
-duo 1002" "$out" "bob's nsctl shares"
+duo 1002
+removable 1002" "$out" "bob's nsctl shares"
 assert_eq "" "$(vm_ssh carol "$NSCTL shares --raw --noheadings")" "carol's nsctl shares (she has none)"
 
 # ---- 5. a share without members ----------------------------------------------------------
