@@ -517,6 +517,23 @@ static const char *fmt_uint(char *buf, unsigned long v, unsigned base) {
         return buf;
 }
 
+/* A clone of the mount at fd (its submounts too when recursive) with attr applied, or -1. */
+static int clone_with_attr(int fd, bool recursive, struct mount_attr *attr, struct item_result *res,
+                           int what) {
+        unsigned at_recursive = recursive ? AT_RECURSIVE : 0;
+        int tree = open_tree(fd, "",
+                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | at_recursive);
+
+        if (tree < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CLONE, what);
+        if (mount_setattr(tree, "", AT_EMPTY_PATH | at_recursive, attr, sizeof *attr) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_ATTR, what);
+                close(tree);
+                return -1;
+        }
+        return tree;
+}
+
 static int attach(int from, int to_fd, struct item_result *res, int what) {
         if (move_mount(from, "", to_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 return item_fail(res, HELPER_STEP_SETUP_ATTACH, what);
@@ -544,17 +561,8 @@ static int do_bind(struct setup_args *a, struct bases *b, const BindReadOnly *bi
                 item_refuse(res, REFUSAL_TYPE, WHAT_TARGET, &ts);
                 goto out;
         }
-        tree = open_tree(sfd, "",
-                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-        if (tree < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_SOURCE);
-                goto out;
-        }
-        if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_SOURCE);
-                goto out;
-        }
-        if (attach(tree, tfd, res, WHAT_TARGET) < 0)
+        tree = clone_with_attr(sfd, true, &attr, res, WHAT_SOURCE);
+        if (tree < 0 || attach(tree, tfd, res, WHAT_TARGET) < 0)
                 goto out;
         res->done = true;
         r = 0;
@@ -702,15 +710,9 @@ static int do_polydir(struct setup_args *a, struct bases *b, const PlanPolydir *
         if (c->method == POLYDIR_METHOD_USER) {
                 if (instance_dir(a, b, d, &pst, res, &ifd) < 0)
                         goto out;
-                tree = open_tree(ifd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-                if (tree < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_INSTANCE);
+                tree = clone_with_attr(ifd, false, &attr, res, WHAT_INSTANCE);
+                if (tree < 0)
                         goto out;
-                }
-                if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_INSTANCE);
-                        goto out;
-                }
         } else {
                 if (walk_as(a, false) < 0) {
                         item_fail(res, HELPER_STEP_FSUID, WHAT_DIR);
