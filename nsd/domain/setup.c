@@ -31,6 +31,7 @@
 
 #include "base/helper.h"
 #include "base/log.h"
+#include "cleanup.h"
 #include "kernel-abi.h"
 
 #ifndef P_PIDFD
@@ -534,9 +535,13 @@ static int clone_with_attr(int fd, bool recursive, struct mount_attr *attr, stru
         return tree;
 }
 
-static int attach(int from, int to_fd, struct item_result *res, int what) {
-        if (move_mount(from, "", to_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+/* The item's last step: tree (-1: making it failed, res says why) onto to_fd. */
+static int attach_done(int tree, int to_fd, struct item_result *res, int what) {
+        if (tree < 0)
+                return -1;
+        if (move_mount(tree, "", to_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 return item_fail(res, HELPER_STEP_SETUP_ATTACH, what);
+        res->done = true;
         return 0;
 }
 
@@ -547,30 +552,18 @@ static int do_bind(struct setup_args *a, struct bases *b, const BindReadOnly *bi
         };
         Walk src = { .path = bind->source, .rel = bind->source + 1 };
         Walk dst = { .path = bind->target, .rel = bind->target + 1 };
-        int sfd = -1, tfd = -1, tree = -1, r = -1;
+        _cleanup_close_ int sfd = -1, tfd = -1, tree = -1;
         struct stat ss, ts;
 
         if (walk(a, b, &src, O_PATH, res, WHAT_SOURCE, &sfd) < 0 ||
             walk(a, b, &dst, O_PATH, res, WHAT_TARGET, &tfd) < 0)
-                goto out;
-        if (fstat(sfd, &ss) < 0 || fstat(tfd, &ts) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
-                goto out;
-        }
-        if (S_ISDIR(ss.st_mode) != S_ISDIR(ts.st_mode)) {
-                item_refuse(res, REFUSAL_TYPE, WHAT_TARGET, &ts);
-                goto out;
-        }
+                return -1;
+        if (fstat(sfd, &ss) < 0 || fstat(tfd, &ts) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
+        if (S_ISDIR(ss.st_mode) != S_ISDIR(ts.st_mode))
+                return item_refuse(res, REFUSAL_TYPE, WHAT_TARGET, &ts);
         tree = clone_with_attr(sfd, true, &attr, res, WHAT_SOURCE);
-        if (tree < 0 || attach(tree, tfd, res, WHAT_TARGET) < 0)
-                goto out;
-        res->done = true;
-        r = 0;
-out:
-        close_fd(&sfd);
-        close_fd(&tfd);
-        close_fd(&tree);
-        return r;
+        return attach_done(tree, tfd, res, WHAT_TARGET);
 }
 
 /* Method=user: the instance directory, made or checked, into *ret_fd. */
@@ -694,43 +687,25 @@ static int do_polydir(struct setup_args *a, struct bases *b, const PlanPolydir *
                 .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | c->mount_attr,
                 .attr_clr = (c->mount_attr & MOUNT_ATTR__ATIME) ? MOUNT_ATTR__ATIME : 0,
         };
-        int pfd = -1, ifd = -1, tree = -1, r = -1;
+        _cleanup_close_ int pfd = -1, ifd = -1, tree = -1;
         struct stat pst;
 
         if (walk(a, b, &d->dir, O_PATH | O_DIRECTORY, res, WHAT_DIR, &pfd) < 0)
-                goto out;
-        if (fstat(pfd, &pst) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_DIR);
-                goto out;
-        }
-        if (pst.st_uid != 0 && pst.st_uid != a->plan->uid) {
-                item_refuse(res, REFUSAL_OWNER, WHAT_DIR, &pst);
-                goto out;
-        }
+                return -1;
+        if (fstat(pfd, &pst) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_DIR);
+        if (pst.st_uid != 0 && pst.st_uid != a->plan->uid)
+                return item_refuse(res, REFUSAL_OWNER, WHAT_DIR, &pst);
         if (c->method == POLYDIR_METHOD_USER) {
                 if (instance_dir(a, b, d, &pst, res, &ifd) < 0)
-                        goto out;
+                        return -1;
                 tree = clone_with_attr(ifd, false, &attr, res, WHAT_INSTANCE);
-                if (tree < 0)
-                        goto out;
         } else {
-                if (walk_as(a, false) < 0) {
-                        item_fail(res, HELPER_STEP_FSUID, WHAT_DIR);
-                        goto out;
-                }
+                if (walk_as(a, false) < 0)
+                        return item_fail(res, HELPER_STEP_FSUID, WHAT_DIR);
                 tree = tmpfs_mount(d, &pst, res);
-                if (tree < 0)
-                        goto out;
         }
-        if (attach(tree, pfd, res, WHAT_DIR) < 0)
-                goto out;
-        res->done = true;
-        r = 0;
-out:
-        close_fd(&pfd);
-        close_fd(&ifd);
-        close_fd(&tree);
-        return r;
+        return attach_done(tree, pfd, res, WHAT_DIR);
 }
 
 static uint64_t mono_usec(void) {
@@ -1057,11 +1032,10 @@ static int shares_attach(struct setup_args *a, struct bases *b, int *trees, bool
                 }
                 if (walk(a, b, &plan->shares[i].dir, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &tfd) <
                             0 ||
-                    attach(trees[i], tfd, res, WHAT_TARGET) < 0) {
+                    attach_done(trees[i], tfd, res, WHAT_TARGET) < 0) {
                         a->n_failed++;
                         *stop = !a->keep_going;
-                } else
-                        res->done = true;
+                }
                 close_fd(&tfd);
                 close_fd(&trees[i]);
         }
