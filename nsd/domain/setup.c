@@ -1181,6 +1181,18 @@ static int refusal_errno(const struct item_result *res) {
         return res->err > 0 ? -res->err : -EIO;
 }
 
+/* An item that failed (why): counted, logged, and the first of them kept (why taken). */
+static void item_failed(const SetupPlan *plan, const struct item_result *res, char **why,
+                        unsigned *n_failed, char **first, int *first_r) {
+        (*n_failed)++;
+        log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
+                  "Setup of uid %u's namespace: %s", (unsigned) plan->uid, *why);
+        if (!*first) {
+                *first = g_steal_pointer(why);
+                *first_r = refusal_errno(res);
+        }
+}
+
 static void on_setup_done(int r, const void *result, int fd, void *userdata) {
         SetupRun *run = userdata;
         const SetupPlan *plan = run->plan;
@@ -1262,13 +1274,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                           s->dir.path);
                         continue;
                 }
-                n_failed++;
-                log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
-                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
-                if (!first) {
-                        first = g_steal_pointer(&why);
-                        first_r = refusal_errno(res);
-                }
+                item_failed(plan, res, &why, &n_failed, &first, &first_r);
         }
         for (size_t i = 0; i < plan->conf.n_binds; i++) {
                 const BindReadOnly *bind = &plan->conf.binds[i];
@@ -1286,13 +1292,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                         g_free(why);
                         why = item_why(plan, object, bind->target, NULL, &a->binds[i]);
                 }
-                n_failed++;
-                log_event(LOG_ERR, refusal_errno(&a->binds[i]), plan->uid, "setup-failed",
-                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
-                if (!first) {
-                        first = g_steal_pointer(&why);
-                        first_r = refusal_errno(&a->binds[i]);
-                }
+                item_failed(plan, &a->binds[i], &why, &n_failed, &first, &first_r);
         }
         for (size_t i = 0; i < plan->n_polydirs; i++) {
                 const PlanPolydir *d = &plan->polydirs[i];
@@ -1310,13 +1310,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                           d->dir.path, res->script_ran ? ", init script done" : "");
                         continue;
                 }
-                n_failed++;
-                log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
-                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
-                if (!first) {
-                        first = g_steal_pointer(&why);
-                        first_r = refusal_errno(res);
-                }
+                item_failed(plan, res, &why, &n_failed, &first, &first_r);
         }
         if (r < 0 && !first) {
                 /* exited non-zero without saying what: cannot be */
