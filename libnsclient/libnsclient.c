@@ -121,10 +121,9 @@ struct nsc_conn {
                 struct nsd_rep_status status;
                 struct nsd_rep_metrics metrics;
                 struct nsd_rep_list_entry list_entry;
-                struct nsd_rep_list_end list_end;
+                struct nsd_rep_stream_end stream_end;
                 struct nsd_rep_shares_entry shares_entry;
                 struct nsd_rep_shares_members shares_members;
-                struct nsd_rep_shares_end shares_end;
                 struct nsd_rep_error error;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         } rx;
@@ -901,7 +900,7 @@ int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
                         return r;
                 }
                 if (conn->rx.hdr.type == NSD_REP_LIST_END) {
-                        if (conn->rx.list_end.count != n)
+                        if (conn->rx.stream_end.count != n)
                                 return conn->broken = -EBADMSG;
                         break;
                 }
@@ -1011,7 +1010,7 @@ int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n
                         goto broken;
                 }
                 if (conn->rx.hdr.type == NSD_REP_SHARES_END) {
-                        if (conn->rx.shares_end.count != n) {
+                        if (conn->rx.stream_end.count != n) {
                                 r = -EBADMSG;
                                 goto broken;
                         }

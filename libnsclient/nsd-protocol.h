@@ -306,12 +306,13 @@ struct nsd_rep_list_entry {
 };
 _Static_assert(sizeof(struct nsd_rep_list_entry) == 120, "nsd_rep_list_entry layout");
 
-struct nsd_rep_list_end {
+/* The end of a stream of entries: NSD_REP_LIST_END, and NSD_REP_SHARES_END (1.5). */
+struct nsd_rep_stream_end {
         struct nsd_msg_header hdr;
         uint32_t count; /* entries sent */
         uint32_t reserved;
 };
-_Static_assert(sizeof(struct nsd_rep_list_end) == 32, "nsd_rep_list_end layout");
+_Static_assert(sizeof(struct nsd_rep_stream_end) == 32, "nsd_rep_stream_end layout");
 
 /* ---- SHOW: the namespace's /proc/self/mountinfo text in NSD_REP_SHOW_DATA parts -------- */
 
@@ -553,12 +554,7 @@ struct nsd_rep_shares_members {
 };
 _Static_assert(sizeof(struct nsd_rep_shares_members) == 1056, "nsd_rep_shares_members layout");
 
-struct nsd_rep_shares_end {
-        struct nsd_msg_header hdr;
-        uint32_t count; /* entries sent */
-        uint32_t reserved;
-};
-_Static_assert(sizeof(struct nsd_rep_shares_end) == 32, "nsd_rep_shares_end layout");
+/* NSD_REP_SHARES_END: struct nsd_rep_stream_end, as LIST's end. */
 
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
@@ -613,7 +609,7 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
                 { NSD_REP_STATUS, sizeof(struct nsd_rep_status) },
                 { NSD_REP_LIST_ENTRY, sizeof(struct nsd_rep_list_entry) },
-                { NSD_REP_LIST_END, sizeof(struct nsd_rep_list_end) },
+                { NSD_REP_LIST_END, sizeof(struct nsd_rep_stream_end) },
                 { NSD_REP_SHOW_DATA, sizeof(struct nsd_msg_header) + 1 },
                 { NSD_REP_SHOW_END, sizeof(struct nsd_msg_header) },
                 { NSD_REP_RELEASE, sizeof(struct nsd_msg_header) },
@@ -622,7 +618,7 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REP_METRICS, sizeof(struct nsd_rep_metrics) },
                 { NSD_REP_SHARES_ENTRY, sizeof(struct nsd_rep_shares_entry) },
                 { NSD_REP_SHARES_MEMBERS, sizeof(struct nsd_rep_shares_members) },
-                { NSD_REP_SHARES_END, sizeof(struct nsd_rep_shares_end) },
+                { NSD_REP_SHARES_END, sizeof(struct nsd_rep_stream_end) },
                 { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
         };
 

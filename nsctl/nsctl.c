@@ -324,6 +324,26 @@ static int status_print(struct args *a) {
         return EXIT_SUCCESS;
 }
 
+/* nsd speaks a protocol older than 1.<since_minor>, which brought request; EXIT_FAILURE */
+static int too_old(const struct nsc_status *st, const char *request, unsigned since_minor) {
+        fprintf(stderr, "nsctl: this nsd does not answer %s (older than 1.%u: it speaks %u.%u)\n",
+                request, since_minor, st->proto_major, st->proto_minor);
+        return EXIT_FAILURE;
+}
+
+/* STATUS into a->status, and whether nsd is new enough for request (1.<since_minor>): 0 to go
+ * on, or nsctl's exit status (said why). An nsd that is older is not sent request at all
+ * (it would close the connection). */
+static int status_since(nsc_conn *conn, struct args *a, const char *request, unsigned since_minor) {
+        int r = nsc_status(conn, &a->status);
+
+        if (r < 0)
+                return fail(conn, r, "get status from nsd");
+        if (a->status.proto_major == 1 && a->status.proto_minor < since_minor)
+                return too_old(&a->status, request, since_minor);
+        return 0;
+}
+
 /* ---- shares ---------------------------------------------------------------------------- */
 
 /* the protocol minor (of major 1) that brought SHARES */
@@ -385,7 +405,8 @@ static char *shares_uids(const struct nsc_share_info *sh, bool json) {
         return buf;
 }
 
-static char *shares_cell(const struct nsc_share_info *sh, size_t col, bool json) {
+static char *shares_cell(const void *row, size_t col, bool json) {
+        const struct nsc_share_info *sh = row;
         char buf[64];
 
         switch (col) {
@@ -410,17 +431,10 @@ static char *shares_cell(const struct nsc_share_info *sh, size_t col, bool json)
 }
 
 static int shares_request(nsc_conn *conn, struct args *a) {
-        int r = nsc_status(conn, &a->status);
+        int r = status_since(conn, a, "SHARES", SHARES_SINCE_MINOR);
 
-        if (r < 0)
-                return fail(conn, r, "get status from nsd");
-        if (a->status.proto_major == 1 && a->status.proto_minor < SHARES_SINCE_MINOR) {
-                fprintf(stderr,
-                        "nsctl: this nsd does not answer SHARES (older than 1.%d: it speaks "
-                        "%u.%u)\n",
-                        SHARES_SINCE_MINOR, a->status.proto_major, a->status.proto_minor);
-                return EXIT_FAILURE;
-        }
+        if (r)
+                return r;
         r = nsc_shares(conn, &a->shares, &a->n_shares);
         return r < 0 ? fail(conn, r, "list shares") : 0;
 }
@@ -438,20 +452,10 @@ static int shares_finish(struct args *a) {
                         (void) scols_column_set_wrapfunc(scols_table_get_column(tb, k),
                                                          scols_wrapnl_chunksize,
                                                          scols_wrapnl_nextchunk, NULL);
-        for (size_t i = 0; i < a->n_shares; i++) {
-                struct libscols_line *ln = scols_table_new_line(tb, NULL);
-
-                if (!ln)
-                        return fail(NULL, -ENOMEM, "print the shares");
-                for (size_t k = 0; k < a->n_ids; k++) {
-                        r = table_line_set(ln, k,
-                                           shares_cell(&a->shares[i], a->ids[k], a->table.json),
-                                           &a->table);
-                        if (r < 0)
-                                return fail(NULL, r, "print the shares");
-                }
-        }
-        r = table_print(tb, &a->table, stdout);
+        r = table_add_rows(tb, a->shares, a->n_shares, sizeof(a->shares[0]), shares_cell, a->ids,
+                           a->n_ids, &a->table);
+        if (r >= 0)
+                r = table_print(tb, &a->table, stdout);
         if (r < 0)
                 return fail(NULL, r, "print the shares");
         return EXIT_SUCCESS;
@@ -462,25 +466,16 @@ static int shares_finish(struct args *a) {
 /* the protocol minor (of major 1) that brought METRICS */
 #define METRICS_SINCE_MINOR 4
 
-static int metrics_too_old(const struct nsc_status *st) {
-        fprintf(stderr,
-                "nsctl: this nsd does not answer METRICS (older than 1.%d: it speaks %u.%u)\n",
-                METRICS_SINCE_MINOR, st->proto_major, st->proto_minor);
-        return EXIT_FAILURE;
-}
-
 /* STATUS (version, features, start) and METRICS on one connection; an nsd older than 1.4
  * is not sent METRICS at all (it would close the connection) */
 static int metrics_request(nsc_conn *conn, struct args *a) {
-        int r = nsc_status(conn, &a->status);
+        int r = status_since(conn, a, "METRICS", METRICS_SINCE_MINOR);
 
-        if (r < 0)
-                return fail(conn, r, "get status from nsd");
-        if (a->status.proto_major == 1 && a->status.proto_minor < METRICS_SINCE_MINOR)
-                return metrics_too_old(&a->status);
+        if (r)
+                return r;
         r = nsc_metrics(conn, &a->metrics);
         if (r == -EOPNOTSUPP)
-                return metrics_too_old(&a->status);
+                return too_old(&a->status, "METRICS", METRICS_SINCE_MINOR);
         return r < 0 ? fail(conn, r, "get metrics from nsd") : 0;
 }
 
@@ -550,7 +545,8 @@ static int cmp_ns_info(const void *a, const void *b) {
         return x->uid < y->uid ? -1 : x->uid > y->uid;
 }
 
-static char *list_cell(const struct nsc_ns_info *e, size_t col, bool json) {
+static char *list_cell(const void *row, size_t col, bool json) {
+        const struct nsc_ns_info *e = row;
         char buf[128];
 
         switch (col) {
@@ -603,17 +599,9 @@ static int list_print(const struct nsc_ns_info *entries, size_t n, const size_t 
 
         if (!tb)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                struct libscols_line *ln = scols_table_new_line(tb, NULL);
-
-                if (!ln)
-                        return -ENOMEM;
-                for (size_t k = 0; k < n_ids; k++) {
-                        r = table_line_set(ln, k, list_cell(&entries[i], ids[k], opts->json), opts);
-                        if (r < 0)
-                                return r;
-                }
-        }
+        r = table_add_rows(tb, entries, n, sizeof(entries[0]), list_cell, ids, n_ids, opts);
+        if (r < 0)
+                return r;
         /* 0 even when writing fails: close_stdout() sees that */
         return table_print(tb, opts, stdout);
 }

@@ -131,6 +131,25 @@ int table_line_set(struct libscols_line *ln, size_t col, char *text,
         return 0;
 }
 
+int table_add_rows(struct libscols_table *tb, const void *rows, size_t n, size_t row_size,
+                   char *(*cell)(const void *row, size_t col, bool json), const size_t *ids,
+                   size_t n_ids, const struct table_options *opts) {
+        for (size_t i = 0; i < n; i++) {
+                const void *row = (const char *) rows + i * row_size;
+                struct libscols_line *ln = scols_table_new_line(tb, NULL);
+                int r;
+
+                if (!ln)
+                        return -ENOMEM;
+                for (size_t k = 0; k < n_ids; k++) {
+                        r = table_line_set(ln, k, cell(row, ids[k], opts->json), opts);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 void format_timestamp(uint64_t usec, char *buf, size_t size) {
         time_t t = (time_t) (usec / 1000000u);
         struct tm tm;

@@ -62,6 +62,13 @@ void columns_help(FILE *out, const struct column_info *infos, size_t n_infos);
 int table_line_set(struct libscols_line *ln, size_t col, char *text,
                    const struct table_options *opts);
 
+/* One line of tb for each of the n rows (each row_size bytes from rows), its cells (ids, as
+ * table_new() was given them) from cell(row, column, json): a malloc()ed string or NULL (an
+ * empty cell). 0 or -ENOMEM. */
+int table_add_rows(struct libscols_table *tb, const void *rows, size_t n, size_t row_size,
+                   char *(*cell)(const void *row, size_t col, bool json), const size_t *ids,
+                   size_t n_ids, const struct table_options *opts);
+
 /* CLOCK_REALTIME microseconds as local "YYYY-MM-DD HH:MM:SS"; "-" for 0. */
 void format_timestamp(uint64_t usec, char *buf, size_t size);
 

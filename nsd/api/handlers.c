@@ -563,12 +563,24 @@ static void list_state_free(void *p) {
         g_free(ls);
 }
 
+/* A stream's end (LIST's, SHARES'), once all was sent (done) and it can go out: true when
+ * it went, false to be called again. */
+static bool stream_end(Request *r, bool done, uint16_t type, uint32_t count) {
+        struct nsd_rep_stream_end end;
+
+        if (!done || !request_can_send(r))
+                return false;
+        nsd_msg_init(&end.hdr, type, sizeof end, r->seq);
+        end.count = count;
+        (void) request_reply(r, &end, sizeof end, NULL, 0);
+        return true;
+}
+
 /* One turn's worth of entries, then the end. */
 static bool list_produce(Request *r) {
         ListState *ls = r->data;
         Api *a = api_of(r);
         unsigned budget = ls->with_mounts ? LIST_COUNTED_PER_TURN : LIST_ENTRIES_PER_TURN;
-        struct nsd_rep_list_end end;
 
         while (budget > 0 && ls->next < ls->uids->len && request_can_send(r)) {
                 uid_t uid = g_array_index(ls->uids, uid_t, ls->next++);
@@ -593,12 +605,7 @@ static bool list_produce(Request *r) {
                 if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
                         ls->sent++;
         }
-        if (ls->next < ls->uids->len || !request_can_send(r))
-                return false;
-        nsd_msg_init(&end.hdr, NSD_REP_LIST_END, sizeof end, r->seq);
-        end.count = ls->sent;
-        (void) request_reply(r, &end, sizeof end, NULL, 0);
-        return true;
+        return stream_end(r, ls->next >= ls->uids->len, NSD_REP_LIST_END, ls->sent);
 }
 
 static int handle_list(Request *r) {
@@ -782,7 +789,6 @@ static void shares_send_members(Request *r, SharesState *ss) {
 static bool shares_produce(Request *r) {
         SharesState *ss = r->data;
         unsigned parts = SHARES_PARTS_PER_TURN, scans = SHARES_SCANS_PER_TURN;
-        struct nsd_rep_shares_end end;
 
         while (parts > 0 && ss->next < ss->n && request_can_send(r)) {
                 if (!ss->uids) {
@@ -800,12 +806,7 @@ static bool shares_produce(Request *r) {
                         ss->next++;
                 }
         }
-        if (ss->next < ss->n || !request_can_send(r))
-                return false;
-        nsd_msg_init(&end.hdr, NSD_REP_SHARES_END, sizeof end, r->seq);
-        end.count = ss->sent;
-        (void) request_reply(r, &end, sizeof end, NULL, 0);
-        return true;
+        return stream_end(r, ss->next >= ss->n, NSD_REP_SHARES_END, ss->sent);
 }
 
 /* Every share of the configuration in force the caller may see (access.h), in the order of

@@ -31,6 +31,7 @@
 
 #include "base/helper.h"
 #include "base/log.h"
+#include "cleanup.h"
 #include "kernel-abi.h"
 
 #ifndef P_PIDFD
@@ -528,9 +529,30 @@ static const char *fmt_uint(char *buf, unsigned long v, unsigned base) {
         return buf;
 }
 
-static int attach(int from, int to_fd, struct item_result *res, int what) {
-        if (move_mount(from, "", to_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+/* A clone of the mount at fd (its submounts too when recursive) with attr applied, or -1. */
+static int clone_with_attr(int fd, bool recursive, struct mount_attr *attr, struct item_result *res,
+                           int what) {
+        unsigned at_recursive = recursive ? AT_RECURSIVE : 0;
+        int tree = open_tree(fd, "",
+                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | at_recursive);
+
+        if (tree < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CLONE, what);
+        if (mount_setattr(tree, "", AT_EMPTY_PATH | at_recursive, attr, sizeof *attr) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_ATTR, what);
+                close(tree);
+                return -1;
+        }
+        return tree;
+}
+
+/* The item's last step: tree (-1: making it failed, res says why) onto to_fd. */
+static int attach_done(int tree, int to_fd, struct item_result *res, int what) {
+        if (tree < 0)
+                return -1;
+        if (move_mount(tree, "", to_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 return item_fail(res, HELPER_STEP_SETUP_ATTACH, what);
+        res->done = true;
         return 0;
 }
 
@@ -541,39 +563,18 @@ static int do_bind(struct setup_args *a, struct bases *b, const BindReadOnly *bi
         };
         Walk src = { .path = bind->source, .rel = bind->source + 1 };
         Walk dst = { .path = bind->target, .rel = bind->target + 1 };
-        int sfd = -1, tfd = -1, tree = -1, r = -1;
+        _cleanup_close_ int sfd = -1, tfd = -1, tree = -1;
         struct stat ss, ts;
 
         if (walk(a, b, &src, O_PATH, res, WHAT_SOURCE, &sfd) < 0 ||
             walk(a, b, &dst, O_PATH, res, WHAT_TARGET, &tfd) < 0)
-                goto out;
-        if (fstat(sfd, &ss) < 0 || fstat(tfd, &ts) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
-                goto out;
-        }
-        if (S_ISDIR(ss.st_mode) != S_ISDIR(ts.st_mode)) {
-                item_refuse(res, REFUSAL_TYPE, WHAT_TARGET, &ts);
-                goto out;
-        }
-        tree = open_tree(sfd, "",
-                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-        if (tree < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_SOURCE);
-                goto out;
-        }
-        if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_SOURCE);
-                goto out;
-        }
-        if (attach(tree, tfd, res, WHAT_TARGET) < 0)
-                goto out;
-        res->done = true;
-        r = 0;
-out:
-        close_fd(&sfd);
-        close_fd(&tfd);
-        close_fd(&tree);
-        return r;
+                return -1;
+        if (fstat(sfd, &ss) < 0 || fstat(tfd, &ts) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
+        if (S_ISDIR(ss.st_mode) != S_ISDIR(ts.st_mode))
+                return item_refuse(res, REFUSAL_TYPE, WHAT_TARGET, &ts);
+        tree = clone_with_attr(sfd, true, &attr, res, WHAT_SOURCE);
+        return attach_done(tree, tfd, res, WHAT_TARGET);
 }
 
 /* Method=user: the instance directory, made or checked, into *ret_fd. */
@@ -697,49 +698,25 @@ static int do_polydir(struct setup_args *a, struct bases *b, const PlanPolydir *
                 .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | c->mount_attr,
                 .attr_clr = (c->mount_attr & MOUNT_ATTR__ATIME) ? MOUNT_ATTR__ATIME : 0,
         };
-        int pfd = -1, ifd = -1, tree = -1, r = -1;
+        _cleanup_close_ int pfd = -1, ifd = -1, tree = -1;
         struct stat pst;
 
         if (walk(a, b, &d->dir, O_PATH | O_DIRECTORY, res, WHAT_DIR, &pfd) < 0)
-                goto out;
-        if (fstat(pfd, &pst) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_DIR);
-                goto out;
-        }
-        if (pst.st_uid != 0 && pst.st_uid != a->plan->uid) {
-                item_refuse(res, REFUSAL_OWNER, WHAT_DIR, &pst);
-                goto out;
-        }
+                return -1;
+        if (fstat(pfd, &pst) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_DIR);
+        if (pst.st_uid != 0 && pst.st_uid != a->plan->uid)
+                return item_refuse(res, REFUSAL_OWNER, WHAT_DIR, &pst);
         if (c->method == POLYDIR_METHOD_USER) {
                 if (instance_dir(a, b, d, &pst, res, &ifd) < 0)
-                        goto out;
-                tree = open_tree(ifd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-                if (tree < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_INSTANCE);
-                        goto out;
-                }
-                if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_INSTANCE);
-                        goto out;
-                }
+                        return -1;
+                tree = clone_with_attr(ifd, false, &attr, res, WHAT_INSTANCE);
         } else {
-                if (walk_as(a, false) < 0) {
-                        item_fail(res, HELPER_STEP_FSUID, WHAT_DIR);
-                        goto out;
-                }
+                if (walk_as(a, false) < 0)
+                        return item_fail(res, HELPER_STEP_FSUID, WHAT_DIR);
                 tree = tmpfs_mount(d, &pst, res);
-                if (tree < 0)
-                        goto out;
         }
-        if (attach(tree, pfd, res, WHAT_DIR) < 0)
-                goto out;
-        res->done = true;
-        r = 0;
-out:
-        close_fd(&pfd);
-        close_fd(&ifd);
-        close_fd(&tree);
-        return r;
+        return attach_done(tree, pfd, res, WHAT_DIR);
 }
 
 static uint64_t mono_usec(void) {
@@ -928,7 +905,7 @@ static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
                         item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_HOST);
                         goto out;
                 }
-                if (attach(tree, pfd, res, WHAT_HOST) < 0)
+                if (attach_done(tree, pfd, res, WHAT_HOST) < 0)
                         goto out;
                 close_fd(&tree);
                 close_fd(&pfd);
@@ -1176,7 +1153,7 @@ static int route_target(struct setup_args *a, struct bases *b, const PlanShare *
                 item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_TARGET);
                 goto out;
         }
-        if (attach(m, pfd, res, WHAT_TARGET) < 0)
+        if (attach_done(m, pfd, res, WHAT_TARGET) < 0)
                 goto out;
         *ret = resolve_at(m, plan->user_name, O_PATH | O_DIRECTORY);
         if (*ret < 0) {
@@ -1209,11 +1186,10 @@ static int shares_attach(struct setup_args *a, struct bases *b, int *trees, bool
                              ? route_target(a, b, &plan->shares[i], res, &tfd)
                              : walk(a, b, &plan->shares[i].dir, O_PATH | O_DIRECTORY, res,
                                     WHAT_TARGET, &tfd)) < 0 ||
-                    attach(trees[i], tfd, res, WHAT_TARGET) < 0) {
+                    attach_done(trees[i], tfd, res, WHAT_TARGET) < 0) {
                         a->n_failed++;
                         *stop = !a->keep_going;
-                } else
-                        res->done = true;
+                }
                 close_fd(&tfd);
                 close_fd(&trees[i]);
         }
@@ -1359,6 +1335,18 @@ static int refusal_errno(const struct item_result *res) {
         return res->err > 0 ? -res->err : -EIO;
 }
 
+/* An item that failed (why): counted, logged, and the first of them kept (why taken). */
+static void item_failed(const SetupPlan *plan, const struct item_result *res, char **why,
+                        unsigned *n_failed, char **first, int *first_r) {
+        (*n_failed)++;
+        log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
+                  "Setup of uid %u's namespace: %s", (unsigned) plan->uid, *why);
+        if (!*first) {
+                *first = g_steal_pointer(why);
+                *first_r = refusal_errno(res);
+        }
+}
+
 static void on_setup_done(int r, const void *result, int fd, void *userdata) {
         SetupRun *run = userdata;
         const SetupPlan *plan = run->plan;
@@ -1447,13 +1435,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                           s->dir.path);
                         continue;
                 }
-                n_failed++;
-                log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
-                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
-                if (!first) {
-                        first = g_steal_pointer(&why);
-                        first_r = refusal_errno(res);
-                }
+                item_failed(plan, res, &why, &n_failed, &first, &first_r);
         }
         for (size_t i = 0; i < plan->conf.n_binds; i++) {
                 const BindReadOnly *bind = &plan->conf.binds[i];
@@ -1471,13 +1453,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                         g_free(why);
                         why = item_why(plan, object, bind->target, NULL, &a->binds[i]);
                 }
-                n_failed++;
-                log_event(LOG_ERR, refusal_errno(&a->binds[i]), plan->uid, "setup-failed",
-                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
-                if (!first) {
-                        first = g_steal_pointer(&why);
-                        first_r = refusal_errno(&a->binds[i]);
-                }
+                item_failed(plan, &a->binds[i], &why, &n_failed, &first, &first_r);
         }
         for (size_t i = 0; i < plan->n_polydirs; i++) {
                 const PlanPolydir *d = &plan->polydirs[i];
@@ -1495,13 +1471,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                           d->dir.path, res->script_ran ? ", init script done" : "");
                         continue;
                 }
-                n_failed++;
-                log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
-                          "Setup of uid %u's namespace: %s", (unsigned) plan->uid, why);
-                if (!first) {
-                        first = g_steal_pointer(&why);
-                        first_r = refusal_errno(res);
-                }
+                item_failed(plan, res, &why, &n_failed, &first, &first_r);
         }
         if (r < 0 && !first) {
                 /* exited non-zero without saying what: cannot be */

@@ -176,7 +176,7 @@ static union {
         struct nsd_msg_header hdr;
         struct nsd_rep_error error;
         struct nsd_rep_list_entry entry;
-        struct nsd_rep_list_end end;
+        struct nsd_rep_stream_end end;
         uint8_t bytes[NSD_MSG_SIZE_MAX];
 } reply;
 

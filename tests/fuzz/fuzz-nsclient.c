@@ -348,8 +348,8 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                                 j->uid = call_uid(&calls[owner]);
                                 j->ns_inode = ctl & NET_INODE ? net_inode : mnt_inode;
                         } else if (h->type == NSD_REP_LIST_END &&
-                                   size >= sizeof(struct nsd_rep_list_end)) {
-                                ((struct nsd_rep_list_end *) buf)->count = *list_entries;
+                                   size >= sizeof(struct nsd_rep_stream_end)) {
+                                ((struct nsd_rep_stream_end *) buf)->count = *list_entries;
                         } else if (h->type == NSD_REP_LIST_ENTRY &&
                                    size >= sizeof(struct nsd_rep_list_entry)) {
                                 ((struct nsd_rep_list_entry *) buf)->pin[NSD_PIN_PATH_MAX - 1] = 0;

@@ -162,28 +162,33 @@ static void status_list_show(void) {
         seed("show-reserved", 0, sh, sizeof *sh);
 }
 
+/* A header-only request (type, size) with seq: the seeds <name> and <name>-with-fd, and the
+ * script script_name: it, then another header-only request (next_type, next_size) with
+ * seq + 1, both in a loop that reads the replies. */
+static void header_only_then(const char *name, uint16_t type, size_t size, uint32_t seq,
+                             uint16_t next_type, size_t next_size, const char *script_name) {
+        char with_fd[64];
+
+        snprintf(with_fd, sizeof with_fd, "%s-with-fd", name);
+        seed(name, 0, proto_msg(type, size, seq), size);
+        seed(with_fd, FDS(1), proto_msg(type, size, seq), size);
+        script(0);
+        record(LOOP | READ, proto_msg(type, size, seq), size);
+        record(LOOP | READ, proto_msg(next_type, next_size, seq + 1), next_size);
+        finish(script_name);
+}
+
 /* 1.4: root only, so uid 1000 gets EPERM and keeps its connection */
 static void metrics(void) {
-        REQ(m, NSD_REQ_METRICS, nsd_req_metrics, 11);
-        seed("metrics", 0, m, sizeof *m);
-        seed("metrics-with-fd", FDS(1), m, sizeof *m);
-        script(0);
-        record(LOOP | READ, m, sizeof *m);
-        record(LOOP | READ, proto_msg(NSD_REQ_STATUS, sizeof(struct nsd_req_status), 12),
-               sizeof(struct nsd_req_status));
-        finish("script-metrics-refused-then-status");
+        header_only_then("metrics", NSD_REQ_METRICS, sizeof(struct nsd_req_metrics), 11,
+                         NSD_REQ_STATUS, sizeof(struct nsd_req_status),
+                         "script-metrics-refused-then-status");
 }
 
 /* 1.5: a stream like LIST's (entries, member parts, an end); a user sees its own shares */
 static void shares(void) {
-        REQ(sh, NSD_REQ_SHARES, nsd_req_shares, 13);
-        seed("shares", 0, sh, sizeof *sh);
-        seed("shares-with-fd", FDS(1), sh, sizeof *sh);
-        script(0);
-        record(LOOP | READ, sh, sizeof *sh);
-        record(LOOP | READ, proto_msg(NSD_REQ_LIST, sizeof(struct nsd_req_list), 14),
-               sizeof(struct nsd_req_list));
-        finish("script-shares-then-list");
+        header_only_then("shares", NSD_REQ_SHARES, sizeof(struct nsd_req_shares), 13, NSD_REQ_LIST,
+                         sizeof(struct nsd_req_list), "script-shares-then-list");
 }
 
 static void release_hide(void) {

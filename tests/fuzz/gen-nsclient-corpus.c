@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
         /* LIST: three entries and the end; no entries; a count that does not match */
         {
                 static const unsigned char c[] = { OP_LIST, 0 };
-                struct nsd_rep_list_end *e;
+                struct nsd_rep_stream_end *e;
                 begin(1, c);
                 for (unsigned i = 0; i < 3; i++) {
                         struct nsd_rep_list_entry *l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
         {
                 static const unsigned char c[] = { OP_LIST, 0 };
                 struct nsd_rep_list_entry *l;
-                struct nsd_rep_list_end *e;
+                struct nsd_rep_stream_end *e;
                 begin(1, c);
                 l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
                 l->uid = 1000;

@@ -171,6 +171,21 @@ static void close_all_but(int a, int b) {
         close_range((unsigned) hi + 1, ~0U, 0);
 }
 
+/* In a child, as nsd: join P, clone the anchor at its path (detached), join the member's
+ * namespace; the clone. */
+static int clone_in_pin(int ns_pin, int ns_member, const char *anchor) {
+        int tree;
+
+        if (setns(ns_pin, CLONE_NEWNS) < 0)
+                child_fail("setns to P");
+        tree = open_tree(AT_FDCWD, anchor, OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC);
+        if (tree < 0)
+                child_fail("open_tree(OPEN_TREE_CLONE) of the anchor");
+        if (setns(ns_member, CLONE_NEWNS) < 0)
+                child_fail("setns to the member's namespace");
+        return tree;
+}
+
 /* nsd's clone, in a child: join P, clone the anchor at its path, join the member's namespace
  * and attach the clone at target, by path or (by_fd) at an openat2() descriptor. The child
  * holds nothing but the two nsfs descriptors. True when it attached. */
@@ -183,14 +198,7 @@ static bool share_clone(int ns_pin, int ns_member, const char *anchor, const cha
                 int tree, tfd;
 
                 close_all_but(ns_pin, ns_member);
-                if (setns(ns_pin, CLONE_NEWNS) < 0)
-                        child_fail("setns to P");
-                tree = open_tree(AT_FDCWD, anchor,
-                                 OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC);
-                if (tree < 0)
-                        child_fail("open_tree(OPEN_TREE_CLONE) of the anchor");
-                if (setns(ns_member, CLONE_NEWNS) < 0)
-                        child_fail("setns to the member's namespace");
+                tree = clone_in_pin(ns_pin, ns_member, anchor);
                 if (by_fd) {
                         struct open_how how = {
                                 .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -228,14 +236,7 @@ static void detached_shared(int ns_pin, int ns_member, const char *anchor, int r
                 char path[64];
                 int tree;
 
-                if (setns(ns_pin, CLONE_NEWNS) < 0)
-                        child_fail("setns to P");
-                tree = open_tree(AT_FDCWD, anchor,
-                                 OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC);
-                if (tree < 0)
-                        child_fail("open_tree(OPEN_TREE_CLONE) of the anchor");
-                if (setns(ns_member, CLONE_NEWNS) < 0)
-                        child_fail("setns to the member's namespace");
+                tree = clone_in_pin(ns_pin, ns_member, anchor);
                 snprintf(path, sizeof path, "/proc/self/fd/%d", tree);
                 res[0] = mount(NULL, path, NULL, MS_SHARED, NULL) < 0 ? errno : 0;
                 res[1] = mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0 ? errno : 0;

@@ -212,7 +212,7 @@ static const char *refused(const struct fake_nsd_config *cfg) {
 }
 
 static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
-        struct nsd_rep_list_end end;
+        struct nsd_rep_stream_end end;
 
         for (size_t i = 0; i < cfg->n_list; i++) {
                 const struct fake_ns *ns = &cfg->list[i];
@@ -235,7 +235,7 @@ static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd
 }
 
 static void answer_shares(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
-        struct nsd_rep_shares_end end;
+        struct nsd_rep_stream_end end;
 
         for (size_t i = 0; i < cfg->n_shares; i++) {
                 const struct fake_share *sh = &cfg->shares[i];

@@ -508,7 +508,7 @@ static bool list_close_early;
 static void script_list(int cfd) {
         struct fake_req r;
         struct nsd_rep_list_entry e;
-        struct nsd_rep_list_end end;
+        struct nsd_rep_stream_end end;
 
         if (!srv_next(cfd, &r))
                 return;
@@ -540,7 +540,7 @@ static void script_shares(int cfd) {
         struct fake_req r;
         struct nsd_rep_shares_entry e;
         struct nsd_rep_shares_members m;
-        struct nsd_rep_shares_end end;
+        struct nsd_rep_stream_end end;
         uint32_t sent = 0;
 
         if (!srv_next(cfd, &r))

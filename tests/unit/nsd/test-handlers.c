@@ -113,7 +113,7 @@ static GArray *read_list(int fd, uint32_t *ret_count) {
                         continue;
                 }
                 if (rep.type == NSD_REP_LIST_END)
-                        *ret_count = ((struct nsd_rep_list_end *) &rep.msg)->count;
+                        *ret_count = ((struct nsd_rep_stream_end *) &rep.msg)->count;
                 return uids;
         }
 }
@@ -358,7 +358,7 @@ static char *read_shares(int fd, uint32_t *ret_count, uint32_t *ret_flags, uint3
                         continue;
                 }
                 if (rep.type == NSD_REP_SHARES_END)
-                        *ret_count = ((const struct nsd_rep_shares_end *) &rep.msg)->count;
+                        *ret_count = ((const struct nsd_rep_stream_end *) &rep.msg)->count;
                 if (want != got)
                         g_string_append(out, "(short)");
                 return g_string_free(out, FALSE);

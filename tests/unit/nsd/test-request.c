@@ -67,7 +67,7 @@ static bool produce(Request *r) {
         }
         if (t.stream_left > 0 || !request_can_send(r))
                 return false;
-        struct nsd_rep_list_end end = { 0 };
+        struct nsd_rep_stream_end end = { 0 };
         nsd_msg_init(&end.hdr, NSD_REP_LIST_END, sizeof end, r->seq);
         (void) request_reply(r, &end, sizeof end, NULL, 0);
         return true;

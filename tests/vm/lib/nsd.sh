@@ -135,6 +135,13 @@ nsd_start() {
         fail "nsd did not answer on $NSD_SOCKET within 20 s"
 }
 
+# nsd_start_with_conf [ARGS...] <<CONF: nsd.conf from stdin (into $NSD_TMP/nsd.conf), then
+# nsd_start --config it, ARGS after.
+nsd_start_with_conf() {
+        cat >"$NSD_TMP/nsd.conf"
+        nsd_start --config "$NSD_TMP/nsd.conf" "$@"
+}
+
 nsd_stop() {
         [ -n "$NSD_PID" ] || return 0
         kill -TERM "$NSD_PID" 2>/dev/null
@@ -155,6 +162,17 @@ nsd_pam_line() {
         local control=$1
         shift
         echo "session $control $PAM_NSJOIN $*"
+}
+
+# nsd_setup_debian_pam [ARGS...]: pam_nsjoin (with ARGS) at the end of Debian's common-session
+# and common-session-noninteractive, with the control value of its pam-auth-update profile,
+# in place of the line there was (sudo, su, su -l and sshd --debian-pam include them).
+nsd_setup_debian_pam() {
+        local f
+        for f in /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive; do
+                sed -i '/pam_nsjoin/d' "$f"
+                echo "session [success=ok new_authtok_reqd=ok ignore=ignore module_unknown=ignore default=bad] $PAM_NSJOIN $*" >> "$f"
+        done
 }
 
 # su -l with our module: /etc/pam.d/su-l of the VM (a writable overlay of the host's /etc).

@@ -42,17 +42,8 @@ useradd -r -m -d /var/lib/crossing-svc -s /bin/sh crossing-svc || fail "useradd 
 vm_on_exit "userdel -r crossing-svc 2>/dev/null"
 assert_eq 1 "$(($(id -u crossing-svc) < 1000))" "crossing-svc is a system account"
 
-# pam_nsjoin in both common stacks, with the profile's control value; sudo, sudo -i, su, su -l
-# and sshd include them
-pam_line="session [success=ok new_authtok_reqd=ok ignore=ignore module_unknown=ignore default=bad] $PAM_NSJOIN debug"
-set_pam_line() { # set_pam_line EXTRA-ARGS: our line at the end of both common stacks
-        local f
-        for f in /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive; do
-                sed -i '/pam_nsjoin/d' "$f"
-                echo "$pam_line $*" >> "$f"
-        done
-}
-set_pam_line
+# pam_nsjoin in both common stacks, with the profile's control value
+nsd_setup_debian_pam debug
 echo "alice ALL=(ALL:ALL) NOPASSWD: ALL" > /etc/sudoers.d/crossing
 chmod 0440 /etc/sudoers.d/crossing
 vm_on_exit "rm -f /etc/sudoers.d/crossing"
@@ -144,7 +135,7 @@ check_kept "from alice's namespace" "$(nsenter -t "$fuse_pid" -m -- unshare -m -
 # root, then su -l). On the patched kernel chroot mode joins the namespace proper and sudo
 # works as in part 1.
 say "mode=chroot: alice's login; root's su -l in its root; a mount root makes there"
-set_pam_line mode=chroot
+nsd_setup_debian_pam debug mode=chroot
 out=$(vm_ssh alice "$probe; nohup sleep 600 > /dev/null 2>&1 & echo \$!") ||
         { journal_dump; fail "alice's chroot-mode login: $out"; }
 echo "$out"
@@ -170,6 +161,6 @@ if nsd_has_feature setns-dirfd; then
         assert_eq "$init_ns root -" "$out" "sudo -i from alice's chroot-mode login"
 fi
 kill "$login_pid"
-set_pam_line
+nsd_setup_debian_pam debug
 
 say "PASS: crossing users"

@@ -79,11 +79,8 @@ gen1=${out##* }
 
 say "nsd from the built units; pam_nsjoin in common-session and common-session-noninteractive"
 nsd_units_start '[Namespaces]' 'Users=@regular'
-# the profile's control value; timeout= generous: a first login waits for the setup under TCG
-for f in /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive; do
-        sed -i '/pam_nsjoin/d' "$f"
-        echo "session [success=ok new_authtok_reqd=ok ignore=ignore module_unknown=ignore default=bad] $PAM_NSJOIN timeout=60 debug" >> "$f"
-done
+# timeout= generous: a first login waits for the setup under TCG
+nsd_setup_debian_pam timeout=60 debug
 vm_start_sshd --debian-pam
 nsd_user alice 1001
 nsd_user bob 1002

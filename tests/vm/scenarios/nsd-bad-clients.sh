@@ -11,11 +11,10 @@ raw="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_SOCKET"
 
 nsd_user alice 1001
 nsd_user bob 1002
-cat >"$NSD_TMP/nsd.conf" <<CONF
+nsd_start_with_conf <<CONF
 [Limits]
 MaxConnectionsPerUser=4
 CONF
-nsd_start --config "$NSD_TMP/nsd.conf"
 vm_start_sshd --pam-session "$(nsd_pam_line required)"
 assert_eq "secret of alice" "$(fuse_mount_as alice)"
 

@@ -12,13 +12,12 @@ set -u
 . tests/vm/lib/nsd.sh "${1:-build}"
 
 nsd_user alice 1001
-cat >"$NSD_TMP/nsd.conf" <<CONF
+# info, not debug: under attack every connection would be a debug line
+nsd_start_with_conf --log-level info <<CONF
 [Limits]
 IdleTimeoutSec=3
 ReplyTimeoutSec=2
 CONF
-# info, not debug: under attack every connection would be a debug line
-nsd_start --config "$NSD_TMP/nsd.conf" --log-level info
 nsd_setup_su_pam "$(nsd_pam_line required)"
 vm_start_sshd --pam-session "$(nsd_pam_line required)"
 out=$(fuse_mount_as alice) || { nsd_log | tail -40; fail "alice's first login: $out"; }

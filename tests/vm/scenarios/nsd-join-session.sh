@@ -11,11 +11,10 @@ js="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_ROOT_SOCKET join-ses
 
 nsd_user alice 1001
 nsd_user bob 1002
-cat >"$NSD_TMP/nsd.conf" <<CONF
+nsd_start_with_conf <<CONF
 [Limits]
 MaxSessionsPerUser=1
 CONF
-nsd_start --config "$NSD_TMP/nsd.conf"
 # sleeper: a process that lives until it is killed or the scenario ends; its pid in $SLEEPER
 sleeper() {
         sleep 600 &

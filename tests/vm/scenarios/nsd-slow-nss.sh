@@ -38,14 +38,13 @@ vm_on_exit "cp $NSD_TMP/nsswitch.conf.orig /etc/nsswitch.conf"
 sed -i -E 's/^(passwd|group):[[:space:]]*/\1: nsdslow /' /etc/nsswitch.conf
 grep -E '^(passwd|group):' /etc/nsswitch.conf
 
-cat >"$NSD_TMP/nsd.conf" <<CONF
+LD_LIBRARY_PATH=$(dirname "$(nsd_helper libnss_nsdslow.so.2)") nsd_start_with_conf <<CONF
 [Namespaces]
 Users=
 Groups=nsdslow
 [Limits]
 LookupTimeoutSec=120
 CONF
-LD_LIBRARY_PATH=$(dirname "$(nsd_helper libnss_nsdslow.so.2)") nsd_start --config "$NSD_TMP/nsd.conf"
 # timeout=: a pam_nsjoin with a client timeout waits as long as nsd does (an older one
 # ignores the argument, with a warning, and waits its own 25 s)
 nsd_setup_su_pam "$(nsd_pam_line required timeout=120)"

@@ -69,10 +69,8 @@ echo "$out"
 
 grep -q '^user_allow_other' /etc/fuse.conf 2> /dev/null || echo user_allow_other >> /etc/fuse.conf
 nsd_units_start '[Namespaces]' 'Users=@regular'
-for f in /etc/pam.d/common-session /etc/pam.d/common-session-noninteractive; do
-        sed -i '/pam_nsjoin/d' "$f"
-        echo "session [success=ok new_authtok_reqd=ok ignore=ignore module_unknown=ignore default=bad] $PAM_NSJOIN timeout=60 debug" >> "$f"
-done
+# timeout= generous: a first login waits for the setup under TCG
+nsd_setup_debian_pam timeout=60 debug
 vm_start_sshd --debian-pam
 groupadd lab
 nsd_user alice 1001
