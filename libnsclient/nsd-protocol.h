@@ -524,8 +524,10 @@ struct nsd_rep_shares_entry {
         uint32_t members;     /* namespaces given the share: live ones and those being made */
         uint32_t flags;       /* NSD_SHARE_* */
         uint32_t n_uids;      /* member uids in the NSD_REP_SHARES_MEMBERS parts that follow */
-        /* 1.5 always: -1 and 0, "unknown". The mounts under the share's anchor and its peer
-         * group id need a look from inside nsd's pin namespace, which no request makes yet. */
+        /* To root: the mounts under the share's anchor in nsd's pin namespace (each a copy in
+         * every member's namespace) and the anchor's peer group id ("shared:N" in
+         * mountinfo); -1 and 0 when unknown (no anchor yet, Propagation=per-user has none)
+         * and to anyone else. */
         int32_t mounts;
         uint32_t peer_group;
         uint32_t reserved;             /* 0 */

@@ -356,6 +356,8 @@ enum {
         SHARES_COL_MEMBERS,
         SHARES_COL_MAX,
         SHARES_COL_UIDS,
+        SHARES_COL_MOUNTS,
+        SHARES_COL_GROUP,
         _SHARES_COL_MAX,
 };
 
@@ -371,6 +373,12 @@ static const struct column_info shares_columns[_SHARES_COL_MAX] = {
         [SHARES_COL_MAX] = { "MAX", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "MaxMembers=" },
         [SHARES_COL_UIDS] = { "UIDS", 0.3, SCOLS_FL_WRAP, SCOLS_JSON_ARRAY_NUMBER,
                               "uids of its live members (without privilege: your own)" },
+        [SHARES_COL_MOUNTS] = { "MOUNTS", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
+                                "mounts under the share's anchor, each a copy in every member's "
+                                "namespace (root; '-' when unknown)" },
+        [SHARES_COL_GROUP] = { "GROUP", 3, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
+                               "the anchor's peer group, shared:N in mountinfo (root; '-' when "
+                               "unknown)" },
 };
 
 static const char *propagation_name(uint32_t p) {
@@ -424,6 +432,16 @@ static char *shares_cell(const void *row, size_t col, bool json) {
                 break;
         case SHARES_COL_UIDS:
                 return shares_uids(sh, json);
+        case SHARES_COL_MOUNTS:
+                if (sh->mounts < 0)
+                        return json ? NULL : strdup("-");
+                snprintf(buf, sizeof(buf), "%d", sh->mounts);
+                break;
+        case SHARES_COL_GROUP:
+                if (sh->peer_group == 0)
+                        return json ? NULL : strdup("-");
+                snprintf(buf, sizeof(buf), "%u", sh->peer_group);
+                break;
         default:
                 return NULL;
         }

@@ -712,6 +712,8 @@ _Static_assert(NSD_SHARE_PROPAGATION_MEMBERS == SHARE_PROPAGATION_MEMBERS &&
 typedef struct SharesItem {
         char *name, *path;
         uint32_t propagation, max_members;
+        int32_t mounts;      /* under its anchor; -1: unknown, or not shown to this caller */
+        uint32_t peer_group; /* its anchor's; 0: unknown */
 } SharesItem;
 
 /* The state of one SHARES stream: at most SETUP_MAX_SHARES items and the member uids of one
@@ -762,11 +764,9 @@ static void shares_send_entry(Request *r, SharesState *ss, const SharesItem *it)
         e.members = users_share_members(api_of(r)->users, it->name);
         e.flags = ss->all_members ? 0 : NSD_SHARE_OWN_ONLY;
         e.n_uids = ss->uids->len;
-        /* TODO(issue 24): the anchor's mount count and peer group id need a helper in nsd's
-         * pin namespace (and each member's clone's peer group one in its namespace); until
-         * then the protocol's "unknown" */
-        e.mounts = -1;
-        e.peer_group = 0;
+        /* root's: read from nsd's pin namespace when the request came (handle_shares()) */
+        e.mounts = it->mounts;
+        e.peer_group = it->peer_group;
         g_strlcpy(e.name, it->name, sizeof e.name);
         g_strlcpy(e.path, it->path, sizeof e.path);
         if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
@@ -779,7 +779,9 @@ static void shares_send_members(Request *r, SharesState *ss) {
         nsd_msg_init(&m.hdr, NSD_REP_SHARES_MEMBERS, sizeof m, r->seq);
         while (m.n < NSD_SHARES_MEMBERS_PER_PART && ss->next_uid < ss->uids->len) {
                 m.members[m.n].uid = g_array_index(ss->uids, uid_t, ss->next_uid++);
-                m.members[m.n].peer_group = 0; /* unknown, as the entry's */
+                /* a member's clone joined the anchor's group when it was made (setup.h); whether
+                 * it is still in it would need a look into its namespace: "unknown" */
+                m.members[m.n].peer_group = 0;
                 m.n++;
         }
         (void) request_reply(r, &m, sizeof m, NULL, 0);
@@ -827,7 +829,23 @@ static int handle_shares(Request *r) {
                 ss->items[ss->n++] = (SharesItem) { .name = g_strdup(sh->name),
                                                     .path = g_strdup(sh->path),
                                                     .propagation = (uint32_t) sh->propagation,
-                                                    .max_members = sh->max_members };
+                                                    .max_members = sh->max_members,
+                                                    .mounts = -1 };
+        }
+        if (ss->all_members && ss->n > 0) { /* root: what is under each anchor, one read */
+                const char *names[SETUP_MAX_SHARES];
+                int32_t mounts[SETUP_MAX_SHARES];
+                uint32_t groups[SETUP_MAX_SHARES];
+
+                for (size_t i = 0; i < ss->n && i < SETUP_MAX_SHARES; i++)
+                        names[i] = ss->items[i].propagation == NSD_SHARE_PROPAGATION_PER_USER
+                                           ? NULL /* no anchor */
+                                           : ss->items[i].name;
+                users_share_anchors(a->users, names, MIN(ss->n, SETUP_MAX_SHARES), mounts, groups);
+                for (size_t i = 0; i < ss->n && i < SETUP_MAX_SHARES; i++) {
+                        ss->items[i].mounts = mounts[i];
+                        ss->items[i].peer_group = groups[i];
+                }
         }
         return request_stream(r, ss, shares_state_free, shares_produce);
 }

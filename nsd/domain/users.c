@@ -20,6 +20,7 @@
 #include "nsd-protocol.h"
 #include "policy/conf.h"
 #include "store/fdstore.h"
+#include "store/mounts.h"
 #include "store/pending.h"
 #include "store/pinstore.h"
 #include "store/state.h"
@@ -486,6 +487,34 @@ unsigned users_share_members(const Users *reg, const char *share) {
                         n++;
         }
         return n;
+}
+
+void users_share_anchors(Users *reg, const char *const *names, size_t n, int32_t *ret_mounts,
+                         uint32_t *ret_groups) {
+        g_autofree char *text = NULL;
+        int pinns_fd = reg->pins ? pinstore_pinns_fd(reg->pins, NULL) : -1;
+        const char *run_dir = pinstore_run_dir(reg->pins);
+
+        for (size_t i = 0; i < n; i++) {
+                ret_mounts[i] = -1;
+                ret_groups[i] = 0;
+        }
+        if (n == 0 || pinns_fd < 0 || !run_dir ||
+            ns_read_mountinfo(pinns_fd, "nsd's pin namespace", USER_MOUNTINFO_MAX, &text, NULL) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                g_autofree char *path = NULL;
+                unsigned group;
+                int count;
+
+                if (!names[i])
+                        continue;
+                path = g_strdup_printf("%s/shares/%s", run_dir, names[i]);
+                if (mounts_under(text, path, &count, &group) == 0) {
+                        ret_mounts[i] = count;
+                        ret_groups[i] = group;
+                }
+        }
 }
 
 /* Which of the plan's shares the namespace of uid gets: not those whose MaxMembers= is

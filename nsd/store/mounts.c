@@ -212,3 +212,39 @@ int mounts_user_made(const char *mountinfo, const GArray *baseline, char **ret_f
 
         return r < 0 ? r : m.n;
 }
+
+int mounts_under(const char *mountinfo, const char *path, int *ret_count,
+                 unsigned *ret_peer_group) {
+        _cleanup_mnt_table_ struct libmnt_table *tb = NULL;
+        _cleanup_mnt_iter_ struct libmnt_iter *it = NULL;
+        struct libmnt_fs *fs;
+        size_t n = strlen(path);
+        int r, count = -1;
+        unsigned group = 0;
+
+        r = table_parse(mountinfo, &tb);
+        if (r < 0)
+                return r;
+        it = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!it)
+                return -ENOMEM;
+        while (mnt_table_next_fs(tb, it, &fs) == 0) {
+                const char *t = mnt_fs_get_target(fs), *o = mnt_fs_get_optional_fields(fs), *p;
+
+                if (!t)
+                        continue;
+                if (strcmp(t, path) == 0) { /* the last one on path: the one seen there */
+                        count = 0;
+                        group = 0;
+                        for (p = o; p && (p = strstr(p, "shared:")); p++)
+                                if (p == o || p[-1] == ' ') {
+                                        group = (unsigned) strtoul(p + 7, NULL, 10);
+                                        break;
+                                }
+                } else if (count >= 0 && strncmp(t, path, n) == 0 && t[n] == '/')
+                        count++;
+        }
+        *ret_count = count;
+        *ret_peer_group = group;
+        return count >= 0 ? 0 : -ENOENT;
+}

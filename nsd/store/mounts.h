@@ -42,3 +42,9 @@ int mounts_baseline_from_string(const char *s, GArray **ret);
  * NULL) describes the first one for the log: "fuse.bindfs on /home/alice/mnt (FUSE of uid
  * 1001)". -errno when the text does not parse. */
 int mounts_user_made(const char *mountinfo, const GArray *baseline, char **ret_first);
+
+/* The mount on path in mountinfo (the last one there) and what is mounted below it: the
+ * number of mounts under path (*ret_count) and its peer group ("shared:N", 0: not shared).
+ * For the anchors of shares (setup.h). -ENOENT when nothing is mounted on path, -errno when
+ * the text does not parse. */
+int mounts_under(const char *mountinfo, const char *path, int *ret_count, unsigned *ret_peer_group);

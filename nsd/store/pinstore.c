@@ -800,6 +800,10 @@ int pinstore_pinns_fd(const PinStore *ps, bool *ret_from_fdstore) {
         return ps ? ps->pinns_fd : -1;
 }
 
+const char *pinstore_run_dir(const PinStore *ps) {
+        return ps ? ps->run_dir : NULL;
+}
+
 int pinstore_dir_fd(const PinStore *ps) {
         return ps ? ps->dir_fd : -1;
 }

@@ -87,6 +87,8 @@ bool pinstore_is_ready(const PinStore *ps);
 /* The pin tmpfs (run_dir in the pin namespace), an O_PATH descriptor, the store's own; -1
  * until ready. The anchors of shares (setup.h) live beside the pins, in its "shares". */
 int pinstore_dir_fd(const PinStore *ps);
+/* run_dir, as given to pinstore_open(): the pin tmpfs's path in the pin namespace. */
+const char *pinstore_run_dir(const PinStore *ps);
 /* True when a JOIN for uid must wait ("not yet available", -NSD_ERRNO_NOT_YET) rather than
  * get a new namespace: the store is not ready, or uid has a pin whose namespace nsd does not
  * hold (adoption failed, a release failed to unpin, ...). False for ps NULL. */

@@ -488,29 +488,37 @@ static int mountinfo_child(void *p) {
         return 0;
 }
 
-/* /proc/self/mountinfo of a process inside ns, opened for reading. */
-static int mountinfo_open(const UserNs *ns) {
-        struct mountinfo_args a = { .ns_fd = ns->ns_fd, .fd = -1 };
+/* /proc/self/mountinfo of a process inside the namespace ns_fd (whose: for messages), opened
+ * for reading. */
+static int mountinfo_open_fd(int ns_fd, const char *whose) {
+        struct mountinfo_args a = { .ns_fd = ns_fd, .fd = -1 };
         int r;
 
         r = helper_run(mountinfo_child, &a, &a.s);
         if (r < 0) {
                 cleanup_closep(&a.fd);
-                return log_error_errno(r, "Failed to read the mount table of uid %u: %s: %m",
-                                       (unsigned) ns->uid, helper_status_step(&a.s));
+                return log_error_errno(r, "Failed to read the mount table of %s: %s: %m", whose,
+                                       helper_status_step(&a.s));
         }
         return a.fd;
 }
 
-int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_len) {
+static int mountinfo_open(const UserNs *ns) {
+        char whose[32];
+
+        snprintf(whose, sizeof whose, "uid %u", (unsigned) ns->uid);
+        return mountinfo_open_fd(ns->ns_fd, whose);
+}
+
+int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
 
-        if (!ns || ns->ns_fd < 0 || !ret)
+        if (ns_fd < 0 || !ret)
                 return -EINVAL;
 
-        fd = mountinfo_open(ns);
+        fd = mountinfo_open_fd(ns_fd, whose);
         if (fd < 0)
                 return fd;
         for (;;) {
@@ -534,10 +542,8 @@ int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return log_error_errno(errno,
-                                               "Failed to read the mount table of uid "
-                                               "%u: %m",
-                                               (unsigned) ns->uid);
+                        return log_error_errno(errno, "Failed to read the mount table of %s: %m",
+                                               whose);
                 }
                 if (n == 0)
                         break;
@@ -550,6 +556,15 @@ int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_
                 *ret_len = len;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_len) {
+        char whose[32];
+
+        if (!ns || ns->ns_fd < 0 || !ret)
+                return -EINVAL;
+        snprintf(whose, sizeof whose, "uid %u", (unsigned) ns->uid);
+        return ns_read_mountinfo(ns->ns_fd, whose, max, ret, ret_len);
 }
 
 int userns_count_mounts(const UserNs *ns) {

@@ -91,5 +91,8 @@ UserNs *userns_new(uid_t uid);
  * setns()es into it), at most max bytes (-EFBIG past that). *ret is malloc()ed and
  * NUL-terminated. */
 int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_len);
+/* The same for any mount namespace's nsfs descriptor (whose: "the pin namespace", for
+ * messages). */
+int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size_t *ret_len);
 /* Number of lines of that mountinfo, or -errno. */
 int userns_count_mounts(const UserNs *ns);

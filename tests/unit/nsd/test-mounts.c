@@ -75,7 +75,35 @@ static void test_mounts(void) {
                "a short fingerprint is refused");
 }
 
+/* the anchors of shares in nsd's pin namespace (nsd/domain/setup.c): the mounts under one
+ * and its peer group */
+static void test_under(void) {
+        const char *text = ROOT
+                "200 100 0:40 / /run/nsd rw - tmpfs nsd-pins rw\n"
+                "201 200 8:1 /srv/lab /run/nsd/shares/lab rw shared:12 - ext4 /dev/sda1 rw\n"
+                "202 201 0:50 / /run/nsd/shares/lab/alice rw shared:12 - fuse.bindfs "
+                "bindfs rw,user_id=1001\n"
+                "203 201 0:51 / /run/nsd/shares/lab/bob/data rw shared:12 - fuse.sshfs "
+                "sshfs rw,user_id=1002\n"
+                "204 200 8:1 /srv/lab2 /run/nsd/shares/lab2 rw shared:13 - ext4 /dev/sda1 rw\n"
+                "205 200 8:1 /srv/q /run/nsd/shares/quiet rw - ext4 /dev/sda1 rw\n";
+        unsigned group = 99;
+        int count = 99;
+
+        is_int(mounts_under(text, "/run/nsd/shares/lab", &count, &group), 0, "lab's anchor");
+        is_int(count, 2, "two mounts under lab (a bindfs, an sshfs deeper down), none of lab2");
+        is_int((int) group, 12, "lab's peer group");
+        is_int(mounts_under(text, "/run/nsd/shares/lab2", &count, &group), 0, "lab2's anchor");
+        is_int(count, 0, "nothing under lab2 (lab's mounts are not lab2's)");
+        is_int((int) group, 13, "lab2's peer group");
+        is_int(mounts_under(text, "/run/nsd/shares/quiet", &count, &group), 0, "a private one");
+        is_int((int) group, 0, "no peer group: 0");
+        is_int(mounts_under(text, "/run/nsd/shares/none", &count, &group), -ENOENT,
+               "no anchor: -ENOENT");
+}
+
 int main(void) {
         test_mounts();
+        test_under();
         return tap_done();
 }

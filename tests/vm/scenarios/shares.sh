@@ -22,7 +22,8 @@
 #  4. a kill -9 of nsd (systemd restarts it): the share still carries mounts between the
 #     living namespaces, and a member whose namespace is made afterwards (dave, released and
 #     made again) joins the same peer group: he sees alice's mount.
-#     nsctl shares lists each share's members for root; a member sees only its own uid.
+#     nsctl shares lists each share's members, the mounts under its anchor and its peer
+#     group for root; a member sees only its own uid.
 #  5. nsd --check-config names FILE:LINE of a share without members.
 #   Args: BUILD-DIR
 set -u
@@ -208,6 +209,13 @@ assert_eq "lab members 3 256 1001,1002,1004
 media host 1 256 1001
 duo members 2 2 1001,1002
 removable per-user 3 256 1001,1002,1004" "$out" "root's nsctl shares"
+out=$("$NSCTL" shares --raw --noheadings -o SHARE,MOUNTS,GROUP)
+echo "$out"
+# lab: alice's, bob's and alice's after the restart; media: the host's stick and alice's
+echo "$out" | grep -Eq '^lab 3 [1-9][0-9]*$' || fail "lab's mounts and peer group: $out"
+echo "$out" | grep -Eq '^media 2 [1-9][0-9]*$' || fail "media's mounts and peer group: $out"
+echo "$out" | grep -Eq '^duo 0 [1-9][0-9]*$' || fail "duo's mounts and peer group: $out"
+echo "$out" | grep -q '^removable - -$' || fail "removable (per-user: no anchor): $out"
 out=$(vm_ssh bob "$NSCTL shares --raw --noheadings -o SHARE,UIDS")
 assert_eq "lab 1002
 duo 1002
