@@ -818,14 +818,18 @@ static int handle_shares(Request *r) {
         const SetupConf *conf = &a->config->setup;
         User *own = r->uid == 0 ? NULL : users_get(a->users, r->uid);
         SharesState *ss = g_new0(SharesState, 1);
+        const Share *anchored[SETUP_MAX_SHARES];
+        int32_t mounts[SETUP_MAX_SHARES];
+        uint32_t groups[SETUP_MAX_SHARES];
 
         ss->all_members = access_sees_all_members(r);
         ss->items = g_new0(SharesItem, MAX(conf->n_shares, 1));
-        for (size_t i = 0; i < conf->n_shares; i++) {
+        for (size_t i = 0; i < conf->n_shares && ss->n < SETUP_MAX_SHARES; i++) {
                 const Share *sh = &conf->shares[i];
 
                 if (!access_may_see_share(r, own, sh->name))
                         continue;
+                anchored[ss->n] = sh->propagation == SHARE_PROPAGATION_PER_USER ? NULL : sh;
                 ss->items[ss->n++] = (SharesItem) { .name = g_strdup(sh->name),
                                                     .path = g_strdup(sh->path),
                                                     .propagation = (uint32_t) sh->propagation,
@@ -833,16 +837,8 @@ static int handle_shares(Request *r) {
                                                     .mounts = -1 };
         }
         if (ss->all_members && ss->n > 0) { /* root: what is under each anchor, one read */
-                const char *names[SETUP_MAX_SHARES];
-                int32_t mounts[SETUP_MAX_SHARES];
-                uint32_t groups[SETUP_MAX_SHARES];
-
-                for (size_t i = 0; i < ss->n && i < SETUP_MAX_SHARES; i++)
-                        names[i] = ss->items[i].propagation == NSD_SHARE_PROPAGATION_PER_USER
-                                           ? NULL /* no anchor */
-                                           : ss->items[i].name;
-                users_share_anchors(a->users, names, MIN(ss->n, SETUP_MAX_SHARES), mounts, groups);
-                for (size_t i = 0; i < ss->n && i < SETUP_MAX_SHARES; i++) {
+                users_share_anchors(a->users, anchored, ss->n, mounts, groups);
+                for (size_t i = 0; i < ss->n; i++) {
                         ss->items[i].mounts = mounts[i];
                         ss->items[i].peer_group = groups[i];
                 }

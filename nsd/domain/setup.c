@@ -74,7 +74,8 @@ typedef struct PlanPolydir {
 typedef struct PlanShare {
         const Share *conf; /* into the plan's copy of the configuration */
         Walk dir;          /* Path=, resolved as root in the host's and the user's namespace */
-        char *staging;     /* ".new-NAME": where its anchor is made before it is in place */
+        char *anchor;      /* its anchor's name (share_anchor_name()) */
+        char *staging;     /* ".new-" + anchor: where its anchor is made before it is in place */
         bool left_out;     /* setup_plan_leave_out_share() */
 } PlanShare;
 
@@ -311,7 +312,11 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                 }
                 s->conf = c;
                 walk_init(&s->dir, g_strdup(c->path), false, plan);
-                s->staging = g_strconcat(".new-", c->name, NULL);
+                {
+                        char anchor[SHARE_ANCHOR_NAME_MAX];
+                        s->anchor = g_strdup(share_anchor_name(c, anchor, sizeof anchor));
+                }
+                s->staging = g_strconcat(".new-", s->anchor, NULL);
                 plan->n_shares++;
         }
         *ret = g_steal_pointer(&plan);
@@ -334,6 +339,7 @@ void setup_plan_free(SetupPlan *p) {
         for (size_t i = 0; i < p->n_shares; i++) {
                 g_free(p->shares[i].dir.path);
                 g_free(p->shares[i].staging);
+                g_free(p->shares[i].anchor);
         }
         g_free(p->shares);
         setup_conf_done(&p->conf);
@@ -957,7 +963,7 @@ out:
  * anchor of s, made from host_tree when it is not there, and a clone of it into *ret. */
 static int anchor_clone(const PlanShare *s, int sd, int host_tree, struct item_result *res,
                         int *ret) {
-        const char *name = s->conf->name;
+        const char *name = s->anchor;
         int stage = -1, afd = -1, r = -1;
 
         if (is_mount_root(sd, name))
@@ -1045,8 +1051,13 @@ static void shares_clone(struct setup_args *a, int *trees) {
         int root = -1, sd = -1;
         bool anchored = false;
 
-        for (size_t i = 0; i < plan->n_shares; i++)
+        for (size_t i = 0; i < plan->n_shares; i++) {
                 trees[i] = host_trees[i] = -1;
+                anchored = anchored || !plan->shares[i].left_out;
+        }
+        if (!anchored) /* no share for this user: no lock to take */
+                return;
+        anchored = false;
         /* one setup child at a time makes or looks at the anchors and the routes' mounts:
          * never two of one share (the lock is <run_dir>/shares of the pin namespace, reached
          * through the pin tmpfs's descriptor) */
@@ -1408,7 +1419,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 const struct item_result *res = &a->shares[i];
                 g_autofree char *anchor = g_strdup_printf("the anchor shares/%s in nsd's pin "
                                                           "namespace",
-                                                          s->conf->name);
+                                                          s->anchor);
                 g_autofree char *why = NULL;
 
                 if (s->left_out)

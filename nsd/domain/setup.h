@@ -49,15 +49,20 @@
  * stays, as with pam_namespace.
  *
  * Shares ([Share NAME], the ones the user is a member of and the caller did not leave out):
- * each has one ANCHOR in nsd's pin namespace, <run_dir>/shares/NAME, a mount whose peer
+ * each has one ANCHOR in nsd's pin namespace, <run_dir>/shares/NAME@DIGEST (a digest of
+ * Path= and Propagation=: share_anchor_name(), so a changed share gets a new anchor and the
+ * namespaces made before keep the old one, as with the rest of the setup), a mount whose peer
  * group is the share. The child makes it when it is not there, under a lock (flock of
  * <run_dir>/shares) that every setup child takes: a clone of Path= of the host's namespace
  * (resolved as root without following symbolic links; with its submounts for
- * Propagation=host and both), attached at .new-NAME, made nosuid,nodev, then its
+ * Propagation=host and both), attached at .new-ANCHOR, made nosuid,nodev, then its
  * propagation set (members: private, then shared, a group of its own; host: slave of the
  * host's mount, then shared; both: kept in the host's peer group, made shared), and only
- * then moved to NAME: an anchor is either whole or not there, also after a kill -9 (a
- * .new-NAME left over is unmounted first). Then a clone of the anchor with its submounts
+ * then moved to ANCHOR: an anchor is either whole or not there, also after a kill -9 (a
+ * .new-ANCHOR left over is unmounted first). Propagation=per-user has no anchor (see
+ * nsd.conf(5)): the child makes the host's Path= a mount of its own (under the same lock),
+ * clones Path=/USER as a slave, and in the user's namespace puts a small tmpfs on Path=
+ * with USER's directory alone in it, the clone on that. Then a clone of the anchor with its submounts
  * (open_tree(OPEN_TREE_CLONE) of a shared mount joins its peer group: tests/kernel proves
  * it on every image) is attached on Path= in the user's namespace, resolved as root
  * without following symbolic links. The anchors stay when nsd stops: they are in the pin

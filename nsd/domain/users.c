@@ -489,7 +489,7 @@ unsigned users_share_members(const Users *reg, const char *share) {
         return n;
 }
 
-void users_share_anchors(Users *reg, const char *const *names, size_t n, int32_t *ret_mounts,
+void users_share_anchors(Users *reg, const Share *const *shares, size_t n, int32_t *ret_mounts,
                          uint32_t *ret_groups) {
         g_autofree char *text = NULL;
         int pinns_fd = reg->pins ? pinstore_pinns_fd(reg->pins, NULL) : -1;
@@ -504,12 +504,14 @@ void users_share_anchors(Users *reg, const char *const *names, size_t n, int32_t
                 return;
         for (size_t i = 0; i < n; i++) {
                 g_autofree char *path = NULL;
+                char anchor[SHARE_ANCHOR_NAME_MAX];
                 unsigned group;
                 int count;
 
-                if (!names[i])
+                if (!shares[i])
                         continue;
-                path = g_strdup_printf("%s/shares/%s", run_dir, names[i]);
+                path = g_strdup_printf("%s/shares/%s", run_dir,
+                                       share_anchor_name(shares[i], anchor, sizeof anchor));
                 if (mounts_under(text, path, &count, &group) == 0) {
                         ret_mounts[i] = count;
                         ret_groups[i] = group;

@@ -115,10 +115,10 @@ typedef void (*UsersJoinDone)(int r, const char *why, void *userdata);
 bool users_join_needs_identity(const Users *reg, uid_t uid, bool create);
 int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, UsersJoinDone done,
                      void *userdata, User **ret, bool *ret_created, char **ret_why);
-/* For root's SHARES: the mounts under each named share's anchor and its peer group, from
+/* For root's SHARES: the mounts under each share's anchor (NULL: skip) and its peer group, from
  * one read of nsd's pin namespace's mount table (a helper; logged when it fails); -1 and 0
  * where unknown (no pin store, no anchor yet, a share without one: Propagation=per-user). */
-void users_share_anchors(Users *reg, const char *const *names, size_t n, int32_t *ret_mounts,
+void users_share_anchors(Users *reg, const Share *const *shares, size_t n, int32_t *ret_mounts,
                          uint32_t *ret_groups);
 /* How many namespaces were given the share (made, or being made now). */
 unsigned users_share_members(const Users *reg, const char *share);

@@ -969,6 +969,15 @@ const char *share_propagation_to_string(SharePropagation p) {
         return "?";
 }
 
+const char *share_anchor_name(const Share *s, char *buf, size_t size) {
+        g_autofree char *what = g_strdup_printf("%s\n%s", s->path,
+                                                share_propagation_to_string(s->propagation));
+        g_autofree char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, what, -1);
+
+        snprintf(buf, size, "%s@%.12s", s->name, sum);
+        return buf;
+}
+
 const char *share_describe(const Share *s, char *buf, size_t size) {
         snprintf(buf, size, "share '%s' (%s:%u)", s->name, s->file ? s->file : "?", s->line);
         return buf;

@@ -163,6 +163,12 @@ bool setup_conf_needs_identity(const SetupConf *s);
 bool share_has_member(const Share *s, const char *user_name, uid_t uid, const gid_t *gids,
                       const char *const *group_names, size_t n);
 const char *share_propagation_to_string(SharePropagation p);
+/* The name of the share's anchor in nsd's pin namespace: NAME@ and 12 hex digits of a digest
+ * of Path= and Propagation=, so that a share whose path or propagation changed gets an anchor
+ * (a peer group) of its own, and the namespaces made before keep the old one. buf: at least
+ * SHARE_ANCHOR_NAME_MAX bytes; returns buf. */
+#define SHARE_ANCHOR_NAME_MAX (SETUP_NAME_MAX + 14)
+const char *share_anchor_name(const Share *s, char *buf, size_t size);
 /* "share 'lab' (/etc/nsd/nsd.conf:12)" for messages; returns buf. */
 const char *share_describe(const Share *s, char *buf, size_t size);
 

@@ -235,6 +235,25 @@ static void test_shares(void) {
                            0 &&
                    c.setup.shares[0].propagation == SHARE_PROPAGATION_PER_USER,
            "Propagation=per-user");
+        {
+                char a1[SHARE_ANCHOR_NAME_MAX], a2[SHARE_ANCHOR_NAME_MAX],
+                        a3[SHARE_ANCHOR_NAME_MAX];
+                Share one = c.setup.shares[0];
+
+                share_anchor_name(&one, a1, sizeof a1);
+                one.propagation = SHARE_PROPAGATION_MEMBERS;
+                share_anchor_name(&one, a2, sizeof a2);
+                one.path = (char *) "/media2";
+                share_anchor_name(&one, a3, sizeof a3);
+                ok(g_str_has_prefix(a1, "media@") && strlen(a1) == strlen("media@") + 12 &&
+                           strcmp(a1, a2) != 0 && strcmp(a2, a3) != 0,
+                   "the anchor's name: NAME@ and 12 digits, another for another Propagation= "
+                   "or Path=");
+                one.path = (char *) "/media";
+                one.propagation = SHARE_PROPAGATION_PER_USER;
+                share_anchor_name(&one, a2, sizeof a2);
+                ok(strcmp(a1, a2) == 0, "the same for the same share");
+        }
         config_done(&c);
         ok(parse("[Share s]\nPath=/s\nUsers=0\nPropagation=both\nMaxMembers=65536\n", &c, &err) ==
                            0 &&
