@@ -77,6 +77,9 @@
  *        NSD_REP_SHARES_END; for `nsctl shares`. Root sees every share and member; anyone
  *        else the shares of its own namespace and its own uid only. A 1.4 nsd answers
  *        SHARES with -EOPNOTSUPP ("unknown request type") and closes the connection.
+ *   1.6  Identity churn. METRICS: lookup_timeouts[] (in two of the reserved slots, so the
+ *        size is unchanged; a 1.5 nsd sends 0 there): managed-lookups past LookupTimeoutSec=
+ *        by what nsd.conf's OnLookupTimeout= made of them (refused, or unmanaged: ENXIO).
  */
 #pragma once
 
@@ -110,7 +113,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 5
+#define NSD_PROTO_MINOR 6
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -456,6 +459,15 @@ enum nsd_metrics_lookup {
 };
 #define NSD_METRICS_LOOKUPS 4
 
+/* lookup_timeouts[] (1.6): "does nsd manage uid?" past LookupTimeoutSec=, by what
+ * OnLookupTimeout= (nsd.conf) made of it; each is also a lookups[NSD_METRICS_LOOKUP_TIMEOUT] */
+enum nsd_metrics_lookup_timeout {
+        NSD_METRICS_LOOKUP_TIMEOUT_REFUSED = 0,   /* the request got -ETIMEDOUT */
+        NSD_METRICS_LOOKUP_TIMEOUT_UNMANAGED = 1, /* the uid was not managed for it (ENXIO) */
+        _NSD_METRICS_LOOKUP_TIMEOUT_MAX,
+};
+#define NSD_METRICS_LOOKUP_TIMEOUTS 2
+
 /* throttled[]: requests and connections slowed down or refused by a limit */
 enum nsd_metrics_throttle {
         NSD_METRICS_THROTTLE_RATE = 0,         /* RequestRatePerUser=: read more slowly */
@@ -491,7 +503,8 @@ struct nsd_rep_metrics {
         uint64_t lookups[NSD_METRICS_LOOKUPS];
         uint64_t path_walk_timeouts; /* path walks past PathWalkTimeoutSec= (HIDE, mode private) */
         uint64_t throttled[NSD_METRICS_THROTTLES];
-        uint64_t reserved[4]; /* 0 */
+        uint64_t lookup_timeouts[NSD_METRICS_LOOKUP_TIMEOUTS]; /* 1.6 */
+        uint64_t reserved[2];                                  /* 0 */
 };
 _Static_assert(sizeof(struct nsd_rep_metrics) == 400, "nsd_rep_metrics layout");
 

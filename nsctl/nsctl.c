@@ -476,7 +476,7 @@ static int metrics_request(nsc_conn *conn, struct args *a) {
                 return fail(conn, r, "get status from nsd");
         if (a->status.proto_major == 1 && a->status.proto_minor < METRICS_SINCE_MINOR)
                 return metrics_too_old(&a->status);
-        r = nsc_metrics(conn, &a->metrics);
+        r = nsc_metrics_sized(conn, &a->metrics, sizeof a->metrics);
         if (r == -EOPNOTSUPP)
                 return metrics_too_old(&a->status);
         return r < 0 ? fail(conn, r, "get metrics from nsd") : 0;

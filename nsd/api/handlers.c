@@ -543,6 +543,7 @@ static int handle_metrics(Request *r) {
         rep.setup_failures = m->setup_failures;
         memcpy(rep.releases, m->releases, sizeof rep.releases);
         memcpy(rep.lookups, m->lookups, sizeof rep.lookups);
+        memcpy(rep.lookup_timeouts, m->lookup_timeouts, sizeof rep.lookup_timeouts);
         rep.path_walk_timeouts = m->path_walk_timeouts;
         memcpy(rep.throttled, m->throttled, sizeof rep.throttled);
         (void) request_reply(r, &rep, sizeof rep, NULL, 0);

@@ -72,6 +72,11 @@ void metrics_count_lookup(enum nsd_metrics_lookup result) {
                 metrics.lookups[result]++;
 }
 
+void metrics_count_lookup_timeout(enum nsd_metrics_lookup_timeout decision) {
+        if ((unsigned) decision < NSD_METRICS_LOOKUP_TIMEOUTS)
+                metrics.lookup_timeouts[decision]++;
+}
+
 void metrics_count_path_walk_timeout(void) {
         metrics.path_walk_timeouts++;
 }

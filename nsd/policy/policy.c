@@ -628,6 +628,7 @@ static gboolean on_waiter_deadline(gpointer userdata) {
         const Config *c = p->config;
         g_autofree char *why = NULL;
         unsigned held = 0;
+        bool unmanaged;
         char t[32];
 
         config_usec_to_string(c->lookup_timeout_usec, t, sizeof t);
@@ -637,17 +638,41 @@ static gboolean on_waiter_deadline(gpointer userdata) {
                               l->queued ? "; the lookup still waited for a thread, behind "
                                           "other users' (MaxLookupThreads=)"
                                         : "");
+        /* "does nsd manage uid?" past its deadline: OnLookupTimeout= decides (the other
+         * kinds are refused: nothing can be done without their answer) */
+        unmanaged = l->kind == LOOKUP_MANAGED && c->lookup_timeout_unmanaged;
         p->stats.timeouts++;
         metrics_count_lookup(NSD_METRICS_LOOKUP_TIMEOUT);
-        if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held))
-                log_event_reason(LOG_WARNING, -ETIMEDOUT, l->uid, "lookup-timeout", why,
-                                 "A request waited for the user database too long, refusing "
-                                 "it: %s%s",
-                                 why, held ? " (and more like it)" : "");
+        if (l->kind == LOOKUP_MANAGED) {
+                metrics_count_lookup_timeout(unmanaged ? NSD_METRICS_LOOKUP_TIMEOUT_UNMANAGED
+                                                       : NSD_METRICS_LOOKUP_TIMEOUT_REFUSED);
+                if (unmanaged)
+                        p->stats.timeouts_unmanaged++;
+        }
+        if (unmanaged) {
+                char *unmanaged_why =
+                        g_strdup_printf("%s; uid %u is treated as not managed for this request "
+                                        "(OnLookupTimeout=unmanaged)",
+                                        why, (unsigned) l->uid);
+                g_free(why);
+                why = unmanaged_why;
+        }
+        if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held)) {
+                if (unmanaged)
+                        log_event_reason(LOG_WARNING, -ETIMEDOUT, l->uid, "lookup-timeout", why,
+                                         "A request waited for the user database too long, "
+                                         "going on without nsd: %s%s",
+                                         why, held ? " (and more like it)" : "");
+                else
+                        log_event_reason(LOG_WARNING, -ETIMEDOUT, l->uid, "lookup-timeout", why,
+                                         "A request waited for the user database too long, "
+                                         "refusing it: %s%s",
+                                         why, held ? " (and more like it)" : "");
+        }
         l->waiters = g_list_remove(l->waiters, w);
         g_source_unref(w->timer);
         w->timer = NULL; /* this very source: destroyed by returning G_SOURCE_REMOVE */
-        waiter_answer(w, -ETIMEDOUT, why, NULL);
+        waiter_answer(w, unmanaged ? 0 : -ETIMEDOUT, why, NULL);
         waiter_free(w);
         if (l->queued && !l->waiters) { /* nobody waits for it: it need not run at all */
                 queue_unlink(p, l);

@@ -16,7 +16,8 @@
  * MaxLookupThreads= threads of their own and go ahead of every user's: one of the line that root comes to wait for leaves it at once.
  * Requests for a uid whose lookup is under way wait for that same lookup (one slow uid
  * occupies one thread, however often it asks). Each waiter has its own deadline
- * (LookupTimeoutSec=) and then gets -ETIMEDOUT; a lookup that answers late still fills
+ * (LookupTimeoutSec=) and then gets -ETIMEDOUT, or with OnLookupTimeout=unmanaged (for "is
+ * uid managed?" only) 0, "not managed", with a why that says so; a lookup that answers late still fills
  * the cache. Answers (managed or not, not failures) are cached per uid for
  * LookupCacheSec=, 8192 uids at most (the oldest answer goes first); a reload empties the
  * cache.
@@ -65,15 +66,16 @@ typedef int (*PolicyIdentityFn)(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, siz
 typedef struct PolicyStats {
         unsigned answered_inline;
         unsigned cache_hits;
-        unsigned cache_evictions;  /* answers forgotten to make room (CACHE_MAX) */
-        unsigned lookups;          /* of either kind, in a thread or waiting for one */
-        unsigned identity_lookups; /* of which "who is uid U?" */
-        unsigned running;          /* in a thread right now (some may be stuck) */
-        unsigned queued;           /* unprivileged callers' lookups waiting for a thread */
-        unsigned promoted;         /* of those, taken ahead because root came to wait */
-        unsigned refused;          /* -EAGAIN: the line was full */
-        unsigned timeouts;         /* waiters that got -ETIMEDOUT */
-        unsigned names_resolved;   /* times Users= names were resolved to uids */
+        unsigned cache_evictions;    /* answers forgotten to make room (CACHE_MAX) */
+        unsigned lookups;            /* of either kind, in a thread or waiting for one */
+        unsigned identity_lookups;   /* of which "who is uid U?" */
+        unsigned running;            /* in a thread right now (some may be stuck) */
+        unsigned queued;             /* unprivileged callers' lookups waiting for a thread */
+        unsigned promoted;           /* of those, taken ahead because root came to wait */
+        unsigned refused;            /* -EAGAIN: the line was full */
+        unsigned timeouts;           /* waiters past their deadline */
+        unsigned timeouts_unmanaged; /* of which answered "not managed" (OnLookupTimeout=) */
+        unsigned names_resolved;     /* times Users= names were resolved to uids */
 } PolicyStats;
 
 /* config: the one in force, read at every lookup (a reload refills the same struct, then
