@@ -80,6 +80,10 @@
  *   1.6  Identity churn. METRICS: lookup_timeouts[] (in two of the reserved slots, so the
  *        size is unchanged; a 1.5 nsd sends 0 there): managed-lookups past LookupTimeoutSec=
  *        by what nsd.conf's OnLookupTimeout= made of them (refused, or unmanaged: ENXIO).
+ *        JOIN and JOIN_SESSION may answer -EOWNERDEAD: the namespace was made for a user
+ *        name the uid no longer has (a recycled uid); LIST's ns_flags may carry
+ *        NSD_NS_ORPHANED for such a namespace. Older clients treat the errno as any
+ *        refusal and ignore the flag.
  */
 #pragma once
 
@@ -187,6 +191,8 @@ _Static_assert(sizeof(struct nsd_req_join) == 32, "nsd_req_join layout");
 #define NSD_NS_PINNED 0x2u  /* pinned by a bind mount: survives nsd restarts */
 #define NSD_NS_ADOPTED 0x4u /* re-adopted from a pin when nsd started */
 #define NSD_NS_STALE 0x8u   /* 1.3: made with another setup than the one in force */
+/* 1.6: made for a user name the uid no longer has (a JOIN found it so, see -EOWNERDEAD) */
+#define NSD_NS_ORPHANED 0x10u
 
 /* Carries two descriptors by SCM_RIGHTS, in this order: [0] the namespace's root directory
  * (O_PATH|O_DIRECTORY; Lokier's /proc/PID/root), [1] the nsfs descriptor (for setns). */
@@ -206,7 +212,10 @@ _Static_assert(sizeof(struct nsd_rep_join) == 48, "nsd_rep_join layout");
  *   -ENOENT   NSD_JOIN_NO_CREATE and there is no namespace yet
  *   -EUSERS   the limit on namespaces in all is reached
  *   -EAGAIN   (1.2) not yet available: the uid's pinned namespace is not adopted yet (nsd
- *             retries with backoff); ask again shortly, never treat it as "no namespace" */
+ *             retries with backoff); ask again shortly, never treat it as "no namespace"
+ *   -EOWNERDEAD (1.6) the uid's namespace was made for a user name the uid no longer has
+ *             (a recycled uid, or no passwd entry now): it is handed to nobody else; root
+ *             releases it (RELEASE). A login must fail, not go on without its namespace. */
 #define NSD_ERRNO_NOT_MANAGED ENXIO
 #define NSD_ERRNO_NOT_YET EAGAIN
 

@@ -27,6 +27,7 @@ enum nsd_metrics_join metrics_join_result(int error) {
         case EUSERS:
         case EBUSY:
         case E2BIG:
+        case EOWNERDEAD: /* a recycled uid: the namespace is another person's */
                 return NSD_METRICS_JOIN_REFUSED;
         case NSD_ERRNO_NOT_MANAGED:
                 return NSD_METRICS_JOIN_NOT_MANAGED;

@@ -63,6 +63,13 @@ typedef void (*PolicyIdentityCallback)(int r, const PolicyIdentity *id, const ch
  * says otherwise. 0 with *ret_gid and *ret_gids (malloc()ed, *ret_n of them), or -errno. */
 typedef int (*PolicyIdentityFn)(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size_t *ret_n);
 
+/* r: 0 and name (valid during the call only), or -errno and why: -ENOENT (no passwd entry),
+ * -ETIMEDOUT, -ECANCELED, a failed lookup. */
+typedef void (*PolicyNameCallback)(int r, const char *name, const char *why, void *userdata);
+/* What a worker thread runs for it: NSS unless a test says otherwise. 0 with *ret_name
+ * (malloc()ed), -ENOENT (no entry), or -errno. */
+typedef int (*PolicyNameFn)(uid_t uid, char **ret_name);
+
 typedef struct PolicyStats {
         unsigned answered_inline;
         unsigned cache_hits;
@@ -98,6 +105,13 @@ int policy_uid_managed(Policy *p, uid_t uid, uid_t caller, char **ret_why, Polic
 int policy_uid_identity(Policy *p, uid_t uid, uid_t caller, PolicyIdentityCallback cb,
                         void *userdata);
 
+/* What is uid's user name now (the owner check of a namespace, users.h)? 0 with *ret_name
+ * (g_malloc()ed) or -ENOENT (no passwd entry) at once from the cache (answers are kept
+ * LookupCacheSec=, like "is uid managed?"); -EINPROGRESS: cb(userdata) will be called later
+ * on the main loop (exactly once); or -errno now. */
+int policy_uid_name(Policy *p, uid_t uid, uid_t caller, char **ret_name, PolicyNameCallback cb,
+                    void *userdata);
+
 const PolicyStats *policy_stats(const Policy *p);
 /* The subordinate id files (/etc/subuid, /etc/subgid; NULL: none), read with the Users=
  * names (start, reload, every LookupCacheSec=), owners resolved to uids in a thread. */
@@ -112,3 +126,4 @@ uid_t policy_person(const Policy *p, uid_t uid, gid_t gid);
  * decides every uid: Users= names are not resolved then. */
 void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn);
 void policy_set_identity_fn(Policy *p, PolicyIdentityFn fn);
+void policy_set_name_fn(Policy *p, PolicyNameFn fn);
