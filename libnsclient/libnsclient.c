@@ -45,7 +45,8 @@
 /* the flag values of the public header are the protocol's */
 _Static_assert(NSC_JOIN_NO_CREATE == NSD_JOIN_NO_CREATE, "join flags");
 _Static_assert(NSC_NS_CREATED == NSD_NS_CREATED && NSC_NS_PINNED == NSD_NS_PINNED &&
-                       NSC_NS_ADOPTED == NSD_NS_ADOPTED && NSC_NS_STALE == NSD_NS_STALE,
+                       NSC_NS_ADOPTED == NSD_NS_ADOPTED && NSC_NS_STALE == NSD_NS_STALE &&
+                       NSC_NS_ORPHANED == NSD_NS_ORPHANED,
                "namespace flags");
 _Static_assert(NSC_FEATURE_SETNS_DIRFD == NSD_FEATURE_SETNS_DIRFD &&
                        NSC_FEATURE_PROC_MOUNTS_ROOT == NSD_FEATURE_PROC_MOUNTS_ROOT &&

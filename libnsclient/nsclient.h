@@ -57,10 +57,11 @@ const char *nsc_last_error_message(nsc_conn *conn);
 
 #define NSC_JOIN_NO_CREATE 0x1u /* fail with -ENOENT instead of creating the namespace */
 
-#define NSC_NS_CREATED 0x1u /* created by this request */
-#define NSC_NS_PINNED 0x2u  /* pinned: survives nsd restarts */
-#define NSC_NS_ADOPTED 0x4u /* re-adopted from a pin when nsd started */
-#define NSC_NS_STALE 0x8u   /* made with another setup than nsd's configuration in force */
+#define NSC_NS_CREATED 0x1u   /* created by this request */
+#define NSC_NS_PINNED 0x2u    /* pinned: survives nsd restarts */
+#define NSC_NS_ADOPTED 0x4u   /* re-adopted from a pin when nsd started */
+#define NSC_NS_ORPHANED 0x10u /* made for a user name the uid no longer has (nsd 1.6) */
+#define NSC_NS_STALE 0x8u     /* made with another setup than nsd's configuration in force */
 
 struct nsc_join_result {
         int root_fd; /* O_PATH directory: the namespace's root (fchdir + chroot) */

@@ -518,6 +518,7 @@ enum {
         LIST_COL_ADOPTED,
         LIST_COL_SETUP,
         LIST_COL_NS,
+        LIST_COL_ORPHANED,
         _LIST_COL_MAX,
 };
 
@@ -540,6 +541,9 @@ static const struct column_info list_columns[_LIST_COL_MAX] = {
                              "nsd.conf" },
         [LIST_COL_NS] = { "NS", 10, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
                           "inode number of the namespace (as lsns)" },
+        [LIST_COL_ORPHANED] = { "ORPHANED", 3, 0, SCOLS_JSON_BOOLEAN,
+                                "made for a user name the uid no longer has (a recycled uid): "
+                                "handed to nobody, released only by nsctl release" },
 };
 
 static int cmp_ns_info(const void *a, const void *b) {
@@ -586,6 +590,9 @@ static char *list_cell(const struct nsc_ns_info *e, size_t col, bool json) {
                 break;
         case LIST_COL_NS:
                 snprintf(buf, sizeof(buf), "%llu", (unsigned long long) e->ns_inode);
+                break;
+        case LIST_COL_ORPHANED:
+                snprintf(buf, sizeof(buf), "%s", e->ns_flags & NSC_NS_ORPHANED ? "yes" : "no");
                 break;
         default:
                 return NULL;
