@@ -45,7 +45,8 @@
 /* the flag values of the public header are the protocol's */
 _Static_assert(NSC_JOIN_NO_CREATE == NSD_JOIN_NO_CREATE, "join flags");
 _Static_assert(NSC_NS_CREATED == NSD_NS_CREATED && NSC_NS_PINNED == NSD_NS_PINNED &&
-                       NSC_NS_ADOPTED == NSD_NS_ADOPTED && NSC_NS_STALE == NSD_NS_STALE,
+                       NSC_NS_ADOPTED == NSD_NS_ADOPTED && NSC_NS_STALE == NSD_NS_STALE &&
+                       NSC_NS_ORPHANED == NSD_NS_ORPHANED,
                "namespace flags");
 _Static_assert(NSC_FEATURE_SETNS_DIRFD == NSD_FEATURE_SETNS_DIRFD &&
                        NSC_FEATURE_PROC_MOUNTS_ROOT == NSD_FEATURE_PROC_MOUNTS_ROOT &&
@@ -840,13 +841,12 @@ int nsc_status(nsc_conn *conn, struct nsc_status *ret) {
         return 0;
 }
 
-int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret) {
+/* nsd's METRICS reply into *ret, size bytes of it (an older caller's struct is shorter). */
+static int metrics_get(nsc_conn *conn, struct nsc_metrics *ret, size_t size) {
         struct nsd_req_metrics req;
         const struct nsd_rep_metrics *rep;
+        struct nsc_metrics m;
         int r;
-
-        if (!conn || !ret)
-                return -EINVAL;
 
         CONN_LOCK_SCOPE(conn);
         nsd_msg_init(&req.hdr, NSD_REQ_METRICS, sizeof(req), 0);
@@ -855,7 +855,7 @@ int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret) {
                 return r;
         rep = &conn->rx.metrics;
 
-        *ret = (struct nsc_metrics) {
+        m = (struct nsc_metrics) {
                 .namespaces = rep->namespaces,
                 .pinned = rep->pinned,
                 .sessions = rep->sessions,
@@ -865,13 +865,28 @@ int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret) {
                 .setup_failures = rep->setup_failures,
                 .path_walk_timeouts = rep->path_walk_timeouts,
         };
-        memcpy(ret->connections, rep->connections, sizeof(ret->connections));
-        memcpy(ret->joins, rep->joins, sizeof(ret->joins));
-        memcpy(ret->join_latency, rep->join_latency, sizeof(ret->join_latency));
-        memcpy(ret->releases, rep->releases, sizeof(ret->releases));
-        memcpy(ret->lookups, rep->lookups, sizeof(ret->lookups));
-        memcpy(ret->throttled, rep->throttled, sizeof(ret->throttled));
+        memcpy(m.connections, rep->connections, sizeof(m.connections));
+        memcpy(m.joins, rep->joins, sizeof(m.joins));
+        memcpy(m.join_latency, rep->join_latency, sizeof(m.join_latency));
+        memcpy(m.releases, rep->releases, sizeof(m.releases));
+        memcpy(m.lookups, rep->lookups, sizeof(m.lookups));
+        memcpy(m.throttled, rep->throttled, sizeof(m.throttled));
+        memcpy(m.lookup_timeouts, rep->lookup_timeouts, sizeof(m.lookup_timeouts));
+        memcpy(ret, &m, size < sizeof m ? size : sizeof m);
         return 0;
+}
+
+int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret) {
+        if (!conn || !ret)
+                return -EINVAL;
+        return metrics_get(conn, ret, offsetof(struct nsc_metrics, lookup_timeouts));
+}
+
+int nsc_metrics_sized(nsc_conn *conn, struct nsc_metrics *ret, size_t size) {
+        if (!conn || !ret ||
+            size < offsetof(struct nsc_metrics, lookup_timeouts) + sizeof(ret->lookup_timeouts))
+                return -EINVAL;
+        return metrics_get(conn, ret, size);
 }
 
 int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {

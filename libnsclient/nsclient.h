@@ -57,10 +57,11 @@ const char *nsc_last_error_message(nsc_conn *conn);
 
 #define NSC_JOIN_NO_CREATE 0x1u /* fail with -ENOENT instead of creating the namespace */
 
-#define NSC_NS_CREATED 0x1u /* created by this request */
-#define NSC_NS_PINNED 0x2u  /* pinned: survives nsd restarts */
-#define NSC_NS_ADOPTED 0x4u /* re-adopted from a pin when nsd started */
-#define NSC_NS_STALE 0x8u   /* made with another setup than nsd's configuration in force */
+#define NSC_NS_CREATED 0x1u   /* created by this request */
+#define NSC_NS_PINNED 0x2u    /* pinned: survives nsd restarts */
+#define NSC_NS_ADOPTED 0x4u   /* re-adopted from a pin when nsd started */
+#define NSC_NS_ORPHANED 0x10u /* made for a user name the uid no longer has (nsd 1.6) */
+#define NSC_NS_STALE 0x8u     /* made with another setup than nsd's configuration in force */
 
 struct nsc_join_result {
         int root_fd; /* O_PATH directory: the namespace's root (fchdir + chroot) */
@@ -202,6 +203,12 @@ int nsc_hide(nsc_conn *conn, uid_t uid, const char *path, unsigned flags);
 #define NSC_METRICS_LOOKUP_ERROR 3
 #define NSC_METRICS_LOOKUPS 4
 
+/* lookup_timeouts[] (since NSCLIENT_1.5, nsd protocol 1.6): "does nsd manage uid?" past
+ * LookupTimeoutSec=, by what nsd.conf's OnLookupTimeout= made of it */
+#define NSC_METRICS_LOOKUP_TIMEOUT_REFUSED 0   /* the request was refused (ETIMEDOUT) */
+#define NSC_METRICS_LOOKUP_TIMEOUT_UNMANAGED 1 /* the uid was treated as not managed */
+#define NSC_METRICS_LOOKUP_TIMEOUTS 2
+
 #define NSC_METRICS_THROTTLE_RATE 0         /* requests read more slowly (rate limit) */
 #define NSC_METRICS_THROTTLE_CONNECTIONS 1  /* connections refused by a limit */
 #define NSC_METRICS_THROTTLE_LOOKUP_QUEUE 2 /* too many user database lookups waited */
@@ -229,11 +236,18 @@ struct nsc_metrics {
         uint64_t lookups[NSC_METRICS_LOOKUPS];
         uint64_t path_walk_timeouts;
         uint64_t throttled[NSC_METRICS_THROTTLES];
+        /* since NSCLIENT_1.5: filled by nsc_metrics_sized() only (0 from an nsd older than
+         * 1.6) */
+        uint64_t lookup_timeouts[NSC_METRICS_LOOKUP_TIMEOUTS];
 };
 
 /* nsd's counters and gauges (root only: -EPERM for anyone else). -EOPNOTSUPP: an nsd older
- * than 1.4, which does not know the request (and closes the connection). */
+ * than 1.4, which does not know the request (and closes the connection). Fills the fields
+ * of NSCLIENT_1.3's struct nsc_metrics only: everything before lookup_timeouts. */
 int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret);
+/* The same, filling the first size bytes of *ret (sizeof(struct nsc_metrics) of the caller's
+ * header; at least up to lookup_timeouts, else -EINVAL). Since NSCLIENT_1.5. */
+int nsc_metrics_sized(nsc_conn *conn, struct nsc_metrics *ret, size_t size);
 
 /* ---- shares (since NSCLIENT_1.4, nsd protocol 1.5) ---------------------------------- */
 

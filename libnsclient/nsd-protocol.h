@@ -77,6 +77,13 @@
  *        NSD_REP_SHARES_END; for `nsctl shares`. Root sees every share and member; anyone
  *        else the shares of its own namespace and its own uid only. A 1.4 nsd answers
  *        SHARES with -EOPNOTSUPP ("unknown request type") and closes the connection.
+ *   1.6  Identity churn. METRICS: lookup_timeouts[] (in two of the reserved slots, so the
+ *        size is unchanged; a 1.5 nsd sends 0 there): managed-lookups past LookupTimeoutSec=
+ *        by what nsd.conf's OnLookupTimeout= made of them (refused, or unmanaged: ENXIO).
+ *        JOIN and JOIN_SESSION may answer -EOWNERDEAD: the namespace was made for a user
+ *        name the uid no longer has (a recycled uid); LIST's ns_flags may carry
+ *        NSD_NS_ORPHANED for such a namespace. Older clients treat the errno as any
+ *        refusal and ignore the flag.
  */
 #pragma once
 
@@ -110,7 +117,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 5
+#define NSD_PROTO_MINOR 6
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -184,6 +191,8 @@ _Static_assert(sizeof(struct nsd_req_join) == 32, "nsd_req_join layout");
 #define NSD_NS_PINNED 0x2u  /* pinned by a bind mount: survives nsd restarts */
 #define NSD_NS_ADOPTED 0x4u /* re-adopted from a pin when nsd started */
 #define NSD_NS_STALE 0x8u   /* 1.3: made with another setup than the one in force */
+/* 1.6: made for a user name the uid no longer has (a JOIN found it so, see -EOWNERDEAD) */
+#define NSD_NS_ORPHANED 0x10u
 
 /* Carries two descriptors by SCM_RIGHTS, in this order: [0] the namespace's root directory
  * (O_PATH|O_DIRECTORY; Lokier's /proc/PID/root), [1] the nsfs descriptor (for setns). */
@@ -203,7 +212,10 @@ _Static_assert(sizeof(struct nsd_rep_join) == 48, "nsd_rep_join layout");
  *   -ENOENT   NSD_JOIN_NO_CREATE and there is no namespace yet
  *   -EUSERS   the limit on namespaces in all is reached
  *   -EAGAIN   (1.2) not yet available: the uid's pinned namespace is not adopted yet (nsd
- *             retries with backoff); ask again shortly, never treat it as "no namespace" */
+ *             retries with backoff); ask again shortly, never treat it as "no namespace"
+ *   -EOWNERDEAD (1.6) the uid's namespace was made for a user name the uid no longer has
+ *             (a recycled uid, or no passwd entry now): it is handed to nobody else; root
+ *             releases it (RELEASE). A login must fail, not go on without its namespace. */
 #define NSD_ERRNO_NOT_MANAGED ENXIO
 #define NSD_ERRNO_NOT_YET EAGAIN
 
@@ -457,6 +469,15 @@ enum nsd_metrics_lookup {
 };
 #define NSD_METRICS_LOOKUPS 4
 
+/* lookup_timeouts[] (1.6): "does nsd manage uid?" past LookupTimeoutSec=, by what
+ * OnLookupTimeout= (nsd.conf) made of it; each is also a lookups[NSD_METRICS_LOOKUP_TIMEOUT] */
+enum nsd_metrics_lookup_timeout {
+        NSD_METRICS_LOOKUP_TIMEOUT_REFUSED = 0,   /* the request got -ETIMEDOUT */
+        NSD_METRICS_LOOKUP_TIMEOUT_UNMANAGED = 1, /* the uid was not managed for it (ENXIO) */
+        _NSD_METRICS_LOOKUP_TIMEOUT_MAX,
+};
+#define NSD_METRICS_LOOKUP_TIMEOUTS 2
+
 /* throttled[]: requests and connections slowed down or refused by a limit */
 enum nsd_metrics_throttle {
         NSD_METRICS_THROTTLE_RATE = 0,         /* RequestRatePerUser=: read more slowly */
@@ -492,7 +513,8 @@ struct nsd_rep_metrics {
         uint64_t lookups[NSD_METRICS_LOOKUPS];
         uint64_t path_walk_timeouts; /* path walks past PathWalkTimeoutSec= (HIDE, mode private) */
         uint64_t throttled[NSD_METRICS_THROTTLES];
-        uint64_t reserved[4]; /* 0 */
+        uint64_t lookup_timeouts[NSD_METRICS_LOOKUP_TIMEOUTS]; /* 1.6 */
+        uint64_t reserved[2];                                  /* 0 */
 };
 _Static_assert(sizeof(struct nsd_rep_metrics) == 400, "nsd_rep_metrics layout");
 

@@ -45,6 +45,11 @@ static const struct label lookup_results[] = {
         { "error", NSC_METRICS_LOOKUP_ERROR },
 };
 
+static const struct label lookup_timeout_decisions[] = {
+        { "refused", NSC_METRICS_LOOKUP_TIMEOUT_REFUSED },
+        { "unmanaged", NSC_METRICS_LOOKUP_TIMEOUT_UNMANAGED },
+};
+
 static const struct label throttle_reasons[] = {
         { "rate_limit", NSC_METRICS_THROTTLE_RATE },
         { "connection_limit", NSC_METRICS_THROTTLE_CONNECTIONS },
@@ -165,6 +170,12 @@ int exposition_write(FILE *f, const struct nsc_status *st, const struct nsc_metr
                "the requests that stopped waiting.");
         labelled(f, "nsd_lookups_total", "result", lookup_results, ELEMENTSOF(lookup_results),
                  m->lookups);
+        family(f, "nsd_lookup_timeouts_total", "counter", NULL,
+               "Lookups of whether nsd manages a uid that stopped waiting (LookupTimeoutSec=), by "
+               "what OnLookupTimeout= made of them: refused, or unmanaged (the login went on "
+               "without nsd).");
+        labelled(f, "nsd_lookup_timeouts_total", "decision", lookup_timeout_decisions,
+                 ELEMENTSOF(lookup_timeout_decisions), m->lookup_timeouts);
         family(f, "nsd_path_walk_timeouts_total", "counter", NULL,
                "Path walks through users' mounts stopped at PathWalkTimeoutSec=.");
         fprintf(f, "nsd_path_walk_timeouts_total %" PRIu64 "\n", m->path_walk_timeouts);

@@ -491,7 +491,7 @@ static int metrics_request(nsc_conn *conn, struct args *a) {
 
         if (r)
                 return r;
-        r = nsc_metrics(conn, &a->metrics);
+        r = nsc_metrics_sized(conn, &a->metrics, sizeof a->metrics);
         if (r == -EOPNOTSUPP)
                 return too_old(&a->status, "METRICS", METRICS_SINCE_MINOR);
         return r < 0 ? fail(conn, r, "get metrics from nsd") : 0;
@@ -533,6 +533,7 @@ enum {
         LIST_COL_ADOPTED,
         LIST_COL_SETUP,
         LIST_COL_NS,
+        LIST_COL_ORPHANED,
         _LIST_COL_MAX,
 };
 
@@ -555,6 +556,9 @@ static const struct column_info list_columns[_LIST_COL_MAX] = {
                              "nsd.conf" },
         [LIST_COL_NS] = { "NS", 10, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER,
                           "inode number of the namespace (as lsns)" },
+        [LIST_COL_ORPHANED] = { "ORPHANED", 3, 0, SCOLS_JSON_BOOLEAN,
+                                "made for a user name the uid no longer has (a recycled uid): "
+                                "handed to nobody, released only by nsctl release" },
 };
 
 static int cmp_ns_info(const void *a, const void *b) {
@@ -602,6 +606,9 @@ static char *list_cell(const void *row, size_t col, bool json) {
                 break;
         case LIST_COL_NS:
                 snprintf(buf, sizeof(buf), "%llu", (unsigned long long) e->ns_inode);
+                break;
+        case LIST_COL_ORPHANED:
+                snprintf(buf, sizeof(buf), "%s", e->ns_flags & NSC_NS_ORPHANED ? "yes" : "no");
                 break;
         default:
                 return NULL;

@@ -225,6 +225,11 @@ int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanati
                 case -ENOENT:
                         e = "nsd has no namespace for this user";
                         break;
+                case -EOWNERDEAD:
+                        e = "the namespace of this uid was made for another user name (a "
+                            "recycled uid): nsd hands it to nobody else; root may release it "
+                            "(nsctl release)";
+                        break;
                 case -NSD_ERRNO_NOT_YET:
                         e = "nsd has not yet made this user's namespace available again (it is "
                             "still adopting it after a restart)";

@@ -101,7 +101,8 @@ static uint32_t ns_flags_of(const Users *users, const User *u, bool created,
                             const char *generation) {
         return (created ? NSD_NS_CREATED : 0) | (u->ns->pinned ? NSD_NS_PINNED : 0) |
                (u->ns->adopted ? NSD_NS_ADOPTED : 0) |
-               (users_is_stale(users, u, generation) ? NSD_NS_STALE : 0);
+               (users_is_stale(users, u, generation) ? NSD_NS_STALE : 0) |
+               (u->orphaned ? NSD_NS_ORPHANED : 0);
 }
 
 /* ---- the namespace to join: made, and set up, when there is none yet ------------------ */
@@ -115,6 +116,10 @@ typedef struct JoinState {
         char *name, *home, *group;
         gid_t *groups;
         char **group_names; /* NULL-terminated after n_groups entries, an entry "" for none */
+        /* the owner check (users.h "Recycled uids"): uid's name now */
+        bool owner_looked; /* looked up (or failed, for a namespace made now) */
+        bool owner_found;  /* owner_now is its name; false: no passwd entry (or failed) */
+        char *owner_now;
 } JoinState;
 
 static void join_state_free(void *p) {
@@ -125,6 +130,7 @@ static void join_state_free(void *p) {
         g_free(st->group);
         g_free(st->groups);
         g_strfreev(st->group_names);
+        g_free(st->owner_now);
         g_free(st);
 }
 
@@ -200,6 +206,73 @@ static void on_join_made(int rv, const char *why, void *userdata) {
         request_unref(r);
 }
 
+/* uid's name now (rv 0), no entry (-ENOENT), or a failure: into st, or -errno with r->why.
+ * A namespace made by this request goes on without a recorded owner when the lookup failed
+ * (it is made already; its next JOINs are not checked then); an existing one is refused. */
+static int join_owner_answer(Request *r, JoinState *st, int rv, const char *name, const char *why) {
+        if (rv < 0 && rv != -ENOENT && !st->created)
+                return why_set(&r->why, rv,
+                               "nsd cannot tell who uid %u is now, which it checks before it "
+                               "hands out that uid's namespace: %s",
+                               (unsigned) st->uid, why ? why : g_strerror(-rv));
+        if (rv < 0 && rv != -ENOENT)
+                log_event(LOG_WARNING, rv, st->uid, "owner-unknown",
+                          "The new namespace of uid %u records no owner name (recycled uids "
+                          "are not told apart for it): %s",
+                          (unsigned) st->uid, why ? why : g_strerror(-rv));
+        st->owner_looked = true;
+        st->owner_found = rv == 0;
+        g_free(st->owner_now);
+        st->owner_now = g_strdup(rv == 0 ? name : NULL);
+        return 0;
+}
+
+static void on_join_owner(int rv, const char *name, const char *why, void *userdata) {
+        Request *r = userdata;
+
+        if (!r->conn || r->finished) { /* the client left meanwhile: do nothing for it */
+                request_unref(r);
+                return;
+        }
+        rv = join_owner_answer(r, join_state(r), rv, name, why);
+        request_continue(r, rv < 0 ? rv : r->next(r));
+        request_unref(r);
+}
+
+/* Recycled uids (users.h): record whose a namespace made by this request is, or check that
+ * the uid of an existing one is still its owner's. 0, REQUEST_PENDING (next(r) runs again
+ * once the name is known), or -errno with r->why (-EOWNERDEAD: another person's). */
+static int join_owner(Request *r, User *u, bool created, RequestHandler next) {
+        Api *a = api_of(r);
+        JoinState *st = join_state(r);
+        g_autofree char *name = NULL;
+        int rv;
+
+        if (created && st->asked && st->name && *st->name) { /* its setup looked it up */
+                users_set_owner(a->users, u, st->name);
+                return 0;
+        }
+        if (!created && !u->owner)
+                return 0; /* made by an nsd that did not record it, or without a name */
+        if (!st->owner_looked) {
+                st->uid = u->uid;
+                r->next = next;
+                rv = policy_uid_name(a->policy, u->uid, r->uid, &name, on_join_owner,
+                                     request_ref(r));
+                if (rv == -EINPROGRESS)
+                        return REQUEST_PENDING;
+                request_unref(r); /* the callback's: it will not be called */
+                rv = join_owner_answer(r, st, rv, name, NULL);
+                if (rv < 0)
+                        return rv;
+        }
+        if (created) {
+                users_set_owner(a->users, u, st->owner_found ? st->owner_now : NULL);
+                return 0;
+        }
+        return users_check_owner(a->users, u, st->owner_found ? st->owner_now : NULL, &r->why);
+}
+
 /* users_join(), but when uid's namespace must be made and set up (issue 22): the user
  * database first, when the setup needs to know who uid is, then the setup; meanwhile
  * REQUEST_PENDING, and next(r) runs again once the namespace is there (or the request ends
@@ -228,9 +301,13 @@ static int join_namespace(Request *r, uid_t uid, bool create, RequestHandler nex
                 return REQUEST_PENDING;
         }
         request_unref(r); /* the callback's: it will not be called */
-        if (rv == 0 && st && st->created)
-                *ret_created = true;
-        return rv;
+        if (rv != 0)
+                return rv;
+        st = join_state(r);
+        if (*ret_created)
+                st->created = true; /* also when next() runs again after the owner lookup */
+        *ret_created = st->created;
+        return join_owner(r, *ret, st->created, next);
 }
 
 static int join_continue(Request *r) {
@@ -543,6 +620,7 @@ static int handle_metrics(Request *r) {
         rep.setup_failures = m->setup_failures;
         memcpy(rep.releases, m->releases, sizeof rep.releases);
         memcpy(rep.lookups, m->lookups, sizeof rep.lookups);
+        memcpy(rep.lookup_timeouts, m->lookup_timeouts, sizeof rep.lookup_timeouts);
         rep.path_walk_timeouts = m->path_walk_timeouts;
         memcpy(rep.throttled, m->throttled, sizeof rep.throttled);
         (void) request_reply(r, &rep, sizeof rep, NULL, 0);

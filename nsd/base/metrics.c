@@ -27,6 +27,7 @@ enum nsd_metrics_join metrics_join_result(int error) {
         case EUSERS:
         case EBUSY:
         case E2BIG:
+        case EOWNERDEAD: /* a recycled uid: the namespace is another person's */
                 return NSD_METRICS_JOIN_REFUSED;
         case NSD_ERRNO_NOT_MANAGED:
                 return NSD_METRICS_JOIN_NOT_MANAGED;
@@ -70,6 +71,11 @@ void metrics_count_release(enum nsd_metrics_release reason) {
 void metrics_count_lookup(enum nsd_metrics_lookup result) {
         if ((unsigned) result < NSD_METRICS_LOOKUPS)
                 metrics.lookups[result]++;
+}
+
+void metrics_count_lookup_timeout(enum nsd_metrics_lookup_timeout decision) {
+        if ((unsigned) decision < NSD_METRICS_LOOKUP_TIMEOUTS)
+                metrics.lookup_timeouts[decision]++;
 }
 
 void metrics_count_path_walk_timeout(void) {

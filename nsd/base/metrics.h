@@ -27,6 +27,7 @@ typedef struct Metrics {
         uint64_t lookups[NSD_METRICS_LOOKUPS];
         uint64_t path_walk_timeouts;
         uint64_t throttled[NSD_METRICS_THROTTLES];
+        uint64_t lookup_timeouts[NSD_METRICS_LOOKUP_TIMEOUTS];
 } Metrics;
 
 /* The class of a JOIN's answer: 0 or -errno (either sign) -> NSD_METRICS_JOIN_*. */
@@ -40,6 +41,8 @@ void metrics_count_created(void);
 void metrics_count_setup_failure(void);
 void metrics_count_release(enum nsd_metrics_release reason);
 void metrics_count_lookup(enum nsd_metrics_lookup result);
+/* A managed-lookup past its deadline, and what OnLookupTimeout= made of it. */
+void metrics_count_lookup_timeout(enum nsd_metrics_lookup_timeout decision);
 void metrics_count_path_walk_timeout(void);
 void metrics_count_throttled(enum nsd_metrics_throttle why);
 

@@ -35,6 +35,7 @@ void user_free(User *u) {
                 g_array_unref(u->baseline);
         g_free(u->setup_generation);
         g_strfreev(u->shares);
+        g_free(u->owner);
         g_free(u);
 }
 
@@ -114,6 +115,8 @@ void user_state_write(const User *u) {
                 g_key_file_set_string_list(kf, "Namespace", "Shares",
                                            (const char *const *) u->shares,
                                            g_strv_length(u->shares));
+        if (u->owner)
+                g_key_file_set_string(kf, "Namespace", "Owner", u->owner);
         user_state_name(name, u->uid);
         (void) state_write(u->state, name, kf);
 }
@@ -148,6 +151,12 @@ char **user_state_shares(StateDir *state, const UserNs *ns) {
         g_autoptr(GKeyFile) kf = state_of(state, ns, true);
 
         return kf ? g_key_file_get_string_list(kf, "Namespace", "Shares", NULL, NULL) : NULL;
+}
+
+char *user_state_owner(StateDir *state, const UserNs *ns) {
+        g_autoptr(GKeyFile) kf = state_of(state, ns, true);
+
+        return kf ? g_key_file_get_string(kf, "Namespace", "Owner", NULL) : NULL;
 }
 
 GArray *user_state_baseline(StateDir *state, const UserNs *ns) {

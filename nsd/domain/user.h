@@ -25,6 +25,9 @@ struct User {
         GArray *baseline;       /* mounts.h fingerprints; NULL: unknown (kept by linger) */
         char *setup_generation; /* the setup it was made with (setup-conf.h); NULL: unknown */
         char **shares;          /* the [Share NAME]s it was given (NULL-terminated); NULL: none */
+        char *owner;            /* the user name it was made for; NULL: unknown (users.h) */
+        bool orphaned;          /* a JOIN found the uid under another name, or none */
+        bool orphan_logged;     /* that was logged (once per namespace) */
         bool pin_refused;       /* the kernel refused to pin it: not tried again */
         bool store_warned;      /* not pinned and no room in the fd store: said once */
         FdStore *fdstore;       /* where it is kept besides its pin (never NULL) */
@@ -63,6 +66,8 @@ GArray *user_state_baseline(StateDir *state, const UserNs *ns);
 char *user_state_generation(StateDir *state, const UserNs *ns);
 /* The shares it was given, from the same file; NULL: none, or unknown. */
 char **user_state_shares(StateDir *state, const UserNs *ns);
+/* The user name it was made for (Owner=), from the same file; NULL: unknown. */
+char *user_state_owner(StateDir *state, const UserNs *ns);
 /* What a new namespace got from the host that was not received from a peer group (read from
  * inside it); NULL when it cannot be read (logged: linger keeps it then). */
 GArray *user_take_baseline(const UserNs *ns);

@@ -227,6 +227,7 @@ static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char
                         u->baseline = user_state_baseline(reg->state, ns);
                 u->setup_generation = user_state_generation(reg->state, ns);
                 u->shares = user_state_shares(reg->state, ns);
+                u->owner = user_state_owner(reg->state, ns);
         }
         /* at start, a descriptor the store passed back is looked at by its adoption first */
         if ((flags & USER_ADD_FD_STORED) || !user_store_passed(u))
@@ -680,6 +681,36 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
         log_debug("Setting up the namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "])",
                   (unsigned) uid, ns->ns_inode);
         return -EINPROGRESS;
+}
+
+void users_set_owner(Users *reg, User *u, const char *name) {
+        if (u->owner || !name || !*name)
+                return;
+        u->owner = g_strdup(name);
+        user_state_write(u);
+}
+
+int users_check_owner(Users *reg, User *u, const char *name, char **ret_why) {
+        g_autofree char *now = NULL;
+
+        if (!u->owner || (name && strcmp(name, u->owner) == 0))
+                return 0;
+        now = name ? g_strdup_printf("is now '%s'", name) : g_strdup("has no entry now");
+        if (!u->orphaned)
+                users_changed(reg); /* LIST's flag */
+        u->orphaned = true;
+        if (!u->orphan_logged) {
+                u->orphan_logged = true;
+                log_event(LOG_WARNING, -EOWNERDEAD, u->uid, "namespace-orphaned",
+                          "The namespace of uid %u (mnt:[%" G_GUINT64_FORMAT "]) was made for "
+                          "'%s'; uid %u %s in the user database: it is not handed to another "
+                          "person; refusing its JOINs until root releases it (nsctl release)",
+                          (unsigned) u->uid, u->ns->ns_inode, u->owner, (unsigned) u->uid, now);
+        }
+        return why_set(ret_why, EOWNERDEAD,
+                       "the namespace of uid %u was made for '%s'; uid %u %s: it is not handed "
+                       "to another person; see nsctl list (orphaned) and nsctl release",
+                       (unsigned) u->uid, u->owner, (unsigned) u->uid, now);
 }
 
 void users_joined(Users *reg, User *u) {

@@ -132,6 +132,19 @@ const char *users_setup_generation(const Users *reg, char buf[static 17]);
  * anything up. */
 bool users_is_stale(const Users *reg, const User *u, const char *generation);
 
+/*
+ * Recycled uids. A namespace records the user name it was made for (its owner, in the state
+ * file: Owner=) when nsd knows it; a JOIN of an existing namespace compares it with the name
+ * the uid has now, so a uid given to another person never hands that person the namespace
+ * (and the mounts) of the one before. Nothing is released automatically: root releases it.
+ */
+/* Record u's owner name (a namespace just made; not when it has one already). */
+void users_set_owner(Users *reg, User *u, const char *name);
+/* Is u's owner still who uid is (name: its name now, NULL: no passwd entry)? 0 (also when
+ * the owner is unknown), or -EOWNERDEAD with *ret_why: u is marked orphaned (LIST), logged
+ * once per namespace. */
+int users_check_owner(Users *reg, User *u, const char *name, char **ret_why);
+
 /* A JOIN without a session: its countdown restarts, with the JOIN grace at least, so the
  * SESSION_OPEN that follows finds the namespace. */
 void users_joined(Users *reg, User *u);

@@ -33,7 +33,8 @@
 #define UID_NOBODY ((uid_t) 65534)
 
 static const char *const namespaces_keys[] = {
-        "Users", "Groups", "MinUid", "MaxUid", "Propagation", "PrivateTmp", "Linger", NULL,
+        "Users",      "Groups", "MinUid",          "MaxUid", "Propagation",
+        "PrivateTmp", "Linger", "OnLookupTimeout", NULL,
 };
 static const char *const private_keys[] = {
         "Enable",
@@ -492,6 +493,17 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                         if (config_parse_bool(value, &c.private_tmp) < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "PrivateTmp=%s: expected yes or no", value);
+                                goto fail;
+                        }
+                } else if (KEY("OnLookupTimeout")) {
+                        if (strcmp(value, "refuse") == 0)
+                                c.lookup_timeout_unmanaged = false;
+                        else if (strcmp(value, "unmanaged") == 0)
+                                c.lookup_timeout_unmanaged = true;
+                        else {
+                                r = fail(ret_error, filename, k->line,
+                                         "OnLookupTimeout=%s: expected 'refuse' or 'unmanaged'",
+                                         value);
                                 goto fail;
                         }
                 } else if (KEY("Enable")) {

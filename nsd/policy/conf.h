@@ -25,6 +25,9 @@ typedef struct Config {
         bool propagation_private; /* Propagation=private (default slave) */
         bool private_tmp;         /* PrivateTmp= */
         int64_t linger_sec;       /* Linger=: CONFIG_LINGER_FOREVER or seconds (0 = at once) */
+        /* OnLookupTimeout=unmanaged: a uid whose managed-lookup is past LookupTimeoutSec= is
+         * not managed for that request; false (refuse): the request gets -ETIMEDOUT */
+        bool lookup_timeout_unmanaged;
         /* [Limits]: counts */
         unsigned max_namespaces; /* as configured; the effective one is server.c's */
         unsigned max_sessions_per_user;

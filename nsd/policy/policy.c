@@ -46,6 +46,7 @@ typedef struct Lookup Lookup;
 typedef enum LookupKind {
         LOOKUP_MANAGED,
         LOOKUP_IDENTITY,
+        LOOKUP_NAME,
         _LOOKUP_KIND_MAX,
         LOOKUP_NAMES = _LOOKUP_KIND_MAX, /* Users= names to uids: no table, no waiter */
 } LookupKind;
@@ -80,12 +81,14 @@ struct Policy {
         GThreadPool *pool;
         PolicyLookupFn fn;
         PolicyIdentityFn identity_fn;
+        PolicyNameFn name_fn;
         unsigned generation; /* bumped by reloads: older answers are not cached */
         /* per kind: uid -> Lookup* of this generation (not owned) */
         GHashTable *inflight[_LOOKUP_KIND_MAX];
-        GHashTable *live;   /* every Lookup* not yet handed back (not owned) */
-        GHashTable *cache;  /* uid -> CacheEntry* */
-        GQueue cache_order; /* CacheEntry*, oldest first */
+        GHashTable *live;        /* every Lookup* not yet handed back (not owned) */
+        GHashTable *cache;       /* uid -> CacheEntry* */
+        GQueue cache_order;      /* CacheEntry*, oldest first */
+        GHashTable *names_cache; /* uid -> NameEntry*: "what is uid's name?" answers */
         /* unprivileged callers' lookups: running (pushed to the pool), and waiting */
         unsigned running_user;
         GHashTable *queues; /* caller uid -> GQueue* of Lookup* */
@@ -103,6 +106,7 @@ typedef struct Waiter {
         Lookup *lookup;
         PolicyCallback cb;                  /* LOOKUP_MANAGED */
         PolicyIdentityCallback identity_cb; /* LOOKUP_IDENTITY */
+        PolicyNameCallback name_cb;         /* LOOKUP_NAME */
         void *userdata;
         GSource *timer;
 } Waiter;
@@ -115,6 +119,7 @@ struct Lookup {
         Config config;                /* LOOKUP_MANAGED */
         PolicyLookupFn fn;            /* LOOKUP_MANAGED */
         PolicyIdentityFn identity_fn; /* LOOKUP_IDENTITY */
+        PolicyNameFn name_fn;         /* LOOKUP_NAME */
         int64_t started_usec;
         /* written by the thread, read after it handed the lookup back */
         int result;
@@ -122,7 +127,7 @@ struct Lookup {
         gid_t gid;   /* LOOKUP_IDENTITY */
         gid_t *gids; /* malloc()ed */
         size_t n_gids;
-        char *name, *home, *group; /* LOOKUP_IDENTITY through NSS (malloc()ed) */
+        char *name, *home, *group; /* LOOKUP_IDENTITY through NSS, LOOKUP_NAME (malloc()ed) */
         char **group_names;        /* n_gids of them, an entry NULL: no name (malloc()ed) */
         Names *names;              /* LOOKUP_NAMES: the result */
         bool resolve_users;        /* LOOKUP_NAMES: Users= names too */
@@ -143,6 +148,18 @@ typedef struct CacheEntry {
         uid_t uid;
         GList link; /* in cache_order */
 } CacheEntry;
+
+/* uid's name as the user database said it, for LookupCacheSec= (name NULL: no entry) */
+typedef struct NameEntry {
+        char *name;
+        int64_t expires_usec;
+} NameEntry;
+
+static void name_entry_free(gpointer p) {
+        NameEntry *e = p;
+        g_free(e->name);
+        g_free(e);
+}
 
 static void cache_entry_free(gpointer p) {
         CacheEntry *e = p;
@@ -194,6 +211,8 @@ static void lookup_free(Lookup *l) {
 static void waiter_answer(Waiter *w, int r, const char *why, const PolicyIdentity *id) {
         if (w->identity_cb)
                 w->identity_cb(r, r == 0 ? id : NULL, r == 0 ? NULL : why, w->userdata);
+        else if (w->name_cb)
+                w->name_cb(r, r == 0 && id ? id->name : NULL, r == 0 ? NULL : why, w->userdata);
         else
                 w->cb(r, why, w->userdata);
 }
@@ -243,6 +262,24 @@ static void cache_put(Policy *p, uid_t uid, int managed, const char *why) {
         g_queue_push_tail_link(&p->cache_order, &e->link);
 }
 
+/* An answer of "what is uid's name?" (found, or no entry; not a failure), kept
+ * LookupCacheSec=; a full cache (CACHE_MAX) is emptied first. */
+static void names_cache_put(Policy *p, uid_t uid, int r, const char *name) {
+        uint64_t ttl = p->config->lookup_cache_usec;
+        NameEntry *e;
+
+        if (ttl == 0 || (r < 0 && r != -ENOENT))
+                return;
+        if (g_hash_table_size(p->names_cache) >= CACHE_MAX) {
+                p->stats.cache_evictions += g_hash_table_size(p->names_cache);
+                g_hash_table_remove_all(p->names_cache);
+        }
+        e = g_new0(NameEntry, 1);
+        e->name = r == 0 ? g_strdup(name) : NULL;
+        e->expires_usec = g_get_monotonic_time() + (int64_t) ttl;
+        g_hash_table_replace(p->names_cache, GUINT_TO_POINTER(uid), e);
+}
+
 static void queue_pump(Policy *p);
 static void names_done(Policy *p, Lookup *l);
 
@@ -283,6 +320,8 @@ static gboolean on_lookup_done(gpointer userdata) {
         }
         if (l->kind == LOOKUP_MANAGED && l->generation == p->generation)
                 cache_put(p, l->uid, l->result, l->why);
+        if (l->kind == LOOKUP_NAME && l->generation == p->generation)
+                names_cache_put(p, l->uid, l->result, l->name);
         if (!l->waiters) {
                 char t[32];
                 log_info("The user database answered for uid %u only after %s s, past its "
@@ -291,8 +330,8 @@ static gboolean on_lookup_done(gpointer userdata) {
                          config_usec_to_string((uint64_t) (g_get_monotonic_time() -
                                                            l->started_usec),
                                                t, sizeof t),
-                         l->kind == LOOKUP_MANAGED ? "the answer is cached"
-                                                   : "nobody waits for it any more");
+                         l->kind != LOOKUP_IDENTITY ? "the answer is cached"
+                                                    : "nobody waits for it any more");
         }
         waiters = g_steal_pointer(&l->waiters);
         for (GList *i = waiters; i; i = i->next) {
@@ -334,6 +373,23 @@ static int identity_nss(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size_t *ret
         if (r < 0)
                 return r;
         *ret_gid = gid;
+        return 0;
+}
+
+/* the thread's default for "what is uid's name?" */
+static int name_lookup_nss(uid_t uid, char **ret_name) {
+        struct passwd *pw = NULL;
+        char *name;
+        int r;
+
+        r = nss_user_by_uid(uid, &pw);
+        if (r < 0)
+                return r;
+        name = strdup(pw->pw_name);
+        free(pw);
+        if (!name)
+                return -ENOMEM;
+        *ret_name = name;
         return 0;
 }
 
@@ -504,7 +560,15 @@ static void lookup_thread(gpointer data, gpointer pool_data) {
 
         if (l->kind == LOOKUP_IDENTITY)
                 identity_lookup(l);
-        else if (l->kind == LOOKUP_NAMES)
+        else if (l->kind == LOOKUP_NAME) {
+                l->result = l->name_fn(l->uid, &l->name);
+                if (l->result == -ENOENT)
+                        l->why = g_strdup_printf("uid %u has no entry in the user database",
+                                                 (unsigned) l->uid);
+                else if (l->result < 0)
+                        l->why = g_strdup_printf("the user database failed for uid %u: %s",
+                                                 (unsigned) l->uid, g_strerror(-l->result));
+        } else if (l->kind == LOOKUP_NAMES)
                 names_lookup(l);
         else {
                 l->result = l->fn(&l->config, l->uid, &why);
@@ -583,8 +647,10 @@ static int lookup_push(Policy *p, Lookup *l) {
         if (l->user_slot)
                 p->running_user++;
         log_debug("Asking the user database %s uid %u (%s waits for it)",
-                  l->kind == LOOKUP_MANAGED ? "about" : "for the groups of", (unsigned) l->uid,
-                  l->root ? "root" : "a user");
+                  l->kind == LOOKUP_MANAGED ? "about"
+                  : l->kind == LOOKUP_NAME  ? "for the name of"
+                                            : "for the groups of",
+                  (unsigned) l->uid, l->root ? "root" : "a user");
         return 0;
 }
 
@@ -628,6 +694,7 @@ static gboolean on_waiter_deadline(gpointer userdata) {
         const Config *c = p->config;
         g_autofree char *why = NULL;
         unsigned held = 0;
+        bool unmanaged;
         char t[32];
 
         config_usec_to_string(c->lookup_timeout_usec, t, sizeof t);
@@ -637,17 +704,41 @@ static gboolean on_waiter_deadline(gpointer userdata) {
                               l->queued ? "; the lookup still waited for a thread, behind "
                                           "other users' (MaxLookupThreads=)"
                                         : "");
+        /* "does nsd manage uid?" past its deadline: OnLookupTimeout= decides (the other
+         * kinds are refused: nothing can be done without their answer) */
+        unmanaged = l->kind == LOOKUP_MANAGED && c->lookup_timeout_unmanaged;
         p->stats.timeouts++;
         metrics_count_lookup(NSD_METRICS_LOOKUP_TIMEOUT);
-        if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held))
-                log_event_reason(LOG_WARNING, -ETIMEDOUT, l->uid, "lookup-timeout", why,
-                                 "A request waited for the user database too long, refusing "
-                                 "it: %s%s",
-                                 why, held ? " (and more like it)" : "");
+        if (l->kind == LOOKUP_MANAGED) {
+                metrics_count_lookup_timeout(unmanaged ? NSD_METRICS_LOOKUP_TIMEOUT_UNMANAGED
+                                                       : NSD_METRICS_LOOKUP_TIMEOUT_REFUSED);
+                if (unmanaged)
+                        p->stats.timeouts_unmanaged++;
+        }
+        if (unmanaged) {
+                char *unmanaged_why =
+                        g_strdup_printf("%s; uid %u is treated as not managed for this request "
+                                        "(OnLookupTimeout=unmanaged)",
+                                        why, (unsigned) l->uid);
+                g_free(why);
+                why = unmanaged_why;
+        }
+        if (ratelimit_below(&p->log_rl, 10 * G_USEC_PER_SEC, 5, &held)) {
+                if (unmanaged)
+                        log_event_reason(LOG_WARNING, -ETIMEDOUT, l->uid, "lookup-timeout", why,
+                                         "A request waited for the user database too long, "
+                                         "going on without nsd: %s%s",
+                                         why, held ? " (and more like it)" : "");
+                else
+                        log_event_reason(LOG_WARNING, -ETIMEDOUT, l->uid, "lookup-timeout", why,
+                                         "A request waited for the user database too long, "
+                                         "refusing it: %s%s",
+                                         why, held ? " (and more like it)" : "");
+        }
         l->waiters = g_list_remove(l->waiters, w);
         g_source_unref(w->timer);
         w->timer = NULL; /* this very source: destroyed by returning G_SOURCE_REMOVE */
-        waiter_answer(w, -ETIMEDOUT, why, NULL);
+        waiter_answer(w, unmanaged ? 0 : -ETIMEDOUT, why, NULL);
         waiter_free(w);
         if (l->queued && !l->waiters) { /* nobody waits for it: it need not run at all */
                 queue_unlink(p, l);
@@ -668,8 +759,10 @@ static Lookup *lookup_new(Policy *p, LookupKind kind, uid_t uid, uid_t caller) {
         if (kind == LOOKUP_MANAGED || kind == LOOKUP_NAMES) {
                 config_copy(&l->config, p->config);
                 l->fn = p->fn;
-        } else
+        } else {
                 l->identity_fn = p->identity_fn;
+                l->name_fn = p->name_fn;
+        }
         l->started_usec = g_get_monotonic_time();
         return l;
 }
@@ -745,13 +838,14 @@ static Lookup *lookup_get(Policy *p, LookupKind kind, uid_t uid, uid_t caller, i
 
 /* One more request waits for l, until its own deadline. */
 static void waiter_add(Policy *p, Lookup *l, PolicyCallback cb, PolicyIdentityCallback identity_cb,
-                       void *userdata) {
+                       PolicyNameCallback name_cb, void *userdata) {
         const Config *c = p->config;
         Waiter *w = g_new0(Waiter, 1);
 
         w->lookup = l;
         w->cb = cb;
         w->identity_cb = identity_cb;
+        w->name_cb = name_cb;
         w->userdata = userdata;
         w->timer = g_timeout_source_new((guint) MAX(c->lookup_timeout_usec / 1000, 1));
         g_source_set_priority(w->timer, G_PRIORITY_HIGH);
@@ -876,7 +970,7 @@ int policy_uid_managed(Policy *p, uid_t uid, uid_t caller, char **ret_why, Polic
         l = lookup_get(p, LOOKUP_MANAGED, uid, caller, &r, ret_why);
         if (!l)
                 return r;
-        waiter_add(p, l, cb, NULL, userdata);
+        waiter_add(p, l, cb, NULL, NULL, userdata);
         return -EINPROGRESS;
 }
 
@@ -889,7 +983,31 @@ int policy_uid_identity(Policy *p, uid_t uid, uid_t caller, PolicyIdentityCallba
         l = lookup_get(p, LOOKUP_IDENTITY, uid, caller, &r, NULL);
         if (!l)
                 return r;
-        waiter_add(p, l, NULL, cb, userdata);
+        waiter_add(p, l, NULL, cb, NULL, userdata);
+        return -EINPROGRESS;
+}
+
+int policy_uid_name(Policy *p, uid_t uid, uid_t caller, char **ret_name, PolicyNameCallback cb,
+                    void *userdata) {
+        NameEntry *e;
+        Lookup *l;
+        int r;
+
+        g_assert(cb);
+        e = g_hash_table_lookup(p->names_cache, GUINT_TO_POINTER(uid));
+        if (e && e->expires_usec > g_get_monotonic_time()) {
+                p->stats.cache_hits++;
+                if (!e->name)
+                        return -ENOENT;
+                *ret_name = g_strdup(e->name);
+                return 0;
+        }
+        if (e)
+                g_hash_table_remove(p->names_cache, GUINT_TO_POINTER(uid));
+        l = lookup_get(p, LOOKUP_NAME, uid, caller, &r, NULL);
+        if (!l)
+                return r;
+        waiter_add(p, l, NULL, NULL, cb, userdata);
         return -EINPROGRESS;
 }
 
@@ -936,6 +1054,9 @@ Policy *policy_new(const Config *config) {
         p->core->policy = p;
         p->fn = config_uid_managed_lookup;
         p->identity_fn = identity_lookup_nss;
+        p->name_fn = name_lookup_nss;
+        p->names_cache = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                               name_entry_free);
         for (LookupKind k = 0; k < _LOOKUP_KIND_MAX; k++)
                 p->inflight[k] = g_hash_table_new(g_direct_hash, g_direct_equal);
         p->live = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -978,6 +1099,7 @@ void policy_free(Policy *p) {
                 g_hash_table_destroy(p->inflight[k]);
         g_hash_table_destroy(p->live);
         g_hash_table_destroy(p->cache);
+        g_hash_table_destroy(p->names_cache);
         g_hash_table_destroy(p->queues);
         g_free(p);
 }
@@ -987,6 +1109,7 @@ void policy_reconfigure(Policy *p) {
 
         p->generation++;
         cache_clear(p);
+        g_hash_table_remove_all(p->names_cache);
         forget_inflight(p);
         if (!g_thread_pool_set_max_threads(p->pool, (gint) p->config->max_lookup_threads * 2,
                                            &error)) {
@@ -1033,4 +1156,9 @@ void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn) {
 
 void policy_set_identity_fn(Policy *p, PolicyIdentityFn fn) {
         p->identity_fn = fn ? fn : identity_lookup_nss;
+}
+
+void policy_set_name_fn(Policy *p, PolicyNameFn fn) {
+        p->name_fn = fn ? fn : name_lookup_nss;
+        g_hash_table_remove_all(p->names_cache);
 }

@@ -16,7 +16,8 @@
  * MaxLookupThreads= threads of their own and go ahead of every user's: one of the line that root comes to wait for leaves it at once.
  * Requests for a uid whose lookup is under way wait for that same lookup (one slow uid
  * occupies one thread, however often it asks). Each waiter has its own deadline
- * (LookupTimeoutSec=) and then gets -ETIMEDOUT; a lookup that answers late still fills
+ * (LookupTimeoutSec=) and then gets -ETIMEDOUT, or with OnLookupTimeout=unmanaged (for "is
+ * uid managed?" only) 0, "not managed", with a why that says so; a lookup that answers late still fills
  * the cache. Answers (managed or not, not failures) are cached per uid for
  * LookupCacheSec=, 8192 uids at most (the oldest answer goes first); a reload empties the
  * cache.
@@ -62,18 +63,26 @@ typedef void (*PolicyIdentityCallback)(int r, const PolicyIdentity *id, const ch
  * says otherwise. 0 with *ret_gid and *ret_gids (malloc()ed, *ret_n of them), or -errno. */
 typedef int (*PolicyIdentityFn)(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size_t *ret_n);
 
+/* r: 0 and name (valid during the call only), or -errno and why: -ENOENT (no passwd entry),
+ * -ETIMEDOUT, -ECANCELED, a failed lookup. */
+typedef void (*PolicyNameCallback)(int r, const char *name, const char *why, void *userdata);
+/* What a worker thread runs for it: NSS unless a test says otherwise. 0 with *ret_name
+ * (malloc()ed), -ENOENT (no entry), or -errno. */
+typedef int (*PolicyNameFn)(uid_t uid, char **ret_name);
+
 typedef struct PolicyStats {
         unsigned answered_inline;
         unsigned cache_hits;
-        unsigned cache_evictions;  /* answers forgotten to make room (CACHE_MAX) */
-        unsigned lookups;          /* of either kind, in a thread or waiting for one */
-        unsigned identity_lookups; /* of which "who is uid U?" */
-        unsigned running;          /* in a thread right now (some may be stuck) */
-        unsigned queued;           /* unprivileged callers' lookups waiting for a thread */
-        unsigned promoted;         /* of those, taken ahead because root came to wait */
-        unsigned refused;          /* -EAGAIN: the line was full */
-        unsigned timeouts;         /* waiters that got -ETIMEDOUT */
-        unsigned names_resolved;   /* times Users= names were resolved to uids */
+        unsigned cache_evictions;    /* answers forgotten to make room (CACHE_MAX) */
+        unsigned lookups;            /* of either kind, in a thread or waiting for one */
+        unsigned identity_lookups;   /* of which "who is uid U?" */
+        unsigned running;            /* in a thread right now (some may be stuck) */
+        unsigned queued;             /* unprivileged callers' lookups waiting for a thread */
+        unsigned promoted;           /* of those, taken ahead because root came to wait */
+        unsigned refused;            /* -EAGAIN: the line was full */
+        unsigned timeouts;           /* waiters past their deadline */
+        unsigned timeouts_unmanaged; /* of which answered "not managed" (OnLookupTimeout=) */
+        unsigned names_resolved;     /* times Users= names were resolved to uids */
 } PolicyStats;
 
 /* config: the one in force, read at every lookup (a reload refills the same struct, then
@@ -96,6 +105,13 @@ int policy_uid_managed(Policy *p, uid_t uid, uid_t caller, char **ret_why, Polic
 int policy_uid_identity(Policy *p, uid_t uid, uid_t caller, PolicyIdentityCallback cb,
                         void *userdata);
 
+/* What is uid's user name now (the owner check of a namespace, users.h)? 0 with *ret_name
+ * (g_malloc()ed) or -ENOENT (no passwd entry) at once from the cache (answers are kept
+ * LookupCacheSec=, like "is uid managed?"); -EINPROGRESS: cb(userdata) will be called later
+ * on the main loop (exactly once); or -errno now. */
+int policy_uid_name(Policy *p, uid_t uid, uid_t caller, char **ret_name, PolicyNameCallback cb,
+                    void *userdata);
+
 const PolicyStats *policy_stats(const Policy *p);
 /* The subordinate id files (/etc/subuid, /etc/subgid; NULL: none), read with the Users=
  * names (start, reload, every LookupCacheSec=), owners resolved to uids in a thread. */
@@ -110,3 +126,4 @@ uid_t policy_person(const Policy *p, uid_t uid, gid_t gid);
  * decides every uid: Users= names are not resolved then. */
 void policy_set_lookup_fn(Policy *p, PolicyLookupFn fn);
 void policy_set_identity_fn(Policy *p, PolicyIdentityFn fn);
+void policy_set_name_fn(Policy *p, PolicyNameFn fn);

@@ -994,6 +994,8 @@ static struct nsd_rep_metrics metrics_figures(uint32_t n_ns, uint64_t base) {
         m.path_walk_timeouts = v++;
         for (size_t i = 0; i < _NSD_METRICS_THROTTLE_MAX; i++)
                 m.throttled[i] = v++;
+        for (size_t i = 0; i < _NSD_METRICS_LOOKUP_TIMEOUT_MAX; i++)
+                m.lookup_timeouts[i] = v++;
         return m;
 }
 

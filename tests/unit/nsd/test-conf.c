@@ -26,6 +26,7 @@ static bool same_as_defaults(const Config *c) {
                g_strv_length(c->groups) == 0 && c->min_uid == d.min_uid &&
                c->max_uid == d.max_uid && c->propagation_private == d.propagation_private &&
                c->private_tmp == d.private_tmp && c->linger_sec == d.linger_sec &&
+               c->lookup_timeout_unmanaged == d.lookup_timeout_unmanaged &&
                c->max_namespaces == d.max_namespaces &&
                c->max_sessions_per_user == d.max_sessions_per_user &&
                c->max_connections_per_user == d.max_connections_per_user &&
@@ -165,6 +166,14 @@ static void test_valid(void) {
         ok(parse("[Namespaces]\nUsers=\n", &c, &err) == 0 && g_strv_length(c.users) == 0,
            "an empty Users= names nobody");
         config_done(&c);
+        ok(parse("[Namespaces]\nOnLookupTimeout=unmanaged\n", &c, &err) == 0 &&
+                   c.lookup_timeout_unmanaged,
+           "OnLookupTimeout=unmanaged");
+        config_done(&c);
+        ok(parse("[Namespaces]\nOnLookupTimeout=refuse\n", &c, &err) == 0 &&
+                   !c.lookup_timeout_unmanaged,
+           "OnLookupTimeout=refuse (the default)");
+        config_done(&c);
         ok(parse("[Namespaces]\nPrivateTmp=off\nPropagation=slave\n", &c, &err) == 0 &&
                    !c.private_tmp && !c.propagation_private,
            "PrivateTmp=off, Propagation=slave");
@@ -258,6 +267,8 @@ static void test_bad_values(void) {
 }
 
 static void test_bad_syntax(void) {
+        bad("[Namespaces]\nOnLookupTimeout=allow\n", 2, "OnLookupTimeout",
+            "neither refuse nor unmanaged");
         bad("[Namespaces]\nUser=alice\n", 2, "User", "an unknown key (typo of Users=)");
         bad("[Namespaces]\nMaxNamespaces=3\n", 2, "MaxNamespaces", "a key in the wrong group");
         bad("[Namespace]\nUsers=alice\n", 1, "Namespace", "an unknown group");

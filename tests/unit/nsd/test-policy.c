@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/metrics.h"
 #include "gate-test.h"
 #include "nss-wrapper.h"
 #include "policy/conf.h"
@@ -280,6 +281,61 @@ static void test_fair(void) {
         server_free_settled(s);
 }
 
+static Gate stuck;
+
+static int stuck_lookup(const Config *c, uid_t uid, char **ret_why) {
+        gate_pass(&stuck);
+        return 1;
+}
+
+/* A managed-lookup past LookupTimeoutSec=: refused (OnLookupTimeout=refuse, the default) or
+ * not managed for that request (unmanaged), counted by decision either way. */
+static void test_timeout_decision(void) {
+        static const char *const modes[] = { "", "OnLookupTimeout=refuse\n",
+                                             "OnLookupTimeout=unmanaged\n" };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
+                g_autofree char *text = g_strdup_printf("[Namespaces]\nGroups=big\n%s[Limits]\n"
+                                                        "LookupTimeoutSec=0.05\n",
+                                                        modes[i]);
+                Config c = parse(text);
+                bool unmanaged = i == 2;
+                g_autofree char *why = NULL;
+                const Metrics *m = metrics_get();
+                Answer a = { 0 };
+                Server *s = NULL;
+
+                metrics_reset();
+                server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
+                policy_set_lookup_fn(s->policy, stuck_lookup);
+                gate_set_open(&stuck, false);
+                is_int(policy_uid_managed(s->policy, 100500, 100500, &why, on_answer, &a),
+                       -EINPROGRESS, "%s: the user database hangs for uid 100500",
+                       unmanaged ? "unmanaged" : "refuse");
+                ok(WAIT_FOR(a.done), "the request gets its answer at its deadline");
+                if (unmanaged) {
+                        is_int(a.managed, 0, "OnLookupTimeout=unmanaged: not managed");
+                        ok(a.why && strstr(a.why, "OnLookupTimeout=unmanaged") &&
+                                   strstr(a.why, "LookupTimeoutSec="),
+                           "saying why (%s)", a.why);
+                } else {
+                        is_int(a.managed, -ETIMEDOUT, "%s: refused (ETIMEDOUT)",
+                               i == 0 ? "the default" : "OnLookupTimeout=refuse");
+                        ok(a.why && strstr(a.why, "LookupTimeoutSec="), "saying why (%s)", a.why);
+                }
+                is_int(m->lookup_timeouts[NSD_METRICS_LOOKUP_TIMEOUT_REFUSED], unmanaged ? 0 : 1,
+                       "counted as refused: %d", unmanaged ? 0 : 1);
+                is_int(m->lookup_timeouts[NSD_METRICS_LOOKUP_TIMEOUT_UNMANAGED], unmanaged ? 1 : 0,
+                       "counted as unmanaged: %d", unmanaged ? 1 : 0);
+                is_int(m->lookups[NSD_METRICS_LOOKUP_TIMEOUT], 1, "and as a lookup timeout");
+                gate_set_open(&stuck, true);
+                g_free(a.why);
+                server_free_settled(s);
+                config_done(&c);
+        }
+        metrics_reset();
+}
+
 static int quick_lookup(const Config *c, uid_t uid, char **ret_why) {
         *ret_why = g_strdup("not listed");
         return 0;
@@ -405,6 +461,7 @@ int main(int argc, char *argv[]) {
         test_identity_names();
         test_names_resolved();
         test_fair();
+        test_timeout_decision();
         test_cache_evicts_oldest();
         return tap_done();
 }

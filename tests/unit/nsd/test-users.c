@@ -178,6 +178,39 @@ static void test_release(void) {
         users_free(reg);
 }
 
+/* Recycled uids: the owner name is recorded, survives a restart, and a uid under another
+ * name (or none) is refused its namespace, which stays (never released for it). */
+static void test_owner(void) {
+        Users *reg = registry_new();
+        User *u = users_add(reg, test_ns_here(1000, false), NULL, USER_ADD_CREATED);
+        g_autofree char *why = NULL;
+
+        is_int(users_check_owner(reg, u, "bob", &why), 0, "an unknown owner is not checked");
+        users_set_owner(reg, u, "alice");
+        users_set_owner(reg, u, "bob");
+        is_str(u->owner, "alice", "the owner is recorded once, when the namespace is made");
+        is_int(users_check_owner(reg, u, "alice", &why), 0, "alice's JOIN: her namespace");
+        ok(!u->orphaned, "not orphaned");
+        users_free(reg);
+
+        /* nsd starting again: the namespace adopted (before users_start() would drop the
+         * state file of a namespace that nothing here keeps) */
+        reg = users_test_registry((UsersSetup) { .proc_dir = proc });
+        u = users_add(reg, test_ns_here(1000, false), NULL, 0);
+        is_str(u->owner, "alice", "after a restart the owner comes from the state file (Owner=)");
+        is_int(users_check_owner(reg, u, "mallory", &why), -EOWNERDEAD,
+               "uid 1000 is now 'mallory': EOWNERDEAD");
+        ok(why && strstr(why, "made for 'alice'") && strstr(why, "is now 'mallory'") &&
+                   strstr(why, "not handed to another person"),
+           "saying why (%s)", why);
+        ok(u->orphaned && users_get(reg, 1000) == u, "marked orphaned, and kept (not released)");
+        g_clear_pointer(&why, g_free);
+        is_int(users_check_owner(reg, u, NULL, &why), -EOWNERDEAD, "no passwd entry: EOWNERDEAD");
+        ok(why && strstr(why, "has no entry"), "saying why (%s)", why);
+        is_int(users_release(reg, u, "test", NULL), 0, "root releases it");
+        users_free(reg);
+}
+
 int main(int argc, char **argv) {
         g_autofree char *rm = NULL;
 
@@ -198,6 +231,7 @@ int main(int argc, char **argv) {
         test_sessions();
         test_restore();
         test_release();
+        test_owner();
 
         users_test_close();
         g_free(proc);
