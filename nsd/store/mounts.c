@@ -77,10 +77,10 @@ static gint cmp_u64(gconstpointer a, gconstpointer b) {
         return x < y ? -1 : x > y;
 }
 
-/* fn(fs, userdata) for each mount of mountinfo that was not received from a peer group.
- * 0, or -errno when the text does not parse. */
-static int foreach_not_received(const char *mountinfo, void (*fn)(struct libmnt_fs *fs, void *u),
-                                void *userdata) {
+/* fn(fs, userdata) for each mount of mountinfo, in order (all: every one; else those not
+ * received from a peer group). 0, or -errno when the text does not parse. */
+static int foreach_fs(const char *mountinfo, bool all, void (*fn)(struct libmnt_fs *fs, void *u),
+                      void *userdata) {
         _cleanup_mnt_table_ struct libmnt_table *tb = NULL;
         _cleanup_mnt_iter_ struct libmnt_iter *it = NULL;
         struct libmnt_fs *fs;
@@ -93,9 +93,14 @@ static int foreach_not_received(const char *mountinfo, void (*fn)(struct libmnt_
         if (!it)
                 return -ENOMEM;
         while (mnt_table_next_fs(tb, it, &fs) == 0)
-                if (!fs_is_received(fs))
+                if (all || !fs_is_received(fs))
                         fn(fs, userdata);
         return 0;
+}
+
+static int foreach_not_received(const char *mountinfo, void (*fn)(struct libmnt_fs *fs, void *u),
+                                void *userdata) {
+        return foreach_fs(mountinfo, false, fn, userdata);
 }
 
 static void add_fingerprint(struct libmnt_fs *fs, void *userdata) {
@@ -213,38 +218,39 @@ int mounts_user_made(const char *mountinfo, const GArray *baseline, char **ret_f
         return r < 0 ? r : m.n;
 }
 
+struct under {
+        const char *path;
+        size_t n;
+        int count; /* -1 until the mount on path is seen */
+        unsigned group;
+};
+
+static void count_under(struct libmnt_fs *fs, void *userdata) {
+        struct under *u = userdata;
+        const char *t = mnt_fs_get_target(fs), *o = mnt_fs_get_optional_fields(fs), *p;
+
+        if (!t)
+                return;
+        if (strcmp(t, u->path) == 0) { /* the last one on path: the one seen there */
+                u->count = 0;
+                u->group = 0;
+                for (p = o; p && (p = strstr(p, "shared:")); p++)
+                        if (p == o || p[-1] == ' ') {
+                                u->group = (unsigned) strtoul(p + 7, NULL, 10);
+                                break;
+                        }
+        } else if (u->count >= 0 && strncmp(t, u->path, u->n) == 0 && t[u->n] == '/')
+                u->count++;
+}
+
 int mounts_under(const char *mountinfo, const char *path, int *ret_count,
                  unsigned *ret_peer_group) {
-        _cleanup_mnt_table_ struct libmnt_table *tb = NULL;
-        _cleanup_mnt_iter_ struct libmnt_iter *it = NULL;
-        struct libmnt_fs *fs;
-        size_t n = strlen(path);
-        int r, count = -1;
-        unsigned group = 0;
+        struct under u = { .path = path, .n = strlen(path), .count = -1 };
+        int r = foreach_fs(mountinfo, true, count_under, &u);
 
-        r = table_parse(mountinfo, &tb);
         if (r < 0)
                 return r;
-        it = mnt_new_iter(MNT_ITER_FORWARD);
-        if (!it)
-                return -ENOMEM;
-        while (mnt_table_next_fs(tb, it, &fs) == 0) {
-                const char *t = mnt_fs_get_target(fs), *o = mnt_fs_get_optional_fields(fs), *p;
-
-                if (!t)
-                        continue;
-                if (strcmp(t, path) == 0) { /* the last one on path: the one seen there */
-                        count = 0;
-                        group = 0;
-                        for (p = o; p && (p = strstr(p, "shared:")); p++)
-                                if (p == o || p[-1] == ' ') {
-                                        group = (unsigned) strtoul(p + 7, NULL, 10);
-                                        break;
-                                }
-                } else if (count >= 0 && strncmp(t, path, n) == 0 && t[n] == '/')
-                        count++;
-        }
-        *ret_count = count;
-        *ret_peer_group = group;
-        return count >= 0 ? 0 : -ENOENT;
+        *ret_count = u.count;
+        *ret_peer_group = u.group;
+        return u.count >= 0 ? 0 : -ENOENT;
 }
