@@ -470,6 +470,11 @@ static void on_setup_done(int r, const char *why, unsigned n_failed, void *userd
         creation_end(c, 0, NULL);
 }
 
+/* Is share among shares (a User's or a Creation's, NULL-terminated; NULL: none)? */
+static bool has_share(char **shares, const char *share) {
+        return shares && g_strv_contains((const char *const *) shares, share);
+}
+
 unsigned users_share_members(const Users *reg, const char *share) {
         GHashTableIter it;
         gpointer v;
@@ -478,13 +483,13 @@ unsigned users_share_members(const Users *reg, const char *share) {
         g_hash_table_iter_init(&it, reg->users);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 const User *u = v;
-                if (u->shares && g_strv_contains((const char *const *) u->shares, share))
+                if (has_share(u->shares, share))
                         n++;
         }
         g_hash_table_iter_init(&it, reg->creating);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 const Creation *c = v;
-                if (c->shares && g_strv_contains((const char *const *) c->shares, share))
+                if (has_share(c->shares, share))
                         n++;
         }
         return n;
@@ -925,7 +930,7 @@ GArray *users_share_uids(const Users *reg, const char *share) {
         g_hash_table_iter_init(&it, reg->users);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 const User *u = v;
-                if (u->shares && g_strv_contains((const char *const *) u->shares, share))
+                if (has_share(u->shares, share))
                         g_array_append_val(uids, u->uid);
         }
         g_array_sort(uids, compare_uid);
