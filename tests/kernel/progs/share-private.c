@@ -22,7 +22,7 @@
  * mountinfo opened by them leaves the copy out (m_show()). Existence shows: root mounting on
  * the copy gets EBUSY (do_lock_mount()), root's umount2() or mount_setattr() by path gets
  * EINVAL (the path is the covered directory). Clones made later inherit it (clone_mnt():
- * mnt_owner), so a member that joins after the mount was made-private gets a private copy.
+ * mnt_owner), so a member that joins after it was set gets an owner-private copy.
  *
  * uid A = 4001 (the owner), uid B = 4002 (another member); their processes are children that
  * join the namespace and drop every id to the uid. Checks:
