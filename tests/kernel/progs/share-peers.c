@@ -29,196 +29,10 @@
  * made later, by a child holding nothing but P's and the member's nsfs descriptors (as nsd
  * after a restart, with P from its fd store), joins the same peer group.
  */
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/openat2.h>
-#include <sched.h>
-#include <stdint.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 
-#include "tap.h"
-
-/* One line of /proc/self/mountinfo, the fields the checks read. */
-struct mnt {
-        unsigned shared; /* peer group ("shared:N"), 0 when not shared */
-        unsigned master; /* "master:N", 0 when not a slave */
-};
-
-static int ns_init = -1;      /* I */
-static char w[PATH_MAX - 64]; /* W, absolute: setns() moves the working folder to / */
-
-static const char *at(const char *rel) {
-        static char buf[4][PATH_MAX];
-        static unsigned n;
-        char *p = buf[n++ % 4];
-
-        snprintf(p, PATH_MAX, "%s/%s", w, rel);
-        return p;
-}
-
-static void enter(int ns) {
-        if (setns(ns, CLONE_NEWNS) < 0)
-                tap_bail_errno("setns");
-}
-
-/* A new namespace made from I (its root rslave when slave), as an nsfs descriptor; back in I. */
-static int ns_new(bool slave) {
-        int fd;
-
-        if (unshare(CLONE_NEWNS) < 0)
-                tap_bail_errno("unshare(CLONE_NEWNS)");
-        if (slave && mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-                tap_bail_errno("make / rslave");
-        fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                tap_bail_errno("open /proc/self/ns/mnt");
-        enter(ns_init);
-        return fd;
-}
-
-/* The topmost mount at the absolute path in the current namespace: true and *ret, or false. */
-static bool mount_at(const char *path, struct mnt *ret) {
-        FILE *f = fopen("/proc/self/mountinfo", "re");
-        char line[4096], mp[PATH_MAX];
-        bool found = false;
-
-        if (!f)
-                tap_bail_errno("open /proc/self/mountinfo");
-        while (fgets(line, sizeof line, f)) {
-                struct mnt m = { 0 };
-                int n = 0;
-                char *tok, *save;
-
-                if (sscanf(line, "%*d %*d %*s %*s %4095s %*s %n", mp, &n) != 1 || n == 0 ||
-                    strcmp(mp, path) != 0)
-                        continue;
-                for (tok = strtok_r(line + n, " \n", &save); tok && strcmp(tok, "-") != 0;
-                     tok = strtok_r(NULL, " \n", &save)) {
-                        sscanf(tok, "shared:%u", &m.shared);
-                        sscanf(tok, "master:%u", &m.master);
-                }
-                *ret = m;
-                found = true;
-        }
-        fclose(f);
-        return found;
-}
-
-/* mount_at() in namespace ns. */
-static bool mount_in(int ns, const char *path, struct mnt *ret) {
-        struct mnt m;
-        bool r;
-
-        enter(ns);
-        r = mount_at(path, ret ? ret : &m);
-        enter(ns_init);
-        return r;
-}
-
-/* st_dev of the path in namespace ns, 0 when it cannot be stat()ed. */
-static dev_t dev_in(int ns, const char *path) {
-        struct stat st;
-        int r;
-
-        enter(ns);
-        r = stat(path, &st);
-        enter(ns_init);
-        return r < 0 ? 0 : st.st_dev;
-}
-
-static bool tmpfs_in(int ns, const char *path) {
-        int r;
-
-        enter(ns);
-        r = mount("tmpfs", path, "tmpfs", 0, "size=1m");
-        if (r < 0)
-                printf("# mount tmpfs at %s: %s\n", path, strerror(errno));
-        enter(ns_init);
-        return r == 0;
-}
-
-static bool umount_in(int ns, const char *path) {
-        int r;
-
-        enter(ns);
-        r = umount2(path, 0);
-        if (r < 0)
-                printf("# umount %s: %s\n", path, strerror(errno));
-        enter(ns_init);
-        return r == 0;
-}
-
-/* In a child: say what failed and exit 1 (its parent's test point fails). */
-__attribute__((noreturn)) static void child_fail(const char *what) {
-        printf("# %s: %s\n", what, strerror(errno));
-        fflush(stdout);
-        _exit(1);
-}
-
-/* Close every descriptor but 0-2, a and b. */
-static void close_all_but(int a, int b) {
-        int lo = a < b ? a : b, hi = a < b ? b : a;
-
-        if (lo > 3)
-                close_range(3, (unsigned) lo - 1, 0);
-        if (hi > lo + 1)
-                close_range((unsigned) lo + 1, (unsigned) hi - 1, 0);
-        close_range((unsigned) hi + 1, ~0U, 0);
-}
-
-/* In a child, as nsd: join P, clone the anchor at its path (detached), join the member's
- * namespace; the clone. */
-static int clone_in_pin(int ns_pin, int ns_member, const char *anchor) {
-        int tree;
-
-        if (setns(ns_pin, CLONE_NEWNS) < 0)
-                child_fail("setns to P");
-        tree = open_tree(AT_FDCWD, anchor, OPEN_TREE_CLONE | AT_RECURSIVE | OPEN_TREE_CLOEXEC);
-        if (tree < 0)
-                child_fail("open_tree(OPEN_TREE_CLONE) of the anchor");
-        if (setns(ns_member, CLONE_NEWNS) < 0)
-                child_fail("setns to the member's namespace");
-        return tree;
-}
-
-/* nsd's clone, in a child: join P, clone the anchor at its path, join the member's namespace
- * and attach the clone at target, by path or (by_fd) at an openat2() descriptor. The child
- * holds nothing but the two nsfs descriptors. True when it attached. */
-static bool share_clone(int ns_pin, int ns_member, const char *anchor, const char *target,
-                        bool by_fd) {
-        pid_t pid = tap_fork();
-        int status;
-
-        if (pid == 0) {
-                int tree, tfd;
-
-                close_all_but(ns_pin, ns_member);
-                tree = clone_in_pin(ns_pin, ns_member, anchor);
-                if (by_fd) {
-                        struct open_how how = {
-                                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-                        };
-
-                        tfd = (int) syscall(SYS_openat2, AT_FDCWD, target, &how, sizeof how);
-                        if (tfd < 0)
-                                child_fail("openat2 of the target");
-                        if (move_mount(tree, "", tfd, "",
-                                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-                                child_fail("move_mount(MOVE_MOUNT_T_EMPTY_PATH)");
-                } else if (move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-                        child_fail("move_mount to a path");
-                }
-                fflush(stdout);
-                _exit(0);
-        }
-        return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
+#include "share-ns.h"
 
 /* (f): in a child, as in share_clone() up to the attach, try to make the detached clone
  * MS_SHARED with mount(2) and with mount_setattr(2); ret: their errno (0: allowed). */
@@ -256,7 +70,6 @@ int main(void) {
         const char *dirs[] = { "anchor", "share", "host", "host/y", "host/z", "anchor2", "share2" };
         struct mnt anchor, anchor2, m;
         int ns_pin, m1, m2, m3, fd, f[2];
-        char cwd[PATH_MAX - 128];
         struct utsname u;
         dev_t d1;
 
@@ -266,28 +79,14 @@ int main(void) {
         }
         if (uname(&u) == 0)
                 printf("# kernel %s\n", u.release);
-        if (!getcwd(cwd, sizeof cwd))
-                tap_bail_errno("getcwd");
-        snprintf(w, sizeof w, "%s/share-peers", cwd);
-        ns_init = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (ns_init < 0)
-                tap_bail_errno("open /proc/self/ns/mnt");
-
-        /* W in I: its own peer group, shared as systemd makes / shared */
-        if (mkdir(w, 0755) < 0 || mount("tmpfs", w, "tmpfs", 0, "size=1m") < 0 ||
-            mount(NULL, w, NULL, MS_PRIVATE, NULL) < 0 || mount(NULL, w, NULL, MS_SHARED, NULL) < 0)
-                tap_bail_errno("tmpfs W in I");
-        for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
-                if (mkdir(at(dirs[i]), 0755) < 0)
-                        tap_bail_errno("mkdir in W");
+        w_setup("share-peers", dirs, sizeof dirs / sizeof *dirs);
 
         /* P and its two anchors */
         ns_pin = ns_new(true);
+        anchor_new(ns_pin, "anchor");
         enter(ns_pin);
-        if (mount("tmpfs", at("anchor"), "tmpfs", 0, "size=1m") < 0 ||
-            mount(NULL, at("anchor"), NULL, MS_PRIVATE, NULL) < 0 ||
-            mount(NULL, at("anchor"), NULL, MS_SHARED, NULL) < 0 || mkdir(at("anchor/x"), 0755) < 0)
-                tap_bail_errno("the anchor in P");
+        if (mkdir(at("anchor/x"), 0755) < 0)
+                tap_bail_errno("mkdir in the anchor");
         if (mount(at("host"), at("anchor2"), NULL, MS_BIND, NULL) < 0 ||
             mount(NULL, at("anchor2"), NULL, MS_SLAVE, NULL) < 0 ||
             mount(NULL, at("anchor2"), NULL, MS_SHARED, NULL) < 0)
