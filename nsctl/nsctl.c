@@ -433,15 +433,9 @@ static char *shares_cell(const void *row, size_t col, bool json) {
         case SHARES_COL_UIDS:
                 return shares_uids(sh, json);
         case SHARES_COL_MOUNTS:
-                if (sh->mounts < 0)
-                        return json ? NULL : strdup("-");
-                snprintf(buf, sizeof(buf), "%d", sh->mounts);
-                break;
+                return cell_number(sh->mounts, sh->mounts >= 0, json);
         case SHARES_COL_GROUP:
-                if (sh->peer_group == 0)
-                        return json ? NULL : strdup("-");
-                snprintf(buf, sizeof(buf), "%u", sh->peer_group);
-                break;
+                return cell_number(sh->peer_group, sh->peer_group != 0, json);
         default:
                 return NULL;
         }
@@ -458,25 +452,11 @@ static int shares_request(nsc_conn *conn, struct args *a) {
 }
 
 static int shares_finish(struct args *a) {
-        _cleanup_scols_table_ struct libscols_table *tb = table_new("shares", shares_columns,
-                                                                    a->ids, a->n_ids, &a->table);
-        int r;
+        int r = table_print_rows("shares", shares_columns, a->shares, a->n_shares,
+                                 sizeof(a->shares[0]), shares_cell, a->ids, a->n_ids, &a->table,
+                                 stdout);
 
-        if (!tb)
-                return fail(NULL, -ENOMEM, "print the shares");
-        /* JSON: UIDS is an array, its cell one uid a line */
-        for (size_t k = 0; a->table.json && k < a->n_ids; k++)
-                if (a->ids[k] == SHARES_COL_UIDS)
-                        (void) scols_column_set_wrapfunc(scols_table_get_column(tb, k),
-                                                         scols_wrapnl_chunksize,
-                                                         scols_wrapnl_nextchunk, NULL);
-        r = table_add_rows(tb, a->shares, a->n_shares, sizeof(a->shares[0]), shares_cell, a->ids,
-                           a->n_ids, &a->table);
-        if (r >= 0)
-                r = table_print(tb, &a->table, stdout);
-        if (r < 0)
-                return fail(NULL, r, "print the shares");
-        return EXIT_SUCCESS;
+        return r < 0 ? fail(NULL, r, "print the shares") : EXIT_SUCCESS;
 }
 
 /* ---- metrics --------------------------------------------------------------------------- */
@@ -582,10 +562,7 @@ static char *list_cell(const void *row, size_t col, bool json) {
                 snprintf(buf, sizeof(buf), "%u", e->sessions);
                 break;
         case LIST_COL_MOUNTS:
-                if (e->mounts < 0)
-                        return json ? NULL : strdup("-");
-                snprintf(buf, sizeof(buf), "%d", e->mounts);
-                break;
+                return cell_number(e->mounts, e->mounts >= 0, json);
         case LIST_COL_CREATED:
                 format_timestamp(e->created_usec, buf, sizeof(buf));
                 break;
@@ -616,21 +593,6 @@ static char *list_cell(const void *row, size_t col, bool json) {
         return strdup(buf);
 }
 
-static int list_print(const struct nsc_ns_info *entries, size_t n, const size_t *ids, size_t n_ids,
-                      const struct table_options *opts) {
-        _cleanup_scols_table_ struct libscols_table *tb = table_new("namespaces", list_columns, ids,
-                                                                    n_ids, opts);
-        int r;
-
-        if (!tb)
-                return -ENOMEM;
-        r = table_add_rows(tb, entries, n, sizeof(entries[0]), list_cell, ids, n_ids, opts);
-        if (r < 0)
-                return r;
-        /* 0 even when writing fails: close_stdout() sees that */
-        return table_print(tb, opts, stdout);
-}
-
 static int list_request(nsc_conn *conn, struct args *a) {
         int r = nsc_list(conn, &a->entries, &a->n_entries);
 
@@ -642,10 +604,9 @@ static int list_finish(struct args *a) {
 
         if (a->n_entries > 1)
                 qsort(a->entries, a->n_entries, sizeof(a->entries[0]), cmp_ns_info);
-        r = list_print(a->entries, a->n_entries, a->ids, a->n_ids, &a->table);
-        if (r < 0)
-                return fail(NULL, r, "print the list");
-        return EXIT_SUCCESS;
+        r = table_print_rows("namespaces", list_columns, a->entries, a->n_entries,
+                             sizeof(a->entries[0]), list_cell, a->ids, a->n_ids, &a->table, stdout);
+        return r < 0 ? fail(NULL, r, "print the list") : EXIT_SUCCESS;
 }
 
 /* -o's list: the columns instead of those in ids, or with "+<list>" after them, as lsns */
