@@ -823,6 +823,14 @@ enum operand {
         OPERAND_PATH,         /* <path> */
 };
 
+/* in a command's --help: what follows "nsctl <name> " */
+static const char *const operand_synopsis[] = {
+        [OPERAND_NONE] = "[options]",
+        [OPERAND_USER] = "[options] <user>",
+        [OPERAND_USER_COMMAND] = "[options] <user> [--] [<command> [<argument>...]]",
+        [OPERAND_PATH] = "[options] <path>",
+};
+
 /*
  * One command: its --help, its options and operand, and its steps. nsctl parses the options
  * and the operand (parse_args()), runs prepare (what needs no nsd), connects, sends the
@@ -834,7 +842,6 @@ struct verb {
         const char *name;
         const char *summary_args;     /* in nsctl --help: after the name */
         const char *summary;          /* in nsctl --help */
-        const char *synopsis;         /* in its --help: after "nsctl <name> " */
         const char *description;      /* in its --help */
         const char *options_help;     /* in its --help: its own options */
         const struct option *options; /* getopt's short options follow from it */
@@ -914,7 +921,6 @@ static const struct verb verbs[] = {
         {
                 .name = "status",
                 .summary = "nsd's version, kernel features, counts, limits",
-                .synopsis = "[options]",
                 .description = "Show nsd's version, pid, uptime, protocol version, the kernel "
                                "features it\n"
                                "found, the numbers of namespaces, sessions and connections, and "
@@ -928,7 +934,6 @@ static const struct verb verbs[] = {
         {
                 .name = "list",
                 .summary = "list the per-user namespaces",
-                .synopsis = "[options]",
                 .description = "List the per-user mount namespaces that nsd keeps (without "
                                "privilege: only\n"
                                "your own).\n",
@@ -943,7 +948,6 @@ static const struct verb verbs[] = {
                 .name = "show",
                 .summary_args = "<user>",
                 .summary = "the mount tree of a user's namespace",
-                .synopsis = "[options] <user>",
                 .description = "Show the mounts of a user's namespace as a tree, like "
                                "findmnt(8), through nsd:\n"
                                "no need to be in it. <user> is a user name or a numeric uid; "
@@ -962,7 +966,6 @@ static const struct verb verbs[] = {
                 .name = "enter",
                 .summary_args = "<user> [-- <cmd>...]",
                 .summary = "run a command (default $SHELL) in a user's namespace",
-                .synopsis = "[options] <user> [--] [<command> [<argument>...]]",
                 .description = "Run a command in a user's mount namespace, as root (the "
                                "administrator's\n"
                                "view). Without a command, run $SHELL (or /bin/sh). Root only, but "
@@ -980,7 +983,6 @@ static const struct verb verbs[] = {
                 .name = "release",
                 .summary_args = "<user>",
                 .summary = "unpin and forget a user's namespace",
-                .synopsis = "[options] <user>",
                 .description = "Unpin and forget a user's namespace. Its mounts go away with "
                                "the last process\n"
                                "still inside it.\n",
@@ -994,7 +996,6 @@ static const struct verb verbs[] = {
                 .name = "hide",
                 .summary_args = "<path> [--user <user>]",
                 .summary = "make a mount owner-private (kernel patch F4)",
-                .synopsis = "[options] <path>",
                 .description = "Make the mount at <path> owner-private (kernel patch F4): only "
                                "processes of its\n"
                                "owner see it and walk into it; everyone else, root included, sees "
@@ -1015,7 +1016,6 @@ static const struct verb verbs[] = {
         {
                 .name = "shares",
                 .summary = "the shares of nsd.conf and their members",
-                .synopsis = "[options]",
                 .description = "Show each [Share NAME] of nsd.conf in force: its path, "
                                "propagation, how many\n"
                                "namespaces have it, MaxMembers= and the uids of its members "
@@ -1032,7 +1032,6 @@ static const struct verb verbs[] = {
         {
                 .name = "metrics",
                 .summary = "nsd's counters as text for Prometheus (root only)",
-                .synopsis = "[options]",
                 .description = "Print nsd's counters and gauges as OpenMetrics text for "
                                "Prometheus: namespaces,\n"
                                "sessions, connections, joins by result and their latency, "
@@ -1056,7 +1055,8 @@ static const struct verb verbs[] = {
 };
 
 static int verb_help(const struct verb *v) {
-        printf("Usage:\n nsctl %s %s\n\n%s\nOptions:\n", v->name, v->synopsis, v->description);
+        printf("Usage:\n nsctl %s %s\n\n%s\nOptions:\n", v->name, operand_synopsis[v->operand],
+               v->description);
         fputs(v->options_help, stdout);
         if (!v->columns) {
                 fputs(USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL, stdout);
