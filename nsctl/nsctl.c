@@ -433,15 +433,9 @@ static char *shares_cell(const void *row, size_t col, bool json) {
         case SHARES_COL_UIDS:
                 return shares_uids(sh, json);
         case SHARES_COL_MOUNTS:
-                if (sh->mounts < 0)
-                        return json ? NULL : strdup("-");
-                snprintf(buf, sizeof(buf), "%d", sh->mounts);
-                break;
+                return cell_number(sh->mounts, sh->mounts >= 0, json);
         case SHARES_COL_GROUP:
-                if (sh->peer_group == 0)
-                        return json ? NULL : strdup("-");
-                snprintf(buf, sizeof(buf), "%u", sh->peer_group);
-                break;
+                return cell_number(sh->peer_group, sh->peer_group != 0, json);
         default:
                 return NULL;
         }
@@ -458,25 +452,11 @@ static int shares_request(nsc_conn *conn, struct args *a) {
 }
 
 static int shares_finish(struct args *a) {
-        _cleanup_scols_table_ struct libscols_table *tb = table_new("shares", shares_columns,
-                                                                    a->ids, a->n_ids, &a->table);
-        int r;
+        int r = table_print_rows("shares", shares_columns, a->shares, a->n_shares,
+                                 sizeof(a->shares[0]), shares_cell, a->ids, a->n_ids, &a->table,
+                                 stdout);
 
-        if (!tb)
-                return fail(NULL, -ENOMEM, "print the shares");
-        /* JSON: UIDS is an array, its cell one uid a line */
-        for (size_t k = 0; a->table.json && k < a->n_ids; k++)
-                if (a->ids[k] == SHARES_COL_UIDS)
-                        (void) scols_column_set_wrapfunc(scols_table_get_column(tb, k),
-                                                         scols_wrapnl_chunksize,
-                                                         scols_wrapnl_nextchunk, NULL);
-        r = table_add_rows(tb, a->shares, a->n_shares, sizeof(a->shares[0]), shares_cell, a->ids,
-                           a->n_ids, &a->table);
-        if (r >= 0)
-                r = table_print(tb, &a->table, stdout);
-        if (r < 0)
-                return fail(NULL, r, "print the shares");
-        return EXIT_SUCCESS;
+        return r < 0 ? fail(NULL, r, "print the shares") : EXIT_SUCCESS;
 }
 
 /* ---- metrics --------------------------------------------------------------------------- */
@@ -582,10 +562,7 @@ static char *list_cell(const void *row, size_t col, bool json) {
                 snprintf(buf, sizeof(buf), "%u", e->sessions);
                 break;
         case LIST_COL_MOUNTS:
-                if (e->mounts < 0)
-                        return json ? NULL : strdup("-");
-                snprintf(buf, sizeof(buf), "%d", e->mounts);
-                break;
+                return cell_number(e->mounts, e->mounts >= 0, json);
         case LIST_COL_CREATED:
                 format_timestamp(e->created_usec, buf, sizeof(buf));
                 break;
@@ -616,21 +593,6 @@ static char *list_cell(const void *row, size_t col, bool json) {
         return strdup(buf);
 }
 
-static int list_print(const struct nsc_ns_info *entries, size_t n, const size_t *ids, size_t n_ids,
-                      const struct table_options *opts) {
-        _cleanup_scols_table_ struct libscols_table *tb = table_new("namespaces", list_columns, ids,
-                                                                    n_ids, opts);
-        int r;
-
-        if (!tb)
-                return -ENOMEM;
-        r = table_add_rows(tb, entries, n, sizeof(entries[0]), list_cell, ids, n_ids, opts);
-        if (r < 0)
-                return r;
-        /* 0 even when writing fails: close_stdout() sees that */
-        return table_print(tb, opts, stdout);
-}
-
 static int list_request(nsc_conn *conn, struct args *a) {
         int r = nsc_list(conn, &a->entries, &a->n_entries);
 
@@ -642,10 +604,9 @@ static int list_finish(struct args *a) {
 
         if (a->n_entries > 1)
                 qsort(a->entries, a->n_entries, sizeof(a->entries[0]), cmp_ns_info);
-        r = list_print(a->entries, a->n_entries, a->ids, a->n_ids, &a->table);
-        if (r < 0)
-                return fail(NULL, r, "print the list");
-        return EXIT_SUCCESS;
+        r = table_print_rows("namespaces", list_columns, a->entries, a->n_entries,
+                             sizeof(a->entries[0]), list_cell, a->ids, a->n_ids, &a->table, stdout);
+        return r < 0 ? fail(NULL, r, "print the list") : EXIT_SUCCESS;
 }
 
 /* -o's list: the columns instead of those in ids, or with "+<list>" after them, as lsns */
@@ -862,6 +823,14 @@ enum operand {
         OPERAND_PATH,         /* <path> */
 };
 
+/* in a command's --help: what follows "nsctl <name> " */
+static const char *const operand_synopsis[] = {
+        [OPERAND_NONE] = "[options]",
+        [OPERAND_USER] = "[options] <user>",
+        [OPERAND_USER_COMMAND] = "[options] <user> [--] [<command> [<argument>...]]",
+        [OPERAND_PATH] = "[options] <path>",
+};
+
 /*
  * One command: its --help, its options and operand, and its steps. nsctl parses the options
  * and the operand (parse_args()), runs prepare (what needs no nsd), connects, sends the
@@ -873,7 +842,6 @@ struct verb {
         const char *name;
         const char *summary_args;     /* in nsctl --help: after the name */
         const char *summary;          /* in nsctl --help */
-        const char *synopsis;         /* in its --help: after "nsctl <name> " */
         const char *description;      /* in its --help */
         const char *options_help;     /* in its --help: its own options */
         const struct option *options; /* getopt's short options follow from it */
@@ -953,7 +921,6 @@ static const struct verb verbs[] = {
         {
                 .name = "status",
                 .summary = "nsd's version, kernel features, counts, limits",
-                .synopsis = "[options]",
                 .description = "Show nsd's version, pid, uptime, protocol version, the kernel "
                                "features it\n"
                                "found, the numbers of namespaces, sessions and connections, and "
@@ -967,7 +934,6 @@ static const struct verb verbs[] = {
         {
                 .name = "list",
                 .summary = "list the per-user namespaces",
-                .synopsis = "[options]",
                 .description = "List the per-user mount namespaces that nsd keeps (without "
                                "privilege: only\n"
                                "your own).\n",
@@ -982,7 +948,6 @@ static const struct verb verbs[] = {
                 .name = "show",
                 .summary_args = "<user>",
                 .summary = "the mount tree of a user's namespace",
-                .synopsis = "[options] <user>",
                 .description = "Show the mounts of a user's namespace as a tree, like "
                                "findmnt(8), through nsd:\n"
                                "no need to be in it. <user> is a user name or a numeric uid; "
@@ -1001,7 +966,6 @@ static const struct verb verbs[] = {
                 .name = "enter",
                 .summary_args = "<user> [-- <cmd>...]",
                 .summary = "run a command (default $SHELL) in a user's namespace",
-                .synopsis = "[options] <user> [--] [<command> [<argument>...]]",
                 .description = "Run a command in a user's mount namespace, as root (the "
                                "administrator's\n"
                                "view). Without a command, run $SHELL (or /bin/sh). Root only, but "
@@ -1019,7 +983,6 @@ static const struct verb verbs[] = {
                 .name = "release",
                 .summary_args = "<user>",
                 .summary = "unpin and forget a user's namespace",
-                .synopsis = "[options] <user>",
                 .description = "Unpin and forget a user's namespace. Its mounts go away with "
                                "the last process\n"
                                "still inside it.\n",
@@ -1033,7 +996,6 @@ static const struct verb verbs[] = {
                 .name = "hide",
                 .summary_args = "<path> [--user <user>]",
                 .summary = "make a mount owner-private (kernel patch F4)",
-                .synopsis = "[options] <path>",
                 .description = "Make the mount at <path> owner-private (kernel patch F4): only "
                                "processes of its\n"
                                "owner see it and walk into it; everyone else, root included, sees "
@@ -1054,7 +1016,6 @@ static const struct verb verbs[] = {
         {
                 .name = "shares",
                 .summary = "the shares of nsd.conf and their members",
-                .synopsis = "[options]",
                 .description = "Show each [Share NAME] of nsd.conf in force: its path, "
                                "propagation, how many\n"
                                "namespaces have it, MaxMembers= and the uids of its members "
@@ -1071,7 +1032,6 @@ static const struct verb verbs[] = {
         {
                 .name = "metrics",
                 .summary = "nsd's counters as text for Prometheus (root only)",
-                .synopsis = "[options]",
                 .description = "Print nsd's counters and gauges as OpenMetrics text for "
                                "Prometheus: namespaces,\n"
                                "sessions, connections, joins by result and their latency, "
@@ -1095,7 +1055,8 @@ static const struct verb verbs[] = {
 };
 
 static int verb_help(const struct verb *v) {
-        printf("Usage:\n nsctl %s %s\n\n%s\nOptions:\n", v->name, v->synopsis, v->description);
+        printf("Usage:\n nsctl %s %s\n\n%s\nOptions:\n", v->name, operand_synopsis[v->operand],
+               v->description);
         fputs(v->options_help, stdout);
         if (!v->columns) {
                 fputs(USAGE_COMMON_OPTIONS("") USAGE_MAN_TAIL, stdout);

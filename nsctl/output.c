@@ -80,8 +80,14 @@ struct libscols_table *table_new(const char *json_name, const struct column_info
                 cl = scols_table_new_column(tb, ci->name, ci->whint, flags);
                 if (!cl)
                         return NULL;
-                if (opts->json)
-                        scols_column_set_json_type(cl, ci->json_type);
+                if (!opts->json)
+                        continue;
+                scols_column_set_json_type(cl, ci->json_type);
+                /* an array's elements: the cell's lines */
+                if (ci->json_type == SCOLS_JSON_ARRAY_STRING ||
+                    ci->json_type == SCOLS_JSON_ARRAY_NUMBER)
+                        (void) scols_column_set_wrapfunc(cl, scols_wrapnl_chunksize,
+                                                         scols_wrapnl_nextchunk, NULL);
         }
         return TAKE_PTR(tb);
 }
@@ -148,6 +154,31 @@ int table_add_rows(struct libscols_table *tb, const void *rows, size_t n, size_t
                 }
         }
         return 0;
+}
+
+int table_print_rows(const char *json_name, const struct column_info *infos, const void *rows,
+                     size_t n, size_t row_size,
+                     char *(*cell)(const void *row, size_t col, bool json), const size_t *ids,
+                     size_t n_ids, const struct table_options *opts, FILE *out) {
+        _cleanup_scols_table_ struct libscols_table *tb = table_new(json_name, infos, ids, n_ids,
+                                                                    opts);
+        int r;
+
+        if (!tb)
+                return -ENOMEM;
+        r = table_add_rows(tb, rows, n, row_size, cell, ids, n_ids, opts);
+        if (r < 0)
+                return r;
+        return table_print(tb, opts, out);
+}
+
+char *cell_number(long long v, bool known, bool json) {
+        char buf[32];
+
+        if (!known)
+                return json ? NULL : strdup("-");
+        snprintf(buf, sizeof(buf), "%lld", v);
+        return strdup(buf);
 }
 
 void format_timestamp(uint64_t usec, char *buf, size_t size) {

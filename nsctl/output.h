@@ -45,7 +45,8 @@ struct table_options {
 };
 
 /* A new table with the chosen columns (ids index infos); NULL on ENOMEM. A column with
- * SCOLS_FL_TREE carries the tree, except in raw output, which is always flat. */
+ * SCOLS_FL_TREE carries the tree, except in raw output, which is always flat. In JSON, a
+ * column of an array type (SCOLS_JSON_ARRAY_*) takes its cell's lines as the elements. */
 struct libscols_table *table_new(const char *json_name, const struct column_info *infos,
                                  const size_t *ids, size_t n_ids, const struct table_options *opts);
 
@@ -68,6 +69,17 @@ int table_line_set(struct libscols_line *ln, size_t col, char *text,
 int table_add_rows(struct libscols_table *tb, const void *rows, size_t n, size_t row_size,
                    char *(*cell)(const void *row, size_t col, bool json), const size_t *ids,
                    size_t n_ids, const struct table_options *opts);
+
+/* A table of the chosen columns (ids index infos), one line for each of the n rows (as
+ * table_add_rows()), printed to out (as table_print()). 0 or -errno. */
+int table_print_rows(const char *json_name, const struct column_info *infos, const void *rows,
+                     size_t n, size_t row_size,
+                     char *(*cell)(const void *row, size_t col, bool json), const size_t *ids,
+                     size_t n_ids, const struct table_options *opts, FILE *out);
+
+/* A cell of a number that may be unknown: v, or when not known "-" (in JSON an empty cell,
+ * null). A malloc()ed string or NULL. */
+char *cell_number(long long v, bool known, bool json);
 
 /* CLOCK_REALTIME microseconds as local "YYYY-MM-DD HH:MM:SS"; "-" for 0. */
 void format_timestamp(uint64_t usec, char *buf, size_t size);
