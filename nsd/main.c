@@ -96,6 +96,7 @@ static int parse_log_level(const char *s) {
 static int check_config(void) {
         g_autoptr(ConfigFiles) files = NULL;
         g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
         g_autofree char *error = NULL;
         Config c = { 0 };
         bool missing = false;
@@ -110,9 +111,12 @@ static int check_config(void) {
                 return EXIT_FAILURE;
         }
         if (arg_check_config == CHECK_ALL)
-                setup_conf_check_files(&c.setup, problems);
+                setup_conf_check_files(&c.setup, problems, warnings);
         for (guint i = 0; i < problems->len; i++)
                 fprintf(stderr, "nsd: %s\n", (const char *) g_ptr_array_index(problems, i));
+        for (guint i = 0; i < warnings->len; i++) /* said, but the configuration is good */
+                fprintf(stderr, "nsd: warning: %s\n",
+                        (const char *) g_ptr_array_index(warnings, i));
         if (problems->len == 0) {
                 size_t dropins = files->n - (missing ? 0 : 1);
 

@@ -399,6 +399,8 @@ enum refusal {
         REFUSAL_SCRIPT,        /* an init script that is not root's, or writable by others */
         REFUSAL_SCRIPT_STATUS, /* it exited non-zero, or was killed */
         REFUSAL_SCRIPT_TIME,   /* it was still running near the deadline */
+        REFUSAL_ROUTE_DIR,     /* a route's Path=/USER on the host that is not safe: the
+                                * member's namespace is made without the route */
 };
 
 /* Which path of an item a step was at. */
@@ -420,7 +422,7 @@ struct item_result {
         int err;
         int refusal;
         int what;
-        uint32_t found_uid, found_mode;
+        uint32_t found_uid, found_gid, found_mode;
         int status; /* the init script's wait status (si_code << 16 | si_status) */
         bool done;  /* mounted */
         bool made;  /* a share's anchor was made now (it was not there) */
@@ -456,6 +458,7 @@ static int item_refuse(struct item_result *res, int refusal, int what, const str
                                                     : EPERM;
         if (st) {
                 res->found_uid = st->st_uid;
+                res->found_gid = st->st_gid;
                 res->found_mode = st->st_mode;
         }
         return -1;
@@ -881,17 +884,35 @@ static bool is_per_user(const PlanShare *s) {
         return s->conf->propagation == SHARE_PROPAGATION_PER_USER;
 }
 
+/* May the host's Path=/USER (st, not followed) carry the host's mounts to USER's namespace?
+ * Only a directory of root's or of USER's that nobody else may write to: not others, the
+ * group only when it is root's or USER's primary group. What udisks makes (root:root 0750
+ * with an ACL entry giving USER r-x: the group's bits are the ACL's mask, r-x) and what nsd
+ * makes (root's, USER's group, 0750) pass. An ACL entry that lets someone else write shows
+ * in the group's bits (the mask), and only the owner (root or USER) can have put it there.
+ * Anything else may be what another user made before USER's first login (a Path= others
+ * may write to), with that user's FUSE mounts inside, or a symbolic link to elsewhere. */
+static bool route_dir_safe(const SetupPlan *plan, const struct stat *st) {
+        if (!S_ISDIR(st->st_mode) || (st->st_uid != 0 && st->st_uid != plan->uid) ||
+            (st->st_mode & S_IWOTH))
+                return false;
+        return !(st->st_mode & S_IWGRP) || st->st_gid == 0 || st->st_gid == plan->gid;
+}
+
 /* A route (Propagation=per-user), in the host's namespace with the lock held: Path= made a
  * mount of its own in a peer group of its own when it is not a mount (so that the host's
  * mounts under it reach only what is a slave of it, not every copy of the host's root), the
  * member's directory Path=/NAME made when missing (root's, the user's group, 0750, as udisks
- * would), and a clone of that directory with its submounts, made a slave: the host's mounts
- * under it come in, nothing goes out. */
+ * would) or refused when it is not safe (route_dir_safe(): REFUSAL_ROUTE_DIR, the member
+ * goes without the route), and a clone of that directory with its submounts, made a slave:
+ * the host's mounts under it come in, nothing goes out. */
 static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
                        struct item_result *res, int *ret) {
         const SetupPlan *plan = a->plan;
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
         int pfd = -1, tree = -1, ufd = -1, r = -1;
+        bool made = false;
+        struct stat st;
 
         if (plan->user_name[0] == '\0') {
                 errno = ENOENT; /* the plan refuses a nameless member: cannot be */
@@ -922,17 +943,37 @@ static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
                         goto out;
                 }
         }
-        ufd = resolve_at(pfd, plan->user_name, O_PATH | O_DIRECTORY);
+        /* whatever is there, a symbolic link too (O_PATH | O_NOFOLLOW: the link itself),
+         * so that route_dir_safe() judges it */
+        ufd = resolve_at(pfd, plan->user_name, O_PATH | O_NOFOLLOW);
         if (ufd < 0 && errno == ENOENT) {
-                if ((mkdirat(pfd, plan->user_name, 0750) < 0 && errno != EEXIST) ||
-                    fchownat(pfd, plan->user_name, 0, plan->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (mkdirat(pfd, plan->user_name, 0750) >= 0)
+                        made = true;
+                else if (errno != EEXIST) {
                         item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_HOST);
                         goto out;
                 }
-                ufd = resolve_at(pfd, plan->user_name, O_PATH | O_DIRECTORY);
+                ufd = resolve_at(pfd, plan->user_name, O_PATH | O_NOFOLLOW);
         }
         if (ufd < 0) {
                 item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
+                goto out;
+        }
+        if (fstat(ufd, &st) < 0) {
+                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_HOST);
+                goto out;
+        }
+        /* the one made now, through its descriptor: what was made is what gets the group
+         * (when something else took its name meanwhile, it is judged as found) */
+        if (made && S_ISDIR(st.st_mode) && st.st_uid == 0 && st.st_gid != plan->gid) {
+                if (fchownat(ufd, "", 0, plan->gid, AT_EMPTY_PATH) < 0) {
+                        item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_HOST);
+                        goto out;
+                }
+                st.st_gid = plan->gid;
+        }
+        if (!route_dir_safe(plan, &st)) {
+                item_refuse(res, REFUSAL_ROUTE_DIR, WHAT_HOST, &st);
                 goto out;
         }
         *ret = open_tree(ufd, "",
@@ -1123,7 +1164,9 @@ static void shares_clone(struct setup_args *a, int *trees) {
 out:
         for (size_t i = 0; i < plan->n_shares; i++) {
                 close_fd(&host_trees[i]);
-                if (!plan->shares[i].left_out && trees[i] < 0)
+                /* a refused route's directory: the member goes without the route */
+                if (!plan->shares[i].left_out && trees[i] < 0 &&
+                    a->shares[i].refusal != REFUSAL_ROUTE_DIR)
                         a->n_failed++;
         }
         close_fd(&root);
@@ -1189,6 +1232,20 @@ static int shares_attach(struct setup_args *a, struct bases *b, int *trees, bool
 
                 if (plan->shares[i].left_out)
                         continue;
+                if (trees[i] < 0 && res->refusal == REFUSAL_ROUTE_DIR) {
+                        /* without the route, but not with the host's view of Path=: the
+                         * tmpfs with the member's directory empty, so that nothing of the
+                         * refused directory, nor of the other members', is there */
+                        struct item_result t = { .made = res->made };
+
+                        if (route_target(a, b, &plan->shares[i], &t, &tfd) < 0) {
+                                *res = t;
+                                a->n_failed++;
+                                *stop = !a->keep_going;
+                        }
+                        close_fd(&tfd);
+                        continue;
+                }
                 if (trees[i] < 0) { /* counted in n_failed by shares_clone() */
                         *stop = !a->keep_going;
                         continue;
@@ -1342,6 +1399,32 @@ static char *item_why(const SetupPlan *plan, const char *object, const char *ite
                                g_strerror(res->err));
 }
 
+/* A route whose directory on the host was refused (REFUSAL_ROUTE_DIR): the member's namespace
+ * is made without it; a warning that says what was found and what to do. */
+static void route_refused(const SetupPlan *plan, const char *object, const PlanShare *s,
+                          const struct item_result *res) {
+        mode_t m = (mode_t) res->found_mode;
+        const char *what = S_ISLNK(m)   ? "a symbolic link"
+                           : S_ISDIR(m) ? "a directory"
+                                        : "something else than a directory";
+
+        log_event(LOG_WARNING, -EPERM, plan->uid, "share-route-refused",
+                  "%s: '%s/%s' on the host is %s of uid %u (gid %u, mode %04o), which may hold "
+                  "what another user put there: only a directory owned by root or by '%s' (uid "
+                  "%u), writable by nobody else (by its group only when that is root's or the "
+                  "user's), carries the host's mounts to the user. The namespace of uid %u is "
+                  "made WITHOUT the route: its '%s' holds an empty '%s', and nothing the host "
+                  "mounts under '%s/%s' reaches it. The administrator: remove '%s/%s' (nsd or "
+                  "udisks makes it again) or make it root's and closed to others (chown "
+                  "root:root, chmod 0750), keep '%s' writable by root only, then 'nsctl "
+                  "release %u' for the user to get the route",
+                  object, s->dir.path, plan->user_name, what, (unsigned) res->found_uid,
+                  (unsigned) res->found_gid, (unsigned) (m & 07777), plan->user_name,
+                  (unsigned) plan->uid, (unsigned) plan->uid, s->dir.path, plan->user_name,
+                  s->dir.path, plan->user_name, s->dir.path, plan->user_name, s->dir.path,
+                  (unsigned) plan->uid);
+}
+
 static int refusal_errno(const struct item_result *res) {
         return res->err > 0 ? -res->err : -EIO;
 }
@@ -1425,17 +1508,22 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 if (s->left_out)
                         continue;
                 share_describe(s->conf, desc, sizeof desc);
+                if (res->made && is_per_user(s)) /* done on the host, whatever came after */
+                        log_event(LOG_INFO, 0, plan->uid, "share-anchor",
+                                  "Made '%s' a mount of its own in the initial namespace, "
+                                  "with a peer group of its own, for %s "
+                                  "(Propagation=per-user): the host's mounts under "
+                                  "'%s/USER' reach USER's namespace only from now on",
+                                  s->dir.path, desc, s->dir.path);
+                if (res->refusal == REFUSAL_ROUTE_DIR) { /* not a failure: without the route */
+                        route_refused(plan, desc, s, res);
+                        setup_plan_leave_out_share(run->plan, i);
+                        continue;
+                }
                 why = item_why(plan, desc, res->what == WHAT_ANCHOR ? anchor : s->dir.path, NULL,
                                res);
                 if (!why) {
-                        if (res->made && is_per_user(s))
-                                log_event(LOG_INFO, 0, plan->uid, "share-anchor",
-                                          "Made '%s' a mount of its own in the initial namespace, "
-                                          "with a peer group of its own, for %s "
-                                          "(Propagation=per-user): the host's mounts under "
-                                          "'%s/USER' reach USER's namespace only from now on",
-                                          s->dir.path, desc, s->dir.path);
-                        else if (res->made)
+                        if (res->made && !is_per_user(s))
                                 log_event(LOG_INFO, 0, plan->uid, "share-anchor",
                                           "Made the anchor of %s (Propagation=%s): the namespaces "
                                           "of its members share mounts under '%s' from now on",
@@ -1492,7 +1580,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 n_failed = 1;
         }
 done:
-        run->done(first_r, first, n_failed, run->userdata);
+        run->done(first_r, first, n_failed, run->plan, run->userdata);
         setup_plan_free(run->plan);
         g_free(run);
 }

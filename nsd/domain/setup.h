@@ -62,7 +62,12 @@
  * .new-ANCHOR left over is unmounted first). Propagation=per-user has no anchor (see
  * nsd.conf(5)): the child makes the host's Path= a mount of its own (under the same lock),
  * clones Path=/USER as a slave, and in the user's namespace puts a small tmpfs on Path=
- * with USER's directory alone in it, the clone on that. Then a clone of the anchor with its submounts
+ * with USER's directory alone in it, the clone on that. Path=/USER is made when missing
+ * (root's, USER's group, 0750) and taken only when it is a directory of root's or of USER's
+ * that nobody else may write to (its group only when that is root's or USER's): anything
+ * else may be what another user made before USER's first login, with that user's mounts in
+ * it, so USER's namespace is made without the route (setup_run() below). Then a clone of
+ * the anchor with its submounts
  * (open_tree(OPEN_TREE_CLONE) of a shared mount joins its peer group: tests/kernel proves
  * it on every image) is attached on Path= in the user's namespace, resolved as root
  * without following symbolic links. The anchors stay when nsd stops: they are in the pin
@@ -115,7 +120,8 @@ const char *setup_plan_polydir_path(const SetupPlan *p, size_t i);
 /* The shares the user is a member of, in order (their configuration: the plan's copy). */
 size_t setup_plan_n_shares(const SetupPlan *p);
 const Share *setup_plan_share(const SetupPlan *p, size_t i);
-/* The caller decided share i is not given (its MaxMembers= is reached, no pin namespace). */
+/* The caller decided share i is not given (its MaxMembers= is reached, no pin namespace);
+ * the run decides so too for a route whose directory on the host is refused (below). */
 void setup_plan_leave_out_share(SetupPlan *p, size_t i);
 bool setup_plan_share_left_out(const SetupPlan *p, size_t i);
 /* Where the anchors of shares are: the pin namespace (pinstore.h), its nsfs descriptor and
@@ -134,8 +140,15 @@ void setup_plan_set_pin_namespace(SetupPlan *p, int pinns_fd, int pin_dir_fd);
  *   -EPROTO: an init script failed; another: the system call's) and why (for the log and
  *   the client: which object, which path, what happened). Each failure is logged (event
  *   "setup-failed", with USER_ID=). n_failed counts them (more than one only with
- *   OnFailure=continue).
+ *   OnFailure=continue). plan: the plan as run, until done returns: a share the run left
+ *   out is setup_plan_share_left_out() there. That is a route whose directory on the host,
+ *   Path=/USER, is not a directory of root's or of the user's closed to everyone else (a
+ *   directory another user made first, a symbolic link): not a failure (no other user can
+ *   refuse this one's login so), but a warning (event "share-route-refused", naming the
+ *   path, its owner and mode, and what to do), and the namespace is made without the route:
+ *   its Path= is the route's tmpfs with the user's directory empty in it.
  */
-typedef void (*SetupDone)(int r, const char *why, unsigned n_failed, void *userdata);
+typedef void (*SetupDone)(int r, const char *why, unsigned n_failed, const SetupPlan *plan,
+                          void *userdata);
 int setup_run(Children *set, SetupPlan *plan, int ns_fd, int out_fd, SetupDone done,
               void *userdata);

@@ -405,7 +405,31 @@ static void creation_end(Creation *c, int r, const char *why) {
         }
 }
 
-static void on_setup_done(int r, const char *why, unsigned n_failed, void *userdata) {
+/* shares without the ones plan left out when it ran (setup.h: a refused route's directory),
+ * NULL-terminated; shares (may be NULL) is taken. */
+static char **shares_given(char **shares, const SetupPlan *plan) {
+        g_autoptr(GPtrArray) kept = g_ptr_array_new();
+
+        if (!shares)
+                return NULL;
+        for (char **s = shares; *s; s++) {
+                bool out = false;
+
+                for (size_t i = 0; i < setup_plan_n_shares(plan) && !out; i++)
+                        out = setup_plan_share_left_out(plan, i) &&
+                              strcmp(setup_plan_share(plan, i)->name, *s) == 0;
+                if (out)
+                        g_free(*s);
+                else
+                        g_ptr_array_add(kept, *s);
+        }
+        g_free(shares); /* the strings are kept's now, or freed */
+        g_ptr_array_add(kept, NULL);
+        return (char **) g_ptr_array_free(g_steal_pointer(&kept), FALSE);
+}
+
+static void on_setup_done(int r, const char *why, unsigned n_failed, const SetupPlan *plan,
+                          void *userdata) {
         Creation *c = userdata;
         Users *reg = c->reg;
         g_autofree char *answer = NULL, *note = NULL;
@@ -465,7 +489,8 @@ static void on_setup_done(int r, const char *why, unsigned n_failed, void *userd
                 creation_end(c, -NSD_ERRNO_NOT_YET, answer);
                 return;
         }
-        (void) users_created(reg, ns, c->generation, g_steal_pointer(&c->shares),
+        (void) users_created(reg, ns, c->generation,
+                             shares_given(g_steal_pointer(&c->shares), plan),
                              note ? note : ", set up");
         creation_end(c, 0, NULL);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -270,7 +271,71 @@ static void check_script(GPtrArray *problems, const char *file, unsigned line, c
                         what, script, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
 }
 
-void setup_conf_check_files(const SetupConf *s, GPtrArray *problems) {
+/* Who but root may write into the directory fd (st its stat): "" for nobody, else a
+ * g_malloc()ed "uid N", "group N", "everyone" or "uid N (an ACL entry)". The access ACL's
+ * named entries count as far as its mask lets them (the mask is the group's bits then). */
+static char *writers_but_root(int fd, const struct stat *st) {
+        /* the on-disk form of system.posix_acl_access: a version, then {tag, perm, id} */
+        struct {
+                uint16_t tag, perm;
+                uint32_t id;
+        } e[64];
+        uint32_t buf[1 + 2 * 64];
+        g_autofree char *proc = g_strdup_printf("/proc/self/fd/%d", fd);
+        ssize_t n;
+        size_t count;
+
+        if (st->st_uid != 0)
+                return g_strdup_printf("uid %u (its owner)", (unsigned) st->st_uid);
+        if (st->st_mode & S_IWOTH)
+                return g_strdup("everyone");
+        if (!(st->st_mode & S_IWGRP)) /* no group write, no ACL entry with write */
+                return g_strdup("");
+        n = getxattr(proc, "system.posix_acl_access", buf, sizeof buf);
+        if (n < (ssize_t) sizeof(uint32_t)) /* no ACL: the group's bits are the group's */
+                return st->st_gid == 0 ? g_strdup("")
+                                       : g_strdup_printf("group %u", (unsigned) st->st_gid);
+        count = MIN(((size_t) n - sizeof(uint32_t)) / sizeof e[0], G_N_ELEMENTS(e));
+        memcpy(e, buf + 1, count * sizeof e[0]);
+        for (size_t i = 0; i < count; i++) {
+                /* ACL_USER 0x02, ACL_GROUP_OBJ 0x04, ACL_GROUP 0x08 (the mask allows write) */
+                if (!(e[i].perm & 02))
+                        continue;
+                if (e[i].tag == 0x02 && e[i].id != 0)
+                        return g_strdup_printf("uid %u (an ACL entry)", (unsigned) e[i].id);
+                if (e[i].tag == 0x08 && e[i].id != 0)
+                        return g_strdup_printf("group %u (an ACL entry)", (unsigned) e[i].id);
+                if (e[i].tag == 0x04 && st->st_gid != 0)
+                        return g_strdup_printf("group %u", (unsigned) st->st_gid);
+        }
+        return g_strdup("");
+}
+
+/* A route's Path= (Propagation=per-user) that anyone but root may write to: a warning. */
+static void check_route_dir(GPtrArray *warnings, const Share *sh) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = (int) syscall(SYS_openat2, AT_FDCWD, sh->path, &how, sizeof how);
+        g_autofree char *who = NULL;
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+                return; /* a problem said already */
+        who = writers_but_root(fd, &st);
+        if (who[0])
+                problem(warnings, sh->file, sh->line,
+                        "[Share %s] Path=%s (Propagation=per-user) is writable by %s (owner uid "
+                        "%u, gid %u, mode %04o): another user can make a member's directory "
+                        "there first, and nsd then makes that member's namespace without the "
+                        "route. Make it root's and writable by root only (chown root:root; chmod "
+                        "0755; setfacl -b for an ACL)",
+                        sh->name, sh->path, who, (unsigned) st.st_uid, (unsigned) st.st_gid,
+                        (unsigned) (st.st_mode & 07777));
+}
+
+void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *warnings) {
         bool setup_script_used = false;
         struct stat st;
         int r;
@@ -329,6 +394,8 @@ void setup_conf_check_files(const SetupConf *s, GPtrArray *problems) {
                 else if (!S_ISDIR(st.st_mode))
                         problem(problems, sh->file, sh->line, "[Share %s] Path=%s: not a directory",
                                 sh->name, sh->path);
+                else if (sh->propagation == SHARE_PROPAGATION_PER_USER)
+                        check_route_dir(warnings, sh);
         }
         if (s->init_script && setup_script_used)
                 check_script(problems, s->init_script_file, s->init_script_line,

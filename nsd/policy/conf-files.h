@@ -50,5 +50,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfigFiles, config_files_free)
  * a specifier must be reachable without a symbolic link (an instance parent may be missing:
  * it is made), and an existing instance parent root's and closed to others; each [Share]
  * Path= a directory reachable without a symbolic link. Appends one
- * "FILE:LINE: what" (g_malloc()ed) to problems for each that is not so. */
-void setup_conf_check_files(const SetupConf *s, GPtrArray *problems);
+ * "FILE:LINE: what" (g_malloc()ed) to problems for each that is not so. To warnings, the
+ * same way, what works but should not be so: a route's Path= (Propagation=per-user) that
+ * anyone but root may write to (its owner, its group, others, an ACL entry), where another
+ * user can make a member's directory first (nsd refuses that member's route then). */
+void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *warnings);

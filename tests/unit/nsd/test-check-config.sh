@@ -5,7 +5,8 @@
 # is wrong (a bad key, a key in two files, a world-writable drop-in, a share that overlaps
 # another or a polydir, a share with no members), and the files the setup names (an init
 # script that is not root's or is missing, a bind source with a symbolic link on the way, a
-# share's missing directory). TAP; no root; files only in a temp folder.
+# share's missing directory), and a warning for a route's Path= that anyone but root may write
+# to. TAP; no root (some points more with root); files only in a temp folder.
 set -eu
 nsd=$1
 tmp=$(mktemp -d)
@@ -137,6 +138,40 @@ Users=alice
 EOF2
 check sharegone 1 "sharegone/nsd.conf:1: [Share gone] Path=$tmp/no-such-share: No such file or directory"
 check sharegone 0 "sharegone/nsd.conf: OK" =syntax
+
+# a route's Path= others may write to: works, but another user can make a member's directory
+# there first (nsd refuses that member's route then): a warning, exit 0
+mkdir -p "$tmp/media"
+chmod 1777 "$tmp/media"
+conf route <<EOF2
+[Share media]
+Path=$tmp/media
+Users=alice
+Propagation=per-user
+EOF2
+check route 0 "nsd: warning: $tmp/route/nsd.conf:1: [Share media] Path=$tmp/media (Propagation=per-user) is writable by "
+check route 0 "route/nsd.conf: OK, with 0 drop-ins: 0 polydirs, 0 read-only binds, 1 share"
+chmod 0755 "$tmp/media"
+if [ "$(id -u)" = 0 ]; then
+        out=$("$nsd" --check-config --config "$tmp/route/nsd.conf" 2>&1) || true
+        case "$out" in
+        *warning*) point not "route, root's and closed: no warning, but: $out" ;;
+        *) point ok "route: root's and closed: no warning" ;;
+        esac
+        # an ACL entry that lets uid 4242003 write (the mask lets it): setfacl -m u:4242003:rwx
+        if command -v setfacl >/dev/null && setfacl -m u:4242003:rwx "$tmp/media" 2>/dev/null ||
+                python3 -c 'import os, struct, sys
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i) for t, p, i in
+        [(1, 7, 2**32 - 1), (2, 7, 4242003), (4, 5, 2**32 - 1), (16, 7, 2**32 - 1), (32, 5, 2**32 - 1)])
+os.setxattr(sys.argv[1], "system.posix_acl_access", acl)' "$tmp/media" 2>/dev/null; then
+                check route 0 "is writable by uid 4242003 (an ACL entry)"
+        else
+                point ok "# SKIP an ACL entry: neither setfacl nor python3, or no ACLs here"
+        fi
+else
+        check route 0 "is writable by uid $(id -u) (its owner)"
+        point ok "# SKIP an ACL entry: needs root"
+fi
 
 status=0
 out=$("$nsd" --check-config=everything 2>&1) || status=$?

@@ -39,6 +39,11 @@ static uid_t U2; /* someone else */
 static int base_ns = -1;
 static Children *children;
 static dev_t base_tmp_dev; /* /tmp's device before any setup */
+/* with separate_host (the routes' cases), run() makes the namespace for the user a copy of a
+ * fresh "host" namespace, runs the setup from the host (as nsd does from the initial one), and
+ * ends in the user's; host_ns is that host's, until the next run() */
+static bool separate_host;
+static int host_ns = -1, user_ns = -1;
 
 /* ---- the tree ------------------------------------------------------------------------- */
 
@@ -114,15 +119,19 @@ typedef struct Result {
         int r;
         char *why;
         unsigned n_failed;
+        unsigned n_left_out; /* shares the run left out */
 } Result;
 
-static void on_done(int r, const char *why, unsigned n_failed, void *userdata) {
+static void on_done(int r, const char *why, unsigned n_failed, const SetupPlan *plan,
+                    void *userdata) {
         Result *res = userdata;
 
         res->done = true;
         res->r = r;
         res->why = g_strdup(why);
         res->n_failed = n_failed;
+        for (size_t i = 0; i < setup_plan_n_shares(plan); i++)
+                res->n_left_out += setup_plan_share_left_out(plan, i);
 }
 
 static gboolean on_deadline(gpointer userdata) {
@@ -169,7 +178,25 @@ static Result run(const char *conf_text, uid_t uid, const char *name, const char
                 return res;
         }
         fresh_namespace();
+        if (host_ns >= 0)
+                close(host_ns);
+        if (user_ns >= 0)
+                close(user_ns);
+        host_ns = user_ns = -1;
+        if (separate_host) {
+                host_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+                if (host_ns < 0 || unshare(CLONE_NEWNS) < 0)
+                        tap_bail_errno("the user's namespace");
+        }
         ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (separate_host && setns(host_ns, CLONE_NEWNS) < 0)
+                tap_bail_errno("back to the host's namespace");
+        /* where nsd's pin namespace would be: the routes take the lock there */
+        g_autofree char *pin = P("pin");
+        int pin_fd = open(pin, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pin_fd < 0)
+                tap_bail_errno(pin);
+        setup_plan_set_pin_namespace(plan, base_ns, pin_fd);
         g_autofree char *out = P("out.log");
         out_fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (ns_fd < 0 || out_fd < 0)
@@ -188,7 +215,13 @@ static Result run(const char *conf_text, uid_t uid, const char *name, const char
                 if (late)
                         tap_bail_errno("the setup did not report within 30 s");
         }
-        close(ns_fd);
+        if (separate_host && setns(ns_fd, CLONE_NEWNS) < 0)
+                tap_bail_errno("into the user's namespace");
+        close(pin_fd);
+        if (separate_host)
+                user_ns = ns_fd;
+        else
+                close(ns_fd);
         close(out_fd);
         return res;
 }
@@ -413,6 +446,169 @@ static void test_owners(void) {
         result_free(&res);
 }
 
+/* The stderr of fn() (nsd's log, in a test) into the file rel. */
+static void capture_stderr(const char *rel, void (*fn)(void *), void *userdata) {
+        g_autofree char *p = P(rel);
+        int saved = dup(2), fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+        if (saved < 0 || fd < 0 || dup2(fd, 2) < 0)
+                tap_bail_errno(p);
+        fn(userdata);
+        fflush(stderr);
+        if (dup2(saved, 2) < 0)
+                tap_bail_errno("stderr back");
+        close(saved);
+        close(fd);
+}
+
+typedef struct RouteRun {
+        const char *name; /* the member's name (and the directory's) */
+        Result res;
+} RouteRun;
+
+static void route_run(void *userdata) {
+        RouteRun *rr = userdata;
+
+        rr->res = run("[Share media]\nPath=@T@/media\nUsers=alice carol dave erin fred gina "
+                      "hank\n"
+                      "Propagation=per-user\n",
+                      U, rr->name, NULL);
+}
+
+/* The route of name (in the user's namespace afterwards): what came, the log in log.txt. */
+static Result route(const char *name) {
+        RouteRun rr = { .name = name };
+
+        capture_stderr("log.txt", route_run, &rr);
+        return rr.res;
+}
+
+/* In the user's namespace after a route that was refused: Path= is the route's tmpfs, with
+ * the member's directory alone in it, empty, and nothing mounted on it. */
+static bool route_empty(const char *name) {
+        g_autofree char *dir = g_strconcat("media/", name, NULL), *p = P(dir);
+        g_autoptr(GDir) d = g_dir_open(p, 0, NULL);
+        g_autofree char *media = P("media");
+        g_autoptr(GDir) m = g_dir_open(media, 0, NULL);
+        const char *first = m ? g_dir_read_name(m) : NULL;
+
+        return is_tmpfs("media") && mounted_on("media") && first && strcmp(first, name) == 0 &&
+               !g_dir_read_name(m) && d && !g_dir_read_name(d) && !mounted_on(dir);
+}
+
+/* Back in the base namespace: where the tree is made (the user's namespace of a route has
+ * its tmpfs on media/). */
+static void at_base(void) {
+        if (setns(base_ns, CLONE_NEWNS) < 0)
+                tap_bail_errno("back to the base namespace");
+}
+
+/* Propagation=per-user: the member's directory on the host, Path=/USER, carries the host's
+ * mounts only when it is a directory of root's or the member's that nobody else may write
+ * to; anything else (what another user made first, a link) is refused with a warning, and
+ * the namespace is made without the route. */
+static void test_routes(void) {
+        g_autofree char *usb = P("media/alice/usb"), *dave = P("media/dave"),
+                        *hank = P("media/hank"), *etc = P("etc");
+        g_autofree char *log = NULL, *want = NULL;
+        struct stat st;
+        Result res;
+
+        if (!as_root) {
+                for (int i = 0; i < 10; i++)
+                        tap_skip("routes: need a second uid (root)");
+                return;
+        }
+        separate_host = true;
+        mk("media", 0755, 0);
+
+        /* a missing directory: made, root's, the user's group, 0750 */
+        res = route("alice");
+        st = st_of("media/alice");
+        ok(res.r == 0 && res.n_failed == 0 && res.n_left_out == 0 && mounted_on("media") &&
+                   is_tmpfs("media") && mounted_on("media/alice") && st.st_uid == 0 &&
+                   st.st_gid == U && (st.st_mode & 07777) == 0750,
+           "a route: the member's directory made (root's, the user's group, 0750) and routed "
+           "(%s)",
+           WHY(res));
+        result_free(&res);
+        /* the host mounts under it, now that the route is there */
+        if (setns(host_ns, CLONE_NEWNS) < 0 || mkdir(usb, 0755) < 0 ||
+            mount("stick", usb, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") < 0 ||
+            setns(user_ns, CLONE_NEWNS) < 0)
+                tap_bail_errno(usb);
+        ok(mounted_on("media/alice/usb") && is_tmpfs("media/alice/usb"),
+           "the host's mount at Path=/alice/usb reaches alice's namespace");
+
+        /* made by another user first, with something of theirs in it */
+        at_base();
+        mk("media/carol", 0755, U2);
+        put("media/carol/planted", "mallory's\n", 0644, U2);
+        res = route("carol");
+        log = slurp("log.txt");
+        ok(res.r == 0 && res.n_failed == 0 && res.n_left_out == 1,
+           "a directory another user made: the route is left out, the setup does not fail, so "
+           "the login works (%s)",
+           WHY(res));
+        ok(route_empty("carol") && !exists("media/carol/planted"),
+           "nothing of it reaches carol's namespace: her own directory alone, empty");
+        want = g_strdup_printf("%s/media/carol' on the host is a directory of uid %u (gid %u, "
+                               "mode 0755)",
+                               top, (unsigned) U2, (unsigned) U2);
+        if (!ok(strstr(log, want) && strstr(log, "WITHOUT the route") &&
+                        strstr(log, "chown root:root"),
+                "the log names the path, its owner and mode, and what to do"))
+                diag_texts(log, want);
+        result_free(&res);
+
+        /* root's, but writable by a group that is neither root's nor the user's */
+        at_base();
+        mk("media/dave", 0770, 0);
+        if (lchown(dave, 0, U2) < 0)
+                tap_bail_errno(dave);
+        res = route("dave");
+        ok(res.r == 0 && res.n_left_out == 1 && route_empty("dave"),
+           "root's, writable by another group: refused, without the route (%s)", WHY(res));
+        result_free(&res);
+
+        /* root's and writable by root's group: what root chose */
+        at_base();
+        mk("media/erin", 0770, 0);
+        res = route("erin");
+        ok(res.r == 0 && res.n_left_out == 0 && mounted_on("media/erin"),
+           "root's, writable by root's group: routed (%s)", WHY(res));
+        result_free(&res);
+
+        /* writable by everyone, root's all the same */
+        at_base();
+        mk("media/fred", 0757, 0);
+        res = route("fred");
+        ok(res.r == 0 && res.n_left_out == 1 && route_empty("fred"),
+           "root's, writable by others: refused (%s)", WHY(res));
+        result_free(&res);
+
+        /* the member's own, closed to others: routed */
+        at_base();
+        mk("media/gina", 0750, U);
+        res = route("gina");
+        ok(res.r == 0 && res.n_left_out == 0 && mounted_on("media/gina"),
+           "the member's own directory, closed to others: routed (%s)", WHY(res));
+        result_free(&res);
+
+        /* a symbolic link to a directory of root's: not followed */
+        at_base();
+        if (symlink(etc, hank) < 0)
+                tap_bail_errno(hank);
+        res = route("hank");
+        log = (g_free(log), slurp("log.txt"));
+        ok(res.r == 0 && res.n_left_out == 1 && route_empty("hank") && !mounted_on("etc") &&
+                   strstr(log, "media/hank' on the host is a symbolic link"),
+           "a symbolic link: not followed, refused, without the route (%s)", WHY(res));
+        result_free(&res);
+
+        separate_host = false;
+}
+
 static void test_scripts(void) {
         Result res;
 #define SCRIPT_CONF(script)                                  \
@@ -622,6 +818,7 @@ int main(void) {
         put("home/alice/.cache/orig", "orig\n", 0600, U);
         mk("skipped", 0755, 0);
         mk("after", 0755, 0);
+        mk("pin", 0700, 0);
         g_autofree char *init_log = P("init.log");
         g_autofree char *init = g_strdup_printf("#!/bin/sh\necho \"$1 $2 $3 $4 $5 $6\" >> %s\n"
                                                 "echo \"init output for $1\"\n",
@@ -642,6 +839,7 @@ int main(void) {
         test_symlinks();
         test_owners();
         test_scripts();
+        test_routes();
         test_private_tmp();
 
         children_free(children);

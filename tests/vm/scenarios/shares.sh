@@ -1,11 +1,13 @@
 #!/bin/bash
 # shares: issue 24's acceptance for [Share NAME], under systemd as PID 1 (tests/vm/run --init
 # systemd) with nsd from the built units, logins over the host's real sshd and pam_nsjoin in
-# common-session. Users alice, bob and dave in group "lab"; carol in none.
+# common-session. Users alice, bob and dave in group "lab"; carol and erin in none.
 #   [Share lab]   Path=/srv/nsd-lab    Groups=lab                      (members to members)
 #   [Share media] Path=/srv/nsd-media  Users=alice Propagation=host    (the host's mounts too)
 #   [Share duo]   Path=/srv/nsd-duo    Groups=lab MaxMembers=2
-#   [Share removable] Path=/srv/nsd-removable Groups=lab Propagation=per-user (udisks's /media)
+#   [Share removable] Path=/media Groups=lab Users=erin Propagation=per-user (udisks's /media:
+#     the VM's / is an overlay with a tmpfs upper over the host's root, which QEMU exports
+#     read-only, so nothing done to /media here reaches the host's)
 #  1. alice's bindfs mount under /srv/nsd-lab (made in her ssh login) appears in bob's
 #     namespace and bob reads through it; carol (not a member) and root in the initial
 #     namespace see no mount there; bob's mount there reaches alice. Every share's mount in a
@@ -18,6 +20,11 @@
 #     $removable holds only their own directory, and not a line of the other's mount is
 #     in /proc/self/mountinfo; carol, not a member, keeps the host's view (both listed, each
 #     behind its owner's 0750 directory).
+#  2c. erin's directory, $removable/erin, made by carol before erin's first login, with a
+#     mount in it: erin's route is refused (share-route-refused in the journal, naming the
+#     path, its owner and mode, and what to do), her login works, and nothing of the
+#     directory reaches her namespace (her own directory alone, empty); nsctl shares does
+#     not list her as a member.
 #  3. MaxMembers=2: alice and bob got duo; dave's namespace is made without it (share-full in
 #     the journal, naming the share and the limit) and his login works.
 #  4. a kill -9 of nsd (systemd restarts it): the share still carries mounts between the
@@ -38,8 +45,8 @@ done
 systemctl start systemd-user-sessions.service
 
 dropins=/etc/nsd/nsd.conf.d
-lab=/srv/nsd-lab media=/srv/nsd-media duo=/srv/nsd-duo removable=/srv/nsd-removable
-vm_on_exit "umount -R $media/usb 2> /dev/null; umount -R $removable 2> /dev/null; rm -rf $lab $media $duo $removable"
+lab=/srv/nsd-lab media=/srv/nsd-media duo=/srv/nsd-duo removable=/media
+vm_on_exit "umount -R $media/usb 2> /dev/null; umount -R $removable 2> /dev/null; rm -rf $lab $media $duo $removable/alice $removable/bob $removable/erin"
 
 say "the shares' directories, users, a drop-in"
 install -d -m 1777 "$lab" "$duo" "$media"
@@ -63,11 +70,13 @@ MaxMembers=2
 [Share removable]
 Path=$removable
 Groups=lab
+Users=erin
 Propagation=per-user
 CONF
 chmod 0644 "$dropins/60-shares.conf"
 out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
 echo "$out"
+case $out in *warning*) fail "nsd --check-config warns ($removable is root's, 0755): $out" ;; esac
 
 grep -q '^user_allow_other' /etc/fuse.conf 2> /dev/null || echo user_allow_other >> /etc/fuse.conf
 nsd_units_start '[Namespaces]' 'Users=@regular'
@@ -79,6 +88,7 @@ nsd_user alice 1001
 nsd_user bob 1002
 nsd_user carol 1003
 nsd_user dave 1004
+nsd_user erin 1005
 for u in alice bob dave; do usermod -aG lab "$u"; done
 install -d -m 0750 -o root -g bob "$removable/bob" # as udisks leaves it
 init_ns=$(vm_ns_of 1)
@@ -173,6 +183,28 @@ alice: - 1
 bob: - 1" "$out" "carol (not a member) keeps the host's view"
 for u in alice bob; do umount "$removable/$u/usb"; done
 
+say "2c. per-user: carol made $removable/erin before erin's first login, with a mount in it"
+install -d -m 0755 -o carol -g carol "$removable/erin" "$removable/erin/usb"
+mount -t tmpfs -o size=1m planted-by-carol "$removable/erin/usb"
+echo "planted by carol" > "$removable/erin/usb/file"
+out=$(vm_ssh erin "echo logged in; echo \$(ls -A $removable); echo \$(ls -A $removable/erin);
+        grep -c ' $removable/erin/usb ' /proc/self/mountinfo || true" 2>&1) ||
+        { journal_dump; fail "erin's login with a hostile $removable/erin: $out"; }
+echo "$out"
+assert_eq "logged in
+erin
+
+0" "$out" "erin's login works; her $removable holds her directory alone, empty, no line of carol's mount"
+journalctl --sync
+out=$(nsd_journal NSD_EVENT=share-route-refused USER_ID=1005)
+echo "$out"
+assert_contains "$out" "'$removable/erin' on the host is a directory of uid 1003 (gid 1003, mode 0755)" \
+        "the share-route-refused event names the path, its owner and mode"
+assert_contains "$out" "WITHOUT the route" "the event says erin goes without the route"
+assert_contains "$out" "chown root:root" "the event says what to do"
+assert_eq "" "$(nsd_journal NSD_EVENT=setup-refused USER_ID=1005)" "no setup-refused for erin"
+umount "$removable/erin/usb"
+
 # ---- 3. MaxMembers=2 ---------------------------------------------------------------------
 say "3. duo: alice and bob have it; dave, the third member, gets his namespace without it"
 assert_ne "-" "$(mounts_at alice "$duo")" "alice's $duo"
@@ -210,7 +242,7 @@ echo "$out"
 assert_eq "lab members 3 256 1001,1002,1004
 media host 1 256 1001
 duo members 2 2 1001,1002
-removable per-user 3 256 1001,1002,1004" "$out" "root's nsctl shares"
+removable per-user 3 256 1001,1002,1004" "$out" "root's nsctl shares (erin went without removable)"
 out=$("$NSCTL" shares --raw --noheadings -o SHARE,MOUNTS,GROUP)
 echo "$out"
 # lab: alice's, bob's and alice's after the restart; media: the host's stick and alice's
