@@ -611,6 +611,17 @@ static int list_finish(struct args *a) {
         return r < 0 ? fail(NULL, r, "print the list") : EXIT_SUCCESS;
 }
 
+/* orphans: list's rows of the namespaces flagged ORPHANED alone */
+static int orphans_finish(struct args *a) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].ns_flags & NSC_NS_ORPHANED)
+                        a->entries[n++] = a->entries[i];
+        a->n_entries = n;
+        return list_finish(a);
+}
+
 /* -o's list: the columns instead of those in ids, or with "+<list>" after them, as lsns */
 static int parse_columns_arg(const char *arg, const struct column_info *infos, size_t n_infos,
                              size_t *ids, size_t *n_ids) {
@@ -1083,6 +1094,23 @@ static const struct verb verbs[] = {
                 .columns = &list_column_set,
                 .request = list_request,
                 .finish = list_finish,
+        },
+        {
+                .name = "orphans",
+                .summary = "list the orphaned namespaces (of recycled uids)",
+                .description = "List the namespaces that list shows as ORPHANED: made for a "
+                               "user name their uid\n"
+                               "no longer has (a recycled uid, a removed user). nsd hands them "
+                               "to nobody and\n"
+                               "releases them only when asked: 'nsctl release --dry-run <uid>' "
+                               "says what that\n"
+                               "would drop. The columns are list's.\n",
+                .options_help = HELP_TABLE("", ""),
+                .options = list_options,
+                .operand = OPERAND_NONE,
+                .columns = &list_column_set,
+                .request = list_request,
+                .finish = orphans_finish,
         },
         {
                 .name = "show",

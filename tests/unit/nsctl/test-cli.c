@@ -900,6 +900,8 @@ static void test_golden(void) {
                 { "release-dry-run-unknown-user", { "release", "--dry-run", "nsctl-no-such" } },
                 { "release-dry-run-no-namespace", { "release", "-n", "4243" } },
                 { "release-dry-run-bad-option", { "release", "--dry-run=yes", "alice" } },
+                { "orphans", { "orphans" } },
+                { "orphans-help", { "orphans", "--help" } },
                 { "hide-refused", { "hide", "--unhide", "-u", "bob", "/srv/x" } },
         };
         static const uint32_t lab_uids[] = { 1500, 1600 };
