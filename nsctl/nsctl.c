@@ -165,6 +165,7 @@ struct args {
         size_t ids[COLUMNS_MAX];    /* -o, or the command's default columns */
         size_t n_ids;
         bool force;           /* release --force */
+        bool dry_run;         /* release --dry-run */
         bool mode_chroot;     /* enter --mode chroot */
         const char *owner;    /* hide --user */
         bool unhide;          /* hide --unhide */
@@ -182,6 +183,7 @@ struct args {
         struct nsc_metrics metrics;
         struct nsc_ns_info *entries;
         size_t n_entries;
+        int show_error; /* release --dry-run: SHOW's error, the text then unknown */
         struct nsc_share_info *shares;
         size_t n_shares;
         char *text;
@@ -609,6 +611,17 @@ static int list_finish(struct args *a) {
         return r < 0 ? fail(NULL, r, "print the list") : EXIT_SUCCESS;
 }
 
+/* orphans: list's rows of the namespaces flagged ORPHANED alone */
+static int orphans_finish(struct args *a) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].ns_flags & NSC_NS_ORPHANED)
+                        a->entries[n++] = a->entries[i];
+        a->n_entries = n;
+        return list_finish(a);
+}
+
 /* -o's list: the columns instead of those in ids, or with "+<list>" after them, as lsns */
 static int parse_columns_arg(const char *arg, const struct column_info *infos, size_t n_infos,
                              size_t *ids, size_t *n_ids) {
@@ -759,9 +772,63 @@ static long live_sessions(nsc_conn *conn, uid_t uid) {
         return -ENOENT;
 }
 
-static int release_request(nsc_conn *conn, struct args *a) {
-        int r = nsc_release(conn, a->uid, a->force ? NSC_RELEASE_FORCE : 0);
+/* a's uid among the LIST entries a->entries, or NULL */
+static const struct nsc_ns_info *entry_of(const struct args *a) {
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].uid == a->uid)
+                        return &a->entries[i];
+        return NULL;
+}
 
+/* Before the RELEASE of a namespace LIST calls orphaned, one line on whose it was. nsd's
+ * replies do not carry the owner name it recorded (Owner=): its namespace-orphaned event in
+ * the journal names it. Without LIST's answer the release goes on without the line. */
+static void release_orphan_note(nsc_conn *conn, struct args *a) {
+        const struct nsc_ns_info *e;
+
+        if (nsc_list(conn, &a->entries, &a->n_entries) < 0) {
+                a->entries = NULL;
+                a->n_entries = 0;
+                return;
+        }
+        e = entry_of(a);
+        if (e && (e->ns_flags & NSC_NS_ORPHANED))
+                fprintf(stderr,
+                        "nsctl: releasing the orphaned namespace of uid %u: it was made for a user "
+                        "name the uid no longer has (nsd does not say which; its "
+                        "namespace-orphaned event in the journal does)\n",
+                        (unsigned) a->uid);
+}
+
+/* release --dry-run: LIST (the entry) and SHOW (its mounts), no RELEASE */
+static int release_dry_run_request(nsc_conn *conn, struct args *a) {
+        int r = nsc_list(conn, &a->entries, &a->n_entries);
+
+        if (r < 0)
+                return fail(conn, r, "list namespaces (release --dry-run %s)", a->user);
+        if (!entry_of(a)) {
+                fprintf(stderr,
+                        "nsctl: release --dry-run %s: uid %u has no namespace (that you may "
+                        "see): nothing to release\n",
+                        a->user, (unsigned) a->uid);
+                return EXIT_FAILURE;
+        }
+        r = nsc_show(conn, a->uid, &a->text, &a->len);
+        if (r < 0) {
+                a->text = NULL;
+                a->len = 0;
+                a->show_error = r;
+        }
+        return 0;
+}
+
+static int release_request(nsc_conn *conn, struct args *a) {
+        int r;
+
+        if (a->dry_run)
+                return release_dry_run_request(conn, a);
+        release_orphan_note(conn, a);
+        r = nsc_release(conn, a->uid, a->force ? NSC_RELEASE_FORCE : 0);
         if (r == -EBUSY && !a->force) {
                 long sessions = live_sessions(conn, a->uid);
 
@@ -775,6 +842,89 @@ static int release_request(nsc_conn *conn, struct args *a) {
                 return EXIT_FAILURE;
         }
         return r < 0 ? fail(conn, r, "release %s", a->user) : 0;
+}
+
+/* release --dry-run: what a release would drop, from LIST's entry and SHOW's mount table
+ * (the mount points, one a line, escaped as --raw escapes them) */
+static int release_dry_run_print(const struct args *a) {
+        static const size_t target[] = { MOUNT_COL_TARGET };
+        static const struct table_options raw = { .raw = true, .noheadings = true };
+        const struct nsc_ns_info *e = entry_of(a);
+        _cleanup_free_ struct passwd *pw = NULL;
+        _cleanup_free_ char *points = NULL;
+        char buf[128];
+        size_t size = 0, n = 0;
+        int r;
+
+        assert(e);
+        if (a->text) {
+                FILE *f = open_memstream(&points, &size);
+
+                if (!f)
+                        return fail(NULL, -errno, "release --dry-run %s", a->user);
+                r = mount_tree_print(a->text, a->len, target, 1, &raw, false, f, NULL);
+                if (fclose(f) != 0 && r >= 0)
+                        r = -errno;
+                if (r < 0) {
+                        free(points);
+                        points = NULL;
+                } else
+                        for (const char *p = points; (p = strchr(p, '\n')); p++)
+                                n++;
+        }
+
+        printf("nsctl release --dry-run: nothing is released; 'nsctl release%s %s' would "
+               "release:\n",
+               a->force ? " --force" : "", a->user);
+        printf("uid:        %u\n", (unsigned) e->uid);
+        r = nss_user_by_uid(e->uid, &pw);
+        if (r == -ENOENT)
+                printf("user now:   none (uid %u has no passwd entry)\n", (unsigned) e->uid);
+        else if (r < 0)
+                printf("user now:   unknown (the lookup failed: %s)\n", strerror(-r));
+        else
+                printf("user now:   %s\n", pw->pw_name);
+        if (e->ns_flags & NSC_NS_ORPHANED)
+                printf("orphaned:   yes: made for a user name the uid no longer has (nsd does not "
+                       "say which;\n"
+                       "            its namespace-orphaned event in the journal does)\n");
+        else
+                printf("orphaned:   no\n");
+        printf("sessions:   %u%s\n", e->sessions,
+               e->sessions == 0 ? ""
+               : a->force       ? " live: their processes stay in the namespace (--force)"
+                                : " live: refused without --force");
+        format_timestamp(e->created_usec, buf, sizeof(buf));
+        printf("created:    %s\n", buf);
+        printf("namespace:  mnt:[%llu], %s", (unsigned long long) e->ns_inode,
+               !(e->ns_flags & NSC_NS_PINNED) ? "kept by a descriptor only"
+               : e->pin[0]                    ? "pinned at "
+                                              : "pinned");
+        /* the pin as --raw shows it: a byte that is not printable ASCII as \xHH */
+        for (size_t i = 0; (e->ns_flags & NSC_NS_PINNED) && i < sizeof(e->pin) && e->pin[i]; i++) {
+                unsigned char ch = (unsigned char) e->pin[i];
+
+                printf(ch > 0x20 && ch < 0x7f && ch != '\\' ? "%c" : "\\x%02x", ch);
+        }
+        putchar('\n');
+        if (points) {
+                printf("mounts:     %zu, gone with the last process inside:\n", n);
+                for (const char *p = points; *p;) {
+                        int len = (int) strcspn(p, "\n");
+
+                        printf("  %.*s\n", len, p);
+                        p += len + (p[len] == '\n');
+                }
+        } else if (e->mounts >= 0)
+                printf("mounts:     %d (their mount points unknown: %s)\n", e->mounts,
+                       strerror(a->text ? EINVAL : -a->show_error));
+        else
+                printf("mounts:     unknown (%s)\n", strerror(a->text ? EINVAL : -a->show_error));
+        return EXIT_SUCCESS;
+}
+
+static int release_finish(struct args *a) {
+        return a->dry_run ? release_dry_run_print(a) : EXIT_SUCCESS;
 }
 
 /* ---- hide ------------------------------------------------------------------------------ */
@@ -887,6 +1037,7 @@ static const struct option show_options[] = {
 static const struct option enter_options[] = { { "mode", required_argument, NULL, ARG_MODE },
                                                OPTIONS_COMMON };
 static const struct option release_options[] = { { "force", no_argument, NULL, 'f' },
+                                                 { "dry-run", no_argument, NULL, 'n' },
                                                  OPTIONS_COMMON };
 static const struct option metrics_options[] = {
         { "textfile", required_argument, NULL, ARG_TEXTFILE }, OPTIONS_COMMON
@@ -945,6 +1096,23 @@ static const struct verb verbs[] = {
                 .finish = list_finish,
         },
         {
+                .name = "orphans",
+                .summary = "list the orphaned namespaces (of recycled uids)",
+                .description = "List the namespaces that list shows as ORPHANED: made for a "
+                               "user name their uid\n"
+                               "no longer has (a recycled uid, a removed user). nsd hands them "
+                               "to nobody and\n"
+                               "releases them only when asked: 'nsctl release --dry-run <uid>' "
+                               "says what that\n"
+                               "would drop. The columns are list's.\n",
+                .options_help = HELP_TABLE("", ""),
+                .options = list_options,
+                .operand = OPERAND_NONE,
+                .columns = &list_column_set,
+                .request = list_request,
+                .finish = orphans_finish,
+        },
+        {
                 .name = "show",
                 .summary_args = "<user>",
                 .summary = "the mount tree of a user's namespace",
@@ -985,12 +1153,18 @@ static const struct verb verbs[] = {
                 .summary = "unpin and forget a user's namespace",
                 .description = "Unpin and forget a user's namespace. Its mounts go away with "
                                "the last process\n"
-                               "still inside it.\n",
+                               "still inside it. <user> may be a uid that no longer has a name "
+                               "(an orphaned\n"
+                               "namespace: see 'nsctl list -o +ORPHANED').\n",
                 .options_help = " -f, --force          release even while the user has live "
-                                "sessions\n",
+                                "sessions\n"
+                                " -n, --dry-run        say what a release would drop (uid, "
+                                "sessions, mounts),\n"
+                                "                      release nothing\n",
                 .options = release_options,
                 .operand = OPERAND_USER,
                 .request = release_request,
+                .finish = release_finish,
         },
         {
                 .name = "hide",
@@ -1115,8 +1289,11 @@ static int parse_args(const struct verb *v, int argc, char **argv, struct args *
                 case 'r':
                         a->table.raw = true;
                         break;
-                case 'n':
-                        a->table.noheadings = true;
+                case 'n': /* release's --dry-run; list's and show's --noheadings */
+                        if (v->options == release_options)
+                                a->dry_run = true;
+                        else
+                                a->table.noheadings = true;
                         break;
                 case 'l':
                         a->tree = false;

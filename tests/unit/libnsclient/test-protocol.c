@@ -1411,6 +1411,8 @@ static void script_metrics(int cfd) {
                 m.path_walk_timeouts = v++;
                 for (size_t i = 0; i < NSD_METRICS_THROTTLES; i++)
                         m.throttled[i] = v++;
+                for (size_t i = 0; i < NSD_METRICS_LOOKUP_TIMEOUTS; i++)
+                        m.lookup_timeouts[i] = v++; /* 1.6 */
                 srv_send(cfd, &m, sizeof(m), NULL, 0);
         }
 }
@@ -1467,6 +1469,76 @@ static void test_metrics(void) {
         m = untouched;
         is_int(nsc_metrics(c, &m), -EOPNOTSUPP, "an nsd older than 1.4: EOPNOTSUPP");
         ok(memcmp(&m, &untouched, sizeof(m)) == 0, "... and *ret untouched");
+        finish(c);
+}
+
+/* Are the n bytes at p all CANARY? */
+#define CANARY 0xa5
+static bool canary_intact(const void *p, size_t n) {
+        const unsigned char *b = p;
+
+        for (size_t i = 0; i < n; i++)
+                if (b[i] != CANARY)
+                        return false;
+        return true;
+}
+
+/* nsc_metrics_sized() (NSCLIENT_1.5): it writes the first size bytes of *ret and nothing past
+ * them; a size without lookup_timeouts (NSCLIENT_1.3's struct) is refused, before any request */
+static void test_metrics_sized(void) {
+        static const size_t old_size = offsetof(struct nsc_metrics, lookup_timeouts);
+        union {
+                struct nsc_metrics m;
+                unsigned char bytes[sizeof(struct nsc_metrics) + 64];
+        } buf;
+        /* script_metrics' values: 100 onwards, the two lookup_timeouts last */
+        const uint64_t lt0 = 100 + NSC_METRICS_JOINS + NSC_METRICS_LATENCY_BUCKETS + 3 +
+                             NSC_METRICS_RELEASES + NSC_METRICS_LOOKUPS + 1 + NSC_METRICS_THROTTLES;
+        const size_t sizes[] = { 0, old_size, old_size + 8, sizeof(struct nsc_metrics) - 1 };
+        bool refused = true;
+        nsc_conn *c;
+
+        c = start(script_metrics);
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                memset(&buf, CANARY, sizeof(buf));
+                refused = refused && nsc_metrics_sized(c, &buf.m, sizes[i]) == -EINVAL &&
+                          canary_intact(&buf, sizeof(buf));
+        }
+        ok(refused,
+           "sizes without the whole of lookup_timeouts (0, NSCLIENT_1.3's %zu, %zu, "
+           "%zu): EINVAL, *ret untouched",
+           old_size, old_size + 8, sizeof(struct nsc_metrics) - 1);
+        is_int(seen.requests, 0, "... and nothing was asked of nsd");
+        is_int(nsc_metrics_sized(NULL, &buf.m, sizeof(buf.m)), -EINVAL, "NULL conn: EINVAL");
+        is_int(nsc_metrics_sized(c, NULL, sizeof(buf.m)), -EINVAL, "NULL ret: EINVAL");
+
+        memset(&buf, CANARY, sizeof(buf));
+        is_int(nsc_metrics_sized(c, &buf.m, sizeof(buf.m)), 0, "the current size: 0");
+        ok(buf.m.namespaces == 5 && buf.m.fdstore_entries == 7 && buf.m.joins[0] == 100 &&
+                   buf.m.throttled[NSC_METRICS_THROTTLES - 1] == lt0 - 1,
+           "the fields of NSCLIENT_1.3, as nsc_metrics() gives them");
+        ok(buf.m.lookup_timeouts[NSC_METRICS_LOOKUP_TIMEOUT_REFUSED] == lt0 &&
+                   buf.m.lookup_timeouts[NSC_METRICS_LOOKUP_TIMEOUT_UNMANAGED] == lt0 + 1,
+           "and lookup_timeouts (1.6): %" PRIu64 ", %" PRIu64,
+           buf.m.lookup_timeouts[NSC_METRICS_LOOKUP_TIMEOUT_REFUSED],
+           buf.m.lookup_timeouts[NSC_METRICS_LOOKUP_TIMEOUT_UNMANAGED]);
+        ok(canary_intact(buf.bytes + sizeof(buf.m), sizeof(buf) - sizeof(buf.m)),
+           "nothing written past the struct");
+
+        /* an old caller's struct (NSCLIENT_1.3, nsc_metrics()): its fields, nothing past them */
+        memset(&buf, CANARY, sizeof(buf));
+        is_int(nsc_metrics(c, &buf.m), 0, "nsc_metrics(): 0");
+        ok(buf.m.namespaces == 5 && buf.m.throttled[NSC_METRICS_THROTTLES - 1] == lt0 - 1,
+           "an NSCLIENT_1.3 caller gets its fields");
+        ok(canary_intact(buf.bytes + old_size, sizeof(buf) - old_size),
+           "and nothing past its %zu bytes (lookup_timeouts untouched)", old_size);
+
+        /* a newer caller's larger struct: the fields this library knows, nothing past size */
+        memset(&buf, CANARY, sizeof(buf));
+        is_int(nsc_metrics_sized(c, &buf.m, sizeof(buf.m) + 16), 0, "a larger size: 0");
+        ok(buf.m.lookup_timeouts[NSC_METRICS_LOOKUP_TIMEOUT_UNMANAGED] == lt0 + 1 &&
+                   canary_intact(buf.bytes + sizeof(buf.m) + 16, sizeof(buf) - sizeof(buf.m) - 16),
+           "its known fields, nothing past the size it gave");
         finish(c);
 }
 
@@ -1701,6 +1773,7 @@ int main(void) {
         test_bad_replies();
         test_status();
         test_metrics();
+        test_metrics_sized();
         test_shares();
         test_timeout();
         test_threads();

@@ -496,7 +496,12 @@ static const struct fake_ns namespaces[] = {
           .ns_inode = 4026532291,
           .created_usec = 1700000000000000ull,
           .pin = "pins/\xff\x01" },
-        { .uid = NO_NAME, .sessions = 1, .mounts = -1, .ns_inode = 4026532999 },
+        /* a uid without a name now: its namespace was made for another (a recycled uid) */
+        { .uid = NO_NAME,
+          .ns_flags = NSD_NS_ORPHANED,
+          .sessions = 1,
+          .mounts = -1,
+          .ns_inode = 4026532999 },
 };
 
 /* a mount at a name that is not UTF-8, one with a tab, and enough of them to be more than
@@ -701,6 +706,26 @@ static void test_release_hide(void) {
         ok(rec->releases == 1 && rec->release_uid == ALICE && rec->release_flags == 0,
            "release: one request for uid 1500, no flags");
 
+        serve(&busy);
+        run(&r, NULL, "--socket", sock_path, "release", "--dry-run", "1500", NULL);
+        ok(r.status == 0 && r.err[0] == '\0' && strstr(r.out, "\nuid:        1500\n") &&
+                   strstr(r.out, "\nsessions:   2 live"),
+           "release --dry-run: exit 0, the uid and its sessions");
+        rec = served_stop();
+        ok(rec->releases == 0 && rec->lists == 1 && rec->shows == 1 && rec->show_uid == ALICE,
+           "release --dry-run: LIST and SHOW of uid 1500, no RELEASE");
+
+        serve(&(struct fake_nsd_config) { .list = namespaces, .n_list = 3 });
+        run(&r, NULL, "--socket", sock_path, "release", "4242", NULL);
+        is_str(r.err,
+               "nsctl: releasing the orphaned namespace of uid 4242: it was made for a user name "
+               "the uid no longer has (nsd does not say which; its namespace-orphaned event in "
+               "the journal does)\n",
+               "release of an orphaned namespace: one line on whose it was");
+        rec = served_stop();
+        ok(r.status == 0 && rec->releases == 1 && rec->release_uid == NO_NAME,
+           "and it is released");
+
         serve(&(struct fake_nsd_config) {});
         run(&r, NULL, "--socket", sock_path, "release", "--force", "1600", NULL);
         ok(r.status == 0 && r.err[0] == '\0' && r.out[0] == '\0',
@@ -870,6 +895,13 @@ static void test_golden(void) {
                 { "shares-json", { "shares", "--json" } },
                 { "shares-raw", { "shares", "-r", "-o", "share,uids" } },
                 { "release-busy", { "release", "alice" } },
+                { "release-dry-run", { "release", "--dry-run", "alice" } },
+                { "release-dry-run-orphaned", { "release", "-n", "4242" } },
+                { "release-dry-run-unknown-user", { "release", "--dry-run", "nsctl-no-such" } },
+                { "release-dry-run-no-namespace", { "release", "-n", "4243" } },
+                { "release-dry-run-bad-option", { "release", "--dry-run=yes", "alice" } },
+                { "orphans", { "orphans" } },
+                { "orphans-help", { "orphans", "--help" } },
                 { "hide-refused", { "hide", "--unhide", "-u", "bob", "/srv/x" } },
         };
         static const uint32_t lab_uids[] = { 1500, 1600 };

@@ -5,7 +5,8 @@
  * namespaces streamed while others are served, a JOIN waiting for a user database that
  * hangs (policy.c's threads, LookupTimeoutSec=, the cache), JOIN_SESSION's refusals, METRICS
  * (root's only; its counters move with JOINs and releases, its gauges are STATUS's), SHARES
- * (root sees every member, a member its own uid, anyone else nothing). TAP, no
+ * (root sees every member, a member its own uid, anyone else nothing), a recycled uid's JOIN
+ * refused with EOWNERDEAD (its namespace kept, flagged ORPHANED in LIST). TAP, no
  * root; nothing here creates a mount namespace: the server has no pin store and no probed
  * features, and the requests sent are those that refuse or answer without one.
  */
@@ -223,6 +224,75 @@ static void test_slow_lookup(void) {
         close(other);
         server_free(s);
         gate_set_open(&lookups, false);
+}
+
+/* the user database of test_owner_dead(): uid 1000 is bob now, 1001 has no entry, 1002 is
+ * still alice */
+static int churned_name(uid_t uid, char **ret_name) {
+        if (uid == 1001)
+                return -ENOENT;
+        *ret_name = g_strdup(uid == 1000 ? "bob" : "alice");
+        return 0;
+}
+
+/* LIST's flags of uid (root's LIST), or UINT32_MAX when it has no entry */
+static uint32_t listed_flags(int fd, uid_t uid, uint32_t seq) {
+        uint32_t flags = UINT32_MAX;
+
+        loop_test_send_type(fd, NSD_REQ_LIST, seq);
+        for (;;) {
+                TestReply rep = loop_test_next(fd);
+                const struct nsd_rep_list_entry *e = (const void *) &rep.msg;
+
+                if (rep.type != NSD_REP_LIST_ENTRY)
+                        return flags;
+                if (e->uid == uid)
+                        flags = e->ns_flags;
+        }
+}
+
+/* Recycled uids (1.6): a namespace made for alice is refused with EOWNERDEAD once its uid is
+ * another name or none, saying why; it stays (never released for it), flagged ORPHANED in
+ * LIST; alice's own uid is still handed out */
+static void test_owner_dead(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        int root = peer(s, CONN_KIND_ROOT, 0), err = 0;
+        char msg[256] = "";
+        TestReply t;
+
+        policy_set_name_fn(s->policy, churned_name);
+        for (uid_t uid = 1000; uid <= 1002; uid++)
+                users_set_owner(s->users, core_test_user_here(s, uid), "alice");
+
+        send_join(root, 1000, NSD_JOIN_NO_CREATE);
+        ok(next_reply(root, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -EOWNERDEAD,
+           "uid 1000 made for alice, now bob: JOIN refused with EOWNERDEAD (%s)", msg);
+        ok(strstr(msg, "made for 'alice'") && strstr(msg, "is now 'bob'") &&
+                   strstr(msg, "nsctl release"),
+           "the message names the owner, the name now and nsctl release");
+        send_join(root, 1001, 0);
+        ok(next_reply(root, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -EOWNERDEAD,
+           "uid 1001 made for alice, now no passwd entry: EOWNERDEAD, even without NO_CREATE "
+           "(%s)",
+           msg);
+        ok(strstr(msg, "made for 'alice'") && strstr(msg, "has no entry now"),
+           "the message says the uid has no entry now");
+        send_join(root, 1002, NSD_JOIN_NO_CREATE);
+        t = loop_test_next(root);
+        ok(t.type == NSD_REP_JOIN && t.n_fds == 2,
+           "uid 1002 still alice: her namespace is handed out");
+
+        ok(users_get(s->users, 1000) && users_get(s->users, 1001) && users_count(s->users) == 3,
+           "the refused namespaces are not released (3 namespaces)");
+        ok(listed_flags(root, 1000, 20) & NSD_NS_ORPHANED, "LIST: uid 1000 is ORPHANED");
+        ok(listed_flags(root, 1001, 21) & NSD_NS_ORPHANED, "LIST: uid 1001 is ORPHANED");
+        ok(!(listed_flags(root, 1002, 22) & NSD_NS_ORPHANED), "LIST: uid 1002 is not");
+        send_join(root, 1000, NSD_JOIN_NO_CREATE);
+        ok(next_reply(root, &err, NULL, 0) == NSD_REP_ERROR && err == -EOWNERDEAD,
+           "asked again, uid 1000 is still refused");
+        close(root);
+        server_free(s);
 }
 
 static TestReply metrics_of(int fd, uint32_t seq) {
@@ -513,6 +583,7 @@ int main(void) {
         test_list();
         test_slow_lookup();
         test_join_session_refusals();
+        test_owner_dead();
         test_metrics();
         test_shares();
         return tap_done();
