@@ -873,6 +873,10 @@ static int metrics_get(nsc_conn *conn, struct nsc_metrics *ret, size_t size) {
         memcpy(m.throttled, rep->throttled, sizeof(m.throttled));
         memcpy(m.lookup_timeouts, rep->lookup_timeouts, sizeof(m.lookup_timeouts));
         memcpy(ret, &m, size < sizeof m ? size : sizeof m);
+        /* a caller built against a newer header: its fields this library does not know are 0,
+         * as an older nsd's are, not what the caller's memory held */
+        if (size > sizeof m)
+                memset((char *) ret + sizeof m, 0, size - sizeof m);
         return 0;
 }
 

@@ -246,7 +246,8 @@ struct nsc_metrics {
  * of NSCLIENT_1.3's struct nsc_metrics only: everything before lookup_timeouts. */
 int nsc_metrics(nsc_conn *conn, struct nsc_metrics *ret);
 /* The same, filling the first size bytes of *ret (sizeof(struct nsc_metrics) of the caller's
- * header; at least up to lookup_timeouts, else -EINVAL). Since NSCLIENT_1.5. */
+ * header; at least up to lookup_timeouts, else -EINVAL): bytes past the fields this library
+ * knows are set to 0. Since NSCLIENT_1.5. */
 int nsc_metrics_sized(nsc_conn *conn, struct nsc_metrics *ret, size_t size);
 
 /* ---- shares (since NSCLIENT_1.4, nsd protocol 1.5) ---------------------------------- */

@@ -1539,6 +1539,13 @@ static void test_metrics_sized(void) {
         ok(buf.m.lookup_timeouts[NSC_METRICS_LOOKUP_TIMEOUT_UNMANAGED] == lt0 + 1 &&
                    canary_intact(buf.bytes + sizeof(buf.m) + 16, sizeof(buf) - sizeof(buf.m) - 16),
            "its known fields, nothing past the size it gave");
+        {
+                bool zero = true;
+
+                for (size_t i = sizeof(buf.m); i < sizeof(buf.m) + 16; i++)
+                        zero = zero && buf.bytes[i] == 0;
+                ok(zero, "the 16 bytes it does not know are 0, not the caller's old bytes");
+        }
         finish(c);
 }
 
