@@ -204,6 +204,8 @@ static char *shown_path(const Share *sh, const char *anchor, const char *target)
         return g_strescape(p, NULL);
 }
 
+static void scan_soon(ShareBound *b, unsigned msec);
+
 static void detach_start(ShareBound *b, const Share *sh, const char *anchor, MountsExcess *e) {
         Detach *d = g_new0(Detach, 1);
         struct detach_args a = { .pinns_fd = pinstore_pinns_fd(b->pins, NULL) };
@@ -234,11 +236,13 @@ static void detach_start(ShareBound *b, const Share *sh, const char *anchor, Mou
         r = child_start_keep(b->children, e->uid, detach_child, &a, sizeof a, &a.pinns_fd, 1,
                              b->config->path_walk_timeout_usec, on_detached, d);
         if (r < 0) {
+                if (r == -EAGAIN) /* no change may come: look again in a while */
+                        scan_soon(b, SHARE_BOUND_RETRY_MSEC);
                 if (r == -EAGAIN)
                         log_debug("Share '%s': no helper process free to detach mount "
                                   "%" G_GUINT64_FORMAT
                                   " of uid %u now (MaxPathWalks=, or its walks stuck), "
-                                  "trying again at the next change",
+                                  "trying again soon",
                                   d->share, d->id, (unsigned) e->uid);
                 else
                         log_warning_errno(r,

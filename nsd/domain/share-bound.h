@@ -25,7 +25,9 @@
  * root; only then umount2() of that descriptor (through the child's /proc/<pid>/fd, opened
  * before entering) with MNT_DETACH. The unmount propagates from the anchor to every member's
  * copy. Anything else (a symbolic link, a path that leaves the anchor, another mount there
- * now) detaches nothing, and the next change looks again. Nothing else of the pin namespace
+ * now) detaches nothing, and the next change looks again. Every detach changes the table,
+ * so a thousand mounts made at once go as fast as helpers are free (a scan after
+ * SHARE_BOUND_RETRY_MSEC when none was). Nothing else of the pin namespace
  * (pins, other anchors, root's mounts) can be reached: the path is resolved beneath the
  * anchor and the mount must be the one that was counted.
  *
@@ -38,6 +40,8 @@
 #include "base/nsd-forward.h"
 
 #define SHARE_BOUND_DEBOUNCE_MSEC 200
+/* No helper free for a detach (MaxPathWalks=, or the uid's walks stuck): look again after. */
+#define SHARE_BOUND_RETRY_MSEC 1000
 
 /* config: the one in force (read again by share_bound_apply()); pins may be NULL (nothing is
  * watched); set: where the detaching children run. All the caller's, outliving it. */
