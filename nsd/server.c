@@ -19,6 +19,7 @@
 #include "base/child.h"
 #include "base/log.h"
 #include "domain/private.h"
+#include "domain/share-bound.h"
 #include "domain/users.h"
 #include "nsd-protocol.h"
 #include "policy/policy.h"
@@ -231,6 +232,7 @@ static void on_pins_ready(void *userdata) {
 
         server_store_pinns(s);
         users_repin(s->users);
+        share_bound_apply(s->share_bound);
         server_notify_status(s);
 }
 
@@ -328,6 +330,8 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
 
         server_compute_limits(s);
         server_private_mode_apply(s);
+        s->share_bound = share_bound_new(&s->config, s->pins, s->children);
+        share_bound_apply(s->share_bound);
         server_sync_api(s);
 
         if (setup->user_fd >= 0)
@@ -346,6 +350,7 @@ void server_free(Server *s) {
         /* connections first: their requests become orphans, so nothing answers nobody */
         conn_manager_free(s->conns);
         private_watch_free(s->private_watch);
+        share_bound_free(s->share_bound);
         children_free(s->children);
         policy_free(s->policy);
         /* namespaces stay pinned, state files and the fd store stay for the next start */
@@ -368,6 +373,7 @@ void server_apply_config(Server *s, Config *config) {
         policy_reconfigure(s->policy);
         children_set_max(s->children, s->config.max_path_walks);
         server_private_mode_apply(s);
+        share_bound_apply(s->share_bound);
         server_sync_api(s);
 }
 

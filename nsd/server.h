@@ -51,6 +51,7 @@ struct Server {
         char *run_dir;
         uint32_t features;           /* the kernel's, probed */
         PrivateWatch *private_watch; /* mode private on ([Private] Enable=yes) */
+        ShareBound *share_bound;     /* [Share] MaxMountsPerUser= */
         bool private_unavailable;    /* Enable=yes, refused: see server_private_mode_apply() */
         uint64_t started_usec;
 

@@ -57,6 +57,9 @@ enum helper_step {
         HELPER_STEP_SETUP_SPAWN,
         HELPER_STEP_SETUP_SCRIPT,
         HELPER_STEP_SETUP_PROPAGATION,
+        /* MaxMountsPerUser= (share-bound.c) */
+        HELPER_STEP_OPEN_ANCHOR,
+        HELPER_STEP_DETACH,
         _HELPER_STEP_MAX,
 };
 

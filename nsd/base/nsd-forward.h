@@ -23,5 +23,6 @@ typedef struct Session Session;           /* domain/session.h */
 typedef struct Linger Linger;             /* domain/linger.c */
 typedef struct Users Users;               /* domain/users.c */
 typedef struct PrivateWatch PrivateWatch; /* domain/private.c */
+typedef struct ShareBound ShareBound;     /* domain/share-bound.c */
 typedef struct Api Api;                   /* api/api.h */
 typedef struct Server Server;             /* server.h */

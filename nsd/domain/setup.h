@@ -71,7 +71,9 @@
  * (open_tree(OPEN_TREE_CLONE) of a shared mount joins its peer group: tests/kernel proves
  * it on every image) is attached on Path= in the user's namespace, resolved as root
  * without following symbolic links. The anchors stay when nsd stops: they are in the pin
- * namespace, which outlives nsd, and are found again by their path.
+ * namespace, which outlives nsd, and are found again by their path. How many FUSE mounts one
+ * uid may have under an anchor ([Share] MaxMountsPerUser=) is watched and enforced in the pin
+ * namespace by domain/share-bound.h.
  *
  * Order: shares, binds (their sources are paths of the namespace as it was copied from the
  * host), then polydirs in the order they were read, then the scripts. With OnFailure=refuse the

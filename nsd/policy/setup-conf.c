@@ -25,7 +25,8 @@ static const char *const polydir_keys[] = {
 };
 static const char *const bind_keys[] = { "Source", "Target", NULL };
 static const char *const share_keys[] = { "Path",        "Users",      "Groups",
-                                          "Propagation", "MaxMembers", NULL };
+                                          "Propagation", "MaxMembers", "MaxMountsPerUser",
+                                          NULL };
 
 /* ---- life cycle ------------------------------------------------------------------------ */
 
@@ -442,6 +443,7 @@ static int begin_group(SetupConf *s, const char *group, const char *file, unsign
                         .name = g_strdup(name),
                         .propagation = SHARE_PROPAGATION_MEMBERS,
                         .max_members = SHARE_MAX_MEMBERS_DEFAULT,
+                        .max_mounts_per_user = SHARE_MAX_MOUNTS_PER_USER_DEFAULT,
                         .file = g_strdup(file),
                         .line = line,
                 };
@@ -499,6 +501,18 @@ static int set_share(Share *sh, const char *key, const char *value, char **ret_w
                         return -EINVAL;
                 }
                 sh->max_members = (unsigned) v;
+                return 0;
+        }
+        if (KEY("MaxMountsPerUser")) {
+                unsigned long long v;
+
+                if (config_parse_uint(value, 1, SHARE_MAX_MOUNTS_PER_USER_LIMIT, &v) < 0) {
+                        *ret_why = g_strdup_printf("MaxMountsPerUser=%s: expected a number from "
+                                                   "1 to %u",
+                                                   value, SHARE_MAX_MOUNTS_PER_USER_LIMIT);
+                        return -EINVAL;
+                }
+                sh->max_mounts_per_user = (unsigned) v;
                 return 0;
         }
 #undef KEY
@@ -872,7 +886,8 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                 digest_str(c, "bind", s->binds[i].source);
                 digest_str(c, "to", s->binds[i].target);
         }
-        /* not MaxMembers=: it says how many namespaces get the share, not what is in one */
+        /* not MaxMembers= nor MaxMountsPerUser=: they bound what the share holds, not what a
+         * namespace is made of */
         for (size_t i = 0; i < s->n_shares; i++) {
                 const Share *sh = &s->shares[i];
 

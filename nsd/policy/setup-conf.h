@@ -26,6 +26,11 @@
  * every member's namespace (the kernel's fs.mount-max is the last line). */
 #define SHARE_MAX_MEMBERS_DEFAULT 256u
 #define SHARE_MAX_MEMBERS_LIMIT 65536u
+/* MaxMountsPerUser= when not set, and its largest value: the FUSE mounts one uid may have
+ * under a share (each is copied into every member's namespace and the anchor); nsd detaches
+ * the newest beyond it (domain/share-bound.h). */
+#define SHARE_MAX_MOUNTS_PER_USER_DEFAULT 16u
+#define SHARE_MAX_MOUNTS_PER_USER_LIMIT 4096u
 /* Longest object name ([Polydir NAME], [BindReadOnly NAME], [Share NAME]). */
 #define SETUP_NAME_MAX 64
 /* Mount options of one polydir (MountOptions=), after splitting. */
@@ -94,6 +99,7 @@ typedef struct Share {
                                        * two is required: no share has everybody in it) */
         SharePropagation propagation; /* Propagation=members|host|both */
         unsigned max_members;         /* MaxMembers=: live namespaces that get it */
+        unsigned max_mounts_per_user; /* MaxMountsPerUser=: FUSE mounts of one uid under it */
         char *file;
         unsigned line;
 } Share;

@@ -254,3 +254,169 @@ int mounts_under(const char *mountinfo, const char *path, int *ret_count,
         *ret_peer_group = u.group;
         return u.count >= 0 ? 0 : -ENOENT;
 }
+
+/* ---- FUSE mounts per uid under a share's anchor ------------------------------------------ */
+
+static bool fstype_is_fuse(const char *t) {
+        return t &&
+               (strcmp(t, "fuse") == 0 || strcmp(t, "fuseblk") == 0 || strncmp(t, "fuse.", 5) == 0);
+}
+
+/* The user_id= of a FUSE mount: true and *ret, or false (not FUSE, no or a bad user_id). */
+static bool fs_fuse_owner(struct libmnt_fs *fs, uid_t *ret) {
+        char *value = NULL, buf[16], *end;
+        size_t size = 0;
+        unsigned long v;
+
+        if (!fstype_is_fuse(mnt_fs_get_fstype(fs)))
+                return false;
+        /* the super options only: a mount option cannot say user_id= */
+        if (mnt_optstr_get_option(mnt_fs_get_fs_options(fs), "user_id", &value, &size) != 0 ||
+            !value || size == 0 || size >= sizeof buf)
+                return false;
+        memcpy(buf, value, size);
+        buf[size] = '\0';
+        if (!g_ascii_isdigit(buf[0]))
+                return false;
+        errno = 0;
+        v = strtoul(buf, &end, 10);
+        if (errno != 0 || *end != '\0' || v >= (uid_t) -1)
+                return false;
+        *ret = (uid_t) v;
+        return true;
+}
+
+/* A FUSE mount under the anchor. */
+typedef struct UseMount {
+        uint64_t id, parent;
+        uid_t uid; /* 0: root's (counted nowhere, but a FUSE mount on the way) */
+        char *target;
+        dev_t dev;
+} UseMount;
+
+static void use_mount_free(gpointer p) {
+        UseMount *m = p;
+
+        g_free(m->target);
+        g_free(m);
+}
+
+typedef struct Use {
+        const char *anchor;
+        size_t n;
+        bool anchor_seen;
+        GHashTable *fuse; /* id -> UseMount*: the FUSE mounts under the anchor */
+} Use;
+
+static void use_collect(struct libmnt_fs *fs, void *userdata) {
+        Use *u = userdata;
+        const char *t = mnt_fs_get_target(fs);
+        UseMount *m;
+        uid_t uid;
+
+        if (!t || strncmp(t, u->anchor, u->n) != 0 || (t[u->n] != '\0' && t[u->n] != '/'))
+                return;
+        if (t[u->n] == '\0' && !u->anchor_seen) { /* the anchor itself */
+                u->anchor_seen = true;
+                return;
+        }
+        if (!fstype_is_fuse(mnt_fs_get_fstype(fs)))
+                return;
+        if (!fs_fuse_owner(fs, &uid))
+                uid = 0;
+        m = g_new0(UseMount, 1);
+        m->id = (uint64_t) mnt_fs_get_id(fs);
+        m->parent = (uint64_t) mnt_fs_get_parent_id(fs);
+        m->uid = uid;
+        m->target = g_strdup(t);
+        m->dev = mnt_fs_get_devno(fs);
+        g_hash_table_replace(u->fuse, &m->id, m);
+}
+
+static gint cmp_use_newest(gconstpointer a, gconstpointer b) {
+        const UseMount *x = *(UseMount *const *) a, *y = *(UseMount *const *) b;
+
+        if (x->uid != y->uid)
+                return x->uid < y->uid ? -1 : 1;
+        return x->id > y->id ? -1 : x->id < y->id;
+}
+
+void mounts_excess_free(MountsExcess *e) {
+        if (!e)
+                return;
+        g_free(e->target);
+        g_free(e->detach_target);
+        g_free(e);
+}
+
+/* What to detach for m: the outermost FUSE mount of m's uid in the chain of FUSE mounts
+ * around it (bounded: a chain cannot be longer than the mounts there are). */
+static const UseMount *use_detach_of(GHashTable *fuse, const UseMount *m) {
+        const UseMount *d = m, *p = m;
+
+        for (guint i = 0; i < g_hash_table_size(fuse); i++) {
+                p = g_hash_table_lookup(fuse, &p->parent);
+                if (!p)
+                        break;
+                if (p->uid == m->uid)
+                        d = p;
+        }
+        return d;
+}
+
+int mounts_share_use(const char *mountinfo, const char *anchor, unsigned limit, GArray **ret_counts,
+                     GPtrArray **ret_excess) {
+        Use u = { .anchor = anchor, .n = anchor ? strlen(anchor) : 0 };
+        g_autoptr(GPtrArray) sorted = NULL;
+        g_autoptr(GArray) counts = NULL;
+        g_autoptr(GPtrArray) excess = NULL;
+        GHashTableIter it;
+        gpointer v;
+        int r;
+
+        if (!mountinfo || !anchor || anchor[0] != '/' || (u.n > 1 && anchor[u.n - 1] == '/'))
+                return -EINVAL;
+        u.fuse = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, use_mount_free);
+        r = foreach_fs(mountinfo, true, use_collect, &u);
+        if (r < 0 || !u.anchor_seen) {
+                g_hash_table_destroy(u.fuse);
+                return r < 0 ? r : -ENOENT;
+        }
+
+        sorted = g_ptr_array_new();
+        g_hash_table_iter_init(&it, u.fuse);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                if (((UseMount *) v)->uid != 0)
+                        g_ptr_array_add(sorted, v);
+        g_ptr_array_sort(sorted, cmp_use_newest);
+
+        counts = g_array_new(FALSE, FALSE, sizeof(MountsUidCount));
+        excess = g_ptr_array_new_with_free_func((GDestroyNotify) mounts_excess_free);
+        for (guint i = 0, j; i < sorted->len; i = j) {
+                const UseMount *first = sorted->pdata[i];
+                MountsUidCount c = { .uid = first->uid };
+
+                for (j = i; j < sorted->len && ((UseMount *) sorted->pdata[j])->uid == c.uid; j++)
+                        c.count++;
+                g_array_append_val(counts, c);
+                for (guint k = 0; c.count > limit && k < c.count - limit; k++) {
+                        const UseMount *m = sorted->pdata[i + k], *d = use_detach_of(u.fuse, m);
+                        MountsExcess *e = g_new0(MountsExcess, 1);
+
+                        e->uid = m->uid;
+                        e->mnt_id = m->id;
+                        e->target = g_strdup(m->target);
+                        e->detach_id = d->id;
+                        e->detach_target = g_strdup(d->target);
+                        e->detach_major = major(d->dev);
+                        e->detach_minor = minor(d->dev);
+                        g_ptr_array_add(excess, e);
+                }
+        }
+        g_hash_table_destroy(u.fuse);
+        if (ret_counts)
+                *ret_counts = g_steal_pointer(&counts);
+        if (ret_excess)
+                *ret_excess = g_steal_pointer(&excess);
+        return 0;
+}

@@ -48,3 +48,41 @@ int mounts_user_made(const char *mountinfo, const GArray *baseline, char **ret_f
  * For the anchors of shares (setup.h). -ENOENT when nothing is mounted on path, -errno when
  * the text does not parse. */
 int mounts_under(const char *mountinfo, const char *path, int *ret_count, unsigned *ret_peer_group);
+
+/*
+ * The FUSE mounts users made under a share's anchor (setup.h), for its MaxMountsPerUser=
+ * (domain/share-bound.h). A mount is uid U's when it is a FUSE mount (fuse, fuseblk,
+ * fuse.*) whose super options say user_id=U with U != 0; root's mounts and every other
+ * type are not counted. Under the anchor: its mount point is the anchor's path (stacked on
+ * it) or below it; the anchor itself (the first mount on the path) never counts.
+ */
+typedef struct MountsUidCount {
+        uid_t uid;
+        unsigned count;
+} MountsUidCount;
+
+/* One mount of a uid beyond its limit, and what to detach for it. */
+typedef struct MountsExcess {
+        uid_t uid;
+        uint64_t mnt_id; /* the mount beyond the limit */
+        char *target;    /* its mount point, as mountinfo says (unescaped: any byte but NUL) */
+        /* What to detach: the mount itself, or when it sits inside FUSE mounts (root cannot
+         * walk into a FUSE mount that is not allow_other), the outermost FUSE mount of the
+         * same uid around it, which takes it along. */
+        uint64_t detach_id;
+        char *detach_target;
+        unsigned detach_major, detach_minor; /* its device, checked again before the detach */
+} MountsExcess;
+
+void mounts_excess_free(MountsExcess *e);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MountsExcess, mounts_excess_free)
+
+/* The FUSE mounts under the mount on anchor (an absolute path without a trailing '/'), per
+ * uid: *ret_counts (GArray of MountsUidCount, by uid; uids with none are absent) and, for
+ * every uid with more than limit, its mounts beyond it, the newest (highest mount id) first:
+ * *ret_excess (GPtrArray of MountsExcess*, by uid, may be empty). -ENOENT when nothing is
+ * mounted on anchor, -errno when the text does not parse. Either ret may be NULL. A kernel
+ * that reuses mount ids (6.1: the lowest free one) may make an older mount look newer: the
+ * uid keeps limit mounts either way. */
+int mounts_share_use(const char *mountinfo, const char *anchor, unsigned limit, GArray **ret_counts,
+                     GPtrArray **ret_excess);

@@ -488,9 +488,7 @@ static int mountinfo_child(void *p) {
         return 0;
 }
 
-/* /proc/self/mountinfo of a process inside the namespace ns_fd (whose: for messages), opened
- * for reading. */
-static int mountinfo_open_fd(int ns_fd, const char *whose) {
+int ns_open_mountinfo(int ns_fd, const char *whose) {
         struct mountinfo_args a = { .ns_fd = ns_fd, .fd = -1 };
         int r;
 
@@ -507,7 +505,7 @@ static int mountinfo_open(const UserNs *ns) {
         char whose[32];
 
         snprintf(whose, sizeof whose, "uid %u", (unsigned) ns->uid);
-        return mountinfo_open_fd(ns->ns_fd, whose);
+        return ns_open_mountinfo(ns->ns_fd, whose);
 }
 
 int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size_t *ret_len) {
@@ -518,7 +516,7 @@ int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size
         if (ns_fd < 0 || !ret)
                 return -EINVAL;
 
-        fd = mountinfo_open_fd(ns_fd, whose);
+        fd = ns_open_mountinfo(ns_fd, whose);
         if (fd < 0)
                 return fd;
         for (;;) {

@@ -94,5 +94,10 @@ int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_
 /* The same for any mount namespace's nsfs descriptor (whose: "the pin namespace", for
  * messages). */
 int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size_t *ret_len);
+/* /proc/self/mountinfo of a process inside the namespace ns_fd, opened for reading (a helper
+ * child opens it there: the descriptor keeps that namespace's table, read it with pread from
+ * 0, and poll() says POLLPRI when the table changed). The descriptor, or -errno (logged,
+ * with whose). */
+int ns_open_mountinfo(int ns_fd, const char *whose);
 /* Number of lines of that mountinfo, or -errno. */
 int userns_count_mounts(const UserNs *ns);

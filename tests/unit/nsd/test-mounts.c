@@ -102,8 +102,111 @@ static void test_under(void) {
                "no anchor: -ENOENT");
 }
 
+static unsigned count_of(GArray *counts, uid_t uid) {
+        for (guint i = 0; counts && i < counts->len; i++)
+                if (g_array_index(counts, MountsUidCount, i).uid == uid)
+                        return g_array_index(counts, MountsUidCount, i).count;
+        return 0;
+}
+
+/* MaxMountsPerUser= (domain/share-bound.h): the FUSE mounts per uid under an anchor, and
+ * those beyond the limit, newest (highest id) first */
+static void test_share_use(void) {
+        const char *text = ROOT
+                "200 100 0:40 / /run/nsd rw - tmpfs nsd-pins rw\n"
+                /* the anchor, and a pin of bob's namespace beside it (never counted) */
+                "201 200 8:1 /srv/lab /run/nsd/shares/lab@0123 rw shared:12 - ext4 /dev/sda1 rw\n"
+                "202 200 0:4 mnt:[4026532300] /run/nsd/pins/1002 rw - nsfs nsfs rw\n"
+                /* alice (1001): four, one with a space and one with a newline in its name */
+                "210 201 0:50 / /run/nsd/shares/lab@0123/a rw,nosuid,nodev shared:20 - "
+                "fuse.bindfs bindfs rw,user_id=1001,group_id=1001\n"
+                "230 201 0:52 / /run/nsd/shares/lab@0123/my\\040dir rw,nosuid,nodev shared:22 - "
+                "fuse.bindfs bindfs rw,user_id=1001,group_id=1001\n"
+                "220 201 0:51 / /run/nsd/shares/lab@0123/b rw,nosuid,nodev shared:21 - fuse "
+                "/dev/fuse rw,user_id=1001,group_id=1001\n"
+                "240 201 0:53 / /run/nsd/shares/lab@0123/x\\012y rw,nosuid,nodev shared:23 - "
+                "fuse.sshfs alice@h: rw,user_id=1001,group_id=1001\n"
+                /* bob (1002): one, under the limit */
+                "250 201 0:54 / /run/nsd/shares/lab@0123/bob rw shared:24 - fuse.sshfs b@h: "
+                "rw,user_id=1002,group_id=1002\n"
+                /* root's: a FUSE mount of uid 0, a tmpfs, an ext4: none counted */
+                "260 201 0:55 / /run/nsd/shares/lab@0123/r rw shared:25 - fuse.sshfs r@h: "
+                "rw,user_id=0,group_id=0\n"
+                "261 201 0:56 / /run/nsd/shares/lab@0123/t rw shared:26 - tmpfs tmpfs rw\n"
+                /* user_id= as a mount option (not a super option) says nothing */
+                "262 201 0:57 / /run/nsd/shares/lab@0123/fake rw,user_id=1003 shared:27 - "
+                "fuse.x x rw,group_id=5\n"
+                /* another share and a look-alike path: not lab's */
+                "270 200 8:1 /srv/lab2 /run/nsd/shares/lab@01234 rw shared:13 - ext4 /dev/sda1 "
+                "rw\n"
+                "271 270 0:58 / /run/nsd/shares/lab@01234/c rw shared:13 - fuse.bindfs bindfs "
+                "rw,user_id=1001\n";
+        g_autoptr(GArray) counts = NULL;
+        g_autoptr(GPtrArray) excess = NULL;
+        const MountsExcess *e;
+
+        is_int(mounts_share_use(text, "/run/nsd/shares/lab@0123", 2, &counts, &excess), 0,
+               "lab's anchor is there");
+        is_int((int) count_of(counts, 1001), 4, "alice has four FUSE mounts under lab");
+        is_int((int) count_of(counts, 1002), 1, "bob has one");
+        is_int((int) count_of(counts, 0), 0, "root's FUSE mount is not counted");
+        is_int((int) count_of(counts, 1003), 0, "user_id= among the mount options is not an owner");
+        is_int((int) counts->len, 2, "two uids, nobody else (no pin, no other share's mount)");
+        is_int((int) excess->len, 2, "alice is two over MaxMountsPerUser=2, bob is not");
+        e = excess->len > 0 ? excess->pdata[0] : NULL;
+        ok(e && e->uid == 1001 && e->mnt_id == 240 &&
+                   strcmp(e->target, "/run/nsd/shares/lab@0123/x\ny") == 0,
+           "the newest first: mount 240, its name unescaped (a real newline)");
+        ok(e && e->detach_id == 240 && e->detach_major == 0 && e->detach_minor == 53 &&
+                   strcmp(e->detach_target, e->target) == 0,
+           "... detached itself, device 0:53");
+        e = excess->len > 1 ? excess->pdata[1] : NULL;
+        ok(e && e->mnt_id == 230 && strcmp(e->target, "/run/nsd/shares/lab@0123/my dir") == 0,
+           "then mount 230 on 'my dir' (\\040 unescaped); 210 and 220 stay");
+        g_clear_pointer(&counts, g_array_unref);
+        g_clear_pointer(&excess, g_ptr_array_unref);
+
+        is_int(mounts_share_use(text, "/run/nsd/shares/lab@0123", 4, &counts, &excess), 0,
+               "MaxMountsPerUser=4");
+        is_int((int) excess->len, 0, "nobody over it");
+        g_clear_pointer(&counts, g_array_unref);
+        g_clear_pointer(&excess, g_ptr_array_unref);
+
+        is_int(mounts_share_use(text, "/run/nsd/shares/lab@01234", 1, &counts, NULL), 0,
+               "the look-alike anchor is an anchor of its own");
+        is_int((int) count_of(counts, 1001), 1, "... with alice's one mount there");
+        g_clear_pointer(&counts, g_array_unref);
+        is_int(mounts_share_use(text, "/run/nsd/shares/gone", 1, &counts, &excess), -ENOENT,
+               "no anchor: -ENOENT");
+        is_int(mounts_share_use(text, "run/nsd/shares/lab@0123", 1, &counts, &excess), -EINVAL,
+               "a relative anchor: -EINVAL");
+
+        /* nested: alice's mounts inside her own FUSE mount are reached through it; one stacked
+         * on the anchor itself counts; root's stacked FUSE is on the way but not counted */
+        const char *nested = ROOT
+                "201 100 8:1 /srv/lab /s/lab rw shared:12 - ext4 /dev/sda1 rw\n"
+                "300 201 0:60 / /s/lab/outer rw shared:30 - fuse.bindfs bindfs rw,user_id=1001\n"
+                "301 300 0:61 / /s/lab/outer/in1 rw shared:31 - fuse.bindfs bindfs "
+                "rw,user_id=1001\n"
+                "302 300 0:62 / /s/lab/outer/in2 rw shared:32 - fuse.bindfs bindfs "
+                "rw,user_id=1001\n"
+                "310 201 0:63 / /s/lab rw shared:33 - fuse.sshfs s rw,user_id=1002\n"
+                "311 310 0:64 / /s/lab/z rw shared:34 - fuse.sshfs s rw,user_id=1002\n";
+
+        is_int(mounts_share_use(nested, "/s/lab", 2, &counts, &excess), 0, "nested mounts");
+        is_int((int) count_of(counts, 1001), 3, "alice: the outer one and two inside it");
+        is_int((int) count_of(counts, 1002), 2, "bob: one stacked on the anchor, one in it");
+        is_int((int) excess->len, 1, "alice is one over");
+        e = excess->len > 0 ? excess->pdata[0] : NULL;
+        ok(e && e->mnt_id == 302 && e->detach_id == 300 &&
+                   strcmp(e->detach_target, "/s/lab/outer") == 0 && e->detach_minor == 60,
+           "her newest (302) is inside her own FUSE mount: the outer one (300) is detached for "
+           "it, root cannot walk into a FUSE mount");
+}
+
 int main(void) {
         test_mounts();
         test_under();
+        test_share_use();
         return tap_done();
 }

@@ -163,6 +163,7 @@ static void test_shares(void) {
                            "Groups=lab,2000\n"
                            "Propagation=host\n"
                            "MaxMembers=8\n"
+                           "MaxMountsPerUser=2\n"
                            "\n"
                            "[Share team.b-2_x]\n"
                            "Path=/srv/team\n"
@@ -180,9 +181,10 @@ static void test_shares(void) {
                    g_strv_length(sh->users) == 2 && strcmp(sh->users[1], "1001") == 0 &&
                    g_strv_length(sh->groups) == 2 && strcmp(sh->groups[0], "lab") == 0 &&
                    sh->propagation == SHARE_PROPAGATION_HOST && sh->max_members == 8 &&
-                   strcmp(sh->file, "test.conf") == 0 && sh->line == 1,
+                   sh->max_mounts_per_user == 2 && strcmp(sh->file, "test.conf") == 0 &&
+                   sh->line == 1,
            "[Share lab]: Path=, Users= and Groups= of two each, Propagation=host, MaxMembers=8, "
-           "at test.conf:1");
+           "MaxMountsPerUser=2, at test.conf:1");
         ok(sh && strcmp(share_describe(sh, buf, sizeof buf), "share 'lab' (test.conf:1)") == 0,
            "share_describe(): %s", sh ? buf : "");
 
@@ -203,8 +205,11 @@ static void test_shares(void) {
         sh = c.setup.n_shares == 2 ? &c.setup.shares[1] : NULL;
         ok(sh && strcmp(sh->name, "team.b-2_x") == 0 && !sh->users &&
                    sh->propagation == SHARE_PROPAGATION_MEMBERS &&
-                   sh->max_members == SHARE_MAX_MEMBERS_DEFAULT,
-           "defaults: Propagation=members, MaxMembers=%u; Groups= alone is enough",
+                   sh->max_members == SHARE_MAX_MEMBERS_DEFAULT &&
+                   sh->max_mounts_per_user == SHARE_MAX_MOUNTS_PER_USER_DEFAULT &&
+                   SHARE_MAX_MOUNTS_PER_USER_DEFAULT == 16,
+           "defaults: Propagation=members, MaxMembers=%u, MaxMountsPerUser=16; Groups= alone is "
+           "enough",
            SHARE_MAX_MEMBERS_DEFAULT);
         ok(sh && share_has_member(sh, "dave", 1600, gids_team, names_team, 2),
            "Groups=team: a member by the group's name");
@@ -218,9 +223,17 @@ static void test_shares(void) {
         config_copy(&copy, &c);
         ok(copy.setup.n_shares == 2 && copy.setup.shares[0].path != c.setup.shares[0].path &&
                    strcmp(copy.setup.shares[0].groups[1], "2000") == 0 &&
+                   copy.setup.shares[0].max_mounts_per_user == 2 &&
                    strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
                           setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
            "config_copy() copies the shares deeply, with the same generation");
+        config_done(&copy);
+        config_copy(&copy, &c);
+        copy.setup.shares[0].max_mounts_per_user = 3;
+        ok(strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
+                  setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
+           "MaxMountsPerUser= is not part of the setup generation (it bounds the share, it does "
+           "not make a namespace)");
         config_done(&copy);
         ok(!setup_conf_is_empty(&c.setup) && setup_conf_needs_identity(&c.setup),
            "a share is something to set up, and needs the user's name and groups");
@@ -379,6 +392,12 @@ static void test_bad(void) {
                 { "Share x", "MaxMembers=65537", "from 1 to 65536" },
                 { "Share x", "MaxMembers=-1", "from 1 to 65536" },
                 { "Share x", "MaxMembers=many", "from 1 to 65536" },
+                { "Share x", "MaxMountsPerUser=0",
+                  "MaxMountsPerUser=0: expected a number from 1 to 4096" },
+                { "Share x", "MaxMountsPerUser=4097", "from 1 to 4096" },
+                { "Share x", "MaxMountsPerUser=-3", "from 1 to 4096" },
+                { "Share x", "MaxMountsPerUser=2x", "from 1 to 4096" },
+                { "Share x", "MaxMountsPerUser=", "from 1 to 4096" },
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {

@@ -66,6 +66,7 @@ Propagation=host
 Path=$duo
 Groups=lab
 MaxMembers=2
+MaxMountsPerUser=2
 
 [Share removable]
 Path=$removable
@@ -255,6 +256,29 @@ assert_eq "lab 1002
 duo 1002
 removable 1002" "$out" "bob's nsctl shares"
 assert_eq "" "$(vm_ssh carol "$NSCTL shares --raw --noheadings")" "carol's nsctl shares (she has none)"
+
+# ---- 6. MaxMountsPerUser=2 (after the restart: the watch came back with the pin store) --------
+say "6. duo: alice makes three FUSE mounts there; the third (newest) is detached from every member"
+out=$(vm_ssh alice "for d in m1 m2 m3; do mkdir -p ~/src-\$d $duo/\$d && echo \$d > ~/src-\$d/file && bindfs -o allow_other ~/src-\$d $duo/\$d || exit 1; done; echo made" 2>&1) ||
+        { journal_dump; fail "alice's three bindfs under duo: $out"; }
+assert_contains "$out" made "alice's three mounts under duo"
+no_fuse_at() { ! has_fuse_at "$@"; }
+start=$SECONDS
+nsd_wait_for 30 no_fuse_at bob "$duo/m3" || { journal_dump; fail "alice's third mount under duo is still in bob's namespace"; }
+nsd_wait_for 30 no_fuse_at alice "$duo/m3" || { journal_dump; fail "alice's third mount under duo is still in her namespace"; }
+echo "# the third mount was gone $((SECONDS - start)) s after the three were made"
+for d in m1 m2; do
+        has_fuse_at bob "$duo/$d" || { journal_dump; fail "alice's mount $duo/$d is gone from bob's namespace"; }
+        has_fuse_at alice "$duo/$d" || fail "alice's mount $duo/$d is gone from her namespace"
+done
+assert_eq "m1" "$(vm_ssh bob "cat $duo/m1/file")" "bob still reads alice's first mount under duo"
+journalctl --sync
+out=$(nsd_journal NSD_EVENT=share-mount-detached USER_ID=1001)
+echo "$out"
+assert_contains "$out" "Share 'duo'" "the warning names the share"
+assert_contains "$out" "MaxMountsPerUser=2" "the warning names the limit"
+assert_contains "$out" "'$duo/m3'" "the warning names the mount point"
+assert_contains "$out" "uid 1001" "the warning names the uid"
 
 # ---- 5. a share without members ----------------------------------------------------------
 say "5. nsd --check-config: a share without members"
