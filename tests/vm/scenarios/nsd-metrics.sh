@@ -171,7 +171,7 @@ say "3 logins of slow while its lookup blocks: refused with ETIMEDOUT after Look
 rm -f "$flag/asked"
 touch "$flag/block"
 for _ in 1 2 3; do
-        login_refused "cannot join the mount namespace of user 'slow'" su -l slow
+        login_refused "cannot join the mount namespace of user 'slow' (uid 1200): nsd gave up waiting for what it needed to decide (Connection timed out); nsd says: the user database (NSS) did not answer for uid 1200 within 2 s (LookupTimeoutSec=)" su -l slow
         TIMEOUT_SINCE_START=$((TIMEOUT_SINCE_START + 1))
 done
 test -e "$flag/asked" || fail "nsd did not ask the user database about slow"
