@@ -21,8 +21,8 @@
 # join histogram counts every join. Last, the series (sample lines) are counted with 10
 # namespaces and again after root's JOINs (tests/vm/helpers/nsd-rawclient.py join-range)
 # made namespaces for 1000 users in all: the same number, and promtool still accepts it
-# (the 995 JOINs take 20-30 s under TCG, 50 of them 1-2 s: all 1000 fit). Default init;
-# about 110-145 s in all.
+# (the 995 JOINs take 20-40 s under TCG, 50 of them 1-5 s: all 1000 fit). Default init;
+# 110-175 s in all.
 set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
