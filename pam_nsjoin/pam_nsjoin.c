@@ -355,7 +355,11 @@ static int log_join_failure(pam_handle_t *pamh, const struct nsjoin_args *a, con
         int code = nsjoin_errno_to_pam(step, r, &expl);
         char extra[160] = "", t[32];
 
-        if (r == -ETIMEDOUT && step == NSJOIN_STEP_JOIN)
+        if (r == -ETIMEDOUT && step == NSJOIN_STEP_JOIN && reason)
+                /* nsd's own ETIMEDOUT (an error reply, with its reason): nsd did answer, within
+                 * timeout=; what it waited for did not (LookupTimeoutSec=) */
+                expl = "nsd gave up waiting for what it needed to decide";
+        else if (r == -ETIMEDOUT && step == NSJOIN_STEP_JOIN)
                 snprintf(extra, sizeof(extra), "; gave up after timeout=%s, socket %s",
                          format_seconds(a->timeout_usec, t), path);
         else if (r == -ETIMEDOUT)

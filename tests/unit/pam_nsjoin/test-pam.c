@@ -1056,6 +1056,26 @@ static void case_refused(void) {
                       "user's namespace");
         is_int(log_lines(), 1, "JOIN -EPERM: ONE line");
 
+        /* nsd's own ETIMEDOUT (LookupTimeoutSec=) is an answer: the line says nsd gave up,
+         * not that this module's timeout= ran out */
+        c = (struct pam_case) {
+                .name = "JOIN -ETIMEDOUT from nsd",
+                .user = "alice",
+                .args = RANGE " timeout=10 socket=@SOCKET@",
+                .cfg = { .join_error = -ETIMEDOUT,
+                         .join_message = "the user database (NSS) did not answer for uid 1500 "
+                                         "within 2 s (LookupTimeoutSec=)" }
+        };
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd gave up "
+                      "waiting for what it needed to decide (Connection timed out); nsd says: "
+                      "the user database (NSS) did not answer for uid 1500 within 2 s "
+                      "(LookupTimeoutSec=)");
+        ok(!log_has("did not answer in time") && !log_has("gave up after timeout="),
+           "JOIN -ETIMEDOUT from nsd: not blamed on timeout=");
+        is_int(log_lines(), 1, "JOIN -ETIMEDOUT from nsd: ONE line");
+
         /* a refused session refuses the whole request (protocol 1.2), with either protocol */
         for (unsigned minor = 1; minor <= 2; minor++) {
                 c = (struct pam_case) { .name = minor == 1 ? "1.1, SESSION_OPEN refused"

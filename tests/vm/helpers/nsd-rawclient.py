@@ -11,6 +11,10 @@ The layouts mirror libnsclient/nsd-protocol.h (checked against its sizes at star
   nsd-rawclient.py [--socket PATH] flood-join FIRST_UID --count N --seconds S
       (root) N processes at a time, each a fresh uid from FIRST_UID on, JOIN for itself, for S
       seconds (a subuid range flooding nsd); then one line: flood-join <requests> <errno>=<n>...
+  nsd-rawclient.py [--socket PATH] join-range FIRST_UID --count N
+      (root) JOIN for uids FIRST_UID to FIRST_UID+N-1, one after the other on one connection
+      (the cheapest way to make N namespaces); then one line:
+      join-range <requests> <errno>=<n>... seconds=<wall time>
 """
 import argparse, errno, os, re, socket, struct, sys
 
@@ -118,6 +122,32 @@ def flood_join(a):
           " ".join(f"{k}={v}" for k, v in sorted(results.items())))
 
 
+def join_range(a):
+    """Root's JOINs for a.count uids from a.uid on, one connection, one request at a time."""
+    import time
+    t0, results = time.monotonic(), {}
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(60)
+    s.connect(a.socket)
+    for i in range(a.count):
+        s.send(join(a.uid + i, seq=i + 1))
+        data, anc, _, _ = s.recvmsg(8192, socket.CMSG_SPACE(4 * 4))
+        if not data:  # nsd closed the connection: the rest is not asked
+            results["closed"] = a.count - i
+            break
+        for level, typ, cdata in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                for fd in struct.unpack(f"{len(cdata) // 4}i", cdata[: len(cdata) // 4 * 4]):
+                    os.close(fd)
+        err = HDR.unpack_from(data)[7] if len(data) >= HDR.size else 0
+        code = errno.errorcode.get(-err, str(err)) if err else "0"
+        results[code] = results.get(code, 0) + 1
+    s.close()
+    print("join-range", sum(results.values()),
+          " ".join(f"{k}={v}" for k, v in sorted(results.items())),
+          f"seconds={time.monotonic() - t0:.1f}")
+
+
 def join_session(a):
     if a.pid is None:
         sys.exit("nsd-rawclient: join-session needs UID and LEADER_PID")
@@ -141,11 +171,12 @@ def main():
     ap.add_argument("--header", default="libnsclient/nsd-protocol.h")
     ap.add_argument("what", choices=["join", "garbage", "truncated", "wrong-version", "oversized",
                                      "bad-length", "unknown-type", "hold", "join-session",
-                                     "flood-join"])
+                                     "flood-join", "join-range"])
     ap.add_argument("uid", nargs="?", type=int, default=os.getuid())
     ap.add_argument("pid", nargs="?", type=int, help="join-session: the session leader")
     ap.add_argument("--count", type=int, default=1,
-                    help="hold: connections to open; flood-join: processes at a time")
+                    help="hold: connections to open; flood-join: processes at a time; "
+                    "join-range: uids")
     ap.add_argument("--seconds", type=float, default=10, help="flood-join: how long")
     ap.add_argument("--no-pidfd", action="store_true",
                     help="join-session: send no pidfd (nsd opens one)")
@@ -160,6 +191,8 @@ def main():
         join_session(a)
     elif a.what == "flood-join":
         flood_join(a)
+    elif a.what == "join-range":
+        join_range(a)
     elif a.what == "join":
         simple(a.socket, join(a.uid), "join")
     elif a.what == "garbage":
