@@ -53,6 +53,7 @@
 #include "kernel-abi.h"
 #include "libmount-cleanup.h"
 #include "nsd-protocol.h"
+#include "store/mounts.h"
 
 #define MOUNTINFO_PATH "/proc/self/mountinfo"
 /* any uid that is neither 0 nor a real user's: for the CAP_SETUID probe */
@@ -225,34 +226,6 @@ int private_supported(uint32_t features, char **ret_why) {
 
 /* ---- mount tables ------------------------------------------------------------------------- */
 
-static bool fstype_is_fuse(const char *t) {
-        return t &&
-               (strcmp(t, "fuse") == 0 || strcmp(t, "fuseblk") == 0 || strncmp(t, "fuse.", 5) == 0);
-}
-
-/* The user_id= of a FUSE mount: true and *ret, or false (not FUSE, no or a bad user_id). */
-static bool fuse_owner(struct libmnt_fs *fs, uid_t *ret) {
-        char *value = NULL, buf[16], *end;
-        size_t size = 0;
-        unsigned long v;
-
-        if (!fstype_is_fuse(mnt_fs_get_fstype(fs)))
-                return false;
-        if (mnt_fs_get_option(fs, "user_id", &value, &size) != 0 || !value || size == 0 ||
-            size >= sizeof buf)
-                return false;
-        memcpy(buf, value, size);
-        buf[size] = '\0';
-        if (!g_ascii_isdigit(buf[0]))
-                return false;
-        errno = 0;
-        v = strtoul(buf, &end, 10);
-        if (errno != 0 || *end != '\0' || v >= (uid_t) -1)
-                return false;
-        *ret = (uid_t) v;
-        return true;
-}
-
 /* nsd's (root's) view of its mount table */
 static int mount_table_read(struct libmnt_table **ret) {
         _cleanup_mnt_table_ struct libmnt_table *tb = mnt_new_table();
@@ -336,7 +309,7 @@ static int hide_resolved(HideOp *h, struct op *o, uint64_t *ret_mnt_id, char **r
         }
         fs = mount_table_find_id(tb, o->mnt_id);
         if (fs) {
-                fuse = fuse_owner(fs, &owner);
+                fuse = mounts_fuse_owner(fs, &owner);
                 fstype = mnt_fs_get_fstype(fs) ?: "?";
         }
         /* Who may change it (hide or unhide alike): root, or its owner. A mount in root's
@@ -725,7 +698,7 @@ static void watch_scan(PrivateWatch *w) {
                         continue;
                 if (g_hash_table_contains(w->exempt, &id))
                         continue;
-                if (!fuse_owner(fs, &uid) || uid == 0)
+                if (!mounts_fuse_owner(fs, &uid) || uid == 0)
                         continue;
                 watch_consider(w, id, mnt_fs_get_target(fs), mnt_fs_get_fstype(fs), uid);
         }

@@ -255,20 +255,19 @@ int mounts_under(const char *mountinfo, const char *path, int *ret_count,
         return u.count >= 0 ? 0 : -ENOENT;
 }
 
-/* ---- FUSE mounts per uid under a share's anchor ------------------------------------------ */
+/* ---- FUSE mounts and their owners ---------------------------------------------------------- */
 
-static bool fstype_is_fuse(const char *t) {
+bool mounts_fstype_is_fuse(const char *t) {
         return t &&
                (strcmp(t, "fuse") == 0 || strcmp(t, "fuseblk") == 0 || strncmp(t, "fuse.", 5) == 0);
 }
 
-/* The user_id= of a FUSE mount: true and *ret, or false (not FUSE, no or a bad user_id). */
-static bool fs_fuse_owner(struct libmnt_fs *fs, uid_t *ret) {
+bool mounts_fuse_owner(struct libmnt_fs *fs, uid_t *ret) {
         char *value = NULL, buf[16], *end;
         size_t size = 0;
         unsigned long v;
 
-        if (!fstype_is_fuse(mnt_fs_get_fstype(fs)))
+        if (!mounts_fstype_is_fuse(mnt_fs_get_fstype(fs)))
                 return false;
         /* the super options only: a mount option cannot say user_id= */
         if (mnt_optstr_get_option(mnt_fs_get_fs_options(fs), "user_id", &value, &size) != 0 ||
@@ -285,6 +284,8 @@ static bool fs_fuse_owner(struct libmnt_fs *fs, uid_t *ret) {
         *ret = (uid_t) v;
         return true;
 }
+
+/* ---- FUSE mounts per uid under a share's anchor ------------------------------------------ */
 
 /* A FUSE mount under the anchor. */
 typedef struct UseMount {
@@ -320,9 +321,9 @@ static void use_collect(struct libmnt_fs *fs, void *userdata) {
                 u->anchor_seen = true;
                 return;
         }
-        if (!fstype_is_fuse(mnt_fs_get_fstype(fs)))
+        if (!mounts_fstype_is_fuse(mnt_fs_get_fstype(fs)))
                 return;
-        if (!fs_fuse_owner(fs, &uid))
+        if (!mounts_fuse_owner(fs, &uid))
                 uid = 0;
         m = g_new0(UseMount, 1);
         m->id = (uint64_t) mnt_fs_get_id(fs);

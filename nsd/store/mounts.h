@@ -23,11 +23,20 @@
 #pragma once
 
 #include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 /* Fingerprints kept per namespace, at most. */
 #define MOUNTS_BASELINE_MAX 1024
+
+struct libmnt_fs;
+
+/* Is t a FUSE file system type (fuse, fuseblk, fuse.SUBTYPE)? */
+bool mounts_fstype_is_fuse(const char *t);
+/* The user_id= of a FUSE mount, from its super options only (a mount option cannot say it):
+ * true and *ret, or false (not FUSE, no user_id=, or not a uid). */
+bool mounts_fuse_owner(struct libmnt_fs *fs, uid_t *ret);
 
 /* The fingerprints of the mounts of a mountinfo text that were not received from a peer
  * group, sorted: a GArray of guint64 (*ret), or -errno (-E2BIG: more than
