@@ -40,11 +40,14 @@ numbering of the calls to fail, the same in every run.
    killed (SIGKILL) are closed after it with the right counts; one whose leader died while
    nsd was down ends at the next start; a restored session ends when its leader dies.
    A third scenario (setup) makes D's namespace with a setup (issue 22: a tmpfs polydir, a
-   Method=user polydir whose instance directory nsd makes, an init script; D is nss_wrapper's
-   user "ud"), with A pinned before: each call site of the setup (openat2, mkdirat, fsopen,
-   fsconfig, fsmount, open_tree, mount_setattr, move_mount, the init script's clone and
-   execveat, in the setup's helper child) failed in turn. Asserted: D is either handed out
-   fully set up (its tmpfs, its instance bound, the init script's mark) or not handed out at
+   Method=user polydir whose instance directory nsd makes, an init script; issue 24: a share
+   of D's alone, and a per-user route; D is nss_wrapper's user "ud"), with A pinned before:
+   each call site of the setup (openat2, mkdirat, fsopen, fsconfig, fsmount, open_tree,
+   mount_setattr, move_mount, the init script's clone and execveat, in the setup's helper
+   child; the shares' anchor, the route's mount on the host and the clones; the watch of the
+   pin namespace's mount table for MaxMountsPerUser=) failed in turn. Asserted: D is either
+   handed out fully set up (its tmpfs, its instance bound, the init script's mark, the share's
+   clone, the route) or not handed out at
    all (not listed, and not there after a clean restart); an error that may pass is retried
    by the login and then served; A survives.
 5. Linger (Linger=0), without faults: a host unmount plus a mount of the user's keeps the
@@ -139,7 +142,8 @@ class World:
     def make_setup(self):
         """What D's namespace gets (issue 22), and nss_wrapper's users for nsd's lookups."""
         d = self.dir
-        for sub, mode in (("poly/t", 0o755), ("poly/u", 0o1777), (f"home/{UD}", 0o700)):
+        for sub, mode in (("poly/t", 0o755), ("poly/u", 0o1777), (f"home/{UD}", 0o700),
+                          ("share", 0o755), ("media", 0o755)):
             os.makedirs(f"{d}/{sub}", exist_ok=True)
             os.chmod(f"{d}/{sub}", mode)
         os.chown(f"{d}/home/{UD}", UD, UD)
@@ -155,7 +159,9 @@ class World:
                     f"[Polydir t]\nPath={d}/poly/t\nMethod=tmpfs\nMountOptions=size=1m\n"
                     f"NoInit=yes\nOnlyUsers=ud\n"
                     f"[Polydir u]\nPath={d}/poly/u\nMethod=user\nInstancePrefix={d}/inst/\n"
-                    f"OnlyUsers=ud\n")
+                    f"OnlyUsers=ud\n"
+                    f"[Share s]\nPath={d}/share\nUsers=ud\n"
+                    f"[Share m]\nPath={d}/media\nUsers=ud\nPropagation=per-user\n")
         self.preload = ["libnss_wrapper.so"]
         self.env_nsd = {"NSS_WRAPPER_PASSWD": f"{d}/passwd", "NSS_WRAPPER_GROUP": f"{d}/group"}
 
@@ -456,20 +462,27 @@ def check_log(oc, fault_log):
 
 def setup_state(w, uid):
     """D's namespace as seen from inside: (tmpfs on poly/t, poly/u is the instance, init mark,
-    ns inode) or None with why."""
+    the share's clone on share (a shared mount), the route on media (a tmpfs holding the
+    clone of media/ud), ns inode) or None with why."""
     d = w.dir
     rc, out = w.client("exec", uid, JOIN_WAIT_MS, "--", "sh", "-c",
                        f"stat -f -c %T {d}/poly/t; stat -c %i {d}/poly/u; "
                        f"test -e {d}/poly/u/.init-done && echo init || echo no-init; "
+                       f"awk '$5 == \"{d}/share\" && / shared:/ {{ n++ }} "
+                       f"END {{ print n ? \"share\" : \"no-share\" }}' /proc/self/mountinfo; "
+                       f"awk '$5 == \"{d}/media/ud\" {{ n++ }} "
+                       f"END {{ print n ? \"route\" : \"no-route\" }}' /proc/self/mountinfo; "
+                       f"stat -f -c %T {d}/media; "
                        f"stat -L -c %i /proc/self/ns/mnt")
     f = out.split()
-    if rc != 0 or len(f) < 4:
+    if rc != 0 or len(f) < 7:
         return None, out.strip()[-200:]
     try:
         inst = os.stat(f"{d}/inst/ud").st_ino
     except OSError:
         inst = -1
-    return (f[-4] == "tmpfs", int(f[-3]) == inst, f[-2] == "init", int(f[-1])), None
+    return (f[-7] == "tmpfs", int(f[-6]) == inst, f[-5] == "init", f[-4] == "share",
+            f[-3] == "route" and f[-2] == "tmpfs", int(f[-1])), None
 
 
 def scenario_setup(w, oc, mark, fault=None, trace=None):
@@ -498,9 +511,9 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
             st, why = setup_state(w, UD)
         if st is None:
             oc.problem(f"setup: D handed out, but cannot be entered: {why}")
-        elif not all(st[:3]):
+        elif not all(st[:-1]):
             oc.problem(f"setup: D handed out HALF SET UP: tmpfs={st[0]} instance={st[1]} "
-                       f"init={st[2]}")
+                       f"init={st[2]} share={st[3]} route={st[4]}")
         oc.d = (j, st)
     tok = read_token(w, UA)
     oc.fault_run_token_a = tok
@@ -527,7 +540,7 @@ def check_setup(w, oc, fault_log):
                 oc.problem(f"D LOST after a clean restart: listed {now.get(UD)}, was {j[1]}")
             else:
                 st2, why = setup_state(w, UD)
-                if st2 is None or not all(st2[:3]):
+                if st2 is None or not all(st2[:-1]):
                     oc.problem(f"D after a clean restart is not set up: {st2 or why}")
     w.stop()
     check_log(oc, fault_log)
