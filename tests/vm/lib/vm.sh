@@ -29,9 +29,10 @@ skip() {
     exit 77
 }
 
-# say MSG...: a progress line on stdout.
+# say MSG...: a progress line on stdout, with the seconds since the scenario started (where
+# a scenario's time goes: tools/test lists the slowest tests, these lines say which steps)
 say() {
-    echo "# $*"
+    echo "# [${SECONDS}s] $*"
 }
 
 # assert_eq EXPECTED ACTUAL [WHAT]
