@@ -114,7 +114,11 @@ if has_entry run0; then
                 [ -e "$f" ] && break
         done
         say "run0 ($(run0 --version | head -1)): PAM service systemd-run0 reads $f: $(grep -E '^[[:space:]]*(@include|session)' "$f" | tr -s ' \t' ' ' | paste -sd';')"
+        mgr=$(manager_pid alice)
         got[run0]=$(run0_probe alice)
+        # the lingering manager is the same one after run0's session ended
+        say "after run0: user@1001 $(systemctl is-active user@1001.service) (pid $(manager_pid alice), before $mgr); $(ls /run/user/1001/bus 2>&1); sessions: $(loginctl list-sessions --no-legend | tr -s ' \n' ' ')"
+        assert_eq "$mgr" "$(manager_pid alice)" "alice's lingering manager after run0"
 fi
 # login on a console: login(1) on a pty made by script(1), fed through a fifo that stays open
 # until the shell has answered
@@ -142,7 +146,8 @@ if has_entry cron; then
         got[cron]=$(cat /home/alice/probe.cron)
 fi
 # a user service of the lingering manager, and the manager itself
-vm_user_run alice --unit=probe-svc --wait "$probe" /home/alice/probe.svc || fail "alice's probe service failed"
+vm_user_run alice --unit=probe-svc --wait "$probe" /home/alice/probe.svc ||
+        { systemctl status --no-pager user@1001.service >&2; vm_journal_dump; fail "alice's probe service failed"; }
 got[user-service]=$(cat /home/alice/probe.svc)
 got[user-manager]="$(vm_ns_of "$(manager_pid alice)") (pid)"
 for e in "${entries[@]}"; do
