@@ -117,7 +117,6 @@ if has_entry run0; then
         mgr=$(manager_pid alice)
         got[run0]=$(run0_probe alice)
         # the lingering manager is the same one after run0's session ended
-        say "after run0: user@1001 $(systemctl is-active user@1001.service) (pid $(manager_pid alice), before $mgr); $(ls /run/user/1001/bus 2>&1); sessions: $(loginctl list-sessions --no-legend | tr -s ' \n' ' ')"
         assert_eq "$mgr" "$(manager_pid alice)" "alice's lingering manager after run0"
 fi
 # login on a console: login(1) on a pty made by script(1), fed through a fifo that stays open
