@@ -796,6 +796,25 @@ static void mask_status(char *s, size_t size) {
         mask_number_after(s, size, "\"uptime_sec\": ");
 }
 
+/* libsmartcols spells an empty JSON array [null] before util-linux 2.41 (Debian 12) and []
+ * from 2.41 on (Debian 13): both spellings are read as [] on both sides, so that the golden
+ * files hold on either (the schema allows both). In place; s only shrinks. */
+static void mask_empty_array(char *s) {
+        for (char *p = strstr(s, "[\n"); p; p = strstr(p + 1, "[\n")) {
+                char *q = p + 2;
+
+                q += strspn(q, " ");
+                if (strncmp(q, "null\n", 5) != 0)
+                        continue;
+                q += 5;
+                q += strspn(q, " ");
+                if (*q != ']')
+                        continue;
+                memmove(p + 2, q + 1, strlen(q + 1) + 1);
+                p[1] = ']';
+        }
+}
+
 /* The exit status, stdout and stderr of r against the file golden_dir/name. */
 static void check_golden(const char *name, struct run *r) {
         static char text[sizeof(r->out) + sizeof(r->err) + 64], want[sizeof(text)];
@@ -815,6 +834,8 @@ static void check_golden(const char *name, struct run *r) {
                 ok(false, "%s: %s: %s", name, path, strerror(errno));
                 return;
         }
+        mask_empty_array(text);
+        mask_empty_array(want);
         if (!ok(strcmp(text, want) == 0, "nsctl %s: the output as in %s/", name,
                 "tests/unit/nsctl/golden"))
                 printf("#   got:\n%s#   expected:\n%s", text, want);

@@ -14,6 +14,16 @@ systemctl start systemd-user-sessions.service
 
 DEB_PACKAGES=(nsjoin libnsclient1 libnsclient-dev libpam-nsjoin)
 
+# deb_native BUILD-DIR: the packages built for the VM's own root: BUILD-DIR/debs on Debian 12
+# (this machine's root), BUILD-DIR/debs-trixie on the Debian 13 root (tests/vm/run --root
+# trixie; tools/build-debs --trixie, as tools/test builds them)
+deb_native() {
+        case ${NSD_VM_ROOT:-host} in
+                trixie) echo "$1/debs-trixie" ;;
+                *) echo "$1/debs" ;;
+        esac
+}
+
 # deb_files DIR [PACKAGE...]: print the .deb of each PACKAGE (default DEB_PACKAGES) in DIR,
 # one a line; skips the scenario when one is missing.
 deb_files() {

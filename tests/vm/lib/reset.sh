@@ -29,9 +29,11 @@ systemd=
 # the syslog sink of lib/nsd.sh): gone, whatever those traps managed
 pkill -KILL -x nsd 2> /dev/null
 pkill -KILL -x sshd 2> /dev/null
+# (OpenSSH 10, Debian 13: each connection's monitor is sshd-session, running as root)
+pkill -KILL -x sshd-session 2> /dev/null
 pkill -KILL -f '^busybox syslogd' 2> /dev/null
-vm_poll 30 sh -c '! pgrep -x nsd && ! pgrep -x sshd' ||
-    problem "nsd or sshd still runs: $(pgrep -a -x nsd; pgrep -a -x sshd)"
+vm_poll 30 sh -c '! pgrep -x nsd && ! pgrep -x sshd && ! pgrep -x sshd-session' ||
+    problem "nsd or sshd still runs: $(pgrep -a -x nsd; pgrep -a -x sshd; pgrep -a -x sshd-session)"
 [ -n "$systemd" ] || rm -f /dev/log # busybox syslogd's (under systemd: journald's, kept)
 
 # ---- users ------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 # enabled by `pam-auth-update --enable nsjoin`, nothing added to any PAM file by hand:
 #   a lingering user manager (started with no login at all), ssh (Debian's own sshd stack),
 #   su -l, login on a console (through script(1), a pty), sudo -i -u, a cron job, a user
-#   service (transient, through the lingering manager).
+#   service (transient, through the lingering manager), and where systemd has it (>= 256:
+#   Debian 13) run0 --user=USER, run by root.
 # Each lands in the user's namespace (the inode nsctl lists); a real sshfs mount made in an ssh
 # login (sshfs to this VM's own sshd over loopback) is read in every other; a user service's
 # own FUSE mount is read from ssh; bob's entry points never see alice's mounts, root in the
@@ -15,12 +16,16 @@
 #   - a user manager started while nsd is not running: socket activation starts nsd and the
 #     manager lands in the same (re-adopted) namespace; at boot nsd.socket listens before any
 #     user manager starts (the unit ordering is asserted).
-#   Args: BUILD-DIR [full|core]   (the .debs from BUILD-DIR/debs)
+#   Args: BUILD-DIR [full|core]   (the .debs from BUILD-DIR/debs; on the Debian 13 root,
+#   tests/vm/run --root trixie, from BUILD-DIR/debs-trixie)
 # full (the default): every entry point and both hard cases. core: what depends on the kernel
 # (the other image of a base runs it): the lingering manager, ssh with its sshfs, su -l, a user
 # service, bob's ssh and user service, root, and nsd restarted under running services; login,
 # sudo -i and cron (PAM stacks like su's, joining the same way) and the socket activation case
-# (unit ordering) run in full only.
+# (unit ordering) run in full only. run0 joins both matrices when the VM's systemd has it
+# (Debian 12's 252 has not): its PAM service systemd-run0 has no file of its own on Debian 13,
+# so libpam reads /etc/pam.d/other, which includes common-session (README.Debian, "Debian 13";
+# the scenario prints which file the service reads).
 set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/deb.sh
@@ -32,9 +37,10 @@ case $matrix in
         core) entries=(ssh su-l user-service) ;;
         *) fail "the matrix is full or core, not '$matrix'" ;;
 esac
+command -v run0 > /dev/null && entries+=(run0)
 has_entry() { [[ " ${entries[*]} " == *" $1 "* ]]; }
 say "entry points ($matrix): ${entries[*]}"
-deb_install "$build/debs"
+deb_install "$(deb_native "$build")"
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket after installation"
 say "pam-auth-update --enable nsjoin"
 nsd_enable_profile
@@ -98,6 +104,21 @@ declare -A got
 got[ssh]=$(vm_ssh alice "$probe")
 got[su-l]=$(su -l alice -c "$probe")
 has_entry sudo-i && got[sudo-i]=$(sudo -i -u alice "$probe")
+# run0 (systemd >= 256), as root: a transient service of PID 1 with User=alice and
+# PAMName=systemd-run0, its output through pipes (no tty here)
+run0_probe() { # run0_probe USER
+        run0 --user="$1" "$probe" || fail "run0 --user=$1 failed"
+}
+if has_entry run0; then
+        for f in /etc/pam.d/systemd-run0 /usr/lib/pam.d/systemd-run0 /etc/pam.d/other; do
+                [ -e "$f" ] && break
+        done
+        say "run0 ($(run0 --version | head -1)): PAM service systemd-run0 reads $f: $(grep -E '^[[:space:]]*(@include|session)' "$f" | tr -s ' \t' ' ' | paste -sd';')"
+        mgr=$(manager_pid alice)
+        got[run0]=$(run0_probe alice)
+        # the lingering manager is the same one after run0's session ended
+        assert_eq "$mgr" "$(manager_pid alice)" "alice's lingering manager after run0"
+fi
 # login on a console: login(1) on a pty made by script(1), fed through a fifo that stays open
 # until the shell has answered
 login_probe() { # login_probe USER: the probe's line from a console login of USER
@@ -124,7 +145,8 @@ if has_entry cron; then
         got[cron]=$(cat /home/alice/probe.cron)
 fi
 # a user service of the lingering manager, and the manager itself
-vm_user_run alice --unit=probe-svc --wait "$probe" /home/alice/probe.svc || fail "alice's probe service failed"
+vm_user_run alice --unit=probe-svc --wait "$probe" /home/alice/probe.svc ||
+        { systemctl status --no-pager user@1001.service >&2; vm_journal_dump; fail "alice's probe service failed"; }
 got[user-service]=$(cat /home/alice/probe.svc)
 got[user-manager]="$(vm_ns_of "$(manager_pid alice)") (pid)"
 for e in "${entries[@]}"; do
@@ -141,6 +163,7 @@ declare -A bob
 bob[ssh]=$(vm_ssh bob "$probe")
 bob[su-l]=$(su -l bob -c "$probe")
 has_entry sudo-i && bob[sudo-i]=$(sudo -i -u bob "$probe")
+has_entry run0 && bob[run0]=$(run0_probe bob)
 has_entry login && bob[login]=$(login_probe bob)
 if has_entry cron; then
         vm_wait_for 60 file_has /home/bob/probe.cron
