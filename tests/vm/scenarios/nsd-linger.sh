@@ -118,7 +118,7 @@ wait_sessions carol 1
 say "a) the host mounts a shared tmpfs on /media/nsd-usb (before alice's namespace exists)"
 mkdir -p /media/nsd-usb
 mount -t tmpfs -o size=1m nsd-usb /media/nsd-usb
-vm_on_exit "umount /media/nsd-usb 2> /dev/null"
+vm_on_exit "umount /media/nsd-usb 2> /dev/null; rmdir /media/nsd-usb 2> /dev/null"
 echo "the host's disk" > /media/nsd-usb/label
 assert_eq shared "$(findmnt -n -o PROPAGATION /media/nsd-usb)" "the host mount's propagation"
 # a mount alice makes herself with nothing running behind it: mount(8) is setuid root and
