@@ -255,33 +255,6 @@ static void detach_start(ShareBound *b, const Share *sh, const char *anchor, Mou
 
 /* ---- the watch ---------------------------------------------------------------------------- */
 
-static int read_table(int fd, char **ret) {
-        g_autofree char *buf = NULL;
-        size_t len = 0, cap = 0;
-
-        for (;;) {
-                ssize_t n;
-
-                if (cap - len < 4096) {
-                        if (cap > USER_MOUNTINFO_MAX)
-                                return -EFBIG;
-                        cap = cap ? cap * 2 : 65536;
-                        buf = g_realloc(buf, cap);
-                }
-                n = pread(fd, buf + len, cap - len - 1, (off_t) len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        buf[len] = '\0';
-        *ret = g_steal_pointer(&buf);
-        return 0;
-}
-
 static void scan(ShareBound *b) {
         const SetupConf *conf = &b->config->setup;
         const char *run_dir = pinstore_run_dir(b->pins);
@@ -290,7 +263,7 @@ static void scan(ShareBound *b) {
 
         if (b->fd < 0 || !run_dir)
                 return;
-        r = read_table(b->fd, &text);
+        r = ns_read_mountinfo_fd(b->fd, USER_MOUNTINFO_MAX, &text, NULL);
         if (r < 0) {
                 log_warning_errno(r, "Cannot read the mount table of nsd's pin namespace, "
                                      "ignoring this change: %m");

@@ -508,17 +508,12 @@ static int mountinfo_open(const UserNs *ns) {
         return ns_open_mountinfo(ns->ns_fd, whose);
 }
 
-int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -1;
+int ns_read_mountinfo_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
 
-        if (ns_fd < 0 || !ret)
+        if (fd < 0 || !ret)
                 return -EINVAL;
-
-        fd = ns_open_mountinfo(ns_fd, whose);
-        if (fd < 0)
-                return fd;
         for (;;) {
                 ssize_t n;
 
@@ -536,12 +531,11 @@ int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size
                         buf = nb;
                         cap = ncap;
                 }
-                n = read(fd, buf + len, cap - len - 1);
+                n = pread(fd, buf + len, cap - len - 1, (off_t) len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return log_error_errno(errno, "Failed to read the mount table of %s: %m",
-                                               whose);
+                        return -errno;
                 }
                 if (n == 0)
                         break;
@@ -554,6 +548,22 @@ int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size
                 *ret_len = len;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (ns_fd < 0 || !ret)
+                return -EINVAL;
+
+        fd = ns_open_mountinfo(ns_fd, whose);
+        if (fd < 0)
+                return fd;
+        r = ns_read_mountinfo_fd(fd, max, ret, ret_len);
+        if (r < 0 && r != -EFBIG && r != -ENOMEM)
+                return log_error_errno(-r, "Failed to read the mount table of %s: %m", whose);
+        return r;
 }
 
 int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_len) {

@@ -94,6 +94,10 @@ int userns_read_mountinfo(const UserNs *ns, size_t max, char **ret, size_t *ret_
 /* The same for any mount namespace's nsfs descriptor (whose: "the pin namespace", for
  * messages). */
 int ns_read_mountinfo(int ns_fd, const char *whose, size_t max, char **ret, size_t *ret_len);
+/* The same from a mountinfo descriptor already open (ns_open_mountinfo()'s), read from offset
+ * 0 whatever was read before: 0, or -EFBIG (more than max bytes), -ENOMEM, -errno (not
+ * logged). */
+int ns_read_mountinfo_fd(int fd, size_t max, char **ret, size_t *ret_len);
 /* /proc/self/mountinfo of a process inside the namespace ns_fd, opened for reading (a helper
  * child opens it there: the descriptor keeps that namespace's table, read it with pread from
  * 0, and poll() says POLLPRI when the table changed). The descriptor, or -errno (logged,
