@@ -121,12 +121,13 @@ static int check_config(void) {
                 size_t dropins = files->n - (missing ? 0 : 1);
 
                 printf("%s%s: OK, with %zu drop-in%s: %zu polydir%s, %zu read-only bind%s, "
-                       "%zu share%s, setup generation %s\n",
+                       "%zu share%s, %zu volume%s, setup generation %s\n",
                        arg_config, missing ? " (missing: the defaults)" : "", dropins,
                        dropins == 1 ? "" : "s", c.setup.n_polydirs,
                        c.setup.n_polydirs == 1 ? "" : "s", c.setup.n_binds,
                        c.setup.n_binds == 1 ? "" : "s", c.setup.n_shares,
-                       c.setup.n_shares == 1 ? "" : "s",
+                       c.setup.n_shares == 1 ? "" : "s", c.setup.n_volumes,
+                       c.setup.n_volumes == 1 ? "" : "s",
                        setup_conf_generation(&c.setup, c.propagation_private, generation,
                                              sizeof generation));
         }

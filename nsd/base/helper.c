@@ -108,6 +108,8 @@ static const char *const step_text[_HELPER_STEP_MAX] = {
         [HELPER_STEP_SETUP_PROPAGATION] = "set the anchor's propagation (mount_setattr)",
         [HELPER_STEP_OPEN_ANCHOR] = "open the share's anchor in the pin namespace",
         [HELPER_STEP_DETACH] = "detach the mount (umount2 MNT_DETACH)",
+        [HELPER_STEP_SETUP_LOOP] = "attach the image to a loop device (LOOP_CONFIGURE)",
+        [HELPER_STEP_SETUP_MOUNT] = "mount the volume (fsopen, fsconfig, fsmount)",
 };
 
 const char *helper_step_text(int step) {

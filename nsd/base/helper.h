@@ -60,6 +60,9 @@ enum helper_step {
         /* MaxMountsPerUser= (share-bound.c) */
         HELPER_STEP_OPEN_ANCHOR,
         HELPER_STEP_DETACH,
+        /* a volume (setup.c) */
+        HELPER_STEP_SETUP_LOOP,
+        HELPER_STEP_SETUP_MOUNT,
         _HELPER_STEP_MAX,
 };
 

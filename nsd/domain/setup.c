@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/loop.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/fsuid.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -79,6 +81,12 @@ typedef struct PlanShare {
         bool left_out;     /* setup_plan_leave_out_share() */
 } PlanShare;
 
+typedef struct PlanVolume {
+        const Volume *conf; /* into the plan's copy of the configuration */
+        Walk where;         /* Where=, as a polydir's Path= */
+        char *source;       /* Source=, expanded */
+} PlanVolume;
+
 struct SetupPlan {
         SetupConf conf; /* a copy: the plan lives as long as its run */
         uid_t uid;
@@ -92,6 +100,8 @@ struct SetupPlan {
         size_t n_polydirs;
         PlanShare *shares; /* the shares the user is a member of */
         size_t n_shares;
+        PlanVolume *volumes; /* the volumes the user is a member of */
+        size_t n_volumes;
         int pinns_fd, pin_dir_fd; /* setup_plan_set_pin_namespace(), the caller's; -1: none */
 };
 
@@ -319,6 +329,46 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                 s->staging = g_strconcat(".new-", s->anchor, NULL);
                 plan->n_shares++;
         }
+
+        plan->volumes = g_new0(PlanVolume, plan->conf.n_volumes);
+        for (size_t i = 0; i < plan->conf.n_volumes; i++) {
+                const Volume *c = &plan->conf.volumes[i];
+                PlanVolume *v = &plan->volumes[plan->n_volumes];
+                g_autofree char *where = NULL, *source = NULL;
+                char desc[256];
+
+                if (!volume_has_member(c, user->name, user->uid, user->groups, user->group_names,
+                                       user->n_groups))
+                        continue;
+                if (!user->name && (strstr(c->where, "%u") || strstr(c->where, "%h") ||
+                                    strstr(c->where, "%g") || strstr(c->source, "%u"))) {
+                        *ret_why = g_strdup_printf("%s needs the name of uid %u, which has no "
+                                                   "entry in the user database",
+                                                   volume_describe(c, desc, sizeof desc),
+                                                   (unsigned) user->uid);
+                        return -EINVAL;
+                }
+                if (g_str_has_prefix(c->where, "%h") && !valid_home(plan->home)) {
+                        *ret_why = g_strdup_printf("%s: the home directory of uid %u ('%s') is "
+                                                   "not a clean absolute path, so %%h cannot "
+                                                   "be used",
+                                                   volume_describe(c, desc, sizeof desc),
+                                                   (unsigned) user->uid, plan->home);
+                        return -EINVAL;
+                }
+                r = expand(c->where, plan, user, &where, ret_why);
+                if (r < 0)
+                        return r;
+                /* a network source is no path: only its specifiers are replaced (%u %U) */
+                r = expand(c->source, plan, user, &source, ret_why);
+                if (r < 0)
+                        return r;
+                v->conf = c;
+                walk_init(&v->where, g_steal_pointer(&where), g_str_has_prefix(c->where, "%h"),
+                          plan);
+                v->source = g_steal_pointer(&source);
+                plan->n_volumes++;
+        }
         *ret = g_steal_pointer(&plan);
         return 0;
 }
@@ -342,6 +392,11 @@ void setup_plan_free(SetupPlan *p) {
                 g_free(p->shares[i].anchor);
         }
         g_free(p->shares);
+        for (size_t i = 0; i < p->n_volumes; i++) {
+                g_free(p->volumes[i].where.path);
+                g_free(p->volumes[i].source);
+        }
+        g_free(p->volumes);
         setup_conf_done(&p->conf);
         g_free(p->user_name);
         g_free(p->home);
@@ -354,7 +409,19 @@ bool setup_plan_is_empty(const SetupPlan *p) {
         for (size_t i = 0; i < p->n_shares; i++)
                 if (!p->shares[i].left_out)
                         return false;
-        return p->n_polydirs == 0 && p->conf.n_binds == 0;
+        return p->n_polydirs == 0 && p->conf.n_binds == 0 && p->n_volumes == 0;
+}
+
+size_t setup_plan_n_volumes(const SetupPlan *p) {
+        return p->n_volumes;
+}
+
+const char *setup_plan_volume_where(const SetupPlan *p, size_t i) {
+        return i < p->n_volumes ? p->volumes[i].where.path : NULL;
+}
+
+const char *setup_plan_volume_source(const SetupPlan *p, size_t i) {
+        return i < p->n_volumes ? p->volumes[i].source : NULL;
 }
 
 size_t setup_plan_n_shares(const SetupPlan *p) {
@@ -401,6 +468,8 @@ enum refusal {
         REFUSAL_SCRIPT_TIME,   /* it was still running near the deadline */
         REFUSAL_ROUTE_DIR,     /* a route's Path=/USER on the host that is not safe: the
                                 * member's namespace is made without the route */
+        REFUSAL_VOLUME_SOURCE, /* a volume's image not root's or writable by others, a block
+                                * device not root's, or neither */
 };
 
 /* Which path of an item a step was at. */
@@ -428,6 +497,8 @@ struct item_result {
         bool made;  /* a share's anchor was made now (it was not there) */
         bool new_instance;
         bool script_ran;
+        bool looped; /* a volume's image is on /dev/loop<loop_nr> */
+        uint32_t loop_nr;
 };
 
 struct setup_args {
@@ -440,6 +511,7 @@ struct setup_args {
         struct item_result binds[SETUP_MAX_BINDS];
         struct item_result polydirs[SETUP_MAX_POLYDIRS];
         struct item_result shares[SETUP_MAX_SHARES];
+        struct item_result volumes[SETUP_MAX_VOLUMES];
 };
 
 static int item_fail(struct item_result *res, int step, int what) {
@@ -726,6 +798,152 @@ static int do_polydir(struct setup_args *a, struct bases *b, const PlanPolydir *
                 tree = tmpfs_mount(d, &pst, res);
         }
         return attach_done(tree, pfd, res, WHAT_DIR);
+}
+
+/* ---- volumes -------------------------------------------------------------------------- */
+
+/* The image fd (checked) on a free loop device, read-only with ro, cleared by the kernel when
+ * its last user goes (LO_FLAGS_AUTOCLEAR: the mount, once it is made). The loop device's
+ * descriptor into *ret_fd, its name into dev (size >= 32). */
+static int loop_attach(const struct setup_args *a, const struct bases *b, int image_fd, bool ro,
+                       const char *image, struct item_result *res, char *dev, int *ret_fd) {
+        struct loop_config cfg = {
+                .fd = (uint32_t) image_fd,
+                .info.lo_flags = LO_FLAGS_AUTOCLEAR | (ro ? LO_FLAGS_READ_ONLY : 0),
+        };
+        int ctl, fd = -1;
+        char num[24];
+
+        (void) a;
+        strncpy((char *) cfg.info.lo_file_name, image, LO_NAME_SIZE - 1);
+        ctl = resolve_at(b->root, "dev/loop-control", O_RDWR);
+        if (ctl < 0)
+                return item_fail(res, HELPER_STEP_SETUP_LOOP, WHAT_SOURCE);
+        /* another process may take the free device first: then the next one */
+        for (int i = 0; i < 16; i++) {
+                long nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+
+                if (nr < 0)
+                        break;
+                strcpy(dev, "dev/loop");
+                strcat(dev, fmt_uint(num, (unsigned long) nr, 10));
+                fd = resolve_at(b->root, dev, O_RDWR);
+                if (fd < 0)
+                        break;
+                if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0) {
+                        res->looped = true;
+                        res->loop_nr = (uint32_t) nr;
+                        break;
+                }
+                if (errno != EBUSY)
+                        break;
+                close_fd(&fd);
+        }
+        if (!res->looped) {
+                item_fail(res, HELPER_STEP_SETUP_LOOP, WHAT_SOURCE);
+                close_fd(&fd);
+                close(ctl);
+                return -1;
+        }
+        close(ctl);
+        /* "/dev/loopN", for fsconfig(): /dev is the host's, root's */
+        memmove(dev + 1, dev, strlen(dev) + 1);
+        dev[0] = '/';
+        *ret_fd = fd;
+        return 0;
+}
+
+/* The volume's source as fsconfig() takes it into src (size >= 32 for a loop device): a
+ * block device of root's as it is, an image of root's not writable by others attached to a
+ * loop device (*ret_loop_fd), a network type's as it is. */
+static int volume_source(const struct setup_args *a, const struct bases *b, const PlanVolume *v,
+                         struct item_result *res, const char **ret_src, char *dev,
+                         int *ret_loop_fd) {
+        bool ro = v->conf->mount_attr & MOUNT_ATTR_RDONLY;
+        char proc[32];
+        int sfd, ifd;
+        struct stat st;
+
+        *ret_src = v->source;
+        if (v->conf->kind != VOLUME_KIND_BLOCK)
+                return 0;
+        /* an administrator's path, resolved as root, no symbolic link on the way */
+        sfd = resolve_at(b->root, v->source + 1, O_PATH);
+        if (sfd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_SOURCE);
+        if (fstat(sfd, &st) < 0) {
+                close(sfd);
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_SOURCE);
+        }
+        if (S_ISBLK(st.st_mode) && st.st_uid == 0) {
+                close(sfd);
+                return 0;
+        }
+        /* an image that anyone but root can write is a crafted file system for the kernel */
+        if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+                close(sfd);
+                return item_refuse(res, REFUSAL_VOLUME_SOURCE, WHAT_SOURCE, &st);
+        }
+        /* opened for reading (and writing) through the descriptor that was checked */
+        helper_fd_path(proc, sfd);
+        ifd = open(proc, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+        close(sfd);
+        if (ifd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_LOOP, WHAT_SOURCE);
+        if (loop_attach(a, b, ifd, ro, v->source, res, dev, ret_loop_fd) < 0) {
+                close(ifd);
+                return -1;
+        }
+        close(ifd); /* the loop device holds the file */
+        *ret_src = dev;
+        return 0;
+}
+
+/* A volume: Where= resolved as a polydir's Path= (as the user under %h, no symbolic link),
+ * owned by root or the user; the file system made with the type's options and mounted
+ * nosuid,nodev (and the attributes of Options=) on that very descriptor. */
+static int do_volume(struct setup_args *a, struct bases *b, const PlanVolume *v,
+                     struct item_result *res) {
+        const Volume *c = v->conf;
+        _cleanup_close_ int wfd = -1, loop = -1, fs = -1, m = -1;
+        char dev[32];
+        const char *src;
+        struct stat wst;
+
+        if (walk(a, b, &v->where, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &wfd) < 0)
+                return -1;
+        if (fstat(wfd, &wst) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
+        if (wst.st_uid != 0 && wst.st_uid != a->plan->uid)
+                return item_refuse(res, REFUSAL_OWNER, WHAT_TARGET, &wst);
+        if (walk_as(a, false) < 0)
+                return item_fail(res, HELPER_STEP_FSUID, WHAT_SOURCE);
+        if (volume_source(a, b, v, res, &src, dev, &loop) < 0)
+                return -1;
+        fs = fsopen(c->type, FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return item_fail(res, HELPER_STEP_SETUP_MOUNT, WHAT_SOURCE);
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", src, 0) < 0 ||
+            ((c->mount_attr & MOUNT_ATTR_RDONLY) &&
+             fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0))
+                return item_fail(res, HELPER_STEP_SETUP_MOUNT, WHAT_SOURCE);
+        for (size_t i = 0; i < c->n_options; i++) {
+                const MountOption *o = &c->options[i];
+
+                if ((o->value ? fsconfig(fs, FSCONFIG_SET_STRING, o->key, o->value, 0)
+                              : fsconfig(fs, FSCONFIG_SET_FLAG, o->key, NULL, 0)) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_MOUNT, WHAT_SOURCE);
+        }
+        if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_MOUNT, WHAT_SOURCE);
+        m = fsmount(fs, FSMOUNT_CLOEXEC,
+                    (unsigned) (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | c->mount_attr));
+        if (m < 0)
+                return item_fail(res, HELPER_STEP_SETUP_MOUNT, WHAT_SOURCE);
+        /* the loop device stays as long as the mount (its autoclear) */
+        if (attach_done(m, wfd, res, WHAT_TARGET) < 0)
+                return -1;
+        return 0;
 }
 
 static uint64_t mono_usec(void) {
@@ -1291,6 +1509,11 @@ static int setup_child(void *p, int *ret_fd) {
                         a->n_failed++;
                         stop = !a->keep_going;
                 }
+        for (size_t i = 0; i < plan->n_volumes && !stop; i++)
+                if (do_volume(a, &b, &plan->volumes[i], &a->volumes[i]) < 0) {
+                        a->n_failed++;
+                        stop = !a->keep_going;
+                }
         for (size_t i = 0; i < plan->n_polydirs && !stop; i++) {
                 const PlanPolydir *d = &plan->polydirs[i];
 
@@ -1377,6 +1600,20 @@ static char *item_why(const SetupPlan *plan, const char *object, const char *ite
                                                  "signal %d (%s)",
                                                  object, path, st, strsignal(st));
         }
+        case REFUSAL_VOLUME_SOURCE:
+                if (S_ISBLK(res->found_mode))
+                        return g_strdup_printf("%s: the block device '%s' must be owned by root "
+                                               "(it is uid %u's): refused",
+                                               object, path, (unsigned) res->found_uid);
+                if (!S_ISREG(res->found_mode))
+                        return g_strdup_printf("%s: '%s' is neither an image (a regular file) "
+                                               "nor a block device: refused",
+                                               object, path);
+                return g_strdup_printf("%s: the image '%s' must be owned by root and writable "
+                                       "by nobody else (it is uid %u's, mode %04o): refused, "
+                                       "the kernel reads no file system that someone else can "
+                                       "craft",
+                                       object, path, (unsigned) res->found_uid, mode);
         case REFUSAL_SCRIPT_TIME:
                 return g_strdup_printf("%s: the init script '%s' did not finish within the "
                                        "setup's TimeoutSec= (%.3g s); its process group was "
@@ -1568,6 +1805,30 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                           : res->new_instance                     ? "a new instance"
                                                                                   : "its instance",
                                           d->dir.path, res->script_ran ? ", init script done" : "");
+                        continue;
+                }
+                item_failed(plan, res, &why, &n_failed, &first, &first_r);
+        }
+        for (size_t i = 0; i < plan->n_volumes; i++) {
+                const PlanVolume *v = &plan->volumes[i];
+                const struct item_result *res = &a->volumes[i];
+                g_autofree char *why = NULL;
+
+                volume_describe(v->conf, desc, sizeof desc);
+                why = item_why(plan, desc, res->what == WHAT_SOURCE ? v->source : v->where.path,
+                               NULL, res);
+                if (!why) {
+                        if (res->done) {
+                                g_autofree char *loop = res->looped
+                                                                ? g_strdup_printf(" on /dev/loop%u",
+                                                                                  res->loop_nr)
+                                                                : g_strdup("");
+
+                                log_event(LOG_INFO, 0, plan->uid, "volume-mounted",
+                                          "Setup of uid %u: %s: '%s' (%s%s) mounted on '%s'",
+                                          (unsigned) plan->uid, desc, v->source, v->conf->type,
+                                          loop, v->where.path);
+                        }
                         continue;
                 }
                 item_failed(plan, res, &why, &n_failed, &first, &first_r);

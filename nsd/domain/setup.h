@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * setup.h: a new namespace's contents (DESIGN.md "What a namespace is made of"), made once,
- * before the namespace is pinned or handed to anyone: the read-only binds, the
- * polyinstantiated directories, then the init scripts, as setup-conf.h's SetupConf says.
+ * before the namespace is pinned or handed to anyone: the shares, the read-only binds, the
+ * polyinstantiated directories, the volumes, then the init scripts, as setup-conf.h's
+ * SetupConf says.
  *
  * Two halves:
  *  - the plan, in nsd: the configuration expanded for one user (%u, %U, %h, %g), the
@@ -75,8 +76,21 @@
  * uid may have under an anchor ([Share] MaxMountsPerUser=) is watched and enforced in the pin
  * namespace by domain/share-bound.h.
  *
+ * Volumes ([Volume NAME], those the user is a member of; issue 25's first part): Where= is
+ * resolved as a polydir's Path= (as the user under %h, no symbolic link, a directory of
+ * root's or the user's); Source= of a block type (an administrator's path) as root from /
+ * without a symbolic link: a block device must be root's, an image a regular file of root's
+ * that nobody else may write (REFUSAL_VOLUME_SOURCE otherwise: a file someone else can write
+ * is a crafted file system for the kernel), checked through its descriptor, reopened through
+ * it and attached to a free loop device (LOOP_CONFIGURE, LO_FLAGS_AUTOCLEAR: the kernel
+ * frees it when the mount, and so the namespace, goes; read-only with ro). Then fsopen(Type=),
+ * fsconfig(source, ro, Options=), fsmount(nosuid, nodev and Options='s attributes) and
+ * move_mount() onto the Where= descriptor. A network type's Source= goes to the kernel as
+ * it is. Each mounted volume is logged (event "volume-mounted").
+ *
  * Order: shares, binds (their sources are paths of the namespace as it was copied from the
- * host), then polydirs in the order they were read, then the scripts. With OnFailure=refuse the
+ * host), then polydirs in the order they were read, then volumes (a Where= may be in what a
+ * polydir made), then the scripts. With OnFailure=refuse the
  * first failure stops the run; with OnFailure=continue every step is tried and each
  * failure reported.
  */
@@ -114,7 +128,7 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
 void setup_plan_free(SetupPlan *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SetupPlan, setup_plan_free)
 
-/* Nothing to do for this user (no bind, no polydir that applies). */
+/* Nothing to do for this user (no bind, no polydir, share or volume that applies). */
 bool setup_plan_is_empty(const SetupPlan *p);
 /* The polydirs that apply, in order: their expanded paths. */
 size_t setup_plan_n_polydirs(const SetupPlan *p);
@@ -126,6 +140,10 @@ const Share *setup_plan_share(const SetupPlan *p, size_t i);
  * the run decides so too for a route whose directory on the host is refused (below). */
 void setup_plan_leave_out_share(SetupPlan *p, size_t i);
 bool setup_plan_share_left_out(const SetupPlan *p, size_t i);
+/* The volumes the user is a member of, in order: their expanded Where= and Source=. */
+size_t setup_plan_n_volumes(const SetupPlan *p);
+const char *setup_plan_volume_where(const SetupPlan *p, size_t i);
+const char *setup_plan_volume_source(const SetupPlan *p, size_t i);
 /* Where the anchors of shares are: the pin namespace (pinstore.h), its nsfs descriptor and
  * its tmpfs (the caller's; they must stay open until setup_run() returned). Without them
  * every share of the plan fails. */

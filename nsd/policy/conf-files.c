@@ -397,6 +397,38 @@ void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *
                 else if (sh->propagation == SHARE_PROPAGATION_PER_USER)
                         check_route_dir(warnings, sh);
         }
+        for (size_t i = 0; i < s->n_volumes; i++) {
+                const Volume *v = &s->volumes[i];
+
+                if (v->kind == VOLUME_KIND_BLOCK && !strchr(v->source, '%')) {
+                        r = stat_no_symlinks(v->source, &st);
+                        if (r < 0)
+                                problem(problems, v->file, v->source_line,
+                                        "[Volume %s] Source=%s: %s", v->name, v->source,
+                                        no_path_why(r));
+                        else if (S_ISREG(st.st_mode) ? st.st_uid != 0 || (st.st_mode & 022)
+                                                     : !S_ISBLK(st.st_mode) || st.st_uid != 0)
+                                problem(problems, v->file, v->source_line,
+                                        "[Volume %s] Source=%s must be an image (a regular file "
+                                        "owned by root, writable by nobody else) or a block "
+                                        "device owned by root (it is uid %u's, mode %04o, %s); "
+                                        "nsd would refuse it",
+                                        v->name, v->source, (unsigned) st.st_uid,
+                                        (unsigned) (st.st_mode & 07777),
+                                        S_ISREG(st.st_mode)   ? "a regular file"
+                                        : S_ISBLK(st.st_mode) ? "a block device"
+                                                              : "neither a file nor a device");
+                }
+                if (!strchr(v->where, '%')) {
+                        r = stat_no_symlinks(v->where, &st);
+                        if (r < 0)
+                                problem(problems, v->file, v->line, "[Volume %s] Where=%s: %s",
+                                        v->name, v->where, no_path_why(r));
+                        else if (!S_ISDIR(st.st_mode))
+                                problem(problems, v->file, v->line,
+                                        "[Volume %s] Where=%s: not a directory", v->name, v->where);
+                }
+        }
         if (s->init_script && setup_script_used)
                 check_script(problems, s->init_script_file, s->init_script_line,
                              "[Setup] InitScript=", s->init_script);

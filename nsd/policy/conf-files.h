@@ -53,5 +53,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfigFiles, config_files_free)
  * "FILE:LINE: what" (g_malloc()ed) to problems for each that is not so. To warnings, the
  * same way, what works but should not be so: a route's Path= (Propagation=per-user) that
  * anyone but root may write to (its owner, its group, others, an ACL entry), where another
- * user can make a member's directory first (nsd refuses that member's route then). */
+ * user can make a member's directory first (nsd refuses that member's route then). A
+ * [Volume]'s Source= of a block type and Where=, both without a specifier: an image of root's
+ * writable by nobody else or a block device of root's, and a directory, each reachable
+ * without a symbolic link. */
 void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *warnings);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * setup-conf.c: [Setup], [Polydir NAME], [BindReadOnly NAME] and [Share NAME] of nsd.conf,
- * see setup-conf.h. The value syntax (booleans, seconds, user lists) is conf.c's.
+ * setup-conf.c: [Setup], [Polydir NAME], [BindReadOnly NAME], [Share NAME] and [Volume NAME]
+ * of nsd.conf, see setup-conf.h. The value syntax (booleans, seconds, user lists) is conf.c's.
  */
 #include "policy/setup-conf.h"
 
@@ -17,6 +17,7 @@
 #define PREFIX_POLYDIR "Polydir "
 #define PREFIX_BIND "BindReadOnly "
 #define PREFIX_SHARE "Share "
+#define PREFIX_VOLUME "Volume "
 
 static const char *const setup_keys[] = { "InitScript", "TimeoutSec", "OnFailure", NULL };
 static const char *const polydir_keys[] = {
@@ -27,6 +28,8 @@ static const char *const bind_keys[] = { "Source", "Target", NULL };
 static const char *const share_keys[] = { "Path",        "Users",      "Groups",
                                           "Propagation", "MaxMembers", "MaxMountsPerUser",
                                           NULL };
+static const char *const volume_keys[] = { "Type",  "Source", "Where", "Options",
+                                           "Users", "Groups", "Start", NULL };
 
 /* ---- life cycle ------------------------------------------------------------------------ */
 
@@ -64,6 +67,36 @@ static void share_done(Share *sh) {
         g_free(sh->file);
 }
 
+static void options_free(MountOption *o, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                g_free(o[i].key);
+                g_free(o[i].value);
+        }
+        g_free(o);
+}
+
+static MountOption *options_copy(const MountOption *o, size_t n) {
+        MountOption *c = g_new0(MountOption, n);
+
+        for (size_t i = 0; i < n; i++) {
+                c[i].key = g_strdup(o[i].key);
+                c[i].value = g_strdup(o[i].value);
+        }
+        return c;
+}
+
+static void volume_done(Volume *v) {
+        g_free(v->name);
+        g_free(v->type);
+        g_free(v->source);
+        g_free(v->where);
+        options_free(v->options, v->n_options);
+        g_free(v->options_text);
+        g_strfreev(v->users);
+        g_strfreev(v->groups);
+        g_free(v->file);
+}
+
 void setup_conf_done(SetupConf *s) {
         if (!s)
                 return;
@@ -76,6 +109,9 @@ void setup_conf_done(SetupConf *s) {
         for (size_t i = 0; i < s->n_shares; i++)
                 share_done(&s->shares[i]);
         g_free(s->shares);
+        for (size_t i = 0; i < s->n_volumes; i++)
+                volume_done(&s->volumes[i]);
+        g_free(s->volumes);
         g_free(s->init_script);
         g_free(s->init_script_file);
         memset(s, 0, sizeof *s);
@@ -125,6 +161,22 @@ void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
                 b->groups = g_strdupv(a->groups);
                 b->file = g_strdup(a->file);
         }
+        dst->volumes = g_new0(Volume, src->n_volumes);
+        for (size_t i = 0; i < src->n_volumes; i++) {
+                const Volume *a = &src->volumes[i];
+                Volume *b = &dst->volumes[i];
+
+                *b = *a;
+                b->name = g_strdup(a->name);
+                b->type = g_strdup(a->type);
+                b->source = g_strdup(a->source);
+                b->where = g_strdup(a->where);
+                b->options = options_copy(a->options, a->n_options);
+                b->options_text = g_strdup(a->options_text);
+                b->users = g_strdupv(a->users);
+                b->groups = g_strdupv(a->groups);
+                b->file = g_strdup(a->file);
+        }
         dst->init_script = g_strdup(src->init_script);
         dst->init_script_file = g_strdup(src->init_script_file);
 }
@@ -156,6 +208,9 @@ const char *const *setup_conf_group_keys(const char *group, const char **ret_why
         } else if (g_str_has_prefix(group, PREFIX_BIND)) {
                 name = group + strlen(PREFIX_BIND);
                 keys = bind_keys;
+        } else if (g_str_has_prefix(group, PREFIX_VOLUME)) {
+                name = group + strlen(PREFIX_VOLUME);
+                keys = volume_keys;
         } else if (g_str_has_prefix(group, PREFIX_SHARE)) {
                 /* nsd makes a directory named NAME: no '@' (nor '/', nor a leading '.') */
                 if (!valid_object_name(group + strlen(PREFIX_SHARE), "_-.")) {
@@ -179,7 +234,7 @@ const char *const *setup_conf_group_keys(const char *group, const char **ret_why
 
 bool setup_conf_group_is_object(const char *group) {
         return g_str_has_prefix(group, PREFIX_POLYDIR) || g_str_has_prefix(group, PREFIX_BIND) ||
-               g_str_has_prefix(group, PREFIX_SHARE);
+               g_str_has_prefix(group, PREFIX_SHARE) || g_str_has_prefix(group, PREFIX_VOLUME);
 }
 
 /* ---- values ---------------------------------------------------------------------------- */
@@ -187,6 +242,8 @@ bool setup_conf_group_is_object(const char *group) {
 enum {
         TEMPLATE_SPECIFIERS = 1 << 0, /* %u %U %g %h(at the start) %% */
         TEMPLATE_PREFIX = 1 << 1,     /* InstancePrefix=: the user name is appended */
+        TEMPLATE_USER_IDS = 1 << 2,   /* a volume's Source=: only %u %U %% (not %h: an image
+                                       * in the user's home is the user's to craft) */
 };
 
 /* A path template: absolute (or "%h..." with TEMPLATE_SPECIFIERS), no empty, "." or ".."
@@ -215,10 +272,18 @@ static char *template_why(const char *t, unsigned flags) {
         for (p = t; *p; p++) {
                 if (*p != '%')
                         continue;
-                if (!(flags & TEMPLATE_SPECIFIERS))
+                if (!(flags & (TEMPLATE_SPECIFIERS | TEMPLATE_USER_IDS)))
                         return g_strdup("'%' here takes no specifiers (write the path as it is, "
                                         "without '%')");
                 p++;
+                if ((flags & TEMPLATE_USER_IDS) && *p && !strchr("uU%", *p))
+                        return g_strdup_printf(
+                                "'%%%c': only %%u (user name), %%U (uid) and %%%% may be used "
+                                "here%s",
+                                g_ascii_isprint(*p) ? *p : '?',
+                                *p == 'h' ? " (not %h: an image the user can write is a crafted "
+                                            "file system waiting for the kernel)"
+                                          : "");
                 if (*p == 'h' && p - 1 != t)
                         return g_strdup("%h (the home directory) may only start the path");
                 if (*p == '\0')
@@ -284,7 +349,12 @@ static const char *const tmpfs_value_options[] = { "size", "nr_blocks", "nr_inod
                                                    "gid",  "huge",      "mpol",      NULL };
 static const char *const tmpfs_flag_options[] = { "inode32", "inode64", "noswap", NULL };
 
-static int parse_mount_options(Polydir *p, const char *value, char **ret_why) {
+/* Options= of a key (MountOptions=, Options=): the attributes above, and the file system's
+ * own options, each by name: value_options take key=VALUE, flag_options no value. suid and
+ * dev are refused. The attributes go to *ret_attr, the rest to *ret_options. */
+static int parse_options(const char *key_name, const char *value, const char *const *value_options,
+                         const char *const *flag_options, MountOption **ret_options, size_t *ret_n,
+                         uint64_t *ret_attr, char **ret_why) {
         g_auto(GStrv) words = g_strsplit(value, ",", -1);
         g_autoptr(GArray) opts = g_array_new(FALSE, TRUE, sizeof(MountOption));
         uint64_t attr = 0;
@@ -298,17 +368,17 @@ static int parse_mount_options(Polydir *p, const char *value, char **ret_why) {
                         continue;
                 key = eq ? g_strndup(*w, eq - *w) : g_strdup(*w);
                 if (strcmp(key, "suid") == 0 || strcmp(key, "dev") == 0) {
-                        *ret_why = g_strdup_printf("MountOptions=%s: '%s' is refused: every "
+                        *ret_why = g_strdup_printf("%s=%s: '%s' is refused: every "
                                                    "mount nsd makes is nosuid,nodev",
-                                                   value, key);
+                                                   key_name, value, key);
                         goto fail;
                 }
                 for (size_t i = 0; i < G_N_ELEMENTS(attr_options) && !done; i++)
                         if (strcmp(key, attr_options[i].name) == 0) {
                                 if (v) {
-                                        *ret_why = g_strdup_printf("MountOptions=%s: '%s' takes "
+                                        *ret_why = g_strdup_printf("%s=%s: '%s' takes "
                                                                    "no value",
-                                                                   value, key);
+                                                                   key_name, value, key);
                                         goto fail;
                                 }
                                 attr = (attr & ~attr_options[i].mask) | attr_options[i].set;
@@ -316,45 +386,47 @@ static int parse_mount_options(Polydir *p, const char *value, char **ret_why) {
                         }
                 if (done)
                         continue;
-                if (g_strv_contains(tmpfs_value_options, key)) {
+                if (value_options && g_strv_contains(value_options, key)) {
                         if (!v || *v == '\0') {
-                                *ret_why = g_strdup_printf("MountOptions=%s: '%s' needs a value "
+                                *ret_why = g_strdup_printf("%s=%s: '%s' needs a value "
                                                            "(%s=...)",
-                                                           value, key, key);
+                                                           key_name, value, key, key);
                                 goto fail;
                         }
-                } else if (g_strv_contains(tmpfs_flag_options, key)) {
+                } else if (flag_options && g_strv_contains(flag_options, key)) {
                         if (v) {
-                                *ret_why = g_strdup_printf("MountOptions=%s: '%s' takes no "
+                                *ret_why = g_strdup_printf("%s=%s: '%s' takes no "
                                                            "value",
-                                                           value, key);
+                                                           key_name, value, key);
                                 goto fail;
                         }
                 } else {
-                        *ret_why = g_strdup_printf(
-                                "MountOptions=%s: unknown option '%s' (known: size=, "
-                                "nr_blocks=, nr_inodes=, mode=, uid=, gid=, huge=, mpol=, "
-                                "inode32, inode64, noswap, ro, rw, noexec, exec, nosuid, nodev, "
-                                "noatime, relatime, strictatime, nodiratime, nosymfollow)",
-                                value, key);
+                        g_autoptr(GString) known = g_string_new(NULL);
+
+                        for (const char *const *o = value_options; o && *o; o++)
+                                g_string_append_printf(known, "%s=, ", *o);
+                        for (const char *const *o = flag_options; o && *o; o++)
+                                g_string_append_printf(known, "%s, ", *o);
+                        for (size_t i = 0; i < G_N_ELEMENTS(attr_options); i++)
+                                g_string_append_printf(known, "%s%s", attr_options[i].name,
+                                                       i + 1 < G_N_ELEMENTS(attr_options) ? ", "
+                                                                                          : "");
+                        *ret_why = g_strdup_printf("%s=%s: unknown option '%s' (known: %s)",
+                                                   key_name, value, key, known->str);
                         goto fail;
                 }
                 if (opts->len >= SETUP_MAX_MOUNT_OPTIONS) {
-                        *ret_why = g_strdup_printf("MountOptions=%s: more than %d options", value,
+                        *ret_why = g_strdup_printf("%s=%s: more than %d options", key_name, value,
                                                    SETUP_MAX_MOUNT_OPTIONS);
                         goto fail;
                 }
                 MountOption o = { .key = g_steal_pointer(&key), .value = g_strdup(v) };
                 g_array_append_val(opts, o);
         }
-        for (size_t i = 0; i < p->n_options; i++) {
-                g_free(p->options[i].key);
-                g_free(p->options[i].value);
-        }
-        g_free(p->options);
-        p->n_options = opts->len;
-        p->options = (MountOption *) (void *) g_array_free(g_steal_pointer(&opts), FALSE);
-        p->mount_attr = attr;
+        options_free(*ret_options, *ret_n);
+        *ret_n = opts->len;
+        *ret_options = (MountOption *) (void *) g_array_free(g_steal_pointer(&opts), FALSE);
+        *ret_attr = attr;
         return 0;
 fail:
         for (guint i = 0; i < opts->len; i++) {
@@ -362,6 +434,124 @@ fail:
                 g_free(g_array_index(opts, MountOption, i).value);
         }
         return -EINVAL;
+}
+
+static int parse_mount_options(Polydir *p, const char *value, char **ret_why) {
+        return parse_options("MountOptions", value, tmpfs_value_options, tmpfs_flag_options,
+                             &p->options, &p->n_options, &p->mount_attr, ret_why);
+}
+
+/* ---- volume types ----------------------------------------------------------------------- */
+
+/* What Options= a volume of each type may have besides the attributes: options that only
+ * tune the file system. Not there, on purpose: anything naming another device or file
+ * (btrfs device=, xfs logdev=, rtdev=, ext4 journal_path=, cifs credentials=), errors=panic
+ * (a crafted or broken image would stop the host), and whatever the kernel type does not
+ * parse itself (helpers' options). */
+typedef struct VolumeType {
+        const char *name;
+        VolumeKind kind;
+        const char *const *value_options;
+        const char *const *flag_options;
+} VolumeType;
+
+static const char *const ext4_values[] = {
+        "commit", "data",   "stripe", "max_batch_time", "min_batch_time", "inode_readahead_blks",
+        "resuid", "resgid", NULL
+};
+static const char *const ext4_flags[] = { "discard",
+                                          "nodiscard",
+                                          "barrier",
+                                          "nobarrier",
+                                          "acl",
+                                          "noacl",
+                                          "user_xattr",
+                                          "nouser_xattr",
+                                          "delalloc",
+                                          "nodelalloc",
+                                          "auto_da_alloc",
+                                          "noauto_da_alloc",
+                                          "journal_checksum",
+                                          "nojournal_checksum",
+                                          "noload",
+                                          "lazytime",
+                                          "nolazytime",
+                                          NULL };
+static const char *const xfs_values[] = { "logbufs", "logbsize", "allocsize",
+                                          "swidth",  "sunit",    NULL };
+static const char *const xfs_flags[] = { "discard",    "nodiscard", "inode32",    "inode64",
+                                         "largeio",    "nolargeio", "noquota",    "wsync",
+                                         "norecovery", "lazytime",  "nolazytime", NULL };
+static const char *const btrfs_values[] = { "subvol",         "subvolid", "compress",
+                                            "compress-force", "commit",   NULL };
+static const char *const btrfs_flags[] = { "discard",    "nodiscard",    "ssd",      "nossd",
+                                           "autodefrag", "noautodefrag", "datacow",  "nodatacow",
+                                           "datasum",    "nodatasum",    "lazytime", "nolazytime",
+                                           NULL };
+static const char *const fat_values[] = { "uid",         "gid",      "umask",     "dmask",
+                                          "fmask",       "codepage", "iocharset", "shortname",
+                                          "time_offset", NULL };
+static const char *const fat_flags[] = { "utf8", "flush", "quiet", "showexec", "discard", NULL };
+static const char *const exfat_values[] = { "uid",   "gid",       "umask",       "dmask",
+                                            "fmask", "iocharset", "time_offset", NULL };
+static const char *const exfat_flags[] = { "discard", "keep_last_dots", "sys_tz", NULL };
+static const char *const cifs_values[] = { "username",  "domain",  "vers",      "sec",
+                                           "uid",       "gid",     "file_mode", "dir_mode",
+                                           "cache",     "actimeo", "port",      "ip",
+                                           "iocharset", "rsize",   "wsize",     "echo_interval",
+                                           NULL };
+static const char *const cifs_flags[] = { "seal", "noserverino", "serverino", "nosharesock", "hard",
+                                          "soft", "nounix",      "noperm",    "guest",       NULL };
+static const char *const nfs_values[] = { "vers",     "nfsvers",   "proto",      "port",
+                                          "timeo",    "retrans",   "rsize",      "wsize",
+                                          "sec",      "addr",      "clientaddr", "actimeo",
+                                          "nconnect", "mountport", "mountproto", NULL };
+static const char *const nfs_flags[] = { "hard",     "soft",       "lock",       "nolock",
+                                         "ac",       "noac",       "sharecache", "nosharecache",
+                                         "resvport", "noresvport", NULL };
+
+static const VolumeType volume_types[] = {
+        { "ext4", VOLUME_KIND_BLOCK, ext4_values, ext4_flags },
+        { "xfs", VOLUME_KIND_BLOCK, xfs_values, xfs_flags },
+        { "btrfs", VOLUME_KIND_BLOCK, btrfs_values, btrfs_flags },
+        { "vfat", VOLUME_KIND_BLOCK, fat_values, fat_flags },
+        { "exfat", VOLUME_KIND_BLOCK, exfat_values, exfat_flags },
+        { "cifs", VOLUME_KIND_NETWORK, cifs_values, cifs_flags },
+        { "nfs", VOLUME_KIND_NETWORK, nfs_values, nfs_flags },
+        { "nfs4", VOLUME_KIND_NETWORK, nfs_values, nfs_flags },
+};
+
+/* Types issue 25 plans, which this version names as not supported yet. */
+static const char *const volume_types_later_fuse[] = { "gocryptfs", "sshfs",  "encfs",    "cryfs",
+                                                       "rclone",    "bindfs", "securefs", "fuse",
+                                                       "fuseblk",   NULL };
+static const char *const volume_types_later_luks[] = { "luks",  "luks1",    "luks2", "crypto_LUKS",
+                                                       "crypt", "dm-crypt", NULL };
+
+static const VolumeType *volume_type(const char *name) {
+        for (size_t i = 0; i < G_N_ELEMENTS(volume_types); i++)
+                if (strcmp(volume_types[i].name, name) == 0)
+                        return &volume_types[i];
+        return NULL;
+}
+
+/* A volume's Source= for a network type: what the kernel type takes ("//server/share",
+ * "server:/path"), user ids as specifiers; no white space, no control character. */
+static char *network_source_why(const char *t) {
+        if (*t == '\0')
+                return g_strdup("empty");
+        if (strlen(t) > SETUP_PATH_MAX)
+                return g_strdup_printf("longer than %d bytes", SETUP_PATH_MAX);
+        for (const char *p = t; *p; p++) {
+                if ((unsigned char) *p <= 0x20 || *p == 0x7f)
+                        return g_strdup("contains white space or a control character");
+                if (*p != '%')
+                        continue;
+                p++;
+                if (!*p || !strchr("uU%", *p))
+                        return g_strdup("only %u (user name), %U (uid) and %% may be used here");
+        }
+        return NULL;
 }
 
 static bool option_set(const Polydir *p, const char *key) {
@@ -389,6 +579,13 @@ static Share *find_share(SetupConf *s, const char *name) {
         for (size_t i = 0; i < s->n_shares; i++)
                 if (strcmp(s->shares[i].name, name) == 0)
                         return &s->shares[i];
+        return NULL;
+}
+
+static Volume *find_volume(SetupConf *s, const char *name) {
+        for (size_t i = 0; i < s->n_volumes; i++)
+                if (strcmp(s->volumes[i].name, name) == 0)
+                        return &s->volumes[i];
         return NULL;
 }
 
@@ -447,8 +644,141 @@ static int begin_group(SetupConf *s, const char *group, const char *file, unsign
                         .file = g_strdup(file),
                         .line = line,
                 };
+        } else if (g_str_has_prefix(group, PREFIX_VOLUME)) {
+                const char *name = group + strlen(PREFIX_VOLUME);
+                Volume *v;
+
+                if (find_volume(s, name))
+                        return 0;
+                if (s->n_volumes >= SETUP_MAX_VOLUMES) {
+                        *ret_why = g_strdup_printf("more than %d [Volume] groups",
+                                                   SETUP_MAX_VOLUMES);
+                        return -EINVAL;
+                }
+                s->volumes = g_renew(Volume, s->volumes, s->n_volumes + 1);
+                v = &s->volumes[s->n_volumes++];
+                *v = (Volume) { .name = g_strdup(name),
+                                .start = VOLUME_START_NAMESPACE,
+                                .file = g_strdup(file),
+                                .line = line };
         }
         return 0;
+}
+
+/* Users= or Groups= of a share or a volume: Polydir's OnlyUsers= syntax, names and numbers,
+ * no @regular; empty: not set. */
+static int set_members(char ***field, const char *key, const char *value, char **ret_why) {
+        char **list = NULL;
+        g_autofree char *bad = NULL;
+        bool users = strcmp(key, "Users") == 0;
+
+        if (config_parse_names(value, false, &list, &bad) < 0) {
+                *ret_why = g_strdup_printf("%s=%s: '%s' is not a %s name or %s", key, value, bad,
+                                           users ? "user" : "group", users ? "uid" : "gid");
+                return -EINVAL;
+        }
+        g_strfreev(*field);
+        *field = list;
+        if (!list[0])
+                g_clear_pointer(field, g_strfreev);
+        return 0;
+}
+
+/* Type=: a row of the table; what is planned but not in this version is named so. */
+static int set_volume_type(Volume *v, const char *value, char **ret_why) {
+        const VolumeType *t = volume_type(value);
+        g_autoptr(GString) known = g_string_new(NULL);
+
+        if (t) {
+                g_free(v->type);
+                v->type = g_strdup(t->name);
+                v->kind = t->kind;
+                return 0;
+        }
+        for (size_t i = 0; i < G_N_ELEMENTS(volume_types); i++)
+                g_string_append_printf(known, "%s%s", i ? ", " : "", volume_types[i].name);
+        if (g_strv_contains(volume_types_later_fuse, value) || g_str_has_prefix(value, "fuse."))
+                *ret_why = g_strdup_printf("Type=%s: FUSE volumes ('%s') are not supported yet "
+                                           "(this version mounts kernel file systems: %s)",
+                                           value, value, known->str);
+        else if (g_strv_contains(volume_types_later_luks, value))
+                *ret_why = g_strdup_printf("Type=%s: LUKS volumes ('%s') are not supported yet "
+                                           "(this version mounts kernel file systems: %s)",
+                                           value, value, known->str);
+        else
+                *ret_why = g_strdup_printf("Type=%s: unknown type (known: %s)", value, known->str);
+        return -EINVAL;
+}
+
+/* Source= of a volume of kind k (checked once Type= is known: keys may come in any order). */
+static char *volume_source_why(VolumeKind k, const char *value) {
+        g_autofree char *why = NULL;
+
+        if (k == VOLUME_KIND_NETWORK)
+                why = network_source_why(value);
+        else if (strstr(value, "%h"))
+                why = g_strdup("%h is not allowed: an image the user can write is a crafted file "
+                               "system waiting for the kernel (give an image of root's, e.g. "
+                               "/srv/volumes/%u.img)");
+        else
+                why = template_why(value, TEMPLATE_USER_IDS);
+        return why ? g_strdup_printf("Source=%s: %s", value, why) : NULL;
+}
+
+static int set_volume(Volume *v, const char *key, const char *value, unsigned line,
+                      char **ret_why) {
+#define KEY(name) (strcmp(key, name) == 0)
+        if (KEY("Type"))
+                return set_volume_type(v, value, ret_why);
+        if (KEY("Source")) {
+                /* what both kinds refuse: empty, a control character (the rest once Type=
+                 * is known) */
+                for (const char *p = value; *p; p++)
+                        if ((unsigned char) *p < 0x20 || *p == 0x7f) {
+                                *ret_why = g_strdup_printf("Source=%s: contains a control "
+                                                           "character",
+                                                           value);
+                                return -EINVAL;
+                        }
+                if (!*value) {
+                        *ret_why = g_strdup("Source=: empty");
+                        return -EINVAL;
+                }
+                g_free(v->source);
+                v->source = g_strdup(value);
+                v->source_line = line;
+                return 0;
+        }
+        if (KEY("Where"))
+                return set_template(&v->where, value, TEMPLATE_SPECIFIERS, key, ret_why);
+        if (KEY("Options")) {
+                g_free(v->options_text);
+                v->options_text = g_strdup(value);
+                v->options_line = line;
+                return 0;
+        }
+        if (KEY("Users") || KEY("Groups"))
+                return set_members(KEY("Users") ? &v->users : &v->groups, key, value, ret_why);
+        if (KEY("Start")) {
+                if (strcmp(value, "namespace") == 0)
+                        v->start = VOLUME_START_NAMESPACE;
+                else if (strcmp(value, "login") == 0 || strcmp(value, "first-login") == 0 ||
+                         strcmp(value, "request") == 0 || strcmp(value, "on-request") == 0) {
+                        *ret_why = g_strdup_printf("Start=%s: not supported yet (this version "
+                                                   "mounts a volume when the namespace is "
+                                                   "made: Start=namespace)",
+                                                   value);
+                        return -EINVAL;
+                } else {
+                        *ret_why = g_strdup_printf("Start=%s: expected 'namespace' (login and "
+                                                   "request are planned, not supported yet)",
+                                                   value);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+#undef KEY
+        g_assert_not_reached();
 }
 
 static int set_share(Share *sh, const char *key, const char *value, char **ret_why) {
@@ -456,24 +786,8 @@ static int set_share(Share *sh, const char *key, const char *value, char **ret_w
         if (KEY("Path"))
                 /* no specifier: one directory for every member */
                 return set_template(&sh->path, value, 0, key, ret_why);
-        if (KEY("Users") || KEY("Groups")) {
-                char **list = NULL;
-                char ***field = KEY("Users") ? &sh->users : &sh->groups;
-                g_autofree char *bad = NULL;
-
-                /* Polydir's OnlyUsers= syntax: names and numbers, no @regular */
-                if (config_parse_names(value, false, &list, &bad) < 0) {
-                        *ret_why = g_strdup_printf("%s=%s: '%s' is not a %s name or %s", key, value,
-                                                   bad, KEY("Users") ? "user" : "group",
-                                                   KEY("Users") ? "uid" : "gid");
-                        return -EINVAL;
-                }
-                g_strfreev(*field);
-                *field = list;
-                if (!list[0]) /* empty: not set */
-                        g_clear_pointer(field, g_strfreev);
-                return 0;
-        }
+        if (KEY("Users") || KEY("Groups"))
+                return set_members(KEY("Users") ? &sh->users : &sh->groups, key, value, ret_why);
         if (KEY("Propagation")) {
                 if (strcmp(value, "members") == 0)
                         sh->propagation = SHARE_PROPAGATION_MEMBERS;
@@ -643,6 +957,12 @@ int setup_conf_set(SetupConf *s, const char *group, const char *key, const char 
                 g_assert(sh);
                 return set_share(sh, key, value, ret_why);
         }
+        if (g_str_has_prefix(group, PREFIX_VOLUME)) {
+                Volume *v = find_volume(s, group + strlen(PREFIX_VOLUME));
+
+                g_assert(v);
+                return set_volume(v, key, value, line, ret_why);
+        }
         g_assert_not_reached();
 }
 
@@ -782,6 +1102,64 @@ static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) 
         return 0;
 }
 
+/* The volumes: every key that has no default, members, one volume per Where=, and no
+ * Where= (without a specifier) that overlaps a share's path: a mount under a share travels
+ * to its other members. */
+static int check_volumes(SetupConf *s, char **ret_error) {
+        for (size_t i = 0; i < s->n_volumes; i++) {
+                Volume *v = &s->volumes[i];
+                const char *missing = !v->type     ? "Type="
+                                      : !v->source ? "Source="
+                                      : !v->where  ? "Where="
+                                                   : NULL;
+
+                if (missing)
+                        return fail_at(ret_error, v->file, v->line, "[Volume %s] has no %s",
+                                       v->name, missing);
+                g_autofree char *why = volume_source_why(v->kind, v->source);
+                if (why)
+                        return fail_at(ret_error, v->file, v->source_line, "[Volume %s] %s",
+                                       v->name, why);
+                if (v->options_text) {
+                        const VolumeType *t = volume_type(v->type);
+
+                        /* for each type its own list (Type= may come after Options=) */
+                        if (parse_options("Options", v->options_text, t->value_options,
+                                          t->flag_options, &v->options, &v->n_options,
+                                          &v->mount_attr, &why) < 0)
+                                return fail_at(ret_error, v->file, v->options_line,
+                                               "[Volume %s] %s (Type=%s)", v->name, why, v->type);
+                }
+                if (!v->users && !v->groups)
+                        return fail_at(ret_error, v->file, v->line,
+                                       "[Volume %s] has neither Users= nor Groups=: a volume has "
+                                       "no default membership (say whose namespaces get it)",
+                                       v->name);
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(s->volumes[j].where, v->where) == 0)
+                                return fail_at(ret_error, v->file, v->line,
+                                               "[Volume %s] Where=%s is the mount point of "
+                                               "[Volume %s] (%s:%u) too",
+                                               v->name, v->where, s->volumes[j].name,
+                                               s->volumes[j].file, s->volumes[j].line);
+                if (strchr(v->where, '%'))
+                        continue;
+                for (size_t j = 0; j < s->n_shares; j++) {
+                        const Share *sh = &s->shares[j];
+                        int rel = path_relation(v->where, sh->path);
+
+                        if (rel != PATH_APART)
+                                return fail_at(ret_error, v->file, v->line,
+                                               "[Volume %s] Where=%s %s the path of [Share %s] "
+                                               "(%s:%u), Path=%s: a volume's mount would travel "
+                                               "to the share's other members",
+                                               v->name, v->where, relation_words(rel), sh->name,
+                                               sh->file, sh->line, sh->path);
+                }
+        }
+        return 0;
+}
+
 int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_file,
                       unsigned private_tmp_line, char **ret_error) {
         int r;
@@ -838,7 +1216,10 @@ int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_fi
                         .line = private_tmp_line,
                 };
         }
-        return check_shares(s, private_tmp, ret_error);
+        r = check_shares(s, private_tmp, ret_error);
+        if (r < 0)
+                return r;
+        return check_volumes(s, ret_error);
 }
 
 /* ---- generation ------------------------------------------------------------------------ */
@@ -897,6 +1278,23 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                 digest_strv(c, "groups", sh->groups);
                 digest_str(c, "propagation", share_propagation_to_string(sh->propagation));
         }
+        for (size_t i = 0; i < s->n_volumes; i++) {
+                const Volume *v = &s->volumes[i];
+
+                digest_str(c, "volume", v->name);
+                digest_str(c, "type", v->type);
+                digest_str(c, "source", v->source);
+                digest_str(c, "where", v->where);
+                snprintf(num, sizeof num, "%llu %d", (unsigned long long) v->mount_attr,
+                         (int) v->start);
+                digest_str(c, "numbers", num);
+                for (size_t j = 0; j < v->n_options; j++) {
+                        digest_str(c, "option", v->options[j].key);
+                        digest_str(c, "=", v->options[j].value);
+                }
+                digest_strv(c, "users", v->users);
+                digest_strv(c, "groups", v->groups);
+        }
         g_strlcpy(buf, g_checksum_get_string(c), MIN(size, (size_t) 17));
         return buf;
 }
@@ -904,7 +1302,7 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
 /* ---- per user -------------------------------------------------------------------------- */
 
 bool setup_conf_is_empty(const SetupConf *s) {
-        return s->n_polydirs == 0 && s->n_binds == 0 && s->n_shares == 0;
+        return s->n_polydirs == 0 && s->n_binds == 0 && s->n_shares == 0 && s->n_volumes == 0;
 }
 
 static bool names_a_user(char **list) {
@@ -923,8 +1321,8 @@ static bool needs_user(const char *t) {
 }
 
 bool setup_conf_needs_identity(const SetupConf *s) {
-        /* a share's membership: the user's name and groups */
-        if (s->n_shares > 0)
+        /* a share's or a volume's membership: the user's name and groups */
+        if (s->n_shares > 0 || s->n_volumes > 0)
                 return true;
         for (size_t i = 0; i < s->n_polydirs; i++) {
                 const Polydir *p = &s->polydirs[i];
@@ -955,11 +1353,12 @@ static bool user_listed(char **list, const char *user_name, uid_t uid) {
         return false;
 }
 
-bool share_has_member(const Share *s, const char *user_name, uid_t uid, const gid_t *gids,
-                      const char *const *group_names, size_t n) {
-        if (user_listed(s->users, user_name, uid))
+/* Users= and Groups= of a share or a volume. */
+static bool members_have(char **users, char **groups, const char *user_name, uid_t uid,
+                         const gid_t *gids, const char *const *group_names, size_t n) {
+        if (user_listed(users, user_name, uid))
                 return true;
-        for (char **g = s->groups; g && *g; g++)
+        for (char **g = groups; g && *g; g++)
                 for (size_t i = 0; i < n; i++) {
                         if (g_ascii_isdigit(**g)) {
                                 if (gids && (gid_t) g_ascii_strtoull(*g, NULL, 10) == gids[i])
@@ -968,6 +1367,21 @@ bool share_has_member(const Share *s, const char *user_name, uid_t uid, const gi
                                 return true;
                 }
         return false;
+}
+
+bool share_has_member(const Share *s, const char *user_name, uid_t uid, const gid_t *gids,
+                      const char *const *group_names, size_t n) {
+        return members_have(s->users, s->groups, user_name, uid, gids, group_names, n);
+}
+
+bool volume_has_member(const Volume *v, const char *user_name, uid_t uid, const gid_t *gids,
+                       const char *const *group_names, size_t n) {
+        return members_have(v->users, v->groups, user_name, uid, gids, group_names, n);
+}
+
+const char *volume_describe(const Volume *v, char *buf, size_t size) {
+        snprintf(buf, size, "volume '%s' (%s:%u)", v->name, v->file ? v->file : "?", v->line);
+        return buf;
 }
 
 const char *share_propagation_to_string(SharePropagation p) {

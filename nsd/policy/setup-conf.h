@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * setup-conf.h: what a new namespace is made of, from nsd.conf (nsd.conf(5), "NAMESPACE
- * SETUP"): the groups [Setup], [Polydir NAME], [BindReadOnly NAME] and [Share NAME].
+ * SETUP"): the groups [Setup], [Polydir NAME], [BindReadOnly NAME], [Share NAME] and
+ * [Volume NAME].
  *
  * conf.c scans the files and hands every group line and every Key=Value of these groups
  * here; this file says which keys exist, parses their values and checks the whole once all
@@ -31,7 +32,9 @@
  * the newest beyond it (domain/share-bound.h). */
 #define SHARE_MAX_MOUNTS_PER_USER_DEFAULT 16u
 #define SHARE_MAX_MOUNTS_PER_USER_LIMIT 4096u
-/* Longest object name ([Polydir NAME], [BindReadOnly NAME], [Share NAME]). */
+/* The most volumes one configuration may have. */
+#define SETUP_MAX_VOLUMES 32
+/* Longest object name ([Polydir NAME], [BindReadOnly NAME], [Share NAME], [Volume NAME]). */
 #define SETUP_NAME_MAX 64
 /* Mount options of one polydir (MountOptions=), after splitting. */
 #define SETUP_MAX_MOUNT_OPTIONS 16
@@ -104,6 +107,39 @@ typedef struct Share {
         unsigned line;
 } Share;
 
+/* What kind of file system a volume's Type= is (its row of setup-conf.c's table). */
+typedef enum VolumeKind {
+        VOLUME_KIND_BLOCK,   /* ext4, xfs, ...: Source= a block device or a root-owned image,
+                              * which nsd attaches to a loop device */
+        VOLUME_KIND_NETWORK, /* cifs, nfs, nfs4: Source= what the kernel type takes */
+} VolumeKind;
+
+/* When a volume is mounted (Start=). Only with the namespace in this version. */
+typedef enum VolumeStart {
+        VOLUME_START_NAMESPACE, /* when the namespace is made, as the rest of the setup */
+} VolumeStart;
+
+/* [Volume NAME]: a file system nsd mounts inside the namespaces of its members (issue 25's
+ * first part: kernel types only, mounted with the namespace). */
+typedef struct Volume {
+        char *name;
+        char *type;           /* Type=: a row of the table ("ext4", "nfs4") */
+        VolumeKind kind;      /* the type's */
+        char *source;         /* Source=: a template (%u %U): an image, a device, a share */
+        char *where;          /* Where=: a template as a polydir's Path= */
+        MountOption *options; /* Options= besides the attributes, each in the type's list */
+        size_t n_options;
+        char *options_text; /* Options= as written: checked against Type= once all is read */
+        unsigned source_line, options_line;
+        uint64_t mount_attr; /* MOUNT_ATTR_* from Options= (ro, noexec, ...); nosuid,nodev are
+                              * added to every mount */
+        char **users;        /* Users=, Groups=: as a share's (one of them is required) */
+        char **groups;
+        VolumeStart start; /* Start= */
+        char *file;
+        unsigned line;
+} Volume;
+
 typedef struct SetupConf {
         Polydir *polydirs; /* in the order they were read */
         size_t n_polydirs;
@@ -111,6 +147,8 @@ typedef struct SetupConf {
         size_t n_binds;
         Share *shares; /* [Share NAME], in the order read */
         size_t n_shares;
+        Volume *volumes; /* [Volume NAME], in the order read */
+        size_t n_volumes;
         /* [Setup] */
         char *init_script;      /* InitScript= (NULL: none) */
         char *init_script_file; /* where InitScript= is set, for messages */
@@ -126,7 +164,8 @@ void setup_conf_done(SetupConf *s);
 void setup_conf_copy(SetupConf *dst, const SetupConf *src);
 
 /* The keys of group (NULL: not a setup group). Group names: "Setup", "Polydir NAME",
- * "BindReadOnly NAME", "Share NAME" (a share's NAME names a directory: no '@'). For a named
+ * "BindReadOnly NAME", "Share NAME" (a share's NAME names a directory: no '@'), "Volume
+ * NAME". For a named
  * group with a bad NAME, *ret_why says why (static). */
 const char *const *setup_conf_group_keys(const char *group, const char **ret_why);
 /* Named groups are objects: one definition in all the files together. */
@@ -140,12 +179,15 @@ int setup_conf_set(SetupConf *s, const char *group, const char *key, const char 
  * tmpfs polydir on /tmp, or an error when one exists already, at private_tmp_file:line); a
  * share without Path= or without Users= and Groups=, or whose path is, is under or is above
  * another share's, a polydir's (those without a specifier: %h/... is not compared) or a
- * read-only bind's target. -EINVAL with *ret_error "FILE:LINE: what". */
+ * read-only bind's target; a volume without Type=, Source=, Where= or members, two on one
+ * Where=, or one whose Where= (without a specifier) is, is under or is above a share's path
+ * (a mount there would travel to the share's other members). -EINVAL with *ret_error
+ * "FILE:LINE: what". */
 int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_file,
                       unsigned private_tmp_line, char **ret_error);
 
 /* The generation of a setup: a digest of everything that makes a namespace's contents
- * (polydirs, binds, init scripts, shares but their MaxMembers=, and propagation), not of
+ * (polydirs, binds, init scripts, shares but their MaxMembers=, volumes, and propagation), not of
  * timeouts or OnFailure=. 16 hex
  * digits into buf (size >= 17). Equal setups give equal generations. */
 const char *setup_conf_generation(const SetupConf *s, bool propagation_private, char *buf,
@@ -154,12 +196,12 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
 /* "polydir 'tmp' (/etc/nsd/nsd.conf:12)" for messages; returns buf. */
 const char *polydir_describe(const Polydir *p, char *buf, size_t size);
 
-/* Is there anything to set up at all (a polydir, a bind or a share)? */
+/* Is there anything to set up at all (a polydir, a bind, a share or a volume)? */
 bool setup_conf_is_empty(const SetupConf *s);
 /* Does the setup need to know who the user is beyond the uid: a specifier (%u %h %g) in a
  * polydir's path, a Method=user polydir (its instance is named after the user), a user name
  * in OnlyUsers= or ExcludeUsers=, an init script (its arguments name the user), or a share
- * (its membership needs the user's name and groups)? When not, nsd sets the namespace up
+ * or a volume (its membership needs the user's name and groups)? When not, nsd sets the namespace up
  * without asking the user database. */
 bool setup_conf_needs_identity(const SetupConf *s);
 
@@ -177,6 +219,12 @@ const char *share_propagation_to_string(SharePropagation p);
 const char *share_anchor_name(const Share *s, char *buf, size_t size);
 /* "share 'lab' (/etc/nsd/nsd.conf:12)" for messages; returns buf. */
 const char *share_describe(const Share *s, char *buf, size_t size);
+
+/* Is this user a member of the volume: Users= and Groups= as share_has_member(). */
+bool volume_has_member(const Volume *v, const char *user_name, uid_t uid, const gid_t *gids,
+                       const char *const *group_names, size_t n);
+/* "volume 'vault' (/etc/nsd/nsd.conf.d/60-vault.conf:1)" for messages; returns buf. */
+const char *volume_describe(const Volume *v, char *buf, size_t size);
 
 /* Does a polydir apply to this user (OnlyUsers=, ExcludeUsers=, by name or uid)? */
 bool polydir_applies(const Polydir *p, const char *user_name, uid_t uid);

@@ -41,7 +41,7 @@ Path=$tmp
 Method=tmpfs
 EOF2
 printf '[Polydir cache]\nPath=%%h/.cache\nMethod=tmpfs\nNoInit=yes\n' >"$tmp/good/nsd.conf.d/10-cache.conf"
-check good 0 "good/nsd.conf: OK, with 1 drop-in: 2 polydirs, 0 read-only binds, 0 shares, setup generation "
+check good 0 "good/nsd.conf: OK, with 1 drop-in: 2 polydirs, 0 read-only binds, 0 shares, 0 volumes, setup generation "
 
 conf badkey <<'EOF2'
 [Namespaces]
@@ -105,7 +105,7 @@ conf share <<EOF2
 Path=$tmp/lab
 Groups=lab
 EOF2
-check share 0 "share/nsd.conf: OK, with 0 drop-ins: 0 polydirs, 0 read-only binds, 1 share, setup generation "
+check share 0 "share/nsd.conf: OK, with 0 drop-ins: 0 polydirs, 0 read-only binds, 1 share, 0 volumes, setup generation "
 
 conf shareoverlap <<EOF2
 [Share lab]
@@ -172,6 +172,31 @@ else
         check route 0 "is writable by uid $(id -u) (its owner)"
         point ok "# SKIP an ACL entry: needs root"
 fi
+
+# volumes: an image of root's writable by nobody else (as a user: refused, it is not root's)
+# counts; one writable by others, one behind a symbolic link and a missing mount point do not
+mkdir -p "$tmp/vol/vault"
+: >"$tmp/vol/alice.img"
+chmod 0600 "$tmp/vol/alice.img"
+conf volume <<EOF2
+[Volume vault]
+Type=ext4
+Source=$tmp/vol/alice.img
+Where=$tmp/vol/vault
+Users=alice
+EOF2
+if [ "$(id -u)" = 0 ]; then
+        check volume 0 "volume/nsd.conf: OK, with 0 drop-ins: 0 polydirs, 0 read-only binds, 0 shares, 1 volume, setup generation "
+else
+        check volume 1 "volume/nsd.conf:3: [Volume vault] Source=$tmp/vol/alice.img must be an image (a regular file owned by root, writable by nobody else)"
+fi
+check volume 0 "volume/nsd.conf: OK, with 0 drop-ins: 0 polydirs, 0 read-only binds, 0 shares, 1 volume" =syntax
+chmod 0666 "$tmp/vol/alice.img"
+check volume 1 "volume/nsd.conf:3: [Volume vault] Source=$tmp/vol/alice.img must be an image (a regular file owned by root, writable by nobody else) or a block device owned by root (it is uid $(id -u)'s, mode 0666, a regular file); nsd would refuse it"
+ln -s "$tmp/vol/alice.img" "$tmp/vol/link.img"
+sed -i "s|alice.img|link.img|; s|Where=.*|Where=$tmp/vol/gone|" "$tmp/volume/nsd.conf"
+check volume 1 "volume/nsd.conf:3: [Volume vault] Source=$tmp/vol/link.img: a symbolic link is on the way, which nsd does not follow"
+check volume 1 "volume/nsd.conf:1: [Volume vault] Where=$tmp/vol/gone: No such file or directory"
 
 status=0
 out=$("$nsd" --check-config=everything 2>&1) || status=$?

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-setup-conf: what a namespace is made of, as nsd.conf says it (nsd/policy/setup-conf.c):
- * [Setup], [Polydir NAME], [BindReadOnly NAME], [Share NAME] and its membership, PrivateTmp='s
- * polydir, the setup generation;
+ * [Setup], [Polydir NAME], [BindReadOnly NAME], [Share NAME] and its membership, [Volume NAME]
+ * (types, their options, what is refused), PrivateTmp='s polydir, the setup generation;
  * and the files it is read from (nsd/policy/conf-files.c): drop-ins in lexical order, a key or an
  * object in two files, files that are not the administrator's. TAP; no root needed (the
  * owner checks that need another uid run as root only); files only in a temp folder.
@@ -495,6 +495,221 @@ static void test_bad(void) {
         g_string_free(many, TRUE);
 }
 
+static void test_volumes(void) {
+        const char *text = "[Volume vault]\n"
+                           "Type=ext4\n"
+                           "Source=/srv/vol/%u.img\n"
+                           "Where=%h/vault\n"
+                           "Options=noexec,noatime,commit=30,nodiscard,ro\n"
+                           "Users=alice 1001\n"
+                           "Groups=vault\n"
+                           "Start=namespace\n"
+                           "\n"
+                           "[Volume home-nfs]\n"
+                           "Options=vers=4.2,hard\n"
+                           "Where=/srv/nfs/%U\n"
+                           "Source=nfs.example:/export/%u\n"
+                           "Type=nfs4\n"
+                           "Groups=staff\n";
+        Config c = { 0 };
+        g_autofree char *err = NULL;
+        const Volume *v;
+        char buf[128];
+
+        ok(parse(text, &c, &err) == 0, "two volumes parse, keys in any order (%s)", err ? err : "");
+        if (!c.users)
+                return;
+        v = c.setup.n_volumes == 2 ? &c.setup.volumes[0] : NULL;
+        ok(v && strcmp(v->name, "vault") == 0 && strcmp(v->type, "ext4") == 0 &&
+                   v->kind == VOLUME_KIND_BLOCK && strcmp(v->source, "/srv/vol/%u.img") == 0 &&
+                   strcmp(v->where, "%h/vault") == 0 && v->start == VOLUME_START_NAMESPACE &&
+                   g_strv_length(v->users) == 2 && g_strv_length(v->groups) == 1 &&
+                   strcmp(v->file, "test.conf") == 0 && v->line == 1,
+           "[Volume vault]: Type=ext4, Source= with %%u, Where=%%h/vault, Users=, Groups=, "
+           "Start=namespace, at test.conf:1");
+        ok(v && v->n_options == 2 && strcmp(v->options[0].key, "commit") == 0 &&
+                   strcmp(v->options[0].value, "30") == 0 &&
+                   strcmp(v->options[1].key, "nodiscard") == 0 && !v->options[1].value &&
+                   v->mount_attr == (MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOATIME | MOUNT_ATTR_RDONLY),
+           "Options=: ext4's commit=30 and nodiscard go to the file system; noexec, noatime "
+           "and ro are mount attributes");
+        ok(v && strcmp(volume_describe(v, buf, sizeof buf), "volume 'vault' (test.conf:1)") == 0,
+           "volume_describe(): %s", v ? buf : "");
+        {
+                const gid_t gids[] = { 100, 3000 };
+                const char *const names[] = { "users", "vault" };
+
+                ok(v && volume_has_member(v, "alice", 1000, NULL, NULL, 0) &&
+                           volume_has_member(v, "bob", 1001, NULL, NULL, 0) &&
+                           volume_has_member(v, "carol", 1500, gids, names, 2) &&
+                           !volume_has_member(v, "dave", 1600, gids, names, 1),
+                   "membership as a share's: by name, by uid, by a group's name");
+        }
+        v = c.setup.n_volumes == 2 ? &c.setup.volumes[1] : NULL;
+        ok(v && v->kind == VOLUME_KIND_NETWORK && strcmp(v->type, "nfs4") == 0 &&
+                   strcmp(v->source, "nfs.example:/export/%u") == 0 && v->n_options == 2 &&
+                   strcmp(v->options[0].key, "vers") == 0 && v->source_line == 13 &&
+                   v->options_line == 11,
+           "[Volume home-nfs]: a network source, Options= checked against Type= given after "
+           "it");
+        ok(!setup_conf_is_empty(&c.setup) && setup_conf_needs_identity(&c.setup),
+           "a volume is something to set up, and its membership needs the user database");
+
+        Config copy;
+        char g1[17], g2[17];
+        config_copy(&copy, &c);
+        ok(copy.setup.n_volumes == 2 && copy.setup.volumes[0].source != c.setup.volumes[0].source &&
+                   copy.setup.volumes[0].n_options == 2 &&
+                   strcmp(copy.setup.volumes[0].options[1].key, "nodiscard") == 0 &&
+                   strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
+                          setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
+           "config_copy() copies the volumes deeply, with the same generation");
+        config_done(&copy);
+        config_done(&c);
+
+        /* the other block types and kernel network types */
+        static const char *const fine[] = {
+                "[Volume v]\nType=xfs\nSource=/dev/sdb1\nWhere=/srv/x\nUsers=a\n"
+                "Options=inode64,logbufs=8\n",
+                "[Volume v]\nType=btrfs\nSource=/srv/%U.img\nWhere=/srv/x\nUsers=a\n"
+                "Options=subvol=home,compress=zstd\n",
+                "[Volume v]\nType=vfat\nSource=/srv/stick.img\nWhere=%h/stick\nUsers=a\n"
+                "Options=uid=1000,utf8,flush\n",
+                "[Volume v]\nType=exfat\nSource=/srv/x.img\nWhere=/srv/x\nUsers=a\n"
+                "Options=fmask=0133\n",
+                "[Volume v]\nType=cifs\nSource=//server/%u\nWhere=%h/smb\nUsers=a\n"
+                "Options=vers=3.1.1,seal\n",
+                "[Volume v]\nType=nfs\nSource=server:/home/%u\nWhere=%h/nfs\nUsers=a\n",
+        };
+        bool all = true;
+        for (size_t i = 0; i < G_N_ELEMENTS(fine); i++) {
+                g_clear_pointer(&err, g_free);
+                if (parse(fine[i], &c, &err) < 0) {
+                        printf("# refused: %s: %s\n", fine[i], err);
+                        all = false;
+                        continue;
+                }
+                config_done(&c);
+        }
+        ok(all, "xfs, btrfs, vfat, exfat, cifs and nfs volumes with options of their own");
+}
+
+static void test_volumes_bad(void) {
+        static const struct {
+                const char *line, *want;
+        } cases[] = {
+                /* Type= */
+                { "Type=gocryptfs", "Type=gocryptfs: FUSE volumes ('gocryptfs') are not "
+                                    "supported yet" },
+                { "Type=sshfs", "FUSE volumes ('sshfs') are not supported yet" },
+                { "Type=fuse.bindfs", "FUSE volumes ('fuse.bindfs') are not supported yet" },
+                { "Type=luks", "Type=luks: LUKS volumes ('luks') are not supported yet" },
+                { "Type=crypto_LUKS", "LUKS volumes ('crypto_LUKS') are not supported yet" },
+                { "Type=ext3", "Type=ext3: unknown type (known: ext4, xfs, btrfs, vfat, exfat, "
+                               "cifs, nfs, nfs4)" },
+                { "Type=", "unknown type" },
+                /* Source=, Where= */
+                { "Source=", "Source=: empty" },
+                { "Source=//srv/a\tb", "contains a control character" },
+                { "Where=vault", "Where=vault: not an absolute path" },
+                { "Where=/home/%h/x", "may only start" },
+                { "Where=%h/../etc", "'.' or '..'" },
+                { "Where=%h/x/", "ends in '/'" },
+                { "Where=/srv/%x", "unknown specifier '%x'" },
+                /* members, Start= */
+                { "Users=al ice!", "'ice!' is not a user name or uid" },
+                { "Groups=@wheel", "'@wheel' is not a group name or gid" },
+                { "Start=login", "Start=login: not supported yet" },
+                { "Start=request", "Start=request: not supported yet" },
+                { "Start=boot", "Start=boot: expected 'namespace'" },
+                { "Start=", "expected 'namespace'" },
+                /* keys */
+                { "Path=/srv", "unknown key Path=" },
+                { "OnlyUsers=alice", "unknown key OnlyUsers=" },
+                { "MountOptions=ro", "unknown key MountOptions=" },
+        };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autofree char *text = g_strdup_printf("# test\n[Volume v]\n%s\n", cases[i].line);
+                g_autofree char *what = g_strdup_printf("[Volume v] %s", cases[i].line);
+
+                bad(text, 3, cases[i].want, what);
+        }
+        bad("[Volume a/b]\n", 1, "a name is", "[Volume a/b]");
+
+        /* checked once the whole group is read, at the key's line */
+        static const struct {
+                const char *type, *source, *options;
+                unsigned line;
+                const char *want;
+        } whole[] = {
+                { "ext4", "/srv/vol/%h.img", NULL, 3, "Source=/srv/vol/%h.img: %h is not allowed" },
+                { "ext4", "%h/vault.img", NULL, 3, "Source=%h/vault.img: %h is not allowed" },
+                { "ext4", "/srv/%g.img", NULL, 3, "'%g': only %u (user name), %U (uid)" },
+                { "ext4", "srv/a.img", NULL, 3, "Source=srv/a.img: not an absolute path" },
+                { "ext4", "//server/share", NULL, 3, "contains '//'" },
+                { "xfs", "/srv/a/../b.img", NULL, 3, "'.' or '..'" },
+                { "cifs", "//server/%h", NULL, 3, "only %u (user name), %U (uid) and %%" },
+                { "cifs", "//server/a b", NULL, 3, "white space or a control character" },
+                { "ext4", "/srv/a.img", "nosuid,nodev,suid", 5, "'suid' is refused" },
+                { "ext4", "/srv/a.img", "suid", 5,
+                  "Options=suid: 'suid' is refused: every mount "
+                  "nsd makes is nosuid,nodev (Type=ext4)" },
+                { "ext4", "/srv/a.img", "noexec,dev", 5, "'dev' is refused" },
+                { "ext4", "/srv/a.img", "errors=panic", 5,
+                  "Options=errors=panic: unknown option 'errors' (known: commit=, data=" },
+                { "btrfs", "/srv/a.img", "device=/dev/sda", 5, "unknown option 'device'" },
+                { "xfs", "/srv/a.img", "logdev=/dev/sdb", 5, "unknown option 'logdev'" },
+                { "ext4", "/srv/a.img", "subvol=x", 5,
+                  "unknown option 'subvol'" }, /* btrfs's, not ext4's */
+                { "vfat", "/srv/a.img", "uid", 5, "'uid' needs a value" },
+                { "ext4", "/srv/a.img", "nodiscard=1", 5, "'nodiscard' takes no value" },
+                { "ext4", "/srv/a.img", "noexec=1", 5, "'noexec' takes no value" },
+                { "nfs4", "srv:/x", "size=1m", 5, "unknown option 'size'" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(whole); i++) {
+                g_autofree char *text = g_strdup_printf(
+                        "# test\n[Volume v]\nSource=%s\nType=%s\n%s%s%sWhere=/srv/x\nUsers=a\n",
+                        whole[i].source, whole[i].type, whole[i].options ? "Options=" : "",
+                        whole[i].options ? whole[i].options : "", whole[i].options ? "\n" : "");
+                g_autofree char *what = g_strdup_printf("Type=%s Source=%s Options=%s",
+                                                        whole[i].type, whole[i].source,
+                                                        whole[i].options ? whole[i].options : "");
+
+                bad(text, whole[i].line, whole[i].want, what);
+        }
+
+        /* the group as a whole, at its line */
+        bad("[Volume v]\nSource=/a.img\nWhere=/x\nUsers=a\n", 1,
+            "[Volume v] has no Type=", "a volume without Type=");
+        bad("[Volume v]\nType=ext4\nWhere=/x\nUsers=a\n", 1,
+            "[Volume v] has no Source=", "a volume without Source=");
+        bad("\n[Volume v]\nType=ext4\nSource=/a.img\nUsers=a\n", 2,
+            "[Volume v] has no Where=", "a volume without Where=");
+        bad("[Volume v]\nType=ext4\nSource=/a.img\nWhere=/x\nUsers=\n", 1,
+            "[Volume v] has neither Users= nor Groups=: a volume has no default membership",
+            "a volume without members");
+        bad("[Volume a]\nType=ext4\nSource=/a.img\nWhere=%h/v\nUsers=a\n"
+            "[Volume b]\nType=ext4\nSource=/b.img\nWhere=%h/v\nUsers=b\n",
+            6, "[Volume b] Where=%h/v is the mount point of [Volume a] (test.conf:1) too",
+            "two volumes on one Where=");
+        bad("[Share lab]\nPath=/srv/lab\nGroups=lab\n"
+            "[Volume v]\nType=ext4\nSource=/a.img\nWhere=/srv/lab/v\nUsers=a\n",
+            4,
+            "[Volume v] Where=/srv/lab/v is under the path of [Share lab] (test.conf:1), "
+            "Path=/srv/lab: a volume's mount would travel to the share's other members",
+            "a volume under a share");
+        bad("[Volume a]\nType=ext4\nSource=/a.img\nWhere=/x\nUsers=a\n\n[Volume a]\nUsers=b\n", 7,
+            "[Volume a] is defined twice: at test.conf:1 too", "one volume defined twice");
+        bad("[Volume a]\nType=ext4\nType=xfs\n", 3, "set twice", "Type= twice");
+
+        GString *many = g_string_new("");
+        for (int i = 0; i <= SETUP_MAX_VOLUMES; i++)
+                g_string_append_printf(many, "[Volume v%d]\n", i);
+        bad(many->str, SETUP_MAX_VOLUMES + 1, "more than 32 [Volume] groups", "33 volumes");
+        g_string_free(many, TRUE);
+}
+
 static void test_generation(void) {
         const char *base = "[Polydir tmp]\nPath=/tmp\nMethod=tmpfs\nMountOptions=size=1m\n";
         static const char *const other[] = {
@@ -566,6 +781,48 @@ static void test_generation(void) {
         }
         ok(all_differ, "a share's name, path, Users=, Groups= and Propagation= each change the "
                        "generation");
+
+        /* a volume: each of its keys */
+        static const char *const volumes[] = {
+                "[Volume v]\nType=ext4\nSource=/a.img\nWhere=%h/v\nUsers=alice\n",
+                "[Volume w]\nType=ext4\nSource=/a.img\nWhere=%h/v\nUsers=alice\n",
+                "[Volume v]\nType=xfs\nSource=/a.img\nWhere=%h/v\nUsers=alice\n",
+                "[Volume v]\nType=ext4\nSource=/b.img\nWhere=%h/v\nUsers=alice\n",
+                "[Volume v]\nType=ext4\nSource=/a.img\nWhere=%h/w\nUsers=alice\n",
+                "[Volume v]\nType=ext4\nSource=/a.img\nWhere=%h/v\nUsers=bob\n",
+                "[Volume v]\nType=ext4\nSource=/a.img\nWhere=%h/v\nGroups=alice\n",
+                "[Volume v]\nType=ext4\nSource=/a.img\nWhere=%h/v\nUsers=alice\nOptions=ro\n",
+                "[Volume v]\nType=ext4\nSource=/a.img\nWhere=%h/v\nUsers=alice\n"
+                "Options=commit=5\n",
+                "[Volume v]\nType=ext4\nSource=/a.img\nWhere=%h/v\nUsers=alice\n"
+                "Options=commit=6\n",
+                "",
+        };
+        char gv[G_N_ELEMENTS(volumes)][17];
+        all_differ = true;
+        for (size_t i = 0; i < G_N_ELEMENTS(volumes); i++) {
+                gv[i][0] = '\0';
+                if (parse(volumes[i], &b, NULL) < 0) {
+                        printf("# refused: %s\n", volumes[i]);
+                        all_differ = false;
+                        continue;
+                }
+                setup_conf_generation(&b.setup, false, gv[i], sizeof gv[i]);
+                config_done(&b);
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(gv[i], gv[j]) == 0) {
+                                printf("# same generation for: %s and %s\n", volumes[i],
+                                       volumes[j]);
+                                all_differ = false;
+                        }
+        }
+        ok(all_differ, "a volume, and its name, Type=, Source=, Where=, Users=, Groups= and "
+                       "Options= each change the generation");
+        ok(parse("[Volume v]\nUsers=alice\nWhere=%h/v\nSource=/a.img\nType=ext4\n", &b, NULL) ==
+                           0 &&
+                   strcmp(gv[0], setup_conf_generation(&b.setup, false, gb, sizeof gb)) == 0,
+           "the same volume written in another order: the same generation");
+        config_done(&b);
         ok(parse("[Share lab]\nPath=/srv/lab\nGroups=lab\nMaxMembers=3\n", &b, NULL) == 0 &&
                    strcmp(gs[0], setup_conf_generation(&b.setup, false, gb, sizeof gb)) == 0,
            "MaxMembers= does not change it");
@@ -824,6 +1081,8 @@ int main(void) {
         test_shares();
         test_private_tmp();
         test_bad();
+        test_volumes();
+        test_volumes_bad();
         test_generation();
         test_needs_identity();
         test_parse_texts();

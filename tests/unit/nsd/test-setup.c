@@ -4,7 +4,9 @@
  * that enters a mount namespace: polydirs (Method=user and tmpfs, under / and under %h),
  * read-only binds, init scripts with pam_namespace's arguments, and every refusal: a
  * symbolic link swapped in for a polydir or on the way to it, a foreign-owned polydir or
- * instance, an instance parent open to others, an untrusted, failing or hanging init script.
+ * instance, an instance parent open to others, an untrusted, failing or hanging init script;
+ * a volume's refusals before anything is attached (a Where= made a symbolic link, an image
+ * someone else can write; mounting one needs a VM: tests/vm/scenarios/volumes.sh).
  *
  * Everything happens in a private mount namespace of the test's own (as root: unshare(2);
  * otherwise a user namespace too, where only uid 0 exists, so the cases that need a second
@@ -408,6 +410,76 @@ static void test_symlinks(void) {
         result_free(&res);
 }
 
+static void test_volumes(void) {
+        const char *conf = "[Volume vault]\nType=ext4\nSource=@T@/vol/%u.img\nWhere=%h/vault\n"
+                           "Users=mallory\n";
+        g_autofree char *etc = P("etc"), *vault = P("home/mallory/vault");
+        struct stat before = st_of("etc"), after;
+        Result res;
+
+        mk("home/mallory", 0755, U);
+        mk("vol", 0755, 0);
+        put("vol/mallory.img", "no file system\n", 0600, 0);
+        if (symlink(etc, vault) < 0 || lchown(vault, U, U) < 0)
+                tap_bail_errno(vault);
+        res = run(conf, U, "mallory", "home/mallory");
+        after = st_of("etc");
+        ok(res.done && res.r == -ELOOP && strstr(WHY(res), "volume 'vault' (test.conf:1): '") &&
+                   strstr(WHY(res), "/home/mallory/vault' is a symbolic link, or one is on the "
+                                    "way to it: refused"),
+           "a volume's Where= (~/vault) made a symbolic link to etc/ is refused, naming the "
+           "volume and the path (%s)",
+           WHY(res));
+        ok(!mounted_on("etc") && before.st_dev == after.st_dev && before.st_ino == after.st_ino &&
+                   exists("etc/passwd"),
+           "etc/ is untouched: nothing mounted on it");
+        result_free(&res);
+
+        if (unlink(vault) < 0)
+                tap_bail_errno(vault);
+        mk("home/mallory/vault", 0700, U);
+        put("vol/mallory.img", "no file system\n", 0666, 0);
+        res = run(conf, U, "mallory", "home/mallory");
+        ok(res.r == -EPERM && strstr(WHY(res), "/vol/mallory.img' must be owned by root and "
+                                               "writable by nobody else (it is uid 0's, mode "
+                                               "0666): refused"),
+           "an image that everyone may write is refused before it is attached (%s)", WHY(res));
+        ok(!mounted_on("home/mallory/vault"), "nothing is mounted on ~/vault");
+        result_free(&res);
+
+        put("vol/mallory.img", "no file system\n", 0620, 0);
+        res = run(conf, U, "mallory", "home/mallory");
+        ok(res.r == -EPERM && strstr(WHY(res), "mode 0620): refused"),
+           "so is one that its group may write (%s)", WHY(res));
+        result_free(&res);
+
+        if (as_root) {
+                put("vol/mallory.img", "no file system\n", 0600, U);
+                res = run(conf, U, "mallory", "home/mallory");
+                ok(res.r == -EPERM && strstr(WHY(res), "it is uid 4242001's, mode 0600"),
+                   "and one of the user's own (%s)", WHY(res));
+                result_free(&res);
+        } else
+                tap_skip("an image of the user's: needs root (a second uid)");
+
+        mk("vol/mallory.img.d", 0755, 0);
+        res = run("[Volume vault]\nType=ext4\nSource=@T@/vol/%u.img.d\nWhere=%h/vault\n"
+                  "Users=mallory\n",
+                  U, "mallory", "home/mallory");
+        ok(res.r == -EPERM && strstr(WHY(res), "is neither an image (a regular file) nor a block "
+                                               "device: refused"),
+           "a directory as Source= is refused (%s)", WHY(res));
+        result_free(&res);
+
+        /* not a member: nothing to do, nothing refused */
+        res = run("[Volume vault]\nType=ext4\nSource=@T@/vol/%u.img\nWhere=%h/vault\n"
+                  "Users=alice\n",
+                  U, "mallory", "home/mallory");
+        ok(res.done && res.r == 0 && res.n_failed == 0 && !mounted_on("home/mallory/vault"),
+           "a volume of alice's is not tried for mallory (%s)", WHY(res));
+        result_free(&res);
+}
+
 static void test_owners(void) {
         Result res;
 
@@ -749,6 +821,60 @@ static void test_plans(void) {
         }
 }
 
+static void test_volume_plans(void) {
+        g_autoptr(SetupPlan) plan = NULL;
+        g_autofree char *why = NULL;
+        Config c = { 0 };
+        gid_t gids[] = { 5, 300 };
+        const char *const names[] = { "staff", "vault" };
+        SetupUser u = { .uid = 1000,
+                        .gid = 5,
+                        .name = "alice",
+                        .home = "/home/alice",
+                        .groups = gids,
+                        .n_groups = 1 };
+        const char *text = "[Volume vault]\nType=ext4\nSource=/srv/vol/%u-%U.img\n"
+                           "Where=%h/vault\nGroups=vault\n"
+                           "[Volume smb]\nType=cifs\nSource=//server/%u\nWhere=/srv/smb/%U\n"
+                           "Users=bob\n";
+
+        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
+                tap_bail_errno("parse");
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 0 &&
+                   setup_plan_is_empty(plan),
+           "alice outside group vault and not bob: no volume, nothing to do (%s)", why ? why : "");
+        g_clear_pointer(&plan, setup_plan_free);
+        u.n_groups = 2;
+        u.group_names = names;
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 1 &&
+                   !setup_plan_is_empty(plan) &&
+                   strcmp(setup_plan_volume_where(plan, 0), "/home/alice/vault") == 0 &&
+                   strcmp(setup_plan_volume_source(plan, 0), "/srv/vol/alice-1000.img") == 0,
+           "in group vault: the volume, Where= and Source= expanded (%s)", why ? why : "");
+        g_clear_pointer(&plan, setup_plan_free);
+        u.name = "bob";
+        u.home = "/home/bob";
+        u.n_groups = 1;
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 1 &&
+                   strcmp(setup_plan_volume_source(plan, 0), "//server/bob") == 0 &&
+                   strcmp(setup_plan_volume_where(plan, 0), "/srv/smb/1000") == 0,
+           "bob: the cifs volume, its source with %%u (%s)", why ? why : "");
+        g_clear_pointer(&plan, setup_plan_free);
+        SetupUser nobody = { .uid = 1000, .gid = (gid_t) -1 };
+        ok(setup_plan_new(&c.setup, &nobody, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 0,
+           "uid 1000 without a name is no member by name");
+        g_clear_pointer(&plan, setup_plan_free);
+        config_done(&c);
+        text = "[Volume v]\nType=ext4\nSource=/srv/%u.img\nWhere=/srv/v\nUsers=1000\n";
+        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
+                tap_bail_errno("parse");
+        ok(setup_plan_new(&c.setup, &nobody, &plan, &why) == -EINVAL && why &&
+                   strstr(why, "volume 'v' (t:1) needs the name of uid 1000"),
+           "a member by uid without a name, whose Source= needs one, is refused (%s)",
+           why ? why : "");
+        config_done(&c);
+}
+
 static void test_private_tmp(void) {
         if (!as_root) {
                 /* the host's /tmp is root's, a uid that does not exist in the user namespace */
@@ -835,8 +961,10 @@ int main(void) {
         children = children_new(16);
 
         test_plans();
+        test_volume_plans();
         test_full();
         test_symlinks();
+        test_volumes();
         test_owners();
         test_scripts();
         test_routes();

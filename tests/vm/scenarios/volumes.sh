@@ -1,0 +1,180 @@
+#!/bin/bash
+# volumes: issue 25's first slice ([Volume NAME], a kernel file system mounted in the user's
+# namespace when it is made), under systemd as PID 1 (tests/vm/run --init systemd) with nsd
+# from the built units, the host's sshd and su, and pam_nsjoin in Debian's common-session.
+# One drop-in: an ext4 image /srv/vol/%u.img (made here with mkfs.ext4, root's, 0600) on
+# %h/vault for alice and carol.
+#  1. alice made ~/vault a symbolic link to /etc before she has a namespace: her ssh login is
+#     refused, nsd's setup-failed event names the volume, its file:line and the path; nothing
+#     is mounted on /etc, no namespace pinned, no loop device attached.
+#  2. with ~/vault a directory again: her login sees the volume (ext4 from a loop device,
+#     nosuid,nodev,noatime in her own /proc/self/mountinfo); a file written there in one login
+#     is there in a second ssh login and in su -l; the event volume-mounted names source, type
+#     and target; the loop device is autoclear, backed by the image.
+#  3. root in the initial namespace and bob (not a member) do not list it in their mount
+#     tables, and alice's file is not in root's view of /home/alice/vault.
+#  4. carol's image is hers (writable by the user): her login is refused with the clear
+#     reason, and no loop device is attached for it.
+#  5. alice's namespace released (nsctl release, no session left): the kernel frees the loop
+#     device (autoclear), the image keeps the file.
+#   Args: BUILD-DIR
+set -u
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
+
+vm_needs_systemd
+for p in mkfs.ext4 losetup findmnt su truncate; do
+        command -v "$p" > /dev/null || skip "$p is not installed (tools/deps)"
+done
+grep -qw ext4 /proc/filesystems || skip "the VM's kernel has no ext4"
+[ -e /dev/loop-control ] || skip "the VM's kernel has no loop devices"
+
+# Under a custom boot target /run/nologin stays until this runs (VM-NOTES.md)
+systemctl start systemd-user-sessions.service
+
+dropins=/etc/nsd/nsd.conf.d
+vol=/srv/vol
+vm_on_exit "rm -rf $vol"
+
+journal_dump() {
+        vm_sshd_log | tail -20 >&2
+        journalctl --no-pager -n 80 >&2 || true
+}
+# loops_of FILE: the loop devices backed by FILE, "NAME AUTOCLEAR" per line
+loops_of() { losetup --list --noheadings --raw -O NAME,AUTOCLEAR,BACK-FILE | awk -v f="$1" '$3 == f { print $1, $2 }'; }
+no_loop_of() { [ -z "$(loops_of "$1")" ]; }
+no_session_of() { [ "$(nsd_sessions_of "$1")" = 0 ] || [ -z "$(nsd_sessions_of "$1")" ]; }
+
+say "nsd from the built units; pam_nsjoin in common-session"
+nsd_units_start '[Namespaces]' 'Users=@regular'
+nsd_setup_debian_pam timeout=60 debug
+vm_start_sshd --debian-pam
+nsd_user alice 1001
+nsd_user bob 1002
+nsd_user carol 1003
+init_ns=$(vm_ns_of 1)
+
+say "ext4 images for alice (root's, 0600, its root directory hers) and carol (hers: refused)"
+install -d -m 0755 "$vol"
+for u in alice carol; do
+        truncate -s 16M "$vol/$u.img"
+        mkfs.ext4 -q -F -E "root_owner=$(id -u $u):$(id -g $u)" "$vol/$u.img" ||
+                fail "mkfs.ext4 $vol/$u.img"
+        chmod 0600 "$vol/$u.img"
+done
+chown carol: "$vol/carol.img"
+install -d -m 0755 /etc/nsd "$dropins"
+cat > "$dropins/60-vault.conf" << 'CONF'
+[Volume vault]
+Type=ext4
+Source=/srv/vol/%u.img
+Where=%h/vault
+Options=noatime
+Users=alice carol
+CONF
+chmod 0644 "$dropins/60-vault.conf"
+out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
+echo "$out"
+assert_contains "$out" "OK, with 1 drop-in: 0 polydirs, 0 read-only binds, 0 shares, 1 volume, setup generation" \
+        "nsd --check-config"
+systemctl reload nsd.service 2> /dev/null || true
+
+# ---- 1. ~/vault a symbolic link to /etc -----------------------------------------------------
+say "1. alice makes ~/vault a symbolic link to /etc before she has a namespace"
+vm_run_as alice ln -s /etc /home/alice/vault
+etc_before=$(find /etc -xdev -printf '%M %U %G %i %p\n' | sort | sha256sum)
+assert_eq "" "$(nsd_ns_inode alice)" "alice's namespace before her first login"
+if out=$(vm_ssh alice 'echo logged in' 2>&1); then
+        fail "alice's login with ~/vault a symbolic link to /etc was not refused: $out"
+fi
+reason="volume 'vault' ($dropins/60-vault.conf:1): '/home/alice/vault' is a symbolic link, or one is on the way to it: refused"
+out=$(nsd_journal NSD_EVENT=setup-failed USER_ID=1001)
+echo "$out"
+assert_contains "$out" "$reason" "nsd's setup-failed event"
+journalctl --sync
+out=$(journalctl --no-pager -o cat -g 'cannot join the mount namespace of user .alice.')
+assert_contains "$out" "nsd says: the namespace of uid 1001 cannot be set up: volume 'vault'" \
+        "pam_nsjoin's message in sshd's login"
+assert_eq "" "$(nsd_ns_inode alice)" "alice's namespace after the refusal (nothing pinned)"
+assert_eq "$etc_before" "$(find /etc -xdev -printf '%M %U %G %i %p\n' | sort | sha256sum)" \
+        "/etc (names, modes, owners, inodes) after the refused setup"
+assert_eq "" "$(findmnt -n /etc || true)" "mounts on /etc"
+assert_eq "" "$(loops_of "$vol/alice.img")" "loop devices of alice.img after the refusal"
+
+say "1. alice puts ~/vault back as a directory: her login works (after the failure's 5 s)"
+vm_run_as alice sh -c 'rm ~/vault && mkdir -m 0755 ~/vault'
+vm_poll 120 vm_ssh alice true || { journal_dump; fail "alice cannot log in with ~/vault a directory"; }
+
+# ---- 2. alice's logins see the volume -------------------------------------------------------
+say "2. alice's ssh login: the volume in her mount table, a file written in it"
+out=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt &&
+        awk '\''$5 == "/home/alice/vault" { print $6; print $(NF-2), $(NF-1) }'\'' /proc/self/mountinfo &&
+        echo "secret of alice" > ~/vault/file && stat -c "%U %a" ~/vault') ||
+        { journal_dump; fail "alice's ssh login: $out"; }
+echo "$out"
+ns=$(echo "$out" | sed -n 1p)
+assert_eq "$ns" "$(nsd_ns_inode alice)" "alice's namespace in nsctl list"
+assert_ne "$init_ns" "$ns" "alice's namespace"
+opts=$(echo "$out" | sed -n 2p)
+for o in nosuid nodev noatime rw; do
+        assert_contains ",$opts," ",$o," "the mount options of ~/vault in alice's mountinfo"
+done
+fs_src=$(echo "$out" | sed -n 3p)
+assert_eq ext4 "${fs_src%% *}" "the file system on ~/vault"
+loop=${fs_src#* }
+case $loop in /dev/loop[0-9]*) ;; *) fail "the source of ~/vault is '$loop', not a loop device" ;; esac
+assert_eq "alice 755" "$(echo "$out" | sed -n 4p)" "~/vault's root directory (the image's, alice's)"
+assert_eq "$loop 1" "$(loops_of "$vol/alice.img")" "the loop device of alice.img (autoclear)"
+out=$(nsd_journal NSD_EVENT=volume-mounted USER_ID=1001)
+echo "$out"
+assert_contains "$out" "volume 'vault' ($dropins/60-vault.conf:1): '$vol/alice.img' (ext4 on $loop) mounted on '/home/alice/vault'" \
+        "nsd's volume-mounted event"
+
+say "2. a second ssh login and su -l: the same namespace, the file is there"
+assert_eq "$ns secret of alice" "$(vm_ssh alice 'echo $(stat -L -c %i /proc/self/ns/mnt) $(cat ~/vault/file)')" \
+        "alice's second ssh login"
+assert_eq "$ns secret of alice" "$(su -l alice -c 'echo $(stat -L -c %i /proc/self/ns/mnt) $(cat ~/vault/file)')" \
+        "alice's su -l"
+assert_eq "$loop 1" "$(loops_of "$vol/alice.img")" "still one loop device of alice.img"
+
+# ---- 3. nobody else lists it ------------------------------------------------------------------
+say "3. root in the initial namespace and bob do not list it"
+assert_eq "" "$(awk '$5 ~ /vault/ || $(NF-1) ~ /^\/dev\/loop/' /proc/self/mountinfo)" \
+        "the initial namespace's mount table (a vault or a loop device)"
+[ ! -e /home/alice/vault/file ] || fail "root in the initial namespace sees alice's file in ~/vault"
+out=$(vm_ssh bob 'stat -L -c %i /proc/self/ns/mnt') || { journal_dump; fail "bob's ssh login: $out"; }
+bob_ns=$(nsd_ns_inode bob)
+assert_eq "$bob_ns" "$out" "bob's namespace"
+assert_ne "$ns" "$bob_ns" "bob's namespace"
+assert_eq "" "$(vm_ssh bob 'awk '\''$5 ~ /vault/ || $(NF-1) ~ /^\/dev\/loop/'\'' /proc/self/mountinfo')" \
+        "bob's mount table (a vault or a loop device)"
+assert_eq "" "$(vm_ssh bob 'ls -A /home/alice/vault')" "bob's view of /home/alice/vault (empty)"
+
+# ---- 4. carol's image is hers -----------------------------------------------------------------
+say "4. carol's image is writable by carol: her login is refused"
+install -d -o carol -g carol -m 0700 /home/carol/vault
+if out=$(vm_ssh carol 'echo logged in' 2>&1); then
+        fail "carol's login with an image of her own was not refused: $out"
+fi
+out=$(nsd_journal NSD_EVENT=setup-failed USER_ID=1003)
+echo "$out"
+assert_contains "$out" "volume 'vault' ($dropins/60-vault.conf:1): the image '$vol/carol.img' must be owned by root and writable by nobody else (it is uid 1003's, mode 0600): refused" \
+        "nsd's setup-failed event for carol"
+assert_eq "" "$(nsd_ns_inode carol)" "carol's namespace after the refusal"
+assert_eq "" "$(loops_of "$vol/carol.img")" "loop devices of carol.img"
+
+# ---- 5. released with the namespace -----------------------------------------------------------
+say "5. alice's namespace released: the loop device goes with its mount"
+vm_poll 60 no_session_of alice || fail "alice still has sessions: $(nsd_sessions_of alice)"
+# her user manager (started by her logins) is a process in the namespace too: gone first
+loginctl terminate-user alice 2> /dev/null || true
+vm_poll 60 sh -c '! pgrep -U alice > /dev/null' || fail "alice's processes are still there: $(pgrep -a -U alice)"
+"$NSCTL" release alice || { nsd_journal_dump; fail "nsctl release alice"; }
+vm_poll 60 no_loop_of "$vol/alice.img" ||
+        fail "the loop device of alice.img after the release: $(loops_of "$vol/alice.img")"
+install -d -m 0700 "$VM_TMPDIR/check"
+mount -o ro,nosuid,nodev,noexec "$vol/alice.img" "$VM_TMPDIR/check" || fail "mount alice.img to check it"
+assert_eq "secret of alice" "$(cat "$VM_TMPDIR/check/file")" "alice's file in the image"
+umount "$VM_TMPDIR/check"
+"$NSCTL" list
+say "ok"
