@@ -24,7 +24,8 @@ systemd=
 [ -d /run/systemd/system ] && systemd=1
 
 # ---- nsd and the services scenarios start ----------------------------------------------------
-[ -n "$systemd" ] && systemctl stop nsd.service nsd.socket nsd-root.socket cron.service 2> /dev/null
+[ -n "$systemd" ] && systemctl stop nsd.service nsd.socket nsd-root.socket nsd-metrics.timer \
+    nsd-metrics.service cron.service 2> /dev/null
 # nsd, and what scenarios start as root and leave to their exit traps (sshd of vm_start_sshd,
 # the syslog sink of lib/nsd.sh): gone, whatever those traps managed
 pkill -KILL -x nsd 2> /dev/null
@@ -81,6 +82,8 @@ awk '$5 == "/run/nsd" || index($5, "/run/nsd/") == 1 { print $5 }' /proc/self/mo
     while IFS= read -r m; do umount -l "$m" 2> /dev/null; done
 rm -rf /run/nsd /etc/nsd /etc/tmpfiles.d/nsd.conf /usr/share/pam-configs/nsjoin \
     /etc/systemd/system/nsd.service.d
+# the node exporter's folder lib/deb.sh's deb_metrics_timer makes (the host has none)
+[ -e "$host/var/lib/prometheus" ] || rm -rf /var/lib/prometheus
 # the built units and what `systemctl enable` linked to them (sockets.target.wants/...)
 find /etc/systemd/system \( -name nsd.service -o -name nsd.socket -o -name nsd-root.socket \) \
     -delete 2> /dev/null

@@ -11,6 +11,8 @@
 #     says /usr/lib/...): on a merged-/usr system both spellings are one file, and dpkg, which
 #     removes the old path after unpacking the new one, must not take the new file with it.
 #     dpkg --verify finds every file, both spellings resolve, dpkg -S names the new path.
+# Then trixie's nsd-metrics.timer and nsd-metrics.service (systemd 257's sandbox) as in
+# systemd-deb.sh (lib/deb.sh, deb_metrics_timer).
 #   Args: BUILD-DIR   (BUILD-DIR/debs: built on Debian 12; BUILD-DIR/debs-trixie: built in the
 #   trixie tree, tools/build-debs --trixie)
 set -u
@@ -66,4 +68,6 @@ assert_eq "$want" "$(deb_probe alice)" "a new login after the upgrade (namespace
 assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list after the upgrade"
 deb_upgrade_end alice "$want" _COMM=sshd-session
 nsctl list
+
+deb_metrics_timer alice
 say "ok"

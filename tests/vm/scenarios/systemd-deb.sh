@@ -4,6 +4,11 @@
 # postinst enables and starts nsd.socket; the broker's alice/bob scenario
 # (nsd-fuse-shared.sh) passes with installed files only: socket-activated /usr/sbin/nsd, the PAM
 # module by name from the system's PAM folder, /usr/bin/nsctl; libnsclient-dev builds a client.
+# Then the packaged nsd-metrics.timer and nsd-metrics.service under systemd (issue 26;
+# lib/deb.sh, deb_metrics_timer): enabled and started, listed with a next elapse; the service
+# runs in its own sandbox to success and writes /var/lib/prometheus/node-exporter/nsd.prom
+# (root's, 0644, no temp file left) that promtool, or without it helpers/metrics_samples.py,
+# accepts; after a login through the packaged PAM profile its next run has more joins.
 #   Args: BUILD-DIR [DEB-DIR]   (DEB-DIR default: BUILD-DIR/debs)
 # The .debs are built on the host, from a copy of the tree:
 #   git archive HEAD | tar -x -C /tmp/src && cd /tmp/src && dpkg-buildpackage -us -uc -b
@@ -76,4 +81,6 @@ assert_contains "$(/usr/bin/nsctl show alice --list)" "/home/alice/mnt" "nsctl s
 journalctl --sync
 assert_contains "$(journalctl -u nsd.service --no-pager -o cat NSD_EVENT=join USER_ID=1002)" \
         "JOIN for uid 1002" "bob's join in the journal"
+
+deb_metrics_timer alice
 say "ok"
