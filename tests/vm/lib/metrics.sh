@@ -3,15 +3,18 @@
 # after lib/vm.sh.
 # shellcheck shell=bash
 
-# METRICS_PROMTOOL: the host's /usr/bin/promtool (Debian's prometheus package; the VM's root is
-# the host's) when it is there and checks something (it rejects a counter without _total);
-# empty when not. The trixie root has none.
+# METRICS_PROMTOOL: the host's promtool (the VM's root is the host's): /usr/bin/promtool
+# (Debian's prometheus package), or the one tools/deps took out of that package into
+# $NSD_TEST_CACHE/promtool; when it is there and checks something (it rejects a counter
+# without _total). Empty when not. The trixie root has none.
 METRICS_PROMTOOL=
-if [ -x /usr/bin/promtool ]; then
-        printf '# HELP nsd_bad b\n# TYPE nsd_bad counter\nnsd_bad 1\n' | /usr/bin/promtool check metrics > /dev/null 2>&1 &&
-                fail "/usr/bin/promtool check metrics accepts a counter without _total: it checks nothing here"
-        METRICS_PROMTOOL=/usr/bin/promtool
-fi
+for p in /usr/bin/promtool "${NSD_TEST_CACHE:-/var/cache/nsd-test}/promtool/usr/bin/promtool"; do
+        [ -x "$p" ] || continue
+        printf '# HELP nsd_bad b\n# TYPE nsd_bad counter\nnsd_bad 1\n' | "$p" check metrics > /dev/null 2>&1 &&
+                fail "$p check metrics accepts a counter without _total: it checks nothing here"
+        METRICS_PROMTOOL=$p
+        break
+done
 
 # metrics_valid FILE: FILE is metrics text Prometheus reads: `promtool check metrics` accepts
 # it, or without promtool the scenarios' own reader (helpers/metrics_samples.py: every sample

@@ -29,7 +29,7 @@ set -u
 
 . tests/vm/lib/metrics.sh
 # promtool itself (a promtool that checks: lib/metrics.sh), not the scenarios' reader alone
-[ -n "$METRICS_PROMTOOL" ] || fail "/usr/bin/promtool is not visible in the VM (the VM's / is the host's: apt-get install prometheus on the host)"
+[ -n "$METRICS_PROMTOOL" ] || fail "no promtool in the VM: neither /usr/bin/promtool nor tools/deps' copy in ${NSD_TEST_CACHE:-/var/cache/nsd-test}/promtool (the VM's / is the host's: run tools/deps as root)"
 command -v python3 >/dev/null || fail "python3 is not visible in the VM"
 raw="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_ROOT_SOCKET"
 
