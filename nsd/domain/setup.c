@@ -204,6 +204,26 @@ static bool has_option(const Polydir *p, const char *key) {
         return false;
 }
 
+/* What an object of the plan needs of the user's identity, checked once for polydirs and
+ * volumes alike: the name (a specifier, an instance or a script naming the user) and a home
+ * that can be walked (%h). -EINVAL with *ret_why naming object. */
+static int plan_identity_check(const SetupPlan *plan, const SetupUser *user, const char *object,
+                               bool needs_name, bool needs_home, char **ret_why) {
+        if (needs_name && !user->name) {
+                *ret_why = g_strdup_printf("%s needs the name of uid %u, which has no entry in "
+                                           "the user database",
+                                           object, (unsigned) user->uid);
+                return -EINVAL;
+        }
+        if (needs_home && !valid_home(plan->home)) {
+                *ret_why = g_strdup_printf("%s: the home directory of uid %u ('%s') is not a "
+                                           "clean absolute path, so %%h cannot be used",
+                                           object, (unsigned) user->uid, plan->home);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret, char **ret_why) {
         g_autoptr(SetupPlan) plan = g_new0(SetupPlan, 1);
         g_autoptr(GArray) dirs = g_array_new(FALSE, TRUE, sizeof(PlanPolydir));
@@ -240,26 +260,17 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                 /* who the user is decided whether it applies; what it is made of may
                  * need the name too: an instance named after the user, %u %h %g, the init
                  * script's arguments */
-                if (!user->name && (c->method == POLYDIR_METHOD_USER || strstr(c->path, "%u") ||
-                                    strstr(c->path, "%h") || strstr(c->path, "%g") ||
-                                    (!c->no_init && (c->init_script || conf->init_script)))) {
-                        *ret_why = g_strdup_printf("%s needs the name of uid %u, which has no "
-                                                   "entry in the user database",
-                                                   polydir_describe(c, desc, sizeof desc),
-                                                   (unsigned) user->uid);
-                        return -EINVAL;
-                }
-                bool home_needed = g_str_has_prefix(c->path, "%h") ||
-                                   (c->instance_prefix &&
-                                    g_str_has_prefix(c->instance_prefix, "%h"));
-                if (home_needed && !valid_home(plan->home)) {
-                        *ret_why = g_strdup_printf("%s: the home directory of uid %u ('%s') is "
-                                                   "not a clean absolute path, so %%h cannot "
-                                                   "be used",
-                                                   polydir_describe(c, desc, sizeof desc),
-                                                   (unsigned) user->uid, plan->home);
-                        return -EINVAL;
-                }
+                r = plan_identity_check(plan, user, polydir_describe(c, desc, sizeof desc),
+                                        c->method == POLYDIR_METHOD_USER || strstr(c->path, "%u") ||
+                                                strstr(c->path, "%h") || strstr(c->path, "%g") ||
+                                                (!c->no_init &&
+                                                 (c->init_script || conf->init_script)),
+                                        g_str_has_prefix(c->path, "%h") ||
+                                                (c->instance_prefix &&
+                                                 g_str_has_prefix(c->instance_prefix, "%h")),
+                                        ret_why);
+                if (r < 0)
+                        return r;
                 r = expand(c->path, plan, user, &path, ret_why);
                 if (r < 0)
                         return r;
@@ -340,22 +351,12 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                 if (!volume_has_member(c, user->name, user->uid, user->groups, user->group_names,
                                        user->n_groups))
                         continue;
-                if (!user->name && (strstr(c->where, "%u") || strstr(c->where, "%h") ||
-                                    strstr(c->where, "%g") || strstr(c->source, "%u"))) {
-                        *ret_why = g_strdup_printf("%s needs the name of uid %u, which has no "
-                                                   "entry in the user database",
-                                                   volume_describe(c, desc, sizeof desc),
-                                                   (unsigned) user->uid);
-                        return -EINVAL;
-                }
-                if (g_str_has_prefix(c->where, "%h") && !valid_home(plan->home)) {
-                        *ret_why = g_strdup_printf("%s: the home directory of uid %u ('%s') is "
-                                                   "not a clean absolute path, so %%h cannot "
-                                                   "be used",
-                                                   volume_describe(c, desc, sizeof desc),
-                                                   (unsigned) user->uid, plan->home);
-                        return -EINVAL;
-                }
+                r = plan_identity_check(plan, user, volume_describe(c, desc, sizeof desc),
+                                        strstr(c->where, "%u") || strstr(c->where, "%h") ||
+                                                strstr(c->where, "%g") || strstr(c->source, "%u"),
+                                        g_str_has_prefix(c->where, "%h"), ret_why);
+                if (r < 0)
+                        return r;
                 r = expand(c->where, plan, user, &where, ret_why);
                 if (r < 0)
                         return r;
