@@ -335,6 +335,24 @@ static void check_route_dir(GPtrArray *warnings, const Share *sh) {
                         (unsigned) (st.st_mode & 07777));
 }
 
+/* [GROUP NAME] KEY=path, a directory that must exist (polydir Path=, volume Where=): looked
+ * at here only without a specifier (what %h and the like give is known per user). */
+static void check_dir(GPtrArray *problems, const char *file, unsigned line, const char *group,
+                      const char *name, const char *key, const char *path) {
+        struct stat st;
+        int r;
+
+        if (strchr(path, '%'))
+                return;
+        r = stat_no_symlinks(path, &st);
+        if (r < 0)
+                problem(problems, file, line, "[%s %s] %s=%s: %s", group, name, key, path,
+                        no_path_why(r));
+        else if (!S_ISDIR(st.st_mode))
+                problem(problems, file, line, "[%s %s] %s=%s: not a directory", group, name, key,
+                        path);
+}
+
 void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *warnings) {
         bool setup_script_used = false;
         struct stat st;
@@ -354,15 +372,7 @@ void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *
                 if (!p->no_init && p->init_script)
                         check_script(problems, p->file, p->line, "its InitScript=", p->init_script);
                 setup_script_used = setup_script_used || (!p->no_init && !p->init_script);
-                if (!strchr(p->path, '%')) {
-                        r = stat_no_symlinks(p->path, &st);
-                        if (r < 0)
-                                problem(problems, p->file, p->line, "[Polydir %s] Path=%s: %s",
-                                        p->name, p->path, no_path_why(r));
-                        else if (!S_ISDIR(st.st_mode))
-                                problem(problems, p->file, p->line,
-                                        "[Polydir %s] Path=%s: not a directory", p->name, p->path);
-                }
+                check_dir(problems, p->file, p->line, "Polydir", p->name, "Path", p->path);
                 if (p->instance_prefix && !strchr(p->instance_prefix, '%')) {
                         /* the instance parent: the prefix up to its last '/' */
                         g_autofree char *whole = g_strconcat(p->instance_prefix, "x", NULL);
@@ -419,15 +429,7 @@ void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *
                                         : S_ISBLK(st.st_mode) ? "a block device"
                                                               : "neither a file nor a device");
                 }
-                if (!strchr(v->where, '%')) {
-                        r = stat_no_symlinks(v->where, &st);
-                        if (r < 0)
-                                problem(problems, v->file, v->line, "[Volume %s] Where=%s: %s",
-                                        v->name, v->where, no_path_why(r));
-                        else if (!S_ISDIR(st.st_mode))
-                                problem(problems, v->file, v->line,
-                                        "[Volume %s] Where=%s: not a directory", v->name, v->where);
-                }
+                check_dir(problems, v->file, v->line, "Volume", v->name, "Where", v->where);
         }
         if (s->init_script && setup_script_used)
                 check_script(problems, s->init_script_file, s->init_script_line,
