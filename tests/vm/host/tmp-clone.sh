@@ -18,7 +18,7 @@ ln -s "$(readlink -f "$src/build/kernel")" "$repo/build/kernel"
 echo "# a clone at $repo, tests/vm/run --init $mode"
 cd "$repo"
 # shellcheck disable=SC2016
-tests/vm/run --init "$mode" --kernel "$flavour" --timeout "$timeout_s" -- bash -c '
+tests/vm/run --smp 1 --init "$mode" --kernel "$flavour" --timeout "$timeout_s" -- bash -c '
         [ "$PWD" = "$1" ] || { echo "FAIL: runs in $PWD, not $1"; exit 1; }
         [ -x tests/vm/init ] && [ -f meson.build ] || { echo "FAIL: the clone is not visible at $1"; exit 1; }
         echo "# ok: the command runs in $PWD (init mode ${NSD_VM_INIT:-default})"' tmp-clone "$repo"
