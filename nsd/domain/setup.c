@@ -224,6 +224,51 @@ static int plan_identity_check(const SetupPlan *plan, const SetupUser *user, con
         return 0;
 }
 
+/* A polydir's instance or a volume mounted on, under or above the path of a share the user
+ * is a member of would travel to the share's other members. The configuration's check
+ * compares the paths without a specifier; these, once expanded for this user, are compared
+ * here. -EINVAL with *ret_why naming both: desc's key=tmpl, expanded to path. */
+static int share_overlap(const SetupPlan *plan, const char *desc, const char *key, const char *tmpl,
+                         const char *path, const char *what, char **ret_why) {
+        for (size_t i = 0; i < plan->n_shares; i++) {
+                const Share *sh = plan->shares[i].conf;
+                const char *rel = setup_path_overlap(path, sh->path);
+                char sdesc[256];
+
+                if (!rel)
+                        continue;
+                *ret_why = g_strdup_printf("%s: %s=%s is %s for uid %u, which %s the path of %s: "
+                                           "%s would travel to the share's other members",
+                                           desc, key, tmpl, path, (unsigned) plan->uid, rel,
+                                           share_describe(sh, sdesc, sizeof sdesc), what);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int plan_share_overlap_check(const SetupPlan *plan, char **ret_why) {
+        char desc[256];
+        int r;
+
+        for (size_t i = 0; i < plan->n_polydirs; i++) {
+                const PlanPolydir *d = &plan->polydirs[i];
+
+                r = share_overlap(plan, polydir_describe(d->conf, desc, sizeof desc), "Path",
+                                  d->conf->path, d->dir.path, "its instance", ret_why);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < plan->n_volumes; i++) {
+                const PlanVolume *v = &plan->volumes[i];
+
+                r = share_overlap(plan, volume_describe(v->conf, desc, sizeof desc), "Where",
+                                  v->conf->where, v->where.path, "its mount", ret_why);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret, char **ret_why) {
         g_autoptr(SetupPlan) plan = g_new0(SetupPlan, 1);
         g_autoptr(GArray) dirs = g_array_new(FALSE, TRUE, sizeof(PlanPolydir));
@@ -370,6 +415,9 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                 v->source = g_steal_pointer(&source);
                 plan->n_volumes++;
         }
+        r = plan_share_overlap_check(plan, ret_why);
+        if (r < 0)
+                return r;
         *ret = g_steal_pointer(&plan);
         return 0;
 }

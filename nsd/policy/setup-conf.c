@@ -1038,9 +1038,16 @@ static const char *relation_words(int rel) {
         }
 }
 
+const char *setup_path_overlap(const char *path, const char *other) {
+        int rel = path_relation(path, other);
+
+        return rel == PATH_APART ? NULL : relation_words(rel);
+}
+
 /* The shares, once the polydirs (PrivateTmp=yes's too, polydirs[0] when private_tmp) and the
  * binds are checked: Path=, a membership, no overlap with another share, a polydir or a bind.
- * A polydir whose Path= has a specifier (%h/...) differs per user and is not compared. */
+ * A polydir whose Path= has a specifier (%h/...) differs per user: compared once
+ * expanded, in plan_share_overlap_check() (domain/setup.c). */
 static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) {
         for (size_t i = 0; i < s->n_shares; i++) {
                 const Share *sh = &s->shares[i];
@@ -1104,7 +1111,7 @@ static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) 
 
 /* The volumes: every key that has no default, members, one volume per Where=, and no
  * Where= (without a specifier) that overlaps a share's path: a mount under a share travels
- * to its other members. */
+ * to its other members (one with a specifier: per user, plan_share_overlap_check()). */
 static int check_volumes(SetupConf *s, char **ret_error) {
         for (size_t i = 0; i < s->n_volumes; i++) {
                 Volume *v = &s->volumes[i];

@@ -226,5 +226,9 @@ bool volume_has_member(const Volume *v, const char *user_name, uid_t uid, const 
 /* "volume 'vault' (/etc/nsd/nsd.conf.d/60-vault.conf:1)" for messages; returns buf. */
 const char *volume_describe(const Volume *v, char *buf, size_t size);
 
+/* How path stands to other (both normalized, without a trailing '/'): "is", "is under" or
+ * "is above" for a message, NULL when neither holds the other. */
+const char *setup_path_overlap(const char *path, const char *other);
+
 /* Does a polydir apply to this user (OnlyUsers=, ExcludeUsers=, by name or uid)? */
 bool polydir_applies(const Polydir *p, const char *user_name, uid_t uid);

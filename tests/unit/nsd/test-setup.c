@@ -872,6 +872,53 @@ static void test_volume_plans(void) {
                    strstr(why, "volume 'v' (t:1) needs the name of uid 1000"),
            "a member by uid without a name, whose Source= needs one, is refused (%s)",
            why ? why : "");
+        g_clear_pointer(&why, g_free);
+        config_done(&c);
+}
+
+/* What the configuration cannot compare (a path with a specifier), compared per user: a
+ * volume or a polydir on, under or above the path of a share of the user's. */
+static void test_share_overlap_plans(void) {
+        g_autoptr(SetupPlan) plan = NULL;
+        g_autofree char *why = NULL;
+        Config c = { 0 };
+        SetupUser u = { .uid = 1000, .gid = 5, .name = "alice", .home = "/srv/lab/alice" };
+        const char *text = "[Share lab]\nPath=/srv/lab\nUsers=alice\n"
+                           "[Volume vault]\nType=ext4\nSource=/srv/vol/%u.img\nWhere=%h/vault\n"
+                           "Users=alice bob\n";
+
+        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
+                tap_bail_errno("parse");
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == -EINVAL && why &&
+                   strstr(why, "volume 'vault' (t:4): Where=%h/vault is /srv/lab/alice/vault for "
+                               "uid 1000, which is under the path of share 'lab' (t:1)"),
+           "a volume whose Where= falls under a share of the user's once expanded is refused, "
+           "naming both (%s)",
+           why ? why : "");
+        g_clear_pointer(&why, g_free);
+        u.name = "bob";
+        u.home = "/srv/lab/bob";
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 1 &&
+                   setup_plan_n_shares(plan) == 0,
+           "bob, no member of the share: his volume there travels nowhere (%s)", why ? why : "");
+        g_clear_pointer(&plan, setup_plan_free);
+        u.name = "alice";
+        u.home = "/home/alice";
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 1 &&
+                   setup_plan_n_shares(plan) == 1,
+           "alice with her home elsewhere: share and volume side by side (%s)", why ? why : "");
+        g_clear_pointer(&plan, setup_plan_free);
+        config_done(&c);
+
+        text = "[Share lab]\nPath=/srv/lab/alice/tmp\nUsers=alice\n"
+               "[Polydir t]\nPath=/srv/lab/%u\nMethod=tmpfs\n";
+        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
+                tap_bail_errno("parse");
+        ok(setup_plan_new(&c.setup, &u, &plan, &why) == -EINVAL && why &&
+                   strstr(why, "Path=/srv/lab/%u is /srv/lab/alice for uid 1000, which is above "
+                               "the path of share 'lab' (t:1)"),
+           "a polydir whose expanded Path= is above a share of the user's is refused (%s)",
+           why ? why : "");
         config_done(&c);
 }
 
@@ -962,6 +1009,7 @@ int main(void) {
 
         test_plans();
         test_volume_plans();
+        test_share_overlap_plans();
         test_full();
         test_symlinks();
         test_volumes();
