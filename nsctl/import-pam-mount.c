@@ -425,6 +425,15 @@ static char *members_of(Element *e, xmlNode *n) {
 
                 if (!c)
                         continue;
+                /* user="*" matches everyone: beside another condition it adds nothing */
+                if (strcmp(conds[i], "user") == 0 && strcmp(c, "*") == 0 &&
+                    (xmlHasProp(n, (const xmlChar *) "uid") ||
+                     xmlHasProp(n, (const xmlChar *) "sgrp") ||
+                     xmlHasProp(n, (const xmlChar *) "pgrp") ||
+                     xmlHasProp(n, (const xmlChar *) "gid"))) {
+                        free(c);
+                        continue;
+                }
                 count++;
                 if (!v) {
                         which = conds[i];
