@@ -31,29 +31,13 @@ static const char *const nsd_mount_options[] = {
         "relatime", "strictatime", "nodiratime", "nosymfollow", NULL,
 };
 
-static bool strv_contains(const char *const *v, const char *s, size_t n) {
-        for (; *v; v++)
-                if (strlen(*v) == n && strncmp(*v, s, n) == 0)
-                        return true;
-        return false;
-}
-
 int ns_import_init(NsImport *im) {
         *im = (NsImport) { 0 };
-        im->body = open_memstream(&im->body_buf, &im->body_len);
-        return im->body ? 0 : -errno;
+        return import_out_init(&im->out);
 }
 
 void ns_import_done(NsImport *im) {
-        if (im->body)
-                fclose(im->body);
-        free(im->body_buf);
-        for (size_t i = 0; i < im->n_notes; i++)
-                free(im->notes[i]);
-        free(im->notes);
-        for (size_t i = 0; i < im->n_names; i++)
-                free(im->names[i]);
-        free(im->names);
+        import_out_done(&im->out);
         for (size_t i = 0; i < im->n_paths; i++) {
                 free(im->paths[i]);
                 free(im->paths_where[i]);
@@ -81,9 +65,9 @@ static void note(Line *l, bool lost, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        import_vnote(&l->im->notes, &l->im->n_notes, l->c, l->file, l->no, fmt, ap);
+        import_vnote(&l->im->out.notes, &l->im->out.n_notes, l->c, l->file, l->no, fmt, ap);
         va_end(ap);
-        l->im->lost = l->im->lost || lost;
+        l->im->out.lost = l->im->out.lost || lost;
 }
 
 /* pam_namespace's argv_parse(): fields, quotes, \n \t \b. */
@@ -213,7 +197,7 @@ static char *group_name(NsImport *im, const char *path) {
         base[n] = '\0';
         if (n == 0)
                 strcpy(base, "polydir");
-        return import_unique_name(&im->names, &im->n_names, base);
+        return import_unique_name(&im->out.names, &im->out.n_names, base);
 }
 
 /* MountOptions= from mntopts=: what nsd knows; the rest named. */
@@ -444,21 +428,21 @@ done:
         if (ok) {
                 char *name = group_name(im, pl.path);
 
-                fprintf(im->body, "\n# %s:%u: %s\n%s[Polydir %s]\n", file, no, l.shown,
+                fprintf(im->out.body, "\n# %s:%u: %s\n%s[Polydir %s]\n", file, no, l.shown,
                         l.comment ? l.comment : "", name);
-                import_put_value(im->body, "Path", pl.path);
-                fprintf(im->body, "Method=%s\n", pl.method);
+                import_put_value(im->out.body, "Path", pl.path);
+                fprintf(im->out.body, "Method=%s\n", pl.method);
                 if (pl.prefix)
-                        import_put_value(im->body, "InstancePrefix", pl.prefix);
+                        import_put_value(im->out.body, "InstancePrefix", pl.prefix);
                 if (pl.options && pl.options[0])
-                        fprintf(im->body, "MountOptions=%s\n", pl.options);
+                        fprintf(im->out.body, "MountOptions=%s\n", pl.options);
                 if (pl.users && (pl.users[0] || pl.only))
-                        fprintf(im->body, "%s=%s\n", pl.only ? "OnlyUsers" : "ExcludeUsers",
+                        fprintf(im->out.body, "%s=%s\n", pl.only ? "OnlyUsers" : "ExcludeUsers",
                                 pl.users[0] ? pl.users : "65534");
                 if (pl.no_init)
-                        fprintf(im->body, "NoInit=yes\n");
+                        fprintf(im->out.body, "NoInit=yes\n");
                 else if (pl.script)
-                        import_put_value(im->body, "InitScript", pl.script);
+                        import_put_value(im->out.body, "InitScript", pl.script);
                 else
                         im->n_default_script++;
                 im->paths = xrealloc(im->paths, (im->n_paths + 1) * sizeof(char *));
@@ -468,7 +452,7 @@ done:
                 im->n_polydirs++;
                 free(name);
         } else if (l.shown)
-                fprintf(im->body, "\n# %s:%u: %s\n%s", file, no, l.shown,
+                fprintf(im->out.body, "\n# %s:%u: %s\n%s", file, no, l.shown,
                         l.comment ? l.comment : "");
         for (size_t i = 0; i < 4; i++)
                 free(fields[i]);
@@ -497,7 +481,7 @@ int ns_import_text(NsImport *im, const char *text, size_t len, const char *filen
                                 abort();
                         note(&l, true, "not carried over: the line contains a NUL byte");
                         fclose(l.c);
-                        fprintf(im->body, "\n# %s:%u:\n%s", filename, no, l.comment);
+                        fprintf(im->out.body, "\n# %s:%u:\n%s", filename, no, l.comment);
                         free(l.comment);
                 } else
                         import_line(im, filename, no, line);
@@ -510,18 +494,13 @@ char *ns_import_finish(NsImport *im, const char *const *sources, size_t n_source
                        const char *init_script) {
         char *out = NULL;
         size_t len = 0;
-        FILE *f = open_memstream(&out, &len);
-
-        if (!f)
-                abort();
-        fflush(im->body);
-        fputs("# nsd drop-in written by 'nsctl import-namespace-conf' from pam_namespace's\n", f);
-        for (size_t i = 0; i < n_sources; i++)
-                fprintf(f, "#   %s\n", sources[i]);
-        fputs("# Save it as /etc/nsd/nsd.conf.d/50-namespace.conf (root's, mode 0644), check it\n"
-              "# with 'nsd --check-config', then reload nsd. Lines that could not be carried\n"
-              "# over are named below. See nsd.conf(5), \"MIGRATING FROM PAM_NAMESPACE\".\n",
-              f);
+        static const char advice[] =
+                "# Save it as /etc/nsd/nsd.conf.d/50-namespace.conf (root's, mode 0644), check it\n"
+                "# with 'nsd --check-config', then reload nsd. Lines that could not be carried\n"
+                "# over are named below. See nsd.conf(5), \"MIGRATING FROM PAM_NAMESPACE\".\n";
+        FILE *f = import_dropin_open(&out, &len, &im->out,
+                                     "'nsctl import-namespace-conf' from pam_namespace's", sources,
+                                     n_sources, advice);
         if (im->n_polydirs == 0)
                 fputs("# (no polydir: nothing to set up)\n", f);
         if (init_script && im->n_default_script > 0) {
@@ -530,9 +509,7 @@ char *ns_import_finish(NsImport *im, const char *const *sources, size_t n_source
                       f);
                 import_put_value(f, "InitScript", init_script);
         }
-        fwrite(im->body_buf, 1, im->body_len, f);
-        fclose(f);
-        return out;
+        return import_dropin_close(f, &im->out, &out);
 }
 
 /* ---- the verb ---------------------------------------------------------------------------- */
@@ -661,7 +638,7 @@ int verb_import_namespace_conf(int argc, char **argv) {
         }
         out = ns_import_finish(&im, (const char *const *) sources, n_sources,
                                no_init_script ? NULL : init_script);
-        status = import_print(out, im.notes, im.n_notes, im.lost);
+        status = import_print(out, im.out.notes, im.out.n_notes, im.out.lost);
 out:
         free(out);
         ns_import_done(&im);

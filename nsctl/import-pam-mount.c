@@ -52,31 +52,13 @@ static const char *const volume_attributes[] = {
         "cipher", "fskeycipher", "fskeyhash",  "fskeypath", "keyfile", NULL
 };
 
-static bool strv_has(const char *const *v, const char *s, size_t n) {
-        for (; *v; v++)
-                if (strlen(*v) == n && strncmp(*v, s, n) == 0)
-                        return true;
-        return false;
-}
-
 int pm_import_init(PmImport *im) {
         *im = (PmImport) { 0 };
-        im->body = open_memstream(&im->body_buf, &im->body_len);
-        return im->body ? 0 : -errno;
-}
-
-static void strv_free(char **v, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                free(v[i]);
-        free(v);
+        return import_out_init(&im->out);
 }
 
 void pm_import_done(PmImport *im) {
-        if (im->body)
-                fclose(im->body);
-        free(im->body_buf);
-        strv_free(im->notes, im->n_notes);
-        strv_free(im->names, im->n_names);
+        import_out_done(&im->out);
         strv_free(im->wheres, im->n_wheres);
         strv_free(im->wheres_at, im->n_wheres);
         *im = (PmImport) { 0 };
@@ -106,9 +88,9 @@ static void note(Element *e, bool lost, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        import_vnote(&e->im->notes, &e->im->n_notes, e->c, e->file, e->no, fmt, ap);
+        import_vnote(&e->im->out.notes, &e->im->out.n_notes, e->c, e->file, e->no, fmt, ap);
         va_end(ap);
-        e->im->lost = e->im->lost || lost;
+        e->im->out.lost = e->im->out.lost || lost;
 }
 
 /* "not carried over: ..." */
@@ -188,7 +170,7 @@ static char *shown_tag(xmlNode *n) {
                         for (const char *p = v; *p;) {
                                 size_t l = strcspn(p, ","), k = strcspn(p, "=,");
 
-                                if (k < l && strv_has(secret_options, p, k))
+                                if (k < l && strv_contains(secret_options, p, k))
                                         fprintf(f, "%.*s=***", (int) k, p);
                                 else
                                         fprintf(f, "%.*s", (int) l, p);
@@ -361,18 +343,19 @@ static char *options_of(Element *e, const VolumeTypeOptions *t, const char *v) {
                 size_t len = strcspn(p, ","), key = strcspn(p, "=,");
                 bool has_value = key < len;
 
-                if (len == 0 || (!has_value && (strv_has((const char *const[]) { "nosuid", "nodev",
-                                                                                 "defaults", NULL },
-                                                         p, key))))
+                if (len == 0 ||
+                    (!has_value &&
+                     (strv_contains((const char *const[]) { "nosuid", "nodev", "defaults", NULL },
+                                    p, key))))
                         ; /* nsd's own, always */
-                else if (strv_has(secret_options, p, key))
+                else if (strv_contains(secret_options, p, key))
                         note(e, true,
                              "option '%.*s' is not carried over: a secret does not belong in a "
                              "drop-in, which anyone may read (nsd cannot give a password to a "
                              "mount yet, issue 25)",
                              (int) key, p);
                 else if (!has_value &&
-                         (strv_has((const char *const[]) { "suid", "dev", NULL }, p, key)))
+                         (strv_contains((const char *const[]) { "suid", "dev", NULL }, p, key)))
                         note(e, true,
                              "option '%.*s' is not carried over: every mount nsd makes is "
                              "nosuid,nodev",
@@ -382,9 +365,9 @@ static char *options_of(Element *e, const VolumeTypeOptions *t, const char *v) {
                              "option '%.*s' is not carried over: nsd's option values take no "
                              "variables (write the value out, or leave it to the type's default)",
                              (int) len, p);
-                else if (!(has_value ? strv_has(t->value_options, p, key)
-                                     : strv_has(attr_options, p, key) ||
-                                               strv_has(t->flag_options, p, key)) ||
+                else if (!(has_value ? strv_contains(t->value_options, p, key)
+                                     : strv_contains(attr_options, p, key) ||
+                                               strv_contains(t->flag_options, p, key)) ||
                          (has_value && key + 1 == len))
                         note(e, true,
                              "option '%.*s' is not carried over: nsd's Options= does not take "
@@ -514,8 +497,8 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
                         break;
                 }
         for (xmlAttr *a = n->properties; a; a = a->next)
-                if (!strv_has(volume_attributes, (const char *) a->name,
-                              strlen((const char *) a->name)))
+                if (!strv_contains(volume_attributes, (const char *) a->name,
+                                   strlen((const char *) a->name)))
                         note(&e, true,
                              "attribute '%s' is not carried over: pam_mount.conf(5) has "
                              "no such attribute",
@@ -569,7 +552,8 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
                                 break;
                         }
         fclose(e.c);
-        fprintf(im->body, "\n# %s:%u: %s\n%s", d->file, e.no, shown, e.comment ? e.comment : "");
+        fprintf(im->out.body, "\n# %s:%u: %s\n%s", d->file, e.no, shown,
+                e.comment ? e.comment : "");
         if (!e.fatal && t && src && where && members) {
                 _cleanup_free_ char *name = NULL;
                 char base[57];
@@ -605,19 +589,19 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
                         base[k++] = c;
                 }
                 base[k] = '\0';
-                name = import_unique_name(&im->names, &im->n_names, k ? base : "volume");
-                fprintf(im->body, "[Volume %s]\nType=%s\n", name, t->name);
-                import_put_value(im->body, "Source", src);
-                import_put_value(im->body, "Where", where);
+                name = import_unique_name(&im->out.names, &im->out.n_names, k ? base : "volume");
+                fprintf(im->out.body, "[Volume %s]\nType=%s\n", name, t->name);
+                import_put_value(im->out.body, "Source", src);
+                import_put_value(im->out.body, "Where", where);
                 if (opts && opts[0])
-                        fprintf(im->body, "Options=%s\n", opts);
-                fprintf(im->body, "%s\n", members);
+                        fprintf(im->out.body, "Options=%s\n", opts);
+                fprintf(im->out.body, "%s\n", members);
                 strv_push(&im->wheres, &im->n_wheres, xstrdup(where));
                 im->wheres_at = xrealloc(im->wheres_at, im->n_wheres * sizeof(char *));
                 im->wheres_at[im->n_wheres - 1] = xasprintf("%s:%u", d->file, e.no);
                 im->n_volumes++;
         } else if (!e.fatal) /* a note said why already; make sure it counts */
-                im->lost = true;
+                im->out.lost = true;
         free(e.comment);
 }
 
@@ -658,7 +642,7 @@ static void import_global(PmImport *im, const Doc *d, xmlNode *n) {
                         note(&e, true,
                              "<logout> is not carried over: nsd signals no process at "
                              "logout (a volume lives as long as the namespace)");
-        } else if (strv_has(command_elements, name, strlen(name)))
+        } else if (strv_contains(command_elements, name, strlen(name)))
                 note(&e, true,
                      "<%s> is not carried over: nsd mounts with the kernel's API, not with this "
                      "command",
@@ -669,7 +653,7 @@ static void import_global(PmImport *im, const Doc *d, xmlNode *n) {
         fclose(e.c);
         if (e.comment && e.comment[0]) {
                 _cleanup_free_ char *shown = shown_tag(n);
-                fprintf(im->body, "\n# %s:%u: %s\n%s", d->file, e.no, shown, e.comment);
+                fprintf(im->out.body, "\n# %s:%u: %s\n%s", d->file, e.no, shown, e.comment);
         }
         free(e.comment);
 }
@@ -760,23 +744,16 @@ out:
 char *pm_import_finish(PmImport *im, const char *const *sources, size_t n_sources) {
         char *out = NULL;
         size_t len = 0;
-        FILE *f = open_memstream(&out, &len);
-
-        if (!f)
-                abort();
-        fflush(im->body);
-        fputs("# nsd drop-in written by 'nsctl import-pam-mount' from pam_mount's\n", f);
-        for (size_t i = 0; i < n_sources; i++)
-                fprintf(f, "#   %s\n", sources[i]);
-        fputs("# Save it as /etc/nsd/nsd.conf.d/60-pam-mount.conf (root's, mode 0644), check it\n"
-              "# with 'nsd --check-config', then reload nsd. What could not be carried over is\n"
-              "# named below. See nsd.conf(5), \"[Volume NAME]\".\n",
-              f);
+        static const char advice[] =
+                "# Save it as /etc/nsd/nsd.conf.d/60-pam-mount.conf (root's, mode 0644), check it\n"
+                "# with 'nsd --check-config', then reload nsd. What could not be carried over is\n"
+                "# named below. See nsd.conf(5), \"[Volume NAME]\".\n";
+        FILE *f = import_dropin_open(&out, &len, &im->out,
+                                     "'nsctl import-pam-mount' from pam_mount's", sources,
+                                     n_sources, advice);
         if (im->n_volumes == 0)
                 fputs("# (no volume: nothing to mount)\n", f);
-        fwrite(im->body_buf, 1, im->body_len, f);
-        fclose(f);
-        return out;
+        return import_dropin_close(f, &im->out, &out);
 }
 
 /* ---- the verb ---------------------------------------------------------------------------- */
@@ -837,7 +814,7 @@ int verb_import_pam_mount(int argc, char **argv) {
                 }
         }
         out = pm_import_finish(&im, sources, n_sources);
-        status = import_print(out, im.notes, im.n_notes, im.lost);
+        status = import_print(out, im.out.notes, im.out.n_notes, im.out.lost);
 out:
         pm_import_done(&im);
         return status;

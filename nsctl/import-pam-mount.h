@@ -16,21 +16,16 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "import-util.h"
+
 #define PM_IMPORT_DEFAULT_CONF "/etc/security/pam_mount.conf.xml"
 
 typedef struct PmImport {
-        FILE *body; /* the [Volume] groups so far (open_memstream) */
-        char *body_buf;
-        size_t body_len;
-        char **notes; /* "FILE:LINE: what", one per thing not carried over */
-        size_t n_notes;
-        char **names; /* the group names used */
-        size_t n_names;
+        ImportOut out; /* the [Volume] groups, the notes, the names */
         char **wheres; /* the Where= set, and where ("FILE:LINE") */
         char **wheres_at;
         size_t n_wheres;
         unsigned n_volumes;
-        bool lost; /* something was not carried over */
 } PmImport;
 
 int pm_import_init(PmImport *im);

@@ -42,6 +42,54 @@ void strv_push(char ***v, size_t *n, char *s /* taken */) {
         (*v)[(*n)++] = s;
 }
 
+void strv_free(char **v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+bool strv_contains(const char *const *v, const char *s, size_t n) {
+        for (; *v; v++)
+                if (strlen(*v) == n && strncmp(*v, s, n) == 0)
+                        return true;
+        return false;
+}
+
+int import_out_init(ImportOut *o) {
+        *o = (ImportOut) { 0 };
+        o->body = open_memstream(&o->body_buf, &o->body_len);
+        return o->body ? 0 : -errno;
+}
+
+void import_out_done(ImportOut *o) {
+        if (o->body)
+                fclose(o->body);
+        free(o->body_buf);
+        strv_free(o->notes, o->n_notes);
+        strv_free(o->names, o->n_names);
+        *o = (ImportOut) { 0 };
+}
+
+FILE *import_dropin_open(char **buf, size_t *len, ImportOut *o, const char *by,
+                         const char *const *sources, size_t n_sources, const char *advice) {
+        FILE *f = open_memstream(buf, len);
+
+        if (!f)
+                abort();
+        fflush(o->body);
+        fprintf(f, "# nsd drop-in written by %s\n", by);
+        for (size_t i = 0; i < n_sources; i++)
+                fprintf(f, "#   %s\n", sources[i]);
+        fputs(advice, f);
+        return f;
+}
+
+char *import_dropin_close(FILE *f, ImportOut *o, char **buf) {
+        fwrite(o->body_buf, 1, o->body_len, f);
+        fclose(f);
+        return *buf;
+}
+
 int import_read_file(const char *path, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;

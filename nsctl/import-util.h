@@ -12,6 +12,29 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* What an importer has made so far. */
+typedef struct ImportOut {
+        FILE *body; /* the groups of the drop-in (open_memstream) */
+        char *body_buf;
+        size_t body_len;
+        char **notes; /* "FILE:LINE: what", one per thing not carried over */
+        size_t n_notes;
+        char **names; /* the group names used */
+        size_t n_names;
+        bool lost; /* something was not carried over */
+} ImportOut;
+
+int import_out_init(ImportOut *o);
+void import_out_done(ImportOut *o);
+
+/* The drop-in, in a memstream onto *buf and *len (set when it is closed), its first lines
+ * written: who wrote it, from which files, and advice (lines, each starting "# "). The
+ * caller adds what goes before the groups; import_dropin_close() adds them. */
+FILE *import_dropin_open(char **buf, size_t *len, ImportOut *o, const char *by,
+                         const char *const *sources, size_t n_sources, const char *advice);
+/* The groups after what the caller added, and the stream closed: *buf, the drop-in. */
+char *import_dropin_close(FILE *f, ImportOut *o, char **buf);
+
 /* What an importer reads of one file at the most. */
 #define IMPORT_READ_MAX (16u << 20)
 
@@ -19,6 +42,9 @@ char *xstrdup(const char *s);
 void *xrealloc(void *p, size_t n);
 __attribute__((format(printf, 1, 2))) char *xasprintf(const char *fmt, ...);
 void strv_push(char ***v, size_t *n, char *s /* taken */);
+void strv_free(char **v, size_t n);
+/* Is the n bytes at s one of the NULL-terminated v? */
+bool strv_contains(const char *const *v, const char *s, size_t n);
 
 /* The whole file at path (at most IMPORT_READ_MAX bytes: -EFBIG beyond), malloc()ed and
  * NUL-terminated past *ret_len. 0 or -errno. */

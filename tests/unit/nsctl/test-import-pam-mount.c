@@ -13,40 +13,19 @@
 #include <string.h>
 
 #include "import-pam-mount.h"
-#include "policy/conf.h"
-#include "tap.h"
+#include "import-test.h"
 #include "volume-options.h"
-
-typedef struct Out {
-        int r; /* pm_import_text() */
-        char *error;
-        char *text;
-        char *notes; /* joined by "\n" */
-        bool lost;
-        int parsed; /* config_parse_text() of the text */
-        char *parse_error;
-        Config config;
-} Out;
 
 static Out import(const char *body) {
         const char *sources[] = { "pm.xml" };
         PmImport im;
         Out o = { 0 };
-        size_t len = 0;
-        FILE *f;
 
         if (pm_import_init(&im) < 0)
                 tap_bail_errno("import");
         o.r = pm_import_text(&im, body, strlen(body), "pm.xml", &o.error);
-        o.text = pm_import_finish(&im, sources, 1);
-        f = open_memstream(&o.notes, &len);
-        for (size_t i = 0; i < im.n_notes; i++)
-                fprintf(f, "%s\n", im.notes[i]);
-        fclose(f);
-        o.lost = im.lost;
+        out_read(&o, &im.out, pm_import_finish(&im, sources, 1));
         pm_import_done(&im);
-        o.parsed = config_parse_text(o.text, strlen(o.text), "drop-in.conf", &o.config,
-                                     &o.parse_error);
         return o;
 }
 
@@ -62,48 +41,18 @@ static Out import_volumes(const char *volumes) {
         return o;
 }
 
-static void out_done(Out *o) {
-        free(o->error);
-        free(o->text);
-        free(o->notes);
-        free(o->parse_error);
-        if (o->parsed == 0)
-                config_done(&o->config);
-}
-
-static bool has(const char *hay, const char *needle) {
-        return hay && strstr(hay, needle);
-}
-
 static size_t n_volumes(const Out *o) {
         return o->parsed == 0 ? o->config.setup.n_volumes : 0;
-}
-
-static void show(const Out *o) {
-        printf("# r=%d error: %s\n# parse: %s\n# notes: %s\n", o->r, o->error ? o->error : "-",
-               o->parse_error ? o->parse_error : "ok", o->notes);
-        char *copy = strdup(o->text ? o->text : "");
-        for (char *l = strtok(copy, "\n"); l; l = strtok(NULL, "\n"))
-                printf("#   %s\n", l);
-        free(copy);
 }
 
 /* One volume, nothing lost; the drop-in holds each of the NULL-terminated lines, nsd reads it. */
 static void carried(const char *what, const char *volumes, ...) {
         Out o = import_volumes(volumes);
-        bool all = o.r == 0 && o.parsed == 0 && !o.lost && n_volumes(&o) >= 1;
         va_list ap;
 
         va_start(ap, volumes);
-        for (const char *s; (s = va_arg(ap, const char *));)
-                if (!has(o.text, s)) {
-                        printf("# missing: %s\n", s);
-                        all = false;
-                }
+        out_point(&o, o.r == 0 && o.parsed == 0 && !o.lost && n_volumes(&o) >= 1, what, ap);
         va_end(ap);
-        if (!ok(all, "%s", what))
-                show(&o);
-        out_done(&o);
 }
 
 /* Named at pm.xml:LINE with a note holding want (also in the drop-in); nsd reads the drop-in,
@@ -118,7 +67,7 @@ static void named(const char *what, const char *volumes, unsigned line, const ch
                         n_volumes(&o) == volumes_n && has(o.text, want),
                 "%s: named at line %u, also in the drop-in, which nsd reads (%zu volumes)", what,
                 line, n_volumes(&o)))
-                show(&o);
+                out_show(&o);
         out_done(&o);
 }
 
@@ -143,7 +92,7 @@ static void refused(const char *what, const char *doc, const char *want) {
 
         if (!ok(o.r < 0 && has(o.error, want) && !has(o.text, "\n[Volume "), "%s: an error (%s)",
                 what, o.error ? o.error : "none"))
-                show(&o);
+                out_show(&o);
         out_done(&o);
 }
 
@@ -313,7 +262,7 @@ int main(void) {
                         has(o.notes, "option 'password' is not carried over: a secret") &&
                         n_volumes(&o) == 1,
                 "password= and credentials=: never copied, not even into the comment"))
-                show(&o);
+                out_show(&o);
         out_done(&o);
 
         /* more than nsd's 16 options */
@@ -324,7 +273,7 @@ int main(void) {
                         has(o.notes, "option 'nolock' is not carried over: nsd takes at most 16") &&
                         n_volumes(&o) == 1,
                 "a 17th option is named, 16 carried"))
-                show(&o);
+                out_show(&o);
         out_done(&o);
 
         /* every option of nsd's list for every type, as the importer writes it, nsd takes */
@@ -357,7 +306,7 @@ int main(void) {
                         o = import_volumes(vol);
                         if (o.lost || n_volumes(&o) != 1) {
                                 all = false;
-                                show(&o);
+                                out_show(&o);
                         }
                         out_done(&o);
                         free(vol);
@@ -413,14 +362,14 @@ int main(void) {
                         !has(o.text, "root:") && !has(o.notes, "root:") &&
                         !has(o.text, "\n[Volume "),
                 "an external entity (file:///etc/passwd): refused, nothing of the file read"))
-                show(&o);
+                out_show(&o);
         out_done(&o);
         o = import("<!DOCTYPE pam_mount [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>\n"
                    "<pam_mount>&x;<luserconf/></pam_mount>\n");
         if (!ok(o.r == -EINVAL && has(o.error, "declares the entity 'x'") &&
                         !has(o.error, "root:") && !has(o.text, "root:") && !has(o.notes, "root:"),
                 "an external entity in element content: refused before anything is read"))
-                show(&o);
+                out_show(&o);
         out_done(&o);
         refused("an internal entity (billion laughs)",
                 "<!DOCTYPE pam_mount [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;\">]>"
