@@ -106,6 +106,8 @@ int import_read_file(const char *path, char **ret, size_t *ret_len) {
                                 return -EFBIG;
                         }
                         cap = cap ? cap * 2 : 8192;
+                        if (cap > IMPORT_READ_MAX)
+                                cap = IMPORT_READ_MAX + 8192;
                         buf = xrealloc(buf, cap);
                 }
                 n = fread(buf + len, 1, cap - len - 1, f);
@@ -119,6 +121,8 @@ int import_read_file(const char *path, char **ret, size_t *ret_len) {
                 return -e;
         }
         fclose(f);
+        if (len > IMPORT_READ_MAX)
+                return -EFBIG;
         buf[len] = '\0';
         *ret = TAKE_PTR(buf);
         *ret_len = len;
