@@ -71,6 +71,7 @@ typedef struct Doc {
         const char *file;
         const char *text;
         size_t len;
+        bool has_volumes; /* a <volume> anywhere in it */
 } Doc;
 
 typedef struct Element {
@@ -605,9 +606,13 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
         free(e.comment);
 }
 
-/* Global settings: one note each where nsd has no such thing. */
+/* Global settings: one note each where nsd has no such thing. What only shapes how volumes
+ * are mounted (mkmountpoint, logout, the commands) loses something only where the file has
+ * volumes: Debian's stock file, which has none, carries over whole. */
 static void import_global(PmImport *im, const Doc *d, xmlNode *n) {
         const char *name = (const char *) n->name;
+        _cleanup_free_ char *luser = NULL;
+        bool volumes = d->has_volumes;
         Element e;
 
         if (strcmp(name, "debug") == 0 || strcmp(name, "path") == 0 ||
@@ -618,15 +623,17 @@ static void import_global(PmImport *im, const Doc *d, xmlNode *n) {
                 _cleanup_free_ char *v = prop(n, "enable");
 
                 if (is_true(v))
-                        note(&e, true,
+                        note(&e, volumes,
                              "<mkmountpoint> is not carried over: nsd never makes a "
                              "Where=; make the mount points (tmpfiles.d(5)) or let "
                              "the users make them");
-        } else if (strcmp(name, "luserconf") == 0)
+        } else if (strcmp(name, "luserconf") == 0) {
+                luser = prop(n, "name");
                 note(&e, true,
-                     "<luserconf> is not carried over: users' own volumes (~/.pam_mount.conf.xml) "
-                     "are not nsd's; nsd takes only root's configuration");
-        else if (strcmp(name, "mntoptions") == 0)
+                     "<luserconf> is not carried over: users' own volumes (~/%s) are not nsd's; "
+                     "nsd takes only root's configuration",
+                     luser ? luser : ".pam_mount.conf.xml");
+        } else if (strcmp(name, "mntoptions") == 0)
                 note(&e, false,
                      "<mntoptions> is not carried over: nsd has its own list of options per type "
                      "(nsd.conf(5), Options=)");
@@ -639,11 +646,11 @@ static void import_global(PmImport *im, const Doc *d, xmlNode *n) {
                                              strcasecmp(v, "false") == 0));
                 }
                 if (any)
-                        note(&e, true,
+                        note(&e, volumes,
                              "<logout> is not carried over: nsd signals no process at "
                              "logout (a volume lives as long as the namespace)");
         } else if (strv_contains(command_elements, name, strlen(name)))
-                note(&e, true,
+                note(&e, volumes,
                      "<%s> is not carried over: nsd mounts with the kernel's API, not with this "
                      "command",
                      name);
@@ -678,18 +685,22 @@ static bool declares_entity(xmlDtd *dtd, char **ret_name) {
 int pm_import_text(PmImport *im, const char *text, size_t len, const char *filename,
                    char **ret_error) {
         _cleanup_free_ char *entity = NULL;
-        const Doc d = { .file = filename, .text = text, .len = len };
+        Doc d = { .file = filename, .text = text, .len = len };
         xmlDoc *doc;
         xmlNode *root;
         int r = 0;
 
-        if (len == 0 || strspn(text, " \t\r\n") == len) {
-                *ret_error = xasprintf("%s: empty: not a pam_mount configuration", filename);
-                return -EINVAL;
-        }
         if (len > IMPORT_READ_MAX) {
                 *ret_error = xasprintf("%s: larger than %u bytes", filename, IMPORT_READ_MAX);
                 return -EFBIG;
+        }
+        size_t blank = 0;
+
+        while (blank < len && strchr(" \t\r\n", text[blank]) && text[blank])
+                blank++;
+        if (blank == len) {
+                *ret_error = xasprintf("%s: empty: not a pam_mount configuration", filename);
+                return -EINVAL;
         }
         xmlSetExternalEntityLoader(no_entity_loader);
         xmlResetLastError();
@@ -722,6 +733,9 @@ int pm_import_text(PmImport *im, const char *text, size_t len, const char *filen
                 r = -EINVAL;
                 goto out;
         }
+        for (xmlNode *n = root->children; n; n = n->next)
+                d.has_volumes = d.has_volumes || (n->type == XML_ELEMENT_NODE &&
+                                                  strcmp((const char *) n->name, "volume") == 0);
         for (xmlNode *n = root->children; n; n = n->next) {
                 if (n->type == XML_ENTITY_REF_NODE) {
                         *ret_error = xasprintf("%s:%ld: an entity reference: refused", filename,

@@ -328,12 +328,20 @@ int main(void) {
         /* ---- global elements ---- */
         named("luserconf", "<luserconf name=\".pam_mount.conf.xml\"/>", 2,
               "<luserconf> is not carried over", 0);
-        named("mkmountpoint", "<mkmountpoint enable=\"1\" remove=\"true\"/>", 2,
-              "nsd never makes a Where=", 0);
-        named("a command", "<cifsmount>mount.cifs //%(SERVER)/%(VOLUME) %(MNTPT)</cifsmount>", 2,
-              "<cifsmount> is not carried over: nsd mounts with the kernel's API", 0);
-        named("logout that signals", "<logout wait=\"1000\" hup=\"yes\"/>", 2,
-              "nsd signals no process at logout", 0);
+#define VOLUME "<volume user=\"a\" fstype=\"nfs\" server=\"s\" path=\"/p\" mountpoint=\"/m\"/>"
+        named("mkmountpoint beside a volume", "<mkmountpoint enable=\"1\" remove=\"true\"/>" VOLUME,
+              2, "nsd never makes a Where=", 1);
+        named("a command beside a volume",
+              "<cifsmount>mount.cifs //%(SERVER)/%(VOLUME) %(MNTPT)</cifsmount>" VOLUME, 2,
+              "<cifsmount> is not carried over: nsd mounts with the kernel's API", 1);
+        named("logout that signals, beside a volume", "<logout wait=\"1000\" hup=\"yes\"/>" VOLUME,
+              2, "nsd signals no process at logout", 1);
+        o = import_volumes("<mkmountpoint enable=\"1\"/><lclmount>mount %(VOLUME)</lclmount>"
+                           "<logout wait=\"1000\"/>");
+        ok(o.r == 0 && !o.lost && has(o.notes, "pm.xml:2: <mkmountpoint>") &&
+                   has(o.notes, "<lclmount>") && has(o.notes, "<logout>"),
+           "without a volume, mkmountpoint, a command and logout are named but lose nothing");
+        out_done(&o);
         named("an element pam_mount does not know", "<frobnicate/>", 2,
               "<frobnicate> is not carried over", 0);
         o = import_volumes("<debug enable=\"1\"/><msg-authpw>pw:</msg-authpw>"
@@ -352,6 +360,24 @@ int main(void) {
         refused("malformed XML, named as such", "<pam_mount><volume></pam_mount>", "not XML: ");
         refused("an empty file", "", "pm.xml: empty");
         refused("only white space", " \n\t\n", "empty");
+        {
+                /* the 16 MiB cap of the verb's read holds for the text too */
+                size_t big = IMPORT_READ_MAX + 1;
+                char *text = malloc(big + 1);
+                PmImport im;
+                char *error = NULL;
+
+                if (!text || pm_import_init(&im) < 0)
+                        tap_bail_errno("malloc");
+                memset(text, ' ', big);
+                text[big] = '\0';
+                ok(pm_import_text(&im, text, big, "pm.xml", &error) == -EFBIG &&
+                           has(error, "larger than"),
+                   "more than 16 MiB: refused (%s)", error ? error : "");
+                free(error);
+                free(text);
+                pm_import_done(&im);
+        }
         refused("another root element", "<namespace/>", "not a pam_mount configuration");
         o = import("<?xml version=\"1.0\"?>\n<!DOCTYPE pam_mount [\n"
                    "<!ENTITY x SYSTEM \"file:///etc/passwd\">\n]>\n<pam_mount>\n"
