@@ -37,6 +37,18 @@ static const char *const attr_options[] = { "ro",          "rw",       "noexec",
 static const char *const secret_options[] = { "password",    "pass", "passwd",   "password2",
                                               "credentials", "cred", "passfile", NULL };
 
+/* Is the option of len bytes at p (its key key bytes) a secret? A secret option, or a cifs
+ * user name with its password after a '%' ("user=alice%pw"; "%(USER)" is a variable). */
+static bool secret_option(const char *p, size_t key, size_t len) {
+        if (strv_contains(secret_options, p, key))
+                return true;
+        if (key < len && strv_contains((const char *const[]) { "user", "username", NULL }, p, key))
+                for (const char *q = p + key + 1; q < p + len; q++)
+                        if (*q == '%' && q[1] != '(')
+                                return true;
+        return false;
+}
+
 /* pam_mount's elements that name a command it runs: nsd runs none */
 static const char *const command_elements[] = {
         "cifsmount",      "smbmount",        "ncpmount",  "ncpumount", "smbumount",
@@ -171,7 +183,7 @@ static char *shown_tag(xmlNode *n) {
                         for (const char *p = v; *p;) {
                                 size_t l = strcspn(p, ","), k = strcspn(p, "=,");
 
-                                if (k < l && strv_contains(secret_options, p, k))
+                                if (k < l && secret_option(p, k, l))
                                         fprintf(f, "%.*s=***", (int) k, p);
                                 else
                                         fprintf(f, "%.*s", (int) l, p);
@@ -349,7 +361,7 @@ static char *options_of(Element *e, const VolumeTypeOptions *t, const char *v) {
                      (strv_contains((const char *const[]) { "nosuid", "nodev", "defaults", NULL },
                                     p, key))))
                         ; /* nsd's own, always */
-                else if (strv_contains(secret_options, p, key))
+                else if (secret_option(p, key, len))
                         note(e, true,
                              "option '%.*s' is not carried over: a secret does not belong in a "
                              "drop-in, which anyone may read (nsd cannot give a password to a "

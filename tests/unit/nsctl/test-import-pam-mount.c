@@ -265,6 +265,14 @@ int main(void) {
                 out_show(&o);
         out_done(&o);
 
+        o = import_volumes("<volume user=\"a\" fstype=\"cifs\" server=\"s\" path=\"p\" "
+                           "mountpoint=\"/m\" options=\"username=alice%pw0rd,vers=3.0\"/>");
+        if (!ok(o.r == 0 && o.lost && !has(o.text, "pw0rd") && !has(o.notes, "pw0rd") &&
+                        has(o.text, "username=***") && n_volumes(&o) == 1,
+                "cifs username=USER%%PASSWORD: the password is never copied"))
+                out_show(&o);
+        out_done(&o);
+
         /* more than nsd's 16 options */
         o = import_volumes("<volume user=\"a\" fstype=\"nfs\" server=\"s\" path=\"/p\" "
                            "mountpoint=\"/m\" options=\"hard,soft,hard,soft,hard,soft,hard,soft,"
