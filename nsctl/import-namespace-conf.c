@@ -494,13 +494,9 @@ char *ns_import_finish(NsImport *im, const char *const *sources, size_t n_source
                        const char *init_script) {
         char *out = NULL;
         size_t len = 0;
-        static const char advice[] =
-                "# Save it as /etc/nsd/nsd.conf.d/50-namespace.conf (root's, mode 0644), check it\n"
-                "# with 'nsd --check-config', then reload nsd. Lines that could not be carried\n"
-                "# over are named below. See nsd.conf(5), \"MIGRATING FROM PAM_NAMESPACE\".\n";
-        FILE *f = import_dropin_open(&out, &len, &im->out,
-                                     "'nsctl import-namespace-conf' from pam_namespace's", sources,
-                                     n_sources, advice);
+        FILE *f = import_dropin_open(&out, &len, &im->out, "import-namespace-conf",
+                                     "pam_namespace's", sources, n_sources, "50-namespace.conf",
+                                     "MIGRATING FROM PAM_NAMESPACE");
         if (im->n_polydirs == 0)
                 fputs("# (no polydir: nothing to set up)\n", f);
         if (init_script && im->n_default_script > 0) {

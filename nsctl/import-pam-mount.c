@@ -770,13 +770,8 @@ out:
 char *pm_import_finish(PmImport *im, const char *const *sources, size_t n_sources) {
         char *out = NULL;
         size_t len = 0;
-        static const char advice[] =
-                "# Save it as /etc/nsd/nsd.conf.d/60-pam-mount.conf (root's, mode 0644), check it\n"
-                "# with 'nsd --check-config', then reload nsd. What could not be carried over is\n"
-                "# named below. See nsd.conf(5), \"[Volume NAME]\".\n";
-        FILE *f = import_dropin_open(&out, &len, &im->out,
-                                     "'nsctl import-pam-mount' from pam_mount's", sources,
-                                     n_sources, advice);
+        FILE *f = import_dropin_open(&out, &len, &im->out, "import-pam-mount", "pam_mount's",
+                                     sources, n_sources, "60-pam-mount.conf", "[Volume NAME]");
         if (im->n_volumes == 0)
                 fputs("# (no volume: nothing to mount)\n", f);
         return import_dropin_close(f, &im->out, &out);

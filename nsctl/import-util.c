@@ -70,17 +70,22 @@ void import_out_done(ImportOut *o) {
         *o = (ImportOut) { 0 };
 }
 
-FILE *import_dropin_open(char **buf, size_t *len, ImportOut *o, const char *by,
-                         const char *const *sources, size_t n_sources, const char *advice) {
+FILE *import_dropin_open(char **buf, size_t *len, ImportOut *o, const char *verb, const char *whose,
+                         const char *const *sources, size_t n_sources, const char *save_as,
+                         const char *see) {
         FILE *f = open_memstream(buf, len);
 
         if (!f)
                 abort();
         fflush(o->body);
-        fprintf(f, "# nsd drop-in written by %s\n", by);
+        fprintf(f, "# nsd drop-in written by 'nsctl %s' from %s\n", verb, whose);
         for (size_t i = 0; i < n_sources; i++)
                 fprintf(f, "#   %s\n", sources[i]);
-        fputs(advice, f);
+        fprintf(f,
+                "# Save it as /etc/nsd/nsd.conf.d/%s (root's, mode 0644), check it\n"
+                "# with 'nsd --check-config', then reload nsd. What could not be carried over is\n"
+                "# named below. See nsd.conf(5), \"%s\".\n",
+                save_as, see);
         return f;
 }
 

@@ -28,10 +28,12 @@ int import_out_init(ImportOut *o);
 void import_out_done(ImportOut *o);
 
 /* The drop-in, in a memstream onto *buf and *len (set when it is closed), its first lines
- * written: who wrote it, from which files, and advice (lines, each starting "# "). The
- * caller adds what goes before the groups; import_dropin_close() adds them. */
-FILE *import_dropin_open(char **buf, size_t *len, ImportOut *o, const char *by,
-                         const char *const *sources, size_t n_sources, const char *advice);
+ * written: "nsctl verb" wrote it from which files of whom, to be saved as
+ * /etc/nsd/nsd.conf.d/save_as, and the section of nsd.conf(5) to read. The caller adds what
+ * goes before the groups; import_dropin_close() adds them. */
+FILE *import_dropin_open(char **buf, size_t *len, ImportOut *o, const char *verb, const char *whose,
+                         const char *const *sources, size_t n_sources, const char *save_as,
+                         const char *see);
 /* The groups after what the caller added, and the stream closed: *buf, the drop-in. */
 char *import_dropin_close(FILE *f, ImportOut *o, char **buf);
 
