@@ -258,35 +258,43 @@ fail:
 }
 
 /* Where=: absolute or in the home, no "..", runs of '/' to one, no trailing '/'. */
-static char *where_of(Element *e, const char *mountpoint) {
-        char *why = NULL, *t = to_template(mountpoint, true, &why), *o;
+/* A path in nsd's words (Where=, a block type's Source=), made tidy in place: runs of '/'
+ * one, no trailing '/'. Then what nsd refuses: not absolute (nor "%h..." where home_ok), '/'
+ * itself, a '.' or '..' component, more than 1024 bytes. NULL, or why not. */
+static const char *path_why(char *t, bool home_ok) {
+        char *o = t;
 
-        if (!t) {
-                refuse(e, "not carried over: mountpoint '%s': %s", mountpoint, why);
-                free(why);
-                return NULL;
-        }
-        if (t[0] != '/' && strncmp(t, "%h", 2) != 0) {
-                refuse(e, "not carried over: mountpoint '%s' is not an absolute path or '~'",
-                       mountpoint);
-                free(t);
-                return NULL;
-        }
-        if (strstr(t, "/../") || strstr(t, "/./") ||
-            (strlen(t) >= 3 && strcmp(t + strlen(t) - 3, "/..") == 0)) {
-                refuse(e, "not carried over: mountpoint '%s' has '.' or '..' in it", mountpoint);
-                free(t);
-                return NULL;
-        }
-        o = t;
         for (const char *p = t; *p; p++)
                 if (!(*p == '/' && o > t && o[-1] == '/'))
                         *o++ = *p;
         *o = '\0';
         while (strlen(t) > 1 && t[strlen(t) - 1] == '/')
                 t[strlen(t) - 1] = '\0';
-        if (strcmp(t, "/") == 0) {
-                refuse(e, "not carried over: a volume on '/'");
+        if (t[0] != '/' && !(home_ok && strncmp(t, "%h", 2) == 0))
+                return home_ok ? "is not an absolute path or '~'" : "is not an absolute path";
+        if (strcmp(t, "/") == 0)
+                return "is '/' itself";
+        if (strlen(t) > 1024)
+                return "is longer than nsd's 1024 bytes";
+        for (const char *c = strchr(t, '/'); c; c = strchr(c + 1, '/'))
+                if ((c[1] == '.' && (c[2] == '/' || c[2] == '\0')) ||
+                    (c[1] == '.' && c[2] == '.' && (c[3] == '/' || c[3] == '\0')))
+                        return "has a '.' or '..' component";
+        return NULL;
+}
+
+static char *where_of(Element *e, const char *mountpoint) {
+        char *why = NULL, *t = to_template(mountpoint, true, &why);
+        const char *bad;
+
+        if (!t) {
+                refuse(e, "not carried over: mountpoint '%s': %s", mountpoint, why);
+                free(why);
+                return NULL;
+        }
+        bad = path_why(t, true);
+        if (bad) {
+                refuse(e, "not carried over: mountpoint '%s' %s", mountpoint, bad);
                 free(t);
                 return NULL;
         }
@@ -324,8 +332,10 @@ static char *source_of(Element *e, const VolumeTypeOptions *t, const char *serve
                 return NULL;
         }
         if (!t->network) {
-                if (p[0] != '/') {
-                        refuse(e, "not carried over: path '%s' is not an absolute path", path);
+                const char *bad = path_why(p, false);
+
+                if (bad) {
+                        refuse(e, "not carried over: path '%s' %s", path, bad);
                         return NULL;
                 }
                 return TAKE_PTR(p);
@@ -334,6 +344,11 @@ static char *source_of(Element *e, const VolumeTypeOptions *t, const char *serve
                 src = xasprintf("//%s/%s", s, p + strspn(p, "/"));
         else
                 src = xasprintf("%s:%s", s, p);
+        if (strlen(src) > 1024) {
+                refuse(e, "not carried over: the source is longer than nsd's 1024 bytes");
+                free(src);
+                return NULL;
+        }
         for (const char *q = src; *q; q++)
                 if ((unsigned char) *q <= 0x20) {
                         refuse(e,

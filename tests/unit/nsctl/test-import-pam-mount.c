@@ -167,7 +167,10 @@ int main(void) {
               "is not an absolute path or '~'", 0);
         named("'..' in the mountpoint",
               "<volume user=\"a\" fstype=\"ext4\" path=\"/i\" mountpoint=\"/srv/../etc\"/>", 2,
-              "has '.' or '..' in it", 0);
+              "has a '.' or '..' component", 0);
+        named("'..' in a block source",
+              "<volume user=\"a\" fstype=\"ext4\" path=\"/srv/../x.img\" mountpoint=\"/m\"/>", 2,
+              "path '/srv/../x.img' has a '.' or '..' component", 0);
 
         /* ---- who ---- */
         named("user=\"*\"",
