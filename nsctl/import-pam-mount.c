@@ -361,6 +361,14 @@ static char *source_of(Element *e, const VolumeTypeOptions *t, const char *serve
         return src;
 }
 
+/* Are the len bytes at p printable ASCII without a space? */
+static bool printable(const char *p, size_t len) {
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char) p[i] <= 0x20 || (unsigned char) p[i] >= 0x7f)
+                        return false;
+        return true;
+}
+
 /* Options=: what nsd's list for the type takes; nosuid and nodev dropped (always set); the
  * rest named, a secret's value never. */
 static char *options_of(Element *e, const VolumeTypeOptions *t, const char *v) {
@@ -388,6 +396,11 @@ static char *options_of(Element *e, const VolumeTypeOptions *t, const char *v) {
                              "option '%.*s' is not carried over: every mount nsd makes is "
                              "nosuid,nodev",
                              (int) key, p);
+                else if (!printable(p, len))
+                        note(e, true,
+                             "option '%.*s' is not carried over: it holds white space, a control "
+                             "character or a byte that is not ASCII",
+                             (int) len, p);
                 else if (memchr(p, '%', len))
                         note(e, true,
                              "option '%.*s' is not carried over: nsd's option values take no "

@@ -249,6 +249,10 @@ int main(void) {
               "<volume user=\"a\" fstype=\"cifs\" server=\"s\" path=\"p\" mountpoint=\"/m\" "
               "options=\"vers=\"/>",
               2, "option 'vers=' is not carried over", 1);
+        named("a control character in an option",
+              "<volume user=\"a\" fstype=\"cifs\" server=\"s\" path=\"p\" mountpoint=\"/m\" "
+              "options=\"vers=3\x7f\"/>",
+              2, "it holds white space, a control character", 1);
         named("an attribute pam_mount does not know",
               "<volume user=\"a\" cruid=\"x\" fstype=\"nfs\" server=\"s\" path=\"/p\" "
               "mountpoint=\"/m\"/>",
