@@ -635,7 +635,7 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
                 import_put_value(im->out.body, "Source", src);
                 import_put_value(im->out.body, "Where", where);
                 if (opts && opts[0])
-                        fprintf(im->out.body, "Options=%s\n", opts);
+                        import_put_value(im->out.body, "Options", opts);
                 fprintf(im->out.body, "%s\n", members);
                 strv_push(&im->wheres, &im->n_wheres, xstrdup(where));
                 im->wheres_at = xrealloc(im->wheres_at, im->n_wheres * sizeof(char *));

@@ -249,6 +249,10 @@ int main(void) {
               "<volume user=\"a\" fstype=\"cifs\" server=\"s\" path=\"p\" mountpoint=\"/m\" "
               "options=\"vers=\"/>",
               2, "option 'vers=' is not carried over", 1);
+        carried("a backslash in an option is written \\\\",
+                "<volume user=\"a\" fstype=\"cifs\" server=\"s\" path=\"p\" mountpoint=\"/m\" "
+                "options=\"domain=A\\1\"/>",
+                "Options=domain=A\\\\1\n", NULL);
         named("a control character in an option",
               "<volume user=\"a\" fstype=\"cifs\" server=\"s\" path=\"p\" mountpoint=\"/m\" "
               "options=\"vers=3\x7f\"/>",
