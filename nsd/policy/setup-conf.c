@@ -623,13 +623,26 @@ static int set_volume_type(Volume *v, const char *value, char **ret_why) {
         return -EINVAL;
 }
 
+/* Does t hold the specifier %h ("%%h" is a '%' and an 'h')? */
+static bool has_home_specifier(const char *t) {
+        for (const char *p = t; *p; p++)
+                if (*p == '%') {
+                        if (p[1] == 'h')
+                                return true;
+                        if (p[1] == '\0')
+                                break;
+                        p++;
+                }
+        return false;
+}
+
 /* Source= of a volume of kind k (checked once Type= is known: keys may come in any order). */
 static char *volume_source_why(VolumeKind k, const char *value) {
         g_autofree char *why = NULL;
 
         if (k == VOLUME_KIND_NETWORK)
                 why = network_source_why(value);
-        else if (strstr(value, "%h"))
+        else if (has_home_specifier(value))
                 why = g_strdup("%h is not allowed: an image the user can write is a crafted file "
                                "system waiting for the kernel (give an image of root's, e.g. "
                                "/srv/volumes/%u.img)");
