@@ -21,6 +21,7 @@
 
 #include "cleanup.h"
 #include "cli.h"
+#include "import-util.h"
 
 /* the flags and options of nsd.conf(5)'s MountOptions= */
 static const char *const nsd_mount_options[] = {
@@ -30,62 +31,13 @@ static const char *const nsd_mount_options[] = {
         "relatime", "strictatime", "nodiratime", "nosymfollow", NULL,
 };
 
-static bool strv_contains(const char *const *v, const char *s, size_t n) {
-        for (; *v; v++)
-                if (strlen(*v) == n && strncmp(*v, s, n) == 0)
-                        return true;
-        return false;
-}
-
-static char *xstrdup(const char *s) {
-        char *d = strdup(s);
-        if (!d)
-                abort(); /* nsctl: out of memory is fatal */
-        return d;
-}
-
-static void *xrealloc(void *p, size_t n) {
-        void *q = realloc(p, n ? n : 1);
-        if (!q)
-                abort();
-        return q;
-}
-
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...) {
-        va_list ap;
-        char *s = NULL;
-        int n;
-
-        va_start(ap, fmt);
-        n = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                abort();
-        return s;
-}
-
-static void strv_push(char ***v, size_t *n, char *s /* taken */) {
-        *v = xrealloc(*v, (*n + 1) * sizeof(char *));
-        (*v)[(*n)++] = s;
-}
-
 int ns_import_init(NsImport *im) {
         *im = (NsImport) { 0 };
-        im->body = open_memstream(&im->body_buf, &im->body_len);
-        return im->body ? 0 : -errno;
+        return import_out_init(&im->out);
 }
 
 void ns_import_done(NsImport *im) {
-        if (im->body)
-                fclose(im->body);
-        free(im->body_buf);
-        for (size_t i = 0; i < im->n_notes; i++)
-                free(im->notes[i]);
-        free(im->notes);
-        for (size_t i = 0; i < im->n_names; i++)
-                free(im->names[i]);
-        free(im->names);
+        import_out_done(&im->out);
         for (size_t i = 0; i < im->n_paths; i++) {
                 free(im->paths[i]);
                 free(im->paths_where[i]);
@@ -110,21 +62,12 @@ typedef struct Line {
 /* A note: on stderr later, and above the line's group (or in place of it). */
 static void note(Line *l, bool lost, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void note(Line *l, bool lost, const char *fmt, ...) {
-        char *what = NULL;
         va_list ap;
 
         va_start(ap, fmt);
-        if (vasprintf(&what, fmt, ap) < 0)
-                abort();
+        import_vnote(&l->im->out.notes, &l->im->out.n_notes, l->c, l->file, l->no, fmt, ap);
         va_end(ap);
-        /* it may quote the line: keep it one printable line */
-        for (char *p = what; *p; p++)
-                if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f)
-                        *p = '?';
-        strv_push(&l->im->notes, &l->im->n_notes, xasprintf("%s:%u: %s", l->file, l->no, what));
-        fprintf(l->c, "#   %s\n", what);
-        l->im->lost = l->im->lost || lost;
-        free(what);
+        l->im->out.lost = l->im->out.lost || lost;
 }
 
 /* pam_namespace's argv_parse(): fields, quotes, \n \t \b. */
@@ -171,26 +114,6 @@ static size_t split_fields(const char *line, char **fields, size_t max) {
         return n;
 }
 
-/* Is s valid UTF-8 (nsd.conf is read as such)? */
-static bool valid_utf8(const char *s) {
-        const unsigned char *p = (const unsigned char *) s;
-
-        while (*p) {
-                size_t n = *p < 0x80             ? 0
-                           : (*p & 0xe0) == 0xc0 ? 1
-                           : (*p & 0xf0) == 0xe0 ? 2
-                           : (*p & 0xf8) == 0xf0 ? 3
-                                                 : 9;
-                if (n == 9 || (n == 1 && *p < 0xc2))
-                        return false;
-                p++;
-                for (; n > 0; n--, p++)
-                        if ((*p & 0xc0) != 0x80)
-                                return false;
-        }
-        return true;
-}
-
 /* $HOME (only first: nsd's %h starts a path) and $USER to nsd's specifiers; '%' to "%%";
  * runs of '/' to one. NULL with *why when it cannot be said in nsd's words. */
 static char *to_template(const char *s, const char **why) {
@@ -198,7 +121,7 @@ static char *to_template(const char *s, const char **why) {
         char *out = xrealloc(NULL, 2 * n + 3), *o = out;
         const char *p = s;
 
-        if (!valid_utf8(s)) {
+        if (!import_valid_utf8(s)) {
                 *why = "it is not valid UTF-8";
                 free(out);
                 return NULL;
@@ -243,25 +166,9 @@ static char *to_template(const char *s, const char **why) {
         return out;
 }
 
-/* A key file value: backslashes, a leading space and tabs escaped. */
-static void put_value(FILE *f, const char *key, const char *v) {
-        fprintf(f, "%s=", key);
-        for (const char *p = v; *p; p++) {
-                if (*p == '\\')
-                        fputs("\\\\", f);
-                else if (*p == ' ' && p == v)
-                        fputs("\\s", f);
-                else if (*p == '\t')
-                        fputs("\\t", f);
-                else
-                        fputc(*p, f);
-        }
-        fputc('\n', f);
-}
-
 /* A group name from a polydir template: "/var/tmp" "var-tmp", "%h/.cache" "home-.cache". */
 static char *group_name(NsImport *im, const char *path) {
-        char base[65], *name;
+        char base[65];
         size_t n = 0;
 
         for (const char *p = path; *p && n < 56; p++) {
@@ -290,35 +197,7 @@ static char *group_name(NsImport *im, const char *path) {
         base[n] = '\0';
         if (n == 0)
                 strcpy(base, "polydir");
-        name = xstrdup(base);
-        for (unsigned k = 2;; k++) {
-                bool used = false;
-                for (size_t i = 0; i < im->n_names && !used; i++)
-                        used = strcmp(im->names[i], name) == 0;
-                if (!used)
-                        break;
-                free(name);
-                name = xasprintf("%s-%u", base, k);
-        }
-        strv_push(&im->names, &im->n_names, xstrdup(name));
-        return name;
-}
-
-static bool valid_user_name(const char *s) {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 32 ||
-            !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_' ||
-              (s[0] >= '0' && s[0] <= '9')))
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-' || c == '.' || (c == '$' && i == n - 1))
-                        continue;
-                return false;
-        }
-        return true;
+        return import_unique_name(&im->out.names, &im->out.n_names, base);
 }
 
 /* MountOptions= from mntopts=: what nsd knows; the rest named. */
@@ -457,7 +336,7 @@ static void parse_users(Line *l, const char *field, Polyline *pl) {
 
                 if (!name)
                         abort();
-                if (len > 0 && valid_user_name(name)) {
+                if (len > 0 && import_valid_user_name(name)) {
                         if (o > out)
                                 *o++ = ' ';
                         o = stpcpy(o, name);
@@ -549,21 +428,21 @@ done:
         if (ok) {
                 char *name = group_name(im, pl.path);
 
-                fprintf(im->body, "\n# %s:%u: %s\n%s[Polydir %s]\n", file, no, l.shown,
+                fprintf(im->out.body, "\n# %s:%u: %s\n%s[Polydir %s]\n", file, no, l.shown,
                         l.comment ? l.comment : "", name);
-                put_value(im->body, "Path", pl.path);
-                fprintf(im->body, "Method=%s\n", pl.method);
+                import_put_value(im->out.body, "Path", pl.path);
+                fprintf(im->out.body, "Method=%s\n", pl.method);
                 if (pl.prefix)
-                        put_value(im->body, "InstancePrefix", pl.prefix);
+                        import_put_value(im->out.body, "InstancePrefix", pl.prefix);
                 if (pl.options && pl.options[0])
-                        fprintf(im->body, "MountOptions=%s\n", pl.options);
+                        fprintf(im->out.body, "MountOptions=%s\n", pl.options);
                 if (pl.users && (pl.users[0] || pl.only))
-                        fprintf(im->body, "%s=%s\n", pl.only ? "OnlyUsers" : "ExcludeUsers",
+                        fprintf(im->out.body, "%s=%s\n", pl.only ? "OnlyUsers" : "ExcludeUsers",
                                 pl.users[0] ? pl.users : "65534");
                 if (pl.no_init)
-                        fprintf(im->body, "NoInit=yes\n");
+                        fprintf(im->out.body, "NoInit=yes\n");
                 else if (pl.script)
-                        put_value(im->body, "InitScript", pl.script);
+                        import_put_value(im->out.body, "InitScript", pl.script);
                 else
                         im->n_default_script++;
                 im->paths = xrealloc(im->paths, (im->n_paths + 1) * sizeof(char *));
@@ -573,7 +452,7 @@ done:
                 im->n_polydirs++;
                 free(name);
         } else if (l.shown)
-                fprintf(im->body, "\n# %s:%u: %s\n%s", file, no, l.shown,
+                fprintf(im->out.body, "\n# %s:%u: %s\n%s", file, no, l.shown,
                         l.comment ? l.comment : "");
         for (size_t i = 0; i < 4; i++)
                 free(fields[i]);
@@ -602,7 +481,7 @@ int ns_import_text(NsImport *im, const char *text, size_t len, const char *filen
                                 abort();
                         note(&l, true, "not carried over: the line contains a NUL byte");
                         fclose(l.c);
-                        fprintf(im->body, "\n# %s:%u:\n%s", filename, no, l.comment);
+                        fprintf(im->out.body, "\n# %s:%u:\n%s", filename, no, l.comment);
                         free(l.comment);
                 } else
                         import_line(im, filename, no, line);
@@ -615,66 +494,21 @@ char *ns_import_finish(NsImport *im, const char *const *sources, size_t n_source
                        const char *init_script) {
         char *out = NULL;
         size_t len = 0;
-        FILE *f = open_memstream(&out, &len);
-
-        if (!f)
-                abort();
-        fflush(im->body);
-        fputs("# nsd drop-in written by 'nsctl import-namespace-conf' from pam_namespace's\n", f);
-        for (size_t i = 0; i < n_sources; i++)
-                fprintf(f, "#   %s\n", sources[i]);
-        fputs("# Save it as /etc/nsd/nsd.conf.d/50-namespace.conf (root's, mode 0644), check it\n"
-              "# with 'nsd --check-config', then reload nsd. Lines that could not be carried\n"
-              "# over are named below. See nsd.conf(5), \"MIGRATING FROM PAM_NAMESPACE\".\n",
-              f);
+        FILE *f = import_dropin_open(&out, &len, &im->out, "import-namespace-conf",
+                                     "pam_namespace's", sources, n_sources, "50-namespace.conf",
+                                     "MIGRATING FROM PAM_NAMESPACE");
         if (im->n_polydirs == 0)
                 fputs("# (no polydir: nothing to set up)\n", f);
         if (init_script && im->n_default_script > 0) {
                 fputs("\n[Setup]\n# pam_namespace's default init script, run for each polydir "
                       "without its own\n",
                       f);
-                put_value(f, "InitScript", init_script);
+                import_put_value(f, "InitScript", init_script);
         }
-        fwrite(im->body_buf, 1, im->body_len, f);
-        fclose(f);
-        return out;
+        return import_dropin_close(f, &im->out, &out);
 }
 
 /* ---- the verb ---------------------------------------------------------------------------- */
-
-static int read_file(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 0;
-        FILE *f = fopen(path, "re");
-
-        if (!f)
-                return -errno;
-        for (;;) {
-                size_t n;
-
-                if (cap - len < 4096) {
-                        if (cap > (16u << 20)) {
-                                fclose(f);
-                                return -EFBIG;
-                        }
-                        cap = cap ? cap * 2 : 8192;
-                        buf = xrealloc(buf, cap);
-                }
-                n = fread(buf + len, 1, cap - len, f);
-                len += n;
-                if (n == 0)
-                        break;
-        }
-        if (ferror(f)) {
-                int e = errno ? errno : EIO;
-                fclose(f);
-                return -e;
-        }
-        fclose(f);
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
 
 static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
@@ -784,7 +618,7 @@ int verb_import_namespace_conf(int argc, char **argv) {
                 _cleanup_free_ char *text = NULL;
                 size_t len = 0;
 
-                r = read_file(sources[i], &text, &len);
+                r = import_read_file(sources[i], &text, &len);
                 if (r < 0) {
                         fprintf(stderr, "nsctl: cannot read '%s': %s\n", sources[i], strerror(-r));
                         status = EXIT_FAILURE;
@@ -800,11 +634,7 @@ int verb_import_namespace_conf(int argc, char **argv) {
         }
         out = ns_import_finish(&im, (const char *const *) sources, n_sources,
                                no_init_script ? NULL : init_script);
-        fputs(out, stdout);
-        for (size_t i = 0; i < im.n_notes; i++)
-                fprintf(stderr, "nsctl: %s\n", im.notes[i]);
-        if (im.lost)
-                status = 2;
+        status = import_print(out, im.out.notes, im.out.n_notes, im.out.lost);
 out:
         free(out);
         ns_import_done(&im);

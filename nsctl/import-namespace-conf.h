@@ -14,24 +14,19 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "import-util.h"
+
 #define NS_IMPORT_DEFAULT_CONF "/etc/security/namespace.conf"
 #define NS_IMPORT_DEFAULT_DIR "/etc/security/namespace.d"
 #define NS_IMPORT_DEFAULT_INIT "/etc/security/namespace.init"
 
 typedef struct NsImport {
-        FILE *body; /* the [Polydir] groups so far (open_memstream) */
-        char *body_buf;
-        size_t body_len;
-        char **notes; /* "FILE:LINE: what", one per thing not carried over */
-        size_t n_notes;
-        char **names; /* the group names used */
-        size_t n_names;
-        char **paths; /* the polydir paths set, and where ("FILE:LINE") */
+        ImportOut out; /* the [Polydir] groups, the notes, the names */
+        char **paths;  /* the polydir paths set, and where ("FILE:LINE") */
         char **paths_where;
         size_t n_paths;
         unsigned n_polydirs;
         unsigned n_default_script; /* polydirs that run the default init script */
-        bool lost;                 /* something was not carried over */
 } NsImport;
 
 int ns_import_init(NsImport *im);

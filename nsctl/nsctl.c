@@ -22,6 +22,7 @@
 #include "config.h"
 #include "exposition.h"
 #include "import-namespace-conf.h"
+#include "import-pam-mount.h"
 #include "json.h"
 #include "mount-tree.h"
 #include "nsclient.h"
@@ -1225,6 +1226,12 @@ static const struct verb verbs[] = {
                 .summary_args = "[<file>...]",
                 .summary = "print pam_namespace's namespace.conf as an nsd drop-in",
                 .run = verb_import_namespace_conf,
+        },
+        {
+                .name = "import-pam-mount",
+                .summary_args = "[<file>...]",
+                .summary = "print pam_mount's pam_mount.conf.xml as an nsd drop-in",
+                .run = verb_import_pam_mount,
         },
 };
 

@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 
 #include "policy/conf-value.h"
+#include "volume-options.h"
 
 #define GROUP_SETUP "Setup"
 #define PREFIX_POLYDIR "Polydir "
@@ -441,98 +442,10 @@ static int parse_mount_options(Polydir *p, const char *value, char **ret_why) {
                              &p->options, &p->n_options, &p->mount_attr, ret_why);
 }
 
-/* ---- volume types ----------------------------------------------------------------------- */
+/* ---- volume types: common/volume-options.c ----------------------------------------------- */
 
-/* What Options= a volume of each type may have besides the attributes: options that only
- * tune the file system. Not there, on purpose: anything naming another device or file
- * (btrfs device=, xfs logdev=, rtdev=, ext4 journal_path=, cifs credentials=), errors=panic
- * (a crafted or broken image would stop the host), and whatever the kernel type does not
- * parse itself (helpers' options). */
-typedef struct VolumeType {
-        const char *name;
-        VolumeKind kind;
-        const char *const *value_options;
-        const char *const *flag_options;
-} VolumeType;
-
-static const char *const ext4_values[] = {
-        "commit", "data",   "stripe", "max_batch_time", "min_batch_time", "inode_readahead_blks",
-        "resuid", "resgid", NULL
-};
-static const char *const ext4_flags[] = { "discard",
-                                          "nodiscard",
-                                          "barrier",
-                                          "nobarrier",
-                                          "acl",
-                                          "noacl",
-                                          "user_xattr",
-                                          "nouser_xattr",
-                                          "delalloc",
-                                          "nodelalloc",
-                                          "auto_da_alloc",
-                                          "noauto_da_alloc",
-                                          "journal_checksum",
-                                          "nojournal_checksum",
-                                          "noload",
-                                          "lazytime",
-                                          "nolazytime",
-                                          NULL };
-static const char *const xfs_values[] = { "logbufs", "logbsize", "allocsize",
-                                          "swidth",  "sunit",    NULL };
-static const char *const xfs_flags[] = { "discard",    "nodiscard", "inode32",    "inode64",
-                                         "largeio",    "nolargeio", "noquota",    "wsync",
-                                         "norecovery", "lazytime",  "nolazytime", NULL };
-static const char *const btrfs_values[] = { "subvol",         "subvolid", "compress",
-                                            "compress-force", "commit",   NULL };
-static const char *const btrfs_flags[] = { "discard",    "nodiscard",    "ssd",      "nossd",
-                                           "autodefrag", "noautodefrag", "datacow",  "nodatacow",
-                                           "datasum",    "nodatasum",    "lazytime", "nolazytime",
-                                           NULL };
-static const char *const fat_values[] = { "uid",         "gid",      "umask",     "dmask",
-                                          "fmask",       "codepage", "iocharset", "shortname",
-                                          "time_offset", NULL };
-static const char *const fat_flags[] = { "utf8", "flush", "quiet", "showexec", "discard", NULL };
-static const char *const exfat_values[] = { "uid",   "gid",       "umask",       "dmask",
-                                            "fmask", "iocharset", "time_offset", NULL };
-static const char *const exfat_flags[] = { "discard", "keep_last_dots", "sys_tz", NULL };
-static const char *const cifs_values[] = { "username",  "domain",  "vers",      "sec",
-                                           "uid",       "gid",     "file_mode", "dir_mode",
-                                           "cache",     "actimeo", "port",      "ip",
-                                           "iocharset", "rsize",   "wsize",     "echo_interval",
-                                           NULL };
-static const char *const cifs_flags[] = { "seal", "noserverino", "serverino", "nosharesock", "hard",
-                                          "soft", "nounix",      "noperm",    "guest",       NULL };
-static const char *const nfs_values[] = { "vers",     "nfsvers",   "proto",      "port",
-                                          "timeo",    "retrans",   "rsize",      "wsize",
-                                          "sec",      "addr",      "clientaddr", "actimeo",
-                                          "nconnect", "mountport", "mountproto", NULL };
-static const char *const nfs_flags[] = { "hard",     "soft",       "lock",       "nolock",
-                                         "ac",       "noac",       "sharecache", "nosharecache",
-                                         "resvport", "noresvport", NULL };
-
-static const VolumeType volume_types[] = {
-        { "ext4", VOLUME_KIND_BLOCK, ext4_values, ext4_flags },
-        { "xfs", VOLUME_KIND_BLOCK, xfs_values, xfs_flags },
-        { "btrfs", VOLUME_KIND_BLOCK, btrfs_values, btrfs_flags },
-        { "vfat", VOLUME_KIND_BLOCK, fat_values, fat_flags },
-        { "exfat", VOLUME_KIND_BLOCK, exfat_values, exfat_flags },
-        { "cifs", VOLUME_KIND_NETWORK, cifs_values, cifs_flags },
-        { "nfs", VOLUME_KIND_NETWORK, nfs_values, nfs_flags },
-        { "nfs4", VOLUME_KIND_NETWORK, nfs_values, nfs_flags },
-};
-
-/* Types issue 25 plans, which this version names as not supported yet. */
-static const char *const volume_types_later_fuse[] = { "gocryptfs", "sshfs",  "encfs",    "cryfs",
-                                                       "rclone",    "bindfs", "securefs", "fuse",
-                                                       "fuseblk",   NULL };
-static const char *const volume_types_later_luks[] = { "luks",  "luks1",    "luks2", "crypto_LUKS",
-                                                       "crypt", "dm-crypt", NULL };
-
-static const VolumeType *volume_type(const char *name) {
-        for (size_t i = 0; i < G_N_ELEMENTS(volume_types); i++)
-                if (strcmp(volume_types[i].name, name) == 0)
-                        return &volume_types[i];
-        return NULL;
+static VolumeKind volume_kind(const VolumeTypeOptions *t) {
+        return t->network ? VOLUME_KIND_NETWORK : VOLUME_KIND_BLOCK;
 }
 
 /* A volume's Source= for a network type: what the kernel type takes ("//server/share",
@@ -686,17 +599,17 @@ static int set_members(char ***field, const char *key, const char *value, char *
 
 /* Type=: a row of the table; what is planned but not in this version is named so. */
 static int set_volume_type(Volume *v, const char *value, char **ret_why) {
-        const VolumeType *t = volume_type(value);
+        const VolumeTypeOptions *t = volume_type_options_find(value);
         g_autoptr(GString) known = g_string_new(NULL);
 
         if (t) {
                 g_free(v->type);
                 v->type = g_strdup(t->name);
-                v->kind = t->kind;
+                v->kind = volume_kind(t);
                 return 0;
         }
-        for (size_t i = 0; i < G_N_ELEMENTS(volume_types); i++)
-                g_string_append_printf(known, "%s%s", i ? ", " : "", volume_types[i].name);
+        for (size_t i = 0; i < n_volume_type_options; i++)
+                g_string_append_printf(known, "%s%s", i ? ", " : "", volume_type_options[i].name);
         if (g_strv_contains(volume_types_later_fuse, value) || g_str_has_prefix(value, "fuse."))
                 *ret_why = g_strdup_printf("Type=%s: FUSE volumes ('%s') are not supported yet "
                                            "(this version mounts kernel file systems: %s)",
@@ -710,13 +623,26 @@ static int set_volume_type(Volume *v, const char *value, char **ret_why) {
         return -EINVAL;
 }
 
+/* Does t hold the specifier %h ("%%h" is a '%' and an 'h')? */
+static bool has_home_specifier(const char *t) {
+        for (const char *p = t; *p; p++)
+                if (*p == '%') {
+                        if (p[1] == 'h')
+                                return true;
+                        if (p[1] == '\0')
+                                break;
+                        p++;
+                }
+        return false;
+}
+
 /* Source= of a volume of kind k (checked once Type= is known: keys may come in any order). */
 static char *volume_source_why(VolumeKind k, const char *value) {
         g_autofree char *why = NULL;
 
         if (k == VOLUME_KIND_NETWORK)
                 why = network_source_why(value);
-        else if (strstr(value, "%h"))
+        else if (has_home_specifier(value))
                 why = g_strdup("%h is not allowed: an image the user can write is a crafted file "
                                "system waiting for the kernel (give an image of root's, e.g. "
                                "/srv/volumes/%u.img)");
@@ -1128,7 +1054,7 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                         return fail_at(ret_error, v->file, v->source_line, "[Volume %s] %s",
                                        v->name, why);
                 if (v->options_text) {
-                        const VolumeType *t = volume_type(v->type);
+                        const VolumeTypeOptions *t = volume_type_options_find(v->type);
 
                         /* for each type its own list (Type= may come after Options=) */
                         if (parse_options("Options", v->options_text, t->value_options,

@@ -11,70 +11,28 @@
 #include <string.h>
 
 #include "import-namespace-conf.h"
-#include "policy/conf.h"
-#include "tap.h"
-
-typedef struct Out {
-        char *text;
-        char *notes; /* joined by "\n" */
-        bool lost;
-        int parsed; /* config_parse_text() of the text */
-        char *parse_error;
-        Config config;
-} Out;
+#include "import-test.h"
 
 static Out import(const char *text, const char *init_script) {
         const char *sources[] = { "ns.conf" };
         NsImport im;
         Out o = { 0 };
-        size_t len = 0;
-        FILE *f;
 
         if (ns_import_init(&im) < 0 || ns_import_text(&im, text, strlen(text), "ns.conf") < 0)
                 tap_bail_errno("import");
-        o.text = ns_import_finish(&im, sources, 1, init_script);
-        f = open_memstream(&o.notes, &len);
-        for (size_t i = 0; i < im.n_notes; i++)
-                fprintf(f, "%s\n", im.notes[i]);
-        fclose(f);
-        o.lost = im.lost;
+        out_read(&o, &im.out, ns_import_finish(&im, sources, 1, init_script));
         ns_import_done(&im);
-        o.parsed = config_parse_text(o.text, strlen(o.text), "drop-in.conf", &o.config,
-                                     &o.parse_error);
         return o;
-}
-
-static void out_done(Out *o) {
-        free(o->text);
-        free(o->notes);
-        free(o->parse_error);
-        if (o->parsed == 0)
-                config_done(&o->config);
-}
-
-static bool has(const char *hay, const char *needle) {
-        return hay && strstr(hay, needle);
 }
 
 /* The drop-in holds each of the NULL-terminated lines, and nsd reads it. */
 static void carried(const char *what, const char *input, ...) {
         Out o = import(input, NULL);
-        bool all = o.parsed == 0 && !o.lost;
         va_list ap;
 
         va_start(ap, input);
-        for (const char *s; (s = va_arg(ap, const char *));)
-                if (!has(o.text, s)) {
-                        printf("# missing: %s\n", s);
-                        all = false;
-                }
+        out_point(&o, o.parsed == 0 && !o.lost, what, ap);
         va_end(ap);
-        if (!ok(all, "%s", what)) {
-                printf("# parse: %s\n# notes: %s\n", o.parse_error ? o.parse_error : "ok", o.notes);
-                for (char *l = strtok(o.text, "\n"); l; l = strtok(NULL, "\n"))
-                        printf("#   %s\n", l);
-        }
-        out_done(&o);
 }
 
 /* Named as not carried over at ns.conf:LINE with a note holding want; nsd reads the rest. */
@@ -194,8 +152,8 @@ int main(void) {
         char *text = ns_import_finish(&im, src, 1, NULL);
         Config c;
         char *err = NULL;
-        ok(im.lost && im.n_notes == 1 && has(im.notes[0], "ns.conf:2: ") &&
-                   has(im.notes[0], "NUL byte") &&
+        ok(im.out.lost && im.out.n_notes == 1 && has(im.out.notes[0], "ns.conf:2: ") &&
+                   has(im.out.notes[0], "NUL byte") &&
                    config_parse_text(text, strlen(text), "d.conf", &c, &err) == 0 &&
                    c.setup.n_polydirs == 1,
            "a NUL byte: that line is named, the others carried (%s)", err ? err : "");

@@ -679,6 +679,20 @@ static void test_volumes_bad(void) {
                 bad(text, whole[i].line, whole[i].want, what);
         }
 
+        /* "%%h" is a '%' and an 'h', not the home */
+        {
+                Config c = { 0 };
+                g_autofree char *err = NULL;
+                int r = parse("[Volume v]\nType=ext4\nSource=/srv/100%%home.img\nWhere=/x\n"
+                              "Users=a\n",
+                              &c, &err);
+
+                ok(r == 0 && c.setup.n_volumes == 1,
+                   "Source=/srv/100%%%%home.img: a '%%' and an 'h', accepted (%s)", err ? err : "");
+                if (r == 0)
+                        config_done(&c);
+        }
+
         /* the group as a whole, at its line */
         bad("[Volume v]\nSource=/a.img\nWhere=/x\nUsers=a\n", 1,
             "[Volume v] has no Type=", "a volume without Type=");

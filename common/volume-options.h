@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * volume-options.h: the volume types nsd mounts ([Volume NAME] Type= of nsd.conf(5)) and, for
+ * each, the file system's own options Options= may hold besides the mount attributes: options
+ * that only tune the file system. Not there, on purpose: anything naming another device or
+ * file (btrfs device=, xfs logdev=, rtdev=, ext4 journal_path=, cifs credentials=),
+ * errors=panic (a crafted or broken image would stop the host), and whatever the kernel type
+ * does not parse itself (helpers' options). Plain C, no GLib: nsd checks a volume against
+ * it, and nsctl import-pam-mount writes only what nsd takes. Private.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct VolumeTypeOptions {
+        const char *name;
+        bool network; /* Source= what the kernel type takes, not a block device or image */
+        const char *const *value_options; /* key=VALUE; NULL-terminated */
+        const char *const *flag_options;  /* no value; NULL-terminated */
+} VolumeTypeOptions;
+
+extern const VolumeTypeOptions volume_type_options[];
+extern const size_t n_volume_type_options;
+
+/* Types issue 25 plans, which this version names as not supported yet (NULL-terminated). */
+extern const char *const volume_types_later_fuse[];
+extern const char *const volume_types_later_luks[];
+
+/* The row of type name, or NULL. */
+const VolumeTypeOptions *volume_type_options_find(const char *name);
