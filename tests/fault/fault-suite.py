@@ -41,15 +41,17 @@ numbering of the calls to fail, the same in every run.
    nsd was down ends at the next start; a restored session ends when its leader dies.
    A third scenario (setup) makes D's namespace with a setup (issue 22: a tmpfs polydir, a
    Method=user polydir whose instance directory nsd makes, an init script; issue 24: a share
-   of D's alone, and a per-user route; D is nss_wrapper's user "ud"), with A pinned before:
+   of D's alone, and a per-user route; issue 25: a volume, an ext4 image on D's ~/vault on a
+   loop device; D is nss_wrapper's user "ud"), with A pinned before:
    each call site of the setup (openat2, mkdirat, fsopen, fsconfig, fsmount, open_tree,
    mount_setattr, move_mount, the init script's clone and execveat, in the setup's helper
    child; the shares' anchor, the route's mount on the host and the clones; the watch of the
    pin namespace's mount table for MaxMountsPerUser=) failed in turn. Asserted: D is either
    handed out fully set up (its tmpfs, its instance bound, the init script's mark, the share's
-   clone, the route) or not handed out at
+   clone, the route, the volume's mark) or not handed out at
    all (not listed, and not there after a clean restart); an error that may pass is retried
-   by the login and then served; A survives.
+   by the login and then served; A survives; once the case's pins are detached, no loop
+   device holds the volume's image.
 5. Linger (Linger=0), without faults: a host unmount plus a mount of the user's keeps the
    namespace (the user's mount named in the log); a process left inside keeps it until it
    ends, then it is released.
@@ -134,6 +136,7 @@ class World:
         self.proc = None
         self.exits = []
         self.preload = []
+        self.volume = False
         with open(self.conf, "w") as f:
             f.write(f"[Namespaces]\nUsers={UA},{UB},{UC},{UD}\nLinger=0\n")
         if setup:
@@ -154,6 +157,25 @@ class World:
             f.write(f"root:x:0:0::/root:/bin/sh\nud:x:{UD}:{UD}::{d}/home/{UD}:/bin/sh\n")
         with open(f"{d}/group", "w") as f:
             f.write(f"root:x:0:\nud:x:{UD}:\n")
+        # issue 25: an ext4 image of root's on D's ~/vault, holding a mark (read-only: a
+        # case's namespace lives until cleanup() detaches its pins); on a host without loop
+        # devices or mkfs.ext4 the scenario goes without it, and says so
+        self.volume = bool(os.path.exists("/dev/loop-control") and shutil.which("mkfs.ext4"))
+        volume = ""
+        if self.volume:
+            os.makedirs(f"{d}/vol-src")
+            with open(f"{d}/vol-src/vault-mark", "w") as f:
+                f.write("D's vault\n")
+            with open(f"{d}/vault.img", "wb") as f:
+                f.truncate(8 << 20)
+            os.chmod(f"{d}/vault.img", 0o600)
+            rc, out = run(["mkfs.ext4", "-q", "-F", "-d", f"{d}/vol-src", f"{d}/vault.img"])
+            if rc != 0:
+                raise RuntimeError(f"mkfs.ext4 {d}/vault.img: {out}")
+            os.makedirs(f"{d}/home/{UD}/vault")
+            os.chown(f"{d}/home/{UD}/vault", UD, UD)
+            volume = (f"[Volume vault]\nType=ext4\nSource={d}/vault.img\nWhere=%h/vault\n"
+                      f"Options=ro\nUsers=ud\n")
         with open(self.conf, "a") as f:
             f.write(f"[Setup]\nInitScript={d}/init.sh\nTimeoutSec=10\n"
                     f"[Polydir t]\nPath={d}/poly/t\nMethod=tmpfs\nMountOptions=size=1m\n"
@@ -161,7 +183,7 @@ class World:
                     f"[Polydir u]\nPath={d}/poly/u\nMethod=user\nInstancePrefix={d}/inst/\n"
                     f"OnlyUsers=ud\n"
                     f"[Share s]\nPath={d}/share\nUsers=ud\n"
-                    f"[Share m]\nPath={d}/media\nUsers=ud\nPropagation=per-user\n")
+                    f"[Share m]\nPath={d}/media\nUsers=ud\nPropagation=per-user\n" + volume)
         self.preload = ["libnss_wrapper.so"]
         self.env_nsd = {"NSS_WRAPPER_PASSWD": f"{d}/passwd", "NSS_WRAPPER_GROUP": f"{d}/group"}
 
@@ -247,7 +269,17 @@ class World:
                    env=env, timeout=timeout)
 
     def cleanup(self):
+        """nsd stopped; then, unless NSD_FAULT_KEEP, every mount below the case's folder
+        detached, deepest first: its pins, so the namespaces they kept end (and a volume's
+        loop device with them)."""
         self.stop()
+        if os.environ.get("NSD_FAULT_KEEP"):
+            return
+        with open("/proc/self/mountinfo") as f:
+            points = [line.split()[4] for line in f]
+        for p in sorted((p for p in points if p.startswith(self.dir + "/")), key=len,
+                        reverse=True):
+            run(["umount", "-l", p])
 
 
 def parse_join(text):
@@ -463,9 +495,11 @@ def check_log(oc, fault_log):
 def setup_state(w, uid):
     """D's namespace as seen from inside: (tmpfs on poly/t, poly/u is the instance, init mark,
     the share's clone on share (a shared mount), the route on media (a tmpfs holding the
-    clone of media/ud), ns inode) or None with why."""
+    clone of media/ud), the volume (its mark on ~/vault; True without a volume), ns inode)
+    or None with why."""
     d = w.dir
     rc, out = w.client("exec", uid, JOIN_WAIT_MS, "--", "sh", "-c",
+                       f"test -e {d}/home/{UD}/vault/vault-mark && echo vault || echo no-vault; "
                        f"stat -f -c %T {d}/poly/t; stat -c %i {d}/poly/u; "
                        f"test -e {d}/poly/u/.init-done && echo init || echo no-init; "
                        f"awk '$5 == \"{d}/share\" && / shared:/ {{ n++ }} "
@@ -475,14 +509,15 @@ def setup_state(w, uid):
                        f"stat -f -c %T {d}/media; "
                        f"stat -L -c %i /proc/self/ns/mnt")
     f = out.split()
-    if rc != 0 or len(f) < 7:
+    if rc != 0 or len(f) < 8:
         return None, out.strip()[-200:]
     try:
         inst = os.stat(f"{d}/inst/ud").st_ino
     except OSError:
         inst = -1
     return (f[-7] == "tmpfs", int(f[-6]) == inst, f[-5] == "init", f[-4] == "share",
-            f[-3] == "route" and f[-2] == "tmpfs", int(f[-1])), None
+            f[-3] == "route" and f[-2] == "tmpfs", f[-8] == "vault" or not w.volume,
+            int(f[-1])), None
 
 
 def scenario_setup(w, oc, mark, fault=None, trace=None):
@@ -513,7 +548,7 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
             oc.problem(f"setup: D handed out, but cannot be entered: {why}")
         elif not all(st[:-1]):
             oc.problem(f"setup: D handed out HALF SET UP: tmpfs={st[0]} instance={st[1]} "
-                       f"init={st[2]} share={st[3]} route={st[4]}")
+                       f"init={st[2]} share={st[3]} route={st[4]} volume={st[5]}")
         oc.d = (j, st)
     tok = read_token(w, UA)
     oc.fault_run_token_a = tok
@@ -714,6 +749,17 @@ def run_case(work, build, site, errno, count):
             oc.note(f"(the call made there in this run: {got})")
     check_fn(w, oc, fault_log)
     w.cleanup()
+    if w.volume and not os.environ.get("NSD_FAULT_KEEP"):
+        # the case's namespaces ended with their pins: no loop device may still hold the
+        # image (one configured and never mounted, or mounted outside them)
+        deadline = time.monotonic() + 10
+        while True:
+            rc, out = run(["losetup", "-j", f"{w.dir}/vault.img"])
+            if rc == 0 and not out.strip() or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if rc != 0 or out.strip():
+            oc.problem(f"a loop device still holds D's image after the case: {out.strip()}")
     return oc, hit, w
 
 
