@@ -29,8 +29,8 @@ static const char *const bind_keys[] = { "Source", "Target", NULL };
 static const char *const share_keys[] = { "Path",        "Users",      "Groups",
                                           "Propagation", "MaxMembers", "MaxMountsPerUser",
                                           NULL };
-static const char *const volume_keys[] = { "Type",  "Source", "Where", "Options",
-                                           "Users", "Groups", "Start", NULL };
+static const char *const volume_keys[] = { "Type",   "Source", "Where",     "Options", "Users",
+                                           "Groups", "Start",  "OnFailure", NULL };
 
 /* ---- life cycle ------------------------------------------------------------------------ */
 
@@ -685,6 +685,19 @@ static int set_volume(Volume *v, const char *key, const char *value, unsigned li
         }
         if (KEY("Users") || KEY("Groups"))
                 return set_members(KEY("Users") ? &v->users : &v->groups, key, value, ret_why);
+        if (KEY("OnFailure")) {
+                if (strcmp(value, "refuse") == 0)
+                        v->on_failure = VOLUME_ON_FAILURE_REFUSE;
+                else if (strcmp(value, "continue") == 0)
+                        v->on_failure = VOLUME_ON_FAILURE_CONTINUE;
+                else {
+                        *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or "
+                                                   "'continue'",
+                                                   value);
+                        return -EINVAL;
+                }
+                return 0;
+        }
         if (KEY("Start")) {
                 if (strcmp(value, "namespace") == 0)
                         v->start = VOLUME_START_NAMESPACE;
@@ -1338,6 +1351,17 @@ const char *share_anchor_name(const Share *s, char *buf, size_t size) {
 
         snprintf(buf, size, "%s@%.12s", s->name, sum);
         return buf;
+}
+
+bool volume_failure_refuses(const SetupConf *s, const Volume *v) {
+        switch (v->on_failure) {
+        case VOLUME_ON_FAILURE_REFUSE:
+                return true;
+        case VOLUME_ON_FAILURE_CONTINUE:
+                return false;
+        default:
+                return !s->on_failure_continue;
+        }
 }
 
 const char *share_describe(const Share *s, char *buf, size_t size) {
