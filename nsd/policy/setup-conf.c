@@ -32,6 +32,16 @@ static const char *const share_keys[] = { "Path",        "Users",      "Groups",
 static const char *const volume_keys[] = { "Type",   "Source", "Where",     "Options", "Users",
                                            "Groups", "Start",  "OnFailure", NULL };
 
+/* OnFailure=: 1 continue, 0 refuse, or -EINVAL with *ret_why. */
+static int parse_on_failure(const char *value, char **ret_why) {
+        if (strcmp(value, "refuse") == 0)
+                return 0;
+        if (strcmp(value, "continue") == 0)
+                return 1;
+        *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or 'continue'", value);
+        return -EINVAL;
+}
+
 /* ---- life cycle ------------------------------------------------------------------------ */
 
 void setup_conf_init(SetupConf *ret) {
@@ -686,16 +696,11 @@ static int set_volume(Volume *v, const char *key, const char *value, unsigned li
         if (KEY("Users") || KEY("Groups"))
                 return set_members(KEY("Users") ? &v->users : &v->groups, key, value, ret_why);
         if (KEY("OnFailure")) {
-                if (strcmp(value, "refuse") == 0)
-                        v->on_failure = VOLUME_ON_FAILURE_REFUSE;
-                else if (strcmp(value, "continue") == 0)
-                        v->on_failure = VOLUME_ON_FAILURE_CONTINUE;
-                else {
-                        *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or "
-                                                   "'continue'",
-                                                   value);
-                        return -EINVAL;
-                }
+                int r = parse_on_failure(value, ret_why);
+
+                if (r < 0)
+                        return r;
+                v->on_failure = r ? VOLUME_ON_FAILURE_CONTINUE : VOLUME_ON_FAILURE_REFUSE;
                 return 0;
         }
         if (KEY("Start")) {
@@ -863,16 +868,11 @@ int setup_conf_set(SetupConf *s, const char *group, const char *key, const char 
                         return 0;
                 }
                 if (strcmp(key, "OnFailure") == 0) {
-                        if (strcmp(value, "refuse") == 0)
-                                s->on_failure_continue = false;
-                        else if (strcmp(value, "continue") == 0)
-                                s->on_failure_continue = true;
-                        else {
-                                *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or "
-                                                           "'continue'",
-                                                           value);
-                                return -EINVAL;
-                        }
+                        int r = parse_on_failure(value, ret_why);
+
+                        if (r < 0)
+                                return r;
+                        s->on_failure_continue = r;
                         return 0;
                 }
                 g_assert_not_reached();
