@@ -1561,7 +1561,8 @@ static int setup_child(void *p, int *ret_fd) {
         for (size_t i = 0; i < plan->n_volumes && !stop; i++)
                 if (do_volume(a, &b, &plan->volumes[i], &a->volumes[i]) < 0) {
                         a->n_failed++;
-                        stop = !a->keep_going;
+                        /* its own OnFailure=: one that refuses ends the run */
+                        stop = volume_failure_refuses(&plan->conf, plan->volumes[i].conf);
                 }
         for (size_t i = 0; i < plan->n_polydirs && !stop; i++) {
                 const PlanPolydir *d = &plan->polydirs[i];
@@ -1715,10 +1716,13 @@ static int refusal_errno(const struct item_result *res) {
         return res->err > 0 ? -res->err : -EIO;
 }
 
-/* An item that failed (why): counted, logged, and the first of them kept (why taken). */
+/* An item that failed (why): counted, logged, and the first of them kept (why taken); refuses:
+ * whether its failure refuses the namespace (OnFailure=), added to *refuse. */
 static void item_failed(const SetupPlan *plan, const struct item_result *res, char **why,
-                        unsigned *n_failed, char **first, int *first_r) {
+                        bool refuses, unsigned *n_failed, bool *refuse, char **first,
+                        int *first_r) {
         (*n_failed)++;
+        *refuse = *refuse || refuses;
         log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
                   "Setup of uid %u's namespace: %s", (unsigned) plan->uid, *why);
         if (!*first) {
@@ -1734,6 +1738,10 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
         g_autofree char *first = NULL;
         int first_r = 0;
         unsigned n_failed = 0;
+        /* a failure refuses the namespace unless its OnFailure= (a volume's own, else
+         * [Setup]'s) says continue; one of the whole run, as [Setup]'s */
+        const bool global_refuse = !plan->conf.on_failure_continue;
+        bool refuse = false;
         char desc[256];
 
         if (fd >= 0)
@@ -1744,6 +1752,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                         "stopped",
                                         (unsigned) plan->uid);
                 n_failed = 1;
+                refuse = global_refuse;
                 log_debug("%s", first);
                 goto done;
         }
@@ -1756,6 +1765,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                         (unsigned) plan->uid,
                                         r < 0 ? g_strerror(-r) : "no message from its helper");
                 n_failed = 1;
+                refuse = global_refuse;
                 log_event(LOG_WARNING, first_r, plan->uid, "setup-failed", "%s", first);
                 goto done;
         }
@@ -1771,6 +1781,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                                   "without a report (%s)",
                                                   (unsigned) plan->uid, g_strerror(-first_r));
                 n_failed = 1;
+                refuse = global_refuse;
                 log_event(LOG_ERR, first_r, plan->uid, "setup-failed", "%s", first);
                 goto done;
         }
@@ -1780,6 +1791,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                         (unsigned) plan->uid, helper_status_step(&a->s),
                                         g_strerror(a->s.err));
                 n_failed = 1;
+                refuse = global_refuse;
                 log_event(LOG_ERR, first_r, plan->uid, "setup-failed", "%s", first);
                 goto done;
         }
@@ -1820,7 +1832,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                           s->dir.path);
                         continue;
                 }
-                item_failed(plan, res, &why, &n_failed, &first, &first_r);
+                item_failed(plan, res, &why, global_refuse, &n_failed, &refuse, &first, &first_r);
         }
         for (size_t i = 0; i < plan->conf.n_binds; i++) {
                 const BindReadOnly *bind = &plan->conf.binds[i];
@@ -1838,7 +1850,8 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                         g_free(why);
                         why = item_why(plan, object, bind->target, NULL, &a->binds[i]);
                 }
-                item_failed(plan, &a->binds[i], &why, &n_failed, &first, &first_r);
+                item_failed(plan, &a->binds[i], &why, global_refuse, &n_failed, &refuse, &first,
+                            &first_r);
         }
         for (size_t i = 0; i < plan->n_polydirs; i++) {
                 const PlanPolydir *d = &plan->polydirs[i];
@@ -1856,7 +1869,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                                           d->dir.path, res->script_ran ? ", init script done" : "");
                         continue;
                 }
-                item_failed(plan, res, &why, &n_failed, &first, &first_r);
+                item_failed(plan, res, &why, global_refuse, &n_failed, &refuse, &first, &first_r);
         }
         for (size_t i = 0; i < plan->n_volumes; i++) {
                 const PlanVolume *v = &plan->volumes[i];
@@ -1880,7 +1893,8 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                         }
                         continue;
                 }
-                item_failed(plan, res, &why, &n_failed, &first, &first_r);
+                item_failed(plan, res, &why, volume_failure_refuses(&plan->conf, v->conf),
+                            &n_failed, &refuse, &first, &first_r);
         }
         if (r < 0 && !first) {
                 /* exited non-zero without saying what: cannot be */
@@ -1888,9 +1902,10 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 first = g_strdup_printf("the setup of uid %u's namespace failed without a reason",
                                         (unsigned) plan->uid);
                 n_failed = 1;
+                refuse = global_refuse;
         }
 done:
-        run->done(first_r, first, n_failed, run->plan, run->userdata);
+        run->done(first_r, first, n_failed, refuse, run->plan, run->userdata);
         setup_plan_free(run->plan);
         g_free(run);
 }

@@ -168,7 +168,7 @@ void setup_plan_set_pin_namespace(SetupPlan *p, int pinns_fd, int pin_dir_fd);
  *   path, its owner and mode, and what to do), and the namespace is made without the route:
  *   its Path= is the route's tmpfs with the user's directory empty in it.
  */
-typedef void (*SetupDone)(int r, const char *why, unsigned n_failed, const SetupPlan *plan,
-                          void *userdata);
+typedef void (*SetupDone)(int r, const char *why, unsigned n_failed, bool refuse,
+                          const SetupPlan *plan, void *userdata);
 int setup_run(Children *set, SetupPlan *plan, int ns_fd, int out_fd, SetupDone done,
               void *userdata);

@@ -428,8 +428,8 @@ static char **shares_given(char **shares, const SetupPlan *plan) {
         return (char **) g_ptr_array_free(g_steal_pointer(&kept), FALSE);
 }
 
-static void on_setup_done(int r, const char *why, unsigned n_failed, const SetupPlan *plan,
-                          void *userdata) {
+static void on_setup_done(int r, const char *why, unsigned n_failed, bool refuse,
+                          const SetupPlan *plan, void *userdata) {
         Creation *c = userdata;
         Users *reg = c->reg;
         g_autofree char *answer = NULL, *note = NULL;
@@ -442,7 +442,7 @@ static void on_setup_done(int r, const char *why, unsigned n_failed, const Setup
                 return;
         }
         g_hash_table_remove(reg->creating, GUINT_TO_POINTER(c->uid));
-        if (r < 0 && (!reg->config->setup.on_failure_continue || r == -ECANCELED)) {
+        if (r < 0 && (refuse || r == -ECANCELED)) {
                 /* never pinned, never handed out */
                 userns_abandon_created(reg->pins, ns);
                 if (r == -ECANCELED) {

@@ -29,8 +29,18 @@ static const char *const bind_keys[] = { "Source", "Target", NULL };
 static const char *const share_keys[] = { "Path",        "Users",      "Groups",
                                           "Propagation", "MaxMembers", "MaxMountsPerUser",
                                           NULL };
-static const char *const volume_keys[] = { "Type",  "Source", "Where", "Options",
-                                           "Users", "Groups", "Start", NULL };
+static const char *const volume_keys[] = { "Type",   "Source", "Where",     "Options", "Users",
+                                           "Groups", "Start",  "OnFailure", NULL };
+
+/* OnFailure=: 1 continue, 0 refuse, or -EINVAL with *ret_why. */
+static int parse_on_failure(const char *value, char **ret_why) {
+        if (strcmp(value, "refuse") == 0)
+                return 0;
+        if (strcmp(value, "continue") == 0)
+                return 1;
+        *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or 'continue'", value);
+        return -EINVAL;
+}
 
 /* ---- life cycle ------------------------------------------------------------------------ */
 
@@ -685,6 +695,14 @@ static int set_volume(Volume *v, const char *key, const char *value, unsigned li
         }
         if (KEY("Users") || KEY("Groups"))
                 return set_members(KEY("Users") ? &v->users : &v->groups, key, value, ret_why);
+        if (KEY("OnFailure")) {
+                int r = parse_on_failure(value, ret_why);
+
+                if (r < 0)
+                        return r;
+                v->on_failure = r ? VOLUME_ON_FAILURE_CONTINUE : VOLUME_ON_FAILURE_REFUSE;
+                return 0;
+        }
         if (KEY("Start")) {
                 if (strcmp(value, "namespace") == 0)
                         v->start = VOLUME_START_NAMESPACE;
@@ -850,16 +868,11 @@ int setup_conf_set(SetupConf *s, const char *group, const char *key, const char 
                         return 0;
                 }
                 if (strcmp(key, "OnFailure") == 0) {
-                        if (strcmp(value, "refuse") == 0)
-                                s->on_failure_continue = false;
-                        else if (strcmp(value, "continue") == 0)
-                                s->on_failure_continue = true;
-                        else {
-                                *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or "
-                                                           "'continue'",
-                                                           value);
-                                return -EINVAL;
-                        }
+                        int r = parse_on_failure(value, ret_why);
+
+                        if (r < 0)
+                                return r;
+                        s->on_failure_continue = r;
                         return 0;
                 }
                 g_assert_not_reached();
@@ -1338,6 +1351,17 @@ const char *share_anchor_name(const Share *s, char *buf, size_t size) {
 
         snprintf(buf, size, "%s@%.12s", s->name, sum);
         return buf;
+}
+
+bool volume_failure_refuses(const SetupConf *s, const Volume *v) {
+        switch (v->on_failure) {
+        case VOLUME_ON_FAILURE_REFUSE:
+                return true;
+        case VOLUME_ON_FAILURE_CONTINUE:
+                return false;
+        default:
+                return !s->on_failure_continue;
+        }
 }
 
 const char *share_describe(const Share *s, char *buf, size_t size) {

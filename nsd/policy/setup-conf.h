@@ -121,6 +121,12 @@ typedef enum VolumeStart {
 
 /* [Volume NAME]: a file system nsd mounts inside the namespaces of its members (issue 25's
  * first part: kernel types only, mounted with the namespace). */
+typedef enum VolumeOnFailure {
+        VOLUME_ON_FAILURE_SETUP,    /* as [Setup] OnFailure= (the default) */
+        VOLUME_ON_FAILURE_REFUSE,   /* its failure refuses the namespace */
+        VOLUME_ON_FAILURE_CONTINUE, /* the namespace is handed out without it */
+} VolumeOnFailure;
+
 typedef struct Volume {
         char *name;
         char *type;           /* Type=: a row of the table ("ext4", "nfs4") */
@@ -135,7 +141,8 @@ typedef struct Volume {
                               * added to every mount */
         char **users;        /* Users=, Groups=: as a share's (one of them is required) */
         char **groups;
-        VolumeStart start; /* Start= */
+        VolumeStart start;          /* Start= */
+        VolumeOnFailure on_failure; /* OnFailure= */
         char *file;
         unsigned line;
 } Volume;
@@ -223,6 +230,8 @@ const char *share_describe(const Share *s, char *buf, size_t size);
 /* Is this user a member of the volume: Users= and Groups= as share_has_member(). */
 bool volume_has_member(const Volume *v, const char *user_name, uid_t uid, const gid_t *gids,
                        const char *const *group_names, size_t n);
+/* Does a failure of this volume refuse the namespace (its OnFailure=, else [Setup]'s)? */
+bool volume_failure_refuses(const SetupConf *s, const Volume *v);
 /* "volume 'vault' (/etc/nsd/nsd.conf.d/60-vault.conf:1)" for messages; returns buf. */
 const char *volume_describe(const Volume *v, char *buf, size_t size);
 

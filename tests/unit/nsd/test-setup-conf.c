@@ -679,6 +679,41 @@ static void test_volumes_bad(void) {
                 bad(text, whole[i].line, whole[i].want, what);
         }
 
+        /* OnFailure=: its own, else [Setup]'s */
+        bad("[Volume v]\nType=ext4\nSource=/a.img\nWhere=/x\nUsers=a\nOnFailure=maybe\n", 6,
+            "OnFailure=maybe: expected 'refuse' or 'continue'", "a volume's OnFailure=maybe");
+        {
+                static const struct {
+                        const char *setup, *volume; /* [Setup]'s, the volume's */
+                        bool refuses;
+                } of[] = {
+                        { "", "", true },
+                        { "continue", "", false },
+                        { "", "continue", false },
+                        { "continue", "refuse", true },
+                };
+                for (size_t i = 0; i < G_N_ELEMENTS(of); i++) {
+                        Config c = { 0 };
+                        g_autofree char *err = NULL;
+                        g_autofree char *text = g_strdup_printf(
+                                "[Setup]\n%s%s\n[Volume v]\nType=ext4\nSource=/a.img\n"
+                                "Where=/x\nUsers=a\n%s%s\n",
+                                *of[i].setup ? "OnFailure=" : "", of[i].setup,
+                                *of[i].volume ? "OnFailure=" : "", of[i].volume);
+                        int r = parse(text, &c, &err);
+
+                        ok(r == 0 && c.setup.n_volumes == 1 &&
+                                   volume_failure_refuses(&c.setup, &c.setup.volumes[0]) ==
+                                           of[i].refuses,
+                           "[Setup] OnFailure=%s, the volume's OnFailure=%s: a failure %s",
+                           *of[i].setup ? of[i].setup : "(unset)",
+                           *of[i].volume ? of[i].volume : "(unset)",
+                           of[i].refuses ? "refuses" : "does not refuse");
+                        if (r == 0)
+                                config_done(&c);
+                }
+        }
+
         /* "%%h" is a '%' and an 'h', not the home */
         {
                 Config c = { 0 };

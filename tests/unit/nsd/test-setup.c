@@ -121,10 +121,11 @@ typedef struct Result {
         int r;
         char *why;
         unsigned n_failed;
+        bool refuse;         /* what the failures mean: the namespace refused */
         unsigned n_left_out; /* shares the run left out */
 } Result;
 
-static void on_done(int r, const char *why, unsigned n_failed, const SetupPlan *plan,
+static void on_done(int r, const char *why, unsigned n_failed, bool refuse, const SetupPlan *plan,
                     void *userdata) {
         Result *res = userdata;
 
@@ -132,6 +133,7 @@ static void on_done(int r, const char *why, unsigned n_failed, const SetupPlan *
         res->r = r;
         res->why = g_strdup(why);
         res->n_failed = n_failed;
+        res->refuse = refuse;
         for (size_t i = 0; i < setup_plan_n_shares(plan); i++)
                 res->n_left_out += setup_plan_share_left_out(plan, i);
 }
@@ -407,6 +409,49 @@ static void test_symlinks(void) {
         ok(res.r == -ELOOP && res.n_failed == 1 && mounted_on("after") && is_tmpfs("after"),
            "OnFailure=continue: the next polydir is made, the refusal still reported (%s)",
            WHY(res));
+        result_free(&res);
+}
+
+/* A volume's OnFailure= beside [Setup]'s: continue hands the namespace out without it (the
+ * init script after it runs); refuse refuses it even under [Setup] OnFailure=continue. */
+static void test_volume_on_failure(void) {
+        Result res;
+
+        if (!as_root) {
+                for (int i = 0; i < 4; i++)
+                        tap_skip("a volume's OnFailure=: needs root (a tmpfs polydir)");
+                return;
+        }
+        mk("vf", 0755, 0);
+        mk("vf/home", 0755, U);
+        mk("vf/home/vault", 0700, U);
+        mk("vf/poly", 0755, 0);
+        put("vf/vault.img", "no file system\n", 0666, 0); /* writable by all: refused */
+        put("vf/init.sh", "#!/bin/sh\ntouch \"$1/.init-done\"\n", 0755, 0);
+        res = run("[Setup]\nInitScript=@T@/vf/init.sh\n"
+                  "[Polydir p]\nPath=@T@/vf/poly\nMethod=tmpfs\n"
+                  "[Volume vault]\nType=ext4\nSource=@T@/vf/vault.img\nWhere=%h/vault\n"
+                  "Users=mallory\nOnFailure=continue\n",
+                  U, "mallory", "vf/home");
+        ok(res.done && res.r == -EPERM && res.n_failed == 1 && !res.refuse &&
+                   strstr(WHY(res), "volume 'vault'"),
+           "OnFailure=continue on the volume: its failure reported, the namespace not refused "
+           "(%s)",
+           WHY(res));
+        ok(mounted_on("vf/poly") && exists("vf/poly/.init-done"),
+           "the polydir made and the init script run after the failed volume");
+        result_free(&res);
+
+        res = run("[Setup]\nInitScript=@T@/vf/init.sh\nOnFailure=continue\n"
+                  "[Polydir p]\nPath=@T@/vf/poly\nMethod=tmpfs\n"
+                  "[Volume vault]\nType=ext4\nSource=@T@/vf/vault.img\nWhere=%h/vault\n"
+                  "Users=mallory\nOnFailure=refuse\n",
+                  U, "mallory", "vf/home");
+        ok(res.done && res.r == -EPERM && res.refuse,
+           "OnFailure=refuse on the volume under [Setup] OnFailure=continue: refused (%s)",
+           WHY(res));
+        ok(mounted_on("vf/poly") && !exists("vf/poly/.init-done"),
+           "the run stopped at the volume: no init script after it");
         result_free(&res);
 }
 
@@ -1013,6 +1058,7 @@ int main(void) {
         test_full();
         test_symlinks();
         test_volumes();
+        test_volume_on_failure();
         test_owners();
         test_scripts();
         test_routes();

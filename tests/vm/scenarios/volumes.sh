@@ -17,6 +17,8 @@
 #     reason, and no loop device is attached for it.
 #  5. alice's namespace released (nsctl release, no session left): the kernel frees the loop
 #     device (autoclear), the image keeps the file.
+#  6. a second drop-in gives dave a volume whose image is missing, with OnFailure=continue:
+#     his login goes on, in a namespace of his own without it, and setup-failed names it.
 #   Args: BUILD-DIR
 set -u
 . tests/vm/lib/vm.sh
@@ -176,5 +178,32 @@ install -d -m 0700 "$VM_TMPDIR/check"
 mount -o ro,nosuid,nodev,noexec "$vol/alice.img" "$VM_TMPDIR/check" || fail "mount alice.img to check it"
 assert_eq "secret of alice" "$(cat "$VM_TMPDIR/check/file")" "alice's file in the image"
 umount "$VM_TMPDIR/check"
+
+# ---- 6. OnFailure=continue ------------------------------------------------------------------
+say "6. dave's volume has no image, OnFailure=continue: his login goes on without it"
+nsd_user dave 1004
+install -d -o dave -g dave -m 0700 /home/dave/scratch
+cat > "$dropins/61-scratch.conf" << 'CONF'
+[Volume scratch]
+Type=ext4
+Source=/srv/vol/missing-%u.img
+Where=%h/scratch
+Users=dave
+OnFailure=continue
+CONF
+chmod 0644 "$dropins/61-scratch.conf"
+out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
+assert_contains "$out" "2 volumes" "nsd --check-config with the second drop-in"
+systemctl reload nsd.service || fail "systemctl reload nsd"
+out=$(vm_ssh dave 'stat -L -c %i /proc/self/ns/mnt; findmnt -n -o FSTYPE ~/scratch || echo none') ||
+        { journal_dump; fail "dave's login with OnFailure=continue was refused: $out"; }
+echo "$out"
+assert_eq "$(nsd_ns_inode dave)" "$(echo "$out" | sed -n 1p)" "dave's namespace (handed out)"
+assert_ne "$init_ns" "$(echo "$out" | sed -n 1p)" "dave's namespace"
+assert_eq none "$(echo "$out" | sed -n 2p)" "a mount on dave's ~/scratch"
+out=$(nsd_journal NSD_EVENT=setup-failed USER_ID=1004)
+echo "$out"
+assert_contains "$out" "volume 'scratch' ($dropins/61-scratch.conf:1)" \
+        "nsd's setup-failed event for dave's volume"
 "$NSCTL" list
 say "ok"
