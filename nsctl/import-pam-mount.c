@@ -637,6 +637,8 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
                 if (opts && opts[0])
                         import_put_value(im->out.body, "Options", opts);
                 fprintf(im->out.body, "%s\n", members);
+                /* pam_mount's session stage lets the login go on when a volume fails */
+                fputs("OnFailure=continue\n", im->out.body);
                 strv_push(&im->wheres, &im->n_wheres, xstrdup(where));
                 im->wheres_at = xrealloc(im->wheres_at, im->n_wheres * sizeof(char *));
                 im->wheres_at[im->n_wheres - 1] = xasprintf("%s:%u", d->file, e.no);

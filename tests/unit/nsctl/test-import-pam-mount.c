@@ -105,7 +105,7 @@ int main(void) {
                 "<volume user=\"alice\" fstype=\"cifs\" server=\"srv\" path=\"homes/%(USER)\" "
                 "mountpoint=\"~/net\" options=\"vers=3.0,nosuid,nodev,ro\"/>",
                 "[Volume net]\n", "Type=cifs\n", "Source=//srv/homes/%u\n", "Where=%h/net\n",
-                "Options=vers=3.0,ro\n", "Users=alice\n", NULL);
+                "Options=vers=3.0,ro\n", "Users=alice\n", "OnFailure=continue\n", NULL);
         carried("nfs for a uid: Source=server:/path, %(USERUID) %U, Users=UID",
                 "<volume uid=\"1001\" fstype=\"nfs\" server=\"fs\" path=\"/export/%(USERUID)\" "
                 "mountpoint=\"/net/%(USER)\"/>",
