@@ -31,7 +31,8 @@ struct ShareBound {
         Children *children;
         int fd; /* the pin namespace's /proc/self/mountinfo; -1: not watching */
         guint watch;
-        guint timer;         /* a scan after a change (debounce) */
+        guint timer;         /* a scan after a change (debounce) or a failed detach */
+        unsigned retry_msec; /* the wait after the last failed detach; 0: none failed */
         GHashTable *running; /* mount id (uint64_t*) -> Detach*: a detach under way */
         unsigned detached;
 };
@@ -142,6 +143,20 @@ static void detach_free(Detach *d) {
         g_free(d);
 }
 
+static void scan_soon(ShareBound *b, unsigned msec);
+
+/* A detach that failed or found another mount there: the table read again after a while,
+ * doubling while they keep failing. */
+static void retry_later(ShareBound *b) {
+        b->retry_msec = b->retry_msec ? MIN(b->retry_msec * 2, SHARE_BOUND_RETRY_MAX_MSEC)
+                                      : SHARE_BOUND_RETRY_MSEC;
+        scan_soon(b, b->retry_msec);
+}
+
+static unsigned next_retry_sec(const ShareBound *b) {
+        return (b->retry_msec + 999) / 1000;
+}
+
 static void on_detached(int r, const void *result, int fd, void *userdata) {
         Detach *d = userdata;
         struct detach_args a = { 0 };
@@ -158,6 +173,10 @@ static void on_detached(int r, const void *result, int fd, void *userdata) {
                 detach_free(d);
                 return;
         }
+        if (r < 0 || !a.detached)
+                retry_later(d->b);
+        else
+                d->b->retry_msec = 0;
         if (d->shown_over)
                 over = g_strdup_printf(" (for its mount %" G_GUINT64_FORMAT " on '%s' inside it)",
                                        d->e->mnt_id, d->shown_over);
@@ -166,19 +185,21 @@ static void on_detached(int r, const void *result, int fd, void *userdata) {
                              "Share '%s': cannot detach mount %" G_GUINT64_FORMAT " of uid %u on "
                              "'%s'%s beyond MaxMountsPerUser=%u: the walk took longer than %s s "
                              "(PathWalkTimeoutSec=; a FUSE daemon that does not answer?), "
-                             "trying again at the next change",
+                             "trying again in %u s",
                              d->share, d->id, (unsigned) d->e->uid, d->shown, over ? over : "",
                              d->limit,
                              config_usec_to_string(d->b->config->path_walk_timeout_usec, t,
-                                                   sizeof t));
+                                                   sizeof t),
+                             next_retry_sec(d->b));
         else if (r < 0)
                 log_event_by(d->e->uid, LOG_WARNING, r, d->e->uid, "share-mount-detach-failed",
                              "Share '%s': cannot detach mount %" G_GUINT64_FORMAT " of uid %u on "
-                             "'%s'%s beyond MaxMountsPerUser=%u: %s: %s%s, trying again at the "
-                             "next change",
+                             "'%s'%s beyond MaxMountsPerUser=%u: %s: %s%s, trying again in "
+                             "%u s",
                              d->share, d->id, (unsigned) d->e->uid, d->shown, over ? over : "",
                              d->limit, helper_status_step(&a.s), g_strerror(-r),
-                             r == -ELOOP ? " (symbolic links are not followed)" : "");
+                             r == -ELOOP ? " (symbolic links are not followed)" : "",
+                             next_retry_sec(d->b));
         else if (!a.detached)
                 log_debug("Share '%s': mount %" G_GUINT64_FORMAT " of uid %u on '%s' is not "
                           "there any more (the path leads to mount %" G_GUINT64_FORMAT

@@ -25,7 +25,10 @@
  * root; only then umount2() of that descriptor (through the child's /proc/<pid>/fd, opened
  * before entering) with MNT_DETACH. The unmount propagates from the anchor to every member's
  * copy. Anything else (a symbolic link, a path that leaves the anchor, another mount there
- * now) detaches nothing, and the next change looks again. Every detach changes the table,
+ * now, a helper that failed or ran past its deadline) detaches nothing, and the table is
+ * read again after SHARE_BOUND_RETRY_MSEC, doubling up to SHARE_BOUND_RETRY_MAX_MSEC while
+ * detaches keep failing (and at every change): waiting for the next change alone left the
+ * mount in place for good when none came. Every detach changes the table,
  * so a thousand mounts made at once go as fast as helpers are free (a scan after
  * SHARE_BOUND_RETRY_MSEC when none was). Nothing else of the pin namespace
  * (pins, other anchors, root's mounts) can be reached: the path is resolved beneath the
@@ -42,6 +45,8 @@
 #define SHARE_BOUND_DEBOUNCE_MSEC 200
 /* No helper free for a detach (MaxPathWalks=, or the uid's walks stuck): look again after. */
 #define SHARE_BOUND_RETRY_MSEC 1000
+/* A detach that keeps failing is tried again at most this often (one helper a minute). */
+#define SHARE_BOUND_RETRY_MAX_MSEC 60000
 
 /* config: the one in force (read again by share_bound_apply()); pins may be NULL (nothing is
  * watched); set: where the detaching children run. All the caller's, outliving it. */

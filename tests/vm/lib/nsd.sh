@@ -266,9 +266,13 @@ print(find(d))' "$1"
 }
 
 # nsd_fail MSG...: fail, after showing the end of nsd's log (debug lines about connections
-# left out).
+# left out), or of its journal when it runs from the units (no log file then).
 nsd_fail() {
-        nsd_log | grep -vE '^<7>(Connection of uid|STATUS from)' | tail -n 40 >&2
+        if [ -e "$NSD_LOG" ]; then
+                nsd_log | grep -vE '^<7>(Connection of uid|STATUS from)' | tail -n 40 >&2
+        else
+                nsd_journal_dump
+        fi
         fail "$@"
 }
 
