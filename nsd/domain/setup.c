@@ -1716,16 +1716,20 @@ static int refusal_errno(const struct item_result *res) {
         return res->err > 0 ? -res->err : -EIO;
 }
 
-/* An item that failed (why): counted, logged, and the first of them kept (why taken); refuses:
- * whether its failure refuses the namespace (OnFailure=), added to *refuse. */
+/* An item that failed (why): counted, logged, and the first of them kept (why taken), the
+ * first that refuses ahead of any that does not; refuses: whether its failure refuses the
+ * namespace (OnFailure=), added to *refuse. */
 static void item_failed(const SetupPlan *plan, const struct item_result *res, char **why,
                         bool refuses, unsigned *n_failed, bool *refuse, char **first,
                         int *first_r) {
+        bool refused_before = *refuse;
+
         (*n_failed)++;
-        *refuse = *refuse || refuses;
+        *refuse = refused_before || refuses;
         log_event(LOG_ERR, refusal_errno(res), plan->uid, "setup-failed",
                   "Setup of uid %u's namespace: %s", (unsigned) plan->uid, *why);
-        if (!*first) {
+        if (!*first || (refuses && !refused_before)) {
+                g_free(*first);
                 *first = g_steal_pointer(why);
                 *first_r = refusal_errno(res);
         }

@@ -418,7 +418,7 @@ static void test_volume_on_failure(void) {
         Result res;
 
         if (!as_root) {
-                for (int i = 0; i < 4; i++)
+                for (int i = 0; i < 5; i++)
                         tap_skip("a volume's OnFailure=: needs root (a tmpfs polydir)");
                 return;
         }
@@ -452,6 +452,20 @@ static void test_volume_on_failure(void) {
            WHY(res));
         ok(mounted_on("vf/poly") && !exists("vf/poly/.init-done"),
            "the run stopped at the volume: no init script after it");
+        result_free(&res);
+
+        /* a tolerated failure first, a refusing one after it: the refusal names the second */
+        mk("vf/home/vault2", 0700, U);
+        res = run("[Volume vault]\nType=ext4\nSource=@T@/vf/vault.img\nWhere=%h/vault\n"
+                  "Users=mallory\nOnFailure=continue\n"
+                  "[Volume vault2]\nType=ext4\nSource=@T@/vf/none.img\nWhere=%h/vault2\n"
+                  "Users=mallory\n",
+                  U, "mallory", "vf/home");
+        ok(res.done && res.refuse && res.n_failed == 2 && res.r == -ENOENT &&
+                   strstr(WHY(res), "volume 'vault2'"),
+           "a tolerated failure, then a refusing one: refused, the reason the refusing one's "
+           "(%s)",
+           WHY(res));
         result_free(&res);
 }
 
