@@ -13,7 +13,7 @@
  *
  * Counting: store/mounts.h mounts_share_use(): FUSE mounts with user_id=U (U != 0) on or
  * under each anchor; root's mounts are not counted. A uid over the limit loses its newest
- * ones (highest mount id) beyond it.
+ * ones (the last in mountinfo; mount ids are reused) beyond it.
  *
  * Detaching, safely against a user who changes paths meanwhile: in a watched child (child.h,
  * with PathWalkTimeoutSec= as deadline, counted against the mount's owner: a walk can hang in

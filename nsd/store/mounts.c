@@ -290,7 +290,9 @@ bool mounts_fuse_owner(struct libmnt_fs *fs, uid_t *ret) {
 /* A FUSE mount under the anchor. */
 typedef struct UseMount {
         uint64_t id, parent;
-        uid_t uid; /* 0: root's (counted nowhere, but a FUSE mount on the way) */
+        size_t order; /* its place in mountinfo: the order mounts were made (mount ids are
+                       * reused, the smallest free first, so they are no age) */
+        uid_t uid;    /* 0: root's (counted nowhere, but a FUSE mount on the way) */
         char *target;
         dev_t dev;
 } UseMount;
@@ -307,6 +309,7 @@ typedef struct Use {
         size_t n;
         bool anchor_seen;
         GHashTable *fuse; /* id -> UseMount*: the FUSE mounts under the anchor */
+        size_t seen;      /* mounts read so far */
 } Use;
 
 static void use_collect(struct libmnt_fs *fs, void *userdata) {
@@ -315,6 +318,7 @@ static void use_collect(struct libmnt_fs *fs, void *userdata) {
         UseMount *m;
         uid_t uid;
 
+        u->seen++;
         if (!t || strncmp(t, u->anchor, u->n) != 0 || (t[u->n] != '\0' && t[u->n] != '/'))
                 return;
         if (t[u->n] == '\0' && !u->anchor_seen) { /* the anchor itself */
@@ -327,6 +331,7 @@ static void use_collect(struct libmnt_fs *fs, void *userdata) {
                 uid = 0;
         m = g_new0(UseMount, 1);
         m->id = (uint64_t) mnt_fs_get_id(fs);
+        m->order = u->seen;
         m->parent = (uint64_t) mnt_fs_get_parent_id(fs);
         m->uid = uid;
         m->target = g_strdup(t);
@@ -339,7 +344,7 @@ static gint cmp_use_newest(gconstpointer a, gconstpointer b) {
 
         if (x->uid != y->uid)
                 return x->uid < y->uid ? -1 : 1;
-        return x->id > y->id ? -1 : x->id < y->id;
+        return x->order > y->order ? -1 : x->order < y->order;
 }
 
 void mounts_excess_free(MountsExcess *e) {

@@ -88,7 +88,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MountsExcess, mounts_excess_free)
 
 /* The FUSE mounts under the mount on anchor (an absolute path without a trailing '/'), per
  * uid: *ret_counts (GArray of MountsUidCount, by uid; uids with none are absent) and, for
- * every uid with more than limit, its mounts beyond it, the newest (highest mount id) first:
+ * every uid with more than limit, its mounts beyond it, the newest (the last in mountinfo, the order they were made: mount ids are reused) first:
  * *ret_excess (GPtrArray of MountsExcess*, by uid, may be empty). -ENOENT when nothing is
  * mounted on anchor, -errno when the text does not parse. Either ret may be NULL. A kernel
  * that reuses mount ids (6.1: the lowest free one) may make an older mount look newer: the
