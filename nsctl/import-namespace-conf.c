@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,25 +49,12 @@ void ns_import_done(NsImport *im) {
 /* ---- one line ---------------------------------------------------------------------------- */
 
 typedef struct Line {
-        NsImport *im;
-        const char *file;
-        unsigned no;
-        char *shown;   /* the line as a comment may show it */
-        char *comment; /* what the output says above the group: notes of this line */
-        size_t comment_len;
-        FILE *c;
+        ImportSite site;
+        char *shown; /* the line as a comment may show it */
 } Line;
 
 /* A note: on stderr later, and above the line's group (or in place of it). */
-static void note(Line *l, bool lost, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(Line *l, bool lost, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        import_vnote(&l->im->out.notes, &l->im->out.n_notes, l->c, l->file, l->no, fmt, ap);
-        va_end(ap);
-        l->im->out.lost = l->im->out.lost || lost;
-}
+#define note(l, lost, ...) import_note(&(l)->site, (lost), __VA_ARGS__)
 
 /* pam_namespace's argv_parse(): fields, quotes, \n \t \b. */
 static size_t split_fields(const char *line, char **fields, size_t max) {
@@ -357,15 +343,13 @@ static void parse_users(Line *l, const char *field, Polyline *pl) {
 
 static void import_line(NsImport *im, const char *file, unsigned no, char *line) {
         char *fields[4] = { 0 };
-        Line l = { .im = im, .file = file, .no = no };
+        Line l = { 0 };
         Polyline pl = { 0 };
         const char *why = NULL;
         size_t n;
         bool ok = false;
 
-        l.c = open_memstream(&l.comment, &l.comment_len);
-        if (!l.c)
-                abort();
+        import_site_open(&l.site, &im->out, file, no);
         /* '#' anywhere starts a comment, as pam_namespace reads it */
         line[strcspn(line, "#")] = '\0';
         n = split_fields(line, fields, 4);
@@ -424,12 +408,12 @@ static void import_line(NsImport *im, const char *file, unsigned no, char *line)
                 }
         ok = true;
 done:
-        fclose(l.c);
+        import_site_close(&l.site);
         if (ok) {
                 char *name = group_name(im, pl.path);
 
                 fprintf(im->out.body, "\n# %s:%u: %s\n%s[Polydir %s]\n", file, no, l.shown,
-                        l.comment ? l.comment : "", name);
+                        l.site.comment ? l.site.comment : "", name);
                 import_put_value(im->out.body, "Path", pl.path);
                 fprintf(im->out.body, "Method=%s\n", pl.method);
                 if (pl.prefix)
@@ -453,11 +437,11 @@ done:
                 free(name);
         } else if (l.shown)
                 fprintf(im->out.body, "\n# %s:%u: %s\n%s", file, no, l.shown,
-                        l.comment ? l.comment : "");
+                        l.site.comment ? l.site.comment : "");
         for (size_t i = 0; i < 4; i++)
                 free(fields[i]);
         free(l.shown);
-        free(l.comment);
+        free(l.site.comment);
         polyline_done(&pl);
 }
 
@@ -475,14 +459,13 @@ int ns_import_text(NsImport *im, const char *text, size_t len, const char *filen
                 pos += n + (nl ? 1 : 0);
                 no++;
                 if (strlen(line) != n) { /* a NUL byte */
-                        Line l = { .im = im, .file = filename, .no = no };
-                        l.c = open_memstream(&l.comment, &l.comment_len);
-                        if (!l.c)
-                                abort();
-                        note(&l, true, "not carried over: the line contains a NUL byte");
-                        fclose(l.c);
-                        fprintf(im->out.body, "\n# %s:%u:\n%s", filename, no, l.comment);
-                        free(l.comment);
+                        ImportSite site;
+
+                        import_site_open(&site, &im->out, filename, no);
+                        import_note(&site, true, "not carried over: the line contains a NUL byte");
+                        import_site_close(&site);
+                        fprintf(im->out.body, "\n# %s:%u:\n%s", filename, no, site.comment);
+                        free(site.comment);
                 } else
                         import_line(im, filename, no, line);
                 free(line);

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,24 +86,11 @@ typedef struct Doc {
 } Doc;
 
 typedef struct Element {
-        PmImport *im;
-        const char *file;
-        unsigned no;
-        char *comment; /* the notes of this element, as the output shows them */
-        size_t comment_len;
-        FILE *c;
+        ImportSite site;
         bool fatal; /* the element is not carried over */
 } Element;
 
-static void note(Element *e, bool lost, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(Element *e, bool lost, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        import_vnote(&e->im->out.notes, &e->im->out.n_notes, e->c, e->file, e->no, fmt, ap);
-        va_end(ap);
-        e->im->out.lost = e->im->out.lost || lost;
-}
+#define note(e, lost, ...) import_note(&(e)->site, (lost), __VA_ARGS__)
 
 /* "not carried over: ..." */
 #define refuse(e, ...)                        \
@@ -138,13 +124,9 @@ static unsigned start_line(const char *text, size_t len, long end_line, const ch
 }
 
 static void element_begin(Element *e, PmImport *im, const Doc *d, xmlNode *n) {
-        *e = (Element) { .im = im,
-                         .file = d->file,
-                         .no = start_line(d->text, d->len, xmlGetLineNo(n),
-                                          (const char *) n->name) };
-        e->c = open_memstream(&e->comment, &e->comment_len);
-        if (!e->c)
-                abort();
+        *e = (Element) { 0 };
+        import_site_open(&e->site, &im->out, d->file,
+                         start_line(d->text, d->len, xmlGetLineNo(n), (const char *) n->name));
 }
 
 static char *prop(xmlNode *n, const char *name) {
@@ -592,9 +574,9 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
                                        where, im->wheres_at[i]);
                                 break;
                         }
-        fclose(e.c);
-        fprintf(im->out.body, "\n# %s:%u: %s\n%s", d->file, e.no, shown,
-                e.comment ? e.comment : "");
+        import_site_close(&e.site);
+        fprintf(im->out.body, "\n# %s:%u: %s\n%s", d->file, e.site.no, shown,
+                e.site.comment ? e.site.comment : "");
         if (!e.fatal && t && src && where && members) {
                 _cleanup_free_ char *name = NULL;
                 char base[57];
@@ -641,11 +623,11 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
                 fputs("OnFailure=continue\n", im->out.body);
                 strv_push(&im->wheres, &im->n_wheres, xstrdup(where));
                 im->wheres_at = xrealloc(im->wheres_at, im->n_wheres * sizeof(char *));
-                im->wheres_at[im->n_wheres - 1] = xasprintf("%s:%u", d->file, e.no);
+                im->wheres_at[im->n_wheres - 1] = xasprintf("%s:%u", d->file, e.site.no);
                 im->n_volumes++;
         } else if (!e.fatal) /* a note said why already; make sure it counts */
                 im->out.lost = true;
-        free(e.comment);
+        free(e.site.comment);
 }
 
 /* Global settings: one note each where nsd has no such thing. What only shapes how volumes
@@ -699,12 +681,13 @@ static void import_global(PmImport *im, const Doc *d, xmlNode *n) {
         else
                 note(&e, true, "<%s> is not carried over: not an element of pam_mount.conf(5)",
                      name);
-        fclose(e.c);
-        if (e.comment && e.comment[0]) {
+        import_site_close(&e.site);
+        if (e.site.comment && e.site.comment[0]) {
                 _cleanup_free_ char *shown = shown_tag(n);
-                fprintf(im->out.body, "\n# %s:%u: %s\n%s", d->file, e.no, shown, e.comment);
+                fprintf(im->out.body, "\n# %s:%u: %s\n%s", d->file, e.site.no, shown,
+                        e.site.comment);
         }
-        free(e.comment);
+        free(e.site.comment);
 }
 
 /* Nothing is loaded from outside the document: no DTD, no external entity, no network. */

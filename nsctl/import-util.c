@@ -24,16 +24,21 @@ void *xrealloc(void *p, size_t n) {
         return q;
 }
 
+__attribute__((format(printf, 1, 0))) static char *xvasprintf(const char *fmt, va_list ap) {
+        char *s = NULL;
+
+        if (vasprintf(&s, fmt, ap) < 0)
+                abort();
+        return s;
+}
+
 char *xasprintf(const char *fmt, ...) {
         va_list ap;
-        char *s = NULL;
-        int n;
+        char *s;
 
         va_start(ap, fmt);
-        n = vasprintf(&s, fmt, ap);
+        s = xvasprintf(fmt, ap);
         va_end(ap);
-        if (n < 0)
-                abort();
         return s;
 }
 
@@ -170,19 +175,33 @@ bool import_valid_user_name(const char *s) {
         return true;
 }
 
-void import_vnote(char ***notes, size_t *n_notes, FILE *comment, const char *file, unsigned line,
-                  const char *fmt, va_list ap) {
-        char *what = NULL;
-
-        if (vasprintf(&what, fmt, ap) < 0)
+void import_site_open(ImportSite *s, ImportOut *out, const char *file, unsigned no) {
+        *s = (ImportSite) { .out = out, .file = file, .no = no };
+        s->c = open_memstream(&s->comment, &s->comment_len);
+        if (!s->c)
                 abort();
+}
+
+void import_site_close(ImportSite *s) {
+        fclose(s->c);
+        s->c = NULL;
+}
+
+void import_note(ImportSite *s, bool lost, const char *fmt, ...) {
+        va_list ap;
+        char *what;
+
+        va_start(ap, fmt);
+        what = xvasprintf(fmt, ap);
+        va_end(ap);
         /* it may quote the source: keep it one printable line */
         for (char *p = what; *p; p++)
                 if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f)
                         *p = '?';
-        strv_push(notes, n_notes, xasprintf("%s:%u: %s", file, line, what));
-        fprintf(comment, "#   %s\n", what);
+        strv_push(&s->out->notes, &s->out->n_notes, xasprintf("%s:%u: %s", s->file, s->no, what));
+        fprintf(s->c, "#   %s\n", what);
         free(what);
+        s->out->lost = s->out->lost || lost;
 }
 
 void import_put_value(FILE *f, const char *key, const char *v) {

@@ -58,10 +58,25 @@ bool import_valid_utf8(const char *s);
 /* A user or group name nsd's Users=/Groups= take (useradd(8)'s portable names). */
 bool import_valid_user_name(const char *s);
 
-/* A note "FILE:LINE: what" pushed to *notes (each byte that is not printable ASCII a '?'), and
- * "#   what" written to comment (the drop-in's comment above the group). */
-void import_vnote(char ***notes, size_t *n_notes, FILE *comment, const char *file, unsigned line,
-                  const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+/* One construct of a source (a line, an element) while it is converted: where it stands, and
+ * its notes as the comment the drop-in shows above it. */
+typedef struct ImportSite {
+        ImportOut *out;
+        const char *file;
+        unsigned no;
+        FILE *c;       /* open between import_site_open() and import_site_close() */
+        char *comment; /* after import_site_close(): the notes ("#   what" lines), or NULL */
+        size_t comment_len;
+} ImportSite;
+
+/* s at file:no, its comment open (out of memory aborts). The caller frees s->comment. */
+void import_site_open(ImportSite *s, ImportOut *out, const char *file, unsigned no);
+void import_site_close(ImportSite *s);
+
+/* A note on s: "FILE:LINE: what" pushed to its out's notes (each byte that is not printable
+ * ASCII a '?') and "#   what" written to its comment; lost: something is not carried over. */
+void import_note(ImportSite *s, bool lost, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 
 /* A key file line "key=v": backslashes, a leading space and tabs escaped. */
 void import_put_value(FILE *f, const char *key, const char *v);

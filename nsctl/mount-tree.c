@@ -72,14 +72,25 @@ static char *propagation_text(struct libmnt_fs *fs) {
         return strdup(buf);
 }
 
+/* the columns that are one of libmount's strings as it is */
+static const char *(*const fs_string[_MOUNT_COL_MAX])(struct libmnt_fs *fs) = {
+        [MOUNT_COL_TARGET] = mnt_fs_get_target,
+        [MOUNT_COL_FSTYPE] = mnt_fs_get_fstype,
+        [MOUNT_COL_OPTIONS] = mnt_fs_get_options,
+        [MOUNT_COL_VFS_OPTIONS] = mnt_fs_get_vfs_options,
+        [MOUNT_COL_FS_OPTIONS] = mnt_fs_get_fs_options,
+        [MOUNT_COL_FSROOT] = mnt_fs_get_root,
+};
+
 static char *cell_text(struct libmnt_fs *fs, size_t col) {
-        const char *s = NULL;
         char *r = NULL;
 
+        if (col < ELEMENTSOF(fs_string) && fs_string[col]) {
+                const char *s = fs_string[col](fs);
+
+                return s ? strdup(s) : NULL;
+        }
         switch (col) {
-        case MOUNT_COL_TARGET:
-                s = mnt_fs_get_target(fs);
-                break;
         case MOUNT_COL_SOURCE: {
                 const char *root = mnt_fs_get_root(fs);
                 const char *src = mnt_fs_get_srcpath(fs) ?: mnt_fs_get_source(fs);
@@ -89,36 +100,19 @@ static char *cell_text(struct libmnt_fs *fs, size_t col) {
                                 return NULL;
                         return r;
                 }
-                s = src;
-                break;
+                return src ? strdup(src) : NULL;
         }
-        case MOUNT_COL_FSTYPE:
-                s = mnt_fs_get_fstype(fs);
-                break;
-        case MOUNT_COL_OPTIONS:
-                s = mnt_fs_get_options(fs);
-                break;
-        case MOUNT_COL_VFS_OPTIONS:
-                s = mnt_fs_get_vfs_options(fs);
-                break;
-        case MOUNT_COL_FS_OPTIONS:
-                s = mnt_fs_get_fs_options(fs);
-                break;
-        case MOUNT_COL_FSROOT:
-                s = mnt_fs_get_root(fs);
-                break;
         case MOUNT_COL_PROPAGATION:
                 return propagation_text(fs);
         case MOUNT_COL_ID:
-                if (asprintf(&r, "%d", mnt_fs_get_id(fs)) < 0)
-                        return NULL;
-                return r;
         case MOUNT_COL_PARENT:
-                if (asprintf(&r, "%d", mnt_fs_get_parent_id(fs)) < 0)
+                if (asprintf(&r, "%d",
+                             col == MOUNT_COL_ID ? mnt_fs_get_id(fs) : mnt_fs_get_parent_id(fs)) <
+                    0)
                         return NULL;
                 return r;
         }
-        return s ? strdup(s) : NULL;
+        return NULL;
 }
 
 static int add_line(struct libscols_table *tb, struct libscols_line *parent, struct libmnt_fs *fs,

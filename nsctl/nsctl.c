@@ -384,19 +384,16 @@ static const struct column_info shares_columns[_SHARES_COL_MAX] = {
                                "unknown)" },
 };
 
+/* Propagation= of nsd.conf, by NSC_SHARE_PROPAGATION_* */
+static const char *const propagation_names[] = {
+        [NSC_SHARE_PROPAGATION_MEMBERS] = "members",
+        [NSC_SHARE_PROPAGATION_HOST] = "host",
+        [NSC_SHARE_PROPAGATION_BOTH] = "both",
+        [NSC_SHARE_PROPAGATION_PER_USER] = "per-user",
+};
+
 static const char *propagation_name(uint32_t p) {
-        switch (p) {
-        case NSC_SHARE_PROPAGATION_MEMBERS:
-                return "members";
-        case NSC_SHARE_PROPAGATION_HOST:
-                return "host";
-        case NSC_SHARE_PROPAGATION_BOTH:
-                return "both";
-        case NSC_SHARE_PROPAGATION_PER_USER:
-                return "per-user";
-        default:
-                return "unknown";
-        }
+        return p < ELEMENTSOF(propagation_names) ? propagation_names[p] : "unknown";
 }
 
 /* the uids, "1000,1001" (JSON: one a line, libsmartcols' array) */

@@ -35,17 +35,55 @@ static void carried(const char *what, const char *input, ...) {
         va_end(ap);
 }
 
+/* Constructs named as not carried over, each on its own: named() */
+static const struct named_case {
+        const char *what;
+        const char *input;
+        unsigned line;     /* ns.conf:LINE in the note */
+        const char *want;  /* in the note and in the drop-in */
+        unsigned polydirs; /* what nsd reads of the rest */
+} named_cases[] = {
+        { "method level", "# x\n/tmp /tmp-inst/ level root,adm\n", 2,
+          "method 'level' makes an instance per SELinux MLS level", 0 },
+        { "method context", "$HOME $HOME/$USER.inst/inst- context\n", 1,
+          "method 'context' makes an instance per SELinux security context", 0 },
+        { "an unknown method", "/tmp /i/ bogus\n", 1, "unknown method 'bogus'", 0 },
+        { "create=: the polydir is carried, create= is not",
+          "/tmp /tmp-inst/ user:create=0700,root,root\n", 1,
+          "create=0700,root,root is not carried over", 1 },
+        { "shared", "/tmp /tmp-inst/ user:shared\n", 1, "'shared' is not carried over", 1 },
+        { "mntopts= on method user", "/tmp /i/ user:mntopts=size=1m\n", 1,
+          "mntopts= is not carried over: it is for the tmpfs method", 1 },
+        { "a mount option nsd has no word for", "/tmp t tmpfs:mntopts=size=1m,lazytime\n", 1,
+          "mount option 'lazytime' is not carried over", 1 },
+        { "suid in mntopts=", "/tmp t tmpfs:mntopts=suid\n", 1,
+          "mount option 'suid' is not carried over", 1 },
+        { "an unknown flag", "/tmp /i/ user:frobnicate\n", 1,
+          "unknown flag 'frobnicate' is not carried over", 1 },
+        { "a line with two fields", "/tmp /tmp-inst/\n", 1, "a line needs a polydir", 0 },
+        { "$HOME in the middle", "/srv/$HOME /i/ user\n", 1, "$HOME is not at its start", 0 },
+        { "a relative polydir", "tmp /i/ user\n", 1, "not an absolute path", 0 },
+        { "'..' in a path", "/tmp/../etc /i/ user\n", 1, "contains '..'", 0 },
+        { "'/' as polydir", "/ /i/ user\n", 1, "'/' cannot be a polydir", 0 },
+        { "a relative instance prefix", "/tmp inst/ user\n", 1, "instance prefix 'inst/'", 0 },
+        { "the same polydir twice", "/tmp /i/ user\n/tmp/ /j/ user\n", 2,
+          "polydir /tmp/ is set up by ns.conf:1 already", 1 },
+        { "a user name nsd cannot take", "/tmp /i/ user root,bad!name\n", 1,
+          "user 'bad!name' is not carried over", 1 },
+        { "a path that is not UTF-8", "/tmp/\xff /i/ user\n", 1, "not valid UTF-8", 0 },
+        { "a control character", "/tmp/a\\bb /i/ user\n", 1, "control character", 0 },
+};
+
 /* Named as not carried over at ns.conf:LINE with a note holding want; nsd reads the rest. */
-static void named(const char *what, const char *input, unsigned line, const char *want,
-                  unsigned polydirs) {
-        Out o = import(input, NULL);
+static void named(const struct named_case *c) {
+        Out o = import(c->input, NULL);
         char where[32];
 
-        snprintf(where, sizeof where, "ns.conf:%u: ", line);
-        if (!ok(o.lost && has(o.notes, where) && has(o.notes, want) && o.parsed == 0 &&
-                        o.config.setup.n_polydirs == polydirs && has(o.text, want),
-                "%s: named at line %u, also in the drop-in, which nsd reads (%zu polydirs)", what,
-                line, o.parsed == 0 ? o.config.setup.n_polydirs : 0))
+        snprintf(where, sizeof where, "ns.conf:%u: ", c->line);
+        if (!ok(o.lost && has(o.notes, where) && has(o.notes, c->want) && o.parsed == 0 &&
+                        o.config.setup.n_polydirs == c->polydirs && has(o.text, c->want),
+                "%s: named at line %u, also in the drop-in, which nsd reads (%zu polydirs)",
+                c->what, c->line, o.parsed == 0 ? o.config.setup.n_polydirs : 0))
                 printf("# notes: %s# parse: %s\n", o.notes, o.parse_error ? o.parse_error : "ok");
         out_done(&o);
 }
@@ -112,35 +150,8 @@ int main(void) {
            "... and not when every polydir has NoInit= or its own script");
         out_done(&o);
 
-        named("method level", "# x\n/tmp /tmp-inst/ level root,adm\n", 2,
-              "method 'level' makes an instance per SELinux MLS level", 0);
-        named("method context", "$HOME $HOME/$USER.inst/inst- context\n", 1,
-              "method 'context' makes an instance per SELinux security context", 0);
-        named("an unknown method", "/tmp /i/ bogus\n", 1, "unknown method 'bogus'", 0);
-        named("create=: the polydir is carried, create= is not",
-              "/tmp /tmp-inst/ user:create=0700,root,root\n", 1,
-              "create=0700,root,root is not carried over", 1);
-        named("shared", "/tmp /tmp-inst/ user:shared\n", 1, "'shared' is not carried over", 1);
-        named("mntopts= on method user", "/tmp /i/ user:mntopts=size=1m\n", 1,
-              "mntopts= is not carried over: it is for the tmpfs method", 1);
-        named("a mount option nsd has no word for", "/tmp t tmpfs:mntopts=size=1m,lazytime\n", 1,
-              "mount option 'lazytime' is not carried over", 1);
-        named("suid in mntopts=", "/tmp t tmpfs:mntopts=suid\n", 1,
-              "mount option 'suid' is not carried over", 1);
-        named("an unknown flag", "/tmp /i/ user:frobnicate\n", 1,
-              "unknown flag 'frobnicate' is not carried over", 1);
-        named("a line with two fields", "/tmp /tmp-inst/\n", 1, "a line needs a polydir", 0);
-        named("$HOME in the middle", "/srv/$HOME /i/ user\n", 1, "$HOME is not at its start", 0);
-        named("a relative polydir", "tmp /i/ user\n", 1, "not an absolute path", 0);
-        named("'..' in a path", "/tmp/../etc /i/ user\n", 1, "contains '..'", 0);
-        named("'/' as polydir", "/ /i/ user\n", 1, "'/' cannot be a polydir", 0);
-        named("a relative instance prefix", "/tmp inst/ user\n", 1, "instance prefix 'inst/'", 0);
-        named("the same polydir twice", "/tmp /i/ user\n/tmp/ /j/ user\n", 2,
-              "polydir /tmp/ is set up by ns.conf:1 already", 1);
-        named("a user name nsd cannot take", "/tmp /i/ user root,bad!name\n", 1,
-              "user 'bad!name' is not carried over", 1);
-        named("a path that is not UTF-8", "/tmp/\xff /i/ user\n", 1, "not valid UTF-8", 0);
-        named("a control character", "/tmp/a\\bb /i/ user\n", 1, "control character", 0);
+        for (size_t i = 0; i < sizeof named_cases / sizeof named_cases[0]; i++)
+                named(&named_cases[i]);
 
         /* a NUL byte: named, and the drop-in still one line per line */
         const char with_nul[] = "/tmp /i/ user\n/var/tmp\0x /j/ user\n";
