@@ -162,6 +162,18 @@ int helper_unshare_ns(struct helper_status *s, int cpu, unsigned long propagatio
         return 0;
 }
 
+int helper_open_ns(struct helper_status *s, int *ret_ns_fd, int *ret_root_fd) {
+        *ret_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (*ret_ns_fd < 0)
+                return helper_fail(s, HELPER_STEP_OPEN_NS);
+        if (!ret_root_fd)
+                return 0;
+        *ret_root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (*ret_root_fd < 0)
+                return helper_fail(s, HELPER_STEP_OPEN_ROOT);
+        return 0;
+}
+
 long helper_count_lines(int fd) {
         char buf[8192]; /* a child's stack is CHILD_STACK_SIZE */
         long lines = 0;

@@ -159,13 +159,7 @@ static int probe_ns_child(void *p) {
                 return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
         if (a->owner_private)
                 return probe_owner_private(a);
-        a->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (a->root_fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
-        a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (a->ns_fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_NS);
-        return 0;
+        return helper_open_ns(&a->s, &a->ns_fd, &a->root_fd);
 }
 
 /* F2: chroot into the throwaway namespace's root, count /proc/self/mountinfo lines */
