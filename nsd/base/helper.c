@@ -138,6 +138,10 @@ void helper_fd_path(char buf[static 32], int fd) {
         put_path(buf, "/proc/self/fd/", fd > 0 ? (unsigned long) fd : 0, "");
 }
 
+void helper_fd_name(char buf[static 24], int fd) {
+        put_path(buf, "", fd > 0 ? (unsigned long) fd : 0, "");
+}
+
 void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
         put_path(buf, "/proc/", pid > 0 ? (unsigned long) pid : 0, suffix);
 }

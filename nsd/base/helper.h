@@ -91,6 +91,8 @@ int helper_run(int (*fn)(void *), void *arg, struct helper_status *status);
 
 /* "/proc/self/fd/<fd>" */
 void helper_fd_path(char buf[static 32], int fd);
+/* "<fd>" alone: its name relative to an open /proc/<pid>/fd directory */
+void helper_fd_name(char buf[static 24], int fd);
 /* "/proc/<pid><suffix>" into buf (size >= 24 + strlen(suffix)) */
 void helper_proc_path(char *buf, pid_t pid, const char *suffix);
 /* Bind the calling child to one CPU; cpu < 0: leave it. 0 on failure (errno set), 1 else. */
