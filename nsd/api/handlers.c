@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <glib.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -103,6 +104,31 @@ static uint32_t ns_flags_of(const Users *users, const User *u, bool created,
                (u->ns->adopted ? NSD_NS_ADOPTED : 0) |
                (users_is_stale(users, u, generation) ? NSD_NS_STALE : 0) |
                (u->orphaned ? NSD_NS_ORPHANED : 0);
+}
+
+/* JOIN_SESSION's reply begins with the fields of JOIN's (uid, ns_flags, ns_inode,
+ * created_usec: same types, same order): join_reply_init() fills them for both, through the
+ * members' common initial sequence. */
+typedef union JoinReply {
+        struct nsd_rep_join join;
+        struct nsd_rep_join_session session;
+} JoinReply;
+_Static_assert(offsetof(struct nsd_rep_join_session, created_usec) ==
+                       offsetof(struct nsd_rep_join, created_usec),
+               "JOIN_SESSION's reply begins with JOIN's");
+
+/* The reply of type (size bytes, the rest zero) that hands u's namespace to the caller. */
+static void join_reply_init(const Request *r, JoinReply *rep, uint16_t type, uint32_t size,
+                            const User *u, bool created) {
+        Users *users = api_of(r)->users;
+        char generation[17];
+
+        nsd_msg_init(&rep->join.hdr, type, size, r->seq);
+        rep->join.uid = u->uid;
+        rep->join.ns_flags = ns_flags_of(users, u, created,
+                                         users_setup_generation(users, generation));
+        rep->join.ns_inode = u->ns->ns_inode;
+        rep->join.created_usec = u->ns->created_usec;
 }
 
 /* ---- the namespace to join: made, and set up, when there is none yet ------------------ */
@@ -312,9 +338,8 @@ static int join_namespace(Request *r, uid_t uid, bool create, RequestHandler nex
 
 static int join_continue(Request *r) {
         const struct nsd_req_join *req = MSG(r, struct nsd_req_join);
-        struct nsd_rep_join rep;
-        char generation[17];
         bool created = false;
+        JoinReply rep;
         User *u;
         int rv;
 
@@ -332,13 +357,9 @@ static int join_continue(Request *r) {
         /* without a session: the countdown restarts, with a grace for the SESSION_OPEN */
         users_joined(api_of(r)->users, u);
 
-        nsd_msg_init(&rep.hdr, NSD_REP_JOIN, sizeof rep, r->seq);
-        rep.uid = u->uid;
-        rep.ns_flags = ns_flags_of(api_of(r)->users, u, created,
-                                   users_setup_generation(api_of(r)->users, generation));
-        rep.ns_inode = u->ns->ns_inode;
-        rep.created_usec = u->ns->created_usec;
-        (void) request_reply(r, &rep, sizeof rep, (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2);
+        join_reply_init(r, &rep, NSD_REP_JOIN, sizeof rep.join, u, created);
+        (void) request_reply(r, &rep.join, sizeof rep.join,
+                             (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2);
         count_join(r, 0);
         return 0;
 }
@@ -496,8 +517,7 @@ static int handle_session_close(Request *r) {
 
 static int join_session_continue(Request *r) {
         const struct nsd_req_join_session *req = MSG(r, struct nsd_req_join_session);
-        struct nsd_rep_join_session rep;
-        char generation[17];
+        JoinReply rep;
         int rv;
         bool created = false;
         Session *sess;
@@ -528,15 +548,11 @@ static int join_session_continue(Request *r) {
         if (rv < 0)
                 return rv;
 
-        nsd_msg_init(&rep.hdr, NSD_REP_JOIN_SESSION, sizeof rep, r->seq);
-        rep.uid = u->uid;
-        rep.ns_flags = ns_flags_of(api_of(r)->users, u, created,
-                                   users_setup_generation(api_of(r)->users, generation));
-        rep.ns_inode = u->ns->ns_inode;
-        rep.created_usec = u->ns->created_usec;
-        rep.session_id = sess->id;
-        rep.sessions = users_sessions_of(api_of(r)->users, u->uid);
-        reply_session(r, sess, &rep, sizeof rep, (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2);
+        join_reply_init(r, &rep, NSD_REP_JOIN_SESSION, sizeof rep.session, u, created);
+        rep.session.session_id = sess->id;
+        rep.session.sessions = users_sessions_of(api_of(r)->users, u->uid);
+        reply_session(r, sess, &rep.session, sizeof rep.session,
+                      (int[]) { u->ns->root_fd, u->ns->ns_fd }, 2);
         count_join(r, 0);
         return 0;
 }

@@ -138,6 +138,10 @@ void helper_fd_path(char buf[static 32], int fd) {
         put_path(buf, "/proc/self/fd/", fd > 0 ? (unsigned long) fd : 0, "");
 }
 
+void helper_fd_name(char buf[static 24], int fd) {
+        put_path(buf, "", fd > 0 ? (unsigned long) fd : 0, "");
+}
+
 void helper_proc_path(char *buf, pid_t pid, const char *suffix) {
         put_path(buf, "/proc/", pid > 0 ? (unsigned long) pid : 0, suffix);
 }
@@ -159,6 +163,18 @@ int helper_unshare_ns(struct helper_status *s, int cpu, unsigned long propagatio
                 return helper_fail(s, HELPER_STEP_UNSHARE);
         if (mount(NULL, "/", NULL, MS_REC | propagation, NULL) < 0)
                 return helper_fail(s, HELPER_STEP_PROPAGATION);
+        return 0;
+}
+
+int helper_open_ns(struct helper_status *s, int *ret_ns_fd, int *ret_root_fd) {
+        *ret_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (*ret_ns_fd < 0)
+                return helper_fail(s, HELPER_STEP_OPEN_NS);
+        if (!ret_root_fd)
+                return 0;
+        *ret_root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (*ret_root_fd < 0)
+                return helper_fail(s, HELPER_STEP_OPEN_ROOT);
         return 0;
 }
 

@@ -91,6 +91,8 @@ int helper_run(int (*fn)(void *), void *arg, struct helper_status *status);
 
 /* "/proc/self/fd/<fd>" */
 void helper_fd_path(char buf[static 32], int fd);
+/* "<fd>" alone: its name relative to an open /proc/<pid>/fd directory */
+void helper_fd_name(char buf[static 24], int fd);
 /* "/proc/<pid><suffix>" into buf (size >= 24 + strlen(suffix)) */
 void helper_proc_path(char *buf, pid_t pid, const char *suffix);
 /* Bind the calling child to one CPU; cpu < 0: leave it. 0 on failure (errno set), 1 else. */
@@ -99,6 +101,10 @@ int helper_bind_cpu(int cpu);
  * propagation (MS_SLAVE or MS_PRIVATE). 0, or the child's exit status (helper_fail() at the
  * step that failed). */
 int helper_unshare_ns(struct helper_status *s, int cpu, unsigned long propagation);
+/* In a child: open the mount namespace it is in (/proc/self/ns/mnt, for setns()) into *ret_ns_fd
+ * and, when ret_root_fd, its root directory (O_PATH) into *ret_root_fd. 0, or the child's exit
+ * status (helper_fail() at the step that failed). */
+int helper_open_ns(struct helper_status *s, int *ret_ns_fd, int *ret_root_fd);
 /* The newlines in what is left of fd to read (a mount table's lines): >= 0, or -1 with errno
  * set when a read failed. Retries EINTR. Safe in a child and in nsd. */
 long helper_count_lines(int fd);

@@ -54,18 +54,6 @@ struct detach_args {
         bool detached;
 };
 
-static void digits_of(char buf[static 24], unsigned v) {
-        char rev[24];
-        size_t n = 0, i = 0;
-
-        do
-                rev[n++] = (char) ('0' + v % 10);
-        while ((v /= 10) > 0 && n < sizeof rev);
-        while (n > 0)
-                buf[i++] = rev[--n];
-        buf[i] = '\0';
-}
-
 /* Runs in a watched child: see share-bound.h. Exit 0 with detached false: the path leads to
  * another mount now (found_*). */
 static int detach_child(void *p, int *ret_fd) {
@@ -106,11 +94,10 @@ static int detach_child(void *p, int *ret_fd) {
         if (a->found_id != a->mnt_id || !a->found_root || a->found_major != a->major ||
             a->found_minor != a->minor)
                 return 0;
-        /* the descriptor's own mount: "/proc/<this child>/fd/N" relative to proc_fd (no
-         * stdio in a child: the number by hand) */
+        /* the descriptor's own mount: "/proc/<this child>/fd/N" relative to proc_fd */
         if (fchdir(proc_fd) < 0)
                 return helper_fail(&a->s, HELPER_STEP_CHDIR);
-        digits_of(name, (unsigned) fd);
+        helper_fd_name(name, fd);
         if (umount2(name, MNT_DETACH) < 0)
                 return helper_fail(&a->s, HELPER_STEP_DETACH);
         a->detached = true;

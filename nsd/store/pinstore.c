@@ -287,10 +287,7 @@ static int pinns_child(void *p) {
         a->dir_fd = open(a->run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (a->dir_fd < 0)
                 return helper_fail(&a->s, HELPER_STEP_OPEN_DIR);
-        a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (a->ns_fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_NS);
-        return 0;
+        return helper_open_ns(&a->s, &a->ns_fd, NULL);
 }
 
 /* run_dir must be a private mount: an nsfs bind mount cannot be propagated to peers, so the

@@ -159,13 +159,7 @@ static int probe_ns_child(void *p) {
                 return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
         if (a->owner_private)
                 return probe_owner_private(a);
-        a->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (a->root_fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
-        a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (a->ns_fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_NS);
-        return 0;
+        return helper_open_ns(&a->s, &a->ns_fd, &a->root_fd);
 }
 
 /* F2: chroot into the throwaway namespace's root, count /proc/self/mountinfo lines */
@@ -190,8 +184,17 @@ static void probe_failed(int r, const char *what, const struct probe_args *a) {
                           helper_status_step(&a->s));
 }
 
+/* Close the descriptors a child opened into *a, not one it was given (in's: the caller's). */
+static void probe_close_opened(struct probe_args *a, const struct probe_args *in) {
+        if (a->root_fd != in->root_fd)
+                CLOSE_FD(a->root_fd);
+        if (a->ns_fd != in->ns_fd)
+                CLOSE_FD(a->ns_fd);
+}
+
 /* A probe that failed for a reason that may pass is made again (a feature found absent stays
- * absent until nsd restarts); a fresh copy of *a for each attempt. */
+ * absent until nsd restarts); a fresh copy of *a for each attempt. On failure, what the child
+ * opened before the step that failed is closed. */
 #define PROBE_ATTEMPTS 3
 static int probe_run(int (*fn)(void *), struct probe_args *a) {
         const struct probe_args in = *a;
@@ -199,8 +202,7 @@ static int probe_run(int (*fn)(void *), struct probe_args *a) {
 
         for (int attempt = 0; attempt < PROBE_ATTEMPTS; attempt++) {
                 if (attempt > 0) {
-                        cleanup_closep(&a->root_fd);
-                        cleanup_closep(&a->ns_fd);
+                        probe_close_opened(a, &in);
                         *a = in;
                         g_usleep(10000 << (2 * attempt)); /* 40 ms, 160 ms */
                 }
@@ -211,6 +213,8 @@ static int probe_run(int (*fn)(void *), struct probe_args *a) {
                            : !errno_may_pass(r))
                         break;
         }
+        if (r < 0)
+                probe_close_opened(a, &in);
         return r;
 }
 

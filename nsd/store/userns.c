@@ -68,12 +68,8 @@ static int create_child(void *p) {
 
         if ((r = helper_unshare_ns(&a->s, a->cpu, a->propagation_private ? MS_PRIVATE : MS_SLAVE)))
                 return r;
-        a->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (a->ns_fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_NS);
-        a->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (a->root_fd < 0)
-                return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
+        if ((r = helper_open_ns(&a->s, &a->ns_fd, &a->root_fd)))
+                return r;
         if (a->pinns_fd < 0)
                 return 0;
         return pin_child(&a->s, a->pinns_fd, a->dir_fd, a->ns_fd, a->pin_name);
