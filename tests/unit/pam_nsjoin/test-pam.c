@@ -71,9 +71,65 @@ static bool is_root;
 
 /* ---- the pure parts ----------------------------------------------------------------------- */
 
+/* The name of a PAM return code the tests expect (for the TAP lines). */
+static const char *pam_code_name(int code) {
+#define PAM_CODE(c) \
+        { c, #c }
+        static const struct {
+                int code;
+                const char *name;
+        } names[] = { PAM_CODE(PAM_SUCCESS), PAM_CODE(PAM_SESSION_ERR), PAM_CODE(PAM_PERM_DENIED),
+                      PAM_CODE(PAM_IGNORE), PAM_CODE(PAM_BUF_ERR) };
+#undef PAM_CODE
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (names[i].code == code)
+                        return names[i].name;
+        return "another code";
+}
+
+/* Does arg parse as a good argument into *a? */
+static bool parse_ok(struct nsjoin_args *a, const char *arg) {
+        return nsjoin_args_parse_one(a, arg, NULL) == NSJOIN_ARG_OK;
+}
+
 static void test_args(void) {
+        static const struct {
+                const char *arg;
+                uint64_t usec;
+        } timeouts[] = {
+                { "timeout=2", 2000000 },
+                { "timeout=0.25", 250000 },
+                { "timeout=300", 300000000 }, /* the most */
+        };
+        static const struct {
+                const char *arg, *hint; /* hint: a part of the hint it must give, or NULL */
+        } bad[] = {
+                { "mode=bogus", "mode=setns or mode=chroot" },
+                { "mode=", NULL },
+                { "socket=", NULL },
+                { "socket=relative/sock", NULL },
+                { "only_group=", NULL },
+                { "min_uid=0", "uid" },         /* uid 0 is never managed */
+                { "max_uid=4294967295", NULL }, /* (uid_t) -1 */
+                /* min_uid/max_uid take plain decimals only */
+                { "max_uid=1e3", NULL },
+                { "min_uid= 1000", NULL },
+                { "min_uid=-1", NULL },
+                { "timeout=0", "seconds" }, /* it would mean forever */
+                /* beyond 300 s, not a number, a decimal comma, a bare dot */
+                { "timeout=300.5", NULL },
+                { "timeout=abc", NULL },
+                { "timeout=1,5", NULL },
+                { "timeout=.5", NULL },
+                { "timeout=5.", NULL },
+                { "timeout=", NULL },
+                { "unmanaged=yes", "unmanaged=leave or unmanaged=stay" },
+        };
+        /* modex= is not mode=, debug takes no value */
+        static const char *const unknown[] = { "frobnicate", "modex=setns", "debug=1",
+                                               "min_uidx=1" };
         struct nsjoin_args a;
-        const char *hint = NULL;
         uint64_t usec = 0;
         uid_t uid = 0;
 
@@ -84,86 +140,38 @@ static void test_args(void) {
            "defaults: mode setns, default socket, no debug, nobody skipped, no group, range from "
            "login.defs, timeout 5 s");
 
-        ok(nsjoin_args_parse_one(&a, "mode=chroot", NULL) == NSJOIN_ARG_OK &&
-                   a.mode == NSJOIN_MODE_CHROOT,
-           "mode=chroot");
-        ok(nsjoin_args_parse_one(&a, "mode=setns", NULL) == NSJOIN_ARG_OK &&
-                   a.mode == NSJOIN_MODE_SETNS,
+        ok(parse_ok(&a, "mode=chroot") && a.mode == NSJOIN_MODE_CHROOT, "mode=chroot");
+        ok(parse_ok(&a, "mode=setns") && a.mode == NSJOIN_MODE_SETNS,
            "mode=setns (a later argument wins)");
-        ok(nsjoin_args_parse_one(&a, "mode=bogus", &hint) == NSJOIN_ARG_BAD_VALUE && hint &&
-                   strstr(hint, "mode=setns or mode=chroot"),
-           "mode=bogus is a bad value, with a hint");
-        ok(nsjoin_args_parse_one(&a, "mode=", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "mode= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "socket=/run/x/sock", NULL) == NSJOIN_ARG_OK && a.socket &&
-                   strcmp(a.socket, "/run/x/sock") == 0,
+        ok(parse_ok(&a, "socket=/run/x/sock") && a.socket && strcmp(a.socket, "/run/x/sock") == 0,
            "socket=/run/x/sock");
-        ok(nsjoin_args_parse_one(&a, "socket=", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "empty socket= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "socket=relative/sock", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "a relative socket= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "debug", NULL) == NSJOIN_ARG_OK && a.debug, "debug");
-        ok(nsjoin_args_parse_one(&a, "skip_users=a,b", NULL) == NSJOIN_ARG_OK && a.skip_users &&
-                   strcmp(a.skip_users, "a,b") == 0,
+        ok(parse_ok(&a, "debug") && a.debug, "debug");
+        ok(parse_ok(&a, "skip_users=a,b") && a.skip_users && strcmp(a.skip_users, "a,b") == 0,
            "skip_users=a,b");
-        ok(nsjoin_args_parse_one(&a, "skip_users=", NULL) == NSJOIN_ARG_OK && !a.skip_users,
-           "empty skip_users= skips nobody");
-        ok(nsjoin_args_parse_one(&a, "only_group=fuse", NULL) == NSJOIN_ARG_OK && a.only_group &&
-                   strcmp(a.only_group, "fuse") == 0,
+        ok(parse_ok(&a, "skip_users=") && !a.skip_users, "empty skip_users= skips nobody");
+        ok(parse_ok(&a, "only_group=fuse") && a.only_group && strcmp(a.only_group, "fuse") == 0,
            "only_group=fuse");
-        ok(nsjoin_args_parse_one(&a, "only_group=", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "empty only_group= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "min_uid=2000", NULL) == NSJOIN_ARG_OK && a.min_uid_set &&
-                   a.min_uid == 2000,
-           "min_uid=2000");
-        ok(nsjoin_args_parse_one(&a, "max_uid=3000", NULL) == NSJOIN_ARG_OK && a.max_uid_set &&
-                   a.max_uid == 3000,
-           "max_uid=3000");
-        ok(nsjoin_args_parse_one(&a, "min_uid=0", &hint) == NSJOIN_ARG_BAD_VALUE &&
-                   strstr(hint, "uid"),
-           "min_uid=0 is a bad value (uid 0 is never managed)");
-        ok(nsjoin_args_parse_one(&a, "max_uid=4294967295", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "max_uid=4294967295 ((uid_t) -1) is a bad value");
-        ok(nsjoin_args_parse_one(&a, "max_uid=1e3", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "min_uid= 1000", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "min_uid=-1", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "min_uid/max_uid take plain decimals only");
-        ok(nsjoin_args_parse_one(&a, "timeout=2", NULL) == NSJOIN_ARG_OK &&
-                   a.timeout_usec == 2000000,
-           "timeout=2");
-        ok(nsjoin_args_parse_one(&a, "timeout=0.25", NULL) == NSJOIN_ARG_OK &&
-                   a.timeout_usec == 250000,
-           "timeout=0.25");
-        ok(nsjoin_args_parse_one(&a, "timeout=300", NULL) == NSJOIN_ARG_OK &&
-                   a.timeout_usec == 300000000,
-           "timeout=300 (the most)");
-        ok(nsjoin_args_parse_one(&a, "timeout=0", &hint) == NSJOIN_ARG_BAD_VALUE &&
-                   strstr(hint, "seconds"),
-           "timeout=0 is a bad value (it would mean forever)");
-        ok(nsjoin_args_parse_one(&a, "timeout=300.5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=abc", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=1,5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=.5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=5.", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "timeout= beyond 300 s, not a number, a decimal comma, a bare dot: bad values");
+        ok(parse_ok(&a, "min_uid=2000") && a.min_uid_set && a.min_uid == 2000, "min_uid=2000");
+        ok(parse_ok(&a, "max_uid=3000") && a.max_uid_set && a.max_uid == 3000, "max_uid=3000");
+        for (size_t i = 0; i < sizeof(timeouts) / sizeof(timeouts[0]); i++)
+                ok(parse_ok(&a, timeouts[i].arg) && a.timeout_usec == timeouts[i].usec, "%s",
+                   timeouts[i].arg);
         ok(a.unmanaged == NSJOIN_UNMANAGED_LEAVE, "unmanaged=leave is the default");
-        ok(nsjoin_args_parse_one(&a, "unmanaged=stay", NULL) == NSJOIN_ARG_OK &&
-                   a.unmanaged == NSJOIN_UNMANAGED_STAY,
+        ok(parse_ok(&a, "unmanaged=stay") && a.unmanaged == NSJOIN_UNMANAGED_STAY,
            "unmanaged=stay");
-        ok(nsjoin_args_parse_one(&a, "unmanaged=leave", NULL) == NSJOIN_ARG_OK &&
-                   a.unmanaged == NSJOIN_UNMANAGED_LEAVE,
+        ok(parse_ok(&a, "unmanaged=leave") && a.unmanaged == NSJOIN_UNMANAGED_LEAVE,
            "unmanaged=leave");
-        ok(nsjoin_args_parse_one(&a, "unmanaged=yes", &hint) == NSJOIN_ARG_BAD_VALUE &&
-                   strstr(hint, "unmanaged=leave or unmanaged=stay"),
-           "unmanaged=yes is a bad value, with a hint");
-        ok(nsjoin_args_parse_one(&a, "frobnicate", NULL) == NSJOIN_ARG_UNKNOWN,
-           "frobnicate is unknown");
-        ok(nsjoin_args_parse_one(&a, "modex=setns", NULL) == NSJOIN_ARG_UNKNOWN,
-           "modex=setns is unknown, not mode=");
-        ok(nsjoin_args_parse_one(&a, "debug=1", NULL) == NSJOIN_ARG_UNKNOWN, "debug=1 is unknown");
-        ok(nsjoin_args_parse_one(&a, "min_uidx=1", NULL) == NSJOIN_ARG_UNKNOWN,
-           "min_uidx=1 is unknown");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *hint = NULL;
+
+                ok(nsjoin_args_parse_one(&a, bad[i].arg, &hint) == NSJOIN_ARG_BAD_VALUE &&
+                           (!bad[i].hint || (hint && strstr(hint, bad[i].hint))),
+                   "'%s' is a bad value%s%s", bad[i].arg, bad[i].hint ? ", the hint says " : "",
+                   bad[i].hint ?: "");
+        }
+        for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+                ok(nsjoin_args_parse_one(&a, unknown[i], NULL) == NSJOIN_ARG_UNKNOWN,
+                   "'%s' is unknown", unknown[i]);
 
         is_int(nsjoin_parse_uid("1000", &uid), 0, "parse_uid 1000");
         is_int(uid, 1000, "is 1000");
@@ -255,37 +263,54 @@ static void test_leave_decide(void) {
 }
 
 static void test_errno_map(void) {
+        static const char *const steps[] = {
+                [NSJOIN_STEP_CONNECT] = "connect",
+                [NSJOIN_STEP_JOIN] = "JOIN",
+                [NSJOIN_STEP_ENTER_SETNS] = "setns",
+        };
+        static const struct {
+                enum nsjoin_step step;
+                int r, want;
+                /* parts of the explanation (NULL: none asked for); exact: all of it */
+                const char *has, *has_too;
+                bool exact;
+        } cases[] = {
+                { NSJOIN_STEP_JOIN, -ENXIO, PAM_IGNORE, "" }, /* not managed */
+                { NSJOIN_STEP_JOIN, -EPERM, PAM_SESSION_ERR, "refused" },
+                { NSJOIN_STEP_JOIN, -EUSERS, PAM_SESSION_ERR, "limit" },
+                { NSJOIN_STEP_JOIN, -EAGAIN, PAM_SESSION_ERR, "not yet" }, /* after the retries */
+                { NSJOIN_STEP_JOIN, -ETIMEDOUT, PAM_SESSION_ERR, "in time" },
+                { NSJOIN_STEP_CONNECT, -ECONNREFUSED, PAM_SESSION_ERR, "is not running",
+                  .exact = true },
+                /* a full backlog: 'did not accept the connection in time' */
+                { NSJOIN_STEP_CONNECT, -ETIMEDOUT, PAM_SESSION_ERR, "in time" },
+                /* -ENXIO means 'not managed' only at JOIN */
+                { NSJOIN_STEP_CONNECT, -ENXIO, PAM_SESSION_ERR },
+                /* explains multi-threaded callers and suggests mode=chroot */
+                { NSJOIN_STEP_ENTER_SETNS, -EINVAL, PAM_SESSION_ERR, "multi-threaded",
+                  "mode=chroot" },
+                { NSJOIN_STEP_JOIN, -ENOMEM, PAM_BUF_ERR },
+        };
         const char *e = "x";
 
         ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, 0, &e) == PAM_SUCCESS && e == NULL,
            "0 -> PAM_SUCCESS");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ENXIO, &e) == PAM_IGNORE && e,
-           "JOIN -ENXIO (not managed) -> PAM_IGNORE");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EPERM, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "refused"),
-           "JOIN -EPERM -> PAM_SESSION_ERR, 'refused'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EUSERS, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "limit"),
-           "JOIN -EUSERS -> PAM_SESSION_ERR, 'limit'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EAGAIN, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "not yet"),
-           "JOIN -EAGAIN (after the retries) -> PAM_SESSION_ERR, 'not yet'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ETIMEDOUT, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "in time"),
-           "JOIN -ETIMEDOUT -> PAM_SESSION_ERR, 'in time'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ECONNREFUSED, &e) == PAM_SESSION_ERR &&
-                   strcmp(e, "is not running") == 0,
-           "connect -ECONNREFUSED -> 'is not running'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ETIMEDOUT, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "in time"),
-           "connect -ETIMEDOUT (a full backlog) -> 'did not accept the connection in time'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ENXIO, &e) == PAM_SESSION_ERR,
-           "-ENXIO means 'not managed' only at JOIN");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_ENTER_SETNS, -EINVAL, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "multi-threaded") && strstr(e, "mode=chroot"),
-           "setns -EINVAL explains multi-threaded callers and suggests mode=chroot");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ENOMEM, &e) == PAM_BUF_ERR,
-           "-ENOMEM -> PAM_BUF_ERR");
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char name[128];
+                bool said;
+
+                snprintf(name, sizeof(name), "%s -%s -> %s", steps[cases[i].step],
+                         strerrorname_np(-cases[i].r), pam_code_name(cases[i].want));
+                e = NULL;
+                is_int(nsjoin_errno_to_pam(cases[i].step, cases[i].r, &e), cases[i].want, "%s",
+                       name);
+                said = !cases[i].has || (e &&
+                                         (cases[i].exact ? strcmp(e, cases[i].has) == 0
+                                                         : strstr(e, cases[i].has) != NULL) &&
+                                         (!cases[i].has_too || strstr(e, cases[i].has_too)));
+                ok(said, "%s: the explanation '%s' says '%s'%s%s", name, e ?: "(none)",
+                   cases[i].has ?: "", cases[i].has_too ? " and " : "", cases[i].has_too ?: "");
+        }
 }
 
 /* ---- dlopen ------------------------------------------------------------------------------- */
@@ -412,6 +437,18 @@ static int wait_exit(pid_t pid) {
         return WEXITSTATUS(status);
 }
 
+/* Go on in a child: the parent waits for it and exits with its status. 0 in the child, or
+ * -errno when fork() failed. */
+static int fork_on(void) {
+        pid_t pid = fork();
+
+        if (pid < 0)
+                return -errno;
+        if (pid > 0)
+                _exit(wait_exit(pid));
+        return 0;
+}
+
 /*
  * Crossing users, without the host's PID 1 (whose namespace this test must neither depend
  * on nor enter): a PID namespace of our own, whose PID 1 sits in a private copy of our mount
@@ -420,25 +457,17 @@ static int wait_exit(pid_t pid) {
  * around it wait for it and exit with its status), or the step that failed.
  */
 static int sandbox_crossing(bool own_ns) {
-        pid_t pid;
-
         if (unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
                 return 1;
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return 2;
-        pid = fork();
-        if (pid < 0)
+        if (fork_on() < 0)
                 return 8;
-        if (pid > 0)
-                _exit(wait_exit(pid));
         /* PID 1 of the new PID namespace */
         if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return 9;
-        pid = fork();
-        if (pid < 0)
+        if (fork_on() < 0)
                 return 8;
-        if (pid > 0)
-                _exit(wait_exit(pid));
         return own_ns && unshare(CLONE_NEWNS) < 0 ? 10 : 0;
 }
 
@@ -451,11 +480,20 @@ static uint64_t mount_id(const char *path) {
         return stx.stx_mnt_id;
 }
 
+/* Create an empty file at path (an entry of nsd's record); 0 or -errno. */
+static int touch(const char *path) {
+        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+        if (fd < 0)
+                return -errno;
+        close(fd);
+        return 0;
+}
+
 /* The root a mode=chroot login gets: a tmpfs on chroot_path (in PID 1's namespace of the
  * sandbox) with a /proc and nsd's record (at made_path inside) naming its mount id. */
 static int sandbox_chroot_root(void) {
         char path[PATH_MAX], marker[PATH_MAX + NSD_MADE_NAME_MAX];
-        int fd;
 
         if (mount("tmpfs", chroot_path, "tmpfs", 0, "mode=0755") < 0)
                 return 11;
@@ -471,18 +509,13 @@ static int sandbox_chroot_root(void) {
         if (mkdir(path, 0755) < 0)
                 return 13;
         snprintf(marker, sizeof(marker), "%s/" NSD_MADE_ROOT_FMT, path, mount_id(chroot_path));
-        fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return 14;
-        close(fd);
-        return 0;
+        return touch(marker) < 0 ? 14 : 0;
 }
 
 /* nsd's record, with the PAM process's namespace in it or not */
 static int sandbox_record(enum sandbox sb) {
         char marker[PATH_MAX];
         struct stat st;
-        int fd;
 
         /* a record of our own, seen only in this namespace */
         if (mount("tmpfs", made_path, "tmpfs", 0,
@@ -491,11 +524,7 @@ static int sandbox_record(enum sandbox sb) {
                 return 6;
         snprintf(marker, sizeof(marker), "%s/" NSD_MADE_NS_FMT, made_path,
                  (uint64_t) (sb == SANDBOX_NS_FOREIGN ? st.st_ino + 1 : st.st_ino));
-        fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return 7;
-        close(fd);
-        return 0;
+        return touch(marker) < 0 ? 7 : 0;
 }
 
 /* The child's private mount namespace; 0 or the number of the step that failed. */
@@ -684,23 +713,6 @@ static void run_case(const struct pam_case *c) {
 #define CHECK_LOG(c, s) (ok(log_has(s), "%s: log says '%s'", (c)->name, s) || (show_log(), false))
 #define CHECK_NO_LOG(c, s) \
         (ok(!log_has(s), "%s: log does not say '%s'", (c)->name, s) || (show_log(), false))
-
-/* The name of a PAM return code the tests expect (for the TAP lines). */
-static const char *pam_code_name(int code) {
-#define PAM_CODE(c) \
-        { c, #c }
-        static const struct {
-                int code;
-                const char *name;
-        } names[] = { PAM_CODE(PAM_SUCCESS), PAM_CODE(PAM_SESSION_ERR), PAM_CODE(PAM_PERM_DENIED),
-                      PAM_CODE(PAM_IGNORE) };
-#undef PAM_CODE
-
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-                if (names[i].code == code)
-                        return names[i].name;
-        return "another code";
-}
 
 /* a stack line that succeeds, so that our PAM_IGNORE shows as PAM_SUCCESS (libpam fails a
  * stack in which every module ignored: PAM_MUST_FAIL_CODE) */
