@@ -714,6 +714,12 @@ static void run_case(const struct pam_case *c) {
 #define CHECK_NO_LOG(c, s) \
         (ok(!log_has(s), "%s: log does not say '%s'", (c)->name, s) || (show_log(), false))
 
+/* Run c; is the open's return code want? */
+static bool run_open(const struct pam_case *c, int want) {
+        run_case(c);
+        return CHECK_RC(c, "open", res.open_rc, want);
+}
+
 /* a stack line that succeeds, so that our PAM_IGNORE shows as PAM_SUCCESS (libpam fails a
  * stack in which every module ignored: PAM_MUST_FAIL_CODE) */
 #define PERMIT "session optional pam_permit.so\n"
@@ -735,23 +741,20 @@ static void case_root(void) {
                 .name = "root", .user = "root", .args = "debug socket=@SOCKET@", .extra = PERMIT
         };
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "root: no connection to nsd was attempted");
         CHECK_LOG(&c, "user 'root' is root: not moving the session into a user's namespace");
 
         c.name = "root, nsd down";
         c.args = "socket=/nonexistent/nsd.sock";
         c.extra = PERMIT;
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(log_lines(), 0, "root, nsd down: not a word in the log");
 
         /* a typo in the stack must not lock root out */
         c.name = "root, bad argument";
         c.args = "timeout=forever socket=@SOCKET@";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "root, bad argument: no connection");
         CHECK_LOG(&c, "bad argument 'timeout=forever' (expected seconds");
         CHECK_LOG(&c, "root's session is not refused, every other user's is");
@@ -763,8 +766,7 @@ static void case_unmanaged(void) {
                               .args = RANGE " debug socket=@SOCKET@",
                               .extra = PERMIT };
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "uid 500: no connection to nsd was attempted");
         CHECK_LOG(&c, "user 'sys' (uid 500) is outside min_uid=1000..max_uid=60000: not moving the "
                       "session into a user's namespace");
@@ -772,8 +774,7 @@ static void case_unmanaged(void) {
         c.name = "uid 70000, nsd down";
         c.user = "high";
         c.args = RANGE " socket=/nonexistent/nsd.sock";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(log_lines(), 0, "uid 70000, nsd down: not a word in the log");
 
         c.name = "uid 500, min_uid=400";
@@ -789,8 +790,7 @@ static void case_unmanaged(void) {
                                 .args = RANGE " debug socket=@SOCKET@",
                                 .extra = PERMIT,
                                 .cfg = { .join_error = -ENXIO, .join_message = "not in Users=" } };
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         CHECK_LOG(&c, "user 'alice' is not managed by nsd's policy: not moving the session");
         CHECK_NO_LOG(&c, "cannot join");
         ok(rec.session_closes == 0, "JOIN -ENXIO: nothing to close");
@@ -802,8 +802,7 @@ static void case_skip(void) {
                               .args = RANGE " skip_users=someone,alice,else socket=@SOCKET@",
                               .extra = PERMIT };
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "skip_users: nsd was never asked");
         is_int(log_lines(), 0, "skip_users: silent without debug");
 
@@ -813,8 +812,7 @@ static void case_skip(void) {
 
         c.name = "only_group=fuse, alice not a member";
         c.args = RANGE " only_group=fuse socket=@SOCKET@";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "only_group=fuse, alice: nsd was never asked");
 
         c.name = "only_group=fuse, bob a member";
@@ -860,8 +858,7 @@ static void case_bad_values(void) {
 
                 /* RANGE first: a later min_uid/max_uid overrides it */
                 snprintf(args, sizeof(args), RANGE " %s socket=@SOCKET@", cases[i].args);
-                run_case(&c);
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+                run_open(&c, PAM_SESSION_ERR);
                 CHECK_LOG(&c, cases[i].want);
                 is_int(rec.connections, 0, "%s: nsd was never asked", c.name);
                 is_int(log_lines(), 1, "%s: one line", c.name);
@@ -886,8 +883,7 @@ static void case_nsd_down(void) {
                               .args = RANGE " socket=/nonexistent/nsd.sock" };
         int fd;
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
         CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd at "
                       "/nonexistent/nsd.sock is not running (No such file or directory)");
         is_int(log_lines(), 1, "alice, no socket: ONE line");
@@ -904,8 +900,7 @@ static void case_nsd_down(void) {
 
                 snprintf(args, sizeof(args), RANGE " socket=%s", dead_path);
                 c.args = args;
-                run_case(&c);
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+                run_open(&c, PAM_SESSION_ERR);
                 CHECK_LOG(&c, "is not running (Connection refused)");
                 is_int(log_lines(), 1, "alice, dead socket: ONE line");
         }
@@ -915,8 +910,7 @@ static void case_nsd_down(void) {
         c.args = RANGE " socket=/nonexistent/nsd.sock";
         c.control = "optional";
         c.extra = "session required pam_permit.so\n";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         CHECK_LOG(&c, "nsd at /nonexistent/nsd.sock is not running");
         ok(res.nsfs_left_open == 0, "optional, nsd down: no namespace descriptor left open");
         CHECK_RC(&c, "close", res.close_rc, PAM_SUCCESS);
@@ -1063,8 +1057,7 @@ static void case_refused(void) {
                          .join_message = "only root may join another user's namespace" }
         };
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
         CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd refused the "
                       "request (Operation not permitted); nsd says: only root may join another "
                       "user's namespace");
@@ -1080,8 +1073,7 @@ static void case_refused(void) {
                          .join_message = "the user database (NSS) did not answer for uid 1500 "
                                          "within 2 s (LookupTimeoutSec=)" }
         };
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
         CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd gave up "
                       "waiting for what it needed to decide (Connection timed out); nsd says: "
                       "the user database (NSS) did not answer for uid 1500 within 2 s "
@@ -1097,8 +1089,7 @@ static void case_refused(void) {
                                         .user = "alice",
                                         .args = RANGE " socket=@SOCKET@",
                                         .cfg = { .minor = minor, .session_open_error = -EUSERS } };
-                run_case(&c);
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+                run_open(&c, PAM_SESSION_ERR);
                 CHECK_LOG(&c, "a limit of nsd is reached");
                 CHECK_LOG(&c, "nsd says: fake nsd: no more sessions");
                 ok(res.nsfs_left_open == 0, "%s: no namespace descriptor left open", c.name);
@@ -1129,8 +1120,7 @@ static void case_threaded(void) {
                 tap_skip("multi-threaded caller: setns needs root");
                 return;
         }
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
         CHECK_LOG(&c, "multi-threaded");
         CHECK_LOG(&c, "mode=chroot");
         ok(rec.session_closes == 1 && rec.sc_id == 4242,
@@ -1139,8 +1129,7 @@ static void case_threaded(void) {
 
         c.name = "multi-threaded, mode=chroot";
         c.args = RANGE " mode=chroot socket=@SOCKET@";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         ok(rec.join_sessions == 1 && rec.session_closes == 1,
            "multi-threaded, mode=chroot: joined, closed at the end");
 }
@@ -1152,6 +1141,15 @@ static bool sandbox_ran(const struct pam_case *c) {
                 tap_skip("%s: no private mount namespace here (step %d)", c->name, res.sandbox_rc);
                 return false;
         }
+        return true;
+}
+
+/* Run c in its sandbox and check the open's return code; false (skipped) without the sandbox. */
+static bool run_sandboxed(const struct pam_case *c, int want_open) {
+        run_case(c);
+        if (!sandbox_ran(c))
+                return false;
+        CHECK_RC(c, "open", res.open_rc, want_open);
         return true;
 }
 
@@ -1178,25 +1176,17 @@ static void case_sandbox(void) {
 
         c.name = "no socket=, both sockets";
         c.sandbox = SANDBOX_ROOT_SOCK;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 is_int(rec.connections, 2,
                        "no socket=, both sockets: open and close went to root's socket");
-        }
         c.name = "no socket=, no root socket (nsd < 1.2)";
         c.sandbox = SANDBOX_USER_SOCK;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 is_int(rec.connections, 2,
                        "no root socket: open and close went to the user socket");
-        }
         c.name = "no socket=, root socket refused";
         c.sandbox = SANDBOX_ROOT_DEAD;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        if (run_sandboxed(&c, PAM_SESSION_ERR)) {
                 CHECK_LOG(&c, "nsd at /run/nsd/root.socket is not running (Connection refused)");
                 is_int(rec.connections, 0, "root socket refused: no fallback to the user socket");
         }
@@ -1208,9 +1198,7 @@ static void case_sandbox(void) {
                                 .args = "debug socket=@SOCKET@",
                                 .extra = PERMIT,
                                 .sandbox = SANDBOX_DEFS };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 is_int(rec.connections, 0,
                        "login.defs 2000..3000: uid 1500 is left alone, no connection");
                 CHECK_LOG(&c, "outside min_uid=2000..max_uid=3000");
@@ -1218,31 +1206,22 @@ static void case_sandbox(void) {
         c.name = "login.defs 2000..3000, uid 2500";
         c.user = "mid";
         c.extra = NULL;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 is_int(rec.join_sessions, 1, "login.defs 2000..3000: uid 2500 joins");
-        }
         c.name = "login.defs 2000..3000, max_uid=1600";
         c.user = "alice";
         c.args = "max_uid=1600 socket=@SOCKET@";
         c.extra = PERMIT;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        if (run_sandboxed(&c, PAM_SESSION_ERR))
                 CHECK_LOG(&c, "bad arguments: min_uid=2000 is above max_uid=1600 (the other one "
                               "from /etc/login.defs)");
-        }
         write_defs("UID_MIN lots\n");
         c = (struct pam_case) { .name = "login.defs UID_MIN lots",
                                 .user = "alice",
                                 .args = "socket=@SOCKET@",
                                 .sandbox = SANDBOX_DEFS };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 CHECK_LOG(&c, "UID_MIN of /etc/login.defs is 'lots', not a uid; using 1000");
-        }
         write_defs("# no UID_MIN, no UID_MAX\n");
         c = (struct pam_case) { .name = "login.defs without UID_*, uid 70000",
                                 .user = "high",
@@ -1306,12 +1285,10 @@ static void case_missing_module(void) {
                 return;
         c.control = control;
         c.name = "the profile's line naming a missing module, root";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         c.name = "the profile's line naming a missing module, alice";
         c.user = "alice";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
 
         /* the module that is there still refuses a managed login nsd cannot serve */
         c = (struct pam_case) { .name = "the profile's line, nsd down, alice",
@@ -1319,8 +1296,7 @@ static void case_missing_module(void) {
                                 .args = RANGE " socket=/nonexistent/nsd.sock",
                                 .control = control,
                                 .extra = PERMIT };
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
 }
 
 /* ---- crossing users: root and unmanaged users leave a namespace nsd made -------------------- */
@@ -1342,9 +1318,7 @@ static void case_crossing(void) {
 
         c.name = "root, in a namespace nsd made";
         c.sandbox = SANDBOX_NS_MADE;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name) ||
                         (show_log(), 0);
                 is_int(rec.connections, 0, "%s: nsd was not asked", c.name);
@@ -1356,9 +1330,7 @@ static void case_crossing(void) {
         c.sandbox = SANDBOX_CHROOT_MADE;
         if (mkdir(chroot_path, 0755) < 0 && errno != EEXIST)
                 tap_bail_errno(chroot_path);
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(!res.root_was_init && res.root_is_init && res.ns_after == res.ns_before &&
                            res.ns_after == res.init_ns,
                    "%s: the session's root is PID 1's again, in the same namespace", c.name) ||
@@ -1370,10 +1342,8 @@ static void case_crossing(void) {
 
         c.name = "root, nsd down, in a namespace nsd made";
         c.args = "socket=/nonexistent/nsd.sock";
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                /* the record is beside socket=: none here, so the session stays */
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        /* the record is beside socket=: none here, so the session stays */
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(!moved_to_init() && res.ns_after == res.ns_before,
                    "%s, record elsewhere: the session stays", c.name);
                 is_int(log_lines(), 0, "%s: not a word in the log", c.name);
@@ -1382,9 +1352,7 @@ static void case_crossing(void) {
         c.name = "root, in a namespace nsd did not make (a container, a sandbox)";
         c.args = "debug socket=@SOCKET@";
         c.sandbox = SANDBOX_NS_FOREIGN;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(res.ns_after == res.ns_before && res.ns_after != res.init_ns,
                    "%s: the session stays in its namespace", c.name);
                 CHECK_LOG(&c, "the session of user 'root' stays where it is: it is in a mount "
@@ -1393,9 +1361,7 @@ static void case_crossing(void) {
 
         c.name = "root, in a namespace named in a record others may write to";
         c.sandbox = SANDBOX_NS_UNTRUSTED;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(res.ns_after == res.ns_before, "%s: the session stays", c.name);
                 CHECK_LOG(&c, "nsd's record of the namespaces it made cannot be trusted");
         }
@@ -1403,29 +1369,22 @@ static void case_crossing(void) {
         c.name = "root, unmanaged=stay, in a namespace nsd made";
         c.args = "debug unmanaged=stay socket=@SOCKET@";
         c.sandbox = SANDBOX_NS_MADE;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(res.ns_after == res.ns_before, "%s: the session stays, as before", c.name);
                 CHECK_NO_LOG(&c, "moved the session");
         }
 
         c.name = "root, a bad argument, in a namespace nsd made";
         c.args = "timeout=forever socket=@SOCKET@";
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 ok(moved_to_init(), "%s: not refused, and moved", c.name);
-        }
 
         c = (struct pam_case) { .name = "uid 500 (unmanaged), in a namespace nsd made",
                                 .user = "sys",
                                 .args = RANGE " debug socket=@SOCKET@",
                                 .extra = PERMIT,
                                 .sandbox = SANDBOX_NS_MADE };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name);
                 is_int(rec.connections, 0, "%s: nsd was not asked", c.name);
         }
@@ -1440,11 +1399,8 @@ static void case_crossing(void) {
         c.name = "not managed by nsd's policy (ENXIO), in a namespace nsd made";
         c.args = RANGE " socket=@SOCKET@";
         c.cfg = (struct fake_nsd_config) { .join_error = -ENXIO, .join_message = "not in Users=" };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name);
-        }
 
         /* a managed target goes to its own namespace, as before (the fake hands out the
          * child's own namespace: it stays where it is, and is registered) */
@@ -1452,12 +1408,9 @@ static void case_crossing(void) {
                                 .user = "alice",
                                 .args = RANGE " socket=@SOCKET@",
                                 .sandbox = SANDBOX_NS_MADE };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 ok(rec.join_sessions == 1 && res.ns_after == res.ns_before,
                    "%s: joined the namespace nsd handed out", c.name);
-        }
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
