@@ -14,14 +14,20 @@ static size_t first_size(int sc) {
         return n > 0 && n < (long) NSS_BUFFER_MAX ? (size_t) n : 4096;
 }
 
-/* One lookup of either kind: `call` fills the struct at the start of a block, with the
- * strings in the rest of it. */
-typedef int (*lookup_fn)(const void *key, void *result, char *buf, size_t size, void **res);
+/* One kind of lookup: `call` fills the struct (of struct_size bytes) at the start of a block,
+ * with the strings in the rest of it; sc names libc's suggested buffer size. */
+struct lookup_kind {
+        int (*call)(const void *key, void *result, char *buf, size_t size, void **res);
+        size_t struct_size;
+        int sc;
+};
 
-static int lookup(lookup_fn call, const void *key, size_t struct_size, int sc, void **ret) {
-        size_t head = (struct_size + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+static int lookup(const struct lookup_kind *kind, const void *key, void **ret) {
+        size_t head = (kind->struct_size + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
 
-        for (size_t size = first_size(sc);; size *= 2) {
+        if (!key || !ret)
+                return -EINVAL;
+        for (size_t size = first_size(kind->sc);; size *= 2) {
                 void *res = NULL, *block;
                 int r;
 
@@ -34,7 +40,7 @@ static int lookup(lookup_fn call, const void *key, size_t struct_size, int sc, v
                  * with errno set instead. EINTR is worth a retry. */
                 do {
                         errno = 0;
-                        r = call(key, block, (char *) block + head, size, &res);
+                        r = kind->call(key, block, (char *) block + head, size, &res);
                         if (r < 0)
                                 r = errno > 0 ? errno : EIO;
                 } while (r == EINTR);
@@ -67,32 +73,29 @@ static int call_getgrgid(const void *key, void *result, char *buf, size_t size, 
         return getgrgid_r(*(const gid_t *) key, result, buf, size, (struct group **) res);
 }
 
+static const struct lookup_kind user_by_name = { call_getpwnam, sizeof(struct passwd),
+                                                 _SC_GETPW_R_SIZE_MAX };
+static const struct lookup_kind user_by_uid = { call_getpwuid, sizeof(struct passwd),
+                                                _SC_GETPW_R_SIZE_MAX };
+static const struct lookup_kind group_by_name = { call_getgrnam, sizeof(struct group),
+                                                  _SC_GETGR_R_SIZE_MAX };
+static const struct lookup_kind group_by_gid = { call_getgrgid, sizeof(struct group),
+                                                 _SC_GETGR_R_SIZE_MAX };
+
 int nss_user_by_name(const char *name, struct passwd **ret) {
-        if (!name || !ret)
-                return -EINVAL;
-        return lookup(call_getpwnam, name, sizeof(struct passwd), _SC_GETPW_R_SIZE_MAX,
-                      (void **) ret);
+        return lookup(&user_by_name, name, (void **) ret);
 }
 
 int nss_user_by_uid(uid_t uid, struct passwd **ret) {
-        if (!ret)
-                return -EINVAL;
-        return lookup(call_getpwuid, &uid, sizeof(struct passwd), _SC_GETPW_R_SIZE_MAX,
-                      (void **) ret);
+        return lookup(&user_by_uid, &uid, (void **) ret);
 }
 
 int nss_group_by_name(const char *name, struct group **ret) {
-        if (!name || !ret)
-                return -EINVAL;
-        return lookup(call_getgrnam, name, sizeof(struct group), _SC_GETGR_R_SIZE_MAX,
-                      (void **) ret);
+        return lookup(&group_by_name, name, (void **) ret);
 }
 
 int nss_group_by_gid(gid_t gid, struct group **ret) {
-        if (!ret)
-                return -EINVAL;
-        return lookup(call_getgrgid, &gid, sizeof(struct group), _SC_GETGR_R_SIZE_MAX,
-                      (void **) ret);
+        return lookup(&group_by_gid, &gid, (void **) ret);
 }
 
 int nss_user_groups(const char *user, gid_t gid, gid_t **ret, size_t *ret_n) {

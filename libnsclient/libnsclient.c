@@ -509,6 +509,54 @@ static int conn_call(nsc_conn *c, struct nsd_msg_header *req, int pass_fd,
         return conn_recv_reply(c, req->type, ret_fds);
 }
 
+/* The requests that are a bare header: STATUS, METRICS, LIST and SHARES. */
+_Static_assert(sizeof(struct nsd_req_status) == sizeof(struct nsd_msg_header) &&
+                       sizeof(struct nsd_req_metrics) == sizeof(struct nsd_msg_header) &&
+                       sizeof(struct nsd_req_list) == sizeof(struct nsd_msg_header) &&
+                       sizeof(struct nsd_req_shares) == sizeof(struct nsd_msg_header),
+               "bare requests");
+
+/* Send a request of this type that is a bare header. The caller holds the lock. */
+static int conn_send_bare(nsc_conn *c, uint16_t type) {
+        struct nsd_msg_header req;
+
+        nsd_msg_init(&req, type, sizeof(req), 0);
+        return conn_send_request(c, &req, -1);
+}
+
+/* A single-reply call of a bare request: its answer in c->rx. */
+static int conn_call_bare(nsc_conn *c, uint16_t type) {
+        int r = conn_send_bare(c, type);
+
+        return r < 0 ? r : conn_recv_reply(c, type, NULL);
+}
+
+/* The next part of a streamed reply (LIST, SHARES, SHOW) into c->rx. An error after some
+ * parts (started) leaves the stream in an unknown state: the connection is broken then. */
+static int conn_recv_part(nsc_conn *c, uint16_t req_type, bool started) {
+        int r = conn_recv_reply(c, req_type, NULL);
+
+        if (r < 0 && started)
+                c->broken = r;
+        return r;
+}
+
+/* v (*allocated elements of size bytes) with room for need elements, doubled from first as
+ * often as it takes; NULL when out of memory, v still valid then. */
+static void *array_reserve(void *v, size_t *allocated, size_t need, size_t first, size_t size) {
+        size_t a = *allocated ? *allocated : first;
+        void *w;
+
+        if (need <= *allocated)
+                return v;
+        while (a < need)
+                a *= 2;
+        w = reallocarray(v, a, size);
+        if (w)
+                *allocated = a;
+        return w;
+}
+
 /* ---- JOIN -------------------------------------------------------------------------------- */
 
 /* Are these the descriptors a JOIN promises: a directory, and the nsfs file of a mount
@@ -807,7 +855,6 @@ int nsc_join_session(nsc_conn *conn, uid_t uid, unsigned flags, pid_t pid, const
 /* ---- status and inspection --------------------------------------------------------------- */
 
 int nsc_status(nsc_conn *conn, struct nsc_status *ret) {
-        struct nsd_req_status req;
         const struct nsd_rep_status *rep;
         int r;
 
@@ -815,8 +862,7 @@ int nsc_status(nsc_conn *conn, struct nsc_status *ret) {
                 return -EINVAL;
 
         CONN_LOCK_SCOPE(conn);
-        nsd_msg_init(&req.hdr, NSD_REQ_STATUS, sizeof(req), 0);
-        r = conn_call(conn, &req.hdr, -1, NULL);
+        r = conn_call_bare(conn, NSD_REQ_STATUS);
         if (r < 0)
                 return r;
         rep = &conn->rx.status;
@@ -843,14 +889,12 @@ int nsc_status(nsc_conn *conn, struct nsc_status *ret) {
 
 /* nsd's METRICS reply into *ret, size bytes of it (an older caller's struct is shorter). */
 static int metrics_get(nsc_conn *conn, struct nsc_metrics *ret, size_t size) {
-        struct nsd_req_metrics req;
         const struct nsd_rep_metrics *rep;
         struct nsc_metrics m;
         int r;
 
         CONN_LOCK_SCOPE(conn);
-        nsd_msg_init(&req.hdr, NSD_REQ_METRICS, sizeof(req), 0);
-        r = conn_call(conn, &req.hdr, -1, NULL);
+        r = conn_call_bare(conn, NSD_REQ_METRICS);
         if (r < 0)
                 return r;
         rep = &conn->rx.metrics;
@@ -894,7 +938,6 @@ int nsc_metrics_sized(nsc_conn *conn, struct nsc_metrics *ret, size_t size) {
 }
 
 int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
-        struct nsd_req_list req;
         _cleanup_free_ struct nsc_ns_info *v = NULL;
         size_t n = 0, allocated = 0;
         int r;
@@ -903,21 +946,17 @@ int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
                 return -EINVAL;
 
         CONN_LOCK_SCOPE(conn);
-        nsd_msg_init(&req.hdr, NSD_REQ_LIST, sizeof(req), 0);
-        r = conn_send_request(conn, &req.hdr, -1);
+        r = conn_send_bare(conn, NSD_REQ_LIST);
         if (r < 0)
                 return r;
 
         for (;;) {
                 const struct nsd_rep_list_entry *e;
+                struct nsc_ns_info *w;
 
-                r = conn_recv_reply(conn, NSD_REQ_LIST, NULL);
-                if (r < 0) {
-                        /* an error after some entries leaves the stream in an unknown state */
-                        if (n > 0)
-                                conn->broken = r;
+                r = conn_recv_part(conn, NSD_REQ_LIST, n > 0);
+                if (r < 0)
                         return r;
-                }
                 if (conn->rx.hdr.type == NSD_REP_LIST_END) {
                         if (conn->rx.stream_end.count != n)
                                 return conn->broken = -EBADMSG;
@@ -929,15 +968,10 @@ int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
                         return conn->broken = -EBADMSG;
                 if (n >= LIST_ENTRIES_MAX)
                         return conn->broken = -EFBIG;
-                if (n == allocated) {
-                        size_t a = allocated ? allocated * 2 : 16;
-                        struct nsc_ns_info *w = reallocarray(v, a, sizeof(*v));
-
-                        if (!w)
-                                return conn->broken = -ENOMEM;
-                        v = w;
-                        allocated = a;
-                }
+                w = array_reserve(v, &allocated, n + 1, 16, sizeof(*v));
+                if (!w)
+                        return conn->broken = -ENOMEM;
+                v = w;
                 v[n] = (struct nsc_ns_info) {
                         .uid = e->uid,
                         .ns_flags = e->ns_flags,
@@ -989,7 +1023,6 @@ static int shares_take_members(const struct nsd_rep_shares_members *m, struct ns
 }
 
 int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n) {
-        struct nsd_req_shares req;
         struct nsc_share_info *v = NULL;
         size_t n = 0, allocated = 0, want = 0; /* want: members the last entry announced */
         int r;
@@ -998,21 +1031,17 @@ int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n
                 return -EINVAL;
 
         CONN_LOCK_SCOPE(conn);
-        nsd_msg_init(&req.hdr, NSD_REQ_SHARES, sizeof(req), 0);
-        r = conn_send_request(conn, &req.hdr, -1);
+        r = conn_send_bare(conn, NSD_REQ_SHARES);
         if (r < 0)
                 return r;
 
         for (;;) {
                 const struct nsd_rep_shares_entry *e;
+                struct nsc_share_info *w;
 
-                r = conn_recv_reply(conn, NSD_REQ_SHARES, NULL);
-                if (r < 0) {
-                        /* an error after some parts leaves the stream in an unknown state */
-                        if (n > 0)
-                                conn->broken = r;
+                r = conn_recv_part(conn, NSD_REQ_SHARES, n > 0);
+                if (r < 0)
                         goto fail;
-                }
                 if (conn->rx.hdr.type == NSD_REP_SHARES_MEMBERS) {
                         if (n == 0) {
                                 r = -EBADMSG;
@@ -1046,17 +1075,12 @@ int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n
                         r = -EFBIG;
                         goto broken;
                 }
-                if (n == allocated) {
-                        size_t a = allocated ? allocated * 2 : 8;
-                        struct nsc_share_info *w = reallocarray(v, a, sizeof(*v));
-
-                        if (!w) {
-                                r = -ENOMEM;
-                                goto broken;
-                        }
-                        v = w;
-                        allocated = a;
+                w = array_reserve(v, &allocated, n + 1, 8, sizeof(*v));
+                if (!w) {
+                        r = -ENOMEM;
+                        goto broken;
                 }
+                v = w;
                 v[n] = (struct nsc_share_info) {
                         .propagation = e->propagation,
                         .max_members = e->max_members,
@@ -1112,31 +1136,21 @@ int nsc_show(nsc_conn *conn, uid_t uid, char **ret_text, size_t *ret_len) {
 
         for (;;) {
                 size_t part;
+                char *t;
 
-                r = conn_recv_reply(conn, NSD_REQ_SHOW, NULL);
-                if (r < 0) {
-                        if (len > 0)
-                                conn->broken = r;
+                r = conn_recv_part(conn, NSD_REQ_SHOW, len > 0);
+                if (r < 0)
                         return r;
-                }
                 if (conn->rx.hdr.type == NSD_REP_SHOW_END)
                         break;
 
                 part = conn->rx.hdr.length - sizeof(struct nsd_msg_header);
                 if (part > NSD_SHOW_TEXT_MAX - len)
                         return conn->broken = -EFBIG;
-                if (len + part + 1 > allocated) {
-                        size_t a = allocated ? allocated : 4096;
-                        char *t;
-
-                        while (a < len + part + 1)
-                                a *= 2;
-                        t = realloc(text, a);
-                        if (!t)
-                                return conn->broken = -ENOMEM;
-                        text = t;
-                        allocated = a;
-                }
+                t = array_reserve(text, &allocated, len + part + 1, 4096, 1);
+                if (!t)
+                        return conn->broken = -ENOMEM;
+                text = t;
                 memcpy(text + len, conn->rx.bytes + sizeof(struct nsd_msg_header), part);
                 len += part;
         }

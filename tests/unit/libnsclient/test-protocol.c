@@ -74,6 +74,27 @@ static int check(size_t n, int is_request) {
         return r;
 }
 
+/* A fixed-size message of type t and size sz, a request or a reply: it passes at its size, fails
+ * a byte short or long and in the other direction; an error set fails a request, not a reply. */
+static void check_fixed(uint16_t t, size_t sz, int is_request) {
+        char what[32];
+
+        snprintf(what, sizeof(what), is_request ? "request %u" : "reply 0x%x", t);
+        msg(t, sz);
+        is_int(check(sz, is_request), 0, "%s at its size %zu passes", what, sz);
+        msg(t, sz - 1);
+        is_int(check(sz - 1, is_request), -EBADMSG, "%s one byte short fails", what);
+        msg(t, sz + 1);
+        is_int(check(sz + 1, is_request), -EBADMSG, "%s one byte long fails", what);
+        msg(t, sz);
+        is_int(check(sz, !is_request), -EOPNOTSUPP, "%s is not a %s", what,
+               is_request ? "reply" : "request");
+        msg(t, sz);
+        ((struct nsd_msg_header *) msgbuf)->error = is_request ? -EPERM : -ENOENT;
+        is_int(check(sz, is_request), is_request ? -EBADMSG : 0, "%s with an error set %s", what,
+               is_request ? "fails" : "passes");
+}
+
 static void test_msg_check(void) {
         static const uint16_t requests[] = {
                 NSD_REQ_JOIN,         NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
@@ -94,37 +115,13 @@ static void test_msg_check(void) {
                 uint16_t t = requests[i];
                 size_t sz = nsd_request_size(t);
 
-                msg(t, sz);
-                is_int(check(sz, 1), 0, "request %u at its size %zu passes", t, sz);
-                msg(t, sz - 1);
-                is_int(check(sz - 1, 1), -EBADMSG, "request %u one byte short fails", t);
-                msg(t, sz + 1);
-                is_int(check(sz + 1, 1), -EBADMSG, "request %u one byte long fails", t);
-                msg(t, sz);
-                is_int(check(sz, 0), -EOPNOTSUPP, "request type %u is not a reply", t);
-                msg(t, sz);
-                ((struct nsd_msg_header *) msgbuf)->error = -EPERM;
-                is_int(check(sz, 1), -EBADMSG, "request %u with error set fails", t);
+                check_fixed(t, sz, 1);
                 msg(t, sz);
                 ((struct nsd_msg_header *) msgbuf)->version_minor = 99;
                 is_int(check(sz, 1), 0, "request %u of another minor version passes", t);
         }
-        for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++) {
-                uint16_t t = replies[i];
-                size_t sz = nsd_reply_size(t);
-
-                msg(t, sz);
-                is_int(check(sz, 0), 0, "reply 0x%x at its size %zu passes", t, sz);
-                msg(t, sz - 1);
-                is_int(check(sz - 1, 0), -EBADMSG, "reply 0x%x one byte short fails", t);
-                msg(t, sz + 1);
-                is_int(check(sz + 1, 0), -EBADMSG, "reply 0x%x one byte long fails", t);
-                msg(t, sz);
-                is_int(check(sz, 1), -EOPNOTSUPP, "reply type 0x%x is not a request", t);
-                msg(t, sz);
-                ((struct nsd_msg_header *) msgbuf)->error = -ENOENT;
-                is_int(check(sz, 0), 0, "reply 0x%x may carry an error", t);
-        }
+        for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++)
+                check_fixed(replies[i], nsd_reply_size(replies[i]), 0);
 
         /* SHOW_DATA: any size from header + 1 up to the maximum */
         msg(NSD_REP_SHOW_DATA, sizeof(*h));

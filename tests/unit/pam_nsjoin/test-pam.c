@@ -71,9 +71,65 @@ static bool is_root;
 
 /* ---- the pure parts ----------------------------------------------------------------------- */
 
+/* The name of a PAM return code the tests expect (for the TAP lines). */
+static const char *pam_code_name(int code) {
+#define PAM_CODE(c) \
+        { c, #c }
+        static const struct {
+                int code;
+                const char *name;
+        } names[] = { PAM_CODE(PAM_SUCCESS), PAM_CODE(PAM_SESSION_ERR), PAM_CODE(PAM_PERM_DENIED),
+                      PAM_CODE(PAM_IGNORE), PAM_CODE(PAM_BUF_ERR) };
+#undef PAM_CODE
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (names[i].code == code)
+                        return names[i].name;
+        return "another code";
+}
+
+/* Does arg parse as a good argument into *a? */
+static bool parse_ok(struct nsjoin_args *a, const char *arg) {
+        return nsjoin_args_parse_one(a, arg, NULL) == NSJOIN_ARG_OK;
+}
+
 static void test_args(void) {
+        static const struct {
+                const char *arg;
+                uint64_t usec;
+        } timeouts[] = {
+                { "timeout=2", 2000000 },
+                { "timeout=0.25", 250000 },
+                { "timeout=300", 300000000 }, /* the most */
+        };
+        static const struct {
+                const char *arg, *hint; /* hint: a part of the hint it must give, or NULL */
+        } bad[] = {
+                { "mode=bogus", "mode=setns or mode=chroot" },
+                { "mode=", NULL },
+                { "socket=", NULL },
+                { "socket=relative/sock", NULL },
+                { "only_group=", NULL },
+                { "min_uid=0", "uid" },         /* uid 0 is never managed */
+                { "max_uid=4294967295", NULL }, /* (uid_t) -1 */
+                /* min_uid/max_uid take plain decimals only */
+                { "max_uid=1e3", NULL },
+                { "min_uid= 1000", NULL },
+                { "min_uid=-1", NULL },
+                { "timeout=0", "seconds" }, /* it would mean forever */
+                /* beyond 300 s, not a number, a decimal comma, a bare dot */
+                { "timeout=300.5", NULL },
+                { "timeout=abc", NULL },
+                { "timeout=1,5", NULL },
+                { "timeout=.5", NULL },
+                { "timeout=5.", NULL },
+                { "timeout=", NULL },
+                { "unmanaged=yes", "unmanaged=leave or unmanaged=stay" },
+        };
+        /* modex= is not mode=, debug takes no value */
+        static const char *const unknown[] = { "frobnicate", "modex=setns", "debug=1",
+                                               "min_uidx=1" };
         struct nsjoin_args a;
-        const char *hint = NULL;
         uint64_t usec = 0;
         uid_t uid = 0;
 
@@ -84,86 +140,38 @@ static void test_args(void) {
            "defaults: mode setns, default socket, no debug, nobody skipped, no group, range from "
            "login.defs, timeout 5 s");
 
-        ok(nsjoin_args_parse_one(&a, "mode=chroot", NULL) == NSJOIN_ARG_OK &&
-                   a.mode == NSJOIN_MODE_CHROOT,
-           "mode=chroot");
-        ok(nsjoin_args_parse_one(&a, "mode=setns", NULL) == NSJOIN_ARG_OK &&
-                   a.mode == NSJOIN_MODE_SETNS,
+        ok(parse_ok(&a, "mode=chroot") && a.mode == NSJOIN_MODE_CHROOT, "mode=chroot");
+        ok(parse_ok(&a, "mode=setns") && a.mode == NSJOIN_MODE_SETNS,
            "mode=setns (a later argument wins)");
-        ok(nsjoin_args_parse_one(&a, "mode=bogus", &hint) == NSJOIN_ARG_BAD_VALUE && hint &&
-                   strstr(hint, "mode=setns or mode=chroot"),
-           "mode=bogus is a bad value, with a hint");
-        ok(nsjoin_args_parse_one(&a, "mode=", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "mode= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "socket=/run/x/sock", NULL) == NSJOIN_ARG_OK && a.socket &&
-                   strcmp(a.socket, "/run/x/sock") == 0,
+        ok(parse_ok(&a, "socket=/run/x/sock") && a.socket && strcmp(a.socket, "/run/x/sock") == 0,
            "socket=/run/x/sock");
-        ok(nsjoin_args_parse_one(&a, "socket=", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "empty socket= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "socket=relative/sock", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "a relative socket= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "debug", NULL) == NSJOIN_ARG_OK && a.debug, "debug");
-        ok(nsjoin_args_parse_one(&a, "skip_users=a,b", NULL) == NSJOIN_ARG_OK && a.skip_users &&
-                   strcmp(a.skip_users, "a,b") == 0,
+        ok(parse_ok(&a, "debug") && a.debug, "debug");
+        ok(parse_ok(&a, "skip_users=a,b") && a.skip_users && strcmp(a.skip_users, "a,b") == 0,
            "skip_users=a,b");
-        ok(nsjoin_args_parse_one(&a, "skip_users=", NULL) == NSJOIN_ARG_OK && !a.skip_users,
-           "empty skip_users= skips nobody");
-        ok(nsjoin_args_parse_one(&a, "only_group=fuse", NULL) == NSJOIN_ARG_OK && a.only_group &&
-                   strcmp(a.only_group, "fuse") == 0,
+        ok(parse_ok(&a, "skip_users=") && !a.skip_users, "empty skip_users= skips nobody");
+        ok(parse_ok(&a, "only_group=fuse") && a.only_group && strcmp(a.only_group, "fuse") == 0,
            "only_group=fuse");
-        ok(nsjoin_args_parse_one(&a, "only_group=", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "empty only_group= is a bad value");
-        ok(nsjoin_args_parse_one(&a, "min_uid=2000", NULL) == NSJOIN_ARG_OK && a.min_uid_set &&
-                   a.min_uid == 2000,
-           "min_uid=2000");
-        ok(nsjoin_args_parse_one(&a, "max_uid=3000", NULL) == NSJOIN_ARG_OK && a.max_uid_set &&
-                   a.max_uid == 3000,
-           "max_uid=3000");
-        ok(nsjoin_args_parse_one(&a, "min_uid=0", &hint) == NSJOIN_ARG_BAD_VALUE &&
-                   strstr(hint, "uid"),
-           "min_uid=0 is a bad value (uid 0 is never managed)");
-        ok(nsjoin_args_parse_one(&a, "max_uid=4294967295", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "max_uid=4294967295 ((uid_t) -1) is a bad value");
-        ok(nsjoin_args_parse_one(&a, "max_uid=1e3", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "min_uid= 1000", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "min_uid=-1", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "min_uid/max_uid take plain decimals only");
-        ok(nsjoin_args_parse_one(&a, "timeout=2", NULL) == NSJOIN_ARG_OK &&
-                   a.timeout_usec == 2000000,
-           "timeout=2");
-        ok(nsjoin_args_parse_one(&a, "timeout=0.25", NULL) == NSJOIN_ARG_OK &&
-                   a.timeout_usec == 250000,
-           "timeout=0.25");
-        ok(nsjoin_args_parse_one(&a, "timeout=300", NULL) == NSJOIN_ARG_OK &&
-                   a.timeout_usec == 300000000,
-           "timeout=300 (the most)");
-        ok(nsjoin_args_parse_one(&a, "timeout=0", &hint) == NSJOIN_ARG_BAD_VALUE &&
-                   strstr(hint, "seconds"),
-           "timeout=0 is a bad value (it would mean forever)");
-        ok(nsjoin_args_parse_one(&a, "timeout=300.5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=abc", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=1,5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=.5", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=5.", NULL) == NSJOIN_ARG_BAD_VALUE &&
-                   nsjoin_args_parse_one(&a, "timeout=", NULL) == NSJOIN_ARG_BAD_VALUE,
-           "timeout= beyond 300 s, not a number, a decimal comma, a bare dot: bad values");
+        ok(parse_ok(&a, "min_uid=2000") && a.min_uid_set && a.min_uid == 2000, "min_uid=2000");
+        ok(parse_ok(&a, "max_uid=3000") && a.max_uid_set && a.max_uid == 3000, "max_uid=3000");
+        for (size_t i = 0; i < sizeof(timeouts) / sizeof(timeouts[0]); i++)
+                ok(parse_ok(&a, timeouts[i].arg) && a.timeout_usec == timeouts[i].usec, "%s",
+                   timeouts[i].arg);
         ok(a.unmanaged == NSJOIN_UNMANAGED_LEAVE, "unmanaged=leave is the default");
-        ok(nsjoin_args_parse_one(&a, "unmanaged=stay", NULL) == NSJOIN_ARG_OK &&
-                   a.unmanaged == NSJOIN_UNMANAGED_STAY,
+        ok(parse_ok(&a, "unmanaged=stay") && a.unmanaged == NSJOIN_UNMANAGED_STAY,
            "unmanaged=stay");
-        ok(nsjoin_args_parse_one(&a, "unmanaged=leave", NULL) == NSJOIN_ARG_OK &&
-                   a.unmanaged == NSJOIN_UNMANAGED_LEAVE,
+        ok(parse_ok(&a, "unmanaged=leave") && a.unmanaged == NSJOIN_UNMANAGED_LEAVE,
            "unmanaged=leave");
-        ok(nsjoin_args_parse_one(&a, "unmanaged=yes", &hint) == NSJOIN_ARG_BAD_VALUE &&
-                   strstr(hint, "unmanaged=leave or unmanaged=stay"),
-           "unmanaged=yes is a bad value, with a hint");
-        ok(nsjoin_args_parse_one(&a, "frobnicate", NULL) == NSJOIN_ARG_UNKNOWN,
-           "frobnicate is unknown");
-        ok(nsjoin_args_parse_one(&a, "modex=setns", NULL) == NSJOIN_ARG_UNKNOWN,
-           "modex=setns is unknown, not mode=");
-        ok(nsjoin_args_parse_one(&a, "debug=1", NULL) == NSJOIN_ARG_UNKNOWN, "debug=1 is unknown");
-        ok(nsjoin_args_parse_one(&a, "min_uidx=1", NULL) == NSJOIN_ARG_UNKNOWN,
-           "min_uidx=1 is unknown");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *hint = NULL;
+
+                ok(nsjoin_args_parse_one(&a, bad[i].arg, &hint) == NSJOIN_ARG_BAD_VALUE &&
+                           (!bad[i].hint || (hint && strstr(hint, bad[i].hint))),
+                   "'%s' is a bad value%s%s", bad[i].arg, bad[i].hint ? ", the hint says " : "",
+                   bad[i].hint ?: "");
+        }
+        for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+                ok(nsjoin_args_parse_one(&a, unknown[i], NULL) == NSJOIN_ARG_UNKNOWN,
+                   "'%s' is unknown", unknown[i]);
 
         is_int(nsjoin_parse_uid("1000", &uid), 0, "parse_uid 1000");
         is_int(uid, 1000, "is 1000");
@@ -255,37 +263,54 @@ static void test_leave_decide(void) {
 }
 
 static void test_errno_map(void) {
+        static const char *const steps[] = {
+                [NSJOIN_STEP_CONNECT] = "connect",
+                [NSJOIN_STEP_JOIN] = "JOIN",
+                [NSJOIN_STEP_ENTER_SETNS] = "setns",
+        };
+        static const struct {
+                enum nsjoin_step step;
+                int r, want;
+                /* parts of the explanation (NULL: none asked for); exact: all of it */
+                const char *has, *has_too;
+                bool exact;
+        } cases[] = {
+                { NSJOIN_STEP_JOIN, -ENXIO, PAM_IGNORE, "" }, /* not managed */
+                { NSJOIN_STEP_JOIN, -EPERM, PAM_SESSION_ERR, "refused" },
+                { NSJOIN_STEP_JOIN, -EUSERS, PAM_SESSION_ERR, "limit" },
+                { NSJOIN_STEP_JOIN, -EAGAIN, PAM_SESSION_ERR, "not yet" }, /* after the retries */
+                { NSJOIN_STEP_JOIN, -ETIMEDOUT, PAM_SESSION_ERR, "in time" },
+                { NSJOIN_STEP_CONNECT, -ECONNREFUSED, PAM_SESSION_ERR, "is not running",
+                  .exact = true },
+                /* a full backlog: 'did not accept the connection in time' */
+                { NSJOIN_STEP_CONNECT, -ETIMEDOUT, PAM_SESSION_ERR, "in time" },
+                /* -ENXIO means 'not managed' only at JOIN */
+                { NSJOIN_STEP_CONNECT, -ENXIO, PAM_SESSION_ERR },
+                /* explains multi-threaded callers and suggests mode=chroot */
+                { NSJOIN_STEP_ENTER_SETNS, -EINVAL, PAM_SESSION_ERR, "multi-threaded",
+                  "mode=chroot" },
+                { NSJOIN_STEP_JOIN, -ENOMEM, PAM_BUF_ERR },
+        };
         const char *e = "x";
 
         ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, 0, &e) == PAM_SUCCESS && e == NULL,
            "0 -> PAM_SUCCESS");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ENXIO, &e) == PAM_IGNORE && e,
-           "JOIN -ENXIO (not managed) -> PAM_IGNORE");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EPERM, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "refused"),
-           "JOIN -EPERM -> PAM_SESSION_ERR, 'refused'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EUSERS, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "limit"),
-           "JOIN -EUSERS -> PAM_SESSION_ERR, 'limit'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -EAGAIN, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "not yet"),
-           "JOIN -EAGAIN (after the retries) -> PAM_SESSION_ERR, 'not yet'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ETIMEDOUT, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "in time"),
-           "JOIN -ETIMEDOUT -> PAM_SESSION_ERR, 'in time'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ECONNREFUSED, &e) == PAM_SESSION_ERR &&
-                   strcmp(e, "is not running") == 0,
-           "connect -ECONNREFUSED -> 'is not running'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ETIMEDOUT, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "in time"),
-           "connect -ETIMEDOUT (a full backlog) -> 'did not accept the connection in time'");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_CONNECT, -ENXIO, &e) == PAM_SESSION_ERR,
-           "-ENXIO means 'not managed' only at JOIN");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_ENTER_SETNS, -EINVAL, &e) == PAM_SESSION_ERR &&
-                   strstr(e, "multi-threaded") && strstr(e, "mode=chroot"),
-           "setns -EINVAL explains multi-threaded callers and suggests mode=chroot");
-        ok(nsjoin_errno_to_pam(NSJOIN_STEP_JOIN, -ENOMEM, &e) == PAM_BUF_ERR,
-           "-ENOMEM -> PAM_BUF_ERR");
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char name[128];
+                bool said;
+
+                snprintf(name, sizeof(name), "%s -%s -> %s", steps[cases[i].step],
+                         strerrorname_np(-cases[i].r), pam_code_name(cases[i].want));
+                e = NULL;
+                is_int(nsjoin_errno_to_pam(cases[i].step, cases[i].r, &e), cases[i].want, "%s",
+                       name);
+                said = !cases[i].has || (e &&
+                                         (cases[i].exact ? strcmp(e, cases[i].has) == 0
+                                                         : strstr(e, cases[i].has) != NULL) &&
+                                         (!cases[i].has_too || strstr(e, cases[i].has_too)));
+                ok(said, "%s: the explanation '%s' says '%s'%s%s", name, e ?: "(none)",
+                   cases[i].has ?: "", cases[i].has_too ? " and " : "", cases[i].has_too ?: "");
+        }
 }
 
 /* ---- dlopen ------------------------------------------------------------------------------- */
@@ -412,6 +437,18 @@ static int wait_exit(pid_t pid) {
         return WEXITSTATUS(status);
 }
 
+/* Go on in a child: the parent waits for it and exits with its status. 0 in the child, or
+ * -errno when fork() failed. */
+static int fork_on(void) {
+        pid_t pid = fork();
+
+        if (pid < 0)
+                return -errno;
+        if (pid > 0)
+                _exit(wait_exit(pid));
+        return 0;
+}
+
 /*
  * Crossing users, without the host's PID 1 (whose namespace this test must neither depend
  * on nor enter): a PID namespace of our own, whose PID 1 sits in a private copy of our mount
@@ -420,25 +457,17 @@ static int wait_exit(pid_t pid) {
  * around it wait for it and exit with its status), or the step that failed.
  */
 static int sandbox_crossing(bool own_ns) {
-        pid_t pid;
-
         if (unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
                 return 1;
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return 2;
-        pid = fork();
-        if (pid < 0)
+        if (fork_on() < 0)
                 return 8;
-        if (pid > 0)
-                _exit(wait_exit(pid));
         /* PID 1 of the new PID namespace */
         if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return 9;
-        pid = fork();
-        if (pid < 0)
+        if (fork_on() < 0)
                 return 8;
-        if (pid > 0)
-                _exit(wait_exit(pid));
         return own_ns && unshare(CLONE_NEWNS) < 0 ? 10 : 0;
 }
 
@@ -451,11 +480,20 @@ static uint64_t mount_id(const char *path) {
         return stx.stx_mnt_id;
 }
 
+/* Create an empty file at path (an entry of nsd's record); 0 or -errno. */
+static int touch(const char *path) {
+        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+        if (fd < 0)
+                return -errno;
+        close(fd);
+        return 0;
+}
+
 /* The root a mode=chroot login gets: a tmpfs on chroot_path (in PID 1's namespace of the
  * sandbox) with a /proc and nsd's record (at made_path inside) naming its mount id. */
 static int sandbox_chroot_root(void) {
         char path[PATH_MAX], marker[PATH_MAX + NSD_MADE_NAME_MAX];
-        int fd;
 
         if (mount("tmpfs", chroot_path, "tmpfs", 0, "mode=0755") < 0)
                 return 11;
@@ -471,18 +509,13 @@ static int sandbox_chroot_root(void) {
         if (mkdir(path, 0755) < 0)
                 return 13;
         snprintf(marker, sizeof(marker), "%s/" NSD_MADE_ROOT_FMT, path, mount_id(chroot_path));
-        fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return 14;
-        close(fd);
-        return 0;
+        return touch(marker) < 0 ? 14 : 0;
 }
 
 /* nsd's record, with the PAM process's namespace in it or not */
 static int sandbox_record(enum sandbox sb) {
         char marker[PATH_MAX];
         struct stat st;
-        int fd;
 
         /* a record of our own, seen only in this namespace */
         if (mount("tmpfs", made_path, "tmpfs", 0,
@@ -491,11 +524,7 @@ static int sandbox_record(enum sandbox sb) {
                 return 6;
         snprintf(marker, sizeof(marker), "%s/" NSD_MADE_NS_FMT, made_path,
                  (uint64_t) (sb == SANDBOX_NS_FOREIGN ? st.st_ino + 1 : st.st_ino));
-        fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return 7;
-        close(fd);
-        return 0;
+        return touch(marker) < 0 ? 7 : 0;
 }
 
 /* The child's private mount namespace; 0 or the number of the step that failed. */
@@ -685,19 +714,10 @@ static void run_case(const struct pam_case *c) {
 #define CHECK_NO_LOG(c, s) \
         (ok(!log_has(s), "%s: log does not say '%s'", (c)->name, s) || (show_log(), false))
 
-static const char *pam_code_name(int code) {
-        switch (code) {
-        case PAM_SUCCESS:
-                return "PAM_SUCCESS";
-        case PAM_SESSION_ERR:
-                return "PAM_SESSION_ERR";
-        case PAM_PERM_DENIED:
-                return "PAM_PERM_DENIED";
-        case PAM_IGNORE:
-                return "PAM_IGNORE";
-        default:
-                return "another code";
-        }
+/* Run c; is the open's return code want? */
+static bool run_open(const struct pam_case *c, int want) {
+        run_case(c);
+        return CHECK_RC(c, "open", res.open_rc, want);
 }
 
 /* a stack line that succeeds, so that our PAM_IGNORE shows as PAM_SUCCESS (libpam fails a
@@ -721,23 +741,20 @@ static void case_root(void) {
                 .name = "root", .user = "root", .args = "debug socket=@SOCKET@", .extra = PERMIT
         };
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "root: no connection to nsd was attempted");
         CHECK_LOG(&c, "user 'root' is root: not moving the session into a user's namespace");
 
         c.name = "root, nsd down";
         c.args = "socket=/nonexistent/nsd.sock";
         c.extra = PERMIT;
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(log_lines(), 0, "root, nsd down: not a word in the log");
 
         /* a typo in the stack must not lock root out */
         c.name = "root, bad argument";
         c.args = "timeout=forever socket=@SOCKET@";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "root, bad argument: no connection");
         CHECK_LOG(&c, "bad argument 'timeout=forever' (expected seconds");
         CHECK_LOG(&c, "root's session is not refused, every other user's is");
@@ -749,8 +766,7 @@ static void case_unmanaged(void) {
                               .args = RANGE " debug socket=@SOCKET@",
                               .extra = PERMIT };
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "uid 500: no connection to nsd was attempted");
         CHECK_LOG(&c, "user 'sys' (uid 500) is outside min_uid=1000..max_uid=60000: not moving the "
                       "session into a user's namespace");
@@ -758,8 +774,7 @@ static void case_unmanaged(void) {
         c.name = "uid 70000, nsd down";
         c.user = "high";
         c.args = RANGE " socket=/nonexistent/nsd.sock";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(log_lines(), 0, "uid 70000, nsd down: not a word in the log");
 
         c.name = "uid 500, min_uid=400";
@@ -775,8 +790,7 @@ static void case_unmanaged(void) {
                                 .args = RANGE " debug socket=@SOCKET@",
                                 .extra = PERMIT,
                                 .cfg = { .join_error = -ENXIO, .join_message = "not in Users=" } };
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         CHECK_LOG(&c, "user 'alice' is not managed by nsd's policy: not moving the session");
         CHECK_NO_LOG(&c, "cannot join");
         ok(rec.session_closes == 0, "JOIN -ENXIO: nothing to close");
@@ -788,8 +802,7 @@ static void case_skip(void) {
                               .args = RANGE " skip_users=someone,alice,else socket=@SOCKET@",
                               .extra = PERMIT };
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "skip_users: nsd was never asked");
         is_int(log_lines(), 0, "skip_users: silent without debug");
 
@@ -799,8 +812,7 @@ static void case_skip(void) {
 
         c.name = "only_group=fuse, alice not a member";
         c.args = RANGE " only_group=fuse socket=@SOCKET@";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         is_int(rec.connections, 0, "only_group=fuse, alice: nsd was never asked");
 
         c.name = "only_group=fuse, bob a member";
@@ -846,8 +858,7 @@ static void case_bad_values(void) {
 
                 /* RANGE first: a later min_uid/max_uid overrides it */
                 snprintf(args, sizeof(args), RANGE " %s socket=@SOCKET@", cases[i].args);
-                run_case(&c);
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+                run_open(&c, PAM_SESSION_ERR);
                 CHECK_LOG(&c, cases[i].want);
                 is_int(rec.connections, 0, "%s: nsd was never asked", c.name);
                 is_int(log_lines(), 1, "%s: one line", c.name);
@@ -872,8 +883,7 @@ static void case_nsd_down(void) {
                               .args = RANGE " socket=/nonexistent/nsd.sock" };
         int fd;
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
         CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd at "
                       "/nonexistent/nsd.sock is not running (No such file or directory)");
         is_int(log_lines(), 1, "alice, no socket: ONE line");
@@ -890,8 +900,7 @@ static void case_nsd_down(void) {
 
                 snprintf(args, sizeof(args), RANGE " socket=%s", dead_path);
                 c.args = args;
-                run_case(&c);
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+                run_open(&c, PAM_SESSION_ERR);
                 CHECK_LOG(&c, "is not running (Connection refused)");
                 is_int(log_lines(), 1, "alice, dead socket: ONE line");
         }
@@ -901,8 +910,7 @@ static void case_nsd_down(void) {
         c.args = RANGE " socket=/nonexistent/nsd.sock";
         c.control = "optional";
         c.extra = "session required pam_permit.so\n";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         CHECK_LOG(&c, "nsd at /nonexistent/nsd.sock is not running");
         ok(res.nsfs_left_open == 0, "optional, nsd down: no namespace descriptor left open");
         CHECK_RC(&c, "close", res.close_rc, PAM_SUCCESS);
@@ -1049,8 +1057,7 @@ static void case_refused(void) {
                          .join_message = "only root may join another user's namespace" }
         };
 
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
         CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd refused the "
                       "request (Operation not permitted); nsd says: only root may join another "
                       "user's namespace");
@@ -1066,8 +1073,7 @@ static void case_refused(void) {
                          .join_message = "the user database (NSS) did not answer for uid 1500 "
                                          "within 2 s (LookupTimeoutSec=)" }
         };
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
         CHECK_LOG(&c, "cannot join the mount namespace of user 'alice' (uid 1500): nsd gave up "
                       "waiting for what it needed to decide (Connection timed out); nsd says: "
                       "the user database (NSS) did not answer for uid 1500 within 2 s "
@@ -1083,8 +1089,7 @@ static void case_refused(void) {
                                         .user = "alice",
                                         .args = RANGE " socket=@SOCKET@",
                                         .cfg = { .minor = minor, .session_open_error = -EUSERS } };
-                run_case(&c);
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+                run_open(&c, PAM_SESSION_ERR);
                 CHECK_LOG(&c, "a limit of nsd is reached");
                 CHECK_LOG(&c, "nsd says: fake nsd: no more sessions");
                 ok(res.nsfs_left_open == 0, "%s: no namespace descriptor left open", c.name);
@@ -1115,8 +1120,7 @@ static void case_threaded(void) {
                 tap_skip("multi-threaded caller: setns needs root");
                 return;
         }
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
         CHECK_LOG(&c, "multi-threaded");
         CHECK_LOG(&c, "mode=chroot");
         ok(rec.session_closes == 1 && rec.sc_id == 4242,
@@ -1125,8 +1129,7 @@ static void case_threaded(void) {
 
         c.name = "multi-threaded, mode=chroot";
         c.args = RANGE " mode=chroot socket=@SOCKET@";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         ok(rec.join_sessions == 1 && rec.session_closes == 1,
            "multi-threaded, mode=chroot: joined, closed at the end");
 }
@@ -1138,6 +1141,15 @@ static bool sandbox_ran(const struct pam_case *c) {
                 tap_skip("%s: no private mount namespace here (step %d)", c->name, res.sandbox_rc);
                 return false;
         }
+        return true;
+}
+
+/* Run c in its sandbox and check the open's return code; false (skipped) without the sandbox. */
+static bool run_sandboxed(const struct pam_case *c, int want_open) {
+        run_case(c);
+        if (!sandbox_ran(c))
+                return false;
+        CHECK_RC(c, "open", res.open_rc, want_open);
         return true;
 }
 
@@ -1164,25 +1176,17 @@ static void case_sandbox(void) {
 
         c.name = "no socket=, both sockets";
         c.sandbox = SANDBOX_ROOT_SOCK;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 is_int(rec.connections, 2,
                        "no socket=, both sockets: open and close went to root's socket");
-        }
         c.name = "no socket=, no root socket (nsd < 1.2)";
         c.sandbox = SANDBOX_USER_SOCK;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 is_int(rec.connections, 2,
                        "no root socket: open and close went to the user socket");
-        }
         c.name = "no socket=, root socket refused";
         c.sandbox = SANDBOX_ROOT_DEAD;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        if (run_sandboxed(&c, PAM_SESSION_ERR)) {
                 CHECK_LOG(&c, "nsd at /run/nsd/root.socket is not running (Connection refused)");
                 is_int(rec.connections, 0, "root socket refused: no fallback to the user socket");
         }
@@ -1194,9 +1198,7 @@ static void case_sandbox(void) {
                                 .args = "debug socket=@SOCKET@",
                                 .extra = PERMIT,
                                 .sandbox = SANDBOX_DEFS };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 is_int(rec.connections, 0,
                        "login.defs 2000..3000: uid 1500 is left alone, no connection");
                 CHECK_LOG(&c, "outside min_uid=2000..max_uid=3000");
@@ -1204,31 +1206,22 @@ static void case_sandbox(void) {
         c.name = "login.defs 2000..3000, uid 2500";
         c.user = "mid";
         c.extra = NULL;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 is_int(rec.join_sessions, 1, "login.defs 2000..3000: uid 2500 joins");
-        }
         c.name = "login.defs 2000..3000, max_uid=1600";
         c.user = "alice";
         c.args = "max_uid=1600 socket=@SOCKET@";
         c.extra = PERMIT;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        if (run_sandboxed(&c, PAM_SESSION_ERR))
                 CHECK_LOG(&c, "bad arguments: min_uid=2000 is above max_uid=1600 (the other one "
                               "from /etc/login.defs)");
-        }
         write_defs("UID_MIN lots\n");
         c = (struct pam_case) { .name = "login.defs UID_MIN lots",
                                 .user = "alice",
                                 .args = "socket=@SOCKET@",
                                 .sandbox = SANDBOX_DEFS };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 CHECK_LOG(&c, "UID_MIN of /etc/login.defs is 'lots', not a uid; using 1000");
-        }
         write_defs("# no UID_MIN, no UID_MAX\n");
         c = (struct pam_case) { .name = "login.defs without UID_*, uid 70000",
                                 .user = "high",
@@ -1292,12 +1285,10 @@ static void case_missing_module(void) {
                 return;
         c.control = control;
         c.name = "the profile's line naming a missing module, root";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
         c.name = "the profile's line naming a missing module, alice";
         c.user = "alice";
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        run_open(&c, PAM_SUCCESS);
 
         /* the module that is there still refuses a managed login nsd cannot serve */
         c = (struct pam_case) { .name = "the profile's line, nsd down, alice",
@@ -1305,8 +1296,7 @@ static void case_missing_module(void) {
                                 .args = RANGE " socket=/nonexistent/nsd.sock",
                                 .control = control,
                                 .extra = PERMIT };
-        run_case(&c);
-        CHECK_RC(&c, "open", res.open_rc, PAM_SESSION_ERR);
+        run_open(&c, PAM_SESSION_ERR);
 }
 
 /* ---- crossing users: root and unmanaged users leave a namespace nsd made -------------------- */
@@ -1328,9 +1318,7 @@ static void case_crossing(void) {
 
         c.name = "root, in a namespace nsd made";
         c.sandbox = SANDBOX_NS_MADE;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name) ||
                         (show_log(), 0);
                 is_int(rec.connections, 0, "%s: nsd was not asked", c.name);
@@ -1342,9 +1330,7 @@ static void case_crossing(void) {
         c.sandbox = SANDBOX_CHROOT_MADE;
         if (mkdir(chroot_path, 0755) < 0 && errno != EEXIST)
                 tap_bail_errno(chroot_path);
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(!res.root_was_init && res.root_is_init && res.ns_after == res.ns_before &&
                            res.ns_after == res.init_ns,
                    "%s: the session's root is PID 1's again, in the same namespace", c.name) ||
@@ -1356,10 +1342,8 @@ static void case_crossing(void) {
 
         c.name = "root, nsd down, in a namespace nsd made";
         c.args = "socket=/nonexistent/nsd.sock";
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                /* the record is beside socket=: none here, so the session stays */
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        /* the record is beside socket=: none here, so the session stays */
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(!moved_to_init() && res.ns_after == res.ns_before,
                    "%s, record elsewhere: the session stays", c.name);
                 is_int(log_lines(), 0, "%s: not a word in the log", c.name);
@@ -1368,9 +1352,7 @@ static void case_crossing(void) {
         c.name = "root, in a namespace nsd did not make (a container, a sandbox)";
         c.args = "debug socket=@SOCKET@";
         c.sandbox = SANDBOX_NS_FOREIGN;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(res.ns_after == res.ns_before && res.ns_after != res.init_ns,
                    "%s: the session stays in its namespace", c.name);
                 CHECK_LOG(&c, "the session of user 'root' stays where it is: it is in a mount "
@@ -1379,9 +1361,7 @@ static void case_crossing(void) {
 
         c.name = "root, in a namespace named in a record others may write to";
         c.sandbox = SANDBOX_NS_UNTRUSTED;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(res.ns_after == res.ns_before, "%s: the session stays", c.name);
                 CHECK_LOG(&c, "nsd's record of the namespaces it made cannot be trusted");
         }
@@ -1389,29 +1369,22 @@ static void case_crossing(void) {
         c.name = "root, unmanaged=stay, in a namespace nsd made";
         c.args = "debug unmanaged=stay socket=@SOCKET@";
         c.sandbox = SANDBOX_NS_MADE;
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(res.ns_after == res.ns_before, "%s: the session stays, as before", c.name);
                 CHECK_NO_LOG(&c, "moved the session");
         }
 
         c.name = "root, a bad argument, in a namespace nsd made";
         c.args = "timeout=forever socket=@SOCKET@";
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 ok(moved_to_init(), "%s: not refused, and moved", c.name);
-        }
 
         c = (struct pam_case) { .name = "uid 500 (unmanaged), in a namespace nsd made",
                                 .user = "sys",
                                 .args = RANGE " debug socket=@SOCKET@",
                                 .extra = PERMIT,
                                 .sandbox = SANDBOX_NS_MADE };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS)) {
                 ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name);
                 is_int(rec.connections, 0, "%s: nsd was not asked", c.name);
         }
@@ -1426,11 +1399,8 @@ static void case_crossing(void) {
         c.name = "not managed by nsd's policy (ENXIO), in a namespace nsd made";
         c.args = RANGE " socket=@SOCKET@";
         c.cfg = (struct fake_nsd_config) { .join_error = -ENXIO, .join_message = "not in Users=" };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 ok(moved_to_init(), "%s: the session is in PID 1's mount namespace", c.name);
-        }
 
         /* a managed target goes to its own namespace, as before (the fake hands out the
          * child's own namespace: it stays where it is, and is registered) */
@@ -1438,12 +1408,9 @@ static void case_crossing(void) {
                                 .user = "alice",
                                 .args = RANGE " socket=@SOCKET@",
                                 .sandbox = SANDBOX_NS_MADE };
-        run_case(&c);
-        if (sandbox_ran(&c)) {
-                CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        if (run_sandboxed(&c, PAM_SUCCESS))
                 ok(rec.join_sessions == 1 && res.ns_after == res.ns_before,
                    "%s: joined the namespace nsd handed out", c.name);
-        }
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
