@@ -32,6 +32,25 @@ static const char *const share_keys[] = { "Path",        "Users",      "Groups",
 static const char *const volume_keys[] = { "Type",   "Source", "Where",     "Options", "Users",
                                            "Groups", "Start",  "OnFailure", NULL };
 
+static const char *const polydir_method_names[] = {
+        [POLYDIR_METHOD_USER] = "user",
+        [POLYDIR_METHOD_TMPFS] = "tmpfs",
+};
+static const char *const share_propagation_names[] = {
+        [SHARE_PROPAGATION_MEMBERS] = "members",
+        [SHARE_PROPAGATION_HOST] = "host",
+        [SHARE_PROPAGATION_BOTH] = "both",
+        [SHARE_PROPAGATION_PER_USER] = "per-user",
+};
+
+/* The index of value among the n names (NULL ones are holes), or -EINVAL. */
+static int name_index(const char *const *names, size_t n, const char *value) {
+        for (size_t i = 0; i < n; i++)
+                if (names[i] && strcmp(names[i], value) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
 /* OnFailure=: 1 continue, 0 refuse, or -EINVAL with *ret_why. */
 static int parse_on_failure(const char *value, char **ret_why) {
         if (strcmp(value, "refuse") == 0)
@@ -48,15 +67,29 @@ void setup_conf_init(SetupConf *ret) {
         *ret = (SetupConf) { .timeout_usec = SETUP_TIMEOUT_USEC_DEFAULT };
 }
 
+static void options_free(MountOption *o, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                g_free(o[i].key);
+                g_free(o[i].value);
+        }
+        g_free(o);
+}
+
+static MountOption *options_copy(const MountOption *o, size_t n) {
+        MountOption *c = g_new0(MountOption, n);
+
+        for (size_t i = 0; i < n; i++) {
+                c[i].key = g_strdup(o[i].key);
+                c[i].value = g_strdup(o[i].value);
+        }
+        return c;
+}
+
 static void polydir_done(Polydir *p) {
         g_free(p->name);
         g_free(p->path);
         g_free(p->instance_prefix);
-        for (size_t i = 0; i < p->n_options; i++) {
-                g_free(p->options[i].key);
-                g_free(p->options[i].value);
-        }
-        g_free(p->options);
+        options_free(p->options, p->n_options);
         g_strfreev(p->only_users);
         g_strfreev(p->exclude_users);
         g_free(p->init_script);
@@ -76,24 +109,6 @@ static void share_done(Share *sh) {
         g_strfreev(sh->users);
         g_strfreev(sh->groups);
         g_free(sh->file);
-}
-
-static void options_free(MountOption *o, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                g_free(o[i].key);
-                g_free(o[i].value);
-        }
-        g_free(o);
-}
-
-static MountOption *options_copy(const MountOption *o, size_t n) {
-        MountOption *c = g_new0(MountOption, n);
-
-        for (size_t i = 0; i < n; i++) {
-                c[i].key = g_strdup(o[i].key);
-                c[i].value = g_strdup(o[i].value);
-        }
-        return c;
 }
 
 static void volume_done(Volume *v) {
@@ -139,11 +154,7 @@ void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
                 b->name = g_strdup(a->name);
                 b->path = g_strdup(a->path);
                 b->instance_prefix = g_strdup(a->instance_prefix);
-                b->options = g_new0(MountOption, a->n_options);
-                for (size_t j = 0; j < a->n_options; j++) {
-                        b->options[j].key = g_strdup(a->options[j].key);
-                        b->options[j].value = g_strdup(a->options[j].value);
-                }
+                b->options = options_copy(a->options, a->n_options);
                 b->only_users = g_strdupv(a->only_users);
                 b->exclude_users = g_strdupv(a->exclude_users);
                 b->init_script = g_strdup(a->init_script);
@@ -725,6 +736,20 @@ static int set_volume(Volume *v, const char *key, const char *value, unsigned li
         g_assert_not_reached();
 }
 
+/* A number from 1 to max (MaxMembers=, MaxMountsPerUser=). */
+static int set_count(unsigned *field, const char *key, const char *value, unsigned max,
+                     char **ret_why) {
+        unsigned long long v;
+
+        if (config_parse_uint(value, 1, max, &v) < 0) {
+                *ret_why = g_strdup_printf("%s=%s: expected a number from 1 to %u", key, value,
+                                           max);
+                return -EINVAL;
+        }
+        *field = (unsigned) v;
+        return 0;
+}
+
 static int set_share(Share *sh, const char *key, const char *value, char **ret_why) {
 #define KEY(name) (strcmp(key, name) == 0)
         if (KEY("Path"))
@@ -733,46 +758,23 @@ static int set_share(Share *sh, const char *key, const char *value, char **ret_w
         if (KEY("Users") || KEY("Groups"))
                 return set_members(KEY("Users") ? &sh->users : &sh->groups, key, value, ret_why);
         if (KEY("Propagation")) {
-                if (strcmp(value, "members") == 0)
-                        sh->propagation = SHARE_PROPAGATION_MEMBERS;
-                else if (strcmp(value, "host") == 0)
-                        sh->propagation = SHARE_PROPAGATION_HOST;
-                else if (strcmp(value, "both") == 0)
-                        sh->propagation = SHARE_PROPAGATION_BOTH;
-                else if (strcmp(value, "per-user") == 0)
-                        sh->propagation = SHARE_PROPAGATION_PER_USER;
-                else {
+                int r = name_index(share_propagation_names, G_N_ELEMENTS(share_propagation_names),
+                                   value);
+
+                if (r < 0) {
                         *ret_why = g_strdup_printf("Propagation=%s: expected 'members', 'host', "
                                                    "'both' or 'per-user'",
                                                    value);
-                        return -EINVAL;
+                        return r;
                 }
+                sh->propagation = (SharePropagation) r;
                 return 0;
         }
-        if (KEY("MaxMembers")) {
-                unsigned long long v;
-
-                if (config_parse_uint(value, 1, SHARE_MAX_MEMBERS_LIMIT, &v) < 0) {
-                        *ret_why = g_strdup_printf("MaxMembers=%s: expected a number from 1 to "
-                                                   "%u",
-                                                   value, SHARE_MAX_MEMBERS_LIMIT);
-                        return -EINVAL;
-                }
-                sh->max_members = (unsigned) v;
-                return 0;
-        }
-        if (KEY("MaxMountsPerUser")) {
-                unsigned long long v;
-
-                if (config_parse_uint(value, 1, SHARE_MAX_MOUNTS_PER_USER_LIMIT, &v) < 0) {
-                        *ret_why = g_strdup_printf("MaxMountsPerUser=%s: expected a number from "
-                                                   "1 to %u",
-                                                   value, SHARE_MAX_MOUNTS_PER_USER_LIMIT);
-                        return -EINVAL;
-                }
-                sh->max_mounts_per_user = (unsigned) v;
-                return 0;
-        }
+        if (KEY("MaxMembers"))
+                return set_count(&sh->max_members, key, value, SHARE_MAX_MEMBERS_LIMIT, ret_why);
+        if (KEY("MaxMountsPerUser"))
+                return set_count(&sh->max_mounts_per_user, key, value,
+                                 SHARE_MAX_MOUNTS_PER_USER_LIMIT, ret_why);
 #undef KEY
         g_assert_not_reached();
 }
@@ -789,16 +791,15 @@ static int set_polydir(Polydir *p, const char *key, const char *value, char **re
         if (KEY("InitScript"))
                 return set_template(&p->init_script, value, 0, key, ret_why);
         if (KEY("Method")) {
-                if (strcmp(value, "user") == 0)
-                        p->method = POLYDIR_METHOD_USER;
-                else if (strcmp(value, "tmpfs") == 0)
-                        p->method = POLYDIR_METHOD_TMPFS;
-                else {
+                int r = name_index(polydir_method_names, G_N_ELEMENTS(polydir_method_names), value);
+
+                if (r < 0) {
                         *ret_why = g_strdup_printf("Method=%s: expected 'user' (a persistent "
                                                    "instance directory) or 'tmpfs'",
                                                    value);
-                        return -EINVAL;
+                        return r;
                 }
+                p->method = (PolydirMethod) r;
                 return 0;
         }
         if (KEY("MountOptions"))
@@ -966,21 +967,65 @@ static int path_relation(const char *path, const char *other) {
         return strncmp(other, path, a) == 0 && other[a] == '/' ? PATH_ABOVE : PATH_APART;
 }
 
-static const char *relation_words(int rel) {
-        switch (rel) {
-        case PATH_SAME:
-                return "is";
-        case PATH_UNDER:
-                return "is under";
-        default:
-                return "is above";
-        }
-}
+static const char *const relation_words[] = {
+        [PATH_SAME] = "is",
+        [PATH_UNDER] = "is under",
+        [PATH_ABOVE] = "is above",
+};
 
 const char *setup_path_overlap(const char *path, const char *other) {
         int rel = path_relation(path, other);
 
-        return rel == PATH_APART ? NULL : relation_words(rel);
+        return rel == PATH_APART ? NULL : relation_words[rel];
+}
+
+/* A path-valued key of one group, as the checks below name it. */
+typedef struct PathKey {
+        const char *group; /* "Share" */
+        const char *name;
+        const char *key;  /* "Path" */
+        const char *noun; /* "path" */
+        const char *path;
+        const char *file;
+        unsigned line;
+} PathKey;
+
+static PathKey polydir_path(const Polydir *p) {
+        return (PathKey) { "Polydir", p->name, "Path", "path", p->path, p->file, p->line };
+}
+
+static PathKey bind_target(const BindReadOnly *b) {
+        return (PathKey) {
+                "BindReadOnly", b->name, "Target", "target", b->target, b->file, b->line
+        };
+}
+
+static PathKey share_path(const Share *sh) {
+        return (PathKey) { "Share", sh->name, "Path", "path", sh->path, sh->file, sh->line };
+}
+
+static PathKey volume_where(const Volume *v) {
+        return (PathKey) { "Volume", v->name, "Where", "mount point", v->where, v->file, v->line };
+}
+
+/* a's path is b's too: an error at a. */
+static int check_unique(PathKey a, PathKey b, char **ret_error) {
+        if (strcmp(a.path, b.path) != 0)
+                return 0;
+        return fail_at(ret_error, a.file, a.line, "[%s %s] %s=%s is the %s of [%s %s] (%s:%u) too",
+                       a.group, a.name, a.key, a.path, b.noun, b.group, b.name, b.file, b.line);
+}
+
+/* a's path is, is under or is above b's: an error at a, saying why that is refused. */
+static int check_apart(PathKey a, PathKey b, const char *why, char **ret_error) {
+        int rel = path_relation(a.path, b.path);
+
+        if (rel == PATH_APART)
+                return 0;
+        return fail_at(ret_error, a.file, a.line,
+                       "[%s %s] %s=%s %s the %s of [%s %s] (%s:%u), %s=%s: %s", a.group, a.name,
+                       a.key, a.path, relation_words[rel], b.noun, b.group, b.name, b.file, b.line,
+                       b.key, b.path, why);
 }
 
 /* The shares, once the polydirs (PrivateTmp=yes's too, polydirs[0] when private_tmp) and the
@@ -988,6 +1033,8 @@ const char *setup_path_overlap(const char *path, const char *other) {
  * A polydir whose Path= has a specifier (%h/...) differs per user: compared once
  * expanded, in plan_share_overlap_check() (domain/setup.c). */
 static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) {
+        int r;
+
         for (size_t i = 0; i < s->n_shares; i++) {
                 const Share *sh = &s->shares[i];
 
@@ -1000,15 +1047,10 @@ static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) 
                                        "no default membership (say who its members are)",
                                        sh->name);
                 for (size_t j = 0; j < i; j++) {
-                        const Share *o = &s->shares[j];
-                        int rel = path_relation(sh->path, o->path);
-
-                        if (rel != PATH_APART)
-                                return fail_at(ret_error, sh->file, sh->line,
-                                               "[Share %s] Path=%s %s the path of [Share %s] "
-                                               "(%s:%u), Path=%s: overlapping shares",
-                                               sh->name, sh->path, relation_words(rel), o->name,
-                                               o->file, o->line, o->path);
+                        r = check_apart(share_path(sh), share_path(&s->shares[j]),
+                                        "overlapping shares", ret_error);
+                        if (r < 0)
+                                return r;
                 }
                 for (size_t j = 0; j < s->n_polydirs; j++) {
                         const Polydir *p = &s->polydirs[j];
@@ -1024,25 +1066,16 @@ static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) 
                                                "[Share %s] Path=%s %s /tmp, the polydir of "
                                                "PrivateTmp=yes (%s:%u): a share cannot overlap "
                                                "a polydir",
-                                               sh->name, sh->path, relation_words(rel), p->file,
+                                               sh->name, sh->path, relation_words[rel], p->file,
                                                p->line);
-                        return fail_at(ret_error, sh->file, sh->line,
-                                       "[Share %s] Path=%s %s the path of [Polydir %s] (%s:%u), "
-                                       "Path=%s: a share cannot overlap a polydir",
-                                       sh->name, sh->path, relation_words(rel), p->name, p->file,
-                                       p->line, p->path);
+                        return check_apart(share_path(sh), polydir_path(p),
+                                           "a share cannot overlap a polydir", ret_error);
                 }
                 for (size_t j = 0; j < s->n_binds; j++) {
-                        const BindReadOnly *b = &s->binds[j];
-                        int rel = path_relation(sh->path, b->target);
-
-                        if (rel != PATH_APART)
-                                return fail_at(ret_error, sh->file, sh->line,
-                                               "[Share %s] Path=%s %s the target of "
-                                               "[BindReadOnly %s] (%s:%u), Target=%s: a share "
-                                               "cannot overlap a read-only bind",
-                                               sh->name, sh->path, relation_words(rel), b->name,
-                                               b->file, b->line, b->target);
+                        r = check_apart(share_path(sh), bind_target(&s->binds[j]),
+                                        "a share cannot overlap a read-only bind", ret_error);
+                        if (r < 0)
+                                return r;
                 }
         }
         return 0;
@@ -1052,6 +1085,8 @@ static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) 
  * Where= (without a specifier) that overlaps a share's path: a mount under a share travels
  * to its other members (one with a specifier: per user, plan_share_overlap_check()). */
 static int check_volumes(SetupConf *s, char **ret_error) {
+        int r;
+
         for (size_t i = 0; i < s->n_volumes; i++) {
                 Volume *v = &s->volumes[i];
                 const char *missing = !v->type     ? "Type="
@@ -1081,26 +1116,20 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                                        "[Volume %s] has neither Users= nor Groups=: a volume has "
                                        "no default membership (say whose namespaces get it)",
                                        v->name);
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(s->volumes[j].where, v->where) == 0)
-                                return fail_at(ret_error, v->file, v->line,
-                                               "[Volume %s] Where=%s is the mount point of "
-                                               "[Volume %s] (%s:%u) too",
-                                               v->name, v->where, s->volumes[j].name,
-                                               s->volumes[j].file, s->volumes[j].line);
+                for (size_t j = 0; j < i; j++) {
+                        r = check_unique(volume_where(v), volume_where(&s->volumes[j]), ret_error);
+                        if (r < 0)
+                                return r;
+                }
                 if (strchr(v->where, '%'))
                         continue;
                 for (size_t j = 0; j < s->n_shares; j++) {
-                        const Share *sh = &s->shares[j];
-                        int rel = path_relation(v->where, sh->path);
-
-                        if (rel != PATH_APART)
-                                return fail_at(ret_error, v->file, v->line,
-                                               "[Volume %s] Where=%s %s the path of [Share %s] "
-                                               "(%s:%u), Path=%s: a volume's mount would travel "
-                                               "to the share's other members",
-                                               v->name, v->where, relation_words(rel), sh->name,
-                                               sh->file, sh->line, sh->path);
+                        r = check_apart(volume_where(v), share_path(&s->shares[j]),
+                                        "a volume's mount would travel to the share's other "
+                                        "members",
+                                        ret_error);
+                        if (r < 0)
+                                return r;
                 }
         }
         return 0;
@@ -1116,13 +1145,11 @@ int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_fi
                 r = check_polydir(p, ret_error);
                 if (r < 0)
                         return r;
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(s->polydirs[j].path, p->path) == 0)
-                                return fail_at(ret_error, p->file, p->line,
-                                               "[Polydir %s] Path=%s is the path of [Polydir "
-                                               "%s] (%s:%u) too",
-                                               p->name, p->path, s->polydirs[j].name,
-                                               s->polydirs[j].file, s->polydirs[j].line);
+                for (size_t j = 0; j < i; j++) {
+                        r = check_unique(polydir_path(p), polydir_path(&s->polydirs[j]), ret_error);
+                        if (r < 0)
+                                return r;
+                }
                 if (private_tmp && strcmp(p->path, "/tmp") == 0)
                         return fail_at(ret_error, private_tmp_file, private_tmp_line,
                                        "PrivateTmp=yes and [Polydir %s] (%s:%u) both make /tmp: "
@@ -1135,13 +1162,11 @@ int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_fi
                 if (!b->source || !b->target)
                         return fail_at(ret_error, b->file, b->line, "[BindReadOnly %s] has no %s",
                                        b->name, b->source ? "Target=" : "Source=");
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(s->binds[j].target, b->target) == 0)
-                                return fail_at(ret_error, b->file, b->line,
-                                               "[BindReadOnly %s] Target=%s is the target of "
-                                               "[BindReadOnly %s] (%s:%u) too",
-                                               b->name, b->target, s->binds[j].name,
-                                               s->binds[j].file, s->binds[j].line);
+                for (size_t j = 0; j < i; j++) {
+                        r = check_unique(bind_target(b), bind_target(&s->binds[j]), ret_error);
+                        if (r < 0)
+                                return r;
+                }
         }
         if (private_tmp) {
                 /* PrivateTmp=yes: a tmpfs polydir on /tmp, first, as it always was */
@@ -1184,6 +1209,13 @@ static void digest_strv(GChecksum *c, const char *tag, char **v) {
                 digest_str(c, "-", *v);
 }
 
+static void digest_options(GChecksum *c, const MountOption *o, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                digest_str(c, "option", o[i].key);
+                digest_str(c, "=", o[i].value);
+        }
+}
+
 const char *setup_conf_generation(const SetupConf *s, bool propagation_private, char *buf,
                                   size_t size) {
         g_autoptr(GChecksum) c = g_checksum_new(G_CHECKSUM_SHA256);
@@ -1201,10 +1233,7 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                          (unsigned long long) p->mount_attr, (int) p->no_init);
                 digest_str(c, "numbers", num);
                 digest_str(c, "prefix", p->instance_prefix);
-                for (size_t j = 0; j < p->n_options; j++) {
-                        digest_str(c, "option", p->options[j].key);
-                        digest_str(c, "=", p->options[j].value);
-                }
+                digest_options(c, p->options, p->n_options);
                 digest_strv(c, "only", p->only_users);
                 digest_strv(c, "exclude", p->exclude_users);
                 digest_str(c, "script", p->init_script);
@@ -1234,10 +1263,7 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                 snprintf(num, sizeof num, "%llu %d", (unsigned long long) v->mount_attr,
                          (int) v->start);
                 digest_str(c, "numbers", num);
-                for (size_t j = 0; j < v->n_options; j++) {
-                        digest_str(c, "option", v->options[j].key);
-                        digest_str(c, "=", v->options[j].value);
-                }
+                digest_options(c, v->options, v->n_options);
                 digest_strv(c, "users", v->users);
                 digest_strv(c, "groups", v->groups);
         }
@@ -1331,17 +1357,9 @@ const char *volume_describe(const Volume *v, char *buf, size_t size) {
 }
 
 const char *share_propagation_to_string(SharePropagation p) {
-        switch (p) {
-        case SHARE_PROPAGATION_MEMBERS:
-                return "members";
-        case SHARE_PROPAGATION_HOST:
-                return "host";
-        case SHARE_PROPAGATION_BOTH:
-                return "both";
-        case SHARE_PROPAGATION_PER_USER:
-                return "per-user";
-        }
-        return "?";
+        if ((size_t) p >= G_N_ELEMENTS(share_propagation_names))
+                return "?";
+        return share_propagation_names[p];
 }
 
 const char *share_anchor_name(const Share *s, char *buf, size_t size) {
