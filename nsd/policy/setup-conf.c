@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <glib.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -15,10 +16,6 @@
 #include "volume-options.h"
 
 #define GROUP_SETUP "Setup"
-#define PREFIX_POLYDIR "Polydir "
-#define PREFIX_BIND "BindReadOnly "
-#define PREFIX_SHARE "Share "
-#define PREFIX_VOLUME "Volume "
 
 static const char *const setup_keys[] = { "InitScript", "TimeoutSec", "OnFailure", NULL };
 static const char *const polydir_keys[] = {
@@ -85,7 +82,9 @@ static MountOption *options_copy(const MountOption *o, size_t n) {
         return c;
 }
 
-static void polydir_done(Polydir *p) {
+static void polydir_done(void *object) {
+        Polydir *p = object;
+
         g_free(p->name);
         g_free(p->path);
         g_free(p->instance_prefix);
@@ -96,14 +95,18 @@ static void polydir_done(Polydir *p) {
         g_free(p->file);
 }
 
-static void bind_done(BindReadOnly *b) {
+static void bind_done(void *object) {
+        BindReadOnly *b = object;
+
         g_free(b->name);
         g_free(b->source);
         g_free(b->target);
         g_free(b->file);
 }
 
-static void share_done(Share *sh) {
+static void share_done(void *object) {
+        Share *sh = object;
+
         g_free(sh->name);
         g_free(sh->path);
         g_strfreev(sh->users);
@@ -111,7 +114,9 @@ static void share_done(Share *sh) {
         g_free(sh->file);
 }
 
-static void volume_done(Volume *v) {
+static void volume_done(void *object) {
+        Volume *v = object;
+
         g_free(v->name);
         g_free(v->type);
         g_free(v->source);
@@ -123,84 +128,90 @@ static void volume_done(Volume *v) {
         g_free(v->file);
 }
 
-void setup_conf_done(SetupConf *s) {
-        if (!s)
-                return;
-        for (size_t i = 0; i < s->n_polydirs; i++)
-                polydir_done(&s->polydirs[i]);
-        g_free(s->polydirs);
-        for (size_t i = 0; i < s->n_binds; i++)
-                bind_done(&s->binds[i]);
-        g_free(s->binds);
-        for (size_t i = 0; i < s->n_shares; i++)
-                share_done(&s->shares[i]);
-        g_free(s->shares);
-        for (size_t i = 0; i < s->n_volumes; i++)
-                volume_done(&s->volumes[i]);
-        g_free(s->volumes);
-        g_free(s->init_script);
-        g_free(s->init_script_file);
-        memset(s, 0, sizeof *s);
+static void polydir_init(void *object, const char *name, const char *file, unsigned line) {
+        *(Polydir *) object = (Polydir) {
+                .name = g_strdup(name), .mode = -1, .file = g_strdup(file), .line = line
+        };
 }
 
-void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
-        *dst = *src;
-        dst->polydirs = g_new0(Polydir, src->n_polydirs);
-        for (size_t i = 0; i < src->n_polydirs; i++) {
-                const Polydir *a = &src->polydirs[i];
-                Polydir *b = &dst->polydirs[i];
+static void polydir_copy(void *to, const void *from) {
+        const Polydir *a = from;
+        Polydir *b = to;
 
-                *b = *a;
-                b->name = g_strdup(a->name);
-                b->path = g_strdup(a->path);
-                b->instance_prefix = g_strdup(a->instance_prefix);
-                b->options = options_copy(a->options, a->n_options);
-                b->only_users = g_strdupv(a->only_users);
-                b->exclude_users = g_strdupv(a->exclude_users);
-                b->init_script = g_strdup(a->init_script);
-                b->file = g_strdup(a->file);
-        }
-        dst->binds = g_new0(BindReadOnly, src->n_binds);
-        for (size_t i = 0; i < src->n_binds; i++) {
-                const BindReadOnly *a = &src->binds[i];
-                BindReadOnly *b = &dst->binds[i];
+        *b = *a;
+        b->name = g_strdup(a->name);
+        b->path = g_strdup(a->path);
+        b->instance_prefix = g_strdup(a->instance_prefix);
+        b->options = options_copy(a->options, a->n_options);
+        b->only_users = g_strdupv(a->only_users);
+        b->exclude_users = g_strdupv(a->exclude_users);
+        b->init_script = g_strdup(a->init_script);
+        b->file = g_strdup(a->file);
+}
 
-                b->name = g_strdup(a->name);
-                b->source = g_strdup(a->source);
-                b->target = g_strdup(a->target);
-                b->file = g_strdup(a->file);
-                b->line = a->line;
-        }
-        dst->shares = g_new0(Share, src->n_shares);
-        for (size_t i = 0; i < src->n_shares; i++) {
-                const Share *a = &src->shares[i];
-                Share *b = &dst->shares[i];
+static void bind_init(void *object, const char *name, const char *file, unsigned line) {
+        *(BindReadOnly *) object = (BindReadOnly) { .name = g_strdup(name),
+                                                    .file = g_strdup(file),
+                                                    .line = line };
+}
 
-                *b = *a;
-                b->name = g_strdup(a->name);
-                b->path = g_strdup(a->path);
-                b->users = g_strdupv(a->users);
-                b->groups = g_strdupv(a->groups);
-                b->file = g_strdup(a->file);
-        }
-        dst->volumes = g_new0(Volume, src->n_volumes);
-        for (size_t i = 0; i < src->n_volumes; i++) {
-                const Volume *a = &src->volumes[i];
-                Volume *b = &dst->volumes[i];
+static void bind_copy(void *to, const void *from) {
+        const BindReadOnly *a = from;
+        BindReadOnly *b = to;
 
-                *b = *a;
-                b->name = g_strdup(a->name);
-                b->type = g_strdup(a->type);
-                b->source = g_strdup(a->source);
-                b->where = g_strdup(a->where);
-                b->options = options_copy(a->options, a->n_options);
-                b->options_text = g_strdup(a->options_text);
-                b->users = g_strdupv(a->users);
-                b->groups = g_strdupv(a->groups);
-                b->file = g_strdup(a->file);
-        }
-        dst->init_script = g_strdup(src->init_script);
-        dst->init_script_file = g_strdup(src->init_script_file);
+        *b = *a;
+        b->name = g_strdup(a->name);
+        b->source = g_strdup(a->source);
+        b->target = g_strdup(a->target);
+        b->file = g_strdup(a->file);
+}
+
+static void share_init(void *object, const char *name, const char *file, unsigned line) {
+        *(Share *) object = (Share) {
+                .name = g_strdup(name),
+                .propagation = SHARE_PROPAGATION_MEMBERS,
+                .max_members = SHARE_MAX_MEMBERS_DEFAULT,
+                .max_mounts_per_user = SHARE_MAX_MOUNTS_PER_USER_DEFAULT,
+                .file = g_strdup(file),
+                .line = line,
+        };
+}
+
+static void share_copy(void *to, const void *from) {
+        const Share *a = from;
+        Share *b = to;
+
+        *b = *a;
+        b->name = g_strdup(a->name);
+        b->path = g_strdup(a->path);
+        b->users = g_strdupv(a->users);
+        b->groups = g_strdupv(a->groups);
+        b->file = g_strdup(a->file);
+}
+
+static void volume_init(void *object, const char *name, const char *file, unsigned line) {
+        *(Volume *) object = (Volume) {
+                .name = g_strdup(name),
+                .start = VOLUME_START_NAMESPACE,
+                .file = g_strdup(file),
+                .line = line,
+        };
+}
+
+static void volume_copy(void *to, const void *from) {
+        const Volume *a = from;
+        Volume *b = to;
+
+        *b = *a;
+        b->name = g_strdup(a->name);
+        b->type = g_strdup(a->type);
+        b->source = g_strdup(a->source);
+        b->where = g_strdup(a->where);
+        b->options = options_copy(a->options, a->n_options);
+        b->options_text = g_strdup(a->options_text);
+        b->users = g_strdupv(a->users);
+        b->groups = g_strdupv(a->groups);
+        b->file = g_strdup(a->file);
 }
 
 /* ---- groups ---------------------------------------------------------------------------- */
@@ -216,47 +227,6 @@ static bool valid_object_name(const char *s, const char *extra) {
                 if (!g_ascii_isalnum(*p) && !strchr(extra, *p))
                         return false;
         return true;
-}
-
-const char *const *setup_conf_group_keys(const char *group, const char **ret_why) {
-        const char *name = NULL;
-        const char *const *keys = NULL;
-
-        if (strcmp(group, GROUP_SETUP) == 0)
-                return setup_keys;
-        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
-                name = group + strlen(PREFIX_POLYDIR);
-                keys = polydir_keys;
-        } else if (g_str_has_prefix(group, PREFIX_BIND)) {
-                name = group + strlen(PREFIX_BIND);
-                keys = bind_keys;
-        } else if (g_str_has_prefix(group, PREFIX_VOLUME)) {
-                name = group + strlen(PREFIX_VOLUME);
-                keys = volume_keys;
-        } else if (g_str_has_prefix(group, PREFIX_SHARE)) {
-                /* nsd makes a directory named NAME: no '@' (nor '/', nor a leading '.') */
-                if (!valid_object_name(group + strlen(PREFIX_SHARE), "_-.")) {
-                        if (ret_why)
-                                *ret_why = "a share's name is 1 to 64 letters, digits, '_', '-' "
-                                           "or '.', not starting with '.' (nsd names a "
-                                           "directory after it)";
-                        return NULL;
-                }
-                return share_keys;
-        } else
-                return NULL;
-        if (!valid_object_name(name, "_-.@")) {
-                if (ret_why)
-                        *ret_why = "a name is 1 to 64 letters, digits, '_', '-', '.' or '@', "
-                                   "not starting with '.'";
-                return NULL;
-        }
-        return keys;
-}
-
-bool setup_conf_group_is_object(const char *group) {
-        return g_str_has_prefix(group, PREFIX_POLYDIR) || g_str_has_prefix(group, PREFIX_BIND) ||
-               g_str_has_prefix(group, PREFIX_SHARE) || g_str_has_prefix(group, PREFIX_VOLUME);
 }
 
 /* ---- values ---------------------------------------------------------------------------- */
@@ -495,110 +465,6 @@ static bool option_set(const Polydir *p, const char *key) {
         return false;
 }
 
-static Polydir *find_polydir(SetupConf *s, const char *name) {
-        for (size_t i = 0; i < s->n_polydirs; i++)
-                if (strcmp(s->polydirs[i].name, name) == 0)
-                        return &s->polydirs[i];
-        return NULL;
-}
-
-static BindReadOnly *find_bind(SetupConf *s, const char *name) {
-        for (size_t i = 0; i < s->n_binds; i++)
-                if (strcmp(s->binds[i].name, name) == 0)
-                        return &s->binds[i];
-        return NULL;
-}
-
-static Share *find_share(SetupConf *s, const char *name) {
-        for (size_t i = 0; i < s->n_shares; i++)
-                if (strcmp(s->shares[i].name, name) == 0)
-                        return &s->shares[i];
-        return NULL;
-}
-
-static Volume *find_volume(SetupConf *s, const char *name) {
-        for (size_t i = 0; i < s->n_volumes; i++)
-                if (strcmp(s->volumes[i].name, name) == 0)
-                        return &s->volumes[i];
-        return NULL;
-}
-
-/* A group line: a new object (conf.c refuses a second definition before calling this). */
-static int begin_group(SetupConf *s, const char *group, const char *file, unsigned line,
-                       char **ret_why) {
-        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
-                const char *name = group + strlen(PREFIX_POLYDIR);
-                Polydir *p;
-
-                if (find_polydir(s, name))
-                        return 0;
-                if (s->n_polydirs >= SETUP_MAX_POLYDIRS) {
-                        *ret_why = g_strdup_printf("more than %d [Polydir] groups",
-                                                   SETUP_MAX_POLYDIRS);
-                        return -EINVAL;
-                }
-                s->polydirs = g_renew(Polydir, s->polydirs, s->n_polydirs + 1);
-                p = &s->polydirs[s->n_polydirs++];
-                *p = (Polydir) {
-                        .name = g_strdup(name), .mode = -1, .file = g_strdup(file), .line = line
-                };
-        } else if (g_str_has_prefix(group, PREFIX_BIND)) {
-                const char *name = group + strlen(PREFIX_BIND);
-                BindReadOnly *b;
-
-                if (find_bind(s, name))
-                        return 0;
-                if (s->n_binds >= SETUP_MAX_BINDS) {
-                        *ret_why = g_strdup_printf("more than %d [BindReadOnly] groups",
-                                                   SETUP_MAX_BINDS);
-                        return -EINVAL;
-                }
-                s->binds = g_renew(BindReadOnly, s->binds, s->n_binds + 1);
-                b = &s->binds[s->n_binds++];
-                *b = (BindReadOnly) { .name = g_strdup(name),
-                                      .file = g_strdup(file),
-                                      .line = line };
-        } else if (g_str_has_prefix(group, PREFIX_SHARE)) {
-                const char *name = group + strlen(PREFIX_SHARE);
-                Share *sh;
-
-                if (find_share(s, name))
-                        return 0;
-                if (s->n_shares >= SETUP_MAX_SHARES) {
-                        *ret_why = g_strdup_printf("more than %d [Share] groups", SETUP_MAX_SHARES);
-                        return -EINVAL;
-                }
-                s->shares = g_renew(Share, s->shares, s->n_shares + 1);
-                sh = &s->shares[s->n_shares++];
-                *sh = (Share) {
-                        .name = g_strdup(name),
-                        .propagation = SHARE_PROPAGATION_MEMBERS,
-                        .max_members = SHARE_MAX_MEMBERS_DEFAULT,
-                        .max_mounts_per_user = SHARE_MAX_MOUNTS_PER_USER_DEFAULT,
-                        .file = g_strdup(file),
-                        .line = line,
-                };
-        } else if (g_str_has_prefix(group, PREFIX_VOLUME)) {
-                const char *name = group + strlen(PREFIX_VOLUME);
-                Volume *v;
-
-                if (find_volume(s, name))
-                        return 0;
-                if (s->n_volumes >= SETUP_MAX_VOLUMES) {
-                        *ret_why = g_strdup_printf("more than %d [Volume] groups",
-                                                   SETUP_MAX_VOLUMES);
-                        return -EINVAL;
-                }
-                s->volumes = g_renew(Volume, s->volumes, s->n_volumes + 1);
-                v = &s->volumes[s->n_volumes++];
-                *v = (Volume) { .name = g_strdup(name),
-                                .start = VOLUME_START_NAMESPACE,
-                                .file = g_strdup(file),
-                                .line = line };
-        }
-        return 0;
-}
-
 /* Users= or Groups= of a share or a volume: Polydir's OnlyUsers= syntax, names and numbers,
  * no @regular; empty: not set. */
 static int set_members(char ***field, const char *key, const char *value, char **ret_why) {
@@ -672,8 +538,10 @@ static char *volume_source_why(VolumeKind k, const char *value) {
         return why ? g_strdup_printf("Source=%s: %s", value, why) : NULL;
 }
 
-static int set_volume(Volume *v, const char *key, const char *value, unsigned line,
+static int volume_set(void *object, const char *key, const char *value, unsigned line,
                       char **ret_why) {
+        Volume *v = object;
+
 #define KEY(name) (strcmp(key, name) == 0)
         if (KEY("Type"))
                 return set_volume_type(v, value, ret_why);
@@ -750,7 +618,10 @@ static int set_count(unsigned *field, const char *key, const char *value, unsign
         return 0;
 }
 
-static int set_share(Share *sh, const char *key, const char *value, char **ret_why) {
+static int share_set(void *object, const char *key, const char *value, unsigned line,
+                     char **ret_why) {
+        Share *sh = object;
+
 #define KEY(name) (strcmp(key, name) == 0)
         if (KEY("Path"))
                 /* no specifier: one directory for every member */
@@ -779,7 +650,9 @@ static int set_share(Share *sh, const char *key, const char *value, char **ret_w
         g_assert_not_reached();
 }
 
-static int set_polydir(Polydir *p, const char *key, const char *value, char **ret_why) {
+static int polydir_set(void *object, const char *key, const char *value, unsigned line,
+                       char **ret_why) {
+        Polydir *p = object;
         bool b;
 
 #define KEY(name) (strcmp(key, name) == 0)
@@ -843,8 +716,173 @@ static int set_polydir(Polydir *p, const char *key, const char *value, char **re
         g_assert_not_reached();
 }
 
+static int bind_set(void *object, const char *key, const char *value, unsigned line,
+                    char **ret_why) {
+        BindReadOnly *b = object;
+
+        return set_template(strcmp(key, "Source") == 0 ? &b->source : &b->target, value, 0, key,
+                            ret_why);
+}
+
+/* ---- the kinds of group ---------------------------------------------------------------- */
+
+/* A kind of [KIND NAME] group: its keys, where SetupConf keeps its objects (each with its
+ * name first), and what is done to one. */
+typedef struct ObjectKind {
+        const char *kind; /* "Polydir" */
+        const char *const *keys;
+        const char *name_chars; /* what NAME may hold besides letters and digits */
+        const char *name_rule;  /* what is said of a NAME that holds more */
+        size_t size;            /* of one object */
+        size_t array_offset;    /* of the objects in SetupConf */
+        size_t count_offset;    /* of how many there are */
+        unsigned max;
+        void (*init)(void *object, const char *name, const char *file, unsigned line);
+        void (*done)(void *object);
+        void (*copy)(void *to, const void *from);
+        int (*set)(void *object, const char *key, const char *value, unsigned line, char **ret_why);
+} ObjectKind;
+
+#define NAME_RULE "a name is 1 to 64 letters, digits, '_', '-', '.' or '@', not starting with '.'"
+
+#define OBJECT_KIND(type, fn, array, count, max_, chars, rule)                              \
+        {                                                                                   \
+                .kind = #type, .keys = fn##_keys, .name_chars = chars, .name_rule = rule,   \
+                .size = sizeof(type), .array_offset = offsetof(SetupConf, array),           \
+                .count_offset = offsetof(SetupConf, count), .max = max_, .init = fn##_init, \
+                .done = fn##_done, .copy = fn##_copy, .set = fn##_set,                      \
+        }
+
+static const ObjectKind object_kinds[] = {
+        OBJECT_KIND(Polydir, polydir, polydirs, n_polydirs, SETUP_MAX_POLYDIRS, "_-.@", NAME_RULE),
+        OBJECT_KIND(BindReadOnly, bind, binds, n_binds, SETUP_MAX_BINDS, "_-.@", NAME_RULE),
+        /* nsd makes a directory named NAME: no '@' (nor '/', nor a leading '.') */
+        OBJECT_KIND(Share, share, shares, n_shares, SETUP_MAX_SHARES, "_-.",
+                    "a share's name is 1 to 64 letters, digits, '_', '-' or '.', not starting "
+                    "with '.' (nsd names a directory after it)"),
+        OBJECT_KIND(Volume, volume, volumes, n_volumes, SETUP_MAX_VOLUMES, "_-.@", NAME_RULE),
+};
+
+_Static_assert(offsetof(Polydir, name) == 0, "an object's name comes first");
+_Static_assert(offsetof(BindReadOnly, name) == 0, "an object's name comes first");
+_Static_assert(offsetof(Share, name) == 0, "an object's name comes first");
+_Static_assert(offsetof(Volume, name) == 0, "an object's name comes first");
+
+/* The kind of [KIND NAME] and NAME, or NULL. */
+static const ObjectKind *object_kind(const char *group, const char **ret_name) {
+        for (size_t i = 0; i < G_N_ELEMENTS(object_kinds); i++) {
+                size_t n = strlen(object_kinds[i].kind);
+
+                if (strncmp(group, object_kinds[i].kind, n) == 0 && group[n] == ' ') {
+                        if (ret_name)
+                                *ret_name = group + n + 1;
+                        return &object_kinds[i];
+                }
+        }
+        return NULL;
+}
+
+static char **kind_objects(SetupConf *s, const ObjectKind *k) {
+        return (char **) (void *) ((char *) s + k->array_offset);
+}
+
+static size_t *kind_count(SetupConf *s, const ObjectKind *k) {
+        return (size_t *) (void *) ((char *) s + k->count_offset);
+}
+
+static void *object_find(SetupConf *s, const ObjectKind *k, const char *name) {
+        char *objects = *kind_objects(s, k);
+
+        for (size_t i = 0; i < *kind_count(s, k); i++) {
+                char *o = objects + i * k->size;
+
+                if (strcmp(*(char **) (void *) o, name) == 0)
+                        return o;
+        }
+        return NULL;
+}
+
+const char *const *setup_conf_group_keys(const char *group, const char **ret_why) {
+        const char *name;
+        const ObjectKind *k;
+
+        if (strcmp(group, GROUP_SETUP) == 0)
+                return setup_keys;
+        k = object_kind(group, &name);
+        if (!k)
+                return NULL;
+        if (!valid_object_name(name, k->name_chars)) {
+                if (ret_why)
+                        *ret_why = k->name_rule;
+                return NULL;
+        }
+        return k->keys;
+}
+
+bool setup_conf_group_is_object(const char *group) {
+        return object_kind(group, NULL);
+}
+
+/* A group line: a new object (conf.c refuses a second definition before calling this). */
+static int begin_group(SetupConf *s, const char *group, const char *file, unsigned line,
+                       char **ret_why) {
+        const char *name;
+        const ObjectKind *k = object_kind(group, &name);
+        char **objects;
+        size_t *n;
+
+        if (!k || object_find(s, k, name))
+                return 0;
+        objects = kind_objects(s, k);
+        n = kind_count(s, k);
+        if (*n >= k->max) {
+                *ret_why = g_strdup_printf("more than %u [%s] groups", k->max, k->kind);
+                return -EINVAL;
+        }
+        *objects = g_realloc_n(*objects, *n + 1, k->size);
+        k->init(*objects + *n * k->size, name, file, line);
+        (*n)++;
+        return 0;
+}
+
+void setup_conf_done(SetupConf *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < G_N_ELEMENTS(object_kinds); i++) {
+                const ObjectKind *k = &object_kinds[i];
+                char *objects = *kind_objects(s, k);
+
+                for (size_t j = 0; j < *kind_count(s, k); j++)
+                        k->done(objects + j * k->size);
+                g_free(objects);
+        }
+        g_free(s->init_script);
+        g_free(s->init_script_file);
+        memset(s, 0, sizeof *s);
+}
+
+void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
+        *dst = *src;
+        for (size_t i = 0; i < G_N_ELEMENTS(object_kinds); i++) {
+                const ObjectKind *k = &object_kinds[i];
+                char **objects = kind_objects(dst, k);
+                size_t n = *kind_count(dst, k);
+                const char *from = *objects;
+
+                *objects = g_malloc0_n(n, k->size);
+                for (size_t j = 0; j < n; j++)
+                        k->copy(*objects + j * k->size, from + j * k->size);
+        }
+        dst->init_script = g_strdup(src->init_script);
+        dst->init_script_file = g_strdup(src->init_script_file);
+}
+
 int setup_conf_set(SetupConf *s, const char *group, const char *key, const char *value,
                    const char *file, unsigned line, char **ret_why) {
+        const ObjectKind *k;
+        const char *name;
+        void *object;
+
         if (!key)
                 return begin_group(s, group, file, line, ret_why);
 
@@ -878,32 +916,11 @@ int setup_conf_set(SetupConf *s, const char *group, const char *key, const char 
                 }
                 g_assert_not_reached();
         }
-        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
-                Polydir *p = find_polydir(s, group + strlen(PREFIX_POLYDIR));
-
-                g_assert(p);
-                return set_polydir(p, key, value, ret_why);
-        }
-        if (g_str_has_prefix(group, PREFIX_BIND)) {
-                BindReadOnly *b = find_bind(s, group + strlen(PREFIX_BIND));
-
-                g_assert(b);
-                return set_template(strcmp(key, "Source") == 0 ? &b->source : &b->target, value, 0,
-                                    key, ret_why);
-        }
-        if (g_str_has_prefix(group, PREFIX_SHARE)) {
-                Share *sh = find_share(s, group + strlen(PREFIX_SHARE));
-
-                g_assert(sh);
-                return set_share(sh, key, value, ret_why);
-        }
-        if (g_str_has_prefix(group, PREFIX_VOLUME)) {
-                Volume *v = find_volume(s, group + strlen(PREFIX_VOLUME));
-
-                g_assert(v);
-                return set_volume(v, key, value, line, ret_why);
-        }
-        g_assert_not_reached();
+        k = object_kind(group, &name);
+        g_assert(k);
+        object = object_find(s, k, name);
+        g_assert(object);
+        return k->set(object, key, value, line, ret_why);
 }
 
 /* ---- the whole ------------------------------------------------------------------------- */
