@@ -197,13 +197,6 @@ static bool valid_home(const char *h) {
         return true;
 }
 
-static bool has_option(const Polydir *p, const char *key) {
-        for (size_t i = 0; i < p->n_options; i++)
-                if (strcmp(p->options[i].key, key) == 0)
-                        return true;
-        return false;
-}
-
 /* What an object of the plan needs of the user's identity, checked once for polydirs and
  * volumes alike: the name (a specifier, an instance or a script naming the user) and a home
  * that can be walked (%h). -EINVAL with *ret_why naming object. */
@@ -345,9 +338,9 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                                 d.iparent_name = NULL;
                         d.instance = g_steal_pointer(&whole);
                 }
-                d.options_mode = has_option(c, "mode");
-                d.options_uid = has_option(c, "uid");
-                d.options_gid = has_option(c, "gid");
+                d.options_mode = polydir_has_option(c, "mode");
+                d.options_uid = polydir_has_option(c, "uid");
+                d.options_gid = polydir_has_option(c, "gid");
                 if (!c->no_init)
                         d.script = c->init_script ? c->init_script : plan->conf.init_script;
                 g_array_append_val(dirs, d);

@@ -458,7 +458,7 @@ static char *network_source_why(const char *t) {
         return NULL;
 }
 
-static bool option_set(const Polydir *p, const char *key) {
+bool polydir_has_option(const Polydir *p, const char *key) {
         for (size_t i = 0; i < p->n_options; i++)
                 if (strcmp(p->options[i].key, key) == 0)
                         return true;
@@ -959,7 +959,7 @@ static int check_polydir(const Polydir *p, char **ret_error) {
                                "[Polydir %s] MountOptions=%s%s: Method=user is a bind mount, "
                                "which takes only ro, noexec, noatime and the like",
                                p->name, p->options[0].key, p->options[0].value ? "=..." : "");
-        if (p->mode >= 0 && option_set(p, "mode"))
+        if (p->mode >= 0 && polydir_has_option(p, "mode"))
                 return fail_at(ret_error, p->file, p->line,
                                "[Polydir %s] sets both Mode= and MountOptions=mode=: keep one",
                                p->name);
