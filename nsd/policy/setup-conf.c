@@ -40,22 +40,23 @@ static const char *const share_propagation_names[] = {
         [SHARE_PROPAGATION_PER_USER] = "per-user",
 };
 
-/* The index of value among the n names (NULL ones are holes), or -EINVAL. */
-static int name_index(const char *const *names, size_t n, const char *value) {
+/* OnFailure=: 1 continue, 0 refuse */
+static const char *const on_failure_names[] = { "refuse", "continue" };
+
+/* A key whose value is one of the n names (NULL ones are holes): its index, or -EINVAL with
+ * *ret_why saying what was expected. */
+static int parse_name(const char *const *names, size_t n, const char *key, const char *value,
+                      const char *expected, char **ret_why) {
         for (size_t i = 0; i < n; i++)
                 if (names[i] && strcmp(names[i], value) == 0)
                         return (int) i;
+        *ret_why = g_strdup_printf("%s=%s: expected %s", key, value, expected);
         return -EINVAL;
 }
 
-/* OnFailure=: 1 continue, 0 refuse, or -EINVAL with *ret_why. */
 static int parse_on_failure(const char *value, char **ret_why) {
-        if (strcmp(value, "refuse") == 0)
-                return 0;
-        if (strcmp(value, "continue") == 0)
-                return 1;
-        *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or 'continue'", value);
-        return -EINVAL;
+        return parse_name(on_failure_names, G_N_ELEMENTS(on_failure_names), "OnFailure", value,
+                          "'refuse' or 'continue'", ret_why);
 }
 
 /* ---- life cycle ------------------------------------------------------------------------ */
@@ -629,15 +630,11 @@ static int share_set(void *object, const char *key, const char *value, unsigned 
         if (KEY("Users") || KEY("Groups"))
                 return set_members(KEY("Users") ? &sh->users : &sh->groups, key, value, ret_why);
         if (KEY("Propagation")) {
-                int r = name_index(share_propagation_names, G_N_ELEMENTS(share_propagation_names),
-                                   value);
+                int r = parse_name(share_propagation_names, G_N_ELEMENTS(share_propagation_names),
+                                   key, value, "'members', 'host', 'both' or 'per-user'", ret_why);
 
-                if (r < 0) {
-                        *ret_why = g_strdup_printf("Propagation=%s: expected 'members', 'host', "
-                                                   "'both' or 'per-user'",
-                                                   value);
+                if (r < 0)
                         return r;
-                }
                 sh->propagation = (SharePropagation) r;
                 return 0;
         }
@@ -664,14 +661,12 @@ static int polydir_set(void *object, const char *key, const char *value, unsigne
         if (KEY("InitScript"))
                 return set_template(&p->init_script, value, 0, key, ret_why);
         if (KEY("Method")) {
-                int r = name_index(polydir_method_names, G_N_ELEMENTS(polydir_method_names), value);
+                int r = parse_name(polydir_method_names, G_N_ELEMENTS(polydir_method_names), key,
+                                   value, "'user' (a persistent instance directory) or 'tmpfs'",
+                                   ret_why);
 
-                if (r < 0) {
-                        *ret_why = g_strdup_printf("Method=%s: expected 'user' (a persistent "
-                                                   "instance directory) or 'tmpfs'",
-                                                   value);
+                if (r < 0)
                         return r;
-                }
                 p->method = (PolydirMethod) r;
                 return 0;
         }
