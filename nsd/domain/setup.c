@@ -637,6 +637,19 @@ static int walk(const struct setup_args *a, struct bases *b, const Walk *w, int 
         return 0;
 }
 
+/* A mount point: w walked to as a directory into *ret, refused unless it is root's or the
+ * user's; its stat into *ret_st. */
+static int walk_mount_point(const struct setup_args *a, struct bases *b, const Walk *w,
+                            struct item_result *res, int what, int *ret, struct stat *ret_st) {
+        if (walk(a, b, w, O_PATH | O_DIRECTORY, res, what, ret) < 0)
+                return -1;
+        if (fstat(*ret, ret_st) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, what);
+        if (ret_st->st_uid != 0 && ret_st->st_uid != a->plan->uid)
+                return item_refuse(res, REFUSAL_OWNER, what, ret_st);
+        return 0;
+}
+
 /* Decimal or octal digits of v into buf (size >= 24). */
 static const char *fmt_uint(char *buf, unsigned long v, unsigned base) {
         char tmp[24];
@@ -798,12 +811,8 @@ static int do_polydir(struct setup_args *a, struct bases *b, const PlanPolydir *
         _cleanup_close_ int pfd = -1, ifd = -1, tree = -1;
         struct stat pst;
 
-        if (walk(a, b, &d->dir, O_PATH | O_DIRECTORY, res, WHAT_DIR, &pfd) < 0)
+        if (walk_mount_point(a, b, &d->dir, res, WHAT_DIR, &pfd, &pst) < 0)
                 return -1;
-        if (fstat(pfd, &pst) < 0)
-                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_DIR);
-        if (pst.st_uid != 0 && pst.st_uid != a->plan->uid)
-                return item_refuse(res, REFUSAL_OWNER, WHAT_DIR, &pst);
         if (c->method == POLYDIR_METHOD_USER) {
                 if (instance_dir(a, b, d, &pst, res, &ifd) < 0)
                         return -1;
@@ -926,12 +935,8 @@ static int do_volume(struct setup_args *a, struct bases *b, const PlanVolume *v,
         const char *src;
         struct stat wst;
 
-        if (walk(a, b, &v->where, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &wfd) < 0)
+        if (walk_mount_point(a, b, &v->where, res, WHAT_TARGET, &wfd, &wst) < 0)
                 return -1;
-        if (fstat(wfd, &wst) < 0)
-                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
-        if (wst.st_uid != 0 && wst.st_uid != a->plan->uid)
-                return item_refuse(res, REFUSAL_OWNER, WHAT_TARGET, &wst);
         if (walk_as(a, false) < 0)
                 return item_fail(res, HELPER_STEP_FSUID, WHAT_SOURCE);
         if (volume_source(a, b, v, res, &src, dev, &loop) < 0)
