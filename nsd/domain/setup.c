@@ -197,13 +197,6 @@ static bool valid_home(const char *h) {
         return true;
 }
 
-static bool has_option(const Polydir *p, const char *key) {
-        for (size_t i = 0; i < p->n_options; i++)
-                if (strcmp(p->options[i].key, key) == 0)
-                        return true;
-        return false;
-}
-
 /* What an object of the plan needs of the user's identity, checked once for polydirs and
  * volumes alike: the name (a specifier, an instance or a script naming the user) and a home
  * that can be walked (%h). -EINVAL with *ret_why naming object. */
@@ -345,9 +338,9 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                                 d.iparent_name = NULL;
                         d.instance = g_steal_pointer(&whole);
                 }
-                d.options_mode = has_option(c, "mode");
-                d.options_uid = has_option(c, "uid");
-                d.options_gid = has_option(c, "gid");
+                d.options_mode = polydir_has_option(c, "mode");
+                d.options_uid = polydir_has_option(c, "uid");
+                d.options_gid = polydir_has_option(c, "gid");
                 if (!c->no_init)
                         d.script = c->init_script ? c->init_script : plan->conf.init_script;
                 g_array_append_val(dirs, d);
@@ -644,6 +637,19 @@ static int walk(const struct setup_args *a, struct bases *b, const Walk *w, int 
         return 0;
 }
 
+/* A mount point: w walked to as a directory into *ret, refused unless it is root's or the
+ * user's; its stat into *ret_st. */
+static int walk_mount_point(const struct setup_args *a, struct bases *b, const Walk *w,
+                            struct item_result *res, int what, int *ret, struct stat *ret_st) {
+        if (walk(a, b, w, O_PATH | O_DIRECTORY, res, what, ret) < 0)
+                return -1;
+        if (fstat(*ret, ret_st) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, what);
+        if (ret_st->st_uid != 0 && ret_st->st_uid != a->plan->uid)
+                return item_refuse(res, REFUSAL_OWNER, what, ret_st);
+        return 0;
+}
+
 /* Decimal or octal digits of v into buf (size >= 24). */
 static const char *fmt_uint(char *buf, unsigned long v, unsigned base) {
         char tmp[24];
@@ -711,75 +717,49 @@ static int do_bind(struct setup_args *a, struct bases *b, const BindReadOnly *bi
 static int instance_dir(struct setup_args *a, struct bases *b, const PlanPolydir *d,
                         const struct stat *pst, struct item_result *res, int *ret_fd) {
         const Polydir *c = d->conf;
-        int ipfd = -1, dfd = -1, ifd = -1, r = -1;
+        _cleanup_close_ int ipfd = -1, dfd = -1, ifd = -1;
         struct stat st;
 
         if (walk(a, b, &d->iparent, O_PATH | O_DIRECTORY, res, WHAT_IPARENT, &ipfd) < 0) {
                 if (res->err != ENOENT || !d->iparent_name)
-                        goto out;
+                        return -1;
                 /* make the instance parent: 0000 root's, or 0700 the user's under %h */
                 *res = (struct item_result) { 0 };
                 if (walk(a, b, &d->iparent_dir, O_PATH | O_DIRECTORY, res, WHAT_IPARENT, &dfd) < 0)
-                        goto out;
+                        return -1;
                 if (mkdirat(dfd, d->iparent_name, d->iparent.user ? 0700 : 0000) < 0 &&
-                    errno != EEXIST) {
-                        item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_IPARENT);
-                        goto out;
-                }
+                    errno != EEXIST)
+                        return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_IPARENT);
                 if (walk(a, b, &d->iparent, O_PATH | O_DIRECTORY, res, WHAT_IPARENT, &ipfd) < 0)
-                        goto out;
+                        return -1;
         }
-        if (fstat(ipfd, &st) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_IPARENT);
-                goto out;
-        }
+        if (fstat(ipfd, &st) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_IPARENT);
         if (d->iparent.user ? st.st_uid != a->plan->uid || (st.st_mode & 022)
-                            : st.st_uid != 0 || (st.st_mode & 077)) {
-                item_refuse(res, REFUSAL_IPARENT, WHAT_IPARENT, &st);
-                goto out;
-        }
+                            : st.st_uid != 0 || (st.st_mode & 077))
+                return item_refuse(res, REFUSAL_IPARENT, WHAT_IPARENT, &st);
         /* still with the identity of the parent's walk */
         if (mkdirat(ipfd, d->iname, 0700) >= 0)
                 res->new_instance = true;
-        else if (errno != EEXIST) {
-                item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_INSTANCE);
-                goto out;
-        }
+        else if (errno != EEXIST)
+                return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_INSTANCE);
         ifd = resolve_at(ipfd, d->iname, O_RDONLY | O_DIRECTORY);
-        if (ifd < 0) {
-                item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_INSTANCE);
-                goto out;
-        }
-        if (walk_as(a, false) < 0) {
-                item_fail(res, HELPER_STEP_FSUID, WHAT_INSTANCE);
-                goto out;
-        }
-        if (fstat(ifd, &st) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_INSTANCE);
-                goto out;
-        }
+        if (ifd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_INSTANCE);
+        if (walk_as(a, false) < 0)
+                return item_fail(res, HELPER_STEP_FSUID, WHAT_INSTANCE);
+        if (fstat(ifd, &st) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_INSTANCE);
         if (res->new_instance) {
                 if ((st.st_uid != pst->st_uid || st.st_gid != pst->st_gid) &&
-                    fchown(ifd, pst->st_uid, pst->st_gid) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_OWNER, WHAT_INSTANCE);
-                        goto out;
-                }
-                if (fchmod(ifd, c->mode >= 0 ? (mode_t) c->mode : pst->st_mode & 07777) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_OWNER, WHAT_INSTANCE);
-                        goto out;
-                }
-        } else if (st.st_uid != pst->st_uid) {
-                item_refuse(res, REFUSAL_INSTANCE, WHAT_INSTANCE, &st);
-                goto out;
-        }
-        *ret_fd = ifd;
-        ifd = -1;
-        r = 0;
-out:
-        close_fd(&ipfd);
-        close_fd(&dfd);
-        close_fd(&ifd);
-        return r;
+                    fchown(ifd, pst->st_uid, pst->st_gid) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_OWNER, WHAT_INSTANCE);
+                if (fchmod(ifd, c->mode >= 0 ? (mode_t) c->mode : pst->st_mode & 07777) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_OWNER, WHAT_INSTANCE);
+        } else if (st.st_uid != pst->st_uid)
+                return item_refuse(res, REFUSAL_INSTANCE, WHAT_INSTANCE, &st);
+        *ret_fd = TAKE_FD(ifd);
+        return 0;
 }
 
 static int tmpfs_mount(const PlanPolydir *d, const struct stat *pst, struct item_result *res) {
@@ -831,12 +811,8 @@ static int do_polydir(struct setup_args *a, struct bases *b, const PlanPolydir *
         _cleanup_close_ int pfd = -1, ifd = -1, tree = -1;
         struct stat pst;
 
-        if (walk(a, b, &d->dir, O_PATH | O_DIRECTORY, res, WHAT_DIR, &pfd) < 0)
+        if (walk_mount_point(a, b, &d->dir, res, WHAT_DIR, &pfd, &pst) < 0)
                 return -1;
-        if (fstat(pfd, &pst) < 0)
-                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_DIR);
-        if (pst.st_uid != 0 && pst.st_uid != a->plan->uid)
-                return item_refuse(res, REFUSAL_OWNER, WHAT_DIR, &pst);
         if (c->method == POLYDIR_METHOD_USER) {
                 if (instance_dir(a, b, d, &pst, res, &ifd) < 0)
                         return -1;
@@ -959,12 +935,8 @@ static int do_volume(struct setup_args *a, struct bases *b, const PlanVolume *v,
         const char *src;
         struct stat wst;
 
-        if (walk(a, b, &v->where, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &wfd) < 0)
+        if (walk_mount_point(a, b, &v->where, res, WHAT_TARGET, &wfd, &wst) < 0)
                 return -1;
-        if (fstat(wfd, &wst) < 0)
-                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
-        if (wst.st_uid != 0 && wst.st_uid != a->plan->uid)
-                return item_refuse(res, REFUSAL_OWNER, WHAT_TARGET, &wst);
         if (walk_as(a, false) < 0)
                 return item_fail(res, HELPER_STEP_FSUID, WHAT_SOURCE);
         if (volume_source(a, b, v, res, &src, dev, &loop) < 0)
@@ -1177,7 +1149,7 @@ static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
                        struct item_result *res, int *ret) {
         const SetupPlan *plan = a->plan;
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
-        int pfd = -1, tree = -1, ufd = -1, r = -1;
+        _cleanup_close_ int pfd = -1, tree = -1, ufd = -1;
         bool made = false;
         struct stat st;
 
@@ -1190,25 +1162,19 @@ static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
                 return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
         if (!is_mount_root(pfd, "")) {
                 tree = open_tree(pfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-                if (tree < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_HOST);
-                        goto out;
-                }
+                if (tree < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_HOST);
                 if (set_propagation(tree, MS_PRIVATE, false) < 0 ||
-                    set_propagation(tree, MS_SHARED, false) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_HOST);
-                        goto out;
-                }
+                    set_propagation(tree, MS_SHARED, false) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_HOST);
                 if (attach_done(tree, pfd, res, WHAT_HOST) < 0)
-                        goto out;
+                        return -1;
                 close_fd(&tree);
                 close_fd(&pfd);
                 res->made = true;
                 pfd = resolve_at(root, s->dir.rel, O_PATH | O_DIRECTORY); /* the new mount */
-                if (pfd < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
-                        goto out;
-                }
+                if (pfd < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
         }
         /* whatever is there, a symbolic link too (O_PATH | O_NOFOLLOW: the link itself),
          * so that route_dir_safe() judges it */
@@ -1216,55 +1182,38 @@ static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
         if (ufd < 0 && errno == ENOENT) {
                 if (mkdirat(pfd, plan->user_name, 0750) >= 0)
                         made = true;
-                else if (errno != EEXIST) {
-                        item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_HOST);
-                        goto out;
-                }
+                else if (errno != EEXIST)
+                        return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_HOST);
                 ufd = resolve_at(pfd, plan->user_name, O_PATH | O_NOFOLLOW);
         }
-        if (ufd < 0) {
-                item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
-                goto out;
-        }
-        if (fstat(ufd, &st) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_HOST);
-                goto out;
-        }
+        if (ufd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
+        if (fstat(ufd, &st) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_HOST);
         /* the one made now, through its descriptor: what was made is what gets the group
          * (when something else took its name meanwhile, it is judged as found) */
         if (made && S_ISDIR(st.st_mode) && st.st_uid == 0 && st.st_gid != plan->gid) {
-                if (fchownat(ufd, "", 0, plan->gid, AT_EMPTY_PATH) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_HOST);
-                        goto out;
-                }
+                if (fchownat(ufd, "", 0, plan->gid, AT_EMPTY_PATH) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_HOST);
                 st.st_gid = plan->gid;
         }
-        if (!route_dir_safe(plan, &st)) {
-                item_refuse(res, REFUSAL_ROUTE_DIR, WHAT_HOST, &st);
-                goto out;
-        }
+        if (!route_dir_safe(plan, &st))
+                return item_refuse(res, REFUSAL_ROUTE_DIR, WHAT_HOST, &st);
         *ret = open_tree(ufd, "",
                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-        if (*ret < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_HOST);
-                goto out;
-        }
+        if (*ret < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_HOST);
         if (set_propagation(*ret, MS_SLAVE, true) < 0) {
                 item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_HOST);
                 close_fd(ret);
-                goto out;
+                return -1;
         }
         if (mount_setattr(*ret, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
                 item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_HOST);
                 close_fd(ret);
-                goto out;
+                return -1;
         }
-        r = 0;
-out:
-        close_fd(&pfd);
-        close_fd(&tree);
-        close_fd(&ufd);
-        return r;
+        return 0;
 }
 
 /* In the pin namespace, with <run_dir>/shares locked (sd, also the working directory): the
@@ -1272,7 +1221,7 @@ out:
 static int anchor_clone(const PlanShare *s, int sd, int host_tree, struct item_result *res,
                         int *ret) {
         const char *name = s->anchor;
-        int stage = -1, afd = -1, r = -1;
+        _cleanup_close_ int stage = -1, afd = -1;
 
         if (is_mount_root(sd, name))
                 *res = (struct item_result) { 0 }; /* whatever the host's Path= was: not needed */
@@ -1289,30 +1238,21 @@ static int anchor_clone(const PlanShare *s, int sd, int host_tree, struct item_r
                      i++)
                         ;
                 if ((mkdirat(sd, s->staging, 0700) < 0 && errno != EEXIST) ||
-                    (mkdirat(sd, name, 0700) < 0 && errno != EEXIST)) {
-                        item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_ANCHOR);
-                        goto out;
-                }
+                    (mkdirat(sd, name, 0700) < 0 && errno != EEXIST))
+                        return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_ANCHOR);
                 /* out of the host's peer group before it is attached anywhere, so that no
                  * mount of the host's comes in meanwhile (tests/kernel/progs/share-peers: all
                  * four images allow it on a detached mount; where a kernel does not, it is
                  * done below, once attached) */
                 if (s->conf->propagation == SHARE_PROPAGATION_MEMBERS)
                         (void) set_propagation(host_tree, MS_PRIVATE, false);
-                if (move_mount(host_tree, "", sd, s->staging, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_ANCHOR);
-                        goto out;
-                }
+                if (move_mount(host_tree, "", sd, s->staging, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_ANCHOR);
                 stage = openat(sd, s->staging, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (stage < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_ANCHOR);
-                        goto out;
-                }
-                if (mount_setattr(stage, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) <
-                    0) {
-                        item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_ANCHOR);
-                        goto out;
-                }
+                if (stage < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_ANCHOR);
+                if (mount_setattr(stage, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_ATTR, WHAT_ANCHOR);
                 /* members: out of the host's peer group, into one of its own; host: a slave
                  * of the host's mount that is shared with the members; both: stays the
                  * host's peer */
@@ -1320,34 +1260,22 @@ static int anchor_clone(const PlanShare *s, int sd, int host_tree, struct item_r
                      set_propagation(stage, MS_PRIVATE, false) < 0) ||
                     (s->conf->propagation == SHARE_PROPAGATION_HOST &&
                      set_propagation(stage, MS_SLAVE, true) < 0) ||
-                    set_propagation(stage, MS_SHARED, rec) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_ANCHOR);
-                        goto out;
-                }
-                if (move_mount(stage, "", sd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-                        item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_ANCHOR);
-                        goto out;
-                }
+                    set_propagation(stage, MS_SHARED, rec) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_PROPAGATION, WHAT_ANCHOR);
+                if (move_mount(stage, "", sd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return item_fail(res, HELPER_STEP_SETUP_ATTACH, WHAT_ANCHOR);
                 (void) unlinkat(sd, s->staging, AT_REMOVEDIR);
                 res->made = true;
         }
         afd = openat(sd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (afd < 0) {
-                item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_ANCHOR);
-                goto out;
-        }
+        if (afd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_ANCHOR);
         /* a clone of a shared mount joins its peer group */
         *ret = open_tree(afd, "",
                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-        if (*ret < 0) {
-                item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_ANCHOR);
-                goto out;
-        }
-        r = 0;
-out:
-        close_fd(&stage);
-        close_fd(&afd);
-        return r;
+        if (*ret < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CLONE, WHAT_ANCHOR);
+        return 0;
 }
 
 /* Still in nsd's namespace (the host's): a clone of each share's anchor into trees[], made
@@ -1448,7 +1376,7 @@ out:
 static int route_target(struct setup_args *a, struct bases *b, const PlanShare *s,
                         struct item_result *res, int *ret) {
         const SetupPlan *plan = a->plan;
-        int pfd = -1, fs = -1, m = -1, r = -1;
+        _cleanup_close_ int pfd = -1, fs = -1, m = -1;
 
         for (int n = 0;; n++) {
                 if (walk(a, b, &s->dir, O_PATH | O_DIRECTORY, res, WHAT_TARGET, &pfd) < 0)
@@ -1465,28 +1393,17 @@ static int route_target(struct setup_args *a, struct bases *b, const PlanShare *
             fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "16", 0) < 0 ||
             fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
             (m = fsmount(fs, FSMOUNT_CLOEXEC,
-                         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_TMPFS, WHAT_TARGET);
-                goto out;
-        }
+                         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_TMPFS, WHAT_TARGET);
         if (mkdirat(m, plan->user_name, 0750) < 0 ||
-            fchownat(m, plan->user_name, 0, plan->gid, AT_SYMLINK_NOFOLLOW) < 0) {
-                item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_TARGET);
-                goto out;
-        }
+            fchownat(m, plan->user_name, 0, plan->gid, AT_SYMLINK_NOFOLLOW) < 0)
+                return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_TARGET);
         if (attach_done(m, pfd, res, WHAT_TARGET) < 0)
-                goto out;
+                return -1;
         *ret = resolve_at(m, plan->user_name, O_PATH | O_DIRECTORY);
-        if (*ret < 0) {
-                item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_TARGET);
-                goto out;
-        }
-        r = 0;
-out:
-        close_fd(&pfd);
-        close_fd(&fs);
-        close_fd(&m);
-        return r;
+        if (*ret < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_TARGET);
+        return 0;
 }
 
 /* In the user's namespace: the clones on Path=. */

@@ -43,22 +43,34 @@ static char *untrusted_why(const struct stat *st, bool directory) {
         return NULL;
 }
 
-static int read_fd(int fd, const char *name, char **ret, size_t *ret_len, char **ret_error) {
-        g_autofree char *buf = NULL;
-        struct stat st;
+/* fd's stat, once it is a trusted file (or directory): -errno or -EPERM with *ret_error
+ * naming it. */
+static int stat_trusted(int fd, const char *name, bool directory, struct stat *ret_st,
+                        char **ret_error) {
         g_autofree char *why = NULL;
-        size_t len = 0;
 
-        if (fstat(fd, &st) < 0) {
+        if (fstat(fd, ret_st) < 0) {
                 int e = errno;
                 *ret_error = g_strdup_printf("%s: cannot stat: %s", name, g_strerror(e));
                 return -e;
         }
-        why = untrusted_why(&st, false);
+        why = untrusted_why(ret_st, directory);
         if (why) {
                 *ret_error = g_strdup_printf("%s: refused: %s", name, why);
                 return -EPERM;
         }
+        return 0;
+}
+
+static int read_fd(int fd, const char *name, char **ret, size_t *ret_len, char **ret_error) {
+        g_autofree char *buf = NULL;
+        struct stat st;
+        size_t len = 0;
+        int r;
+
+        r = stat_trusted(fd, name, false, &st, ret_error);
+        if (r < 0)
+                return r;
         if ((uint64_t) st.st_size > CONFIG_MAX_FILE_SIZE) {
                 *ret_error = g_strdup_printf("%s: refused: larger than %u bytes", name,
                                              CONFIG_MAX_FILE_SIZE);
@@ -105,7 +117,6 @@ static int cmp_names(gconstpointer a, gconstpointer b) {
 static int read_dropins(const char *dir, ConfigFiles *f, GArray *texts, char **ret_error) {
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-        g_autofree char *why = NULL;
         struct dirent *de;
         struct stat st;
         DIR *d;
@@ -118,16 +129,9 @@ static int read_dropins(const char *dir, ConfigFiles *f, GArray *texts, char **r
                 *ret_error = g_strdup_printf("%s: cannot open: %s", dir, g_strerror(e));
                 return -e;
         }
-        if (fstat(dfd, &st) < 0) {
-                int e = errno;
-                *ret_error = g_strdup_printf("%s: cannot stat: %s", dir, g_strerror(e));
-                return -e;
-        }
-        why = untrusted_why(&st, true);
-        if (why) {
-                *ret_error = g_strdup_printf("%s: refused: %s", dir, why);
-                return -EPERM;
-        }
+        r = stat_trusted(dfd, dir, true, &st, ret_error);
+        if (r < 0)
+                return r;
         d = fdopendir(dup(dfd));
         if (!d) {
                 int e = errno;

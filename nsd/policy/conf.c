@@ -195,6 +195,17 @@ static bool strv_has(const char *const *v, const char *s) {
         return false;
 }
 
+/* A key that takes one of two words: *ret false for the first, true for the second. */
+static int parse_either(const char *value, const char *first, const char *second, bool *ret) {
+        if (strcmp(value, first) == 0)
+                *ret = false;
+        else if (strcmp(value, second) == 0)
+                *ret = true;
+        else
+                return -EINVAL;
+        return 0;
+}
+
 static int fail(char **ret_error, const char *filename, unsigned line, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 static int fail(char **ret_error, const char *filename, unsigned line, const char *fmt, ...) {
@@ -480,11 +491,7 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                         else
                                 c.max_uid = (uid_t) v;
                 } else if (KEY("Propagation")) {
-                        if (strcmp(value, "slave") == 0)
-                                c.propagation_private = false;
-                        else if (strcmp(value, "private") == 0)
-                                c.propagation_private = true;
-                        else {
+                        if (parse_either(value, "slave", "private", &c.propagation_private) < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "Propagation=%s: expected 'slave' or 'private'", value);
                                 goto fail;
@@ -496,11 +503,8 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                                 goto fail;
                         }
                 } else if (KEY("OnLookupTimeout")) {
-                        if (strcmp(value, "refuse") == 0)
-                                c.lookup_timeout_unmanaged = false;
-                        else if (strcmp(value, "unmanaged") == 0)
-                                c.lookup_timeout_unmanaged = true;
-                        else {
+                        if (parse_either(value, "refuse", "unmanaged",
+                                         &c.lookup_timeout_unmanaged) < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "OnLookupTimeout=%s: expected 'refuse' or 'unmanaged'",
                                          value);

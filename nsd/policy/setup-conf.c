@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <glib.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -15,10 +16,6 @@
 #include "volume-options.h"
 
 #define GROUP_SETUP "Setup"
-#define PREFIX_POLYDIR "Polydir "
-#define PREFIX_BIND "BindReadOnly "
-#define PREFIX_SHARE "Share "
-#define PREFIX_VOLUME "Volume "
 
 static const char *const setup_keys[] = { "InitScript", "TimeoutSec", "OnFailure", NULL };
 static const char *const polydir_keys[] = {
@@ -32,50 +29,40 @@ static const char *const share_keys[] = { "Path",        "Users",      "Groups",
 static const char *const volume_keys[] = { "Type",   "Source", "Where",     "Options", "Users",
                                            "Groups", "Start",  "OnFailure", NULL };
 
-/* OnFailure=: 1 continue, 0 refuse, or -EINVAL with *ret_why. */
-static int parse_on_failure(const char *value, char **ret_why) {
-        if (strcmp(value, "refuse") == 0)
-                return 0;
-        if (strcmp(value, "continue") == 0)
-                return 1;
-        *ret_why = g_strdup_printf("OnFailure=%s: expected 'refuse' or 'continue'", value);
+static const char *const polydir_method_names[] = {
+        [POLYDIR_METHOD_USER] = "user",
+        [POLYDIR_METHOD_TMPFS] = "tmpfs",
+};
+static const char *const share_propagation_names[] = {
+        [SHARE_PROPAGATION_MEMBERS] = "members",
+        [SHARE_PROPAGATION_HOST] = "host",
+        [SHARE_PROPAGATION_BOTH] = "both",
+        [SHARE_PROPAGATION_PER_USER] = "per-user",
+};
+
+/* OnFailure=: 1 continue, 0 refuse */
+static const char *const on_failure_names[] = { "refuse", "continue" };
+
+/* A key whose value is one of the n names (NULL ones are holes): its index, or -EINVAL with
+ * *ret_why saying what was expected. */
+static int parse_name(const char *const *names, size_t n, const char *key, const char *value,
+                      const char *expected, char **ret_why) {
+        for (size_t i = 0; i < n; i++)
+                if (names[i] && strcmp(names[i], value) == 0)
+                        return (int) i;
+        *ret_why = g_strdup_printf("%s=%s: expected %s", key, value, expected);
         return -EINVAL;
+}
+
+static int parse_on_failure(const char *value, char **ret_why) {
+        return parse_name(on_failure_names, G_N_ELEMENTS(on_failure_names), "OnFailure", value,
+                          "'refuse' or 'continue'", ret_why);
 }
 
 /* ---- life cycle ------------------------------------------------------------------------ */
 
 void setup_conf_init(SetupConf *ret) {
         *ret = (SetupConf) { .timeout_usec = SETUP_TIMEOUT_USEC_DEFAULT };
-}
-
-static void polydir_done(Polydir *p) {
-        g_free(p->name);
-        g_free(p->path);
-        g_free(p->instance_prefix);
-        for (size_t i = 0; i < p->n_options; i++) {
-                g_free(p->options[i].key);
-                g_free(p->options[i].value);
-        }
-        g_free(p->options);
-        g_strfreev(p->only_users);
-        g_strfreev(p->exclude_users);
-        g_free(p->init_script);
-        g_free(p->file);
-}
-
-static void bind_done(BindReadOnly *b) {
-        g_free(b->name);
-        g_free(b->source);
-        g_free(b->target);
-        g_free(b->file);
-}
-
-static void share_done(Share *sh) {
-        g_free(sh->name);
-        g_free(sh->path);
-        g_strfreev(sh->users);
-        g_strfreev(sh->groups);
-        g_free(sh->file);
 }
 
 static void options_free(MountOption *o, size_t n) {
@@ -96,7 +83,41 @@ static MountOption *options_copy(const MountOption *o, size_t n) {
         return c;
 }
 
-static void volume_done(Volume *v) {
+static void polydir_done(void *object) {
+        Polydir *p = object;
+
+        g_free(p->name);
+        g_free(p->path);
+        g_free(p->instance_prefix);
+        options_free(p->options, p->n_options);
+        g_strfreev(p->only_users);
+        g_strfreev(p->exclude_users);
+        g_free(p->init_script);
+        g_free(p->file);
+}
+
+static void bind_done(void *object) {
+        BindReadOnly *b = object;
+
+        g_free(b->name);
+        g_free(b->source);
+        g_free(b->target);
+        g_free(b->file);
+}
+
+static void share_done(void *object) {
+        Share *sh = object;
+
+        g_free(sh->name);
+        g_free(sh->path);
+        g_strfreev(sh->users);
+        g_strfreev(sh->groups);
+        g_free(sh->file);
+}
+
+static void volume_done(void *object) {
+        Volume *v = object;
+
         g_free(v->name);
         g_free(v->type);
         g_free(v->source);
@@ -108,88 +129,90 @@ static void volume_done(Volume *v) {
         g_free(v->file);
 }
 
-void setup_conf_done(SetupConf *s) {
-        if (!s)
-                return;
-        for (size_t i = 0; i < s->n_polydirs; i++)
-                polydir_done(&s->polydirs[i]);
-        g_free(s->polydirs);
-        for (size_t i = 0; i < s->n_binds; i++)
-                bind_done(&s->binds[i]);
-        g_free(s->binds);
-        for (size_t i = 0; i < s->n_shares; i++)
-                share_done(&s->shares[i]);
-        g_free(s->shares);
-        for (size_t i = 0; i < s->n_volumes; i++)
-                volume_done(&s->volumes[i]);
-        g_free(s->volumes);
-        g_free(s->init_script);
-        g_free(s->init_script_file);
-        memset(s, 0, sizeof *s);
+static void polydir_init(void *object, const char *name, const char *file, unsigned line) {
+        *(Polydir *) object = (Polydir) {
+                .name = g_strdup(name), .mode = -1, .file = g_strdup(file), .line = line
+        };
 }
 
-void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
-        *dst = *src;
-        dst->polydirs = g_new0(Polydir, src->n_polydirs);
-        for (size_t i = 0; i < src->n_polydirs; i++) {
-                const Polydir *a = &src->polydirs[i];
-                Polydir *b = &dst->polydirs[i];
+static void polydir_copy(void *to, const void *from) {
+        const Polydir *a = from;
+        Polydir *b = to;
 
-                *b = *a;
-                b->name = g_strdup(a->name);
-                b->path = g_strdup(a->path);
-                b->instance_prefix = g_strdup(a->instance_prefix);
-                b->options = g_new0(MountOption, a->n_options);
-                for (size_t j = 0; j < a->n_options; j++) {
-                        b->options[j].key = g_strdup(a->options[j].key);
-                        b->options[j].value = g_strdup(a->options[j].value);
-                }
-                b->only_users = g_strdupv(a->only_users);
-                b->exclude_users = g_strdupv(a->exclude_users);
-                b->init_script = g_strdup(a->init_script);
-                b->file = g_strdup(a->file);
-        }
-        dst->binds = g_new0(BindReadOnly, src->n_binds);
-        for (size_t i = 0; i < src->n_binds; i++) {
-                const BindReadOnly *a = &src->binds[i];
-                BindReadOnly *b = &dst->binds[i];
+        *b = *a;
+        b->name = g_strdup(a->name);
+        b->path = g_strdup(a->path);
+        b->instance_prefix = g_strdup(a->instance_prefix);
+        b->options = options_copy(a->options, a->n_options);
+        b->only_users = g_strdupv(a->only_users);
+        b->exclude_users = g_strdupv(a->exclude_users);
+        b->init_script = g_strdup(a->init_script);
+        b->file = g_strdup(a->file);
+}
 
-                b->name = g_strdup(a->name);
-                b->source = g_strdup(a->source);
-                b->target = g_strdup(a->target);
-                b->file = g_strdup(a->file);
-                b->line = a->line;
-        }
-        dst->shares = g_new0(Share, src->n_shares);
-        for (size_t i = 0; i < src->n_shares; i++) {
-                const Share *a = &src->shares[i];
-                Share *b = &dst->shares[i];
+static void bind_init(void *object, const char *name, const char *file, unsigned line) {
+        *(BindReadOnly *) object = (BindReadOnly) { .name = g_strdup(name),
+                                                    .file = g_strdup(file),
+                                                    .line = line };
+}
 
-                *b = *a;
-                b->name = g_strdup(a->name);
-                b->path = g_strdup(a->path);
-                b->users = g_strdupv(a->users);
-                b->groups = g_strdupv(a->groups);
-                b->file = g_strdup(a->file);
-        }
-        dst->volumes = g_new0(Volume, src->n_volumes);
-        for (size_t i = 0; i < src->n_volumes; i++) {
-                const Volume *a = &src->volumes[i];
-                Volume *b = &dst->volumes[i];
+static void bind_copy(void *to, const void *from) {
+        const BindReadOnly *a = from;
+        BindReadOnly *b = to;
 
-                *b = *a;
-                b->name = g_strdup(a->name);
-                b->type = g_strdup(a->type);
-                b->source = g_strdup(a->source);
-                b->where = g_strdup(a->where);
-                b->options = options_copy(a->options, a->n_options);
-                b->options_text = g_strdup(a->options_text);
-                b->users = g_strdupv(a->users);
-                b->groups = g_strdupv(a->groups);
-                b->file = g_strdup(a->file);
-        }
-        dst->init_script = g_strdup(src->init_script);
-        dst->init_script_file = g_strdup(src->init_script_file);
+        *b = *a;
+        b->name = g_strdup(a->name);
+        b->source = g_strdup(a->source);
+        b->target = g_strdup(a->target);
+        b->file = g_strdup(a->file);
+}
+
+static void share_init(void *object, const char *name, const char *file, unsigned line) {
+        *(Share *) object = (Share) {
+                .name = g_strdup(name),
+                .propagation = SHARE_PROPAGATION_MEMBERS,
+                .max_members = SHARE_MAX_MEMBERS_DEFAULT,
+                .max_mounts_per_user = SHARE_MAX_MOUNTS_PER_USER_DEFAULT,
+                .file = g_strdup(file),
+                .line = line,
+        };
+}
+
+static void share_copy(void *to, const void *from) {
+        const Share *a = from;
+        Share *b = to;
+
+        *b = *a;
+        b->name = g_strdup(a->name);
+        b->path = g_strdup(a->path);
+        b->users = g_strdupv(a->users);
+        b->groups = g_strdupv(a->groups);
+        b->file = g_strdup(a->file);
+}
+
+static void volume_init(void *object, const char *name, const char *file, unsigned line) {
+        *(Volume *) object = (Volume) {
+                .name = g_strdup(name),
+                .start = VOLUME_START_NAMESPACE,
+                .file = g_strdup(file),
+                .line = line,
+        };
+}
+
+static void volume_copy(void *to, const void *from) {
+        const Volume *a = from;
+        Volume *b = to;
+
+        *b = *a;
+        b->name = g_strdup(a->name);
+        b->type = g_strdup(a->type);
+        b->source = g_strdup(a->source);
+        b->where = g_strdup(a->where);
+        b->options = options_copy(a->options, a->n_options);
+        b->options_text = g_strdup(a->options_text);
+        b->users = g_strdupv(a->users);
+        b->groups = g_strdupv(a->groups);
+        b->file = g_strdup(a->file);
 }
 
 /* ---- groups ---------------------------------------------------------------------------- */
@@ -205,47 +228,6 @@ static bool valid_object_name(const char *s, const char *extra) {
                 if (!g_ascii_isalnum(*p) && !strchr(extra, *p))
                         return false;
         return true;
-}
-
-const char *const *setup_conf_group_keys(const char *group, const char **ret_why) {
-        const char *name = NULL;
-        const char *const *keys = NULL;
-
-        if (strcmp(group, GROUP_SETUP) == 0)
-                return setup_keys;
-        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
-                name = group + strlen(PREFIX_POLYDIR);
-                keys = polydir_keys;
-        } else if (g_str_has_prefix(group, PREFIX_BIND)) {
-                name = group + strlen(PREFIX_BIND);
-                keys = bind_keys;
-        } else if (g_str_has_prefix(group, PREFIX_VOLUME)) {
-                name = group + strlen(PREFIX_VOLUME);
-                keys = volume_keys;
-        } else if (g_str_has_prefix(group, PREFIX_SHARE)) {
-                /* nsd makes a directory named NAME: no '@' (nor '/', nor a leading '.') */
-                if (!valid_object_name(group + strlen(PREFIX_SHARE), "_-.")) {
-                        if (ret_why)
-                                *ret_why = "a share's name is 1 to 64 letters, digits, '_', '-' "
-                                           "or '.', not starting with '.' (nsd names a "
-                                           "directory after it)";
-                        return NULL;
-                }
-                return share_keys;
-        } else
-                return NULL;
-        if (!valid_object_name(name, "_-.@")) {
-                if (ret_why)
-                        *ret_why = "a name is 1 to 64 letters, digits, '_', '-', '.' or '@', "
-                                   "not starting with '.'";
-                return NULL;
-        }
-        return keys;
-}
-
-bool setup_conf_group_is_object(const char *group) {
-        return g_str_has_prefix(group, PREFIX_POLYDIR) || g_str_has_prefix(group, PREFIX_BIND) ||
-               g_str_has_prefix(group, PREFIX_SHARE) || g_str_has_prefix(group, PREFIX_VOLUME);
 }
 
 /* ---- values ---------------------------------------------------------------------------- */
@@ -477,115 +459,11 @@ static char *network_source_why(const char *t) {
         return NULL;
 }
 
-static bool option_set(const Polydir *p, const char *key) {
+bool polydir_has_option(const Polydir *p, const char *key) {
         for (size_t i = 0; i < p->n_options; i++)
                 if (strcmp(p->options[i].key, key) == 0)
                         return true;
         return false;
-}
-
-static Polydir *find_polydir(SetupConf *s, const char *name) {
-        for (size_t i = 0; i < s->n_polydirs; i++)
-                if (strcmp(s->polydirs[i].name, name) == 0)
-                        return &s->polydirs[i];
-        return NULL;
-}
-
-static BindReadOnly *find_bind(SetupConf *s, const char *name) {
-        for (size_t i = 0; i < s->n_binds; i++)
-                if (strcmp(s->binds[i].name, name) == 0)
-                        return &s->binds[i];
-        return NULL;
-}
-
-static Share *find_share(SetupConf *s, const char *name) {
-        for (size_t i = 0; i < s->n_shares; i++)
-                if (strcmp(s->shares[i].name, name) == 0)
-                        return &s->shares[i];
-        return NULL;
-}
-
-static Volume *find_volume(SetupConf *s, const char *name) {
-        for (size_t i = 0; i < s->n_volumes; i++)
-                if (strcmp(s->volumes[i].name, name) == 0)
-                        return &s->volumes[i];
-        return NULL;
-}
-
-/* A group line: a new object (conf.c refuses a second definition before calling this). */
-static int begin_group(SetupConf *s, const char *group, const char *file, unsigned line,
-                       char **ret_why) {
-        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
-                const char *name = group + strlen(PREFIX_POLYDIR);
-                Polydir *p;
-
-                if (find_polydir(s, name))
-                        return 0;
-                if (s->n_polydirs >= SETUP_MAX_POLYDIRS) {
-                        *ret_why = g_strdup_printf("more than %d [Polydir] groups",
-                                                   SETUP_MAX_POLYDIRS);
-                        return -EINVAL;
-                }
-                s->polydirs = g_renew(Polydir, s->polydirs, s->n_polydirs + 1);
-                p = &s->polydirs[s->n_polydirs++];
-                *p = (Polydir) {
-                        .name = g_strdup(name), .mode = -1, .file = g_strdup(file), .line = line
-                };
-        } else if (g_str_has_prefix(group, PREFIX_BIND)) {
-                const char *name = group + strlen(PREFIX_BIND);
-                BindReadOnly *b;
-
-                if (find_bind(s, name))
-                        return 0;
-                if (s->n_binds >= SETUP_MAX_BINDS) {
-                        *ret_why = g_strdup_printf("more than %d [BindReadOnly] groups",
-                                                   SETUP_MAX_BINDS);
-                        return -EINVAL;
-                }
-                s->binds = g_renew(BindReadOnly, s->binds, s->n_binds + 1);
-                b = &s->binds[s->n_binds++];
-                *b = (BindReadOnly) { .name = g_strdup(name),
-                                      .file = g_strdup(file),
-                                      .line = line };
-        } else if (g_str_has_prefix(group, PREFIX_SHARE)) {
-                const char *name = group + strlen(PREFIX_SHARE);
-                Share *sh;
-
-                if (find_share(s, name))
-                        return 0;
-                if (s->n_shares >= SETUP_MAX_SHARES) {
-                        *ret_why = g_strdup_printf("more than %d [Share] groups", SETUP_MAX_SHARES);
-                        return -EINVAL;
-                }
-                s->shares = g_renew(Share, s->shares, s->n_shares + 1);
-                sh = &s->shares[s->n_shares++];
-                *sh = (Share) {
-                        .name = g_strdup(name),
-                        .propagation = SHARE_PROPAGATION_MEMBERS,
-                        .max_members = SHARE_MAX_MEMBERS_DEFAULT,
-                        .max_mounts_per_user = SHARE_MAX_MOUNTS_PER_USER_DEFAULT,
-                        .file = g_strdup(file),
-                        .line = line,
-                };
-        } else if (g_str_has_prefix(group, PREFIX_VOLUME)) {
-                const char *name = group + strlen(PREFIX_VOLUME);
-                Volume *v;
-
-                if (find_volume(s, name))
-                        return 0;
-                if (s->n_volumes >= SETUP_MAX_VOLUMES) {
-                        *ret_why = g_strdup_printf("more than %d [Volume] groups",
-                                                   SETUP_MAX_VOLUMES);
-                        return -EINVAL;
-                }
-                s->volumes = g_renew(Volume, s->volumes, s->n_volumes + 1);
-                v = &s->volumes[s->n_volumes++];
-                *v = (Volume) { .name = g_strdup(name),
-                                .start = VOLUME_START_NAMESPACE,
-                                .file = g_strdup(file),
-                                .line = line };
-        }
-        return 0;
 }
 
 /* Users= or Groups= of a share or a volume: Polydir's OnlyUsers= syntax, names and numbers,
@@ -661,8 +539,10 @@ static char *volume_source_why(VolumeKind k, const char *value) {
         return why ? g_strdup_printf("Source=%s: %s", value, why) : NULL;
 }
 
-static int set_volume(Volume *v, const char *key, const char *value, unsigned line,
+static int volume_set(void *object, const char *key, const char *value, unsigned line,
                       char **ret_why) {
+        Volume *v = object;
+
 #define KEY(name) (strcmp(key, name) == 0)
         if (KEY("Type"))
                 return set_volume_type(v, value, ret_why);
@@ -725,7 +605,24 @@ static int set_volume(Volume *v, const char *key, const char *value, unsigned li
         g_assert_not_reached();
 }
 
-static int set_share(Share *sh, const char *key, const char *value, char **ret_why) {
+/* A number from 1 to max (MaxMembers=, MaxMountsPerUser=). */
+static int set_count(unsigned *field, const char *key, const char *value, unsigned max,
+                     char **ret_why) {
+        unsigned long long v;
+
+        if (config_parse_uint(value, 1, max, &v) < 0) {
+                *ret_why = g_strdup_printf("%s=%s: expected a number from 1 to %u", key, value,
+                                           max);
+                return -EINVAL;
+        }
+        *field = (unsigned) v;
+        return 0;
+}
+
+static int share_set(void *object, const char *key, const char *value, unsigned line,
+                     char **ret_why) {
+        Share *sh = object;
+
 #define KEY(name) (strcmp(key, name) == 0)
         if (KEY("Path"))
                 /* no specifier: one directory for every member */
@@ -733,51 +630,26 @@ static int set_share(Share *sh, const char *key, const char *value, char **ret_w
         if (KEY("Users") || KEY("Groups"))
                 return set_members(KEY("Users") ? &sh->users : &sh->groups, key, value, ret_why);
         if (KEY("Propagation")) {
-                if (strcmp(value, "members") == 0)
-                        sh->propagation = SHARE_PROPAGATION_MEMBERS;
-                else if (strcmp(value, "host") == 0)
-                        sh->propagation = SHARE_PROPAGATION_HOST;
-                else if (strcmp(value, "both") == 0)
-                        sh->propagation = SHARE_PROPAGATION_BOTH;
-                else if (strcmp(value, "per-user") == 0)
-                        sh->propagation = SHARE_PROPAGATION_PER_USER;
-                else {
-                        *ret_why = g_strdup_printf("Propagation=%s: expected 'members', 'host', "
-                                                   "'both' or 'per-user'",
-                                                   value);
-                        return -EINVAL;
-                }
-                return 0;
-        }
-        if (KEY("MaxMembers")) {
-                unsigned long long v;
+                int r = parse_name(share_propagation_names, G_N_ELEMENTS(share_propagation_names),
+                                   key, value, "'members', 'host', 'both' or 'per-user'", ret_why);
 
-                if (config_parse_uint(value, 1, SHARE_MAX_MEMBERS_LIMIT, &v) < 0) {
-                        *ret_why = g_strdup_printf("MaxMembers=%s: expected a number from 1 to "
-                                                   "%u",
-                                                   value, SHARE_MAX_MEMBERS_LIMIT);
-                        return -EINVAL;
-                }
-                sh->max_members = (unsigned) v;
+                if (r < 0)
+                        return r;
+                sh->propagation = (SharePropagation) r;
                 return 0;
         }
-        if (KEY("MaxMountsPerUser")) {
-                unsigned long long v;
-
-                if (config_parse_uint(value, 1, SHARE_MAX_MOUNTS_PER_USER_LIMIT, &v) < 0) {
-                        *ret_why = g_strdup_printf("MaxMountsPerUser=%s: expected a number from "
-                                                   "1 to %u",
-                                                   value, SHARE_MAX_MOUNTS_PER_USER_LIMIT);
-                        return -EINVAL;
-                }
-                sh->max_mounts_per_user = (unsigned) v;
-                return 0;
-        }
+        if (KEY("MaxMembers"))
+                return set_count(&sh->max_members, key, value, SHARE_MAX_MEMBERS_LIMIT, ret_why);
+        if (KEY("MaxMountsPerUser"))
+                return set_count(&sh->max_mounts_per_user, key, value,
+                                 SHARE_MAX_MOUNTS_PER_USER_LIMIT, ret_why);
 #undef KEY
         g_assert_not_reached();
 }
 
-static int set_polydir(Polydir *p, const char *key, const char *value, char **ret_why) {
+static int polydir_set(void *object, const char *key, const char *value, unsigned line,
+                       char **ret_why) {
+        Polydir *p = object;
         bool b;
 
 #define KEY(name) (strcmp(key, name) == 0)
@@ -789,16 +661,13 @@ static int set_polydir(Polydir *p, const char *key, const char *value, char **re
         if (KEY("InitScript"))
                 return set_template(&p->init_script, value, 0, key, ret_why);
         if (KEY("Method")) {
-                if (strcmp(value, "user") == 0)
-                        p->method = POLYDIR_METHOD_USER;
-                else if (strcmp(value, "tmpfs") == 0)
-                        p->method = POLYDIR_METHOD_TMPFS;
-                else {
-                        *ret_why = g_strdup_printf("Method=%s: expected 'user' (a persistent "
-                                                   "instance directory) or 'tmpfs'",
-                                                   value);
-                        return -EINVAL;
-                }
+                int r = parse_name(polydir_method_names, G_N_ELEMENTS(polydir_method_names), key,
+                                   value, "'user' (a persistent instance directory) or 'tmpfs'",
+                                   ret_why);
+
+                if (r < 0)
+                        return r;
+                p->method = (PolydirMethod) r;
                 return 0;
         }
         if (KEY("MountOptions"))
@@ -842,8 +711,173 @@ static int set_polydir(Polydir *p, const char *key, const char *value, char **re
         g_assert_not_reached();
 }
 
+static int bind_set(void *object, const char *key, const char *value, unsigned line,
+                    char **ret_why) {
+        BindReadOnly *b = object;
+
+        return set_template(strcmp(key, "Source") == 0 ? &b->source : &b->target, value, 0, key,
+                            ret_why);
+}
+
+/* ---- the kinds of group ---------------------------------------------------------------- */
+
+/* A kind of [KIND NAME] group: its keys, where SetupConf keeps its objects (each with its
+ * name first), and what is done to one. */
+typedef struct ObjectKind {
+        const char *kind; /* "Polydir" */
+        const char *const *keys;
+        const char *name_chars; /* what NAME may hold besides letters and digits */
+        const char *name_rule;  /* what is said of a NAME that holds more */
+        size_t size;            /* of one object */
+        size_t array_offset;    /* of the objects in SetupConf */
+        size_t count_offset;    /* of how many there are */
+        unsigned max;
+        void (*init)(void *object, const char *name, const char *file, unsigned line);
+        void (*done)(void *object);
+        void (*copy)(void *to, const void *from);
+        int (*set)(void *object, const char *key, const char *value, unsigned line, char **ret_why);
+} ObjectKind;
+
+#define NAME_RULE "a name is 1 to 64 letters, digits, '_', '-', '.' or '@', not starting with '.'"
+
+#define OBJECT_KIND(type, fn, array, count, max_, chars, rule)                              \
+        {                                                                                   \
+                .kind = #type, .keys = fn##_keys, .name_chars = chars, .name_rule = rule,   \
+                .size = sizeof(type), .array_offset = offsetof(SetupConf, array),           \
+                .count_offset = offsetof(SetupConf, count), .max = max_, .init = fn##_init, \
+                .done = fn##_done, .copy = fn##_copy, .set = fn##_set,                      \
+        }
+
+static const ObjectKind object_kinds[] = {
+        OBJECT_KIND(Polydir, polydir, polydirs, n_polydirs, SETUP_MAX_POLYDIRS, "_-.@", NAME_RULE),
+        OBJECT_KIND(BindReadOnly, bind, binds, n_binds, SETUP_MAX_BINDS, "_-.@", NAME_RULE),
+        /* nsd makes a directory named NAME: no '@' (nor '/', nor a leading '.') */
+        OBJECT_KIND(Share, share, shares, n_shares, SETUP_MAX_SHARES, "_-.",
+                    "a share's name is 1 to 64 letters, digits, '_', '-' or '.', not starting "
+                    "with '.' (nsd names a directory after it)"),
+        OBJECT_KIND(Volume, volume, volumes, n_volumes, SETUP_MAX_VOLUMES, "_-.@", NAME_RULE),
+};
+
+_Static_assert(offsetof(Polydir, name) == 0, "an object's name comes first");
+_Static_assert(offsetof(BindReadOnly, name) == 0, "an object's name comes first");
+_Static_assert(offsetof(Share, name) == 0, "an object's name comes first");
+_Static_assert(offsetof(Volume, name) == 0, "an object's name comes first");
+
+/* The kind of [KIND NAME] and NAME, or NULL. */
+static const ObjectKind *object_kind(const char *group, const char **ret_name) {
+        for (size_t i = 0; i < G_N_ELEMENTS(object_kinds); i++) {
+                size_t n = strlen(object_kinds[i].kind);
+
+                if (strncmp(group, object_kinds[i].kind, n) == 0 && group[n] == ' ') {
+                        if (ret_name)
+                                *ret_name = group + n + 1;
+                        return &object_kinds[i];
+                }
+        }
+        return NULL;
+}
+
+static char **kind_objects(SetupConf *s, const ObjectKind *k) {
+        return (char **) (void *) ((char *) s + k->array_offset);
+}
+
+static size_t *kind_count(SetupConf *s, const ObjectKind *k) {
+        return (size_t *) (void *) ((char *) s + k->count_offset);
+}
+
+static void *object_find(SetupConf *s, const ObjectKind *k, const char *name) {
+        char *objects = *kind_objects(s, k);
+
+        for (size_t i = 0; i < *kind_count(s, k); i++) {
+                char *o = objects + i * k->size;
+
+                if (strcmp(*(char **) (void *) o, name) == 0)
+                        return o;
+        }
+        return NULL;
+}
+
+const char *const *setup_conf_group_keys(const char *group, const char **ret_why) {
+        const char *name;
+        const ObjectKind *k;
+
+        if (strcmp(group, GROUP_SETUP) == 0)
+                return setup_keys;
+        k = object_kind(group, &name);
+        if (!k)
+                return NULL;
+        if (!valid_object_name(name, k->name_chars)) {
+                if (ret_why)
+                        *ret_why = k->name_rule;
+                return NULL;
+        }
+        return k->keys;
+}
+
+bool setup_conf_group_is_object(const char *group) {
+        return object_kind(group, NULL);
+}
+
+/* A group line: a new object (conf.c refuses a second definition before calling this). */
+static int begin_group(SetupConf *s, const char *group, const char *file, unsigned line,
+                       char **ret_why) {
+        const char *name;
+        const ObjectKind *k = object_kind(group, &name);
+        char **objects;
+        size_t *n;
+
+        if (!k || object_find(s, k, name))
+                return 0;
+        objects = kind_objects(s, k);
+        n = kind_count(s, k);
+        if (*n >= k->max) {
+                *ret_why = g_strdup_printf("more than %u [%s] groups", k->max, k->kind);
+                return -EINVAL;
+        }
+        *objects = g_realloc_n(*objects, *n + 1, k->size);
+        k->init(*objects + *n * k->size, name, file, line);
+        (*n)++;
+        return 0;
+}
+
+void setup_conf_done(SetupConf *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < G_N_ELEMENTS(object_kinds); i++) {
+                const ObjectKind *k = &object_kinds[i];
+                char *objects = *kind_objects(s, k);
+
+                for (size_t j = 0; j < *kind_count(s, k); j++)
+                        k->done(objects + j * k->size);
+                g_free(objects);
+        }
+        g_free(s->init_script);
+        g_free(s->init_script_file);
+        memset(s, 0, sizeof *s);
+}
+
+void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
+        *dst = *src;
+        for (size_t i = 0; i < G_N_ELEMENTS(object_kinds); i++) {
+                const ObjectKind *k = &object_kinds[i];
+                char **objects = kind_objects(dst, k);
+                size_t n = *kind_count(dst, k);
+                const char *from = *objects;
+
+                *objects = g_malloc0_n(n, k->size);
+                for (size_t j = 0; j < n; j++)
+                        k->copy(*objects + j * k->size, from + j * k->size);
+        }
+        dst->init_script = g_strdup(src->init_script);
+        dst->init_script_file = g_strdup(src->init_script_file);
+}
+
 int setup_conf_set(SetupConf *s, const char *group, const char *key, const char *value,
                    const char *file, unsigned line, char **ret_why) {
+        const ObjectKind *k;
+        const char *name;
+        void *object;
+
         if (!key)
                 return begin_group(s, group, file, line, ret_why);
 
@@ -877,32 +911,11 @@ int setup_conf_set(SetupConf *s, const char *group, const char *key, const char 
                 }
                 g_assert_not_reached();
         }
-        if (g_str_has_prefix(group, PREFIX_POLYDIR)) {
-                Polydir *p = find_polydir(s, group + strlen(PREFIX_POLYDIR));
-
-                g_assert(p);
-                return set_polydir(p, key, value, ret_why);
-        }
-        if (g_str_has_prefix(group, PREFIX_BIND)) {
-                BindReadOnly *b = find_bind(s, group + strlen(PREFIX_BIND));
-
-                g_assert(b);
-                return set_template(strcmp(key, "Source") == 0 ? &b->source : &b->target, value, 0,
-                                    key, ret_why);
-        }
-        if (g_str_has_prefix(group, PREFIX_SHARE)) {
-                Share *sh = find_share(s, group + strlen(PREFIX_SHARE));
-
-                g_assert(sh);
-                return set_share(sh, key, value, ret_why);
-        }
-        if (g_str_has_prefix(group, PREFIX_VOLUME)) {
-                Volume *v = find_volume(s, group + strlen(PREFIX_VOLUME));
-
-                g_assert(v);
-                return set_volume(v, key, value, line, ret_why);
-        }
-        g_assert_not_reached();
+        k = object_kind(group, &name);
+        g_assert(k);
+        object = object_find(s, k, name);
+        g_assert(object);
+        return k->set(object, key, value, line, ret_why);
 }
 
 /* ---- the whole ------------------------------------------------------------------------- */
@@ -941,7 +954,7 @@ static int check_polydir(const Polydir *p, char **ret_error) {
                                "[Polydir %s] MountOptions=%s%s: Method=user is a bind mount, "
                                "which takes only ro, noexec, noatime and the like",
                                p->name, p->options[0].key, p->options[0].value ? "=..." : "");
-        if (p->mode >= 0 && option_set(p, "mode"))
+        if (p->mode >= 0 && polydir_has_option(p, "mode"))
                 return fail_at(ret_error, p->file, p->line,
                                "[Polydir %s] sets both Mode= and MountOptions=mode=: keep one",
                                p->name);
@@ -966,21 +979,65 @@ static int path_relation(const char *path, const char *other) {
         return strncmp(other, path, a) == 0 && other[a] == '/' ? PATH_ABOVE : PATH_APART;
 }
 
-static const char *relation_words(int rel) {
-        switch (rel) {
-        case PATH_SAME:
-                return "is";
-        case PATH_UNDER:
-                return "is under";
-        default:
-                return "is above";
-        }
-}
+static const char *const relation_words[] = {
+        [PATH_SAME] = "is",
+        [PATH_UNDER] = "is under",
+        [PATH_ABOVE] = "is above",
+};
 
 const char *setup_path_overlap(const char *path, const char *other) {
         int rel = path_relation(path, other);
 
-        return rel == PATH_APART ? NULL : relation_words(rel);
+        return rel == PATH_APART ? NULL : relation_words[rel];
+}
+
+/* A path-valued key of one group, as the checks below name it. */
+typedef struct PathKey {
+        const char *group; /* "Share" */
+        const char *name;
+        const char *key;  /* "Path" */
+        const char *noun; /* "path" */
+        const char *path;
+        const char *file;
+        unsigned line;
+} PathKey;
+
+static PathKey polydir_path(const Polydir *p) {
+        return (PathKey) { "Polydir", p->name, "Path", "path", p->path, p->file, p->line };
+}
+
+static PathKey bind_target(const BindReadOnly *b) {
+        return (PathKey) {
+                "BindReadOnly", b->name, "Target", "target", b->target, b->file, b->line
+        };
+}
+
+static PathKey share_path(const Share *sh) {
+        return (PathKey) { "Share", sh->name, "Path", "path", sh->path, sh->file, sh->line };
+}
+
+static PathKey volume_where(const Volume *v) {
+        return (PathKey) { "Volume", v->name, "Where", "mount point", v->where, v->file, v->line };
+}
+
+/* a's path is b's too: an error at a. */
+static int check_unique(PathKey a, PathKey b, char **ret_error) {
+        if (strcmp(a.path, b.path) != 0)
+                return 0;
+        return fail_at(ret_error, a.file, a.line, "[%s %s] %s=%s is the %s of [%s %s] (%s:%u) too",
+                       a.group, a.name, a.key, a.path, b.noun, b.group, b.name, b.file, b.line);
+}
+
+/* a's path is, is under or is above b's: an error at a, saying why that is refused. */
+static int check_apart(PathKey a, PathKey b, const char *why, char **ret_error) {
+        int rel = path_relation(a.path, b.path);
+
+        if (rel == PATH_APART)
+                return 0;
+        return fail_at(ret_error, a.file, a.line,
+                       "[%s %s] %s=%s %s the %s of [%s %s] (%s:%u), %s=%s: %s", a.group, a.name,
+                       a.key, a.path, relation_words[rel], b.noun, b.group, b.name, b.file, b.line,
+                       b.key, b.path, why);
 }
 
 /* The shares, once the polydirs (PrivateTmp=yes's too, polydirs[0] when private_tmp) and the
@@ -988,6 +1045,8 @@ const char *setup_path_overlap(const char *path, const char *other) {
  * A polydir whose Path= has a specifier (%h/...) differs per user: compared once
  * expanded, in plan_share_overlap_check() (domain/setup.c). */
 static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) {
+        int r;
+
         for (size_t i = 0; i < s->n_shares; i++) {
                 const Share *sh = &s->shares[i];
 
@@ -1000,15 +1059,10 @@ static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) 
                                        "no default membership (say who its members are)",
                                        sh->name);
                 for (size_t j = 0; j < i; j++) {
-                        const Share *o = &s->shares[j];
-                        int rel = path_relation(sh->path, o->path);
-
-                        if (rel != PATH_APART)
-                                return fail_at(ret_error, sh->file, sh->line,
-                                               "[Share %s] Path=%s %s the path of [Share %s] "
-                                               "(%s:%u), Path=%s: overlapping shares",
-                                               sh->name, sh->path, relation_words(rel), o->name,
-                                               o->file, o->line, o->path);
+                        r = check_apart(share_path(sh), share_path(&s->shares[j]),
+                                        "overlapping shares", ret_error);
+                        if (r < 0)
+                                return r;
                 }
                 for (size_t j = 0; j < s->n_polydirs; j++) {
                         const Polydir *p = &s->polydirs[j];
@@ -1024,25 +1078,16 @@ static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) 
                                                "[Share %s] Path=%s %s /tmp, the polydir of "
                                                "PrivateTmp=yes (%s:%u): a share cannot overlap "
                                                "a polydir",
-                                               sh->name, sh->path, relation_words(rel), p->file,
+                                               sh->name, sh->path, relation_words[rel], p->file,
                                                p->line);
-                        return fail_at(ret_error, sh->file, sh->line,
-                                       "[Share %s] Path=%s %s the path of [Polydir %s] (%s:%u), "
-                                       "Path=%s: a share cannot overlap a polydir",
-                                       sh->name, sh->path, relation_words(rel), p->name, p->file,
-                                       p->line, p->path);
+                        return check_apart(share_path(sh), polydir_path(p),
+                                           "a share cannot overlap a polydir", ret_error);
                 }
                 for (size_t j = 0; j < s->n_binds; j++) {
-                        const BindReadOnly *b = &s->binds[j];
-                        int rel = path_relation(sh->path, b->target);
-
-                        if (rel != PATH_APART)
-                                return fail_at(ret_error, sh->file, sh->line,
-                                               "[Share %s] Path=%s %s the target of "
-                                               "[BindReadOnly %s] (%s:%u), Target=%s: a share "
-                                               "cannot overlap a read-only bind",
-                                               sh->name, sh->path, relation_words(rel), b->name,
-                                               b->file, b->line, b->target);
+                        r = check_apart(share_path(sh), bind_target(&s->binds[j]),
+                                        "a share cannot overlap a read-only bind", ret_error);
+                        if (r < 0)
+                                return r;
                 }
         }
         return 0;
@@ -1052,6 +1097,8 @@ static int check_shares(const SetupConf *s, bool private_tmp, char **ret_error) 
  * Where= (without a specifier) that overlaps a share's path: a mount under a share travels
  * to its other members (one with a specifier: per user, plan_share_overlap_check()). */
 static int check_volumes(SetupConf *s, char **ret_error) {
+        int r;
+
         for (size_t i = 0; i < s->n_volumes; i++) {
                 Volume *v = &s->volumes[i];
                 const char *missing = !v->type     ? "Type="
@@ -1081,26 +1128,20 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                                        "[Volume %s] has neither Users= nor Groups=: a volume has "
                                        "no default membership (say whose namespaces get it)",
                                        v->name);
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(s->volumes[j].where, v->where) == 0)
-                                return fail_at(ret_error, v->file, v->line,
-                                               "[Volume %s] Where=%s is the mount point of "
-                                               "[Volume %s] (%s:%u) too",
-                                               v->name, v->where, s->volumes[j].name,
-                                               s->volumes[j].file, s->volumes[j].line);
+                for (size_t j = 0; j < i; j++) {
+                        r = check_unique(volume_where(v), volume_where(&s->volumes[j]), ret_error);
+                        if (r < 0)
+                                return r;
+                }
                 if (strchr(v->where, '%'))
                         continue;
                 for (size_t j = 0; j < s->n_shares; j++) {
-                        const Share *sh = &s->shares[j];
-                        int rel = path_relation(v->where, sh->path);
-
-                        if (rel != PATH_APART)
-                                return fail_at(ret_error, v->file, v->line,
-                                               "[Volume %s] Where=%s %s the path of [Share %s] "
-                                               "(%s:%u), Path=%s: a volume's mount would travel "
-                                               "to the share's other members",
-                                               v->name, v->where, relation_words(rel), sh->name,
-                                               sh->file, sh->line, sh->path);
+                        r = check_apart(volume_where(v), share_path(&s->shares[j]),
+                                        "a volume's mount would travel to the share's other "
+                                        "members",
+                                        ret_error);
+                        if (r < 0)
+                                return r;
                 }
         }
         return 0;
@@ -1116,13 +1157,11 @@ int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_fi
                 r = check_polydir(p, ret_error);
                 if (r < 0)
                         return r;
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(s->polydirs[j].path, p->path) == 0)
-                                return fail_at(ret_error, p->file, p->line,
-                                               "[Polydir %s] Path=%s is the path of [Polydir "
-                                               "%s] (%s:%u) too",
-                                               p->name, p->path, s->polydirs[j].name,
-                                               s->polydirs[j].file, s->polydirs[j].line);
+                for (size_t j = 0; j < i; j++) {
+                        r = check_unique(polydir_path(p), polydir_path(&s->polydirs[j]), ret_error);
+                        if (r < 0)
+                                return r;
+                }
                 if (private_tmp && strcmp(p->path, "/tmp") == 0)
                         return fail_at(ret_error, private_tmp_file, private_tmp_line,
                                        "PrivateTmp=yes and [Polydir %s] (%s:%u) both make /tmp: "
@@ -1135,13 +1174,11 @@ int setup_conf_finish(SetupConf *s, bool private_tmp, const char *private_tmp_fi
                 if (!b->source || !b->target)
                         return fail_at(ret_error, b->file, b->line, "[BindReadOnly %s] has no %s",
                                        b->name, b->source ? "Target=" : "Source=");
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(s->binds[j].target, b->target) == 0)
-                                return fail_at(ret_error, b->file, b->line,
-                                               "[BindReadOnly %s] Target=%s is the target of "
-                                               "[BindReadOnly %s] (%s:%u) too",
-                                               b->name, b->target, s->binds[j].name,
-                                               s->binds[j].file, s->binds[j].line);
+                for (size_t j = 0; j < i; j++) {
+                        r = check_unique(bind_target(b), bind_target(&s->binds[j]), ret_error);
+                        if (r < 0)
+                                return r;
+                }
         }
         if (private_tmp) {
                 /* PrivateTmp=yes: a tmpfs polydir on /tmp, first, as it always was */
@@ -1184,6 +1221,13 @@ static void digest_strv(GChecksum *c, const char *tag, char **v) {
                 digest_str(c, "-", *v);
 }
 
+static void digest_options(GChecksum *c, const MountOption *o, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                digest_str(c, "option", o[i].key);
+                digest_str(c, "=", o[i].value);
+        }
+}
+
 const char *setup_conf_generation(const SetupConf *s, bool propagation_private, char *buf,
                                   size_t size) {
         g_autoptr(GChecksum) c = g_checksum_new(G_CHECKSUM_SHA256);
@@ -1201,10 +1245,7 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                          (unsigned long long) p->mount_attr, (int) p->no_init);
                 digest_str(c, "numbers", num);
                 digest_str(c, "prefix", p->instance_prefix);
-                for (size_t j = 0; j < p->n_options; j++) {
-                        digest_str(c, "option", p->options[j].key);
-                        digest_str(c, "=", p->options[j].value);
-                }
+                digest_options(c, p->options, p->n_options);
                 digest_strv(c, "only", p->only_users);
                 digest_strv(c, "exclude", p->exclude_users);
                 digest_str(c, "script", p->init_script);
@@ -1234,10 +1275,7 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                 snprintf(num, sizeof num, "%llu %d", (unsigned long long) v->mount_attr,
                          (int) v->start);
                 digest_str(c, "numbers", num);
-                for (size_t j = 0; j < v->n_options; j++) {
-                        digest_str(c, "option", v->options[j].key);
-                        digest_str(c, "=", v->options[j].value);
-                }
+                digest_options(c, v->options, v->n_options);
                 digest_strv(c, "users", v->users);
                 digest_strv(c, "groups", v->groups);
         }
@@ -1331,17 +1369,9 @@ const char *volume_describe(const Volume *v, char *buf, size_t size) {
 }
 
 const char *share_propagation_to_string(SharePropagation p) {
-        switch (p) {
-        case SHARE_PROPAGATION_MEMBERS:
-                return "members";
-        case SHARE_PROPAGATION_HOST:
-                return "host";
-        case SHARE_PROPAGATION_BOTH:
-                return "both";
-        case SHARE_PROPAGATION_PER_USER:
-                return "per-user";
-        }
-        return "?";
+        if ((size_t) p >= G_N_ELEMENTS(share_propagation_names))
+                return "?";
+        return share_propagation_names[p];
 }
 
 const char *share_anchor_name(const Share *s, char *buf, size_t size) {

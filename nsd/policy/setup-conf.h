@@ -239,5 +239,8 @@ const char *volume_describe(const Volume *v, char *buf, size_t size);
  * "is above" for a message, NULL when neither holds the other. */
 const char *setup_path_overlap(const char *path, const char *other);
 
+/* Does MountOptions= set the file system option key ("mode", "uid")? */
+bool polydir_has_option(const Polydir *p, const char *key);
+
 /* Does a polydir apply to this user (OnlyUsers=, ExcludeUsers=, by name or uid)? */
 bool polydir_applies(const Polydir *p, const char *user_name, uid_t uid);
