@@ -211,6 +211,28 @@ static const char *refused(const struct fake_nsd_config *cfg) {
         return cfg->error_message ?: "fake nsd: refused";
 }
 
+/* error, when there is one, as the answer (in cfg's words): true then */
+static bool refuse(int cfd, const struct fake_req *r, int error,
+                   const struct fake_nsd_config *cfg) {
+        if (error)
+                (void) fake_nsd_send_error(cfd, r, error, refused(cfg));
+        return error != 0;
+}
+
+/* What an nsd of minor version minor does with a request type that came later (with minor
+ * version since): refuses it as unknown; true then, the request counted in *count. */
+static bool too_new(int cfd, const struct fake_req *r, unsigned minor, uint16_t type,
+                    unsigned since, unsigned *count) {
+        char why[40];
+
+        if (r->hdr.type != type || minor >= since)
+                return false;
+        snprintf(why, sizeof(why), "unknown request type (%u)", (unsigned) type);
+        (void) fake_nsd_send_error(cfd, r, -EOPNOTSUPP, why);
+        (*count)++;
+        return true;
+}
+
 static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
         struct nsd_rep_stream_end end;
 
@@ -290,10 +312,8 @@ static void answer_empty(int cfd, const struct fake_req *r, uint16_t type, int e
                          const struct fake_nsd_config *cfg) {
         struct nsd_msg_header h;
 
-        if (error) {
-                (void) fake_nsd_send_error(cfd, r, error, refused(cfg));
+        if (refuse(cfd, r, error, cfg))
                 return;
-        }
         fake_nsd_reply_init(&h, type, sizeof(h), r);
         (void) fake_nsd_send(cfd, &h, sizeof(h), NULL, 0);
 }
@@ -320,24 +340,9 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 fake_req_close_fds(&r);
                 return -1;
         }
-        if (r.hdr.type == NSD_REQ_JOIN_SESSION && minor < 2) {
-                /* what a 1.1 nsd does with a type it does not know */
-                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (9)");
-                rec->join_sessions++;
-                fake_req_close_fds(&r);
-                return -1;
-        }
-        if (r.hdr.type == NSD_REQ_METRICS && minor < 4) {
-                /* what a 1.3 nsd does with a type it does not know */
-                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (10)");
-                rec->metrics++;
-                fake_req_close_fds(&r);
-                return -1;
-        }
-        if (r.hdr.type == NSD_REQ_SHARES && minor < 5) {
-                /* what a 1.4 nsd does with a type it does not know */
-                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (11)");
-                rec->shares++;
+        if (too_new(cfd, &r, minor, NSD_REQ_JOIN_SESSION, 2, &rec->join_sessions) ||
+            too_new(cfd, &r, minor, NSD_REQ_METRICS, 4, &rec->metrics) ||
+            too_new(cfd, &r, minor, NSD_REQ_SHARES, 5, &rec->shares)) {
                 fake_req_close_fds(&r);
                 return -1;
         }
@@ -462,24 +467,18 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
         }
         case NSD_REQ_LIST:
                 rec->lists++;
-                if (cfg->list_error)
-                        (void) fake_nsd_send_error(cfd, &r, cfg->list_error, refused(cfg));
-                else
+                if (!refuse(cfd, &r, cfg->list_error, cfg))
                         answer_list(cfd, &r, cfg);
                 break;
         case NSD_REQ_SHARES:
                 rec->shares++;
-                if (cfg->shares_error)
-                        (void) fake_nsd_send_error(cfd, &r, cfg->shares_error, refused(cfg));
-                else
+                if (!refuse(cfd, &r, cfg->shares_error, cfg))
                         answer_shares(cfd, &r, cfg);
                 break;
         case NSD_REQ_SHOW:
                 rec->shows++;
                 rec->show_uid = r.show.uid;
-                if (cfg->show_error)
-                        (void) fake_nsd_send_error(cfd, &r, cfg->show_error, refused(cfg));
-                else
+                if (!refuse(cfd, &r, cfg->show_error, cfg))
                         answer_show(cfd, &r, cfg->show_text ?: "");
                 break;
         case NSD_REQ_RELEASE:
@@ -500,10 +499,8 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 struct nsd_rep_metrics rep = { 0 };
 
                 rec->metrics++;
-                if (cfg->metrics_error) {
-                        (void) fake_nsd_send_error(cfd, &r, cfg->metrics_error, refused(cfg));
+                if (refuse(cfd, &r, cfg->metrics_error, cfg))
                         break;
-                }
                 if (cfg->metrics)
                         rep = *cfg->metrics;
                 fake_nsd_reply_init(&rep.hdr, NSD_REP_METRICS, sizeof(struct nsd_msg_header), &r);
