@@ -39,6 +39,15 @@ static void bad(const char *text, unsigned line, const char *want, const char *w
                 config_done(&c);
 }
 
+/* One point, what: text parses (else the error says why); false when it does not. */
+static bool parses(const char *text, Config *c, const char *what) {
+        g_autofree char *err = NULL;
+        int r = parse(text, c, &err);
+
+        ok(r == 0, "%s (%s)", what, err ? err : "");
+        return r == 0;
+}
+
 static const Polydir *polydir(const Config *c, const char *name) {
         for (size_t i = 0; i < c->setup.n_polydirs; i++)
                 if (strcmp(c->setup.polydirs[i].name, name) == 0)
@@ -80,9 +89,7 @@ static void test_polydirs(void) {
         g_autofree char *err = NULL;
         const Polydir *p;
 
-        ok(parse(text, &c, &err) == 0, "three polydirs, a bind and [Setup] parse (%s)",
-           err ? err : "");
-        if (!c.users)
+        if (!parses(text, &c, "three polydirs, a bind and [Setup] parse"))
                 return;
         ok(c.setup.n_polydirs == 3 && strcmp(c.setup.polydirs[0].name, "tmp") == 0 &&
                    strcmp(c.setup.polydirs[1].name, "cache") == 0 &&
@@ -173,8 +180,7 @@ static void test_shares(void) {
         const Share *sh;
         char buf[128];
 
-        ok(parse(text, &c, &err) == 0, "two shares parse (%s)", err ? err : "");
-        if (!c.users)
+        if (!parses(text, &c, "two shares parse"))
                 return;
         sh = c.setup.n_shares == 2 ? &c.setup.shares[0] : NULL;
         ok(sh && strcmp(sh->name, "lab") == 0 && strcmp(sh->path, "/srv/lab") == 0 &&
@@ -516,8 +522,7 @@ static void test_volumes(void) {
         const Volume *v;
         char buf[128];
 
-        ok(parse(text, &c, &err) == 0, "two volumes parse, keys in any order (%s)", err ? err : "");
-        if (!c.users)
+        if (!parses(text, &c, "two volumes parse, keys in any order"))
                 return;
         v = c.setup.n_volumes == 2 ? &c.setup.volumes[0] : NULL;
         ok(v && strcmp(v->name, "vault") == 0 && strcmp(v->type, "ext4") == 0 &&
