@@ -159,6 +159,20 @@ static void record_bad(struct fake_nsd_record *rec, const char *why) {
                 snprintf(rec->bad_why, sizeof(rec->bad_why), "%s", why);
 }
 
+/* What is wrong with the session part of a SESSION_OPEN or a JOIN_SESSION: flags beyond known,
+ * the reserved field set, no service name, no pid, or descriptors other than the one pidfd
+ * that pidfd_flag announces. */
+enum { SESSION_SOUND, SESSION_FLAGS, SESSION_FIELDS, SESSION_FDS };
+
+static int session_check(uint32_t flags, uint32_t known, uint32_t pidfd_flag, uint32_t reserved,
+                         const char service[NSD_SERVICE_MAX], uint32_t pid, size_t nfds) {
+        if (flags & ~known)
+                return SESSION_FLAGS;
+        if (reserved || !nsd_field_is_string(service, NSD_SERVICE_MAX) || pid == 0)
+                return SESSION_FIELDS;
+        return nfds == ((flags & pidfd_flag) ? 1u : 0u) ? SESSION_SOUND : SESSION_FDS;
+}
+
 /* The checks nsd makes beyond nsd_msg_check() for the requests a client of ours sends;
  * NULL when sound. */
 static const char *request_problem(const struct fake_req *r) {
@@ -169,26 +183,30 @@ static const char *request_problem(const struct fake_req *r) {
                 if (r->join.flags & ~NSD_JOIN_NO_CREATE)
                         return "unknown JOIN flags";
                 return r->nfds == 0 ? NULL : "descriptors with a JOIN";
-        case NSD_REQ_SESSION_OPEN:
-                if (r->session_open.flags & ~NSD_SESSION_PIDFD)
-                        return "unknown SESSION_OPEN flags";
-                if (r->session_open.reserved ||
-                    !nsd_field_is_string(r->session_open.service, NSD_SERVICE_MAX) ||
-                    r->session_open.pid == 0)
-                        return "bad SESSION_OPEN fields";
-                return r->nfds == ((r->session_open.flags & NSD_SESSION_PIDFD) ? 1u : 0u)
-                               ? NULL
-                               : "descriptors do not match NSD_SESSION_PIDFD";
-        case NSD_REQ_JOIN_SESSION:
-                if (r->join_session.flags & ~(NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD))
-                        return "unknown JOIN_SESSION flags";
-                if (r->join_session.reserved ||
-                    !nsd_field_is_string(r->join_session.service, NSD_SERVICE_MAX) ||
-                    r->join_session.pid == 0)
-                        return "bad JOIN_SESSION fields";
-                return r->nfds == ((r->join_session.flags & NSD_JOIN_SESSION_PIDFD) ? 1u : 0u)
-                               ? NULL
-                               : "descriptors do not match NSD_JOIN_SESSION_PIDFD";
+        case NSD_REQ_SESSION_OPEN: {
+                static const char *const problems[] = {
+                        [SESSION_FLAGS] = "unknown SESSION_OPEN flags",
+                        [SESSION_FIELDS] = "bad SESSION_OPEN fields",
+                        [SESSION_FDS] = "descriptors do not match NSD_SESSION_PIDFD",
+                };
+                const struct nsd_req_session_open *so = &r->session_open;
+
+                return problems[session_check(so->flags, NSD_SESSION_PIDFD, NSD_SESSION_PIDFD,
+                                              so->reserved, so->service, so->pid, r->nfds)];
+        }
+        case NSD_REQ_JOIN_SESSION: {
+                static const char *const problems[] = {
+                        [SESSION_FLAGS] = "unknown JOIN_SESSION flags",
+                        [SESSION_FIELDS] = "bad JOIN_SESSION fields",
+                        [SESSION_FDS] = "descriptors do not match NSD_JOIN_SESSION_PIDFD",
+                };
+                const struct nsd_req_join_session *js = &r->join_session;
+
+                return problems[session_check(js->flags,
+                                              NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD,
+                                              NSD_JOIN_SESSION_PIDFD, js->reserved, js->service,
+                                              js->pid, r->nfds)];
+        }
         case NSD_REQ_SESSION_CLOSE:
                 return r->session_close.session_id == 0 && r->session_close.pid == 0
                                ? "neither a session id nor a pid"
