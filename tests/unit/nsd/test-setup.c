@@ -269,16 +269,32 @@ static bool run_fails(const char *conf, const char *name, const char *home_rel, 
 
 #define OR_EMPTY(s) ((s) ? (s) : "")
 
-static void parse_or_bail(const char *text, Config *c) {
-        if (config_parse_text(text, strlen(text), "t", c, NULL) < 0)
+/* A configuration and the last plan made of it for a user (or why none was). */
+typedef struct Plans {
+        Config c;
+        SetupPlan *plan;
+        char *why;
+} Plans;
+
+static void plans_clear(Plans *p) {
+        g_clear_pointer(&p->plan, setup_plan_free);
+        g_clear_pointer(&p->why, g_free);
+        config_done(&p->c);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Plans, plans_clear)
+
+/* text (file "t") in place of p's configuration, or bail out */
+static void plans_parse(Plans *p, const char *text) {
+        plans_clear(p);
+        if (config_parse_text(text, strlen(text), "t", &p->c, NULL) < 0)
                 tap_bail_errno("parse");
 }
 
-/* The plan of c for u into *plan and *why, in place of what they held. */
-static int plan_for(const Config *c, const SetupUser *u, SetupPlan **plan, char **why) {
-        g_clear_pointer(plan, setup_plan_free);
-        g_clear_pointer(why, g_free);
-        return setup_plan_new(&c->setup, u, plan, why);
+/* The plan of p's configuration for u in place of the last, its reason in p->why. */
+static int plans_make(Plans *p, const SetupUser *u) {
+        g_clear_pointer(&p->plan, setup_plan_free);
+        g_clear_pointer(&p->why, g_free);
+        return setup_plan_new(&p->c.setup, u, &p->plan, &p->why);
 }
 
 /* ---- cases ---------------------------------------------------------------------------- */
@@ -805,10 +821,8 @@ static void test_scripts(void) {
 }
 
 static void test_plans(void) {
-        g_autoptr(SetupPlan) plan = NULL;
-        g_autofree char *why = NULL;
+        g_auto(Plans) p = { 0 };
         int r;
-        Config c = { 0 };
         gid_t g = 5;
         SetupUser u = { .uid = 1000,
                         .gid = 5,
@@ -817,65 +831,58 @@ static void test_plans(void) {
                         .groups = &g,
                         .n_groups = 1 };
 
-        parse_or_bail("[Polydir a]\nPath=/srv/%u/x\nMethod=tmpfs\n", &c);
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == -EINVAL && why && strstr(why, "%u stands for 'al/ice'"),
-           "a user name with a '/' cannot make a path (%s)", OR_EMPTY(why));
+        plans_parse(&p, "[Polydir a]\nPath=/srv/%u/x\nMethod=tmpfs\n");
+        r = plans_make(&p, &u);
+        ok(r == -EINVAL && p.why && strstr(p.why, "%u stands for 'al/ice'"),
+           "a user name with a '/' cannot make a path (%s)", OR_EMPTY(p.why));
         u.name = "alice";
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == 0 && setup_plan_n_polydirs(plan) == 1 &&
-                   strcmp(setup_plan_polydir_path(plan, 0), "/srv/alice/x") == 0,
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_polydirs(p.plan) == 1 &&
+                   strcmp(setup_plan_polydir_path(p.plan, 0), "/srv/alice/x") == 0,
            "%%u expands to the name");
-        config_done(&c);
 
-        parse_or_bail("[Polydir a]\nPath=%h/.cache/%U-%g\nMethod=tmpfs\n"
-                      "[Polydir b]\nPath=/x\nMethod=tmpfs\nOnlyUsers=bob\n",
-                      &c);
+        plans_parse(&p, "[Polydir a]\nPath=%h/.cache/%U-%g\nMethod=tmpfs\n"
+                        "[Polydir b]\nPath=/x\nMethod=tmpfs\nOnlyUsers=bob\n");
         u.home = "/home//alice";
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == -EINVAL && why && strstr(why, "not a clean absolute path"),
-           "a home with '//' cannot be used for %%h (%s)", OR_EMPTY(why));
+        r = plans_make(&p, &u);
+        ok(r == -EINVAL && p.why && strstr(p.why, "not a clean absolute path"),
+           "a home with '//' cannot be used for %%h (%s)", OR_EMPTY(p.why));
         u.home = "/home/alice/";
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == 0 && setup_plan_n_polydirs(plan) == 1 &&
-                   strcmp(setup_plan_polydir_path(plan, 0), "/home/alice/.cache/1000-5") == 0,
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_polydirs(p.plan) == 1 &&
+                   strcmp(setup_plan_polydir_path(p.plan, 0), "/home/alice/.cache/1000-5") == 0,
            "%%h without its trailing '/', %%U, %%g as a number when the group has no name; "
            "OnlyUsers=bob leaves alice out (%s)",
-           plan ? setup_plan_polydir_path(plan, 0) : why);
+           p.plan ? setup_plan_polydir_path(p.plan, 0) : p.why);
         u.home = "/";
         u.group = "staff";
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == 0 && strcmp(setup_plan_polydir_path(plan, 0), "/.cache/1000-staff") == 0,
+        r = plans_make(&p, &u);
+        ok(r == 0 && strcmp(setup_plan_polydir_path(p.plan, 0), "/.cache/1000-staff") == 0,
            "a home of / and %%g as the group's name");
-        config_done(&c);
 
         /* a uid without a passwd entry: what needs no name is made, the rest refused */
         SetupUser nobody = { .uid = 4242, .gid = (gid_t) -1 };
-        parse_or_bail("[Polydir t]\nPath=/tmp\nMethod=tmpfs\nNoInit=yes\n", &c);
-        r = plan_for(&c, &nobody, &plan, &why);
-        ok(r == 0 && setup_plan_n_polydirs(plan) == 1,
-           "a uid without a name gets a tmpfs polydir that needs none (%s)", OR_EMPTY(why));
-        config_done(&c);
+        plans_parse(&p, "[Polydir t]\nPath=/tmp\nMethod=tmpfs\nNoInit=yes\n");
+        r = plans_make(&p, &nobody);
+        ok(r == 0 && setup_plan_n_polydirs(p.plan) == 1,
+           "a uid without a name gets a tmpfs polydir that needs none (%s)", OR_EMPTY(p.why));
         const char *needs_name[] = {
                 "[Polydir u]\nPath=/tmp\nMethod=user\nInstancePrefix=/inst/\nNoInit=yes\n",
                 "[Polydir h]\nPath=%h/x\nMethod=tmpfs\nNoInit=yes\n",
                 "[Setup]\nInitScript=/bin/true\n[Polydir i]\nPath=/tmp\nMethod=tmpfs\n",
         };
         for (size_t i = 0; i < G_N_ELEMENTS(needs_name); i++) {
-                parse_or_bail(needs_name[i], &c);
-                r = plan_for(&c, &nobody, &plan, &why);
-                ok(r == -EINVAL && why && strstr(why, "needs the name of uid 4242"),
+                plans_parse(&p, needs_name[i]);
+                r = plans_make(&p, &nobody);
+                ok(r == -EINVAL && p.why && strstr(p.why, "needs the name of uid 4242"),
                    "a uid without a name: a polydir that needs one is refused, saying so (%s)",
-                   OR_EMPTY(why));
-                config_done(&c);
+                   OR_EMPTY(p.why));
         }
 }
 
 static void test_volume_plans(void) {
-        g_autoptr(SetupPlan) plan = NULL;
-        g_autofree char *why = NULL;
+        g_auto(Plans) p = { 0 };
         int r;
-        Config c = { 0 };
         gid_t gids[] = { 5, 300 };
         const char *const names[] = { "staff", "vault" };
         SetupUser u = { .uid = 1000,
@@ -885,84 +892,75 @@ static void test_volume_plans(void) {
                         .groups = gids,
                         .n_groups = 1 };
 
-        parse_or_bail("[Volume vault]\nType=ext4\nSource=/srv/vol/%u-%U.img\n"
-                      "Where=%h/vault\nGroups=vault\n"
-                      "[Volume smb]\nType=cifs\nSource=//server/%u\nWhere=/srv/smb/%U\n"
-                      "Users=bob\n",
-                      &c);
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == 0 && setup_plan_n_volumes(plan) == 0 && setup_plan_is_empty(plan),
-           "alice outside group vault and not bob: no volume, nothing to do (%s)", OR_EMPTY(why));
+        plans_parse(&p, "[Volume vault]\nType=ext4\nSource=/srv/vol/%u-%U.img\n"
+                        "Where=%h/vault\nGroups=vault\n"
+                        "[Volume smb]\nType=cifs\nSource=//server/%u\nWhere=/srv/smb/%U\n"
+                        "Users=bob\n");
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 0 && setup_plan_is_empty(p.plan),
+           "alice outside group vault and not bob: no volume, nothing to do (%s)", OR_EMPTY(p.why));
         u.n_groups = 2;
         u.group_names = names;
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == 0 && setup_plan_n_volumes(plan) == 1 && !setup_plan_is_empty(plan) &&
-                   strcmp(setup_plan_volume_where(plan, 0), "/home/alice/vault") == 0 &&
-                   strcmp(setup_plan_volume_source(plan, 0), "/srv/vol/alice-1000.img") == 0,
-           "in group vault: the volume, Where= and Source= expanded (%s)", OR_EMPTY(why));
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 1 && !setup_plan_is_empty(p.plan) &&
+                   strcmp(setup_plan_volume_where(p.plan, 0), "/home/alice/vault") == 0 &&
+                   strcmp(setup_plan_volume_source(p.plan, 0), "/srv/vol/alice-1000.img") == 0,
+           "in group vault: the volume, Where= and Source= expanded (%s)", OR_EMPTY(p.why));
         u.name = "bob";
         u.home = "/home/bob";
         u.n_groups = 1;
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == 0 && setup_plan_n_volumes(plan) == 1 &&
-                   strcmp(setup_plan_volume_source(plan, 0), "//server/bob") == 0 &&
-                   strcmp(setup_plan_volume_where(plan, 0), "/srv/smb/1000") == 0,
-           "bob: the cifs volume, its source with %%u (%s)", OR_EMPTY(why));
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 1 &&
+                   strcmp(setup_plan_volume_source(p.plan, 0), "//server/bob") == 0 &&
+                   strcmp(setup_plan_volume_where(p.plan, 0), "/srv/smb/1000") == 0,
+           "bob: the cifs volume, its source with %%u (%s)", OR_EMPTY(p.why));
         SetupUser nobody = { .uid = 1000, .gid = (gid_t) -1 };
-        r = plan_for(&c, &nobody, &plan, &why);
-        ok(r == 0 && setup_plan_n_volumes(plan) == 0,
+        r = plans_make(&p, &nobody);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 0,
            "uid 1000 without a name is no member by name");
-        config_done(&c);
-        parse_or_bail("[Volume v]\nType=ext4\nSource=/srv/%u.img\nWhere=/srv/v\nUsers=1000\n", &c);
-        r = plan_for(&c, &nobody, &plan, &why);
-        ok(r == -EINVAL && why && strstr(why, "volume 'v' (t:1) needs the name of uid 1000"),
+        plans_parse(&p, "[Volume v]\nType=ext4\nSource=/srv/%u.img\nWhere=/srv/v\nUsers=1000\n");
+        r = plans_make(&p, &nobody);
+        ok(r == -EINVAL && p.why && strstr(p.why, "volume 'v' (t:1) needs the name of uid 1000"),
            "a member by uid without a name, whose Source= needs one, is refused (%s)",
-           OR_EMPTY(why));
-        config_done(&c);
+           OR_EMPTY(p.why));
 }
 
 /* What the configuration cannot compare (a path with a specifier), compared per user: a
  * volume or a polydir on, under or above the path of a share of the user's. */
 static void test_share_overlap_plans(void) {
-        g_autoptr(SetupPlan) plan = NULL;
-        g_autofree char *why = NULL;
+        g_auto(Plans) p = { 0 };
         int r;
-        Config c = { 0 };
         SetupUser u = { .uid = 1000, .gid = 5, .name = "alice", .home = "/srv/lab/alice" };
 
-        parse_or_bail("[Share lab]\nPath=/srv/lab\nUsers=alice\n"
-                      "[Volume vault]\nType=ext4\nSource=/srv/vol/%u.img\nWhere=%h/vault\n"
-                      "Users=alice bob\n",
-                      &c);
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == -EINVAL && why &&
-                   strstr(why, "volume 'vault' (t:4): Where=%h/vault is /srv/lab/alice/vault for "
-                               "uid 1000, which is under the path of share 'lab' (t:1)"),
+        plans_parse(&p, "[Share lab]\nPath=/srv/lab\nUsers=alice\n"
+                        "[Volume vault]\nType=ext4\nSource=/srv/vol/%u.img\nWhere=%h/vault\n"
+                        "Users=alice bob\n");
+        r = plans_make(&p, &u);
+        ok(r == -EINVAL && p.why &&
+                   strstr(p.why, "volume 'vault' (t:4): Where=%h/vault is /srv/lab/alice/vault for "
+                                 "uid 1000, which is under the path of share 'lab' (t:1)"),
            "a volume whose Where= falls under a share of the user's once expanded is refused, "
            "naming both (%s)",
-           OR_EMPTY(why));
+           OR_EMPTY(p.why));
         u.name = "bob";
         u.home = "/srv/lab/bob";
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == 0 && setup_plan_n_volumes(plan) == 1 && setup_plan_n_shares(plan) == 0,
-           "bob, no member of the share: his volume there travels nowhere (%s)", OR_EMPTY(why));
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 1 && setup_plan_n_shares(p.plan) == 0,
+           "bob, no member of the share: his volume there travels nowhere (%s)", OR_EMPTY(p.why));
         u.name = "alice";
         u.home = "/home/alice";
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == 0 && setup_plan_n_volumes(plan) == 1 && setup_plan_n_shares(plan) == 1,
-           "alice with her home elsewhere: share and volume side by side (%s)", OR_EMPTY(why));
-        config_done(&c);
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 1 && setup_plan_n_shares(p.plan) == 1,
+           "alice with her home elsewhere: share and volume side by side (%s)", OR_EMPTY(p.why));
 
-        parse_or_bail("[Share lab]\nPath=/srv/lab/alice/tmp\nUsers=alice\n"
-                      "[Polydir t]\nPath=/srv/lab/%u\nMethod=tmpfs\n",
-                      &c);
-        r = plan_for(&c, &u, &plan, &why);
-        ok(r == -EINVAL && why &&
-                   strstr(why, "Path=/srv/lab/%u is /srv/lab/alice for uid 1000, which is above "
-                               "the path of share 'lab' (t:1)"),
+        plans_parse(&p, "[Share lab]\nPath=/srv/lab/alice/tmp\nUsers=alice\n"
+                        "[Polydir t]\nPath=/srv/lab/%u\nMethod=tmpfs\n");
+        r = plans_make(&p, &u);
+        ok(r == -EINVAL && p.why &&
+                   strstr(p.why, "Path=/srv/lab/%u is /srv/lab/alice for uid 1000, which is above "
+                                 "the path of share 'lab' (t:1)"),
            "a polydir whose expanded Path= is above a share of the user's is refused (%s)",
-           OR_EMPTY(why));
-        config_done(&c);
+           OR_EMPTY(p.why));
 }
 
 static void test_private_tmp(void) {
