@@ -159,23 +159,30 @@ static void record_bad(struct fake_nsd_record *rec, const char *why) {
                 snprintf(rec->bad_why, sizeof(rec->bad_why), "%s", why);
 }
 
-/* What is wrong with the session part of a SESSION_OPEN or a JOIN_SESSION: flags beyond known,
- * the reserved field set, no service name, no pid, or descriptors other than the one pidfd
- * that pidfd_flag announces. */
-enum { SESSION_SOUND, SESSION_FLAGS, SESSION_FIELDS, SESSION_FDS };
-
-static int session_check(uint32_t flags, uint32_t known, uint32_t pidfd_flag, uint32_t reserved,
-                         const char service[NSD_SERVICE_MAX], uint32_t pid, size_t nfds) {
+/* What is wrong with the session part of a SESSION_OPEN or a JOIN_SESSION (type, with its
+ * pidfd_flag): flags beyond known, the reserved field set, no service name, no pid, or
+ * descriptors other than the one pidfd the flag announces; in buf, or NULL when sound. */
+static const char *session_problem(const char *type, uint32_t flags, uint32_t known,
+                                   uint32_t pidfd_flag, const char *pidfd_flag_name,
+                                   uint32_t reserved, const char service[NSD_SERVICE_MAX],
+                                   uint32_t pid, size_t nfds, char *buf, size_t size) {
         if (flags & ~known)
-                return SESSION_FLAGS;
-        if (reserved || !nsd_field_is_string(service, NSD_SERVICE_MAX) || pid == 0)
-                return SESSION_FIELDS;
-        return nfds == ((flags & pidfd_flag) ? 1u : 0u) ? SESSION_SOUND : SESSION_FDS;
+                snprintf(buf, size, "unknown %s flags", type);
+        else if (reserved || !nsd_field_is_string(service, NSD_SERVICE_MAX) || pid == 0)
+                snprintf(buf, size, "bad %s fields", type);
+        else if (nfds != ((flags & pidfd_flag) ? 1u : 0u))
+                snprintf(buf, size, "descriptors do not match %s", pidfd_flag_name);
+        else
+                return NULL;
+        return buf;
 }
 
 /* The checks nsd makes beyond nsd_msg_check() for the requests a client of ours sends;
- * NULL when sound. */
-static const char *request_problem(const struct fake_req *r) {
+ * NULL when sound, else the problem (perhaps in buf). */
+static const char *request_problem(const struct fake_req *r, char *buf, size_t size) {
+        const struct nsd_req_session_open *so = &r->session_open;
+        const struct nsd_req_join_session *js = &r->join_session;
+
         if (r->hdr.flags != 0)
                 return "flags set in the header";
         switch (r->hdr.type) {
@@ -183,30 +190,15 @@ static const char *request_problem(const struct fake_req *r) {
                 if (r->join.flags & ~NSD_JOIN_NO_CREATE)
                         return "unknown JOIN flags";
                 return r->nfds == 0 ? NULL : "descriptors with a JOIN";
-        case NSD_REQ_SESSION_OPEN: {
-                static const char *const problems[] = {
-                        [SESSION_FLAGS] = "unknown SESSION_OPEN flags",
-                        [SESSION_FIELDS] = "bad SESSION_OPEN fields",
-                        [SESSION_FDS] = "descriptors do not match NSD_SESSION_PIDFD",
-                };
-                const struct nsd_req_session_open *so = &r->session_open;
-
-                return problems[session_check(so->flags, NSD_SESSION_PIDFD, NSD_SESSION_PIDFD,
-                                              so->reserved, so->service, so->pid, r->nfds)];
-        }
-        case NSD_REQ_JOIN_SESSION: {
-                static const char *const problems[] = {
-                        [SESSION_FLAGS] = "unknown JOIN_SESSION flags",
-                        [SESSION_FIELDS] = "bad JOIN_SESSION fields",
-                        [SESSION_FDS] = "descriptors do not match NSD_JOIN_SESSION_PIDFD",
-                };
-                const struct nsd_req_join_session *js = &r->join_session;
-
-                return problems[session_check(js->flags,
-                                              NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD,
-                                              NSD_JOIN_SESSION_PIDFD, js->reserved, js->service,
-                                              js->pid, r->nfds)];
-        }
+        case NSD_REQ_SESSION_OPEN:
+                return session_problem("SESSION_OPEN", so->flags, NSD_SESSION_PIDFD,
+                                       NSD_SESSION_PIDFD, "NSD_SESSION_PIDFD", so->reserved,
+                                       so->service, so->pid, r->nfds, buf, size);
+        case NSD_REQ_JOIN_SESSION:
+                return session_problem("JOIN_SESSION", js->flags,
+                                       NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD,
+                                       NSD_JOIN_SESSION_PIDFD, "NSD_JOIN_SESSION_PIDFD",
+                                       js->reserved, js->service, js->pid, r->nfds, buf, size);
         case NSD_REQ_SESSION_CLOSE:
                 return r->session_close.session_id == 0 && r->session_close.pid == 0
                                ? "neither a session id nor a pid"
@@ -341,6 +333,7 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
         uint64_t session_id = cfg->session_id ? cfg->session_id : 4242;
         struct fake_req r;
         const char *problem;
+        char problem_buf[64];
         int fds[2] = { -1, -1 }, k, ret = 0;
         uint64_t ino = 0;
 
@@ -364,7 +357,7 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 fake_req_close_fds(&r);
                 return -1;
         }
-        problem = request_problem(&r);
+        problem = request_problem(&r, problem_buf, sizeof(problem_buf));
         if (problem) {
                 record_bad(rec, problem);
                 (void) fake_nsd_send_error(cfd, &r, -EBADMSG, problem);
