@@ -297,6 +297,14 @@ static int plans_make(Plans *p, const SetupUser *u) {
         return setup_plan_new(&p->c.setup, u, &p->plan, &p->why);
 }
 
+/* One point, what: no plan of p's configuration for u, its reason saying text. */
+static bool plans_refused(Plans *p, const SetupUser *u, const char *text, const char *what) {
+        int r = plans_make(p, u);
+
+        return ok(r == -EINVAL && p->why && strstr(p->why, text), "%s (%s)", what,
+                  OR_EMPTY(p->why));
+}
+
 /* ---- cases ---------------------------------------------------------------------------- */
 
 static const char *const full_conf = "[Setup]\n"
@@ -832,9 +840,8 @@ static void test_plans(void) {
                         .n_groups = 1 };
 
         plans_parse(&p, "[Polydir a]\nPath=/srv/%u/x\nMethod=tmpfs\n");
-        r = plans_make(&p, &u);
-        ok(r == -EINVAL && p.why && strstr(p.why, "%u stands for 'al/ice'"),
-           "a user name with a '/' cannot make a path (%s)", OR_EMPTY(p.why));
+        plans_refused(&p, &u, "%u stands for 'al/ice'",
+                      "a user name with a '/' cannot make a path");
         u.name = "alice";
         r = plans_make(&p, &u);
         ok(r == 0 && setup_plan_n_polydirs(p.plan) == 1 &&
@@ -844,9 +851,8 @@ static void test_plans(void) {
         plans_parse(&p, "[Polydir a]\nPath=%h/.cache/%U-%g\nMethod=tmpfs\n"
                         "[Polydir b]\nPath=/x\nMethod=tmpfs\nOnlyUsers=bob\n");
         u.home = "/home//alice";
-        r = plans_make(&p, &u);
-        ok(r == -EINVAL && p.why && strstr(p.why, "not a clean absolute path"),
-           "a home with '//' cannot be used for %%h (%s)", OR_EMPTY(p.why));
+        plans_refused(&p, &u, "not a clean absolute path",
+                      "a home with '//' cannot be used for %h");
         u.home = "/home/alice/";
         r = plans_make(&p, &u);
         ok(r == 0 && setup_plan_n_polydirs(p.plan) == 1 &&
@@ -873,10 +879,9 @@ static void test_plans(void) {
         };
         for (size_t i = 0; i < G_N_ELEMENTS(needs_name); i++) {
                 plans_parse(&p, needs_name[i]);
-                r = plans_make(&p, &nobody);
-                ok(r == -EINVAL && p.why && strstr(p.why, "needs the name of uid 4242"),
-                   "a uid without a name: a polydir that needs one is refused, saying so (%s)",
-                   OR_EMPTY(p.why));
+                plans_refused(&p, &nobody, "needs the name of uid 4242",
+                              "a uid without a name: a polydir that needs one is refused, saying "
+                              "so");
         }
 }
 
@@ -919,10 +924,8 @@ static void test_volume_plans(void) {
         ok(r == 0 && setup_plan_n_volumes(p.plan) == 0,
            "uid 1000 without a name is no member by name");
         plans_parse(&p, "[Volume v]\nType=ext4\nSource=/srv/%u.img\nWhere=/srv/v\nUsers=1000\n");
-        r = plans_make(&p, &nobody);
-        ok(r == -EINVAL && p.why && strstr(p.why, "volume 'v' (t:1) needs the name of uid 1000"),
-           "a member by uid without a name, whose Source= needs one, is refused (%s)",
-           OR_EMPTY(p.why));
+        plans_refused(&p, &nobody, "volume 'v' (t:1) needs the name of uid 1000",
+                      "a member by uid without a name, whose Source= needs one, is refused");
 }
 
 /* What the configuration cannot compare (a path with a specifier), compared per user: a
@@ -935,13 +938,12 @@ static void test_share_overlap_plans(void) {
         plans_parse(&p, "[Share lab]\nPath=/srv/lab\nUsers=alice\n"
                         "[Volume vault]\nType=ext4\nSource=/srv/vol/%u.img\nWhere=%h/vault\n"
                         "Users=alice bob\n");
-        r = plans_make(&p, &u);
-        ok(r == -EINVAL && p.why &&
-                   strstr(p.why, "volume 'vault' (t:4): Where=%h/vault is /srv/lab/alice/vault for "
-                                 "uid 1000, which is under the path of share 'lab' (t:1)"),
-           "a volume whose Where= falls under a share of the user's once expanded is refused, "
-           "naming both (%s)",
-           OR_EMPTY(p.why));
+        plans_refused(&p, &u,
+                      "volume 'vault' (t:4): Where=%h/vault is /srv/lab/alice/vault for "
+                      "uid 1000, which is under the path of share 'lab' (t:1)",
+                      "a volume whose Where= falls under a share of the user's once expanded is "
+                      "refused, "
+                      "naming both");
         u.name = "bob";
         u.home = "/srv/lab/bob";
         r = plans_make(&p, &u);
@@ -955,12 +957,10 @@ static void test_share_overlap_plans(void) {
 
         plans_parse(&p, "[Share lab]\nPath=/srv/lab/alice/tmp\nUsers=alice\n"
                         "[Polydir t]\nPath=/srv/lab/%u\nMethod=tmpfs\n");
-        r = plans_make(&p, &u);
-        ok(r == -EINVAL && p.why &&
-                   strstr(p.why, "Path=/srv/lab/%u is /srv/lab/alice for uid 1000, which is above "
-                                 "the path of share 'lab' (t:1)"),
-           "a polydir whose expanded Path= is above a share of the user's is refused (%s)",
-           OR_EMPTY(p.why));
+        plans_refused(&p, &u,
+                      "Path=/srv/lab/%u is /srv/lab/alice for uid 1000, which is above "
+                      "the path of share 'lab' (t:1)",
+                      "a polydir whose expanded Path= is above a share of the user's is refused");
 }
 
 static void test_private_tmp(void) {
