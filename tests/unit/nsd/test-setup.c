@@ -305,6 +305,14 @@ static bool plans_refused(Plans *p, const SetupUser *u, const char *text, const 
                   OR_EMPTY(p->why));
 }
 
+/* The path of the one polydir in p's plan for u; NULL without a plan, or with another number
+ * of polydirs. */
+static const char *plans_polydir(Plans *p, const SetupUser *u) {
+        if (plans_make(p, u) != 0 || setup_plan_n_polydirs(p->plan) != 1)
+                return NULL;
+        return setup_plan_polydir_path(p->plan, 0);
+}
+
 /* ---- cases ---------------------------------------------------------------------------- */
 
 static const char *const full_conf = "[Setup]\n"
@@ -830,7 +838,7 @@ static void test_scripts(void) {
 
 static void test_plans(void) {
         g_auto(Plans) p = { 0 };
-        int r;
+        const char *path;
         gid_t g = 5;
         SetupUser u = { .uid = 1000,
                         .gid = 5,
@@ -843,10 +851,7 @@ static void test_plans(void) {
         plans_refused(&p, &u, "%u stands for 'al/ice'",
                       "a user name with a '/' cannot make a path");
         u.name = "alice";
-        r = plans_make(&p, &u);
-        ok(r == 0 && setup_plan_n_polydirs(p.plan) == 1 &&
-                   strcmp(setup_plan_polydir_path(p.plan, 0), "/srv/alice/x") == 0,
-           "%%u expands to the name");
+        ok(g_strcmp0(plans_polydir(&p, &u), "/srv/alice/x") == 0, "%%u expands to the name");
 
         plans_parse(&p, "[Polydir a]\nPath=%h/.cache/%U-%g\nMethod=tmpfs\n"
                         "[Polydir b]\nPath=/x\nMethod=tmpfs\nOnlyUsers=bob\n");
@@ -854,24 +859,22 @@ static void test_plans(void) {
         plans_refused(&p, &u, "not a clean absolute path",
                       "a home with '//' cannot be used for %h");
         u.home = "/home/alice/";
-        r = plans_make(&p, &u);
-        ok(r == 0 && setup_plan_n_polydirs(p.plan) == 1 &&
-                   strcmp(setup_plan_polydir_path(p.plan, 0), "/home/alice/.cache/1000-5") == 0,
+        path = plans_polydir(&p, &u);
+        ok(g_strcmp0(path, "/home/alice/.cache/1000-5") == 0,
            "%%h without its trailing '/', %%U, %%g as a number when the group has no name; "
            "OnlyUsers=bob leaves alice out (%s)",
-           p.plan ? setup_plan_polydir_path(p.plan, 0) : p.why);
+           path ? path : OR_EMPTY(p.why));
         u.home = "/";
         u.group = "staff";
-        r = plans_make(&p, &u);
-        ok(r == 0 && strcmp(setup_plan_polydir_path(p.plan, 0), "/.cache/1000-staff") == 0,
+        ok(g_strcmp0(plans_polydir(&p, &u), "/.cache/1000-staff") == 0,
            "a home of / and %%g as the group's name");
 
         /* a uid without a passwd entry: what needs no name is made, the rest refused */
         SetupUser nobody = { .uid = 4242, .gid = (gid_t) -1 };
         plans_parse(&p, "[Polydir t]\nPath=/tmp\nMethod=tmpfs\nNoInit=yes\n");
-        r = plans_make(&p, &nobody);
-        ok(r == 0 && setup_plan_n_polydirs(p.plan) == 1,
-           "a uid without a name gets a tmpfs polydir that needs none (%s)", OR_EMPTY(p.why));
+        path = plans_polydir(&p, &nobody);
+        ok(path != NULL, "a uid without a name gets a tmpfs polydir that needs none (%s)",
+           OR_EMPTY(p.why));
         const char *needs_name[] = {
                 "[Polydir u]\nPath=/tmp\nMethod=user\nInstancePrefix=/inst/\nNoInit=yes\n",
                 "[Polydir h]\nPath=%h/x\nMethod=tmpfs\nNoInit=yes\n",
