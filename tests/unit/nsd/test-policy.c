@@ -110,7 +110,7 @@ static void test_policy_threads(void) {
          * seen once in a package build); glibc's files module has no such cursor */
         Config c = parse("[Namespaces]\nUsers=alice\nGroups=big\n[Limits]\nMaxLookupThreads=1\n");
         Server *s = NULL;
-        Answer a = { 0 }, b = { 0 };
+        g_auto(Answer) a = { 0 }, b = { 0 };
         g_autofree char *why = NULL;
 
         server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
@@ -128,8 +128,6 @@ static void test_policy_threads(void) {
         is_int(policy_stats(s->policy)->cache_hits, 2, "two cache hits");
         g_clear_pointer(&why, g_free); /* daemon1's reason; root's comes next */
         is_int(policy_uid_managed(s->policy, 0, 0, &why, on_answer, &b), 0, "root: inline");
-        g_free(a.why);
-        g_free(b.why);
         server_free_settled(s);
 }
 
@@ -219,7 +217,8 @@ static void test_fair(void) {
         enum { FLOOD = 300 };
         Config c = parse("[Namespaces]\nGroups=big\n[Limits]\nMaxLookupThreads=2\n"
                          "LookupTimeoutSec=60\n");
-        Answer *flood = g_new0(Answer, FLOOD), root = { 0 }, promoted = { 0 };
+        Answer *flood = g_new0(Answer, FLOOD);
+        g_auto(Answer) root = { 0 }, promoted = { 0 };
         g_autofree char *why = NULL;
         int waiting = 0, refused = 0;
         Server *s = NULL;
@@ -265,8 +264,6 @@ static void test_fair(void) {
         }
         is_int(answered, waiting, "every waiting uid of the flood got its answer");
         ok(promoted.calls && promoted.r == 0, "and so did root, for the promoted one");
-        g_free(root.why);
-        g_free(promoted.why);
         g_free(flood);
         server_free_settled(s);
 }
@@ -292,7 +289,7 @@ static void test_timeout_decision(void) {
                 bool unmanaged = i == 2;
                 g_autofree char *why = NULL;
                 const Metrics *m = metrics_get();
-                Answer a = { 0 };
+                g_auto(Answer) a = { 0 };
                 Server *s = NULL;
 
                 metrics_reset();
@@ -319,7 +316,6 @@ static void test_timeout_decision(void) {
                        "counted as unmanaged: %d", unmanaged ? 1 : 0);
                 is_int(m->lookups[NSD_METRICS_LOOKUP_TIMEOUT], 1, "and as a lookup timeout");
                 gate_set_open(&stuck, true);
-                g_free(a.why);
                 server_free_settled(s);
                 config_done(&c);
         }
@@ -335,7 +331,7 @@ static int quick_lookup(const Config *c, uid_t uid, char **ret_why) {
 static void test_cache_evicts_oldest(void) {
         enum { N = 8192 + 1 };
         Config c = parse("[Namespaces]\nGroups=big\n[Limits]\nLookupCacheSec=3600\n");
-        Answer a = { 0 };
+        g_auto(Answer) a = { 0 };
         g_autofree char *why = NULL;
         unsigned pending = 0;
         Server *s = NULL;
@@ -363,7 +359,6 @@ static void test_cache_evicts_oldest(void) {
         is_int(policy_uid_managed(s->policy, 200000, 0, &why, on_answer, &a), -EINPROGRESS,
                "the oldest was forgotten: asked again");
         WAIT_FOR(policy_stats(s->policy)->running == 0);
-        g_free(a.why);
         server_free_settled(s);
 }
 
@@ -405,7 +400,8 @@ static void test_subids(const char *dir) {
 
         /* alice's subuids flood the user database: her line holds 64 at most */
         {
-                Answer *flood = g_new0(Answer, 100), other = { 0 };
+                Answer *flood = g_new0(Answer, 100);
+                g_auto(Answer) other = { 0 };
                 g_autofree char *why = NULL;
                 int refused = 0;
 
@@ -434,7 +430,6 @@ static void test_subids(const char *dir) {
                 for (int i = 0; i < 100; i++)
                         g_free(flood[i].why);
                 g_free(flood);
-                g_free(other.why);
         }
         server_free_settled(s);
         unlink(subuid);
