@@ -947,6 +947,23 @@ static int load(const char *dir, Config *c, bool *missing, char **err) {
         return config_load(path, c, missing, err);
 }
 
+/* One point, what: the configuration in dir refused with want_r (0: any error), the error
+ * starting with path and saying text. */
+static bool load_refused(const char *dir, int want_r, const char *path, const char *text,
+                         const char *what) {
+        g_autofree char *err = NULL;
+        Config c = { 0 };
+        bool missing;
+        int r = load(dir, &c, &missing, &err);
+        bool pass = ok((want_r ? r == want_r : r < 0) && err && g_str_has_prefix(err, path) &&
+                               strstr(err, text),
+                       "%s (%s)", what, err ? err : "(accepted)");
+
+        if (r == 0)
+                config_done(&c);
+        return pass;
+}
+
 #define T(text, name) \
         { text, sizeof(text) - 1, name }
 
@@ -1065,38 +1082,24 @@ static void test_files(void) {
         };
         for (size_t i = 0; i < G_N_ELEMENTS(untrusted); i++) {
                 g_autofree char *path = g_build_filename(d, untrusted[i].name, NULL);
+                g_autofree char *what = g_strdup_printf("a drop-in %s is refused, naming it",
+                                                        untrusted[i].want);
 
                 write_file(d, untrusted[i].name, "[Namespaces]\nMaxUid=3000\n", untrusted[i].mode);
-                g_clear_pointer(&err, g_free);
-                r = load(dir, &c, &missing, &err);
-                ok(r == -EPERM && err && g_str_has_prefix(err, path) &&
-                           strstr(err, untrusted[i].want),
-                   "a drop-in %s is refused, naming it (%s)", untrusted[i].want,
-                   err ? err : "(accepted)");
-                if (r == 0)
-                        config_done(&c);
+                load_refused(dir, -EPERM, path, untrusted[i].want, what);
                 (void) unlink(path);
         }
         g_autofree char *main_conf = g_build_filename(dir, "nsd.conf", NULL);
         (void) chmod(main_conf, 0646);
-        g_clear_pointer(&err, g_free);
-        r = load(dir, &c, &missing, &err);
-        ok(r == -EPERM && err && g_str_has_prefix(err, main_conf) && strstr(err, "everyone"),
-           "a world-writable nsd.conf is refused (%s)", err ? err : "(accepted)");
+        load_refused(dir, -EPERM, main_conf, "everyone", "a world-writable nsd.conf is refused");
         (void) chmod(main_conf, 0644);
         (void) chmod(d, 0777);
-        g_clear_pointer(&err, g_free);
-        r = load(dir, &c, &missing, &err);
-        ok(r == -EPERM && err && g_str_has_prefix(err, d) && strstr(err, "everyone"),
-           "a world-writable drop-in directory is refused (%s)", err ? err : "(accepted)");
+        load_refused(dir, -EPERM, d, "everyone", "a world-writable drop-in directory is refused");
         (void) chmod(d, 0755);
         write_file(d, "80-dir.conf.tmp", "", 0644);
         g_autofree char *subdir = g_build_filename(d, "80-dir.conf", NULL);
         (void) mkdir(subdir, 0755);
-        g_clear_pointer(&err, g_free);
-        r = load(dir, &c, &missing, &err);
-        ok(r < 0 && err && g_str_has_prefix(err, subdir) && strstr(err, "not a regular file"),
-           "a directory named *.conf is refused (%s)", err ? err : "(accepted)");
+        load_refused(dir, 0, subdir, "not a regular file", "a directory named *.conf is refused");
         (void) rmdir(subdir);
 
         if (geteuid() == 0) {
@@ -1105,11 +1108,8 @@ static void test_files(void) {
                 write_file(d, "90-owner.conf", "[Namespaces]\nMaxUid=3000\n", 0644);
                 if (chown(path, 4242, 4242) < 0)
                         tap_bail_errno(path);
-                g_clear_pointer(&err, g_free);
-                r = load(dir, &c, &missing, &err);
-                ok(r == -EPERM && err && g_str_has_prefix(err, path) &&
-                           strstr(err, "owned by uid 4242, not by root"),
-                   "a drop-in owned by another user is refused (%s)", err ? err : "(accepted)");
+                load_refused(dir, -EPERM, path, "owned by uid 4242, not by root",
+                             "a drop-in owned by another user is refused");
                 (void) unlink(path);
         } else
                 tap_skip("a drop-in owned by another user: needs root to chown");
