@@ -159,9 +159,30 @@ static void record_bad(struct fake_nsd_record *rec, const char *why) {
                 snprintf(rec->bad_why, sizeof(rec->bad_why), "%s", why);
 }
 
+/* What is wrong with the session part of a SESSION_OPEN or a JOIN_SESSION (type, with its
+ * pidfd_flag): flags beyond known, the reserved field set, no service name, no pid, or
+ * descriptors other than the one pidfd the flag announces; in buf, or NULL when sound. */
+static const char *session_problem(const char *type, uint32_t flags, uint32_t known,
+                                   uint32_t pidfd_flag, const char *pidfd_flag_name,
+                                   uint32_t reserved, const char service[NSD_SERVICE_MAX],
+                                   uint32_t pid, size_t nfds, char *buf, size_t size) {
+        if (flags & ~known)
+                snprintf(buf, size, "unknown %s flags", type);
+        else if (reserved || !nsd_field_is_string(service, NSD_SERVICE_MAX) || pid == 0)
+                snprintf(buf, size, "bad %s fields", type);
+        else if (nfds != ((flags & pidfd_flag) ? 1u : 0u))
+                snprintf(buf, size, "descriptors do not match %s", pidfd_flag_name);
+        else
+                return NULL;
+        return buf;
+}
+
 /* The checks nsd makes beyond nsd_msg_check() for the requests a client of ours sends;
- * NULL when sound. */
-static const char *request_problem(const struct fake_req *r) {
+ * NULL when sound, else the problem (perhaps in buf). */
+static const char *request_problem(const struct fake_req *r, char *buf, size_t size) {
+        const struct nsd_req_session_open *so = &r->session_open;
+        const struct nsd_req_join_session *js = &r->join_session;
+
         if (r->hdr.flags != 0)
                 return "flags set in the header";
         switch (r->hdr.type) {
@@ -170,25 +191,14 @@ static const char *request_problem(const struct fake_req *r) {
                         return "unknown JOIN flags";
                 return r->nfds == 0 ? NULL : "descriptors with a JOIN";
         case NSD_REQ_SESSION_OPEN:
-                if (r->session_open.flags & ~NSD_SESSION_PIDFD)
-                        return "unknown SESSION_OPEN flags";
-                if (r->session_open.reserved ||
-                    !nsd_field_is_string(r->session_open.service, NSD_SERVICE_MAX) ||
-                    r->session_open.pid == 0)
-                        return "bad SESSION_OPEN fields";
-                return r->nfds == ((r->session_open.flags & NSD_SESSION_PIDFD) ? 1u : 0u)
-                               ? NULL
-                               : "descriptors do not match NSD_SESSION_PIDFD";
+                return session_problem("SESSION_OPEN", so->flags, NSD_SESSION_PIDFD,
+                                       NSD_SESSION_PIDFD, "NSD_SESSION_PIDFD", so->reserved,
+                                       so->service, so->pid, r->nfds, buf, size);
         case NSD_REQ_JOIN_SESSION:
-                if (r->join_session.flags & ~(NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD))
-                        return "unknown JOIN_SESSION flags";
-                if (r->join_session.reserved ||
-                    !nsd_field_is_string(r->join_session.service, NSD_SERVICE_MAX) ||
-                    r->join_session.pid == 0)
-                        return "bad JOIN_SESSION fields";
-                return r->nfds == ((r->join_session.flags & NSD_JOIN_SESSION_PIDFD) ? 1u : 0u)
-                               ? NULL
-                               : "descriptors do not match NSD_JOIN_SESSION_PIDFD";
+                return session_problem("JOIN_SESSION", js->flags,
+                                       NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD,
+                                       NSD_JOIN_SESSION_PIDFD, "NSD_JOIN_SESSION_PIDFD",
+                                       js->reserved, js->service, js->pid, r->nfds, buf, size);
         case NSD_REQ_SESSION_CLOSE:
                 return r->session_close.session_id == 0 && r->session_close.pid == 0
                                ? "neither a session id nor a pid"
@@ -209,6 +219,28 @@ static void record_session(struct fake_nsd_record *rec, uint32_t uid, uint32_t p
 
 static const char *refused(const struct fake_nsd_config *cfg) {
         return cfg->error_message ?: "fake nsd: refused";
+}
+
+/* error, when there is one, as the answer (in cfg's words): true then */
+static bool refuse(int cfd, const struct fake_req *r, int error,
+                   const struct fake_nsd_config *cfg) {
+        if (error)
+                (void) fake_nsd_send_error(cfd, r, error, refused(cfg));
+        return error != 0;
+}
+
+/* What an nsd of minor version minor does with a request type that came later (with minor
+ * version since): refuses it as unknown; true then, the request counted in *count. */
+static bool too_new(int cfd, const struct fake_req *r, unsigned minor, uint16_t type,
+                    unsigned since, unsigned *count) {
+        char why[40];
+
+        if (r->hdr.type != type || minor >= since)
+                return false;
+        snprintf(why, sizeof(why), "unknown request type (%u)", (unsigned) type);
+        (void) fake_nsd_send_error(cfd, r, -EOPNOTSUPP, why);
+        (*count)++;
+        return true;
 }
 
 static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
@@ -290,10 +322,8 @@ static void answer_empty(int cfd, const struct fake_req *r, uint16_t type, int e
                          const struct fake_nsd_config *cfg) {
         struct nsd_msg_header h;
 
-        if (error) {
-                (void) fake_nsd_send_error(cfd, r, error, refused(cfg));
+        if (refuse(cfd, r, error, cfg))
                 return;
-        }
         fake_nsd_reply_init(&h, type, sizeof(h), r);
         (void) fake_nsd_send(cfd, &h, sizeof(h), NULL, 0);
 }
@@ -303,6 +333,7 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
         uint64_t session_id = cfg->session_id ? cfg->session_id : 4242;
         struct fake_req r;
         const char *problem;
+        char problem_buf[64];
         int fds[2] = { -1, -1 }, k, ret = 0;
         uint64_t ino = 0;
 
@@ -320,28 +351,13 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 fake_req_close_fds(&r);
                 return -1;
         }
-        if (r.hdr.type == NSD_REQ_JOIN_SESSION && minor < 2) {
-                /* what a 1.1 nsd does with a type it does not know */
-                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (9)");
-                rec->join_sessions++;
+        if (too_new(cfd, &r, minor, NSD_REQ_JOIN_SESSION, 2, &rec->join_sessions) ||
+            too_new(cfd, &r, minor, NSD_REQ_METRICS, 4, &rec->metrics) ||
+            too_new(cfd, &r, minor, NSD_REQ_SHARES, 5, &rec->shares)) {
                 fake_req_close_fds(&r);
                 return -1;
         }
-        if (r.hdr.type == NSD_REQ_METRICS && minor < 4) {
-                /* what a 1.3 nsd does with a type it does not know */
-                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (10)");
-                rec->metrics++;
-                fake_req_close_fds(&r);
-                return -1;
-        }
-        if (r.hdr.type == NSD_REQ_SHARES && minor < 5) {
-                /* what a 1.4 nsd does with a type it does not know */
-                (void) fake_nsd_send_error(cfd, &r, -EOPNOTSUPP, "unknown request type (11)");
-                rec->shares++;
-                fake_req_close_fds(&r);
-                return -1;
-        }
-        problem = request_problem(&r);
+        problem = request_problem(&r, problem_buf, sizeof(problem_buf));
         if (problem) {
                 record_bad(rec, problem);
                 (void) fake_nsd_send_error(cfd, &r, -EBADMSG, problem);
@@ -462,24 +478,18 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
         }
         case NSD_REQ_LIST:
                 rec->lists++;
-                if (cfg->list_error)
-                        (void) fake_nsd_send_error(cfd, &r, cfg->list_error, refused(cfg));
-                else
+                if (!refuse(cfd, &r, cfg->list_error, cfg))
                         answer_list(cfd, &r, cfg);
                 break;
         case NSD_REQ_SHARES:
                 rec->shares++;
-                if (cfg->shares_error)
-                        (void) fake_nsd_send_error(cfd, &r, cfg->shares_error, refused(cfg));
-                else
+                if (!refuse(cfd, &r, cfg->shares_error, cfg))
                         answer_shares(cfd, &r, cfg);
                 break;
         case NSD_REQ_SHOW:
                 rec->shows++;
                 rec->show_uid = r.show.uid;
-                if (cfg->show_error)
-                        (void) fake_nsd_send_error(cfd, &r, cfg->show_error, refused(cfg));
-                else
+                if (!refuse(cfd, &r, cfg->show_error, cfg))
                         answer_show(cfd, &r, cfg->show_text ?: "");
                 break;
         case NSD_REQ_RELEASE:
@@ -500,10 +510,8 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 struct nsd_rep_metrics rep = { 0 };
 
                 rec->metrics++;
-                if (cfg->metrics_error) {
-                        (void) fake_nsd_send_error(cfd, &r, cfg->metrics_error, refused(cfg));
+                if (refuse(cfd, &r, cfg->metrics_error, cfg))
                         break;
-                }
                 if (cfg->metrics)
                         rep = *cfg->metrics;
                 fake_nsd_reply_init(&rep.hdr, NSD_REP_METRICS, sizeof(struct nsd_msg_header), &r);

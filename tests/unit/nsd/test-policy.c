@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "answer-test.h"
 #include "base/metrics.h"
 #include "gate-test.h"
 #include "nss-wrapper.h"
@@ -103,27 +104,13 @@ static void server_free_settled(Server *s) {
         server_free(s);
 }
 
-typedef struct Answer {
-        bool done;
-        int managed;
-        char *why;
-} Answer;
-
-static void on_answer(int managed, const char *why, void *userdata) {
-        Answer *a = userdata;
-        a->done = true;
-        a->managed = managed;
-        g_free(a->why); /* an Answer may be reused */
-        a->why = g_strdup(why);
-}
-
 static void test_policy_threads(void) {
         /* one lookup thread: nss_wrapper's getgrouplist() walks the group file with one cursor
          * for the whole process, so two threads at once can each miss groups (bob not in big:
          * seen once in a package build); glibc's files module has no such cursor */
         Config c = parse("[Namespaces]\nUsers=alice\nGroups=big\n[Limits]\nMaxLookupThreads=1\n");
         Server *s = NULL;
-        Answer a = { 0 }, b = { 0 };
+        g_auto(Answer) a = { 0 }, b = { 0 };
         g_autofree char *why = NULL;
 
         server_new(&c, &(ServerSetup) { .user_fd = -1, .root_fd = -1 }, &s);
@@ -131,9 +118,9 @@ static void test_policy_threads(void) {
                "a lookup runs in a worker thread");
         is_int(policy_uid_managed(s->policy, 500, 0, &why, on_answer, &b), -EINPROGRESS,
                "and another");
-        while (!a.done || !b.done)
+        while (!a.calls || !b.calls)
                 g_main_context_iteration(NULL, TRUE);
-        ok(a.managed == 1 && b.managed == 0 && b.why, "their answers come back to the loop");
+        ok(a.r == 1 && b.r == 0 && b.why, "their answers come back to the loop");
         is_int(policy_uid_managed(s->policy, 1002, 0, &why, on_answer, &a), 1,
                "the next question about bob is answered from the cache");
         is_int(policy_uid_managed(s->policy, 500, 0, &why, on_answer, &b), 0,
@@ -141,8 +128,6 @@ static void test_policy_threads(void) {
         is_int(policy_stats(s->policy)->cache_hits, 2, "two cache hits");
         g_clear_pointer(&why, g_free); /* daemon1's reason; root's comes next */
         is_int(policy_uid_managed(s->policy, 0, 0, &why, on_answer, &b), 0, "root: inline");
-        g_free(a.why);
-        g_free(b.why);
         server_free_settled(s);
 }
 
@@ -232,7 +217,8 @@ static void test_fair(void) {
         enum { FLOOD = 300 };
         Config c = parse("[Namespaces]\nGroups=big\n[Limits]\nMaxLookupThreads=2\n"
                          "LookupTimeoutSec=60\n");
-        Answer *flood = g_new0(Answer, FLOOD), root = { 0 }, promoted = { 0 };
+        Answer *flood = g_new0(Answer, FLOOD);
+        g_auto(Answer) root = { 0 }, promoted = { 0 };
         g_autofree char *why = NULL;
         int waiting = 0, refused = 0;
         Server *s = NULL;
@@ -259,8 +245,8 @@ static void test_fair(void) {
 
         is_int(policy_uid_managed(s->policy, 70001, 0, &why, on_answer, &root), -EINPROGRESS,
                "root asks about uid 70001 (a first login)");
-        ok(WAIT_FOR(root.done), "root's answer comes while the flood hangs");
-        is_int(root.managed, 1, "uid 70001 is managed");
+        ok(WAIT_FOR(root.calls), "root's answer comes while the flood hangs");
+        is_int(root.r, 1, "uid 70001 is managed");
         is_int(gate_waiting(&slow), 2, "the flood's lookups still hang");
 
         is_int(policy_uid_managed(s->policy, 100100, 0, &why, on_answer, &promoted), -EINPROGRESS,
@@ -273,13 +259,11 @@ static void test_fair(void) {
         ok(WAIT_FOR(policy_stats(s->policy)->running == 0 && policy_stats(s->policy)->queued == 0),
            "released: the line drains");
         for (int i = 0; i < FLOOD; i++) {
-                answered += flood[i].done && flood[i].managed == 0;
+                answered += flood[i].calls && flood[i].r == 0;
                 g_free(flood[i].why);
         }
         is_int(answered, waiting, "every waiting uid of the flood got its answer");
-        ok(promoted.done && promoted.managed == 0, "and so did root, for the promoted one");
-        g_free(root.why);
-        g_free(promoted.why);
+        ok(promoted.calls && promoted.r == 0, "and so did root, for the promoted one");
         g_free(flood);
         server_free_settled(s);
 }
@@ -305,7 +289,7 @@ static void test_timeout_decision(void) {
                 bool unmanaged = i == 2;
                 g_autofree char *why = NULL;
                 const Metrics *m = metrics_get();
-                Answer a = { 0 };
+                g_auto(Answer) a = { 0 };
                 Server *s = NULL;
 
                 metrics_reset();
@@ -315,14 +299,14 @@ static void test_timeout_decision(void) {
                 is_int(policy_uid_managed(s->policy, 100500, 100500, &why, on_answer, &a),
                        -EINPROGRESS, "%s: the user database hangs for uid 100500",
                        unmanaged ? "unmanaged" : "refuse");
-                ok(WAIT_FOR(a.done), "the request gets its answer at its deadline");
+                ok(WAIT_FOR(a.calls), "the request gets its answer at its deadline");
                 if (unmanaged) {
-                        is_int(a.managed, 0, "OnLookupTimeout=unmanaged: not managed");
+                        is_int(a.r, 0, "OnLookupTimeout=unmanaged: not managed");
                         ok(a.why && strstr(a.why, "OnLookupTimeout=unmanaged") &&
                                    strstr(a.why, "LookupTimeoutSec="),
                            "saying why (%s)", a.why);
                 } else {
-                        is_int(a.managed, -ETIMEDOUT, "%s: refused (ETIMEDOUT)",
+                        is_int(a.r, -ETIMEDOUT, "%s: refused (ETIMEDOUT)",
                                i == 0 ? "the default" : "OnLookupTimeout=refuse");
                         ok(a.why && strstr(a.why, "LookupTimeoutSec="), "saying why (%s)", a.why);
                 }
@@ -332,7 +316,6 @@ static void test_timeout_decision(void) {
                        "counted as unmanaged: %d", unmanaged ? 1 : 0);
                 is_int(m->lookups[NSD_METRICS_LOOKUP_TIMEOUT], 1, "and as a lookup timeout");
                 gate_set_open(&stuck, true);
-                g_free(a.why);
                 server_free_settled(s);
                 config_done(&c);
         }
@@ -348,7 +331,7 @@ static int quick_lookup(const Config *c, uid_t uid, char **ret_why) {
 static void test_cache_evicts_oldest(void) {
         enum { N = 8192 + 1 };
         Config c = parse("[Namespaces]\nGroups=big\n[Limits]\nLookupCacheSec=3600\n");
-        Answer a = { 0 };
+        g_auto(Answer) a = { 0 };
         g_autofree char *why = NULL;
         unsigned pending = 0;
         Server *s = NULL;
@@ -376,7 +359,6 @@ static void test_cache_evicts_oldest(void) {
         is_int(policy_uid_managed(s->policy, 200000, 0, &why, on_answer, &a), -EINPROGRESS,
                "the oldest was forgotten: asked again");
         WAIT_FOR(policy_stats(s->policy)->running == 0);
-        g_free(a.why);
         server_free_settled(s);
 }
 
@@ -418,7 +400,8 @@ static void test_subids(const char *dir) {
 
         /* alice's subuids flood the user database: her line holds 64 at most */
         {
-                Answer *flood = g_new0(Answer, 100), other = { 0 };
+                Answer *flood = g_new0(Answer, 100);
+                g_auto(Answer) other = { 0 };
                 g_autofree char *why = NULL;
                 int refused = 0;
 
@@ -441,13 +424,12 @@ static void test_subids(const char *dir) {
                 is_int(policy_uid_managed(s->policy, 70001, 70001, &why, on_answer, &other),
                        -EINPROGRESS, "another person's lookup still gets in line");
                 gate_set_open(&slow, true);
-                ok(WAIT_FOR(other.done && policy_stats(s->policy)->queued == 0 &&
+                ok(WAIT_FOR(other.calls && policy_stats(s->policy)->queued == 0 &&
                             policy_stats(s->policy)->running == 0),
                    "released: answered, the lines drain");
                 for (int i = 0; i < 100; i++)
                         g_free(flood[i].why);
                 g_free(flood);
-                g_free(other.why);
         }
         server_free_settled(s);
         unlink(subuid);

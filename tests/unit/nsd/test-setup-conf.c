@@ -39,6 +39,15 @@ static void bad(const char *text, unsigned line, const char *want, const char *w
                 config_done(&c);
 }
 
+/* One point, what: text parses (else the error says why); false when it does not. */
+static bool parses(const char *text, Config *c, const char *what) {
+        g_autofree char *err = NULL;
+        int r = parse(text, c, &err);
+
+        ok(r == 0, "%s (%s)", what, err ? err : "");
+        return r == 0;
+}
+
 static const Polydir *polydir(const Config *c, const char *name) {
         for (size_t i = 0; i < c->setup.n_polydirs; i++)
                 if (strcmp(c->setup.polydirs[i].name, name) == 0)
@@ -80,9 +89,7 @@ static void test_polydirs(void) {
         g_autofree char *err = NULL;
         const Polydir *p;
 
-        ok(parse(text, &c, &err) == 0, "three polydirs, a bind and [Setup] parse (%s)",
-           err ? err : "");
-        if (!c.users)
+        if (!parses(text, &c, "three polydirs, a bind and [Setup] parse"))
                 return;
         ok(c.setup.n_polydirs == 3 && strcmp(c.setup.polydirs[0].name, "tmp") == 0 &&
                    strcmp(c.setup.polydirs[1].name, "cache") == 0 &&
@@ -173,8 +180,7 @@ static void test_shares(void) {
         const Share *sh;
         char buf[128];
 
-        ok(parse(text, &c, &err) == 0, "two shares parse (%s)", err ? err : "");
-        if (!c.users)
+        if (!parses(text, &c, "two shares parse"))
                 return;
         sh = c.setup.n_shares == 2 ? &c.setup.shares[0] : NULL;
         ok(sh && strcmp(sh->name, "lab") == 0 && strcmp(sh->path, "/srv/lab") == 0 &&
@@ -516,8 +522,7 @@ static void test_volumes(void) {
         const Volume *v;
         char buf[128];
 
-        ok(parse(text, &c, &err) == 0, "two volumes parse, keys in any order (%s)", err ? err : "");
-        if (!c.users)
+        if (!parses(text, &c, "two volumes parse, keys in any order"))
                 return;
         v = c.setup.n_volumes == 2 ? &c.setup.volumes[0] : NULL;
         ok(v && strcmp(v->name, "vault") == 0 && strcmp(v->type, "ext4") == 0 &&
@@ -942,6 +947,23 @@ static int load(const char *dir, Config *c, bool *missing, char **err) {
         return config_load(path, c, missing, err);
 }
 
+/* One point, what: the configuration in dir refused with want_r (0: any error), the error
+ * starting with path and saying text. */
+static bool load_refused(const char *dir, int want_r, const char *path, const char *text,
+                         const char *what) {
+        g_autofree char *err = NULL;
+        Config c = { 0 };
+        bool missing;
+        int r = load(dir, &c, &missing, &err);
+        bool pass = ok((want_r ? r == want_r : r < 0) && err && g_str_has_prefix(err, path) &&
+                               strstr(err, text),
+                       "%s (%s)", what, err ? err : "(accepted)");
+
+        if (r == 0)
+                config_done(&c);
+        return pass;
+}
+
 #define T(text, name) \
         { text, sizeof(text) - 1, name }
 
@@ -1060,38 +1082,24 @@ static void test_files(void) {
         };
         for (size_t i = 0; i < G_N_ELEMENTS(untrusted); i++) {
                 g_autofree char *path = g_build_filename(d, untrusted[i].name, NULL);
+                g_autofree char *what = g_strdup_printf("a drop-in %s is refused, naming it",
+                                                        untrusted[i].want);
 
                 write_file(d, untrusted[i].name, "[Namespaces]\nMaxUid=3000\n", untrusted[i].mode);
-                g_clear_pointer(&err, g_free);
-                r = load(dir, &c, &missing, &err);
-                ok(r == -EPERM && err && g_str_has_prefix(err, path) &&
-                           strstr(err, untrusted[i].want),
-                   "a drop-in %s is refused, naming it (%s)", untrusted[i].want,
-                   err ? err : "(accepted)");
-                if (r == 0)
-                        config_done(&c);
+                load_refused(dir, -EPERM, path, untrusted[i].want, what);
                 (void) unlink(path);
         }
         g_autofree char *main_conf = g_build_filename(dir, "nsd.conf", NULL);
         (void) chmod(main_conf, 0646);
-        g_clear_pointer(&err, g_free);
-        r = load(dir, &c, &missing, &err);
-        ok(r == -EPERM && err && g_str_has_prefix(err, main_conf) && strstr(err, "everyone"),
-           "a world-writable nsd.conf is refused (%s)", err ? err : "(accepted)");
+        load_refused(dir, -EPERM, main_conf, "everyone", "a world-writable nsd.conf is refused");
         (void) chmod(main_conf, 0644);
         (void) chmod(d, 0777);
-        g_clear_pointer(&err, g_free);
-        r = load(dir, &c, &missing, &err);
-        ok(r == -EPERM && err && g_str_has_prefix(err, d) && strstr(err, "everyone"),
-           "a world-writable drop-in directory is refused (%s)", err ? err : "(accepted)");
+        load_refused(dir, -EPERM, d, "everyone", "a world-writable drop-in directory is refused");
         (void) chmod(d, 0755);
         write_file(d, "80-dir.conf.tmp", "", 0644);
         g_autofree char *subdir = g_build_filename(d, "80-dir.conf", NULL);
         (void) mkdir(subdir, 0755);
-        g_clear_pointer(&err, g_free);
-        r = load(dir, &c, &missing, &err);
-        ok(r < 0 && err && g_str_has_prefix(err, subdir) && strstr(err, "not a regular file"),
-           "a directory named *.conf is refused (%s)", err ? err : "(accepted)");
+        load_refused(dir, 0, subdir, "not a regular file", "a directory named *.conf is refused");
         (void) rmdir(subdir);
 
         if (geteuid() == 0) {
@@ -1100,11 +1108,8 @@ static void test_files(void) {
                 write_file(d, "90-owner.conf", "[Namespaces]\nMaxUid=3000\n", 0644);
                 if (chown(path, 4242, 4242) < 0)
                         tap_bail_errno(path);
-                g_clear_pointer(&err, g_free);
-                r = load(dir, &c, &missing, &err);
-                ok(r == -EPERM && err && g_str_has_prefix(err, path) &&
-                           strstr(err, "owned by uid 4242, not by root"),
-                   "a drop-in owned by another user is refused (%s)", err ? err : "(accepted)");
+                load_refused(dir, -EPERM, path, "owned by uid 4242, not by root",
+                             "a drop-in owned by another user is refused");
                 (void) unlink(path);
         } else
                 tap_skip("a drop-in owned by another user: needs root to chown");

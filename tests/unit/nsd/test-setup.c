@@ -246,6 +246,73 @@ static void diag_texts(const char *got, const char *want) {
                 printf("#   expected: %s\n", *l);
 }
 
+/* Without root (one uid only), the n points of a case that needs a second uid, skipped
+ * saying why; false then. */
+static bool need_root(int n, const char *why) {
+        if (!as_root)
+                for (int i = 0; i < n; i++)
+                        tap_skip("%s", why);
+        return as_root;
+}
+
+/* One point, what: conf run for U (name, home_rel) fails with err, its reason saying text. */
+static bool run_fails(const char *conf, const char *name, const char *home_rel, int err,
+                      const char *text, const char *what) {
+        Result res = run(conf, U, name, home_rel);
+        bool pass = ok(res.r == err && strstr(WHY(res), text), "%s (%s)", what, WHY(res));
+
+        result_free(&res);
+        return pass;
+}
+
+/* ---- plans ---------------------------------------------------------------------------- */
+
+#define OR_EMPTY(s) ((s) ? (s) : "")
+
+/* A configuration and the last plan made of it for a user (or why none was). */
+typedef struct Plans {
+        Config c;
+        SetupPlan *plan;
+        char *why;
+} Plans;
+
+static void plans_clear(Plans *p) {
+        g_clear_pointer(&p->plan, setup_plan_free);
+        g_clear_pointer(&p->why, g_free);
+        config_done(&p->c);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Plans, plans_clear)
+
+/* text (file "t") in place of p's configuration, or bail out */
+static void plans_parse(Plans *p, const char *text) {
+        plans_clear(p);
+        if (config_parse_text(text, strlen(text), "t", &p->c, NULL) < 0)
+                tap_bail_errno("parse");
+}
+
+/* The plan of p's configuration for u in place of the last, its reason in p->why. */
+static int plans_make(Plans *p, const SetupUser *u) {
+        g_clear_pointer(&p->plan, setup_plan_free);
+        g_clear_pointer(&p->why, g_free);
+        return setup_plan_new(&p->c.setup, u, &p->plan, &p->why);
+}
+
+/* One point, what: no plan of p's configuration for u, its reason saying text. */
+static bool plans_refused(Plans *p, const SetupUser *u, const char *text, const char *what) {
+        int r = plans_make(p, u);
+
+        return ok(r == -EINVAL && p->why && strstr(p->why, text), "%s (%s)", what,
+                  OR_EMPTY(p->why));
+}
+
+/* The path of the one polydir in p's plan for u; NULL without a plan, or with another number
+ * of polydirs. */
+static const char *plans_polydir(Plans *p, const SetupUser *u) {
+        if (plans_make(p, u) != 0 || setup_plan_n_polydirs(p->plan) != 1)
+                return NULL;
+        return setup_plan_polydir_path(p->plan, 0);
+}
+
 /* ---- cases ---------------------------------------------------------------------------- */
 
 static const char *const full_conf = "[Setup]\n"
@@ -359,27 +426,37 @@ static void test_full(void) {
         result_free(&res);
 }
 
-static void test_symlinks(void) {
-        const char *conf = "[Polydir cache]\nPath=%h/.cache\nMethod=tmpfs\n"
-                           "[Polydir after]\nPath=@T@/after\nMethod=tmpfs\n";
-        g_autofree char *cache = P("home/mallory/.cache"), *etc = P("etc");
+/* conf run for mallory, with rel under her home made a symbolic link of hers to etc/; in
+ * *ret_untouched whether etc/ is as it was: nothing mounted on it, its file still there. */
+static Result run_with_link_to_etc(const char *conf, const char *rel, bool *ret_untouched) {
+        g_autofree char *etc = P("etc"), *link = P(rel);
         struct stat before = st_of("etc"), after;
         Result res;
 
         mk("home/mallory", 0755, U);
-        if (symlink(etc, cache) < 0 || lchown(cache, U, U) < 0)
-                tap_bail_errno(cache);
+        if (symlink(etc, link) < 0 || lchown(link, U, U) < 0)
+                tap_bail_errno(link);
         res = run(conf, U, "mallory", "home/mallory");
         after = st_of("etc");
+        *ret_untouched = !mounted_on("etc") && before.st_dev == after.st_dev &&
+                         before.st_ino == after.st_ino && exists("etc/passwd");
+        return res;
+}
+
+static void test_symlinks(void) {
+        g_autofree char *etc = P("etc");
+        bool untouched;
+        Result res = run_with_link_to_etc("[Polydir cache]\nPath=%h/.cache\nMethod=tmpfs\n"
+                                          "[Polydir after]\nPath=@T@/after\nMethod=tmpfs\n",
+                                          "home/mallory/.cache", &untouched);
+
         ok(res.done && res.r == -ELOOP &&
                    strstr(WHY(res), "/home/mallory/.cache' is a symbolic link") &&
                    strstr(WHY(res), "polydir 'cache' (test.conf:1)"),
            "~/.cache replaced by a symbolic link to etc/ is refused, naming the polydir and the "
            "path (%s)",
            WHY(res));
-        ok(!mounted_on("etc") && before.st_dev == after.st_dev && before.st_ino == after.st_ino &&
-                   exists("etc/passwd"),
-           "etc/ is untouched: nothing mounted on it, its file still there");
+        ok(untouched, "etc/ is untouched: nothing mounted on it, its file still there");
         ok(!mounted_on("after"), "OnFailure=refuse: the polydir after it is not made");
         result_free(&res);
 
@@ -387,20 +464,18 @@ static void test_symlinks(void) {
         g_autofree char *a = P("home/mallory/a");
         if (symlink(etc, a) < 0)
                 tap_bail_errno(a);
-        res = run("[Polydir deep]\nPath=%h/a/sub\nMethod=tmpfs\n", U, "mallory", "home/mallory");
-        ok(res.r == -ELOOP && strstr(WHY(res), "is a symbolic link, or one is on the way"),
-           "a symbolic link on the way to a polydir is refused too (%s)", WHY(res));
-        result_free(&res);
+        run_fails("[Polydir deep]\nPath=%h/a/sub\nMethod=tmpfs\n", "mallory", "home/mallory",
+                  -ELOOP, "is a symbolic link, or one is on the way",
+                  "a symbolic link on the way to a polydir is refused too");
 
         /* the home directory itself a link: the administrator's /home, refused all the same */
         g_autofree char *lhome = P("home/linked");
         g_autofree char *mhome = P("home/mallory");
         if (symlink(mhome, lhome) < 0)
                 tap_bail_errno(lhome);
-        res = run("[Polydir c]\nPath=%h/x\nMethod=tmpfs\n", U, "mallory", "home/linked");
-        ok(res.r == -ELOOP && strstr(WHY(res), "/home/linked'"),
-           "a home directory that is a symbolic link is refused, naming it (%s)", WHY(res));
-        result_free(&res);
+        run_fails("[Polydir c]\nPath=%h/x\nMethod=tmpfs\n", "mallory", "home/linked", -ELOOP,
+                  "/home/linked'",
+                  "a home directory that is a symbolic link is refused, naming it");
 
         /* OnFailure=continue: the rest is made, the failure still reported */
         res = run("[Setup]\nOnFailure=continue\n[Polydir cache]\nPath=%h/.cache\nMethod=tmpfs\n"
@@ -417,11 +492,8 @@ static void test_symlinks(void) {
 static void test_volume_on_failure(void) {
         Result res;
 
-        if (!as_root) {
-                for (int i = 0; i < 5; i++)
-                        tap_skip("a volume's OnFailure=: needs root (a tmpfs polydir)");
+        if (!need_root(5, "a volume's OnFailure=: needs root (a tmpfs polydir)"))
                 return;
-        }
         mk("vf", 0755, 0);
         mk("vf/home", 0755, U);
         mk("vf/home/vault", 0700, U);
@@ -472,63 +544,48 @@ static void test_volume_on_failure(void) {
 static void test_volumes(void) {
         const char *conf = "[Volume vault]\nType=ext4\nSource=@T@/vol/%u.img\nWhere=%h/vault\n"
                            "Users=mallory\n";
-        g_autofree char *etc = P("etc"), *vault = P("home/mallory/vault");
-        struct stat before = st_of("etc"), after;
+        g_autofree char *vault = P("home/mallory/vault");
+        bool untouched;
         Result res;
 
-        mk("home/mallory", 0755, U);
         mk("vol", 0755, 0);
         put("vol/mallory.img", "no file system\n", 0600, 0);
-        if (symlink(etc, vault) < 0 || lchown(vault, U, U) < 0)
-                tap_bail_errno(vault);
-        res = run(conf, U, "mallory", "home/mallory");
-        after = st_of("etc");
+        res = run_with_link_to_etc(conf, "home/mallory/vault", &untouched);
         ok(res.done && res.r == -ELOOP && strstr(WHY(res), "volume 'vault' (test.conf:1): '") &&
                    strstr(WHY(res), "/home/mallory/vault' is a symbolic link, or one is on the "
                                     "way to it: refused"),
            "a volume's Where= (~/vault) made a symbolic link to etc/ is refused, naming the "
            "volume and the path (%s)",
            WHY(res));
-        ok(!mounted_on("etc") && before.st_dev == after.st_dev && before.st_ino == after.st_ino &&
-                   exists("etc/passwd"),
-           "etc/ is untouched: nothing mounted on it");
+        ok(untouched, "etc/ is untouched: nothing mounted on it");
         result_free(&res);
 
         if (unlink(vault) < 0)
                 tap_bail_errno(vault);
         mk("home/mallory/vault", 0700, U);
         put("vol/mallory.img", "no file system\n", 0666, 0);
-        res = run(conf, U, "mallory", "home/mallory");
-        ok(res.r == -EPERM && strstr(WHY(res), "/vol/mallory.img' must be owned by root and "
-                                               "writable by nobody else (it is uid 0's, mode "
-                                               "0666): refused"),
-           "an image that everyone may write is refused before it is attached (%s)", WHY(res));
+        run_fails(conf, "mallory", "home/mallory", -EPERM,
+                  "/vol/mallory.img' must be owned by root and writable by nobody else (it is "
+                  "uid 0's, mode 0666): refused",
+                  "an image that everyone may write is refused before it is attached");
         ok(!mounted_on("home/mallory/vault"), "nothing is mounted on ~/vault");
-        result_free(&res);
 
         put("vol/mallory.img", "no file system\n", 0620, 0);
-        res = run(conf, U, "mallory", "home/mallory");
-        ok(res.r == -EPERM && strstr(WHY(res), "mode 0620): refused"),
-           "so is one that its group may write (%s)", WHY(res));
-        result_free(&res);
+        run_fails(conf, "mallory", "home/mallory", -EPERM, "mode 0620): refused",
+                  "so is one that its group may write");
 
-        if (as_root) {
+        if (need_root(1, "an image of the user's: needs root (a second uid)")) {
                 put("vol/mallory.img", "no file system\n", 0600, U);
-                res = run(conf, U, "mallory", "home/mallory");
-                ok(res.r == -EPERM && strstr(WHY(res), "it is uid 4242001's, mode 0600"),
-                   "and one of the user's own (%s)", WHY(res));
-                result_free(&res);
-        } else
-                tap_skip("an image of the user's: needs root (a second uid)");
+                run_fails(conf, "mallory", "home/mallory", -EPERM, "it is uid 4242001's, mode 0600",
+                          "and one of the user's own");
+        }
 
         mk("vol/mallory.img.d", 0755, 0);
-        res = run("[Volume vault]\nType=ext4\nSource=@T@/vol/%u.img.d\nWhere=%h/vault\n"
+        run_fails("[Volume vault]\nType=ext4\nSource=@T@/vol/%u.img.d\nWhere=%h/vault\n"
                   "Users=mallory\n",
-                  U, "mallory", "home/mallory");
-        ok(res.r == -EPERM && strstr(WHY(res), "is neither an image (a regular file) nor a block "
-                                               "device: refused"),
-           "a directory as Source= is refused (%s)", WHY(res));
-        result_free(&res);
+                  "mallory", "home/mallory", -EPERM,
+                  "is neither an image (a regular file) nor a block device: refused",
+                  "a directory as Source= is refused");
 
         /* not a member: nothing to do, nothing refused */
         res = run("[Volume vault]\nType=ext4\nSource=@T@/vol/%u.img\nWhere=%h/vault\n"
@@ -540,41 +597,29 @@ static void test_volumes(void) {
 }
 
 static void test_owners(void) {
-        Result res;
-
-        if (!as_root) {
-                for (int i = 0; i < 4; i++)
-                        tap_skip("owners: needs a second uid (root)");
+        if (!need_root(4, "owners: needs a second uid (root)"))
                 return;
-        }
         /* a polydir someone else owns */
         mk("home/bob", 0755, U);
         mk("home/bob/shared", 0755, U2);
-        res = run("[Polydir s]\nPath=%h/shared\nMethod=tmpfs\n", U, "bob", "home/bob");
-        ok(res.r == -EPERM && strstr(WHY(res), "is owned by uid 4242002, neither by root nor by "
-                                               "'bob' (uid 4242001)"),
-           "a polydir owned by another user is refused (%s)", WHY(res));
+        run_fails("[Polydir s]\nPath=%h/shared\nMethod=tmpfs\n", "bob", "home/bob", -EPERM,
+                  "is owned by uid 4242002, neither by root nor by 'bob' (uid 4242001)",
+                  "a polydir owned by another user is refused");
         ok(!mounted_on("home/bob/shared"), "nothing is mounted on it");
-        result_free(&res);
 
         /* an instance parent others may enter */
         mk("open-inst", 0755, 0);
         mk("pd", 0755, 0);
-        res = run("[Polydir pd]\nPath=@T@/pd\nMethod=user\nInstancePrefix=@T@/open-inst/\n", U,
-                  "bob", NULL);
-        ok(res.r == -EPERM && strstr(WHY(res), "open-inst' must be owned by root and closed"),
-           "an instance parent open to others is refused (%s)", WHY(res));
-        result_free(&res);
+        run_fails("[Polydir pd]\nPath=@T@/pd\nMethod=user\nInstancePrefix=@T@/open-inst/\n", "bob",
+                  NULL, -EPERM, "open-inst' must be owned by root and closed",
+                  "an instance parent open to others is refused");
 
         /* an instance that someone else owns */
         mk("inst2", 0700, 0);
         mk("inst2/bob", 0700, U2);
-        res = run("[Polydir pd]\nPath=@T@/pd\nMethod=user\nInstancePrefix=@T@/inst2/\n", U, "bob",
-                  NULL);
-        ok(res.r == -EPERM && strstr(WHY(res), "inst2/bob' is owned by uid 4242002"),
-           "an existing instance owned by someone else than the polydir's owner is refused (%s)",
-           WHY(res));
-        result_free(&res);
+        run_fails("[Polydir pd]\nPath=@T@/pd\nMethod=user\nInstancePrefix=@T@/inst2/\n", "bob",
+                  NULL, -EPERM, "inst2/bob' is owned by uid 4242002",
+                  "an existing instance owned by someone else than the polydir's owner is refused");
 }
 
 /* The stderr of fn() (nsd's log, in a test) into the file rel. */
@@ -639,17 +684,13 @@ static void at_base(void) {
  * to; anything else (what another user made first, a link) is refused with a warning, and
  * the namespace is made without the route. */
 static void test_routes(void) {
-        g_autofree char *usb = P("media/alice/usb"), *dave = P("media/dave"),
-                        *hank = P("media/hank"), *etc = P("etc");
+        g_autofree char *usb = P("media/alice/usb"), *hank = P("media/hank"), *etc = P("etc");
         g_autofree char *log = NULL, *want = NULL;
         struct stat st;
         Result res;
 
-        if (!as_root) {
-                for (int i = 0; i < 10; i++)
-                        tap_skip("routes: need a second uid (root)");
+        if (!need_root(10, "routes: need a second uid (root)"))
                 return;
-        }
         separate_host = true;
         mk("media", 0755, 0);
 
@@ -692,39 +733,38 @@ static void test_routes(void) {
                 diag_texts(log, want);
         result_free(&res);
 
-        /* root's, but writable by a group that is neither root's nor the user's */
-        at_base();
-        mk("media/dave", 0770, 0);
-        if (lchown(dave, 0, U2) < 0)
-                tap_bail_errno(dave);
-        res = route("dave");
-        ok(res.r == 0 && res.n_left_out == 1 && route_empty("dave"),
-           "root's, writable by another group: refused, without the route (%s)", WHY(res));
-        result_free(&res);
+        /* the member's directory made beforehand: routed, or refused and left out */
+        const struct {
+                const char *name;
+                mode_t mode;
+                bool users, group_u2; /* owned by U (else root's), its group U2's */
+                bool routed;
+                const char *what;
+        } dirs[] = {
+                /* a group that is neither root's nor the user's */
+                { "dave", 0770, false, true, false,
+                  "root's, writable by another group: refused, without the route" },
+                /* what root chose */
+                { "erin", 0770, false, false, true, "root's, writable by root's group: routed" },
+                { "fred", 0757, false, false, false, "root's, writable by others: refused" },
+                { "gina", 0750, true, false, true,
+                  "the member's own directory, closed to others: routed" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
+                g_autofree char *rel = g_strconcat("media/", dirs[i].name, NULL), *dir = P(rel);
+                uid_t owner = dirs[i].users ? U : 0;
 
-        /* root's and writable by root's group: what root chose */
-        at_base();
-        mk("media/erin", 0770, 0);
-        res = route("erin");
-        ok(res.r == 0 && res.n_left_out == 0 && mounted_on("media/erin"),
-           "root's, writable by root's group: routed (%s)", WHY(res));
-        result_free(&res);
-
-        /* writable by everyone, root's all the same */
-        at_base();
-        mk("media/fred", 0757, 0);
-        res = route("fred");
-        ok(res.r == 0 && res.n_left_out == 1 && route_empty("fred"),
-           "root's, writable by others: refused (%s)", WHY(res));
-        result_free(&res);
-
-        /* the member's own, closed to others: routed */
-        at_base();
-        mk("media/gina", 0750, U);
-        res = route("gina");
-        ok(res.r == 0 && res.n_left_out == 0 && mounted_on("media/gina"),
-           "the member's own directory, closed to others: routed (%s)", WHY(res));
-        result_free(&res);
+                at_base();
+                mk(rel, dirs[i].mode, owner);
+                if (lchown(dir, owner, dirs[i].group_u2 ? U2 : owner) < 0)
+                        tap_bail_errno(dir);
+                res = route(dirs[i].name);
+                ok(res.r == 0 &&
+                           (dirs[i].routed ? res.n_left_out == 0 && mounted_on(rel)
+                                           : res.n_left_out == 1 && route_empty(dirs[i].name)),
+                   "%s (%s)", dirs[i].what, WHY(res));
+                result_free(&res);
+        }
 
         /* a symbolic link to a directory of root's: not followed */
         at_base();
@@ -751,10 +791,8 @@ static void test_scripts(void) {
 
         mk("pd2", 0755, 0);
         put("fail.sh", "#!/bin/sh\nexit 3\n", 0755, 0);
-        res = run(c1, U, "alice", NULL);
-        ok(res.r == -EPROTO && strstr(WHY(res), "fail.sh' exited with status 3"),
-           "an init script that exits 3 fails the setup (%s)", WHY(res));
-        result_free(&res);
+        run_fails(c1, "alice", NULL, -EPROTO, "fail.sh' exited with status 3",
+                  "an init script that exits 3 fails the setup");
 
         put("open.sh", "#!/bin/sh\nexit 0\n", 0757, 0);
         res = run(c2, U, "alice", NULL);
@@ -789,23 +827,18 @@ static void test_scripts(void) {
            pv[0] ? pv[0] : "?", pv[0] && pv[1] ? pv[1] : "?");
         result_free(&res);
 
-        res = run(c4, U, "alice", NULL);
-        ok(res.r == -ENOENT && strstr(WHY(res), "none.sh'"),
-           "a missing init script fails the setup, naming it (%s)", WHY(res));
-        result_free(&res);
+        run_fails(c4, "alice", NULL, -ENOENT, "none.sh'",
+                  "a missing init script fails the setup, naming it");
 
         put("badinterp.sh", "#!/nonexistent/interpreter\nexit 0\n", 0755, 0);
-        res = run(c5, U, "alice", NULL);
-        ok(res.r == -ENOENT && strstr(WHY(res), "badinterp.sh': start the init script: No such "
-                                                "file or directory"),
-           "a script that cannot be started says why, not just an exit status (%s)", WHY(res));
-        result_free(&res);
+        run_fails(c5, "alice", NULL, -ENOENT,
+                  "badinterp.sh': start the init script: No such file or directory",
+                  "a script that cannot be started says why, not just an exit status");
 }
 
 static void test_plans(void) {
-        g_autoptr(SetupPlan) plan = NULL;
-        g_autofree char *why = NULL;
-        Config c = { 0 };
+        g_auto(Plans) p = { 0 };
+        const char *path;
         gid_t g = 5;
         SetupUser u = { .uid = 1000,
                         .gid = 5,
@@ -813,77 +846,51 @@ static void test_plans(void) {
                         .home = "/home/alice",
                         .groups = &g,
                         .n_groups = 1 };
-        const char *text = "[Polydir a]\nPath=/srv/%u/x\nMethod=tmpfs\n";
 
-        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
-                tap_bail_errno("parse");
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == -EINVAL && why &&
-                   strstr(why, "%u stands for 'al/ice'"),
-           "a user name with a '/' cannot make a path (%s)", why ? why : "");
-        g_clear_pointer(&why, g_free);
+        plans_parse(&p, "[Polydir a]\nPath=/srv/%u/x\nMethod=tmpfs\n");
+        plans_refused(&p, &u, "%u stands for 'al/ice'",
+                      "a user name with a '/' cannot make a path");
         u.name = "alice";
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_polydirs(plan) == 1 &&
-                   strcmp(setup_plan_polydir_path(plan, 0), "/srv/alice/x") == 0,
-           "%%u expands to the name");
-        g_clear_pointer(&plan, setup_plan_free);
-        config_done(&c);
+        ok(g_strcmp0(plans_polydir(&p, &u), "/srv/alice/x") == 0, "%%u expands to the name");
 
-        text = "[Polydir a]\nPath=%h/.cache/%U-%g\nMethod=tmpfs\n"
-               "[Polydir b]\nPath=/x\nMethod=tmpfs\nOnlyUsers=bob\n";
-        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
-                tap_bail_errno("parse");
+        plans_parse(&p, "[Polydir a]\nPath=%h/.cache/%U-%g\nMethod=tmpfs\n"
+                        "[Polydir b]\nPath=/x\nMethod=tmpfs\nOnlyUsers=bob\n");
         u.home = "/home//alice";
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == -EINVAL && why &&
-                   strstr(why, "not a clean absolute path"),
-           "a home with '//' cannot be used for %%h (%s)", why ? why : "");
-        g_clear_pointer(&why, g_free);
+        plans_refused(&p, &u, "not a clean absolute path",
+                      "a home with '//' cannot be used for %h");
         u.home = "/home/alice/";
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_polydirs(plan) == 1 &&
-                   strcmp(setup_plan_polydir_path(plan, 0), "/home/alice/.cache/1000-5") == 0,
+        path = plans_polydir(&p, &u);
+        ok(g_strcmp0(path, "/home/alice/.cache/1000-5") == 0,
            "%%h without its trailing '/', %%U, %%g as a number when the group has no name; "
            "OnlyUsers=bob leaves alice out (%s)",
-           plan ? setup_plan_polydir_path(plan, 0) : why);
-        g_clear_pointer(&plan, setup_plan_free);
+           path ? path : OR_EMPTY(p.why));
         u.home = "/";
         u.group = "staff";
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 &&
-                   strcmp(setup_plan_polydir_path(plan, 0), "/.cache/1000-staff") == 0,
+        ok(g_strcmp0(plans_polydir(&p, &u), "/.cache/1000-staff") == 0,
            "a home of / and %%g as the group's name");
-        g_clear_pointer(&plan, setup_plan_free);
-        config_done(&c);
 
         /* a uid without a passwd entry: what needs no name is made, the rest refused */
         SetupUser nobody = { .uid = 4242, .gid = (gid_t) -1 };
-        text = "[Polydir t]\nPath=/tmp\nMethod=tmpfs\nNoInit=yes\n";
-        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
-                tap_bail_errno("parse");
-        ok(setup_plan_new(&c.setup, &nobody, &plan, &why) == 0 && setup_plan_n_polydirs(plan) == 1,
-           "a uid without a name gets a tmpfs polydir that needs none (%s)", why ? why : "");
-        g_clear_pointer(&plan, setup_plan_free);
-        g_clear_pointer(&why, g_free);
-        config_done(&c);
+        plans_parse(&p, "[Polydir t]\nPath=/tmp\nMethod=tmpfs\nNoInit=yes\n");
+        path = plans_polydir(&p, &nobody);
+        ok(path != NULL, "a uid without a name gets a tmpfs polydir that needs none (%s)",
+           OR_EMPTY(p.why));
         const char *needs_name[] = {
                 "[Polydir u]\nPath=/tmp\nMethod=user\nInstancePrefix=/inst/\nNoInit=yes\n",
                 "[Polydir h]\nPath=%h/x\nMethod=tmpfs\nNoInit=yes\n",
                 "[Setup]\nInitScript=/bin/true\n[Polydir i]\nPath=/tmp\nMethod=tmpfs\n",
         };
         for (size_t i = 0; i < G_N_ELEMENTS(needs_name); i++) {
-                if (config_parse_text(needs_name[i], strlen(needs_name[i]), "t", &c, NULL) < 0)
-                        tap_bail_errno("parse");
-                ok(setup_plan_new(&c.setup, &nobody, &plan, &why) == -EINVAL && why &&
-                           strstr(why, "needs the name of uid 4242"),
-                   "a uid without a name: a polydir that needs one is refused, saying so (%s)",
-                   why ? why : "");
-                g_clear_pointer(&plan, setup_plan_free);
-                g_clear_pointer(&why, g_free);
-                config_done(&c);
+                plans_parse(&p, needs_name[i]);
+                plans_refused(&p, &nobody, "needs the name of uid 4242",
+                              "a uid without a name: a polydir that needs one is refused, saying "
+                              "so");
         }
 }
 
 static void test_volume_plans(void) {
-        g_autoptr(SetupPlan) plan = NULL;
-        g_autofree char *why = NULL;
-        Config c = { 0 };
+        g_auto(Plans) p = { 0 };
+        int r;
         gid_t gids[] = { 5, 300 };
         const char *const names[] = { "staff", "vault" };
         SetupUser u = { .uid = 1000,
@@ -892,101 +899,77 @@ static void test_volume_plans(void) {
                         .home = "/home/alice",
                         .groups = gids,
                         .n_groups = 1 };
-        const char *text = "[Volume vault]\nType=ext4\nSource=/srv/vol/%u-%U.img\n"
-                           "Where=%h/vault\nGroups=vault\n"
-                           "[Volume smb]\nType=cifs\nSource=//server/%u\nWhere=/srv/smb/%U\n"
-                           "Users=bob\n";
 
-        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
-                tap_bail_errno("parse");
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 0 &&
-                   setup_plan_is_empty(plan),
-           "alice outside group vault and not bob: no volume, nothing to do (%s)", why ? why : "");
-        g_clear_pointer(&plan, setup_plan_free);
+        plans_parse(&p, "[Volume vault]\nType=ext4\nSource=/srv/vol/%u-%U.img\n"
+                        "Where=%h/vault\nGroups=vault\n"
+                        "[Volume smb]\nType=cifs\nSource=//server/%u\nWhere=/srv/smb/%U\n"
+                        "Users=bob\n");
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 0 && setup_plan_is_empty(p.plan),
+           "alice outside group vault and not bob: no volume, nothing to do (%s)", OR_EMPTY(p.why));
         u.n_groups = 2;
         u.group_names = names;
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 1 &&
-                   !setup_plan_is_empty(plan) &&
-                   strcmp(setup_plan_volume_where(plan, 0), "/home/alice/vault") == 0 &&
-                   strcmp(setup_plan_volume_source(plan, 0), "/srv/vol/alice-1000.img") == 0,
-           "in group vault: the volume, Where= and Source= expanded (%s)", why ? why : "");
-        g_clear_pointer(&plan, setup_plan_free);
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 1 && !setup_plan_is_empty(p.plan) &&
+                   strcmp(setup_plan_volume_where(p.plan, 0), "/home/alice/vault") == 0 &&
+                   strcmp(setup_plan_volume_source(p.plan, 0), "/srv/vol/alice-1000.img") == 0,
+           "in group vault: the volume, Where= and Source= expanded (%s)", OR_EMPTY(p.why));
         u.name = "bob";
         u.home = "/home/bob";
         u.n_groups = 1;
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 1 &&
-                   strcmp(setup_plan_volume_source(plan, 0), "//server/bob") == 0 &&
-                   strcmp(setup_plan_volume_where(plan, 0), "/srv/smb/1000") == 0,
-           "bob: the cifs volume, its source with %%u (%s)", why ? why : "");
-        g_clear_pointer(&plan, setup_plan_free);
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 1 &&
+                   strcmp(setup_plan_volume_source(p.plan, 0), "//server/bob") == 0 &&
+                   strcmp(setup_plan_volume_where(p.plan, 0), "/srv/smb/1000") == 0,
+           "bob: the cifs volume, its source with %%u (%s)", OR_EMPTY(p.why));
         SetupUser nobody = { .uid = 1000, .gid = (gid_t) -1 };
-        ok(setup_plan_new(&c.setup, &nobody, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 0,
+        r = plans_make(&p, &nobody);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 0,
            "uid 1000 without a name is no member by name");
-        g_clear_pointer(&plan, setup_plan_free);
-        config_done(&c);
-        text = "[Volume v]\nType=ext4\nSource=/srv/%u.img\nWhere=/srv/v\nUsers=1000\n";
-        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
-                tap_bail_errno("parse");
-        ok(setup_plan_new(&c.setup, &nobody, &plan, &why) == -EINVAL && why &&
-                   strstr(why, "volume 'v' (t:1) needs the name of uid 1000"),
-           "a member by uid without a name, whose Source= needs one, is refused (%s)",
-           why ? why : "");
-        g_clear_pointer(&why, g_free);
-        config_done(&c);
+        plans_parse(&p, "[Volume v]\nType=ext4\nSource=/srv/%u.img\nWhere=/srv/v\nUsers=1000\n");
+        plans_refused(&p, &nobody, "volume 'v' (t:1) needs the name of uid 1000",
+                      "a member by uid without a name, whose Source= needs one, is refused");
 }
 
 /* What the configuration cannot compare (a path with a specifier), compared per user: a
  * volume or a polydir on, under or above the path of a share of the user's. */
 static void test_share_overlap_plans(void) {
-        g_autoptr(SetupPlan) plan = NULL;
-        g_autofree char *why = NULL;
-        Config c = { 0 };
+        g_auto(Plans) p = { 0 };
+        int r;
         SetupUser u = { .uid = 1000, .gid = 5, .name = "alice", .home = "/srv/lab/alice" };
-        const char *text = "[Share lab]\nPath=/srv/lab\nUsers=alice\n"
-                           "[Volume vault]\nType=ext4\nSource=/srv/vol/%u.img\nWhere=%h/vault\n"
-                           "Users=alice bob\n";
 
-        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
-                tap_bail_errno("parse");
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == -EINVAL && why &&
-                   strstr(why, "volume 'vault' (t:4): Where=%h/vault is /srv/lab/alice/vault for "
-                               "uid 1000, which is under the path of share 'lab' (t:1)"),
-           "a volume whose Where= falls under a share of the user's once expanded is refused, "
-           "naming both (%s)",
-           why ? why : "");
-        g_clear_pointer(&why, g_free);
+        plans_parse(&p, "[Share lab]\nPath=/srv/lab\nUsers=alice\n"
+                        "[Volume vault]\nType=ext4\nSource=/srv/vol/%u.img\nWhere=%h/vault\n"
+                        "Users=alice bob\n");
+        plans_refused(&p, &u,
+                      "volume 'vault' (t:4): Where=%h/vault is /srv/lab/alice/vault for "
+                      "uid 1000, which is under the path of share 'lab' (t:1)",
+                      "a volume whose Where= falls under a share of the user's once expanded is "
+                      "refused, "
+                      "naming both");
         u.name = "bob";
         u.home = "/srv/lab/bob";
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 1 &&
-                   setup_plan_n_shares(plan) == 0,
-           "bob, no member of the share: his volume there travels nowhere (%s)", why ? why : "");
-        g_clear_pointer(&plan, setup_plan_free);
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 1 && setup_plan_n_shares(p.plan) == 0,
+           "bob, no member of the share: his volume there travels nowhere (%s)", OR_EMPTY(p.why));
         u.name = "alice";
         u.home = "/home/alice";
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == 0 && setup_plan_n_volumes(plan) == 1 &&
-                   setup_plan_n_shares(plan) == 1,
-           "alice with her home elsewhere: share and volume side by side (%s)", why ? why : "");
-        g_clear_pointer(&plan, setup_plan_free);
-        config_done(&c);
+        r = plans_make(&p, &u);
+        ok(r == 0 && setup_plan_n_volumes(p.plan) == 1 && setup_plan_n_shares(p.plan) == 1,
+           "alice with her home elsewhere: share and volume side by side (%s)", OR_EMPTY(p.why));
 
-        text = "[Share lab]\nPath=/srv/lab/alice/tmp\nUsers=alice\n"
-               "[Polydir t]\nPath=/srv/lab/%u\nMethod=tmpfs\n";
-        if (config_parse_text(text, strlen(text), "t", &c, NULL) < 0)
-                tap_bail_errno("parse");
-        ok(setup_plan_new(&c.setup, &u, &plan, &why) == -EINVAL && why &&
-                   strstr(why, "Path=/srv/lab/%u is /srv/lab/alice for uid 1000, which is above "
-                               "the path of share 'lab' (t:1)"),
-           "a polydir whose expanded Path= is above a share of the user's is refused (%s)",
-           why ? why : "");
-        config_done(&c);
+        plans_parse(&p, "[Share lab]\nPath=/srv/lab/alice/tmp\nUsers=alice\n"
+                        "[Polydir t]\nPath=/srv/lab/%u\nMethod=tmpfs\n");
+        plans_refused(&p, &u,
+                      "Path=/srv/lab/%u is /srv/lab/alice for uid 1000, which is above "
+                      "the path of share 'lab' (t:1)",
+                      "a polydir whose expanded Path= is above a share of the user's is refused");
 }
 
 static void test_private_tmp(void) {
-        if (!as_root) {
-                /* the host's /tmp is root's, a uid that does not exist in the user namespace */
-                tap_skip("PrivateTmp=yes on /tmp: needs root");
+        /* the host's /tmp is root's, a uid that does not exist in the user namespace */
+        if (!need_root(1, "PrivateTmp=yes on /tmp: needs root"))
                 return;
-        }
         Result res = run("[Namespaces]\nPrivateTmp=yes\n", U, "alice", NULL);
         struct statfs sfs;
         struct stat st;

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "answer-test.h"
 #include "base/child.h"
 #include "domain/user.h"
 #include "domain/users.h"
@@ -34,26 +35,6 @@
 
 static char top[] = "/tmp/nsd-test-users-setup.XXXXXX";
 static Children *children;
-
-typedef struct Done {
-        int calls;
-        int r;
-        char *why;
-} Done;
-
-static void on_done(int r, const char *why, void *userdata) {
-        Done *d = userdata;
-
-        d->calls++;
-        d->r = r;
-        g_free(d->why);
-        d->why = g_strdup(why);
-}
-
-static void done_clear(Done *d) {
-        g_free(d->why);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Done, done_clear)
 
 /* What a JOIN hands back besides its status: the user, whether it was made now, why not. */
 typedef struct Join {
@@ -69,9 +50,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Join, join_clear)
 
 /* A JOIN of uid through the registry (who: the user database's answer, if asked), into j; d
  * is told when a setup it waits for is done. */
-static int join_start(Users *reg, uid_t uid, const SetupUser *who, Done *d, Join *j) {
+static int join_start(Users *reg, uid_t uid, const SetupUser *who, Answer *d, Join *j) {
         join_clear(j);
-        return users_join_start(reg, uid, true, who, on_done, d, &j->u, &j->created, &j->why);
+        return users_join_start(reg, uid, true, who, on_answer, d, &j->u, &j->created, &j->why);
 }
 
 static void set_config(const char *text) {
@@ -116,7 +97,7 @@ static char *state_generation(uid_t uid) {
 
 static void test_made(void) {
         Users *reg;
-        g_auto(Done) a = { 0 }, b = { 0 };
+        g_auto(Answer) a = { 0 }, b = { 0 };
         g_autofree char *gen_file = NULL;
         g_auto(Join) j = { 0 };
         char gen[17];
@@ -166,7 +147,7 @@ static void test_made(void) {
  * creation. (On its own here: its tmpfs on /tmp covers this test's files.) */
 static void test_private_tmp(void) {
         Users *reg;
-        g_auto(Done) a = { 0 };
+        g_auto(Answer) a = { 0 };
         g_autofree char *text = NULL;
         g_auto(Join) j = { 0 };
         User *u = NULL;
@@ -185,7 +166,7 @@ static void test_private_tmp(void) {
 
 static void test_refused(void) {
         Users *reg;
-        g_auto(Done) a = { 0 }, b = { 0 };
+        g_auto(Answer) a = { 0 }, b = { 0 };
         g_auto(Join) j = { 0 };
         int r;
 
@@ -217,7 +198,7 @@ static void test_refused(void) {
 
 static void test_continue(void) {
         Users *reg;
-        g_auto(Done) a = { 0 };
+        g_auto(Answer) a = { 0 };
         g_auto(Join) j = { 0 };
         User *u = NULL;
 
@@ -234,7 +215,7 @@ static void test_continue(void) {
 
 static void test_identity_and_bounds(void) {
         Users *reg;
-        g_auto(Done) a = { 0 }, b = { 0 };
+        g_auto(Answer) a = { 0 }, b = { 0 };
         g_auto(Join) j = { 0 };
         int r;
 
@@ -266,7 +247,7 @@ static void test_identity_and_bounds(void) {
 static void test_stop(void) {
         Children *own = children_new(4);
         Users *reg;
-        g_auto(Done) a = { 0 };
+        g_auto(Answer) a = { 0 };
         g_auto(Join) j = { 0 };
         int r;
 
