@@ -435,15 +435,27 @@ def create_with_token(w, oc, phase, uid, token):
     return (fi, nsi, j)
 
 
+def clean_start(w, oc):
+    """Every check begins so: nsd started again with no fault. False (and a problem) if not."""
+    if w.start():
+        return True
+    oc.problem("clean start after the fault failed: " + w.log_text()[-1500:])
+    return False
+
+
+def check_a_kept(w, oc, inode):
+    """A's token is still in A's namespace (the file A wrote, at INODE) after the restart."""
+    tok = read_token(w, UA)
+    if tok[0] != oc.token_a or tok[1] != inode:
+        oc.problem(f"A LOST after a clean restart: file {tok[0]!r} inode {tok[1]} ns {tok[2]}, "
+                   f"expected {oc.token_a} inode {inode}")
+
+
 def check_restart(w, oc, fault_log):
     """The clean restart after the fault run: nothing lost, service back."""
-    if not w.start():
-        oc.problem("clean start after the fault failed: " + w.log_text()[-1500:])
+    if not clean_start(w, oc):
         return
-    tok = read_token(w, UA)
-    if tok[0] != oc.token_a or tok[1] != oc.a[0]:
-        oc.problem(f"A LOST after a clean restart: file {tok[0]!r} inode {tok[1]} ns {tok[2]}, "
-                   f"expected {oc.token_a} inode {oc.a[0]} ns {oc.a[1]}")
+    check_a_kept(w, oc, oc.a[0])
     ft = getattr(oc, "fault_run_token_a", (None,))
     if ft[0] != oc.token_a:
         oc.problem(f"A not served intact during the fault run: {ft}")
@@ -469,14 +481,11 @@ def check_restart(w, oc, fault_log):
 
 
 def check_fresh(w, oc, fault_log):
-    if not w.start():
-        oc.problem("clean start after the fault failed: " + w.log_text()[-1500:])
+    if not clean_start(w, oc):
         return
     fi, nsi, j = oc.a_fresh
     if fi is not None and j[0] == "ok" and j[2] == "pinned":
-        tok = read_token(w, UA)
-        if tok[0] != oc.token_a or tok[1] != fi:
-            oc.problem(f"A LOST after a clean restart: {tok}, expected {oc.token_a} inode {fi}")
+        check_a_kept(w, oc, fi)
     elif fi is None:
         oc.problem(f"A could not be created and mounted after the fault: {j}")
     w.stop()
@@ -557,12 +566,9 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
 
 
 def check_setup(w, oc, fault_log):
-    if not w.start():
-        oc.problem("clean start after the fault failed: " + w.log_text()[-1500:])
+    if not clean_start(w, oc):
         return
-    tok = read_token(w, UA)
-    if tok[0] != oc.token_a or tok[1] != oc.a[0]:
-        oc.problem(f"A LOST after a clean restart: {tok}, expected {oc.token_a}")
+    check_a_kept(w, oc, oc.a[0])
     now = listed(w)
     if oc.d is None:
         if UD in now:

@@ -10,7 +10,9 @@
  * shared). An anchor is a tmpfs in P, MS_PRIVATE then MS_SHARED; nsd gives each member a
  * clone of it (share_clone()).
  *
- *   w_setup(name, dirs, n)         W = <cwd>/name, its folders; I's nsfs descriptor
+ *   w_setup(name, dirs, n, &u)     as root only (else a TAP skip, exit 4); the kernel release in
+ *                                  u (and printed); W = <cwd>/name, its folders; I's nsfs
+ *                                  descriptor
  *   at("rel")                      W/rel (four at a time)
  *   ns_new(slave)                  a namespace made from I, back in I
  *   enter(ns)                      setns(), bails out on failure
@@ -31,6 +33,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "tap.h"
@@ -60,9 +63,16 @@ __attribute__((unused)) static void enter(int ns) {
 }
 
 /* W at <cwd>/name in I: a tmpfs in its own peer group, shared, with the folders dirs[n]. */
-__attribute__((unused)) static void w_setup(const char *name, const char *const *dirs, size_t n) {
+__attribute__((unused)) static void w_setup(const char *name, const char *const *dirs, size_t n,
+                                            struct utsname *u) {
         char cwd[PATH_MAX - 128];
 
+        if (geteuid() != 0) {
+                printf("1..0 # SKIP needs root (the kernel suite runs it as root in the VM)\n");
+                exit(4);
+        }
+        if (uname(u) == 0)
+                printf("# kernel %s\n", u->release);
         if (!getcwd(cwd, sizeof cwd))
                 tap_bail_errno("getcwd");
         snprintf(w, sizeof w, "%s/%s", cwd, name);

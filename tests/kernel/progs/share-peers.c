@@ -30,7 +30,6 @@
  * after a restart, with P from its fd store), joins the same peer group.
  */
 #include <sys/mman.h>
-#include <sys/utsname.h>
 
 #include "share-ns.h"
 
@@ -73,13 +72,7 @@ int main(void) {
         struct utsname u;
         dev_t d1;
 
-        if (geteuid() != 0) {
-                printf("1..0 # SKIP needs root (the kernel suite runs it as root in the VM)\n");
-                return 4;
-        }
-        if (uname(&u) == 0)
-                printf("# kernel %s\n", u.release);
-        w_setup("share-peers", dirs, sizeof dirs / sizeof *dirs);
+        w_setup("share-peers", dirs, sizeof dirs / sizeof *dirs, &u);
 
         /* P and its two anchors */
         ns_pin = ns_new(true);

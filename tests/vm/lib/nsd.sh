@@ -220,6 +220,33 @@ nsd_sessions_of() {
         "$NSCTL" list --raw --noheadings -o USER,SESSIONS | awk -v u="$1" '$1 == u { print $2 }'
 }
 
+# nsd_symlink_refused USER UID PATH REASON PAM-MESSAGE...: the attack of a path swapped for a
+# symbolic link. USER (no namespace yet) makes PATH a symbolic link to /etc; her ssh login must
+# be refused with REASON in nsd's setup-failed event and each PAM-MESSAGE in sshd's log, and
+# nothing may be left of the refused setup: no namespace pinned, /etc (names, modes, owners,
+# inodes) unchanged, nothing mounted on it. The link stays; the caller puts PATH back.
+nsd_symlink_refused() {
+        local user=$1 uid=$2 path=$3 reason=$4 etc_before out m
+        shift 4
+        vm_run_as "$user" ln -s /etc "$path"
+        etc_before=$(find /etc -xdev -printf '%M %U %G %i %p\n' | sort | sha256sum)
+        assert_eq "" "$(nsd_ns_inode "$user")" "$user's namespace before her first login"
+        if out=$(vm_ssh "$user" 'echo logged in' 2>&1); then
+                fail "$user's login with $path a symbolic link to /etc was not refused: $out"
+        fi
+        out=$(nsd_journal NSD_EVENT=setup-failed USER_ID="$uid")
+        assert_contains "$out" "$reason" "nsd's setup-failed event"
+        journalctl --sync
+        out=$(journalctl --no-pager -o cat -g "cannot join the mount namespace of user .$user.")
+        for m in "$@"; do
+                assert_contains "$out" "$m" "pam_nsjoin's message in sshd's login"
+        done
+        assert_eq "" "$(nsd_ns_inode "$user")" "$user's namespace after the refusal (nothing pinned)"
+        assert_eq "$etc_before" "$(find /etc -xdev -printf '%M %U %G %i %p\n' | sort | sha256sum)" \
+                "/etc (names, modes, owners, inodes) after the refused setup"
+        assert_eq "" "$(findmnt -n /etc || true)" "mounts on /etc"
+}
+
 # --- for the availability scenarios (nsd-flood, nsd-slow-nss, nsd-fuse-hang, ...) ----------
 NSD_ROOT_SOCKET=/run/nsd/root.socket
 
