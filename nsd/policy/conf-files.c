@@ -132,7 +132,7 @@ static int read_dropins(const char *dir, ConfigFiles *f, GArray *texts, char **r
         r = stat_trusted(dfd, dir, true, &st, ret_error);
         if (r < 0)
                 return r;
-        d = fdopendir(dup(dfd));
+        d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 0)); /* fdopendir(-1): EBADF */
         if (!d) {
                 int e = errno;
                 *ret_error = g_strdup_printf("%s: cannot list: %s", dir, g_strerror(e));

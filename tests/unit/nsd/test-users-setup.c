@@ -120,8 +120,10 @@ static void test_made(void) {
         ok(a.r == 0 && b.r == 0 && a.calls == 1 && b.calls == 1 && u && users_count(reg) == 1,
            "once each, with 0, and the registry holds one namespace for it (%s)",
            a.why ? a.why : "");
-        if (!u)
+        if (!u) {
+                users_free(reg);
                 return;
+        }
         (void) stat("/proc/self/ns/mnt", &here);
         ok(u->ns->ns_inode != (uint64_t) here.st_ino && u->ns->ns_fd >= 0,
            "a namespace of its own, not the test's");
