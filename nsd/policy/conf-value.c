@@ -91,6 +91,13 @@ static bool valid_name(const char *s) {
         return true;
 }
 
+int config_parse_word(const char *value, const char *const *words, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (words[i] && strcmp(words[i], value) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
 int config_parse_names(const char *value, bool users, char ***ret, char **ret_bad) {
         g_auto(GStrv) words = g_strsplit_set(value, " \t,;", -1);
         g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);

@@ -195,16 +195,9 @@ static bool strv_has(const char *const *v, const char *s) {
         return false;
 }
 
-/* A key that takes one of two words: *ret false for the first, true for the second. */
-static int parse_either(const char *value, const char *first, const char *second, bool *ret) {
-        if (strcmp(value, first) == 0)
-                *ret = false;
-        else if (strcmp(value, second) == 0)
-                *ret = true;
-        else
-                return -EINVAL;
-        return 0;
-}
+/* Keys that take one of two words: the second sets the bool. */
+static const char *const propagation_words[] = { "slave", "private" };
+static const char *const lookup_timeout_words[] = { "refuse", "unmanaged" };
 
 static int fail(char **ret_error, const char *filename, unsigned line, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
@@ -491,11 +484,14 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                         else
                                 c.max_uid = (uid_t) v;
                 } else if (KEY("Propagation")) {
-                        if (parse_either(value, "slave", "private", &c.propagation_private) < 0) {
+                        r = config_parse_word(value, propagation_words,
+                                              G_N_ELEMENTS(propagation_words));
+                        if (r < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "Propagation=%s: expected 'slave' or 'private'", value);
                                 goto fail;
                         }
+                        c.propagation_private = r == 1;
                 } else if (KEY("PrivateTmp")) {
                         if (config_parse_bool(value, &c.private_tmp) < 0) {
                                 r = fail(ret_error, filename, k->line,
@@ -503,13 +499,15 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                                 goto fail;
                         }
                 } else if (KEY("OnLookupTimeout")) {
-                        if (parse_either(value, "refuse", "unmanaged",
-                                         &c.lookup_timeout_unmanaged) < 0) {
+                        r = config_parse_word(value, lookup_timeout_words,
+                                              G_N_ELEMENTS(lookup_timeout_words));
+                        if (r < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "OnLookupTimeout=%s: expected 'refuse' or 'unmanaged'",
                                          value);
                                 goto fail;
                         }
+                        c.lookup_timeout_unmanaged = r == 1;
                 } else if (KEY("Enable")) {
                         g_assert(strcmp(k->group, GROUP_PRIVATE) == 0);
                         if (config_parse_bool(value, &c.private_mode) < 0) {

@@ -47,9 +47,10 @@ static const char *const on_failure_names[] = { "refuse", "continue" };
  * *ret_why saying what was expected. */
 static int parse_name(const char *const *names, size_t n, const char *key, const char *value,
                       const char *expected, char **ret_why) {
-        for (size_t i = 0; i < n; i++)
-                if (names[i] && strcmp(names[i], value) == 0)
-                        return (int) i;
+        int r = config_parse_word(value, names, n);
+
+        if (r >= 0)
+                return r;
         *ret_why = g_strdup_printf("%s=%s: expected %s", key, value, expected);
         return -EINVAL;
 }

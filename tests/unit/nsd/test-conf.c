@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/conf-value.h"
 #include "policy/conf.h"
 #include "tap.h"
 
@@ -389,6 +390,21 @@ static void test_policy(void) {
         config_done(&c);
 }
 
+/* config_parse_word(): the one matcher behind every "one of N words" key of both parsers */
+static void test_words(void) {
+        static const char *const words[] = { "refuse", NULL, "per-user" };
+
+        ok(config_parse_word("refuse", words, G_N_ELEMENTS(words)) == 0 &&
+                   config_parse_word("per-user", words, G_N_ELEMENTS(words)) == 2,
+           "a word gives its index, past a hole");
+        ok(config_parse_word("refus", words, G_N_ELEMENTS(words)) == -EINVAL &&
+                   config_parse_word("refuses", words, G_N_ELEMENTS(words)) == -EINVAL &&
+                   config_parse_word("Refuse", words, G_N_ELEMENTS(words)) == -EINVAL &&
+                   config_parse_word("", words, G_N_ELEMENTS(words)) == -EINVAL,
+           "a prefix, a longer word, another case and the empty value are not words");
+        ok(config_parse_word("per-user", words, 2) == -EINVAL, "only the first n entries count");
+}
+
 int main(int argc, char *argv[]) {
         test_defaults(argc > 1 ? argv[1] : NULL);
         test_valid();
@@ -396,5 +412,6 @@ int main(int argc, char *argv[]) {
         test_bad_syntax();
         test_bad_escapes();
         test_policy();
+        test_words();
         return tap_done();
 }
