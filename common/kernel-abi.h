@@ -11,9 +11,10 @@
 
 /* F4: owner-private mounts (mount_setattr attribute; kernel-patches/README.md). Bit 31, away
  * from the bits upstream assigns next (0x00400000 is the likely next one) and below 32, so that
- * fsmount(2) (32-bit attr_flags) refuses it instead of dropping it; series v2 used bit 32. A stock kernel rejects unknown MOUNT_ATTR_ bits with
- * EINVAL, but acceptance alone proves nothing: probe what it does (set it as one fsuid, check
- * that another fsuid cannot see the mount). */
+ * fsmount(2) (32-bit attr_flags) refuses it instead of dropping it; series v2 used bit 32. A
+ * stock kernel rejects unknown MOUNT_ATTR_ bits with EINVAL, but acceptance alone proves
+ * nothing: probe what it does (set it as one fsuid, check that another fsuid cannot see the
+ * mount). */
 #ifndef MOUNT_ATTR_OWNER_PRIVATE
 #define MOUNT_ATTR_OWNER_PRIVATE 0x80000000ULL
 #endif
