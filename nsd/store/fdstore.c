@@ -373,6 +373,20 @@ static void room_again(FdStore *fs, FdStoreClass c) {
         cs->full_logged = false;
 }
 
+/* Tell the service manager to drop name from its fd store (FDSTOREREMOVE=1): 1 when told;
+ * none when there is no service manager (0, or an -errno the caller fails with); -errno when
+ * sd_notify() failed. Failures are logged. */
+static int notify_remove(const char *name, int none) {
+        int r = sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", name);
+
+        if (r < 0 || (r == 0 && none < 0))
+                return log_debug_errno(r < 0 ? r : none,
+                                       "Failed to remove '%s' from the service manager's fd "
+                                       "store: %m",
+                                       name);
+        return r > 0 ? 1 : 0;
+}
+
 /* Remove the oldest entry of class c from the store, for room that for_name needs (NULL: to
  * bring the store within the budget): 0 (its name in *ret_name, if not NULL), or -errno (it
  * stays). */
@@ -382,12 +396,9 @@ static int evict_oldest(FdStore *fs, FdStoreClass c, const char *for_name, char 
 
         if (!e)
                 return -ENOENT;
-        r = sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", e->name);
-        if (r <= 0)
-                return log_debug_errno(r < 0 ? r : -ENOTCONN,
-                                       "Failed to remove '%s' from the service manager's fd "
-                                       "store: %m",
-                                       e->name);
+        r = notify_remove(e->name, -ENOTCONN);
+        if (r < 0)
+                return r;
         if (for_name)
                 log_debug("Removed '%s' from the service manager's fd store to make room for '%s'",
                           e->name, for_name);
@@ -558,14 +569,9 @@ int fdstore_remove(FdStore *fs, const char *name) {
         e = g_hash_table_lookup(fs->entries, name);
         if (!e)
                 return 0; /* never put, refused, or removed already */
-        r = sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", name);
-        if (r < 0)
-                return log_debug_errno(r,
-                                       "Failed to remove '%s' from the service manager's "
-                                       "fd store: %m",
-                                       name);
-        if (r == 0)
-                return 0;
+        r = notify_remove(name, 0);
+        if (r <= 0)
+                return r;
         entry_drop(fs, e);
         return 1;
 }

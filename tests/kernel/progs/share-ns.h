@@ -16,7 +16,9 @@
  *   at("rel")                      W/rel (four at a time)
  *   ns_new(slave)                  a namespace made from I, back in I
  *   enter(ns)                      setns(), bails out on failure
- *   anchor_new(ns_pin, "rel")      a tmpfs at W/rel in P, MS_PRIVATE then MS_SHARED
+ *   anchor_new(ns_pin, "rel", dirs, n)
+ *                                  a tmpfs at W/rel in P, MS_PRIVATE then MS_SHARED, with the
+ *                                  folders dirs[n] (paths in W) made in it
  *   share_clone(P, M, anchor, target, by_fd)   nsd's clone of the anchor, attached in M
  *   mount_at(path, &m), mount_in(ns, path, &m) the topmost mount at path (mountinfo)
  *   dev_in, tmpfs_in, umount_in    the same in namespace ns
@@ -102,13 +104,18 @@ __attribute__((unused)) static int ns_new(bool slave) {
         return fd;
 }
 
-/* nsd's anchor in P: a tmpfs at W/rel, MS_PRIVATE then MS_SHARED; back in I. */
-__attribute__((unused)) static void anchor_new(int ns_pin, const char *rel) {
+/* nsd's anchor in P: a tmpfs at W/rel, MS_PRIVATE then MS_SHARED, with the folders dirs[n]
+ * (paths in W, below rel) made in it; back in I. */
+__attribute__((unused)) static void anchor_new(int ns_pin, const char *rel, const char *const *dirs,
+                                               size_t n) {
         enter(ns_pin);
         if (mount("tmpfs", at(rel), "tmpfs", 0, "size=1m") < 0 ||
             mount(NULL, at(rel), NULL, MS_PRIVATE, NULL) < 0 ||
             mount(NULL, at(rel), NULL, MS_SHARED, NULL) < 0)
                 tap_bail_errno("the anchor in P");
+        for (size_t i = 0; i < n; i++)
+                if (mkdir(at(dirs[i]), 0755) < 0)
+                        tap_bail_errno("mkdir in the anchor");
         enter(ns_init);
 }
 

@@ -67,6 +67,7 @@ static const char *errno_name(int e) {
 
 int main(void) {
         const char *dirs[] = { "anchor", "share", "host", "host/y", "host/z", "anchor2", "share2" };
+        const char *anchor_dirs[] = { "anchor/x" };
         struct mnt anchor, anchor2, m;
         int ns_pin, m1, m2, m3, fd, f[2];
         struct utsname u;
@@ -76,10 +77,8 @@ int main(void) {
 
         /* P and its two anchors */
         ns_pin = ns_new(true);
-        anchor_new(ns_pin, "anchor");
+        anchor_new(ns_pin, "anchor", anchor_dirs, sizeof anchor_dirs / sizeof *anchor_dirs);
         enter(ns_pin);
-        if (mkdir(at("anchor/x"), 0755) < 0)
-                tap_bail_errno("mkdir in the anchor");
         if (mount(at("host"), at("anchor2"), NULL, MS_BIND, NULL) < 0 ||
             mount(NULL, at("anchor2"), NULL, MS_SLAVE, NULL) < 0 ||
             mount(NULL, at("anchor2"), NULL, MS_SHARED, NULL) < 0)

@@ -180,6 +180,24 @@ static const char *answer_name(int l) {
                 _p;                                                                            \
         })
 
+/* One question to a process: what uid, in namespace ns, gets from what(W/rel), and the
+ * answer expected (0, an errno, LISTED_*). */
+struct expect {
+        int ns;
+        uid_t uid;
+        int (*what)(const char *);
+        const char *rel;
+        int want;
+        const char *says;
+};
+
+/* check_is() each of e[n], in order. */
+static void check_all(const struct expect *e, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                check_is(as_in(e[i].ns, e[i].uid, e[i].what, at(e[i].rel)), e[i].want, "%s",
+                         e[i].says);
+}
+
 /* A file with MARKER at path in namespace ns (as root). */
 static bool marker_in(int ns, const char *path) {
         int fd;
@@ -207,9 +225,10 @@ static int root_mount_in(int ns, const char *path, bool umount) {
         return r < 0 ? e : 0;
 }
 
-/* (b): a detached tmpfs takes the attribute with fsuid A: 0, or the errno. */
-static int probe(void) {
-        int fsfd, mfd, r;
+/* A tmpfs made with fsopen() and fsmount(), attached nowhere: its mount descriptor, the
+ * file system's in *ret_fsfd. */
+static int detached_tmpfs(int *ret_fsfd) {
+        int fsfd, mfd;
 
         fsfd = fsopen("tmpfs", FSOPEN_CLOEXEC);
         if (fsfd < 0 || fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
@@ -217,6 +236,14 @@ static int probe(void) {
         mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, 0);
         if (mfd < 0)
                 tap_bail_errno("fsmount");
+        *ret_fsfd = fsfd;
+        return mfd;
+}
+
+/* (b): a detached tmpfs takes the attribute with fsuid A: 0, or the errno. */
+static int probe(void) {
+        int fsfd, mfd = detached_tmpfs(&fsfd), r;
+
         r = owner_private(mfd, "", true, UID_A);
         close(mfd);
         close(fsfd);
@@ -229,12 +256,7 @@ static int private_before_attach(int ns, const char *target) {
         int fsfd, mfd, fd, r;
 
         enter(ns);
-        fsfd = fsopen("tmpfs", FSOPEN_CLOEXEC);
-        if (fsfd < 0 || fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-                tap_bail_errno("fsopen tmpfs");
-        mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, 0);
-        if (mfd < 0)
-                tap_bail_errno("fsmount");
+        mfd = detached_tmpfs(&fsfd);
         fd = openat(mfd, "marker", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
         if (fd < 0 || write(fd, MARKER, strlen(MARKER)) != (ssize_t) strlen(MARKER))
                 tap_bail_errno("the marker in the detached tmpfs");
@@ -251,7 +273,7 @@ static int private_before_attach(int ns, const char *target) {
 }
 
 int main(void) {
-        const char *dirs[] = { "anchor", "share" };
+        const char *dirs[] = { "anchor", "share" }, *anchor_dirs[] = { "anchor/x", "anchor/y" };
         int ns_pin, m1, m2, m3, e;
         char why[128];
         struct utsname u = { 0 };
@@ -262,11 +284,7 @@ int main(void) {
 
         /* (a) the share */
         ns_pin = ns_new(true);
-        anchor_new(ns_pin, "anchor");
-        enter(ns_pin);
-        if (mkdir(at("anchor/x"), 0755) < 0 || mkdir(at("anchor/y"), 0755) < 0)
-                tap_bail_errno("mkdir in the anchor");
-        enter(ns_init);
+        anchor_new(ns_pin, "anchor", anchor_dirs, sizeof anchor_dirs / sizeof *anchor_dirs);
         m1 = ns_new(true);
         m2 = ns_new(true);
         ok(share_clone(ns_pin, m1, at("anchor"), at("share"), false) &&
@@ -298,30 +316,32 @@ int main(void) {
         /* (c) set after attach, by fsuid A in M1: the whole peer group */
         check_is(owner_private_in(m1, at("share/x"), true, UID_A), 0,
                  "c: fsuid A makes M1's share/x owner-private (a mount in a peer group)");
-        check_is(as_in(m1, UID_A, listed, at("share/x")), LISTED_OWN,
-                 "c: M1's mountinfo, opened by A, lists share/x with owner_private=A");
-        check_is(as_in(m2, UID_A, listed, at("share/x")), LISTED_OWN,
-                 "c: M2's copy exists: listed for A with owner_private=A");
-        check_is(as_in(ns_pin, UID_A, listed, at("anchor/x")), LISTED_OWN,
-                 "c: P's copy: listed for A with owner_private=A");
-        check_is(as_in(m2, UID_B, listed, at("share/x")), LISTED_NOT,
-                 "c: M2's mountinfo, opened by B, leaves the copy out");
-        check_is(as_in(m2, 0, listed, at("share/x")), LISTED_NOT,
-                 "c: M2's mountinfo, opened by root, leaves the copy out");
-        check_is(as_in(m2, UID_B, read_marker, at("share/x/marker")), ENOENT,
-                 "c: B in M2 cannot read the marker (ENOENT: the covered directory)");
-        check_is(as_in(m2, UID_A, read_marker, at("share/x/marker")), 0,
-                 "c: A in M2 reads the marker");
-        check_is(as_in(m2, 0, read_marker, at("share/x/marker")), ENOENT,
-                 "c: root in M2 cannot read the marker");
-        check_is(as_in(ns_pin, 0, read_marker, at("anchor/x/marker")), ENOENT,
-                 "c: root in P cannot read the marker at anchor/x");
-        check_is(as_in(ns_pin, UID_A, read_marker, at("anchor/x/marker")), 0, "c: A in P reads it");
-        check_is(as_in(m1, 0, read_marker, at("share/x/marker")), ENOENT,
-                 "c: root in M1, where it was mounted, cannot read it");
-        check_is(as_in(m1, UID_B, read_marker, at("share/x/marker")), ENOENT,
-                 "c: B in M1 cannot read it");
-        check_is(as_in(m1, UID_A, read_marker, at("share/x/marker")), 0, "c: A in M1 reads it");
+        /* every copy in the peer group (M1, M2, P) as A, B and root list and read it */
+        const struct expect after_attach[] = {
+                { m1, UID_A, listed, "share/x", LISTED_OWN,
+                  "c: M1's mountinfo, opened by A, lists share/x with owner_private=A" },
+                { m2, UID_A, listed, "share/x", LISTED_OWN,
+                  "c: M2's copy exists: listed for A with owner_private=A" },
+                { ns_pin, UID_A, listed, "anchor/x", LISTED_OWN,
+                  "c: P's copy: listed for A with owner_private=A" },
+                { m2, UID_B, listed, "share/x", LISTED_NOT,
+                  "c: M2's mountinfo, opened by B, leaves the copy out" },
+                { m2, 0, listed, "share/x", LISTED_NOT,
+                  "c: M2's mountinfo, opened by root, leaves the copy out" },
+                { m2, UID_B, read_marker, "share/x/marker", ENOENT,
+                  "c: B in M2 cannot read the marker (ENOENT: the covered directory)" },
+                { m2, UID_A, read_marker, "share/x/marker", 0, "c: A in M2 reads the marker" },
+                { m2, 0, read_marker, "share/x/marker", ENOENT,
+                  "c: root in M2 cannot read the marker" },
+                { ns_pin, 0, read_marker, "anchor/x/marker", ENOENT,
+                  "c: root in P cannot read the marker at anchor/x" },
+                { ns_pin, UID_A, read_marker, "anchor/x/marker", 0, "c: A in P reads it" },
+                { m1, 0, read_marker, "share/x/marker", ENOENT,
+                  "c: root in M1, where it was mounted, cannot read it" },
+                { m1, UID_B, read_marker, "share/x/marker", ENOENT, "c: B in M1 cannot read it" },
+                { m1, UID_A, read_marker, "share/x/marker", 0, "c: A in M1 reads it" },
+        };
+        check_all(after_attach, sizeof after_attach / sizeof *after_attach);
         check_is(root_mount_in(m2, at("share/x"), false), EBUSY,
                  "c: root cannot mount on M2's copy (EBUSY)");
         check_is(root_mount_in(m2, at("share/x"), true), EINVAL,

@@ -104,6 +104,25 @@ int fake_nsd_send_error(int cfd, const struct fake_req *r, int error, const char
         return fake_nsd_send(cfd, &e, sizeof(e), NULL, 0);
 }
 
+uint64_t fake_nsd_metrics_counters(struct nsd_rep_metrics *m, uint64_t v) {
+        for (size_t i = 0; i < NSD_METRICS_JOINS; i++)
+                m->joins[i] = v++;
+        for (size_t i = 0; i < NSD_METRICS_LATENCY_BUCKETS; i++)
+                m->join_latency[i] = v++;
+        m->created = v++;
+        m->setup_failures = v++;
+        for (size_t i = 0; i < NSD_METRICS_RELEASES; i++)
+                m->releases[i] = v++;
+        for (size_t i = 0; i < NSD_METRICS_LOOKUPS; i++)
+                m->lookups[i] = v++;
+        m->path_walk_timeouts = v++;
+        for (size_t i = 0; i < NSD_METRICS_THROTTLES; i++)
+                m->throttled[i] = v++;
+        for (size_t i = 0; i < NSD_METRICS_LOOKUP_TIMEOUTS; i++)
+                m->lookup_timeouts[i] = v++;
+        return v;
+}
+
 bool fake_fd_is_pidfd_of(int fd, pid_t pid) {
         char p[64], line[256], want[64];
         bool found = false;

@@ -71,6 +71,10 @@ void *fake_nsd_reply_init(void *buf, uint16_t type, size_t size, const struct fa
 /* An NSD_REP_ERROR answering r (seq 0 when r is NULL). */
 int fake_nsd_send_error(int cfd, const struct fake_req *r, int error, const char *message);
 
+/* Every counter of a METRICS reply a value of its own: from v onwards, one each, in the
+ * order of struct nsd_rep_metrics (not the gauges, not join_latency_sum_usec); the next. */
+uint64_t fake_nsd_metrics_counters(struct nsd_rep_metrics *m, uint64_t v);
+
 /* Does fd refer to a pidfd of pid (its fdinfo says so)? */
 bool fake_fd_is_pidfd_of(int fd, pid_t pid);
 

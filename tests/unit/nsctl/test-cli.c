@@ -1030,25 +1030,10 @@ static struct nsd_rep_metrics metrics_figures(uint32_t n_ns, uint64_t base) {
                                      .pinned = n_ns / 2,
                                      .sessions = n_ns * 3,
                                      .connections = { 7, 2 },
-                                     .fdstore_entries = n_ns };
-        uint64_t v = base;
+                                     .fdstore_entries = n_ns,
+                                     .join_latency_sum_usec = 1234567 * base };
 
-        for (size_t i = 0; i < _NSD_METRICS_JOIN_MAX; i++)
-                m.joins[i] = v++;
-        for (size_t i = 0; i < NSD_METRICS_LATENCY_BUCKETS; i++)
-                m.join_latency[i] = v++;
-        m.join_latency_sum_usec = 1234567 * base;
-        m.created = v++;
-        m.setup_failures = v++;
-        for (size_t i = 0; i < _NSD_METRICS_RELEASE_MAX; i++)
-                m.releases[i] = v++;
-        for (size_t i = 0; i < _NSD_METRICS_LOOKUP_MAX; i++)
-                m.lookups[i] = v++;
-        m.path_walk_timeouts = v++;
-        for (size_t i = 0; i < _NSD_METRICS_THROTTLE_MAX; i++)
-                m.throttled[i] = v++;
-        for (size_t i = 0; i < _NSD_METRICS_LOOKUP_TIMEOUT_MAX; i++)
-                m.lookup_timeouts[i] = v++;
+        (void) fake_nsd_metrics_counters(&m, base);
         return m;
 }
 

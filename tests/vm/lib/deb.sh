@@ -100,6 +100,15 @@ deb_upgrade_kept() {
         grep -q pam_nsjoin /etc/pam.d/common-session || fail "the profile is no longer enabled after the upgrade"
 }
 
+# deb_upgrade_across USER WANT DIR VERSION: the upgrade to the packages in DIR (at VERSION)
+# with a session of USER open across it: deb_upgrade_begin USER WANT, deb_install DIR,
+# deb_upgrade_kept VERSION; deb_upgrade_end ends that session.
+deb_upgrade_across() {
+        deb_upgrade_begin "$1" "$2"
+        deb_install "$3"
+        deb_upgrade_kept "$4"
+}
+
 # deb_upgrade_end USER WANT JOURNAL-MATCH...: the session of deb_upgrade_begin goes on and ends
 # cleanly, its second line WANT too; then every PAM session of USER that sshd opened is closed
 # again (pam_unix's lines; JOURNAL-MATCH: journalctl's words for sshd's lines, -t sshd or

@@ -220,6 +220,13 @@ nsd_sessions_of() {
         "$NSCTL" list --raw --noheadings -o USER,SESSIONS | awk -v u="$1" '$1 == u { print $2 }'
 }
 
+# nsd_assert_ns_of USER NS: NS (the inode a login of USER found itself in) is USER's namespace
+# in nsctl list, and not the initial one.
+nsd_assert_ns_of() {
+        assert_eq "$2" "$(nsd_ns_inode "$1")" "$1's namespace in nsctl list"
+        assert_ne "$(vm_ns_of 1)" "$2" "$1's namespace"
+}
+
 # nsd_symlink_refused USER UID PATH REASON PAM-MESSAGE...: the attack of a path swapped for a
 # symbolic link. USER (no namespace yet) makes PATH a symbolic link to /etc; her ssh login must
 # be refused with REASON in nsd's setup-failed event and each PAM-MESSAGE in sshd's log, and

@@ -45,12 +45,8 @@ ns=${want%% *}
 assert_ne "$(vm_ns_of 1)" "$ns" "alice's namespace"
 assert_eq "$ns secret of alice" "$want" "alice's login and mount with bookworm's build"
 
-# alice's session, open across the upgrade: one line before, one after
-deb_upgrade_begin alice "$want"
-
-# ---- the upgrade ------------------------------------------------------------------------
-deb_install "$new"
-deb_upgrade_kept "$new_version"
+# ---- the upgrade, alice's session open across it: one line before, one after ------------
+deb_upgrade_across alice "$want" "$new" "$new_version"
 # the files that moved: one file, both spellings, dpkg's database names the new one
 assert_eq libpam-nsjoin "$(owner "$pam_new")" "$pam_new after the upgrade"
 assert_eq nsjoin "$(owner /usr/lib/systemd/system/nsd.socket)" "/usr/lib/systemd/system/nsd.socket after the upgrade"

@@ -79,10 +79,8 @@ want=$(deb_probe alice)
 ns=${want%% *}
 assert_eq "$ns secret of alice" "$want" "alice's login with the profile"
 assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list"
-deb_upgrade_begin alice "$want"
-say "dpkg -i v2 ($v2_version) over v1 ($v1_version)"
-deb_install "$v2"
-deb_upgrade_kept "$v2_version"
+say "dpkg -i v2 ($v2_version) over v1 ($v1_version), alice's session open across it"
+deb_upgrade_across alice "$want" "$v2" "$v2_version"
 assert_eq "$want" "$(deb_probe alice)" "a new login after the upgrade"
 assert_eq "$ns" "$(nsd_ns_inode alice)" "nsctl list after the upgrade"
 assert_contains "$(cat /etc/nsd/nsd.conf)" "$conf_line" "/etc/nsd/nsd.conf after the upgrade"

@@ -130,8 +130,7 @@ out=$(vm_ssh alice 'echo "tmp of alice" > /tmp/alice-file && echo "var-tmp of al
         { journal_dump; fail "alice's ssh login: $out"; }
 echo "$out"
 ns=$(echo "$out" | sed -n 1p)
-assert_eq "$ns" "$(nsd_ns_inode alice)" "alice's namespace in nsctl list"
-assert_ne "$init_ns" "$ns" "alice's namespace"
+nsd_assert_ns_of alice "$ns"
 tmp_opts=$(echo "$out" | sed -n 2p)
 assert_eq tmpfs "${tmp_opts%% *}" "alice's /tmp"
 for o in nosuid nodev size=8192k; do
