@@ -187,6 +187,8 @@ struct args {
         int show_error; /* release --dry-run: SHOW's error, the text then unknown */
         struct nsc_share_info *shares;
         size_t n_shares;
+        struct nsc_volume_info *volumes;
+        size_t n_volumes;
         char *text;
         size_t len;
         struct nsc_join_result join;
@@ -196,6 +198,7 @@ static void args_done(struct args *a) {
         free(a->abs_path);
         free(a->entries);
         nsc_shares_free(a->shares, a->n_shares);
+        free(a->volumes);
         free(a->text);
         if (a->join.root_fd >= 0)
                 close(a->join.root_fd);
@@ -345,6 +348,111 @@ static int status_since(nsc_conn *conn, struct args *a, const char *request, uns
         if (a->status.proto_major == 1 && a->status.proto_minor < since_minor)
                 return too_old(&a->status, request, since_minor);
         return 0;
+}
+
+/* ---- volumes --------------------------------------------------------------------------- */
+
+/* the protocol minor (of major 1) that brought VOLUMES */
+#define VOLUMES_SINCE_MINOR 7
+
+enum {
+        VOLUMES_COL_USER,
+        VOLUMES_COL_UID,
+        VOLUMES_COL_VOLUME,
+        VOLUMES_COL_TYPE,
+        VOLUMES_COL_WHERE,
+        VOLUMES_COL_STATE,
+        VOLUMES_COL_SOURCE,
+        VOLUMES_COL_LOOP,
+        VOLUMES_COL_SINCE,
+        VOLUMES_COL_WHY,
+        _VOLUMES_COL_MAX,
+};
+
+static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
+        [VOLUMES_COL_USER] = { "USER", 0.1, 0, SCOLS_JSON_STRING,
+                               "user name (or uid when it has none)" },
+        [VOLUMES_COL_UID] = { "UID", 5, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "user id" },
+        [VOLUMES_COL_VOLUME] = { "VOLUME", 0.1, 0, SCOLS_JSON_STRING,
+                                 "[Volume NAME] of nsd.conf" },
+        [VOLUMES_COL_TYPE] = { "TYPE", 5, 0, SCOLS_JSON_STRING, "its Type=" },
+        [VOLUMES_COL_WHERE] = { "WHERE", 0.3, 0, SCOLS_JSON_STRING,
+                                "its Where= for this user, inside the user's namespace" },
+        [VOLUMES_COL_STATE] = { "STATE", 8, 0, SCOLS_JSON_STRING,
+                                "what the namespace's setup did: mounted, failed, not-tried "
+                                "(an earlier failure stopped it) or unknown" },
+        [VOLUMES_COL_SOURCE] = { "SOURCE", 0.3, 0, SCOLS_JSON_STRING,
+                                 "its Source= for this user" },
+        [VOLUMES_COL_LOOP] = { "LOOP", 10, 0, SCOLS_JSON_STRING,
+                               "the loop device its image is on ('-': none)" },
+        [VOLUMES_COL_SINCE] = { "SINCE", 19, 0, SCOLS_JSON_STRING,
+                                "when the setup reported (local time)" },
+        [VOLUMES_COL_WHY] = { "WHY", 0.4, SCOLS_FL_WRAP, SCOLS_JSON_STRING,
+                              "a failed volume: which step, which path, what happened" },
+};
+
+static const char *const volume_state_names[] = {
+        [NSC_VOLUME_UNKNOWN] = "unknown",
+        [NSC_VOLUME_MOUNTED] = "mounted",
+        [NSC_VOLUME_FAILED] = "failed",
+        [NSC_VOLUME_NOT_TRIED] = "not-tried",
+};
+
+static char *volumes_cell(const void *row, size_t col, bool json) {
+        const struct nsc_volume_info *v = row;
+        char buf[128];
+
+        switch (col) {
+        case VOLUMES_COL_USER:
+                user_name(v->uid, buf, sizeof(buf));
+                break;
+        case VOLUMES_COL_UID:
+                snprintf(buf, sizeof(buf), "%u", (unsigned) v->uid);
+                break;
+        case VOLUMES_COL_VOLUME:
+                return strndup(v->name, sizeof(v->name));
+        case VOLUMES_COL_TYPE:
+                return strndup(v->type, sizeof(v->type));
+        case VOLUMES_COL_WHERE:
+                return strndup(v->where, sizeof(v->where));
+        case VOLUMES_COL_STATE:
+                return strdup(v->state < ELEMENTSOF(volume_state_names) ? volume_state_names[v->state]
+                                                                        : "unknown");
+        case VOLUMES_COL_SOURCE:
+                return strndup(v->source, sizeof(v->source));
+        case VOLUMES_COL_LOOP:
+                if (v->loop == 0)
+                        return json ? NULL : strdup("-");
+                snprintf(buf, sizeof(buf), "/dev/loop%u", v->loop - 1);
+                break;
+        case VOLUMES_COL_SINCE:
+                format_timestamp(v->at_usec, buf, sizeof(buf));
+                break;
+        case VOLUMES_COL_WHY:
+                if (v->state != NSC_VOLUME_FAILED)
+                        return json ? NULL : strdup("-");
+                return strndup(v->why, sizeof(v->why));
+        default:
+                return NULL;
+        }
+        return strdup(buf);
+}
+
+static int volumes_request(nsc_conn *conn, struct args *a) {
+        int r = status_since(conn, a, "VOLUMES", VOLUMES_SINCE_MINOR);
+
+        if (r)
+                return r;
+        r = nsc_volumes(conn, &a->volumes, &a->n_volumes);
+        return r < 0 ? fail(conn, r, "list volumes") : 0;
+}
+
+static int volumes_finish(struct args *a) {
+        int r = table_print_rows("volumes", volumes_columns, a->volumes, a->n_volumes,
+                                 sizeof(a->volumes[0]), volumes_cell, a->ids, a->n_ids, &a->table,
+                                 stdout);
+
+        return r < 0 ? fail(NULL, r, "print the volumes") : EXIT_SUCCESS;
 }
 
 /* ---- shares ---------------------------------------------------------------------------- */
@@ -1055,6 +1163,17 @@ static const struct column_set shares_column_set = {
         .n_defaults = ELEMENTSOF(shares_columns_default),
 };
 
+static const size_t volumes_columns_default[] = {
+        VOLUMES_COL_USER,  VOLUMES_COL_VOLUME, VOLUMES_COL_TYPE,
+        VOLUMES_COL_WHERE, VOLUMES_COL_STATE,  VOLUMES_COL_WHY,
+};
+static const struct column_set volumes_column_set = {
+        .columns = volumes_columns,
+        .n_columns = _VOLUMES_COL_MAX,
+        .defaults = volumes_columns_default,
+        .n_defaults = ELEMENTSOF(volumes_columns_default),
+};
+
 static const size_t list_columns_default[] = {
         LIST_COL_USER,   LIST_COL_UID,     LIST_COL_SESSIONS, LIST_COL_MOUNTS, LIST_COL_CREATED,
         LIST_COL_PINNED, LIST_COL_ADOPTED, LIST_COL_SETUP,    LIST_COL_NS
@@ -1200,6 +1319,21 @@ static const struct verb verbs[] = {
                 .columns = &shares_column_set,
                 .request = shares_request,
                 .finish = shares_finish,
+        },
+        {
+                .name = "volumes",
+                .summary = "the volumes of each namespace and what became of them",
+                .description = "Show each [Volume NAME] of nsd.conf a namespace was set up "
+                               "with: where it is\n"
+                               "mounted in the user's namespace, and whether its setup mounted "
+                               "it, or why not\n"
+                               "(without privilege: the volumes of your own namespace).\n",
+                .options_help = HELP_TABLE("", ""),
+                .options = list_options,
+                .operand = OPERAND_NONE,
+                .columns = &volumes_column_set,
+                .request = volumes_request,
+                .finish = volumes_finish,
         },
         {
                 .name = "metrics",
