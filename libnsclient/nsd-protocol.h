@@ -613,15 +613,15 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 struct nsd_rep_volumes_entry {
         struct nsd_msg_header hdr;
         uint32_t uid;
-        uint32_t state;          /* NSD_VOLUME_* */
-        int32_t error;           /* -errno of the failure; 0 */
-        uint32_t loop;           /* its image is on /dev/loop<loop - 1>; 0: no loop device */
-        uint64_t at_usec;        /* CLOCK_REALTIME when the setup reported; 0: unknown */
-        char name[NSD_SHARE_NAME_MAX];    /* NUL-terminated, as every string below */
-        char type[NSD_VOLUME_TYPE_MAX];   /* Type= */
-        char source[NSD_SHARE_PATH_MAX];  /* Source=, expanded for the user */
-        char where[NSD_SHARE_PATH_MAX];   /* Where=, expanded */
-        char why[NSD_VOLUME_WHY_MAX];     /* state FAILED: which step, which path, what */
+        uint32_t state;                 /* NSD_VOLUME_* */
+        int32_t error;                  /* -errno of the failure; 0 */
+        uint32_t loop;                  /* its image is on /dev/loop<loop - 1>; 0: no loop device */
+        uint64_t at_usec;               /* CLOCK_REALTIME when the setup reported; 0: unknown */
+        char name[NSD_SHARE_NAME_MAX];  /* NUL-terminated, as every string below */
+        char type[NSD_VOLUME_TYPE_MAX]; /* Type= */
+        char source[NSD_SHARE_PATH_MAX]; /* Source=, expanded for the user */
+        char where[NSD_SHARE_PATH_MAX];  /* Where=, expanded */
+        char why[NSD_VOLUME_WHY_MAX];    /* state FAILED: which step, which path, what */
 };
 _Static_assert(sizeof(struct nsd_rep_volumes_entry) == 2712, "nsd_rep_volumes_entry layout");
 

@@ -373,16 +373,14 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
         [VOLUMES_COL_USER] = { "USER", 0.1, 0, SCOLS_JSON_STRING,
                                "user name (or uid when it has none)" },
         [VOLUMES_COL_UID] = { "UID", 5, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "user id" },
-        [VOLUMES_COL_VOLUME] = { "VOLUME", 0.1, 0, SCOLS_JSON_STRING,
-                                 "[Volume NAME] of nsd.conf" },
+        [VOLUMES_COL_VOLUME] = { "VOLUME", 0.1, 0, SCOLS_JSON_STRING, "[Volume NAME] of nsd.conf" },
         [VOLUMES_COL_TYPE] = { "TYPE", 5, 0, SCOLS_JSON_STRING, "its Type=" },
         [VOLUMES_COL_WHERE] = { "WHERE", 0.3, 0, SCOLS_JSON_STRING,
                                 "its Where= for this user, inside the user's namespace" },
         [VOLUMES_COL_STATE] = { "STATE", 8, 0, SCOLS_JSON_STRING,
                                 "what the namespace's setup did: mounted, failed, not-tried "
                                 "(an earlier failure stopped it) or unknown" },
-        [VOLUMES_COL_SOURCE] = { "SOURCE", 0.3, 0, SCOLS_JSON_STRING,
-                                 "its Source= for this user" },
+        [VOLUMES_COL_SOURCE] = { "SOURCE", 0.3, 0, SCOLS_JSON_STRING, "its Source= for this user" },
         [VOLUMES_COL_LOOP] = { "LOOP", 10, 0, SCOLS_JSON_STRING,
                                "the loop device its image is on ('-': none)" },
         [VOLUMES_COL_SINCE] = { "SINCE", 19, 0, SCOLS_JSON_STRING,
@@ -416,8 +414,9 @@ static char *volumes_cell(const void *row, size_t col, bool json) {
         case VOLUMES_COL_WHERE:
                 return strndup(v->where, sizeof(v->where));
         case VOLUMES_COL_STATE:
-                return strdup(v->state < ELEMENTSOF(volume_state_names) ? volume_state_names[v->state]
-                                                                        : "unknown");
+                return strdup(v->state < ELEMENTSOF(volume_state_names)
+                                      ? volume_state_names[v->state]
+                                      : "unknown");
         case VOLUMES_COL_SOURCE:
                 return strndup(v->source, sizeof(v->source));
         case VOLUMES_COL_LOOP:

@@ -41,12 +41,12 @@ struct User {
         char *owner;            /* the user name it was made for; NULL: unknown (users.h) */
         UserVolume *volumes;    /* the volumes of its setup, in the order of nsd.conf */
         size_t n_volumes;
-        bool orphaned;          /* a JOIN found the uid under another name, or none */
-        bool orphan_logged;     /* that was logged (once per namespace) */
-        bool pin_refused;       /* the kernel refused to pin it: not tried again */
-        bool store_warned;      /* not pinned and no room in the fd store: said once */
-        FdStore *fdstore;       /* where it is kept besides its pin (never NULL) */
-        StateDir *state;        /* NULL: no state files */
+        bool orphaned;      /* a JOIN found the uid under another name, or none */
+        bool orphan_logged; /* that was logged (once per namespace) */
+        bool pin_refused;   /* the kernel refused to pin it: not tried again */
+        bool store_warned;  /* not pinned and no room in the fd store: said once */
+        FdStore *fdstore;   /* where it is kept besides its pin (never NULL) */
+        StateDir *state;    /* NULL: no state files */
 };
 
 /* A User for ns (taken) and baseline (taken; NULL: unknown), kept in fdstore and state (both

@@ -236,8 +236,7 @@ static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
 /* users_add(), for a namespace made with the setup of generation (NULL: none known) and
  * plan (its volumes; NULL: none). */
 static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char *generation,
-                            char **shares /* taken */, const SetupPlan *plan,
-                            UserAddFlags flags) {
+                            char **shares /* taken */, const SetupPlan *plan, UserAddFlags flags) {
         User *u = user_new(ns, baseline, reg->fdstore, reg->state);
 
         g_hash_table_replace(reg->users, GUINT_TO_POINTER(u->uid), u);
@@ -373,8 +372,7 @@ static int create_now(Users *reg, uid_t uid, User **ret, char **ret_why) {
                 return why_set(ret_why, r, "cannot create the namespace of uid %u: %s",
                                (unsigned) uid, g_strerror(-r));
         }
-        *ret = users_created(reg, ns, users_setup_generation(reg, generation), NULL, NULL,
-                             "");
+        *ret = users_created(reg, ns, users_setup_generation(reg, generation), NULL, NULL, "");
         return 0;
 }
 
