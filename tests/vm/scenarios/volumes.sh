@@ -19,6 +19,10 @@
 #     device (autoclear), the image keeps the file.
 #  6. a second drop-in gives dave a volume whose image is missing, with OnFailure=continue:
 #     his login goes on, in a namespace of his own without it, and setup-failed names it.
+#  nsctl volumes (protocol 1.7): after 2, root's shows alice's vault mounted on her loop
+#  device and alice's her own; after 3, bob's shows nothing (his namespace has no volume);
+#  nsd restarted, root's still shows it (the record is in the state file); after 6, dave's
+#  scratch is "failed" with the reason setup-failed logged.
 #   Args: BUILD-DIR
 set -u
 . tests/vm/lib/vm.sh
@@ -124,6 +128,15 @@ assert_eq "$ns secret of alice" "$(su -l alice -c 'echo $(stat -L -c %i /proc/se
         "alice's su -l"
 assert_eq "$loop 1" "$(loops_of "$vol/alice.img")" "still one loop device of alice.img"
 
+say "2. nsctl volumes: root sees alice's vault mounted on $loop, alice sees her own"
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,type,where,state,loop) ||
+        fail "nsctl volumes: $out"
+echo "$out"
+assert_eq "alice vault ext4 /home/alice/vault mounted $loop" "$out" "root's nsctl volumes"
+out=$(vm_ssh alice "$NSCTL volumes --raw --noheadings -o uid,volume,state") ||
+        fail "alice's nsctl volumes: $out"
+assert_eq "1001 vault mounted" "$out" "alice's nsctl volumes"
+
 # ---- 3. nobody else lists it ------------------------------------------------------------------
 say "3. root in the initial namespace and bob do not list it"
 assert_eq "" "$(awk '$5 ~ /vault/ || $(NF-1) ~ /^\/dev\/loop/' /proc/self/mountinfo)" \
@@ -136,6 +149,20 @@ assert_ne "$ns" "$bob_ns" "bob's namespace"
 assert_eq "" "$(vm_ssh bob 'awk '\''$5 ~ /vault/ || $(NF-1) ~ /^\/dev\/loop/'\'' /proc/self/mountinfo')" \
         "bob's mount table (a vault or a loop device)"
 assert_eq "" "$(vm_ssh bob 'ls -A /home/alice/vault')" "bob's view of /home/alice/vault (empty)"
+out=$(vm_ssh bob "$NSCTL volumes --raw --noheadings") || fail "bob's nsctl volumes: $out"
+assert_eq "" "$out" "bob's nsctl volumes (his namespace has none, alice's are not his)"
+
+say "3. nsd restarted: alice's volume and its record are kept"
+pid=$(nsd_main_pid)
+systemctl restart nsd.service
+vm_poll 30 nsd_restarted "$pid" || { nsd_journal_dump; fail "nsd did not come back"; }
+# (her namespace is adopted from its pin as nsd starts: poll until it is)
+vm_poll 30 sh -c "[ \"\$('$NSCTL' volumes --raw --noheadings -o user,volume,state,loop)\" = 'alice vault mounted $loop' ]" ||
+        true
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state,loop) || fail "nsctl volumes: $out"
+assert_eq "alice vault mounted $loop" "$out" "root's nsctl volumes after a restart of nsd"
+assert_eq "$ns secret of alice" "$(vm_ssh alice 'echo $(stat -L -c %i /proc/self/ns/mnt) $(cat ~/vault/file)')" \
+        "alice's ssh login after the restart"
 
 # ---- 4. carol's image is hers -----------------------------------------------------------------
 say "4. carol's image is writable by carol: her login is refused"
@@ -190,5 +217,12 @@ out=$(nsd_journal NSD_EVENT=setup-failed USER_ID=1004)
 echo "$out"
 assert_contains "$out" "volume 'scratch' ($dropins/61-scratch.conf:1)" \
         "nsd's setup-failed event for dave's volume"
+out=$("$NSCTL" volumes --noheadings -o user,volume,state) || fail "nsctl volumes: $out"
+echo "$out"
+assert_eq "dave scratch failed" "$(echo $out)" "root's nsctl volumes: dave's scratch"
+why=$("$NSCTL" volumes --noheadings -o why)
+assert_contains "$why" "volume 'scratch' ($dropins/61-scratch.conf:1): '/srv/vol/missing-dave.img'" \
+        "the reason nsctl volumes gives"
+assert_contains "$why" "No such file or directory" "the reason nsctl volumes gives"
 "$NSCTL" list
 say "ok"
