@@ -1002,11 +1002,13 @@ _Static_assert(sizeof(((struct nsc_volume_info *) 0)->name) == NSD_SHARE_NAME_MA
                        sizeof(((struct nsc_volume_info *) 0)->type) == NSD_VOLUME_TYPE_MAX &&
                        sizeof(((struct nsc_volume_info *) 0)->source) == NSD_SHARE_PATH_MAX &&
                        sizeof(((struct nsc_volume_info *) 0)->where) == NSD_SHARE_PATH_MAX &&
-                       sizeof(((struct nsc_volume_info *) 0)->why) == NSD_VOLUME_WHY_MAX,
+                       sizeof(((struct nsc_volume_info *) 0)->why) == NSD_VOLUME_WHY_MAX &&
+                       sizeof(((struct nsc_volume_info *) 0)->options) == NSD_VOLUME_OPTIONS_MAX,
                "nsc_volume_info's strings");
 _Static_assert(NSC_VOLUME_MOUNTED == NSD_VOLUME_MOUNTED && NSC_VOLUME_FAILED == NSD_VOLUME_FAILED &&
                        NSC_VOLUME_NOT_TRIED == NSD_VOLUME_NOT_TRIED &&
-                       NSC_VOLUME_UNKNOWN == NSD_VOLUME_UNKNOWN,
+                       NSC_VOLUME_UNKNOWN == NSD_VOLUME_UNKNOWN &&
+                       NSC_VOLUME_USER == NSD_VOLUME_USER,
                "NSC_VOLUME_*");
 
 int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
@@ -1039,7 +1041,8 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
                     !nsd_field_is_string(e->type, sizeof(e->type)) ||
                     !nsd_field_is_string(e->source, sizeof(e->source)) ||
                     !nsd_field_is_string(e->where, sizeof(e->where)) ||
-                    !nsd_field_is_string(e->why, sizeof(e->why)) || e->error > 0)
+                    !nsd_field_is_string(e->why, sizeof(e->why)) ||
+                    !nsd_field_is_string(e->options, sizeof(e->options)) || e->error > 0)
                         return conn->broken = -EBADMSG;
                 if (n >= LIST_ENTRIES_MAX)
                         return conn->broken = -EFBIG;
@@ -1059,6 +1062,7 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
                 memcpy(v[n].source, e->source, sizeof(v[n].source));
                 memcpy(v[n].where, e->where, sizeof(v[n].where));
                 memcpy(v[n].why, e->why, sizeof(v[n].why));
+                memcpy(v[n].options, e->options, sizeof(v[n].options));
                 n++;
         }
         if (!v) {

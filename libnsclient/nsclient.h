@@ -291,6 +291,7 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 #define NSC_VOLUME_MOUNTED 1   /* mounted on where */
 #define NSC_VOLUME_FAILED 2    /* failed: error and why */
 #define NSC_VOLUME_NOT_TRIED 3 /* an earlier failure stopped the setup before it */
+#define NSC_VOLUME_USER 4      /* a FUSE volume: the user's service manager runs it at login */
 
 struct nsc_volume_info {
         uid_t uid;         /* whose namespace */
@@ -303,6 +304,7 @@ struct nsc_volume_info {
         char source[1032]; /* Source=, expanded */
         char where[1032];  /* Where=, expanded */
         char why[512];     /* state FAILED: which step, which path, what happened */
+        char options[512]; /* state USER: the -o argument of its FUSE program */
 };
 
 /* The volumes of the namespaces the caller may see (root: all; anyone else: its own), as

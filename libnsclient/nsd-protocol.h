@@ -603,9 +603,13 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 #define NSD_VOLUME_MOUNTED 1   /* mounted on `where` */
 #define NSD_VOLUME_FAILED 2    /* a step failed or was refused: error and why */
 #define NSD_VOLUME_NOT_TRIED 3 /* an earlier failure stopped the setup before it */
+#define NSD_VOLUME_USER \
+        4 /* a FUSE volume: the user's service manager runs it at login
+                                * (nsd-volume@NAME.service, nsctl run-volume), not nsd */
 
 #define NSD_VOLUME_TYPE_MAX 16
 #define NSD_VOLUME_WHY_MAX 512
+#define NSD_VOLUME_OPTIONS_MAX 512
 
 /* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
  * reload changes no entry until the namespace is made again), in order of uid, then of
@@ -622,8 +626,10 @@ struct nsd_rep_volumes_entry {
         char source[NSD_SHARE_PATH_MAX]; /* Source=, expanded for the user */
         char where[NSD_SHARE_PATH_MAX];  /* Where=, expanded */
         char why[NSD_VOLUME_WHY_MAX];    /* state FAILED: which step, which path, what */
+        /* state USER: the options its FUSE program takes ("nosuid,nodev,..."); "" else */
+        char options[NSD_VOLUME_OPTIONS_MAX];
 };
-_Static_assert(sizeof(struct nsd_rep_volumes_entry) == 2712, "nsd_rep_volumes_entry layout");
+_Static_assert(sizeof(struct nsd_rep_volumes_entry) == 3224, "nsd_rep_volumes_entry layout");
 
 /* NSD_REP_VOLUMES_END: struct nsd_rep_stream_end, as LIST's end. */
 

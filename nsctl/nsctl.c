@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <locale.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <libsmartcols.h>
@@ -31,6 +33,7 @@
 #include "nss-util.h"
 #include "output.h"
 #include "time-util.h"
+#include "volumes.h"
 
 #define EXIT_EXEC_FAILED 126
 #define EXIT_EXEC_ENOENT 127
@@ -189,6 +192,7 @@ struct args {
         size_t n_shares;
         struct nsc_volume_info *volumes;
         size_t n_volumes;
+        const char *volume; /* run-volume: its name */
         char *text;
         size_t len;
         struct nsc_join_result join;
@@ -390,10 +394,9 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
 };
 
 static const char *const volume_state_names[] = {
-        [NSC_VOLUME_UNKNOWN] = "unknown",
-        [NSC_VOLUME_MOUNTED] = "mounted",
-        [NSC_VOLUME_FAILED] = "failed",
-        [NSC_VOLUME_NOT_TRIED] = "not-tried",
+        [NSC_VOLUME_UNKNOWN] = "unknown",   [NSC_VOLUME_MOUNTED] = "mounted",
+        [NSC_VOLUME_FAILED] = "failed",     [NSC_VOLUME_NOT_TRIED] = "not-tried",
+        [NSC_VOLUME_USER] = "user-manager",
 };
 
 static char *volumes_cell(const void *row, size_t col, bool json) {
@@ -444,6 +447,118 @@ static int volumes_request(nsc_conn *conn, struct args *a) {
                 return r;
         r = nsc_volumes(conn, &a->volumes, &a->n_volumes);
         return r < 0 ? fail(conn, r, "list volumes") : 0;
+}
+
+/* run-volume and start-volumes: the caller's own volumes, and its namespace (to check that it
+ * runs inside it) */
+static int own_volumes_request(nsc_conn *conn, struct args *a) {
+        int r = volumes_request(conn, a);
+
+        if (r)
+                return r;
+        r = nsc_list(conn, &a->entries, &a->n_entries);
+        return r < 0 ? fail(conn, r, "list namespaces") : 0;
+}
+
+/* Is this process inside the caller's namespace (the one nsd holds for its uid)? */
+static bool in_own_namespace(const struct args *a, char *why, size_t size) {
+        struct stat here;
+
+        for (size_t i = 0; i < a->n_entries; i++) {
+                if (a->entries[i].uid != getuid())
+                        continue;
+                if (stat("/proc/self/ns/mnt", &here) == 0 &&
+                    (uint64_t) here.st_ino == a->entries[i].ns_inode)
+                        return true;
+                snprintf(why, size,
+                         "this process is not inside your namespace (it is in mnt:[%llu], "
+                         "yours is mnt:[%llu]): the volume would be mounted where your logins "
+                         "do not look. Run it from your service manager (systemctl --user start "
+                         "nsd-volume@NAME.service), whose logins go through pam_nsjoin "
+                         "(/etc/pam.d/systemd-user)",
+                         (unsigned long long) here.st_ino,
+                         (unsigned long long) a->entries[i].ns_inode);
+                return false;
+        }
+        snprintf(why, size, "nsd holds no namespace for uid %u (log in first)",
+                 (unsigned) getuid());
+        return false;
+}
+
+static int run_volume_finish(struct args *a) {
+        const char *argv[VOLUME_ARGV_MAX], *why = NULL;
+        char nswhy[512];
+        int r;
+
+        for (size_t i = 0; i < a->n_volumes; i++) {
+                const struct nsc_volume_info *v = &a->volumes[i];
+
+                if (v->uid != getuid() || strcmp(v->name, a->volume) != 0)
+                        continue;
+                if (volume_argv(v, argv, &why) < 0) {
+                        fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, why);
+                        return EXIT_FAILURE;
+                }
+                if (!in_own_namespace(a, nswhy, sizeof nswhy)) {
+                        fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, nswhy);
+                        return EXIT_FAILURE;
+                }
+                fflush(stdout);
+                execv(argv[0], (char *const *) argv);
+                r = errno;
+                fprintf(stderr, "nsctl: run-volume %s: cannot execute %s: %s\n", a->volume, argv[0],
+                        strerror(r));
+                return r == ENOENT ? EXIT_EXEC_ENOENT : EXIT_EXEC_FAILED;
+        }
+        fprintf(stderr,
+                "nsctl: run-volume %s: your namespace has no volume '%s' (nsctl volumes lists "
+                "them)\n",
+                a->volume, a->volume);
+        return EXIT_FAILURE;
+}
+
+/* systemctl --user start --no-block UNIT: 0, or nsctl's error said */
+static int start_unit(const char *unit) {
+        char *const argv[] = { (char *) "systemctl",  (char *) "--user", (char *) "start",
+                               (char *) "--no-block", (char *) unit,     NULL };
+        pid_t pid;
+        int r, status;
+
+        r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+        if (r != 0) {
+                fprintf(stderr, "nsctl: start-volumes: cannot run systemctl: %s\n", strerror(r));
+                return -r;
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "nsctl: start-volumes: systemctl --user start %s failed\n", unit);
+                return -EIO;
+        }
+        return 0;
+}
+
+static int start_volumes_finish(struct args *a) {
+        char unit[256], why[512];
+        int failed = 0;
+
+        if (!in_own_namespace(a, why, sizeof why)) {
+                fprintf(stderr, "nsctl: start-volumes: %s\n", why);
+                return EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < a->n_volumes; i++) {
+                const struct nsc_volume_info *v = &a->volumes[i];
+
+                if (v->uid != getuid() || v->state != NSC_VOLUME_USER)
+                        continue;
+                if (volume_unit_name(v->name, unit, sizeof unit) < 0 || start_unit(unit) < 0) {
+                        failed++;
+                        continue;
+                }
+                printf("%s\n", unit);
+        }
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static int volumes_finish(struct args *a) {
@@ -1076,6 +1191,7 @@ enum operand {
         OPERAND_USER,         /* <user> */
         OPERAND_USER_COMMAND, /* <user> [--] [<command> [<argument>...]] */
         OPERAND_PATH,         /* <path> */
+        OPERAND_VOLUME,       /* <volume> */
 };
 
 /* in a command's --help: what follows "nsctl <name> " */
@@ -1084,6 +1200,7 @@ static const char *const operand_synopsis[] = {
         [OPERAND_USER] = "[options] <user>",
         [OPERAND_USER_COMMAND] = "[options] <user> [--] [<command> [<argument>...]]",
         [OPERAND_PATH] = "[options] <path>",
+        [OPERAND_VOLUME] = "[options] <volume>",
 };
 
 /*
@@ -1147,6 +1264,7 @@ static const struct option release_options[] = { { "force", no_argument, NULL, '
 static const struct option metrics_options[] = {
         { "textfile", required_argument, NULL, ARG_TEXTFILE }, OPTIONS_COMMON
 };
+static const struct option plain_options[] = { OPTIONS_COMMON };
 static const struct option hide_options[] = { { "user", required_argument, NULL, 'u' },
                                               { "unhide", no_argument, NULL, ARG_UNHIDE },
                                               OPTIONS_COMMON };
@@ -1335,6 +1453,35 @@ static const struct verb verbs[] = {
                 .finish = volumes_finish,
         },
         {
+                .name = "start-volumes",
+                .summary = "start your FUSE volumes in your service manager",
+                .description = "Start nsd-volume@NAME.service in your service manager (systemctl "
+                               "--user) for\n"
+                               "each FUSE volume nsd.conf gives your namespace; what "
+                               "nsd-volumes.service runs\n"
+                               "at login. Prints the units it started.\n",
+                .options_help = "",
+                .options = plain_options,
+                .operand = OPERAND_NONE,
+                .request = own_volumes_request,
+                .finish = start_volumes_finish,
+        },
+        {
+                .name = "run-volume",
+                .summary_args = "<volume>",
+                .summary = "run one of your FUSE volumes in the foreground",
+                .description = "Run the FUSE program of one of your volumes (nsctl volumes) in "
+                               "the foreground,\n"
+                               "as you, with the source, mount point and options nsd.conf gives "
+                               "it: what\n"
+                               "nsd-volume@NAME.service runs. Only inside your namespace.\n",
+                .options_help = "",
+                .options = plain_options,
+                .operand = OPERAND_VOLUME,
+                .request = own_volumes_request,
+                .finish = run_volume_finish,
+        },
+        {
                 .name = "metrics",
                 .summary = "nsd's counters as text for Prometheus (root only)",
                 .description = "Print nsd's counters and gauges as OpenMetrics text for "
@@ -1503,6 +1650,11 @@ static int parse_args(const struct verb *v, int argc, char **argv, struct args *
                 if (optind >= argc)
                         return usage_error("%s: missing path", v->name);
                 a->path = argv[optind];
+                return no_more_args(v->name, argc, argv, optind + 1) ?: GO_ON;
+        case OPERAND_VOLUME:
+                if (optind >= argc)
+                        return usage_error("%s: missing volume name", v->name);
+                a->volume = argv[optind];
                 return no_more_args(v->name, argc, argv, optind + 1) ?: GO_ON;
         }
         return GO_ON;

@@ -947,7 +947,8 @@ static int handle_shares(Request *r) {
 _Static_assert(NSD_VOLUME_UNKNOWN == VOLUME_OUTCOME_UNKNOWN &&
                        NSD_VOLUME_MOUNTED == VOLUME_OUTCOME_MOUNTED &&
                        NSD_VOLUME_FAILED == VOLUME_OUTCOME_FAILED &&
-                       NSD_VOLUME_NOT_TRIED == VOLUME_OUTCOME_NOT_TRIED,
+                       NSD_VOLUME_NOT_TRIED == VOLUME_OUTCOME_NOT_TRIED &&
+                       NSD_VOLUME_USER == VOLUME_OUTCOME_USER_MANAGER,
                "a volume's state on the wire");
 _Static_assert(NSD_SHARE_NAME_MAX > SETUP_NAME_MAX, "a volume's name and its NUL fit");
 
@@ -981,6 +982,7 @@ static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, cons
         g_strlcpy(e.source, v->source, sizeof e.source);
         g_strlcpy(e.where, v->where, sizeof e.where);
         g_strlcpy(e.why, v->why ? v->why : "", sizeof e.why);
+        g_strlcpy(e.options, v->options ? v->options : "", sizeof e.options);
         if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
                 vs->sent++;
 }

@@ -1498,7 +1498,8 @@ static int setup_child(void *p, int *ret_fd) {
                         stop = !a->keep_going;
                 }
         for (size_t i = 0; i < plan->n_volumes && !stop; i++)
-                if (do_volume(a, &b, &plan->volumes[i], &a->volumes[i]) < 0) {
+                if (plan->volumes[i].conf->kind != VOLUME_KIND_FUSE && /* the user's to run */
+                    do_volume(a, &b, &plan->volumes[i], &a->volumes[i]) < 0) {
                         a->n_failed++;
                         /* its own OnFailure=: one that refuses ends the run */
                         stop = volume_failure_refuses(&plan->conf, plan->volumes[i].conf);
@@ -1819,6 +1820,10 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 const struct item_result *res = &a->volumes[i];
                 g_autofree char *why = NULL;
 
+                if (v->conf->kind == VOLUME_KIND_FUSE) { /* run by the user's manager */
+                        v->outcome = VOLUME_OUTCOME_USER_MANAGER;
+                        continue;
+                }
                 volume_describe(v->conf, desc, sizeof desc);
                 why = item_why(plan, desc, res->what == WHAT_SOURCE ? v->source : v->where.path,
                                NULL, res);

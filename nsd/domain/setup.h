@@ -149,11 +149,13 @@ const char *setup_plan_volume_source(const SetupPlan *p, size_t i);
 /* What a run did with one of the plan's volumes (setup_plan_volume_outcome(), in done). The
  * numbers are the protocol's (NSD_VOLUME_* of nsd-protocol.h). */
 typedef enum VolumeOutcome {
-        VOLUME_OUTCOME_UNKNOWN = 0,   /* the run has not reported (yet), or ended without a
+        VOLUME_OUTCOME_UNKNOWN = 0,      /* the run has not reported (yet), or ended without a
                                        * report: what it did is not known */
-        VOLUME_OUTCOME_MOUNTED = 1,   /* mounted on its Where= */
-        VOLUME_OUTCOME_FAILED = 2,    /* a step failed or was refused: *ret_why says which */
-        VOLUME_OUTCOME_NOT_TRIED = 3, /* an earlier failure stopped the run before it */
+        VOLUME_OUTCOME_MOUNTED = 1,      /* mounted on its Where= */
+        VOLUME_OUTCOME_FAILED = 2,       /* a step failed or was refused: *ret_why says which */
+        VOLUME_OUTCOME_NOT_TRIED = 3,    /* an earlier failure stopped the run before it */
+        VOLUME_OUTCOME_USER_MANAGER = 4, /* a FUSE volume: the user's service manager runs
+                                          * it (nsd-volume@.service), not the setup */
 } VolumeOutcome;
 /* Volume i's outcome; *ret_err its errno when FAILED (else 0), *ret_why why (the plan's
  * string, valid while the plan lives; NULL unless FAILED), *ret_loop the loop device's number

@@ -134,6 +134,8 @@ void user_state_write(const User *u) {
                         g_key_file_set_integer(kf, group, "Errno", v->err);
                 if (v->why)
                         g_key_file_set_string(kf, group, "Why", v->why);
+                if (v->options)
+                        g_key_file_set_string(kf, group, "Options", v->options);
                 if (v->loop)
                         g_key_file_set_uint64(kf, group, "Loop", v->loop - 1);
                 g_key_file_set_uint64(kf, group, "AtUsec", v->at_usec);
@@ -186,6 +188,7 @@ static void user_volume_clear(UserVolume *v) {
         g_free(v->source);
         g_free(v->where);
         g_free(v->why);
+        g_free(v->options);
         *v = (UserVolume) { 0 };
 }
 
@@ -230,6 +233,7 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
                 }
                 v->err = g_key_file_get_integer(kf, *g, "Errno", NULL);
                 v->why = g_key_file_get_string(kf, *g, "Why", NULL);
+                v->options = g_key_file_get_string(kf, *g, "Options", NULL);
                 if (g_key_file_has_key(kf, *g, "Loop", NULL))
                         v->loop = (uint32_t) g_key_file_get_uint64(kf, *g, "Loop", NULL) + 1;
                 v->at_usec = g_key_file_get_uint64(kf, *g, "AtUsec", NULL);

@@ -27,6 +27,7 @@ typedef struct UserVolume {
         int outcome;          /* VolumeOutcome (setup.h) */
         int err;              /* its errno when it failed, else 0 */
         char *why;            /* why it failed; NULL otherwise */
+        char *options;        /* a FUSE volume's options (volume_options_text()); else NULL */
         uint32_t loop;        /* /dev/loop<loop - 1> its image is on; 0: none */
         uint64_t at_usec;     /* CLOCK_REALTIME when the setup reported */
 } UserVolume;

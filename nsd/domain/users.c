@@ -227,6 +227,8 @@ static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
                 vols[i].outcome = (int) setup_plan_volume_outcome(plan, i, &vols[i].err, &why,
                                                                   &vols[i].loop);
                 vols[i].why = g_strdup(why);
+                if (c->kind == VOLUME_KIND_FUSE)
+                        vols[i].options = volume_options_text(c);
                 vols[i].at_usec = now > 0 ? (uint64_t) now : 0;
         }
         *ret_n = n;
