@@ -61,19 +61,33 @@ static const char *const nfs_flags[] = { "hard",     "soft",       "lock",      
                                          "ac",       "noac",       "sharecache", "nosharecache",
                                          "resvport", "noresvport", NULL };
 
+/* sshfs(1)'s own options (ssh's are not passed: a volume names no file and no command) */
+static const char *const sshfs_values[] = {
+        "port",      "ServerAliveInterval", "ServerAliveCountMax", "idmap",
+        "max_conns", "dir_cache",           "compression",         NULL
+};
+static const char *const sshfs_flags[] = { "reconnect",          "follow_symlinks",
+                                           "transform_symlinks", "delay_connect",
+                                           "kernel_cache",       "auto_cache",
+                                           "disable_hardlink",   NULL };
+
 const VolumeTypeOptions volume_type_options[] = {
-        { "ext4", false, ext4_values, ext4_flags },    { "xfs", false, xfs_values, xfs_flags },
-        { "btrfs", false, btrfs_values, btrfs_flags }, { "vfat", false, fat_values, fat_flags },
-        { "exfat", false, exfat_values, exfat_flags }, { "cifs", true, cifs_values, cifs_flags },
-        { "nfs", true, nfs_values, nfs_flags },        { "nfs4", true, nfs_values, nfs_flags },
+        { "ext4", false, ext4_values, ext4_flags },
+        { "xfs", false, xfs_values, xfs_flags },
+        { "btrfs", false, btrfs_values, btrfs_flags },
+        { "vfat", false, fat_values, fat_flags },
+        { "exfat", false, exfat_values, exfat_flags },
+        { "cifs", true, cifs_values, cifs_flags },
+        { "nfs", true, nfs_values, nfs_flags },
+        { "nfs4", true, nfs_values, nfs_flags },
+        { "sshfs", true, sshfs_values, sshfs_flags, true, "/usr/bin/sshfs" },
 };
 
 const size_t n_volume_type_options = sizeof volume_type_options / sizeof volume_type_options[0];
 
 /* Types issue 25 plans, which this version names as not supported yet. */
-const char *const volume_types_later_fuse[] = { "gocryptfs", "sshfs",  "encfs",    "cryfs",
-                                                "rclone",    "bindfs", "securefs", "fuse",
-                                                "fuseblk",   NULL };
+const char *const volume_types_later_fuse[] = { "gocryptfs", "encfs", "cryfs",   "rclone", "bindfs",
+                                                "securefs",  "fuse",  "fuseblk", NULL };
 const char *const volume_types_later_luks[] = { "luks",  "luks1",    "luks2", "crypto_LUKS",
                                                 "crypt", "dm-crypt", NULL };
 

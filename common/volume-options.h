@@ -18,6 +18,11 @@ typedef struct VolumeTypeOptions {
         bool network; /* Source= what the kernel type takes, not a block device or image */
         const char *const *value_options; /* key=VALUE; NULL-terminated */
         const char *const *flag_options;  /* no value; NULL-terminated */
+        /* A FUSE type: not mounted by nsd but by the user's own service manager, inside the
+         * user's namespace, as the user (nsctl run-volume runs program in the foreground:
+         * program -f -o OPTIONS -- SOURCE WHERE). Source= is what program takes. */
+        bool fuse;
+        const char *program; /* absolute */
 } VolumeTypeOptions;
 
 extern const VolumeTypeOptions volume_type_options[];

@@ -125,6 +125,7 @@ struct nsc_conn {
                 struct nsd_rep_stream_end stream_end;
                 struct nsd_rep_shares_entry shares_entry;
                 struct nsd_rep_shares_members shares_members;
+                struct nsd_rep_volumes_entry volumes_entry;
                 struct nsd_rep_error error;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         } rx;
@@ -389,6 +390,8 @@ static bool reply_answers(uint16_t type, uint16_t req_type) {
         case NSD_REQ_SHARES:
                 return type == NSD_REP_SHARES_ENTRY || type == NSD_REP_SHARES_MEMBERS ||
                        type == NSD_REP_SHARES_END;
+        case NSD_REQ_VOLUMES:
+                return type == NSD_REP_VOLUMES_ENTRY || type == NSD_REP_VOLUMES_END;
         default:
                 return type == (req_type | NSD_REPLY_BIT);
         }
@@ -991,6 +994,84 @@ int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
                         return -ENOMEM;
         }
         *ret_entries = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
+_Static_assert(sizeof(((struct nsc_volume_info *) 0)->name) == NSD_SHARE_NAME_MAX &&
+                       sizeof(((struct nsc_volume_info *) 0)->type) == NSD_VOLUME_TYPE_MAX &&
+                       sizeof(((struct nsc_volume_info *) 0)->source) == NSD_SHARE_PATH_MAX &&
+                       sizeof(((struct nsc_volume_info *) 0)->where) == NSD_SHARE_PATH_MAX &&
+                       sizeof(((struct nsc_volume_info *) 0)->why) == NSD_VOLUME_WHY_MAX &&
+                       sizeof(((struct nsc_volume_info *) 0)->options) == NSD_VOLUME_OPTIONS_MAX,
+               "nsc_volume_info's strings");
+_Static_assert(NSC_VOLUME_MOUNTED == NSD_VOLUME_MOUNTED && NSC_VOLUME_FAILED == NSD_VOLUME_FAILED &&
+                       NSC_VOLUME_NOT_TRIED == NSD_VOLUME_NOT_TRIED &&
+                       NSC_VOLUME_UNKNOWN == NSD_VOLUME_UNKNOWN &&
+                       NSC_VOLUME_USER == NSD_VOLUME_USER,
+               "NSC_VOLUME_*");
+
+int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
+        _cleanup_free_ struct nsc_volume_info *v = NULL;
+        size_t n = 0, allocated = 0;
+        int r;
+
+        if (!conn || !ret || !ret_n)
+                return -EINVAL;
+
+        CONN_LOCK_SCOPE(conn);
+        r = conn_send_bare(conn, NSD_REQ_VOLUMES);
+        if (r < 0)
+                return r;
+
+        for (;;) {
+                const struct nsd_rep_volumes_entry *e;
+                struct nsc_volume_info *w;
+
+                r = conn_recv_part(conn, NSD_REQ_VOLUMES, n > 0);
+                if (r < 0)
+                        return r;
+                if (conn->rx.hdr.type == NSD_REP_VOLUMES_END) {
+                        if (conn->rx.stream_end.count != n)
+                                return conn->broken = -EBADMSG;
+                        break;
+                }
+                e = &conn->rx.volumes_entry;
+                if (!nsd_field_is_string(e->name, sizeof(e->name)) ||
+                    !nsd_field_is_string(e->type, sizeof(e->type)) ||
+                    !nsd_field_is_string(e->source, sizeof(e->source)) ||
+                    !nsd_field_is_string(e->where, sizeof(e->where)) ||
+                    !nsd_field_is_string(e->why, sizeof(e->why)) ||
+                    !nsd_field_is_string(e->options, sizeof(e->options)) || e->error > 0)
+                        return conn->broken = -EBADMSG;
+                if (n >= LIST_ENTRIES_MAX)
+                        return conn->broken = -EFBIG;
+                w = array_reserve(v, &allocated, n + 1, 8, sizeof(*v));
+                if (!w)
+                        return conn->broken = -ENOMEM;
+                v = w;
+                v[n] = (struct nsc_volume_info) {
+                        .uid = e->uid,
+                        .state = e->state,
+                        .error = e->error,
+                        .loop = e->loop,
+                        .at_usec = e->at_usec,
+                };
+                memcpy(v[n].name, e->name, sizeof(v[n].name));
+                memcpy(v[n].type, e->type, sizeof(v[n].type));
+                memcpy(v[n].source, e->source, sizeof(v[n].source));
+                memcpy(v[n].where, e->where, sizeof(v[n].where));
+                memcpy(v[n].why, e->why, sizeof(v[n].why));
+                memcpy(v[n].options, e->options, sizeof(v[n].options));
+                n++;
+        }
+        if (!v) {
+                /* none: still a valid pointer the caller may free() */
+                v = calloc(1, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(v);
         *ret_n = n;
         return 0;
 }

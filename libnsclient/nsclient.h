@@ -285,6 +285,34 @@ struct nsc_share_info {
 int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n);
 void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 
+/* ---- volumes (since NSCLIENT_1.6, nsd protocol 1.7) --------------------------------- */
+
+#define NSC_VOLUME_UNKNOWN 0   /* the setup ended without a report (or nsd < 1.7 made it) */
+#define NSC_VOLUME_MOUNTED 1   /* mounted on where */
+#define NSC_VOLUME_FAILED 2    /* failed: error and why */
+#define NSC_VOLUME_NOT_TRIED 3 /* an earlier failure stopped the setup before it */
+#define NSC_VOLUME_USER 4      /* a FUSE volume: the user's service manager runs it at login */
+
+struct nsc_volume_info {
+        uid_t uid;         /* whose namespace */
+        uint32_t state;    /* NSC_VOLUME_* */
+        int error;         /* -errno of the failure; 0 */
+        uint32_t loop;     /* the image is on /dev/loop<loop - 1>; 0: no loop device */
+        uint64_t at_usec;  /* CLOCK_REALTIME when the setup reported; 0: unknown */
+        char name[72];     /* [Volume NAME] */
+        char type[16];     /* Type= */
+        char source[1032]; /* Source=, expanded */
+        char where[1032];  /* Where=, expanded */
+        char why[512];     /* state FAILED: which step, which path, what happened */
+        char options[512]; /* state USER: the -o argument of its FUSE program */
+};
+
+/* The volumes of the namespaces the caller may see (root: all; anyone else: its own), as
+ * each namespace's setup left them, in order of uid, then of nsd.conf. free() *ret (a valid
+ * pointer also when *ret_n is 0). -EOPNOTSUPP: an nsd older than 1.7 (which closes the
+ * connection). */
+int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n);
+
 #ifdef __cplusplus
 }
 #endif

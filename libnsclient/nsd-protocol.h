@@ -34,6 +34,7 @@
  *   - METRICS (1.4): never (-EPERM); the machine's counters are root's.
  *   - SHARES (1.5): only the shares its own namespace was given, and of their members only
  *     its own uid (the count of members is not hidden); nothing when it has no namespace.
+ *   - VOLUMES (1.7): the volumes of its own namespace only; nothing when it has none.
  *
  * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
  * AND to the exact size of that request type; strings must be NUL-terminated inside their
@@ -84,6 +85,12 @@
  *        name the uid no longer has (a recycled uid); LIST's ns_flags may carry
  *        NSD_NS_ORPHANED for such a namespace. Older clients treat the errno as any
  *        refusal and ignore the flag.
+ *   1.7  VOLUMES (type 12): the [Volume NAME]s each namespace was set up with (nsd.conf(5))
+ *        and what its setup did with each (mounted, on which loop device; failed, and why;
+ *        not tried), one NSD_REP_VOLUMES_ENTRY each, then one NSD_REP_VOLUMES_END; for
+ *        `nsctl volumes`. Root sees every namespace's, anyone else its own. A 1.6 nsd
+ *        answers VOLUMES with -EOPNOTSUPP ("unknown request type") and closes the
+ *        connection.
  */
 #pragma once
 
@@ -117,7 +124,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 6
+#define NSD_PROTO_MINOR 7
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -139,6 +146,7 @@ enum nsd_msg_type {
         NSD_REQ_JOIN_SESSION = 9, /* 1.2 */
         NSD_REQ_METRICS = 10,     /* 1.4 */
         NSD_REQ_SHARES = 11,      /* 1.5 */
+        NSD_REQ_VOLUMES = 12,     /* 1.7 */
         _NSD_REQ_MAX,
 
         /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
@@ -160,6 +168,8 @@ enum nsd_msg_type {
         NSD_REP_SHARES_ENTRY = NSD_REQ_SHARES | NSD_REPLY_BIT, /* per share: one entry ... */
         NSD_REP_SHARES_MEMBERS = 0x8102, /* ... then its members, in zero or more parts */
         NSD_REP_SHARES_END = 0x8103,     /* after every share, exactly one end */
+        NSD_REP_VOLUMES_ENTRY = NSD_REQ_VOLUMES | NSD_REPLY_BIT, /* zero or more ... */
+        NSD_REP_VOLUMES_END = 0x8104,                            /* ... then exactly one end */
         NSD_REP_ERROR = 0xffff,
 };
 
@@ -318,7 +328,8 @@ struct nsd_rep_list_entry {
 };
 _Static_assert(sizeof(struct nsd_rep_list_entry) == 120, "nsd_rep_list_entry layout");
 
-/* The end of a stream of entries: NSD_REP_LIST_END, and NSD_REP_SHARES_END (1.5). */
+/* The end of a stream of entries: NSD_REP_LIST_END, NSD_REP_SHARES_END (1.5) and
+ * NSD_REP_VOLUMES_END (1.7). */
 struct nsd_rep_stream_end {
         struct nsd_msg_header hdr;
         uint32_t count; /* entries sent */
@@ -580,6 +591,48 @@ _Static_assert(sizeof(struct nsd_rep_shares_members) == 1056, "nsd_rep_shares_me
 
 /* NSD_REP_SHARES_END: struct nsd_rep_stream_end, as LIST's end. */
 
+/* ---- VOLUMES (1.7): the volumes each namespace was set up with -------------------------- */
+
+struct nsd_req_volumes {
+        struct nsd_msg_header hdr;
+};
+_Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
+
+/* state: what the namespace's setup did with the volume */
+#define NSD_VOLUME_UNKNOWN 0   /* the setup ended without a report, or it predates nsd 1.7 */
+#define NSD_VOLUME_MOUNTED 1   /* mounted on `where` */
+#define NSD_VOLUME_FAILED 2    /* a step failed or was refused: error and why */
+#define NSD_VOLUME_NOT_TRIED 3 /* an earlier failure stopped the setup before it */
+#define NSD_VOLUME_USER \
+        4 /* a FUSE volume: the user's service manager runs it at login
+                                * (nsd-volume@NAME.service, nsctl run-volume), not nsd */
+
+#define NSD_VOLUME_TYPE_MAX 16
+#define NSD_VOLUME_WHY_MAX 512
+#define NSD_VOLUME_OPTIONS_MAX 512
+
+/* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
+ * reload changes no entry until the namespace is made again), in order of uid, then of
+ * nsd.conf. */
+struct nsd_rep_volumes_entry {
+        struct nsd_msg_header hdr;
+        uint32_t uid;
+        uint32_t state;                 /* NSD_VOLUME_* */
+        int32_t error;                  /* -errno of the failure; 0 */
+        uint32_t loop;                  /* its image is on /dev/loop<loop - 1>; 0: no loop device */
+        uint64_t at_usec;               /* CLOCK_REALTIME when the setup reported; 0: unknown */
+        char name[NSD_SHARE_NAME_MAX];  /* NUL-terminated, as every string below */
+        char type[NSD_VOLUME_TYPE_MAX]; /* Type= */
+        char source[NSD_SHARE_PATH_MAX]; /* Source=, expanded for the user */
+        char where[NSD_SHARE_PATH_MAX];  /* Where=, expanded */
+        char why[NSD_VOLUME_WHY_MAX];    /* state FAILED: which step, which path, what */
+        /* state USER: the options its FUSE program takes ("nosuid,nodev,..."); "" else */
+        char options[NSD_VOLUME_OPTIONS_MAX];
+};
+_Static_assert(sizeof(struct nsd_rep_volumes_entry) == 3224, "nsd_rep_volumes_entry layout");
+
+/* NSD_REP_VOLUMES_END: struct nsd_rep_stream_end, as LIST's end. */
+
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
 #define NSD_ERROR_MESSAGE_MAX 200
@@ -628,6 +681,7 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REQ_JOIN_SESSION, sizeof(struct nsd_req_join_session) },
                 { NSD_REQ_METRICS, sizeof(struct nsd_req_metrics) },
                 { NSD_REQ_SHARES, sizeof(struct nsd_req_shares) },
+                { NSD_REQ_VOLUMES, sizeof(struct nsd_req_volumes) },
                 { NSD_REP_JOIN, sizeof(struct nsd_rep_join) },
                 { NSD_REP_SESSION_OPEN, sizeof(struct nsd_rep_session_open) },
                 { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
@@ -643,6 +697,8 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REP_SHARES_ENTRY, sizeof(struct nsd_rep_shares_entry) },
                 { NSD_REP_SHARES_MEMBERS, sizeof(struct nsd_rep_shares_members) },
                 { NSD_REP_SHARES_END, sizeof(struct nsd_rep_stream_end) },
+                { NSD_REP_VOLUMES_ENTRY, sizeof(struct nsd_rep_volumes_entry) },
+                { NSD_REP_VOLUMES_END, sizeof(struct nsd_rep_stream_end) },
                 { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
         };
 

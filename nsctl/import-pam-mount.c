@@ -538,6 +538,14 @@ static void import_volume(PmImport *im, const Doc *d, xmlNode *n) {
                        type, type);
         else if (!(t = volume_type_options_find(type)))
                 refuse(&e, "not carried over: nsd does not mount %s volumes yet (issue 25)", type);
+        else if (t->fuse) {
+                refuse(&e,
+                       "not carried over: a %s volume is run by the user's service manager, "
+                       "with the user's own keys; write its [Volume] group yourself "
+                       "(nsd.conf(5))",
+                       type);
+                t = NULL;
+        }
         if (t) {
                 src = source_of(&e, t, server, path);
                 if (!mountpoint)

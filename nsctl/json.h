@@ -29,8 +29,9 @@
  *   2  list: "setup", "current" or "stale" (the namespace was made with an older setup of
  *      nsd.conf, issue 22)
  *   3  shares (nsctl shares --json, issue 24)
+ *   4  volumes (nsctl volumes --json, issue 25)
  */
-#define NSCTL_JSON_SCHEMA_VERSION 3
+#define NSCTL_JSON_SCHEMA_VERSION 4
 
 #define JSON_DEPTH_MAX 8
 

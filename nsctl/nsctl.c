@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <locale.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <libsmartcols.h>
@@ -31,6 +33,7 @@
 #include "nss-util.h"
 #include "output.h"
 #include "time-util.h"
+#include "volumes.h"
 
 #define EXIT_EXEC_FAILED 126
 #define EXIT_EXEC_ENOENT 127
@@ -187,6 +190,9 @@ struct args {
         int show_error; /* release --dry-run: SHOW's error, the text then unknown */
         struct nsc_share_info *shares;
         size_t n_shares;
+        struct nsc_volume_info *volumes;
+        size_t n_volumes;
+        const char *volume; /* run-volume: its name */
         char *text;
         size_t len;
         struct nsc_join_result join;
@@ -196,6 +202,7 @@ static void args_done(struct args *a) {
         free(a->abs_path);
         free(a->entries);
         nsc_shares_free(a->shares, a->n_shares);
+        free(a->volumes);
         free(a->text);
         if (a->join.root_fd >= 0)
                 close(a->join.root_fd);
@@ -345,6 +352,230 @@ static int status_since(nsc_conn *conn, struct args *a, const char *request, uns
         if (a->status.proto_major == 1 && a->status.proto_minor < since_minor)
                 return too_old(&a->status, request, since_minor);
         return 0;
+}
+
+/* ---- volumes --------------------------------------------------------------------------- */
+
+/* the protocol minor (of major 1) that brought VOLUMES */
+#define VOLUMES_SINCE_MINOR 7
+
+enum {
+        VOLUMES_COL_USER,
+        VOLUMES_COL_UID,
+        VOLUMES_COL_VOLUME,
+        VOLUMES_COL_TYPE,
+        VOLUMES_COL_WHERE,
+        VOLUMES_COL_STATE,
+        VOLUMES_COL_SOURCE,
+        VOLUMES_COL_LOOP,
+        VOLUMES_COL_SINCE,
+        VOLUMES_COL_WHY,
+        _VOLUMES_COL_MAX,
+};
+
+static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
+        [VOLUMES_COL_USER] = { "USER", 0.1, 0, SCOLS_JSON_STRING,
+                               "user name (or uid when it has none)" },
+        [VOLUMES_COL_UID] = { "UID", 5, SCOLS_FL_RIGHT, SCOLS_JSON_NUMBER, "user id" },
+        [VOLUMES_COL_VOLUME] = { "VOLUME", 0.1, 0, SCOLS_JSON_STRING, "[Volume NAME] of nsd.conf" },
+        [VOLUMES_COL_TYPE] = { "TYPE", 5, 0, SCOLS_JSON_STRING, "its Type=" },
+        [VOLUMES_COL_WHERE] = { "WHERE", 0.3, 0, SCOLS_JSON_STRING,
+                                "its Where= for this user, inside the user's namespace" },
+        [VOLUMES_COL_STATE] = { "STATE", 8, 0, SCOLS_JSON_STRING,
+                                "what the namespace's setup did: mounted, failed, not-tried "
+                                "(an earlier failure stopped it) or unknown" },
+        [VOLUMES_COL_SOURCE] = { "SOURCE", 0.3, 0, SCOLS_JSON_STRING, "its Source= for this user" },
+        [VOLUMES_COL_LOOP] = { "LOOP", 10, 0, SCOLS_JSON_STRING,
+                               "the loop device its image is on ('-': none)" },
+        [VOLUMES_COL_SINCE] = { "SINCE", 19, 0, SCOLS_JSON_STRING,
+                                "when the setup reported (local time)" },
+        [VOLUMES_COL_WHY] = { "WHY", 0.4, SCOLS_FL_WRAP, SCOLS_JSON_STRING,
+                              "a failed volume: which step, which path, what happened" },
+};
+
+static const char *const volume_state_names[] = {
+        [NSC_VOLUME_UNKNOWN] = "unknown",   [NSC_VOLUME_MOUNTED] = "mounted",
+        [NSC_VOLUME_FAILED] = "failed",     [NSC_VOLUME_NOT_TRIED] = "not-tried",
+        [NSC_VOLUME_USER] = "user-manager",
+};
+
+static char *volumes_cell(const void *row, size_t col, bool json) {
+        const struct nsc_volume_info *v = row;
+        char buf[128];
+
+        switch (col) {
+        case VOLUMES_COL_USER:
+                user_name(v->uid, buf, sizeof(buf));
+                break;
+        case VOLUMES_COL_UID:
+                snprintf(buf, sizeof(buf), "%u", (unsigned) v->uid);
+                break;
+        case VOLUMES_COL_VOLUME:
+                return strndup(v->name, sizeof(v->name));
+        case VOLUMES_COL_TYPE:
+                return strndup(v->type, sizeof(v->type));
+        case VOLUMES_COL_WHERE:
+                return strndup(v->where, sizeof(v->where));
+        case VOLUMES_COL_STATE:
+                return strdup(v->state < ELEMENTSOF(volume_state_names)
+                                      ? volume_state_names[v->state]
+                                      : "unknown");
+        case VOLUMES_COL_SOURCE:
+                return strndup(v->source, sizeof(v->source));
+        case VOLUMES_COL_LOOP:
+                if (v->loop == 0)
+                        return json ? NULL : strdup("-");
+                snprintf(buf, sizeof(buf), "/dev/loop%u", v->loop - 1);
+                break;
+        case VOLUMES_COL_SINCE:
+                format_timestamp(v->at_usec, buf, sizeof(buf));
+                break;
+        case VOLUMES_COL_WHY:
+                if (v->state != NSC_VOLUME_FAILED)
+                        return json ? NULL : strdup("-");
+                return strndup(v->why, sizeof(v->why));
+        default:
+                return NULL;
+        }
+        return strdup(buf);
+}
+
+static int volumes_request(nsc_conn *conn, struct args *a) {
+        int r = status_since(conn, a, "VOLUMES", VOLUMES_SINCE_MINOR);
+
+        if (r)
+                return r;
+        r = nsc_volumes(conn, &a->volumes, &a->n_volumes);
+        return r < 0 ? fail(conn, r, "list volumes") : 0;
+}
+
+/* run-volume and start-volumes: the caller's own volumes, and its namespace (to check that it
+ * runs inside it) */
+static int own_volumes_request(nsc_conn *conn, struct args *a) {
+        int r = volumes_request(conn, a);
+
+        if (r)
+                return r;
+        r = nsc_list(conn, &a->entries, &a->n_entries);
+        return r < 0 ? fail(conn, r, "list namespaces") : 0;
+}
+
+/* Is this process inside the caller's namespace (the one nsd holds for its uid)? */
+static bool in_own_namespace(const struct args *a, char *why, size_t size) {
+        struct stat here;
+
+        for (size_t i = 0; i < a->n_entries; i++) {
+                if (a->entries[i].uid != getuid())
+                        continue;
+                if (stat("/proc/self/ns/mnt", &here) == 0 &&
+                    (uint64_t) here.st_ino == a->entries[i].ns_inode)
+                        return true;
+                snprintf(why, size,
+                         "this process is not inside your namespace (it is in mnt:[%llu], "
+                         "yours is mnt:[%llu]): the volume would be mounted where your logins "
+                         "do not look. Run it from your service manager (systemctl --user start "
+                         "nsd-volume@NAME.service), whose logins go through pam_nsjoin "
+                         "(/etc/pam.d/systemd-user)",
+                         (unsigned long long) here.st_ino,
+                         (unsigned long long) a->entries[i].ns_inode);
+                return false;
+        }
+        snprintf(why, size, "nsd holds no namespace for uid %u (log in first)",
+                 (unsigned) getuid());
+        return false;
+}
+
+static int run_volume_finish(struct args *a) {
+        const char *argv[VOLUME_ARGV_MAX], *why = NULL;
+        char nswhy[512];
+        int r;
+
+        for (size_t i = 0; i < a->n_volumes; i++) {
+                const struct nsc_volume_info *v = &a->volumes[i];
+
+                if (v->uid != getuid() || strcmp(v->name, a->volume) != 0)
+                        continue;
+                if (volume_argv(v, argv, &why) < 0) {
+                        fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, why);
+                        return EXIT_FAILURE;
+                }
+                if (!in_own_namespace(a, nswhy, sizeof nswhy)) {
+                        fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, nswhy);
+                        return EXIT_FAILURE;
+                }
+                fflush(stdout);
+                execv(argv[0], (char *const *) argv);
+                r = errno;
+                fprintf(stderr, "nsctl: run-volume %s: cannot execute %s: %s\n", a->volume, argv[0],
+                        strerror(r));
+                return r == ENOENT ? EXIT_EXEC_ENOENT : EXIT_EXEC_FAILED;
+        }
+        fprintf(stderr,
+                "nsctl: run-volume %s: your namespace has no volume '%s' (nsctl volumes lists "
+                "them)\n",
+                a->volume, a->volume);
+        return EXIT_FAILURE;
+}
+
+/* systemctl --user start --no-block UNIT: 0, or nsctl's error said */
+static int start_unit(const char *unit) {
+        char *const argv[] = { (char *) "systemctl",  (char *) "--user", (char *) "start",
+                               (char *) "--no-block", (char *) unit,     NULL };
+        pid_t pid;
+        int r, status;
+
+        r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+        if (r != 0) {
+                fprintf(stderr, "nsctl: start-volumes: cannot run systemctl: %s\n", strerror(r));
+                return -r;
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "nsctl: start-volumes: systemctl --user start %s failed\n", unit);
+                return -EIO;
+        }
+        return 0;
+}
+
+static bool has_namespace(const struct args *a) {
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].uid == getuid())
+                        return true;
+        return false;
+}
+
+static int start_volumes_finish(struct args *a) {
+        char unit[256], why[512];
+        int failed = 0;
+
+        if (!has_namespace(a)) /* a user nsd does not manage: nothing to start */
+                return EXIT_SUCCESS;
+        if (!in_own_namespace(a, why, sizeof why)) {
+                fprintf(stderr, "nsctl: start-volumes: %s\n", why);
+                return EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < a->n_volumes; i++) {
+                const struct nsc_volume_info *v = &a->volumes[i];
+
+                if (v->uid != getuid() || v->state != NSC_VOLUME_USER)
+                        continue;
+                if (volume_unit_name(v->name, unit, sizeof unit) < 0 || start_unit(unit) < 0) {
+                        failed++;
+                        continue;
+                }
+                printf("%s\n", unit);
+        }
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static int volumes_finish(struct args *a) {
+        int r = table_print_rows("volumes", volumes_columns, a->volumes, a->n_volumes,
+                                 sizeof(a->volumes[0]), volumes_cell, a->ids, a->n_ids, &a->table,
+                                 stdout);
+
+        return r < 0 ? fail(NULL, r, "print the volumes") : EXIT_SUCCESS;
 }
 
 /* ---- shares ---------------------------------------------------------------------------- */
@@ -969,6 +1200,7 @@ enum operand {
         OPERAND_USER,         /* <user> */
         OPERAND_USER_COMMAND, /* <user> [--] [<command> [<argument>...]] */
         OPERAND_PATH,         /* <path> */
+        OPERAND_VOLUME,       /* <volume> */
 };
 
 /* in a command's --help: what follows "nsctl <name> " */
@@ -977,6 +1209,7 @@ static const char *const operand_synopsis[] = {
         [OPERAND_USER] = "[options] <user>",
         [OPERAND_USER_COMMAND] = "[options] <user> [--] [<command> [<argument>...]]",
         [OPERAND_PATH] = "[options] <path>",
+        [OPERAND_VOLUME] = "[options] <volume>",
 };
 
 /*
@@ -1040,6 +1273,7 @@ static const struct option release_options[] = { { "force", no_argument, NULL, '
 static const struct option metrics_options[] = {
         { "textfile", required_argument, NULL, ARG_TEXTFILE }, OPTIONS_COMMON
 };
+static const struct option plain_options[] = { OPTIONS_COMMON };
 static const struct option hide_options[] = { { "user", required_argument, NULL, 'u' },
                                               { "unhide", no_argument, NULL, ARG_UNHIDE },
                                               OPTIONS_COMMON };
@@ -1053,6 +1287,17 @@ static const struct column_set shares_column_set = {
         .n_columns = _SHARES_COL_MAX,
         .defaults = shares_columns_default,
         .n_defaults = ELEMENTSOF(shares_columns_default),
+};
+
+static const size_t volumes_columns_default[] = {
+        VOLUMES_COL_USER,  VOLUMES_COL_VOLUME, VOLUMES_COL_TYPE,
+        VOLUMES_COL_WHERE, VOLUMES_COL_STATE,  VOLUMES_COL_WHY,
+};
+static const struct column_set volumes_column_set = {
+        .columns = volumes_columns,
+        .n_columns = _VOLUMES_COL_MAX,
+        .defaults = volumes_columns_default,
+        .n_defaults = ELEMENTSOF(volumes_columns_default),
 };
 
 static const size_t list_columns_default[] = {
@@ -1200,6 +1445,50 @@ static const struct verb verbs[] = {
                 .columns = &shares_column_set,
                 .request = shares_request,
                 .finish = shares_finish,
+        },
+        {
+                .name = "volumes",
+                .summary = "the volumes of each namespace and what became of them",
+                .description = "Show each [Volume NAME] of nsd.conf a namespace was set up "
+                               "with: where it is\n"
+                               "mounted in the user's namespace, and whether its setup mounted "
+                               "it, or why not\n"
+                               "(without privilege: the volumes of your own namespace).\n",
+                .options_help = HELP_TABLE("", ""),
+                .options = list_options,
+                .operand = OPERAND_NONE,
+                .columns = &volumes_column_set,
+                .request = volumes_request,
+                .finish = volumes_finish,
+        },
+        {
+                .name = "start-volumes",
+                .summary = "start your FUSE volumes in your service manager",
+                .description = "Start nsd-volume@NAME.service in your service manager (systemctl "
+                               "--user) for\n"
+                               "each FUSE volume nsd.conf gives your namespace; what "
+                               "nsd-volumes.service runs\n"
+                               "at login. Prints the units it started.\n",
+                .options_help = "",
+                .options = plain_options,
+                .operand = OPERAND_NONE,
+                .request = own_volumes_request,
+                .finish = start_volumes_finish,
+        },
+        {
+                .name = "run-volume",
+                .summary_args = "<volume>",
+                .summary = "run one of your FUSE volumes in the foreground",
+                .description = "Run the FUSE program of one of your volumes (nsctl volumes) in "
+                               "the foreground,\n"
+                               "as you, with the source, mount point and options nsd.conf gives "
+                               "it: what\n"
+                               "nsd-volume@NAME.service runs. Only inside your namespace.\n",
+                .options_help = "",
+                .options = plain_options,
+                .operand = OPERAND_VOLUME,
+                .request = own_volumes_request,
+                .finish = run_volume_finish,
         },
         {
                 .name = "metrics",
@@ -1370,6 +1659,11 @@ static int parse_args(const struct verb *v, int argc, char **argv, struct args *
                 if (optind >= argc)
                         return usage_error("%s: missing path", v->name);
                 a->path = argv[optind];
+                return no_more_args(v->name, argc, argv, optind + 1) ?: GO_ON;
+        case OPERAND_VOLUME:
+                if (optind >= argc)
+                        return usage_error("%s: missing volume name", v->name);
+                a->volume = argv[optind];
                 return no_more_args(v->name, argc, argv, optind + 1) ?: GO_ON;
         }
         return GO_ON;

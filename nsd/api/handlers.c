@@ -42,6 +42,8 @@
  * (a walk over every namespace) per turn. */
 #define SHARES_PARTS_PER_TURN 64
 #define SHARES_SCANS_PER_TURN 4
+/* VOLUMES: entries per turn */
+#define VOLUMES_ENTRIES_PER_TURN 64
 /* SHOW text held by all unprivileged SHOWs being sent; past it they get -EBUSY. */
 #define SHOW_BYTES_MAX (32u << 20)
 
@@ -657,7 +659,7 @@ static void list_state_free(void *p) {
         g_free(ls);
 }
 
-/* A stream's end (LIST's, SHARES'), once all was sent (done) and it can go out: true when
+/* A stream's end (LIST's, SHARES', VOLUMES'), once all was sent (done) and it can go out: true when
  * it went, false to be called again. */
 static bool stream_end(Request *r, bool done, uint16_t type, uint32_t count) {
         struct nsd_rep_stream_end end;
@@ -940,6 +942,89 @@ static int handle_shares(Request *r) {
         return request_stream(r, ss, shares_state_free, shares_produce);
 }
 
+/* ---- VOLUMES (1.7) ---------------------------------------------------------------------- */
+
+_Static_assert(NSD_VOLUME_UNKNOWN == VOLUME_OUTCOME_UNKNOWN &&
+                       NSD_VOLUME_MOUNTED == VOLUME_OUTCOME_MOUNTED &&
+                       NSD_VOLUME_FAILED == VOLUME_OUTCOME_FAILED &&
+                       NSD_VOLUME_NOT_TRIED == VOLUME_OUTCOME_NOT_TRIED &&
+                       NSD_VOLUME_USER == VOLUME_OUTCOME_USER_MANAGER,
+               "a volume's state on the wire");
+_Static_assert(NSD_SHARE_NAME_MAX > SETUP_NAME_MAX, "a volume's name and its NUL fit");
+
+/* The state of one VOLUMES stream: the uids whose namespaces the caller may see (at most every
+ * namespace), and which volume of the current one is next. */
+typedef struct VolumesState {
+        GArray *uids; /* uid_t, sorted */
+        guint next;   /* the uid being sent */
+        size_t next_volume;
+        uint32_t sent;
+} VolumesState;
+
+static void volumes_state_free(void *p) {
+        VolumesState *vs = p;
+        g_array_unref(vs->uids);
+        g_free(vs);
+}
+
+static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, const UserVolume *v) {
+        struct nsd_rep_volumes_entry e;
+
+        nsd_msg_init(&e.hdr, NSD_REP_VOLUMES_ENTRY, sizeof e, r->seq);
+        e.uid = u->uid;
+        e.state = (uint32_t) v->outcome;
+        e.error = v->err > 0 ? -v->err : 0;
+        e.loop = v->loop;
+        e.at_usec = v->at_usec;
+        /* longer strings (a state file edited by hand) are cut, never sent unterminated */
+        g_strlcpy(e.name, v->name, sizeof e.name);
+        g_strlcpy(e.type, v->type, sizeof e.type);
+        g_strlcpy(e.source, v->source, sizeof e.source);
+        g_strlcpy(e.where, v->where, sizeof e.where);
+        g_strlcpy(e.why, v->why ? v->why : "", sizeof e.why);
+        g_strlcpy(e.options, v->options ? v->options : "", sizeof e.options);
+        if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
+                vs->sent++;
+}
+
+/* One turn's worth of entries, then the end. */
+static bool volumes_produce(Request *r) {
+        VolumesState *vs = r->data;
+        Api *a = api_of(r);
+        unsigned budget = VOLUMES_ENTRIES_PER_TURN;
+
+        while (budget > 0 && vs->next < vs->uids->len && request_can_send(r)) {
+                User *u = users_get(a->users, g_array_index(vs->uids, uid_t, vs->next));
+
+                if (!u || vs->next_volume >= u->n_volumes) { /* done, or released meanwhile */
+                        vs->next++;
+                        vs->next_volume = 0;
+                        continue;
+                }
+                budget--;
+                volumes_send_entry(r, vs, u, &u->volumes[vs->next_volume++]);
+        }
+        return stream_end(r, vs->next >= vs->uids->len, NSD_REP_VOLUMES_END, vs->sent);
+}
+
+/* The volumes of every namespace the caller may see (root: all; anyone else: its own), as
+ * their setups left them. */
+static int handle_volumes(Request *r) {
+        Api *a = api_of(r);
+        VolumesState *vs = g_new0(VolumesState, 1);
+
+        if (r->uid == 0)
+                vs->uids = users_uids(a->users);
+        else {
+                vs->uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
+                if (users_get(a->users, r->uid)) {
+                        uid_t uid = r->uid;
+                        g_array_append_val(vs->uids, uid);
+                }
+        }
+        return request_stream(r, vs, volumes_state_free, volumes_produce);
+}
+
 /* ---- RELEASE ---------------------------------------------------------------------------- */
 
 static int handle_release(Request *r) {
@@ -1079,4 +1164,5 @@ const RequestHandler api_handlers[_NSD_REQ_MAX] = {
         [NSD_REQ_JOIN_SESSION] = handle_join_session,
         [NSD_REQ_METRICS] = handle_metrics,
         [NSD_REQ_SHARES] = handle_shares,
+        [NSD_REQ_VOLUMES] = handle_volumes,
 };

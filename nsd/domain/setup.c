@@ -85,6 +85,11 @@ typedef struct PlanVolume {
         const Volume *conf; /* into the plan's copy of the configuration */
         Walk where;         /* Where=, as a polydir's Path= */
         char *source;       /* Source=, expanded */
+        /* what the run did (on_setup_done()) */
+        VolumeOutcome outcome;
+        int err;
+        char *why;
+        uint32_t loop; /* loop device number + 1; 0: none */
 } PlanVolume;
 
 struct SetupPlan {
@@ -437,6 +442,7 @@ void setup_plan_free(SetupPlan *p) {
         for (size_t i = 0; i < p->n_volumes; i++) {
                 g_free(p->volumes[i].where.path);
                 g_free(p->volumes[i].source);
+                g_free(p->volumes[i].why);
         }
         g_free(p->volumes);
         setup_conf_done(&p->conf);
@@ -456,6 +462,22 @@ bool setup_plan_is_empty(const SetupPlan *p) {
 
 size_t setup_plan_n_volumes(const SetupPlan *p) {
         return p->n_volumes;
+}
+
+const Volume *setup_plan_volume(const SetupPlan *p, size_t i) {
+        return i < p->n_volumes ? p->volumes[i].conf : NULL;
+}
+
+VolumeOutcome setup_plan_volume_outcome(const SetupPlan *p, size_t i, int *ret_err,
+                                        const char **ret_why, uint32_t *ret_loop) {
+        const PlanVolume *v;
+
+        g_return_val_if_fail(i < p->n_volumes, VOLUME_OUTCOME_UNKNOWN);
+        v = &p->volumes[i];
+        *ret_err = v->outcome == VOLUME_OUTCOME_FAILED ? v->err : 0;
+        *ret_why = v->outcome == VOLUME_OUTCOME_FAILED ? v->why : NULL;
+        *ret_loop = v->loop;
+        return v->outcome;
 }
 
 const char *setup_plan_volume_where(const SetupPlan *p, size_t i) {
@@ -1476,7 +1498,8 @@ static int setup_child(void *p, int *ret_fd) {
                         stop = !a->keep_going;
                 }
         for (size_t i = 0; i < plan->n_volumes && !stop; i++)
-                if (do_volume(a, &b, &plan->volumes[i], &a->volumes[i]) < 0) {
+                if (plan->volumes[i].conf->kind != VOLUME_KIND_FUSE && /* the user's to run */
+                    do_volume(a, &b, &plan->volumes[i], &a->volumes[i]) < 0) {
                         a->n_failed++;
                         /* its own OnFailure=: one that refuses ends the run */
                         stop = volume_failure_refuses(&plan->conf, plan->volumes[i].conf);
@@ -1793,14 +1816,20 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 item_failed(plan, res, &why, global_refuse, &n_failed, &refuse, &first, &first_r);
         }
         for (size_t i = 0; i < plan->n_volumes; i++) {
-                const PlanVolume *v = &plan->volumes[i];
+                PlanVolume *v = &run->plan->volumes[i];
                 const struct item_result *res = &a->volumes[i];
                 g_autofree char *why = NULL;
 
+                if (v->conf->kind == VOLUME_KIND_FUSE) { /* run by the user's manager */
+                        v->outcome = VOLUME_OUTCOME_USER_MANAGER;
+                        continue;
+                }
                 volume_describe(v->conf, desc, sizeof desc);
                 why = item_why(plan, desc, res->what == WHAT_SOURCE ? v->source : v->where.path,
                                NULL, res);
+                v->loop = res->looped ? res->loop_nr + 1 : 0;
                 if (!why) {
+                        v->outcome = res->done ? VOLUME_OUTCOME_MOUNTED : VOLUME_OUTCOME_NOT_TRIED;
                         if (res->done) {
                                 g_autofree char *loop = res->looped
                                                                 ? g_strdup_printf(" on /dev/loop%u",
@@ -1814,6 +1843,9 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                         }
                         continue;
                 }
+                v->outcome = VOLUME_OUTCOME_FAILED;
+                v->err = -refusal_errno(res);
+                v->why = g_strdup(why);
                 item_failed(plan, res, &why, volume_failure_refuses(&plan->conf, v->conf),
                             &n_failed, &refuse, &first, &first_r);
         }

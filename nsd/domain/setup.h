@@ -142,8 +142,26 @@ void setup_plan_leave_out_share(SetupPlan *p, size_t i);
 bool setup_plan_share_left_out(const SetupPlan *p, size_t i);
 /* The volumes the user is a member of, in order: their expanded Where= and Source=. */
 size_t setup_plan_n_volumes(const SetupPlan *p);
+const Volume *setup_plan_volume(const SetupPlan *p, size_t i);
 const char *setup_plan_volume_where(const SetupPlan *p, size_t i);
 const char *setup_plan_volume_source(const SetupPlan *p, size_t i);
+
+/* What a run did with one of the plan's volumes (setup_plan_volume_outcome(), in done). The
+ * numbers are the protocol's (NSD_VOLUME_* of nsd-protocol.h). */
+typedef enum VolumeOutcome {
+        VOLUME_OUTCOME_UNKNOWN = 0,      /* the run has not reported (yet), or ended without a
+                                       * report: what it did is not known */
+        VOLUME_OUTCOME_MOUNTED = 1,      /* mounted on its Where= */
+        VOLUME_OUTCOME_FAILED = 2,       /* a step failed or was refused: *ret_why says which */
+        VOLUME_OUTCOME_NOT_TRIED = 3,    /* an earlier failure stopped the run before it */
+        VOLUME_OUTCOME_USER_MANAGER = 4, /* a FUSE volume: the user's service manager runs
+                                          * it (nsd-volume@.service), not the setup */
+} VolumeOutcome;
+/* Volume i's outcome; *ret_err its errno when FAILED (else 0), *ret_why why (the plan's
+ * string, valid while the plan lives; NULL unless FAILED), *ret_loop the loop device's number
+ * + 1 its image was attached to (0: none). */
+VolumeOutcome setup_plan_volume_outcome(const SetupPlan *p, size_t i, int *ret_err,
+                                        const char **ret_why, uint32_t *ret_loop);
 /* Where the anchors of shares are: the pin namespace (pinstore.h), its nsfs descriptor and
  * its tmpfs (the caller's; they must stay open until setup_run() returned). Without them
  * every share of the plan fails. */

@@ -6,12 +6,16 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "store/fdstore.h"
 #include "store/mounts.h"
 #include "store/state.h"
 #include "store/userns.h"
+
+/* A volume's group in the state file: "Volume NAME". */
+#define VOLUME_GROUP_PREFIX "Volume "
 
 User *user_new(UserNs *ns, GArray *baseline, FdStore *fdstore, StateDir *state) {
         User *u = g_new0(User, 1);
@@ -36,6 +40,7 @@ void user_free(User *u) {
         g_free(u->setup_generation);
         g_strfreev(u->shares);
         g_free(u->owner);
+        user_volumes_free(u->volumes, u->n_volumes);
         g_free(u);
 }
 
@@ -117,6 +122,24 @@ void user_state_write(const User *u) {
                                            g_strv_length(u->shares));
         if (u->owner)
                 g_key_file_set_string(kf, "Namespace", "Owner", u->owner);
+        for (size_t i = 0; i < u->n_volumes; i++) {
+                const UserVolume *v = &u->volumes[i];
+                g_autofree char *group = g_strconcat(VOLUME_GROUP_PREFIX, v->name, NULL);
+
+                g_key_file_set_string(kf, group, "Type", v->type);
+                g_key_file_set_string(kf, group, "Source", v->source);
+                g_key_file_set_string(kf, group, "Where", v->where);
+                g_key_file_set_integer(kf, group, "Outcome", v->outcome);
+                if (v->err)
+                        g_key_file_set_integer(kf, group, "Errno", v->err);
+                if (v->why)
+                        g_key_file_set_string(kf, group, "Why", v->why);
+                if (v->options)
+                        g_key_file_set_string(kf, group, "Options", v->options);
+                if (v->loop)
+                        g_key_file_set_uint64(kf, group, "Loop", v->loop - 1);
+                g_key_file_set_uint64(kf, group, "AtUsec", v->at_usec);
+        }
         user_state_name(name, u->uid);
         (void) state_write(u->state, name, kf);
 }
@@ -157,6 +180,69 @@ char *user_state_owner(StateDir *state, const UserNs *ns) {
         g_autoptr(GKeyFile) kf = state_of(state, ns, true);
 
         return kf ? g_key_file_get_string(kf, "Namespace", "Owner", NULL) : NULL;
+}
+
+static void user_volume_clear(UserVolume *v) {
+        g_free(v->name);
+        g_free(v->type);
+        g_free(v->source);
+        g_free(v->where);
+        g_free(v->why);
+        g_free(v->options);
+        *v = (UserVolume) { 0 };
+}
+
+void user_volumes_free(UserVolume *v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                user_volume_clear(&v[i]);
+        g_free(v);
+}
+
+size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
+        g_autoptr(GKeyFile) kf = state_of(state, ns, true);
+        g_auto(GStrv) groups = NULL;
+        UserVolume *vols;
+        size_t n = 0;
+        char name[32];
+
+        *ret = NULL;
+        if (!kf)
+                return 0;
+        user_state_name(name, ns->uid);
+        groups = g_key_file_get_groups(kf, NULL);
+        vols = g_new0(UserVolume, g_strv_length(groups) + 1);
+        for (char **g = groups; *g; g++) {
+                UserVolume *v = &vols[n];
+                g_autoptr(GError) e = NULL;
+
+                if (!g_str_has_prefix(*g, VOLUME_GROUP_PREFIX))
+                        continue;
+                v->name = g_strdup(*g + strlen(VOLUME_GROUP_PREFIX));
+                v->type = g_key_file_get_string(kf, *g, "Type", &e);
+                if (!e)
+                        v->source = g_key_file_get_string(kf, *g, "Source", &e);
+                if (!e)
+                        v->where = g_key_file_get_string(kf, *g, "Where", &e);
+                if (!e)
+                        v->outcome = g_key_file_get_integer(kf, *g, "Outcome", &e);
+                if (e || v->name[0] == '\0') {
+                        log_warning("'%s/%s': [%s] does not read (%s), leaving it out",
+                                    state_path(state), name, *g, e ? e->message : "no name");
+                        user_volume_clear(v);
+                        continue;
+                }
+                v->err = g_key_file_get_integer(kf, *g, "Errno", NULL);
+                v->why = g_key_file_get_string(kf, *g, "Why", NULL);
+                v->options = g_key_file_get_string(kf, *g, "Options", NULL);
+                if (g_key_file_has_key(kf, *g, "Loop", NULL))
+                        v->loop = (uint32_t) g_key_file_get_uint64(kf, *g, "Loop", NULL) + 1;
+                v->at_usec = g_key_file_get_uint64(kf, *g, "AtUsec", NULL);
+                n++;
+        }
+        if (n == 0)
+                g_clear_pointer(&vols, g_free);
+        *ret = vols;
+        return n;
 }
 
 GArray *user_state_baseline(StateDir *state, const UserNs *ns) {

@@ -11,12 +11,26 @@
 
 #include <glib.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "base/nsd-forward.h"
 
 /* The most mountinfo text linger reads of one namespace. */
 #define USER_MOUNTINFO_MAX (8u << 20)
+
+/* One volume the namespace was set up with ([Volume NAME] of nsd.conf, domain/setup.h): what
+ * its setup did, as nsctl volumes shows it. Kept in the state file, so a restart keeps it. */
+typedef struct UserVolume {
+        char *name, *type;
+        char *source, *where; /* expanded */
+        int outcome;          /* VolumeOutcome (setup.h) */
+        int err;              /* its errno when it failed, else 0 */
+        char *why;            /* why it failed; NULL otherwise */
+        char *options;        /* a FUSE volume's options (volume_options_text()); else NULL */
+        uint32_t loop;        /* /dev/loop<loop - 1> its image is on; 0: none */
+        uint64_t at_usec;     /* CLOCK_REALTIME when the setup reported */
+} UserVolume;
 
 struct User {
         uid_t uid;
@@ -26,12 +40,14 @@ struct User {
         char *setup_generation; /* the setup it was made with (setup-conf.h); NULL: unknown */
         char **shares;          /* the [Share NAME]s it was given (NULL-terminated); NULL: none */
         char *owner;            /* the user name it was made for; NULL: unknown (users.h) */
-        bool orphaned;          /* a JOIN found the uid under another name, or none */
-        bool orphan_logged;     /* that was logged (once per namespace) */
-        bool pin_refused;       /* the kernel refused to pin it: not tried again */
-        bool store_warned;      /* not pinned and no room in the fd store: said once */
-        FdStore *fdstore;       /* where it is kept besides its pin (never NULL) */
-        StateDir *state;        /* NULL: no state files */
+        UserVolume *volumes;    /* the volumes of its setup, in the order of nsd.conf */
+        size_t n_volumes;
+        bool orphaned;      /* a JOIN found the uid under another name, or none */
+        bool orphan_logged; /* that was logged (once per namespace) */
+        bool pin_refused;   /* the kernel refused to pin it: not tried again */
+        bool store_warned;  /* not pinned and no room in the fd store: said once */
+        FdStore *fdstore;   /* where it is kept besides its pin (never NULL) */
+        StateDir *state;    /* NULL: no state files */
 };
 
 /* A User for ns (taken) and baseline (taken; NULL: unknown), kept in fdstore and state (both
@@ -68,6 +84,11 @@ char *user_state_generation(StateDir *state, const UserNs *ns);
 char **user_state_shares(StateDir *state, const UserNs *ns);
 /* The user name it was made for (Owner=), from the same file; NULL: unknown. */
 char *user_state_owner(StateDir *state, const UserNs *ns);
+/* Its volumes from the same file into *ret (g_free() with user_volumes_free()); 0 of them
+ * when there are none or the file is not this namespace's. A group that does not read is
+ * left out (logged). */
+size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret);
+void user_volumes_free(UserVolume *v, size_t n);
 /* What a new namespace got from the host that was not received from a peer group (read from
  * inside it); NULL when it cannot be read (logged: linger keeps it then). */
 GArray *user_take_baseline(const UserNs *ns);

@@ -210,9 +210,35 @@ static void attach_waiting(Users *reg, User *u) {
         g_hash_table_remove(reg->waiting, GUINT_TO_POINTER(u->uid));
 }
 
-/* users_add(), for a namespace made with the setup of generation (NULL: none known). */
+/* The volumes of plan as the run left them, for the User (user.h). */
+static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
+        size_t n = setup_plan_n_volumes(plan);
+        UserVolume *vols = n > 0 ? g_new0(UserVolume, n) : NULL;
+        int64_t now = g_get_real_time();
+
+        for (size_t i = 0; i < n; i++) {
+                const Volume *c = setup_plan_volume(plan, i);
+                const char *why;
+
+                vols[i].name = g_strdup(c->name);
+                vols[i].type = g_strdup(c->type);
+                vols[i].source = g_strdup(setup_plan_volume_source(plan, i));
+                vols[i].where = g_strdup(setup_plan_volume_where(plan, i));
+                vols[i].outcome = (int) setup_plan_volume_outcome(plan, i, &vols[i].err, &why,
+                                                                  &vols[i].loop);
+                vols[i].why = g_strdup(why);
+                if (c->kind == VOLUME_KIND_FUSE)
+                        vols[i].options = volume_options_text(c);
+                vols[i].at_usec = now > 0 ? (uint64_t) now : 0;
+        }
+        *ret_n = n;
+        return vols;
+}
+
+/* users_add(), for a namespace made with the setup of generation (NULL: none known) and
+ * plan (its volumes; NULL: none). */
 static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char *generation,
-                            char **shares /* taken */, UserAddFlags flags) {
+                            char **shares /* taken */, const SetupPlan *plan, UserAddFlags flags) {
         User *u = user_new(ns, baseline, reg->fdstore, reg->state);
 
         g_hash_table_replace(reg->users, GUINT_TO_POINTER(u->uid), u);
@@ -220,6 +246,8 @@ static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char
         state_made_add(reg->state, ns->ns_inode, ns->root_fd);
         u->setup_generation = g_strdup(generation);
         u->shares = shares;
+        if (plan)
+                u->volumes = volumes_of(plan, &u->n_volumes);
         if (flags & USER_ADD_CREATED)
                 user_state_write(u);
         else {
@@ -228,6 +256,7 @@ static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char
                 u->setup_generation = user_state_generation(reg->state, ns);
                 u->shares = user_state_shares(reg->state, ns);
                 u->owner = user_state_owner(reg->state, ns);
+                u->n_volumes = user_state_volumes(reg->state, ns, &u->volumes);
         }
         /* at start, a descriptor the store passed back is looked at by its adoption first */
         if ((flags & USER_ADD_FD_STORED) || !user_store_passed(u))
@@ -237,7 +266,7 @@ static User *users_add_made(Users *reg, UserNs *ns, GArray *baseline, const char
 }
 
 User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags) {
-        return users_add_made(reg, ns, baseline, NULL, NULL, flags);
+        return users_add_made(reg, ns, baseline, NULL, NULL, NULL, flags);
 }
 
 static NsSetup config_ns_setup(const Config *cfg) {
@@ -312,8 +341,8 @@ static int why_not_now(const Users *reg, uid_t uid, char **ret_why) {
 }
 
 static User *users_created(Users *reg, UserNs *ns, const char *generation, char **shares,
-                           const char *setup) {
-        User *u = users_add_made(reg, ns, user_take_baseline(ns), generation, shares,
+                           const SetupPlan *plan, const char *setup) {
+        User *u = users_add_made(reg, ns, user_take_baseline(ns), generation, shares, plan,
                                  USER_ADD_CREATED);
 
         metrics_count_created();
@@ -345,7 +374,7 @@ static int create_now(Users *reg, uid_t uid, User **ret, char **ret_why) {
                 return why_set(ret_why, r, "cannot create the namespace of uid %u: %s",
                                (unsigned) uid, g_strerror(-r));
         }
-        *ret = users_created(reg, ns, users_setup_generation(reg, generation), NULL, "");
+        *ret = users_created(reg, ns, users_setup_generation(reg, generation), NULL, NULL, "");
         return 0;
 }
 
@@ -490,7 +519,7 @@ static void on_setup_done(int r, const char *why, unsigned n_failed, bool refuse
                 return;
         }
         (void) users_created(reg, ns, c->generation,
-                             shares_given(g_steal_pointer(&c->shares), plan),
+                             shares_given(g_steal_pointer(&c->shares), plan), plan,
                              note ? note : ", set up");
         creation_end(c, 0, NULL);
 }

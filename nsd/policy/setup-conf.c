@@ -338,6 +338,23 @@ static const AttrOption attr_options[] = {
         { "nosymfollow", MOUNT_ATTR_NOSYMFOLLOW, MOUNT_ATTR_NOSYMFOLLOW },
 };
 
+char *volume_options_text(const Volume *v) {
+        GString *s = g_string_new("nosuid,nodev");
+
+        for (size_t i = 0; i < G_N_ELEMENTS(attr_options); i++) {
+                const AttrOption *a = &attr_options[i];
+
+                if (a->set != 0 && (v->mount_attr & a->mask) == a->set &&
+                    !(a->set & (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)))
+                        g_string_append_printf(s, ",%s", a->name);
+        }
+        for (size_t i = 0; i < v->n_options; i++)
+                g_string_append_printf(s, ",%s%s%s", v->options[i].key,
+                                       v->options[i].value ? "=" : "",
+                                       v->options[i].value ? v->options[i].value : "");
+        return g_string_free(s, FALSE);
+}
+
 /* tmpfs(5)'s options that take a value, and those that do not */
 static const char *const tmpfs_value_options[] = { "size", "nr_blocks", "nr_inodes", "mode", "uid",
                                                    "gid",  "huge",      "mpol",      NULL };
@@ -438,7 +455,7 @@ static int parse_mount_options(Polydir *p, const char *value, char **ret_why) {
 /* ---- volume types: common/volume-options.c ----------------------------------------------- */
 
 static VolumeKind volume_kind(const VolumeTypeOptions *t) {
-        return t->network ? VOLUME_KIND_NETWORK : VOLUME_KIND_BLOCK;
+        return t->fuse ? VOLUME_KIND_FUSE : t->network ? VOLUME_KIND_NETWORK : VOLUME_KIND_BLOCK;
 }
 
 /* A volume's Source= for a network type: what the kernel type takes ("//server/share",
@@ -531,6 +548,10 @@ static char *volume_source_why(VolumeKind k, const char *value) {
 
         if (k == VOLUME_KIND_NETWORK)
                 why = network_source_why(value);
+        else if (k == VOLUME_KIND_FUSE)
+                /* the FUSE program's argument after "--"; never one that reads as an option */
+                why = value[0] == '-' ? g_strdup("must not start with '-'")
+                                      : network_source_why(value);
         else if (has_home_specifier(value))
                 why = g_strdup("%h is not allowed: an image the user can write is a crafted file "
                                "system waiting for the kernel (give an image of root's, e.g. "
@@ -587,19 +608,21 @@ static int volume_set(void *object, const char *key, const char *value, unsigned
         if (KEY("Start")) {
                 if (strcmp(value, "namespace") == 0)
                         v->start = VOLUME_START_NAMESPACE;
-                else if (strcmp(value, "login") == 0 || strcmp(value, "first-login") == 0 ||
-                         strcmp(value, "request") == 0 || strcmp(value, "on-request") == 0) {
+                else if (strcmp(value, "login") == 0)
+                        v->start = VOLUME_START_LOGIN;
+                else if (strcmp(value, "request") == 0) {
                         *ret_why = g_strdup_printf("Start=%s: not supported yet (this version "
-                                                   "mounts a volume when the namespace is "
-                                                   "made: Start=namespace)",
+                                                   "mounts a kernel file system when the "
+                                                   "namespace is made, Start=namespace, and "
+                                                   "runs a FUSE one at login, Start=login)",
                                                    value);
                         return -EINVAL;
                 } else {
-                        *ret_why = g_strdup_printf("Start=%s: expected 'namespace' (login and "
-                                                   "request are planned, not supported yet)",
+                        *ret_why = g_strdup_printf("Start=%s: expected 'namespace' or 'login'",
                                                    value);
                         return -EINVAL;
                 }
+                v->start_set = true;
                 return 0;
         }
 #undef KEY
@@ -1114,6 +1137,22 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                 if (why)
                         return fail_at(ret_error, v->file, v->source_line, "[Volume %s] %s",
                                        v->name, why);
+                /* the kind's own start; either kind has one in this version */
+                if (!v->start_set)
+                        v->start = v->kind == VOLUME_KIND_FUSE ? VOLUME_START_LOGIN
+                                                               : VOLUME_START_NAMESPACE;
+                if (v->kind == VOLUME_KIND_FUSE && v->start != VOLUME_START_LOGIN)
+                        return fail_at(ret_error, v->file, v->line,
+                                       "[Volume %s] Start=namespace: a FUSE volume (Type=%s) "
+                                       "is run by the user's service manager, which starts at "
+                                       "login (Start=login)",
+                                       v->name, v->type);
+                if (v->kind != VOLUME_KIND_FUSE && v->start != VOLUME_START_NAMESPACE)
+                        return fail_at(ret_error, v->file, v->line,
+                                       "[Volume %s] Start=login: not supported yet for a kernel "
+                                       "file system (Type=%s): this version mounts it when the "
+                                       "namespace is made (Start=namespace)",
+                                       v->name, v->type);
                 if (v->options_text) {
                         const VolumeTypeOptions *t = volume_type_options_find(v->type);
 

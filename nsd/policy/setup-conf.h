@@ -112,11 +112,17 @@ typedef enum VolumeKind {
         VOLUME_KIND_BLOCK,   /* ext4, xfs, ...: Source= a block device or a root-owned image,
                               * which nsd attaches to a loop device */
         VOLUME_KIND_NETWORK, /* cifs, nfs, nfs4: Source= what the kernel type takes */
+        VOLUME_KIND_FUSE,    /* sshfs: run as the user by the user's service manager inside
+                              * the namespace (nsd-volume@.service, nsctl run-volume); nsd
+                              * mounts nothing of it */
 } VolumeKind;
 
-/* When a volume is mounted (Start=). Only with the namespace in this version. */
+/* When a volume is mounted (Start=). */
 typedef enum VolumeStart {
-        VOLUME_START_NAMESPACE, /* when the namespace is made, as the rest of the setup */
+        VOLUME_START_NAMESPACE, /* when the namespace is made, as the rest of the setup (kernel
+                                 * types; their only one in this version) */
+        VOLUME_START_LOGIN,     /* when the user's service manager starts, at the first login
+                                 * (FUSE types; their only one) */
 } VolumeStart;
 
 /* [Volume NAME]: a file system nsd mounts inside the namespaces of its members (issue 25's
@@ -141,7 +147,8 @@ typedef struct Volume {
                               * added to every mount */
         char **users;        /* Users=, Groups=: as a share's (one of them is required) */
         char **groups;
-        VolumeStart start;          /* Start= */
+        VolumeStart start;          /* Start=, or the kind's when not given */
+        bool start_set;             /* Start= was given */
         VolumeOnFailure on_failure; /* OnFailure= */
         char *file;
         unsigned line;
@@ -232,6 +239,9 @@ bool volume_has_member(const Volume *v, const char *user_name, uid_t uid, const 
                        const char *const *group_names, size_t n);
 /* Does a failure of this volume refuse the namespace (its OnFailure=, else [Setup]'s)? */
 bool volume_failure_refuses(const SetupConf *s, const Volume *v);
+/* Options= of a volume as one -o argument of a FUSE program: "nosuid,nodev", the mount
+ * attributes by name, then the type's own options (key=value), comma-separated; g_free(). */
+char *volume_options_text(const Volume *v);
 /* "volume 'vault' (/etc/nsd/nsd.conf.d/60-vault.conf:1)" for messages; returns buf. */
 const char *volume_describe(const Volume *v, char *buf, size_t size);
 

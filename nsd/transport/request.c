@@ -217,6 +217,7 @@ static const RequestType request_table[_NSD_REQ_MAX] = {
             check_join_session),
         ROW(NSD_REQ_METRICS, "METRICS", nsd_req_metrics, 0, 0, 0, NULL),
         ROW(NSD_REQ_SHARES, "SHARES", nsd_req_shares, 0, 0, 0, NULL),
+        ROW(NSD_REQ_VOLUMES, "VOLUMES", nsd_req_volumes, 0, 0, 0, NULL),
 };
 #undef ROW
 

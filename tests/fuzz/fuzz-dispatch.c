@@ -9,7 +9,7 @@
  * "namespace" is the one the fuzzer runs in, so JOIN, SHOW, RELEASE, HIDE, SESSION_* and
  * STATUS/LIST all reach their handlers (HIDE stops at "owner-private mounts need a kernel
  * with..." since the Server probed no features; METRICS at "root only"; SHARES answers its
- * end alone: the config has no share).
+ * end alone: the config has no share; VOLUMES its end alone: the namespace has none).
  *
  * Input, two formats, told apart by bit 7 of byte 0.
  *
@@ -329,7 +329,8 @@ static bool answers(uint16_t type, uint16_t req) {
         return type == (req | NSD_REPLY_BIT) || (req == NSD_REQ_LIST && type == NSD_REP_LIST_END) ||
                (req == NSD_REQ_SHOW && type == NSD_REP_SHOW_END) ||
                (req == NSD_REQ_SHARES &&
-                (type == NSD_REP_SHARES_MEMBERS || type == NSD_REP_SHARES_END));
+                (type == NSD_REP_SHARES_MEMBERS || type == NSD_REP_SHARES_END)) ||
+               (req == NSD_REQ_VOLUMES && type == NSD_REP_VOLUMES_END);
 }
 
 /* One reply of n bytes that carried n_fds descriptors: sound, and in its place (see the

@@ -191,6 +191,12 @@ static void shares(void) {
                          sizeof(struct nsd_req_list), "script-shares-then-list");
 }
 
+/* 1.7: a stream like LIST's; a user sees its own namespace's volumes */
+static void volumes(void) {
+        header_only_then("volumes", NSD_REQ_VOLUMES, sizeof(struct nsd_req_volumes), 14,
+                         NSD_REQ_LIST, sizeof(struct nsd_req_list), "script-volumes-then-list");
+}
+
 static void release_hide(void) {
         REQ(r, NSD_REQ_RELEASE, nsd_req_release, 8);
         r->uid = UID;
@@ -417,6 +423,7 @@ int main(int argc, char **argv) {
         status_list_show();
         metrics();
         shares();
+        volumes();
         release_hide();
         broken();
         scripts();

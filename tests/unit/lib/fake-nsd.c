@@ -285,6 +285,22 @@ static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd
         (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
 }
 
+static void answer_volumes(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
+        struct nsd_rep_stream_end end;
+
+        for (size_t i = 0; i < cfg->n_volumes; i++) {
+                struct nsd_rep_volumes_entry e = cfg->volumes[i];
+
+                fake_nsd_reply_init(&e.hdr, NSD_REP_VOLUMES_ENTRY, sizeof(e.hdr), r);
+                e.hdr.length = sizeof(e);
+                if (fake_nsd_send(cfd, &e, sizeof(e), NULL, 0) < 0)
+                        return;
+        }
+        fake_nsd_reply_init(&end, NSD_REP_VOLUMES_END, sizeof(end), r);
+        end.count = (uint32_t) cfg->n_volumes;
+        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+}
+
 static void answer_shares(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
         struct nsd_rep_stream_end end;
 
@@ -372,7 +388,8 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
         }
         if (too_new(cfd, &r, minor, NSD_REQ_JOIN_SESSION, 2, &rec->join_sessions) ||
             too_new(cfd, &r, minor, NSD_REQ_METRICS, 4, &rec->metrics) ||
-            too_new(cfd, &r, minor, NSD_REQ_SHARES, 5, &rec->shares)) {
+            too_new(cfd, &r, minor, NSD_REQ_SHARES, 5, &rec->shares) ||
+            too_new(cfd, &r, minor, NSD_REQ_VOLUMES, 7, &rec->volumes)) {
                 fake_req_close_fds(&r);
                 return -1;
         }
@@ -504,6 +521,11 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 rec->shares++;
                 if (!refuse(cfd, &r, cfg->shares_error, cfg))
                         answer_shares(cfd, &r, cfg);
+                break;
+        case NSD_REQ_VOLUMES:
+                rec->volumes++;
+                if (!refuse(cfd, &r, cfg->volumes_error, cfg))
+                        answer_volumes(cfd, &r, cfg);
                 break;
         case NSD_REQ_SHOW:
                 rec->shows++;

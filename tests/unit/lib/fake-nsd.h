@@ -84,7 +84,7 @@ struct fake_nsd_config {
         unsigned minor; /* protocol minor it speaks; 0 means NSD_PROTO_MINOR. With 1,
                                   * JOIN_SESSION is refused with -EOPNOTSUPP and the connection
                                   * closed, as a 1.1 nsd does; below 4, METRICS;
-                                  * below 5, SHARES. */
+                                  * below 5, SHARES; below 7, VOLUMES. */
         bool stuck;     /* accept and read, never answer (a SIGSTOPped nsd) */
         int join_error; /* 0 or -errno for JOIN and JOIN_SESSION */
         const char *join_message;
@@ -108,6 +108,10 @@ struct fake_nsd_config {
         const struct fake_share *shares;
         size_t n_shares;
         int shares_error;
+        /* VOLUMES' entries (1.7; below 7, refused as SHARES is below 5), or the error */
+        const struct nsd_rep_volumes_entry *volumes; /* the headers are filled in */
+        size_t n_volumes;
+        int volumes_error;
         const char *error_message; /* with those; NULL means "fake nsd: refused" */
 };
 
@@ -139,7 +143,7 @@ struct fake_nsd_record {
         uint64_t sc_id;
         uint32_t sc_uid, sc_pid;
         /* LIST, SHOW, RELEASE, HIDE */
-        unsigned lists, shows, releases, hides, metrics, shares;
+        unsigned lists, shows, releases, hides, metrics, shares, volumes;
         uint32_t show_uid, release_uid, release_flags, hide_uid, hide_flags;
         char hide_path[NSD_HIDE_PATH_MAX];
 };

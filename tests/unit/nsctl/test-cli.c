@@ -438,7 +438,7 @@ static void test_exclusive(void) {
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
         ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
         check_json("list --json of no namespace", r.out,
-                   (const char *[]) { "d", "{'schema_version': 3, 'namespaces': []}", NULL });
+                   (const char *[]) { "d", "{'schema_version': 4, 'namespaces': []}", NULL });
         is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
 }
 
@@ -915,6 +915,9 @@ static void test_golden(void) {
                 { "shares", { "shares" } },
                 { "shares-json", { "shares", "--json" } },
                 { "shares-raw", { "shares", "-r", "-o", "share,uids" } },
+                { "volumes", { "volumes" } },
+                { "volumes-json", { "volumes", "--json", "--output-all" } },
+                { "volumes-raw", { "volumes", "-r", "-o", "uid,volume,loop,state" } },
                 { "release-busy", { "release", "alice" } },
                 { "release-dry-run", { "release", "--dry-run", "alice" } },
                 { "release-dry-run-orphaned", { "release", "-n", "4242" } },
@@ -924,6 +927,30 @@ static void test_golden(void) {
                 { "orphans", { "orphans" } },
                 { "orphans-help", { "orphans", "--help" } },
                 { "hide-refused", { "hide", "--unhide", "-u", "bob", "/srv/x" } },
+        };
+        static const struct nsd_rep_volumes_entry volumes[] = {
+                { .uid = 1500,
+                  .state = NSD_VOLUME_MOUNTED,
+                  .loop = 3 /* /dev/loop2 */,
+                  .name = "vault",
+                  .type = "ext4",
+                  .source = "/srv/images/alice.img",
+                  .where = "/home/alice/vault" },
+                { .uid = 1500,
+                  .state = NSD_VOLUME_NOT_TRIED,
+                  .name = "scratch",
+                  .type = "xfs",
+                  .source = "/dev/vdb",
+                  .where = "/home/alice/scratch" },
+                { .uid = 1600,
+                  .state = NSD_VOLUME_FAILED,
+                  .error = -ELOOP,
+                  .name = "vault",
+                  .type = "ext4",
+                  .source = "/srv/images/bob.img",
+                  .where = "/home/bob/vault",
+                  .why = "volume 'vault' (/etc/nsd/nsd.conf.d/60-vault.conf:1): Where= "
+                         "'/home/bob/vault' is a symbolic link" },
         };
         static const uint32_t lab_uids[] = { 1500, 1600 };
         static const struct fake_share shares[] = {
@@ -944,6 +971,8 @@ static void test_golden(void) {
                 .n_list = 3,
                 .shares = shares,
                 .n_shares = 2,
+                .volumes = volumes,
+                .n_volumes = 3,
                 .show_text = mountinfo,
                 .release_error = -EBUSY,
                 .hide_error = -EPERM,
@@ -981,7 +1010,7 @@ static void test_json_schema(void) {
                 const char *what, *doc;
                 int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
         } docs[] = {
-                { "the smallest list", "{\"schema_version\": 3, \"namespaces\": []}", 0 },
+                { "the smallest list", "{\"schema_version\": 4, \"namespaces\": []}", 0 },
                 { "no schema_version", "{\"namespaces\": []}", 3 },
                 { "another schema_version", "{\"schema_version\": 1, \"namespaces\": []}", 3 },
                 { "a member of a type it does not have",

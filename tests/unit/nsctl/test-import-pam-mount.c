@@ -301,6 +301,23 @@ int main(void) {
                 size_t n = 0;
                 bool all = true;
 
+                if (t->fuse) { /* not carried: below */
+                        char *vol = NULL;
+
+                        if (asprintf(&vol,
+                                     "<volume user=\"a\" fstype=\"%s\" path=\"h:/p\" "
+                                     "mountpoint=\"/m\"/>",
+                                     t->name) < 0)
+                                tap_bail_errno("asprintf");
+                        o = import_volumes(vol);
+                        ok(o.lost && n_volumes(&o) == 0 &&
+                                   has(o.notes, "is run by the user's service manager"),
+                           "%s: a FUSE type is named, not carried", t->name);
+                        out_done(&o);
+                        free(vol);
+                        continue;
+                }
+
                 for (const char *const *v = t->value_options; *v; v++, n++)
                         ;
                 for (const char *const *f = t->flag_options; *f; f++, n++)

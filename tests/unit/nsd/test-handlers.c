@@ -5,7 +5,8 @@
  * namespaces streamed while others are served, a JOIN waiting for a user database that
  * hangs (policy.c's threads, LookupTimeoutSec=, the cache), JOIN_SESSION's refusals, METRICS
  * (root's only; its counters move with JOINs and releases, its gauges are STATUS's), SHARES
- * (root sees every member, a member its own uid, anyone else nothing), a recycled uid's JOIN
+ * (root sees every member, a member its own uid, anyone else nothing), VOLUMES (root sees
+ * every namespace's, a user its own), a recycled uid's JOIN
  * refused with EOWNERDEAD (its namespace kept, flagged ORPHANED in LIST). TAP, no
  * root; nothing here creates a mount namespace: the server has no pin store and no probed
  * features, and the requests sent are those that refuse or answer without one.
@@ -525,6 +526,74 @@ static void test_shares(void) {
         server_free(s);
 }
 
+/* A whole VOLUMES reply: "uid:name:state;" per entry, and its end's count. */
+static GString *read_volumes(int fd, uint32_t *ret_count) {
+        GString *out = g_string_new("");
+
+        *ret_count = UINT32_MAX;
+        for (;;) {
+                TestReply rep = loop_test_next(fd);
+                const struct nsd_rep_volumes_entry *e = (const void *) &rep.msg;
+
+                if (rep.type == NSD_REP_VOLUMES_ENTRY && rep.len == sizeof *e) {
+                        g_string_append_printf(out, "%u:%s:%u:%d:%s;", e->uid, e->name, e->state,
+                                               e->error, e->why);
+                        continue;
+                }
+                if (rep.type == NSD_REP_VOLUMES_END)
+                        *ret_count = ((struct nsd_rep_stream_end *) &rep.msg)->count;
+                return out;
+        }
+}
+
+/* VOLUMES: root sees every namespace's volumes, a user those of its own namespace, a user
+ * without a namespace none; a volume's failure goes out as -errno and why. */
+static void test_volumes(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
+        int nobody = peer(s, CONN_KIND_USER, 4242);
+        g_autoptr(GString) all = NULL, own = NULL, none = NULL;
+        uint32_t count;
+
+        add_fake_users(s, 3);
+        for (uid_t uid = 100000; uid < 100003; uid++) {
+                User *u = users_get(s->users, uid);
+
+                u->n_volumes = uid == 100002 ? 0 : 2;
+                u->volumes = g_new0(UserVolume, 2);
+                for (size_t i = 0; i < u->n_volumes; i++)
+                        u->volumes[i] = (UserVolume) {
+                                .name = g_strdup(i == 0 ? "vault" : "data"),
+                                .type = g_strdup("ext4"),
+                                .source = g_strdup("/srv/v.img"),
+                                .where = g_strdup("/home/x/v"),
+                                .outcome = i == 0 ? VOLUME_OUTCOME_MOUNTED : VOLUME_OUTCOME_FAILED,
+                                .err = i == 0 ? 0 : ELOOP,
+                                .why = i == 0 ? NULL : g_strdup("a symbolic link"),
+                        };
+        }
+        loop_test_send_type(root, NSD_REQ_VOLUMES, 5);
+        all = read_volumes(root, &count);
+        is_str(all->str,
+               "100000:vault:1:0:;100000:data:2:-40:a symbolic link;100001:vault:1:0:;"
+               "100001:data:2:-40:a symbolic link;",
+               "root's VOLUMES: every namespace's volumes in order of uid, then of nsd.conf; a "
+               "failure's -errno and why");
+        is_int(count, 4, "its end counts the entries sent");
+        loop_test_send_type(user, NSD_REQ_VOLUMES, 6);
+        own = read_volumes(user, &count);
+        is_str(own->str, "100001:vault:1:0:;100001:data:2:-40:a symbolic link;",
+               "a user's VOLUMES: its own namespace's only");
+        loop_test_send_type(nobody, NSD_REQ_VOLUMES, 7);
+        none = read_volumes(nobody, &count);
+        ok(none->len == 0 && count == 0, "a user without a namespace: none, and the end says 0");
+        close(root);
+        close(user);
+        close(nobody);
+        server_free(s);
+}
+
 static void test_join_session_refusals(void) {
         Config c = loop_test_config();
         Server *s = core_test_server(&c);
@@ -586,5 +655,6 @@ int main(void) {
         test_owner_dead();
         test_metrics();
         test_shares();
+        test_volumes();
         return tap_done();
 }

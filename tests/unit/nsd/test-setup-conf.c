@@ -599,6 +599,40 @@ static void test_volumes(void) {
         ok(all, "xfs, btrfs, vfat, exfat, cifs and nfs volumes with options of their own");
 }
 
+/* A FUSE type: run by the user's service manager at login (Start=login, its default and its
+ * only one), its options as one -o argument; a kernel type cannot start at login yet. */
+static void test_volumes_fuse(void) {
+        Config c = { 0 };
+        g_autofree char *opts = NULL;
+        const Volume *v;
+
+        if (!parses("[Volume data]\nType=sshfs\nSource=%u@files:/srv/%u\nWhere=%h/data\n"
+                    "Options=ro,reconnect,ServerAliveInterval=15,noatime\nUsers=alice\n",
+                    &c, "an sshfs volume parses"))
+                return;
+        v = &c.setup.volumes[0];
+        opts = volume_options_text(v);
+        ok(v->kind == VOLUME_KIND_FUSE && v->start == VOLUME_START_LOGIN && !v->start_set,
+           "a FUSE kind, started at login without saying so");
+        is_str(opts, "nosuid,nodev,ro,noatime,reconnect,ServerAliveInterval=15",
+               "its options for the program: nosuid,nodev first, the attributes, its own");
+        config_done(&c);
+        if (parses("[Volume data]\nType=sshfs\nSource=h:/x\nWhere=/srv/x\nUsers=a\n"
+                   "Start=login\n",
+                   &c, "Start=login said"))
+                config_done(&c);
+        bad("# test\n[Volume v]\nType=sshfs\nSource=h:/x\nWhere=/srv/x\nUsers=a\n"
+            "Start=namespace\n",
+            2,
+            "[Volume v] Start=namespace: a FUSE volume (Type=sshfs) is run by the user's "
+            "service manager, which starts at login (Start=login)",
+            "Start=namespace of a FUSE volume");
+        bad("# test\n[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
+            "Start=login\n",
+            2, "Start=login: not supported yet for a kernel file system (Type=ext4)",
+            "Start=login of a kernel file system");
+}
+
 static void test_volumes_bad(void) {
         static const struct {
                 const char *line, *want;
@@ -606,12 +640,11 @@ static void test_volumes_bad(void) {
                 /* Type= */
                 { "Type=gocryptfs", "Type=gocryptfs: FUSE volumes ('gocryptfs') are not "
                                     "supported yet" },
-                { "Type=sshfs", "FUSE volumes ('sshfs') are not supported yet" },
                 { "Type=fuse.bindfs", "FUSE volumes ('fuse.bindfs') are not supported yet" },
                 { "Type=luks", "Type=luks: LUKS volumes ('luks') are not supported yet" },
                 { "Type=crypto_LUKS", "LUKS volumes ('crypto_LUKS') are not supported yet" },
                 { "Type=ext3", "Type=ext3: unknown type (known: ext4, xfs, btrfs, vfat, exfat, "
-                               "cifs, nfs, nfs4)" },
+                               "cifs, nfs, nfs4, sshfs)" },
                 { "Type=", "unknown type" },
                 /* Source=, Where= */
                 { "Source=", "Source=: empty" },
@@ -624,10 +657,9 @@ static void test_volumes_bad(void) {
                 /* members, Start= */
                 { "Users=al ice!", "'ice!' is not a user name or uid" },
                 { "Groups=@wheel", "'@wheel' is not a group name or gid" },
-                { "Start=login", "Start=login: not supported yet" },
                 { "Start=request", "Start=request: not supported yet" },
-                { "Start=boot", "Start=boot: expected 'namespace'" },
-                { "Start=", "expected 'namespace'" },
+                { "Start=boot", "Start=boot: expected 'namespace' or 'login'" },
+                { "Start=", "expected 'namespace' or 'login'" },
                 /* keys */
                 { "Path=/srv", "unknown key Path=" },
                 { "OnlyUsers=alice", "unknown key OnlyUsers=" },
@@ -671,6 +703,14 @@ static void test_volumes_bad(void) {
                 { "ext4", "/srv/a.img", "nodiscard=1", 5, "'nodiscard' takes no value" },
                 { "ext4", "/srv/a.img", "noexec=1", 5, "'noexec' takes no value" },
                 { "nfs4", "srv:/x", "size=1m", 5, "unknown option 'size'" },
+                /* a FUSE type: the program's operand, and its own options only */
+                { "sshfs", "-oProxyCommand=x", NULL, 3, "must not start with '-'" },
+                { "sshfs", "host:/a b", NULL, 3, "white space or a control character" },
+                { "sshfs", "host:/x", "ProxyCommand=sh", 5, "unknown option 'ProxyCommand'" },
+                { "sshfs", "host:/x", "IdentityFile=/root/.ssh/id", 5,
+                  "unknown option 'IdentityFile'" },
+                { "sshfs", "host:/x", "allow_other", 5, "unknown option 'allow_other'" },
+                { "sshfs", "host:/x", "suid", 5, "'suid' is refused" },
         };
         for (size_t i = 0; i < G_N_ELEMENTS(whole); i++) {
                 g_autofree char *text = g_strdup_printf(
@@ -1137,6 +1177,7 @@ int main(void) {
         test_bad();
         test_volumes();
         test_volumes_bad();
+        test_volumes_fuse();
         test_generation();
         test_needs_identity();
         test_parse_texts();

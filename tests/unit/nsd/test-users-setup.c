@@ -86,6 +86,13 @@ static bool tmpfs_in(const User *u, const char *rel) {
         return false;
 }
 
+/* Is anything mounted on path (under top) in u's namespace? */
+static bool mount_in(const User *u, const char *rel) {
+        g_autofree char *text = NULL, *want = g_strdup_printf(" %s/%s ", top, rel);
+
+        return userns_read_mountinfo(u->ns, 1 << 20, &text, NULL) >= 0 && strstr(text, want);
+}
+
 static char *state_generation(uid_t uid) {
         g_autofree char *path = g_strdup_printf("%s/ns-%u", state_path(state), (unsigned) uid);
         g_autoptr(GKeyFile) kf = g_key_file_new();
@@ -215,6 +222,63 @@ static void test_continue(void) {
         users_free(reg);
 }
 
+/* What the setup did with each volume is kept with the namespace (nsctl volumes, issue 25) and
+ * in its state file, which is what a restarted nsd reads back. */
+static void test_volumes(void) {
+        Users *reg;
+        g_auto(Answer) a = { 0 };
+        g_auto(Join) j = { 0 };
+        SetupUser who = { .uid = 5010, .gid = 5010, .name = "vol", .home = "/" };
+        UserVolume *back = NULL;
+        size_t n_back;
+        User *u;
+
+        set_config("[Setup]\nOnFailure=continue\n[Volume lost]\nType=ext4\n"
+                   "Source=@T@/no-such.img\nWhere=@T@/b\nUsers=5010\n"
+                   "[Volume other]\nType=ext4\nSource=@T@/other.img\nWhere=@T@/a\n"
+                   "Users=someone-else\n"
+                   "[Volume remote]\nType=sshfs\nSource=%u@files:\nWhere=@T@/r\nUsers=5010\n"
+                   "Options=reconnect\n");
+        reg = registry_new(children);
+        (void) join_start(reg, 5010, &who, &a, &j);
+        ok(RUN_UNTIL(a.calls) && a.r == 0,
+           "a volume that fails under OnFailure=continue: the "
+           "namespace is handed out (%s)",
+           a.why ? a.why : "");
+        u = users_get(reg, 5010);
+        if (!u) {
+                users_free(reg);
+                return;
+        }
+        ok(u->n_volumes == 2 && strcmp(u->volumes[0].name, "lost") == 0 &&
+                   strcmp(u->volumes[0].type, "ext4") == 0 &&
+                   strcmp(u->volumes[1].name, "remote") == 0,
+           "the user keeps the volumes it is a member of, and only those (%zu)", u->n_volumes);
+        ok(u->n_volumes == 2 && u->volumes[1].outcome == VOLUME_OUTCOME_USER_MANAGER &&
+                   g_strcmp0(u->volumes[1].options, "nosuid,nodev,reconnect") == 0 &&
+                   strcmp(u->volumes[1].source, "vol@files:") == 0 && !u->volumes[1].why &&
+                   !mount_in(u, "r"),
+           "an sshfs volume is left to the user's service manager: nothing mounted, its "
+           "options for the program kept");
+        ok(u->n_volumes == 2 && u->volumes[0].outcome == VOLUME_OUTCOME_FAILED &&
+                   u->volumes[0].err == ENOENT && u->volumes[0].why &&
+                   strstr(u->volumes[0].why, "no-such.img") && u->volumes[0].loop == 0 &&
+                   u->volumes[0].at_usec > 0,
+           "failed, with its errno and why (%s)",
+           u->n_volumes == 2 && u->volumes[0].why ? u->volumes[0].why : "");
+        n_back = user_state_volumes(state, u->ns, &back);
+        ok(n_back == 2 && g_strcmp0(back[1].options, "nosuid,nodev,reconnect") == 0 &&
+                   back[1].outcome == VOLUME_OUTCOME_USER_MANAGER &&
+                   strcmp(back[0].name, "lost") == 0 && back[0].outcome == VOLUME_OUTCOME_FAILED &&
+                   back[0].err == ENOENT && g_strcmp0(back[0].why, u->volumes[0].why) == 0 &&
+                   strcmp(back[0].where, u->volumes[0].where) == 0 &&
+                   strcmp(back[0].source, u->volumes[0].source) == 0 &&
+                   back[0].at_usec == u->volumes[0].at_usec,
+           "the state file gives back the same record (a restart keeps it)");
+        user_volumes_free(back, n_back);
+        users_free(reg);
+}
+
 static void test_identity_and_bounds(void) {
         Users *reg;
         g_auto(Answer) a = { 0 }, b = { 0 };
@@ -300,6 +364,7 @@ int main(void) {
         test_private_tmp();
         test_refused();
         test_continue();
+        test_volumes();
         test_identity_and_bounds();
         test_stop();
 

@@ -19,6 +19,17 @@
 #     device (autoclear), the image keeps the file.
 #  6. a second drop-in gives dave a volume whose image is missing, with OnFailure=continue:
 #     his login goes on, in a namespace of his own without it, and setup-failed names it.
+#  7. an sshfs volume for alice (Type=sshfs, Source=%u@127.0.0.1:/srv/remote-%u): nsd mounts
+#     nothing; at her login her own service manager (inside her namespace) runs
+#     nsd-volumes.service, which starts nsd-volume@remote.service, which runs nsctl run-volume,
+#     which becomes sshfs as alice: her second login reads the remote file, with nosuid,nodev;
+#     the daemon is alice's, in her namespace; root and bob do not list the mount; nsctl
+#     volumes says user-manager; run-volume outside her namespace, or of a kernel volume,
+#     is refused with the reason.
+#  nsctl volumes (protocol 1.7): after 2, root's shows alice's vault mounted on her loop
+#  device and alice's her own; after 3, bob's shows nothing (his namespace has no volume);
+#  nsd restarted, root's still shows it (the record is in the state file); after 6, dave's
+#  scratch is "failed" with the reason setup-failed logged.
 #   Args: BUILD-DIR
 set -u
 . tests/vm/lib/vm.sh
@@ -124,6 +135,15 @@ assert_eq "$ns secret of alice" "$(su -l alice -c 'echo $(stat -L -c %i /proc/se
         "alice's su -l"
 assert_eq "$loop 1" "$(loops_of "$vol/alice.img")" "still one loop device of alice.img"
 
+say "2. nsctl volumes: root sees alice's vault mounted on $loop, alice sees her own"
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,type,where,state,loop) ||
+        fail "nsctl volumes: $out"
+echo "$out"
+assert_eq "alice vault ext4 /home/alice/vault mounted $loop" "$out" "root's nsctl volumes"
+out=$(vm_ssh alice "$NSCTL volumes --raw --noheadings -o uid,volume,state") ||
+        fail "alice's nsctl volumes: $out"
+assert_eq "1001 vault mounted" "$out" "alice's nsctl volumes"
+
 # ---- 3. nobody else lists it ------------------------------------------------------------------
 say "3. root in the initial namespace and bob do not list it"
 assert_eq "" "$(awk '$5 ~ /vault/ || $(NF-1) ~ /^\/dev\/loop/' /proc/self/mountinfo)" \
@@ -136,6 +156,20 @@ assert_ne "$ns" "$bob_ns" "bob's namespace"
 assert_eq "" "$(vm_ssh bob 'awk '\''$5 ~ /vault/ || $(NF-1) ~ /^\/dev\/loop/'\'' /proc/self/mountinfo')" \
         "bob's mount table (a vault or a loop device)"
 assert_eq "" "$(vm_ssh bob 'ls -A /home/alice/vault')" "bob's view of /home/alice/vault (empty)"
+out=$(vm_ssh bob "$NSCTL volumes --raw --noheadings") || fail "bob's nsctl volumes: $out"
+assert_eq "" "$out" "bob's nsctl volumes (his namespace has none, alice's are not his)"
+
+say "3. nsd restarted: alice's volume and its record are kept"
+pid=$(nsd_main_pid)
+systemctl restart nsd.service
+vm_poll 30 nsd_restarted "$pid" || { nsd_journal_dump; fail "nsd did not come back"; }
+# (her namespace is adopted from its pin as nsd starts: poll until it is)
+vm_poll 30 sh -c "[ \"\$('$NSCTL' volumes --raw --noheadings -o user,volume,state,loop)\" = 'alice vault mounted $loop' ]" ||
+        true
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state,loop) || fail "nsctl volumes: $out"
+assert_eq "alice vault mounted $loop" "$out" "root's nsctl volumes after a restart of nsd"
+assert_eq "$ns secret of alice" "$(vm_ssh alice 'echo $(stat -L -c %i /proc/self/ns/mnt) $(cat ~/vault/file)')" \
+        "alice's ssh login after the restart"
 
 # ---- 4. carol's image is hers -----------------------------------------------------------------
 say "4. carol's image is writable by carol: her login is refused"
@@ -190,5 +224,76 @@ out=$(nsd_journal NSD_EVENT=setup-failed USER_ID=1004)
 echo "$out"
 assert_contains "$out" "volume 'scratch' ($dropins/61-scratch.conf:1)" \
         "nsd's setup-failed event for dave's volume"
+out=$("$NSCTL" volumes --noheadings -o user,volume,state) || fail "nsctl volumes: $out"
+echo "$out"
+assert_eq "dave scratch failed" "$(echo $out)" "root's nsctl volumes: dave's scratch"
+why=$("$NSCTL" volumes --noheadings -o why)
+assert_contains "$why" "volume 'scratch' ($dropins/61-scratch.conf:1): '/srv/vol/missing-dave.img'" \
+        "the reason nsctl volumes gives"
+assert_contains "$why" "No such file or directory" "the reason nsctl volumes gives"
 "$NSCTL" list
+
+# ---- 7. a FUSE volume run by alice's own service manager -----------------------------------
+say "7. an sshfs volume: alice's service manager runs it inside her namespace"
+command -v sshfs > /dev/null || fail "sshfs is not installed (tools/deps)"
+for u in nsd-volumes.service nsd-volume@.service; do
+        sed "s|^ExecStart=[^ ]*nsctl |ExecStart=$NSCTL |" "$NSD_BUILD/systemd/$u" > "/etc/systemd/user/$u"
+done
+systemctl --global enable nsd-volumes.service || fail "systemctl --global enable nsd-volumes.service"
+install -d -o alice -g alice -m 0700 /srv/remote-alice
+echo "remote file of alice" > /srv/remote-alice/hello
+chown alice: /srv/remote-alice/hello
+vm_on_exit "rm -rf /srv/remote-alice"
+printf '127.0.0.1 %s\n' "$(cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key_nsd-vm.pub)" > /home/alice/.ssh/known_hosts
+chown alice: /home/alice/.ssh/known_hosts
+install -d -o alice -g alice -m 0700 /home/alice/remote
+cat > "$dropins/62-remote.conf" << 'CONF'
+[Volume remote]
+Type=sshfs
+Source=%u@127.0.0.1:/srv/remote-%u
+Where=%h/remote
+Options=reconnect,ServerAliveInterval=15
+Users=alice
+CONF
+chmod 0644 "$dropins/62-remote.conf"
+out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
+assert_contains "$out" "3 volumes" "nsd --check-config with the sshfs volume"
+systemctl reload nsd.service || fail "systemctl reload nsd"
+# a login that stays (her manager lives as long as she has a session)
+vm_ssh alice 'sleep 300' > /dev/null 2>&1 &
+stay=$!
+vm_on_exit "kill $stay 2> /dev/null"
+remote_mounted() { [ "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/remote')" = fuse.sshfs ]; }
+vm_poll 90 remote_mounted || {
+        vm_user_systemctl alice status --no-pager nsd-volumes.service 'nsd-volume@remote.service' >&2 || true
+        journal_dump
+        fail "alice's ~/remote is not an sshfs mount after 90 s"
+}
+out=$(vm_ssh alice 'stat -L -c %i /proc/self/ns/mnt; cat ~/remote/hello;
+        awk '\''$5 == "/home/alice/remote" { print $6; print $(NF-1) }'\'' /proc/self/mountinfo')
+echo "$out"
+ns=$(nsd_ns_inode alice)
+assert_eq "$ns" "$(echo "$out" | sed -n 1p)" "alice's namespace"
+assert_eq "remote file of alice" "$(echo "$out" | sed -n 2p)" "the remote file in alice's second login"
+for o in nosuid nodev; do
+        assert_contains ",$(echo "$out" | sed -n 3p)," ",$o," "the mount options of ~/remote"
+done
+assert_eq "alice@127.0.0.1:/srv/remote-alice" "$(echo "$out" | sed -n 4p)" "the source of ~/remote"
+pid=$(vm_user_systemctl alice show -p MainPID --value nsd-volume@remote.service)
+[ -n "$pid" ] && [ "$pid" != 0 ] || fail "nsd-volume@remote.service has no main process"
+assert_eq sshfs "$(cat "/proc/$pid/comm")" "the unit's main process"
+assert_eq "$(id -u alice)" "$(stat -c %u "/proc/$pid")" "the owner of the sshfs process"
+assert_eq "$ns" "$(vm_ns_of "$pid")" "the namespace of the sshfs process"
+assert_eq "" "$(awk '$9 == "fuse.sshfs"' /proc/self/mountinfo)" "sshfs mounts in the initial namespace"
+assert_eq "" "$(vm_ssh bob "awk '\$9 == \"fuse.sshfs\"' /proc/self/mountinfo")" "sshfs mounts in bob's namespace"
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,type,state)
+echo "$out"
+assert_contains "$out" "alice remote sshfs user-manager" "root's nsctl volumes"
+
+say "7. run-volume outside her namespace, or of a kernel volume: refused with the reason"
+out=$(vm_run_as alice "$NSCTL" run-volume remote 2>&1) && fail "run-volume outside alice's namespace ran: $out"
+assert_contains "$out" "this process is not inside your namespace" "run-volume outside the namespace"
+out=$(vm_ssh alice "$NSCTL run-volume vault" 2>&1) && fail "run-volume of a kernel volume ran: $out"
+assert_contains "$out" "nsd mounts it" "run-volume of alice's ext4 volume"
+kill "$stay" 2> /dev/null
 say "ok"

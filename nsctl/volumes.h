@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * volumes.h: what nsctl does with a user's FUSE volumes ([Volume NAME] of nsd.conf(5) with a
+ * FUSE Type=, state NSC_VOLUME_USER): nsd mounts nothing of them; the user's own service
+ * manager, which runs inside the user's namespace, starts one nsd-volume@NAME.service per
+ * volume at login (nsd-volumes.service runs `nsctl start-volumes`), and each runs `nsctl
+ * run-volume NAME`, which becomes the volume's FUSE program in the foreground, as the user.
+ * nsd gives the program's arguments (its Source=, Where= and checked Options=); nothing here
+ * takes one from anywhere else.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "nsclient.h"
+
+/* The most arguments volume_argv() makes, with the NULL. */
+#define VOLUME_ARGV_MAX 8
+
+/* The argv of v's FUSE program (its type's program of common/volume-options.c) in the
+ * foreground: program -f -o OPTIONS -- SOURCE WHERE. 0, or -EINVAL with *ret_why naming what
+ * is wrong (not a FUSE volume, a type this nsctl does not know, an empty or '-'-led Source=, a
+ * Where= that is not absolute). The strings are v's and static ones. */
+int volume_argv(const struct nsc_volume_info *v, const char *argv[VOLUME_ARGV_MAX],
+                const char **ret_why);
+
+/* The unit of the user's service manager that runs volume name: "nsd-volume@" + name escaped
+ * as systemd-escape(1) does (its %I gives name back) + ".service". -ENAMETOOLONG when it does
+ * not fit into size. */
+int volume_unit_name(const char *name, char *buf, size_t size);
