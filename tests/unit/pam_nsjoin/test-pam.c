@@ -320,16 +320,17 @@ static void test_dlopen(void) {
         static const char *const hidden[] = {
                 "nsjoin_args_parse_one", "nsjoin_args_init", "nsjoin_name_in_list",
                 "nsjoin_errno_to_pam",   "nsjoin_parse_uid", "nss_user_by_name",
-                "pam_sm_authenticate",   "pam_sm_setcred",   "pam_sm_acct_mgmt",
-                "pam_sm_chauthtok",
+                "pam_sm_acct_mgmt",      "pam_sm_chauthtok",
         };
 
         if (!ok(h != NULL, "dlopen %s", PAM_NSJOIN_MODULE)) {
                 tap_diag("%s", dlerror());
                 return;
         }
-        ok(dlsym(h, "pam_sm_open_session") && dlsym(h, "pam_sm_close_session"),
-           "pam_sm_open_session and pam_sm_close_session resolve");
+        ok(dlsym(h, "pam_sm_open_session") && dlsym(h, "pam_sm_close_session") &&
+                   dlsym(h, "pam_sm_authenticate") && dlsym(h, "pam_sm_setcred"),
+           "pam_sm_open_session, pam_sm_close_session, pam_sm_authenticate (a volume's "
+           "password) and pam_sm_setcred resolve");
         /* the client code is linked in: a login maps one object, not two (issue 19) */
         ok(dlopen("libnsclient.so.1", RTLD_NOW | RTLD_NOLOAD) == NULL,
            "loading the module loads no libnsclient.so.1");
