@@ -44,8 +44,12 @@ usermod -p "$(printf '%s' "$pw" | openssl passwd -6 -stdin)" alice || fail "alic
 
 say "alice's gocryptfs cipher folder, made with her password"
 vm_run_as alice sh -c 'mkdir -m 0700 ~/.vault-cipher ~/vault' || fail "alice's folders"
-printf '%s' "$pw" | vm_run_as alice gocryptfs -q -init -passfile /dev/stdin /home/alice/.vault-cipher ||
+# (a file of hers for -init: a pipe of root's is not hers to open as /dev/stdin)
+install -m 0600 -o alice -g alice /dev/null /home/alice/.pw
+printf '%s' "$pw" > /home/alice/.pw
+vm_run_as alice gocryptfs -q -init -passfile /home/alice/.pw /home/alice/.vault-cipher ||
         fail "gocryptfs -init"
+rm -f /home/alice/.pw
 install -d -m 0755 "$dropins"
 cat > "$dropins/60-vault.conf" << 'CONF'
 [Volume vault]
