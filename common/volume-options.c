@@ -71,6 +71,10 @@ static const char *const sshfs_flags[] = { "reconnect",          "follow_symlink
                                            "kernel_cache",       "auto_cache",
                                            "disable_hardlink",   NULL };
 
+static const char *const no_options[] = { NULL };
+
+const char *const volume_password_args[] = { "-passfile", "/dev/stdin", NULL };
+
 const VolumeTypeOptions volume_type_options[] = {
         { "ext4", false, ext4_values, ext4_flags },
         { "xfs", false, xfs_values, xfs_flags },
@@ -80,14 +84,18 @@ const VolumeTypeOptions volume_type_options[] = {
         { "cifs", true, cifs_values, cifs_flags },
         { "nfs", true, nfs_values, nfs_flags },
         { "nfs4", true, nfs_values, nfs_flags },
-        { "sshfs", true, sshfs_values, sshfs_flags, true, "/usr/bin/sshfs" },
+        { "sshfs", true, sshfs_values, sshfs_flags, true, "/usr/bin/sshfs", "-f", "-o", false,
+          false },
+        /* gocryptfs(1): -ko passes mount options to the kernel; none of its own options */
+        { "gocryptfs", false, no_options, no_options, true, "/usr/bin/gocryptfs", "-fg", "-ko",
+          true, true },
 };
 
 const size_t n_volume_type_options = sizeof volume_type_options / sizeof volume_type_options[0];
 
 /* Types issue 25 plans, which this version names as not supported yet. */
-const char *const volume_types_later_fuse[] = { "gocryptfs", "encfs", "cryfs",   "rclone", "bindfs",
-                                                "securefs",  "fuse",  "fuseblk", NULL };
+const char *const volume_types_later_fuse[] = { "encfs",    "cryfs", "rclone",  "bindfs",
+                                                "securefs", "fuse",  "fuseblk", NULL };
 const char *const volume_types_later_luks[] = { "luks",  "luks1",    "luks2", "crypto_LUKS",
                                                 "crypt", "dm-crypt", NULL };
 

@@ -20,13 +20,22 @@ typedef struct VolumeTypeOptions {
         const char *const *flag_options;  /* no value; NULL-terminated */
         /* A FUSE type: not mounted by nsd but by the user's own service manager, inside the
          * user's namespace, as the user (nsctl run-volume runs program in the foreground:
-         * program -f -o OPTIONS -- SOURCE WHERE). Source= is what program takes. */
+         * program FOREGROUND OPTIONS-ARG OPTIONS [-passfile /dev/stdin] -- SOURCE WHERE).
+         * Source= is what program takes: a local path when local_source, else
+         * [user@]host:path. */
         bool fuse;
-        const char *program; /* absolute */
+        const char *program;     /* absolute */
+        const char *foreground;  /* "-f" */
+        const char *options_arg; /* "-o": the mount options (nosuid,nodev,...) follow */
+        bool takes_password;     /* the login password on stdin (-passfile /dev/stdin) */
+        bool local_source;
 } VolumeTypeOptions;
 
 extern const VolumeTypeOptions volume_type_options[];
 extern const size_t n_volume_type_options;
+
+/* The arguments before "--" that make a password-taking program read stdin. */
+extern const char *const volume_password_args[];
 
 /* Types issue 25 plans, which this version names as not supported yet (NULL-terminated). */
 extern const char *const volume_types_later_fuse[];

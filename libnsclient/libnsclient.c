@@ -126,6 +126,7 @@ struct nsc_conn {
                 struct nsd_rep_shares_entry shares_entry;
                 struct nsd_rep_shares_members shares_members;
                 struct nsd_rep_volumes_entry volumes_entry;
+                struct nsd_rep_credential_give credential_give;
                 struct nsd_rep_error error;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         } rx;
@@ -1042,7 +1043,8 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
                     !nsd_field_is_string(e->source, sizeof(e->source)) ||
                     !nsd_field_is_string(e->where, sizeof(e->where)) ||
                     !nsd_field_is_string(e->why, sizeof(e->why)) ||
-                    !nsd_field_is_string(e->options, sizeof(e->options)) || e->error > 0)
+                    !nsd_field_is_string(e->options, sizeof(e->options)) || e->error > 0 ||
+                    e->reserved != 0)
                         return conn->broken = -EBADMSG;
                 if (n >= LIST_ENTRIES_MAX)
                         return conn->broken = -EFBIG;
@@ -1056,6 +1058,7 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
                         .error = e->error,
                         .loop = e->loop,
                         .at_usec = e->at_usec,
+                        .flags = e->flags,
                 };
                 memcpy(v[n].name, e->name, sizeof(v[n].name));
                 memcpy(v[n].type, e->type, sizeof(v[n].type));
@@ -1073,6 +1076,56 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
         }
         *ret = TAKE_PTR(v);
         *ret_n = n;
+        return 0;
+}
+
+_Static_assert(NSC_CREDENTIAL_MAX == NSD_CREDENTIAL_MAX &&
+                       NSC_CREDENTIAL_WAIT == NSD_CREDENTIAL_WAIT &&
+                       NSC_VOLUME_PASSWORD == NSD_VOLUME_PASSWORD &&
+                       NSC_NS_CREDENTIAL_WANTED == NSD_NS_CREDENTIAL_WANTED,
+               "the credential's constants");
+
+int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_waiting) {
+        struct nsd_req_credential_give req;
+        int r;
+
+        if (!conn || uid == (uid_t) -1 || memfd < 0)
+                return -EINVAL;
+        CONN_LOCK_SCOPE(conn);
+        nsd_msg_init(&req.hdr, NSD_REQ_CREDENTIAL_GIVE, sizeof(req), 0);
+        req.uid = uid;
+        req.flags = NSD_CREDENTIAL_FD;
+        r = conn_call(conn, &req.hdr, memfd, NULL);
+        if (r < 0)
+                return r;
+        if (ret_waiting)
+                *ret_waiting = conn->rx.credential_give.waiting;
+        return 0;
+}
+
+int nsc_credential_take(nsc_conn *conn, const char *volume, unsigned flags, int *ret_fd) {
+        struct nsd_req_credential_take req;
+        struct reply_fds fds = { .n = 0 };
+        size_t n;
+        int r;
+
+        if (!conn || !volume || !ret_fd || (flags & ~NSC_CREDENTIAL_WAIT))
+                return -EINVAL;
+        n = strlen(volume);
+        if (n == 0 || n >= sizeof(req.volume))
+                return -EINVAL;
+        CONN_LOCK_SCOPE(conn);
+        nsd_msg_init(&req.hdr, NSD_REQ_CREDENTIAL_TAKE, sizeof(req), 0);
+        req.flags = flags;
+        memcpy(req.volume, volume, n + 1);
+        r = conn_call(conn, &req.hdr, -1, &fds);
+        if (r < 0)
+                return r;
+        if (fds.n != 1) {
+                reply_fds_close(&fds);
+                return conn->broken = -EBADMSG;
+        }
+        *ret_fd = fds.fd[0];
         return 0;
 }
 

@@ -61,7 +61,9 @@ const char *nsc_last_error_message(nsc_conn *conn);
 #define NSC_NS_PINNED 0x2u    /* pinned: survives nsd restarts */
 #define NSC_NS_ADOPTED 0x4u   /* re-adopted from a pin when nsd started */
 #define NSC_NS_ORPHANED 0x10u /* made for a user name the uid no longer has (nsd 1.6) */
-#define NSC_NS_STALE 0x8u     /* made with another setup than nsd's configuration in force */
+#define NSC_NS_CREDENTIAL_WANTED \
+        0x20u             /* JOIN_SESSION: a volume waits for the login password (nsd 1.7) */
+#define NSC_NS_STALE 0x8u /* made with another setup than nsd's configuration in force */
 
 struct nsc_join_result {
         int root_fd; /* O_PATH directory: the namespace's root (fchdir + chroot) */
@@ -293,12 +295,15 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 #define NSC_VOLUME_NOT_TRIED 3 /* an earlier failure stopped the setup before it */
 #define NSC_VOLUME_USER 4      /* a FUSE volume: the user's service manager runs it at login */
 
+#define NSC_VOLUME_PASSWORD 0x1u /* flags: its program takes the login password */
+
 struct nsc_volume_info {
         uid_t uid;         /* whose namespace */
         uint32_t state;    /* NSC_VOLUME_* */
         int error;         /* -errno of the failure; 0 */
         uint32_t loop;     /* the image is on /dev/loop<loop - 1>; 0: no loop device */
         uint64_t at_usec;  /* CLOCK_REALTIME when the setup reported; 0: unknown */
+        uint32_t flags;    /* NSC_VOLUME_PASSWORD */
         char name[72];     /* [Volume NAME] */
         char type[16];     /* Type= */
         char source[1032]; /* Source=, expanded */
@@ -312,6 +317,22 @@ struct nsc_volume_info {
  * pointer also when *ret_n is 0). -EOPNOTSUPP: an nsd older than 1.7 (which closes the
  * connection). */
 int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n);
+
+/* ---- a volume's login password (since NSCLIENT_1.6, nsd protocol 1.7) ----------------- */
+
+#define NSC_CREDENTIAL_MAX 1024 /* bytes of a password nsd takes */
+#define NSC_CREDENTIAL_WAIT 0x1u
+
+/* Root (pam_nsjoin): give nsd uid's login password for the volumes that take it, as a
+ * memfd sealed against writing, growing, shrinking and further seals (at most
+ * NSC_CREDENTIAL_MAX bytes); nsd never reads it and keeps it for a short while only. 0 and
+ * *ret_waiting (may be NULL): the volumes' programs that were waiting for it. */
+int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_waiting);
+/* The caller's own volume's password (nsctl run-volume): a descriptor to read it from
+ * (offset 0), in *ret_fd. -EAGAIN when nsd holds none; with NSC_CREDENTIAL_WAIT the call
+ * waits for the next one given instead (set the connection's timeout to 0 first to wait
+ * longer than it). */
+int nsc_credential_take(nsc_conn *conn, const char *volume, unsigned flags, int *ret_fd);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,9 @@
  *   - SHARES (1.5): only the shares its own namespace was given, and of their members only
  *     its own uid (the count of members is not hidden); nothing when it has no namespace.
  *   - VOLUMES (1.7): the volumes of its own namespace only; nothing when it has none.
+ *   - CREDENTIAL_GIVE (1.7): never (-EPERM): pam_nsjoin's, as root. CREDENTIAL_TAKE: its own
+ *     volume's, only from inside its namespace or the initial one (-EPERM for a sandboxed
+ *     process, as SHOW).
  *
  * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
  * AND to the exact size of that request type; strings must be NUL-terminated inside their
@@ -90,7 +93,9 @@
  *        not tried), one NSD_REP_VOLUMES_ENTRY each, then one NSD_REP_VOLUMES_END; for
  *        `nsctl volumes`. Root sees every namespace's, anyone else its own. A 1.6 nsd
  *        answers VOLUMES with -EOPNOTSUPP ("unknown request type") and closes the
- *        connection.
+ *        connection. CREDENTIAL_GIVE (13) and CREDENTIAL_TAKE (14): a volume's login
+ *        password from pam_nsjoin to the user's nsctl run-volume (below); JOIN_SESSION's
+ *        ns_flags may carry NSD_NS_CREDENTIAL_WANTED.
  */
 #pragma once
 
@@ -143,10 +148,12 @@ enum nsd_msg_type {
         NSD_REQ_SHOW = 6,
         NSD_REQ_RELEASE = 7,
         NSD_REQ_HIDE = 8,
-        NSD_REQ_JOIN_SESSION = 9, /* 1.2 */
-        NSD_REQ_METRICS = 10,     /* 1.4 */
-        NSD_REQ_SHARES = 11,      /* 1.5 */
-        NSD_REQ_VOLUMES = 12,     /* 1.7 */
+        NSD_REQ_JOIN_SESSION = 9,     /* 1.2 */
+        NSD_REQ_METRICS = 10,         /* 1.4 */
+        NSD_REQ_SHARES = 11,          /* 1.5 */
+        NSD_REQ_VOLUMES = 12,         /* 1.7 */
+        NSD_REQ_CREDENTIAL_GIVE = 13, /* 1.7 */
+        NSD_REQ_CREDENTIAL_TAKE = 14, /* 1.7 */
         _NSD_REQ_MAX,
 
         /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
@@ -170,6 +177,8 @@ enum nsd_msg_type {
         NSD_REP_SHARES_END = 0x8103,     /* after every share, exactly one end */
         NSD_REP_VOLUMES_ENTRY = NSD_REQ_VOLUMES | NSD_REPLY_BIT, /* zero or more ... */
         NSD_REP_VOLUMES_END = 0x8104,                            /* ... then exactly one end */
+        NSD_REP_CREDENTIAL_GIVE = NSD_REQ_CREDENTIAL_GIVE | NSD_REPLY_BIT,
+        NSD_REP_CREDENTIAL_TAKE = NSD_REQ_CREDENTIAL_TAKE | NSD_REPLY_BIT,
         NSD_REP_ERROR = 0xffff,
 };
 
@@ -203,6 +212,9 @@ _Static_assert(sizeof(struct nsd_req_join) == 32, "nsd_req_join layout");
 #define NSD_NS_STALE 0x8u   /* 1.3: made with another setup than the one in force */
 /* 1.6: made for a user name the uid no longer has (a JOIN found it so, see -EOWNERDEAD) */
 #define NSD_NS_ORPHANED 0x10u
+/* 1.7, JOIN_SESSION only: a volume of this namespace takes the login password and is not
+ * mounted; pam_nsjoin hands the password over with CREDENTIAL_GIVE when it has one */
+#define NSD_NS_CREDENTIAL_WANTED 0x20u
 
 /* Carries two descriptors by SCM_RIGHTS, in this order: [0] the namespace's root directory
  * (O_PATH|O_DIRECTORY; Lokier's /proc/PID/root), [1] the nsfs descriptor (for setns). */
@@ -610,6 +622,8 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 #define NSD_VOLUME_TYPE_MAX 16
 #define NSD_VOLUME_WHY_MAX 512
 #define NSD_VOLUME_OPTIONS_MAX 512
+/* flags: its program takes the user's login password (CREDENTIAL_TAKE) */
+#define NSD_VOLUME_PASSWORD 0x1u
 
 /* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
  * reload changes no entry until the namespace is made again), in order of uid, then of
@@ -621,6 +635,8 @@ struct nsd_rep_volumes_entry {
         int32_t error;                  /* -errno of the failure; 0 */
         uint32_t loop;                  /* its image is on /dev/loop<loop - 1>; 0: no loop device */
         uint64_t at_usec;               /* CLOCK_REALTIME when the setup reported; 0: unknown */
+        uint32_t flags;                 /* NSD_VOLUME_PASSWORD */
+        uint32_t reserved;              /* 0 */
         char name[NSD_SHARE_NAME_MAX];  /* NUL-terminated, as every string below */
         char type[NSD_VOLUME_TYPE_MAX]; /* Type= */
         char source[NSD_SHARE_PATH_MAX]; /* Source=, expanded for the user */
@@ -629,9 +645,52 @@ struct nsd_rep_volumes_entry {
         /* state USER: the options its FUSE program takes ("nosuid,nodev,..."); "" else */
         char options[NSD_VOLUME_OPTIONS_MAX];
 };
-_Static_assert(sizeof(struct nsd_rep_volumes_entry) == 3224, "nsd_rep_volumes_entry layout");
+_Static_assert(sizeof(struct nsd_rep_volumes_entry) == 3232, "nsd_rep_volumes_entry layout");
 
 /* NSD_REP_VOLUMES_END: struct nsd_rep_stream_end, as LIST's end. */
+
+/* ---- CREDENTIAL_GIVE, CREDENTIAL_TAKE (1.7): the login password of a volume -------------
+ *
+ * A volume whose FUSE program takes the user's login password (NSD_VOLUME_PASSWORD: gocryptfs)
+ * gets it once per login that has one: pam_nsjoin keeps the PAM token for the transaction only
+ * and, when JOIN_SESSION said NSD_NS_CREDENTIAL_WANTED, puts it into a sealed memfd
+ * (F_SEAL_WRITE, F_SEAL_GROW, F_SEAL_SHRINK, F_SEAL_SEAL; at most NSD_CREDENTIAL_MAX bytes, no
+ * terminator) and gives it to nsd on the root socket (root only). nsd never reads it: it holds
+ * the descriptor, in memory only (no state file, no fd store), until each such volume of the
+ * user took it or NSD_CREDENTIAL_HOLD_SEC passed, and hands it to the user's own `nsctl
+ * run-volume` (CREDENTIAL_TAKE: the user itself, from inside its namespace or the initial one,
+ * never a sandboxed process), which makes it the program's stdin. */
+
+#define NSD_CREDENTIAL_MAX 1024
+#define NSD_CREDENTIAL_HOLD_SEC 120
+#define NSD_CREDENTIAL_FD 0x1u /* GIVE's flag: the memfd comes by SCM_RIGHTS (required) */
+
+struct nsd_req_credential_give {
+        struct nsd_msg_header hdr;
+        uint32_t uid;   /* whose password */
+        uint32_t flags; /* NSD_CREDENTIAL_FD */
+};
+_Static_assert(sizeof(struct nsd_req_credential_give) == 32, "nsd_req_credential_give layout");
+
+/* NSD_REP_CREDENTIAL_GIVE */
+struct nsd_rep_credential_give {
+        struct nsd_msg_header hdr;
+        uint32_t volumes; /* the user's volumes that take it */
+        uint32_t waiting; /* TAKEs that were waiting for it and got it now */
+};
+_Static_assert(sizeof(struct nsd_rep_credential_give) == 32, "nsd_rep_credential_give layout");
+
+#define NSD_CREDENTIAL_WAIT 0x1u /* TAKE's flag: none yet? wait for the next GIVE */
+
+struct nsd_req_credential_take {
+        struct nsd_msg_header hdr;
+        uint32_t flags;                  /* NSD_CREDENTIAL_WAIT */
+        uint32_t reserved;               /* 0 */
+        char volume[NSD_SHARE_NAME_MAX]; /* the caller's volume, NUL-terminated */
+};
+_Static_assert(sizeof(struct nsd_req_credential_take) == 104, "nsd_req_credential_take layout");
+
+/* NSD_REP_CREDENTIAL_TAKE: the header, and the memfd by SCM_RIGHTS (read it from offset 0). */
 
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
@@ -682,6 +741,8 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REQ_METRICS, sizeof(struct nsd_req_metrics) },
                 { NSD_REQ_SHARES, sizeof(struct nsd_req_shares) },
                 { NSD_REQ_VOLUMES, sizeof(struct nsd_req_volumes) },
+                { NSD_REQ_CREDENTIAL_GIVE, sizeof(struct nsd_req_credential_give) },
+                { NSD_REQ_CREDENTIAL_TAKE, sizeof(struct nsd_req_credential_take) },
                 { NSD_REP_JOIN, sizeof(struct nsd_rep_join) },
                 { NSD_REP_SESSION_OPEN, sizeof(struct nsd_rep_session_open) },
                 { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
@@ -699,6 +760,8 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REP_SHARES_END, sizeof(struct nsd_rep_stream_end) },
                 { NSD_REP_VOLUMES_ENTRY, sizeof(struct nsd_rep_volumes_entry) },
                 { NSD_REP_VOLUMES_END, sizeof(struct nsd_rep_stream_end) },
+                { NSD_REP_CREDENTIAL_GIVE, sizeof(struct nsd_rep_credential_give) },
+                { NSD_REP_CREDENTIAL_TAKE, sizeof(struct nsd_msg_header) },
                 { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
         };
 

@@ -192,7 +192,10 @@ struct args {
         size_t n_shares;
         struct nsc_volume_info *volumes;
         size_t n_volumes;
-        const char *volume; /* run-volume: its name */
+        const char *volume; /* run-volume: its name, the volume, its argv, its password */
+        const struct nsc_volume_info *run;
+        const char *run_argv[VOLUME_ARGV_MAX];
+        int credential_fd;
         char *text;
         size_t len;
         struct nsc_join_result join;
@@ -208,6 +211,8 @@ static void args_done(struct args *a) {
                 close(a->join.root_fd);
         if (a->join.ns_fd >= 0)
                 close(a->join.ns_fd);
+        if (a->credential_fd >= 0)
+                close(a->credential_fd);
 }
 
 /* ---- status ---------------------------------------------------------------------------- */
@@ -485,36 +490,66 @@ static bool in_own_namespace(const struct args *a, char *why, size_t size) {
         return false;
 }
 
-static int run_volume_finish(struct args *a) {
-        const char *argv[VOLUME_ARGV_MAX], *why = NULL;
+/* run-volume: the volume, checked; for one that takes the login password, the password
+ * (waiting for a login with one: the unit is "active" meanwhile, and says so) */
+static int run_volume_request(nsc_conn *conn, struct args *a) {
+        const char *why = NULL;
         char nswhy[512];
+        int r = own_volumes_request(conn, a);
+
+        if (r)
+                return r;
+        for (size_t i = 0; i < a->n_volumes && !a->run; i++)
+                if (a->volumes[i].uid == getuid() && strcmp(a->volumes[i].name, a->volume) == 0)
+                        a->run = &a->volumes[i];
+        if (!a->run) {
+                fprintf(stderr,
+                        "nsctl: run-volume %s: your namespace has no volume '%s' (nsctl volumes "
+                        "lists them)\n",
+                        a->volume, a->volume);
+                return EXIT_FAILURE;
+        }
+        if (volume_argv(a->run, a->run_argv, &why) < 0) {
+                fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, why);
+                return EXIT_FAILURE;
+        }
+        if (!in_own_namespace(a, nswhy, sizeof nswhy)) {
+                fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, nswhy);
+                return EXIT_FAILURE;
+        }
+        if (!(a->run->flags & NSC_VOLUME_PASSWORD))
+                return 0;
+        r = nsc_credential_take(conn, a->volume, 0, &a->credential_fd);
+        if (r == -EAGAIN) {
+                fprintf(stderr,
+                        "nsctl: run-volume %s: locked; waiting for your login password (log in "
+                        "with it)\n",
+                        a->volume);
+                (void) nsc_set_timeout(conn, 0); /* for as long as it takes */
+                r = nsc_credential_take(conn, a->volume, NSC_CREDENTIAL_WAIT, &a->credential_fd);
+        }
+        return r < 0 ? fail(conn, r, "take the login password of volume %s", a->volume) : 0;
+}
+
+static int run_volume_finish(struct args *a) {
         int r;
 
-        for (size_t i = 0; i < a->n_volumes; i++) {
-                const struct nsc_volume_info *v = &a->volumes[i];
-
-                if (v->uid != getuid() || strcmp(v->name, a->volume) != 0)
-                        continue;
-                if (volume_argv(v, argv, &why) < 0) {
-                        fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, why);
+        if (a->credential_fd >= 0) { /* the program reads it on stdin, from the start */
+                if (lseek(a->credential_fd, 0, SEEK_SET) < 0 ||
+                    dup2(a->credential_fd, STDIN_FILENO) < 0) {
+                        fprintf(stderr, "nsctl: run-volume %s: cannot pass the password on: %s\n",
+                                a->volume, strerror(errno));
                         return EXIT_FAILURE;
                 }
-                if (!in_own_namespace(a, nswhy, sizeof nswhy)) {
-                        fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, nswhy);
-                        return EXIT_FAILURE;
-                }
-                fflush(stdout);
-                execv(argv[0], (char *const *) argv);
-                r = errno;
-                fprintf(stderr, "nsctl: run-volume %s: cannot execute %s: %s\n", a->volume, argv[0],
-                        strerror(r));
-                return r == ENOENT ? EXIT_EXEC_ENOENT : EXIT_EXEC_FAILED;
+                (void) close(a->credential_fd);
+                a->credential_fd = -1;
         }
-        fprintf(stderr,
-                "nsctl: run-volume %s: your namespace has no volume '%s' (nsctl volumes lists "
-                "them)\n",
-                a->volume, a->volume);
-        return EXIT_FAILURE;
+        fflush(stdout);
+        execv(a->run_argv[0], (char *const *) a->run_argv);
+        r = errno;
+        fprintf(stderr, "nsctl: run-volume %s: cannot execute %s: %s\n", a->volume, a->run_argv[0],
+                strerror(r));
+        return r == ENOENT ? EXIT_EXEC_ENOENT : EXIT_EXEC_FAILED;
 }
 
 /* systemctl --user start --no-block UNIT: 0, or nsctl's error said */
@@ -1487,7 +1522,7 @@ static const struct verb verbs[] = {
                 .options_help = "",
                 .options = plain_options,
                 .operand = OPERAND_VOLUME,
-                .request = own_volumes_request,
+                .request = run_volume_request,
                 .finish = run_volume_finish,
         },
         {
@@ -1763,7 +1798,9 @@ int main(int argc, char **argv) {
 
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (strcmp(argv[optind], verbs[i].name) == 0) {
-                        struct args a = { .tree = true, .join = { .root_fd = -1, .ns_fd = -1 } };
+                        struct args a = { .tree = true,
+                                          .join = { .root_fd = -1, .ns_fd = -1 },
+                                          .credential_fd = -1 };
                         int r = run_verb(&verbs[i], argc - optind, argv + optind, &a);
 
                         args_done(&a);

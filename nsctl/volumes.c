@@ -22,16 +22,24 @@ int volume_argv(const struct nsc_volume_info *v, const char *argv[VOLUME_ARGV_MA
         if (!t || !t->fuse || !t->program)
                 return *ret_why = "a FUSE type this nsctl does not know (nsctl older than nsd?)",
                        -EINVAL;
-        if (v->source[0] == '\0' || v->source[0] == '-')
-                return *ret_why = "Source= is empty or starts with '-'", -EINVAL;
+        if (v->source[0] == '\0' || v->source[0] == '-' || (t->local_source && v->source[0] != '/'))
+                return *ret_why = t->local_source ? "Source= is not an absolute path"
+                                                  : "Source= is empty or starts with '-'",
+                       -EINVAL;
         if (v->where[0] != '/')
                 return *ret_why = "Where= is not an absolute path", -EINVAL;
+        if (t->takes_password != !!(v->flags & NSC_VOLUME_PASSWORD))
+                return *ret_why = "nsd and this nsctl disagree on whether it takes a password",
+                       -EINVAL;
         argv[n++] = t->program;
-        argv[n++] = "-f"; /* the foreground: the unit's main process is the FUSE daemon */
+        /* the foreground: the unit's main process is the FUSE daemon */
+        argv[n++] = t->foreground;
         if (v->options[0]) {
-                argv[n++] = "-o";
+                argv[n++] = t->options_arg;
                 argv[n++] = v->options;
         }
+        for (const char *const *p = volume_password_args; t->takes_password && *p; p++)
+                argv[n++] = *p;
         argv[n++] = "--";
         argv[n++] = v->source;
         argv[n++] = v->where;

@@ -16,10 +16,11 @@
 #include "nsclient.h"
 
 /* The most arguments volume_argv() makes, with the NULL. */
-#define VOLUME_ARGV_MAX 8
+#define VOLUME_ARGV_MAX 12
 
 /* The argv of v's FUSE program (its type's program of common/volume-options.c) in the
- * foreground: program -f -o OPTIONS -- SOURCE WHERE. 0, or -EINVAL with *ret_why naming what
+ * foreground: program -f -o OPTIONS -- SOURCE WHERE (sshfs), program -fg -ko OPTIONS
+ * -passfile /dev/stdin -- SOURCE WHERE (gocryptfs: the password on stdin). 0, or -EINVAL with *ret_why naming what
  * is wrong (not a FUSE volume, a type this nsctl does not know, an empty or '-'-led Source=, a
  * Where= that is not absolute). The strings are v's and static ones. */
 int volume_argv(const struct nsc_volume_info *v, const char *argv[VOLUME_ARGV_MAX],

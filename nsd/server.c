@@ -349,6 +349,7 @@ void server_free(Server *s) {
                 g_source_remove(s->notify_timer);
         /* connections first: their requests become orphans, so nothing answers nobody */
         conn_manager_free(s->conns);
+        api_done(&s->api); /* the requests it held, orphans now */
         private_watch_free(s->private_watch);
         share_bound_free(s->share_bound);
         children_free(s->children);

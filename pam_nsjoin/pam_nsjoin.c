@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -45,6 +46,7 @@
 #include "time-util.h"
 
 #define SESSION_DATA_KEY "pam_nsjoin.session"
+#define AUTHTOK_DATA_KEY "pam_nsjoin.authtok"
 #define LOGIN_DEFS "/etc/login.defs"
 /* how much of an only_group= name a debug line quotes */
 #define NSJOIN_GROUP_NAME_LOG_MAX 64
@@ -417,6 +419,117 @@ static int user_in_only_group(pam_handle_t *pamh, const char *user, gid_t gid, c
         return 0;
 }
 
+/* ---- the login password of a volume (nsd.conf(5), FUSE VOLUMES) -------------------------
+ *
+ * auth keeps the PAM token for this transaction only, in a page of its own that is locked in
+ * memory (when the limit allows) and left out of core dumps; open_session hands it to nsd in a
+ * sealed memfd when nsd says a volume of the namespace waits for it, and wipes it either way,
+ * as does pam_end(). It is never logged, written or put into the environment. */
+
+struct authtok {
+        size_t map_size;
+        size_t len;
+        char text[];
+};
+
+static void authtok_free(pam_handle_t *pamh, void *data, int error_status) {
+        struct authtok *t = data;
+        size_t size;
+
+        if (!t)
+                return;
+        size = t->map_size;
+        explicit_bzero(t, size);
+        (void) munmap(t, size);
+}
+
+PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+        const char *tok = NULL;
+        struct authtok *t;
+        size_t len, size;
+
+        if (pam_get_item(pamh, PAM_AUTHTOK, (const void **) &tok) != PAM_SUCCESS || !tok)
+                return PAM_IGNORE;
+        len = strlen(tok);
+        if (len == 0 || len > NSC_CREDENTIAL_MAX)
+                return PAM_IGNORE;
+        size = (sizeof(*t) + len + 4095) & ~(size_t) 4095;
+        t = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (t == MAP_FAILED)
+                return PAM_IGNORE;
+        (void) madvise(t, size, MADV_DONTDUMP);
+        (void) mlock(t, size); /* best effort: RLIMIT_MEMLOCK may say no */
+        t->map_size = size;
+        t->len = len;
+        memcpy(t->text, tok, len);
+        if (pam_set_data(pamh, AUTHTOK_DATA_KEY, t, authtok_free) != PAM_SUCCESS)
+                authtok_free(pamh, t, 0);
+        return PAM_IGNORE; /* it authenticates nobody */
+}
+
+PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+        return PAM_IGNORE;
+}
+
+/* A memfd holding t, sealed against writing, growing, shrinking and further seals: what nsd
+ * takes. -errno on failure. */
+static int authtok_memfd(const struct authtok *t) {
+        _cleanup_close_ int fd = memfd_create("nsd-credential", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        size_t done = 0;
+
+        if (fd < 0)
+                return -errno;
+        while (done < t->len) {
+                ssize_t n = write(fd, t->text + done, t->len - done);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                done += (size_t) n;
+        }
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+/* After the join: the password to nsd when a volume waits for it (ns_flags), then gone. A
+ * failure is logged and costs the login nothing: the volume stays locked. */
+static void credential_hand_over(pam_handle_t *pamh, const struct nsjoin_args *a, nsc_conn *conn,
+                                 const char *user, uid_t uid, uint32_t ns_flags,
+                                 uint64_t deadline) {
+        const struct authtok *t = NULL;
+        unsigned waiting = 0;
+        uint64_t left;
+        int fd, r;
+
+        if (pam_get_data(pamh, AUTHTOK_DATA_KEY, (const void **) &t) != PAM_SUCCESS || !t)
+                return;
+        if (ns_flags & NSC_NS_CREDENTIAL_WANTED) {
+                left = time_left(deadline);
+                (void) nsc_set_timeout(conn, left > CLOSE_AFTER_FAILURE_MIN_USEC
+                                                     ? left
+                                                     : CLOSE_AFTER_FAILURE_MIN_USEC);
+                fd = authtok_memfd(t);
+                r = fd < 0 ? fd : nsc_credential_give(conn, uid, fd, &waiting);
+                if (fd >= 0)
+                        (void) close(fd);
+                if (r < 0)
+                        pam_syslog_errno(pamh, LOG_WARNING, r,
+                                         "cannot hand the login password of user '%s' to nsd "
+                                         "for the volumes that take it (%m); they stay locked "
+                                         "until a login with a password",
+                                         user);
+                else if (a->debug)
+                        pam_syslog(pamh, LOG_DEBUG,
+                                   "handed the login password of user '%s' to nsd for the "
+                                   "volumes that take it (%u waiting)",
+                                   user, waiting);
+        }
+        /* replaced: authtok_free() wipes it now */
+        (void) pam_set_data(pamh, AUTHTOK_DATA_KEY, NULL, NULL);
+}
+
 PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
         _nsc_cleanup_disconnect_ nsc_conn *conn = NULL;
         _cleanup_close_ int root_fd = -1, ns_fd = -1;
@@ -591,6 +704,7 @@ PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, cons
                                                        : "fchdir+chroot",
                            session_id, sessions,
                            fallback ? "by JOIN + SESSION_OPEN (nsd < 1.2)" : "by one JOIN_SESSION");
+        credential_hand_over(pamh, &a, conn, user, uid, j.ns_flags, deadline);
         /* the descriptors are not needed any more; the login must not inherit them */
         cleanup_closep(&root_fd);
         cleanup_closep(&ns_fd);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <glib.h>
+
 #include "base/nsd-forward.h"
 #include "transport/request.h"
 
@@ -28,7 +30,9 @@ struct Api {
         PrivateWatch *private_watch; /* mode private on; NULL: off */
         bool private_unavailable;    /* [Private] Enable=yes, refused */
         /* the api's own */
-        size_t stream_bytes; /* SHOW text held by replies being sent */
+        size_t stream_bytes;            /* SHOW text held by replies being sent */
+        GHashTable *credential_waiters; /* uid -> GPtrArray of Request*: TAKEs that wait for
+                                         * a login password (handlers.c); NULL: none yet */
 };
 
 static inline Api *api_of(const Request *r) {

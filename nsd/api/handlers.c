@@ -7,10 +7,12 @@
 #include "api/handlers.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/access.h"
@@ -551,6 +553,9 @@ static int join_session_continue(Request *r) {
                 return rv;
 
         join_reply_init(r, &rep, NSD_REP_JOIN_SESSION, sizeof rep.session, u, created);
+        /* to pam_nsjoin (root) only: its login's password is wanted by a volume */
+        if (r->uid == 0 && user_credential_wanted(u))
+                rep.session.ns_flags |= NSD_NS_CREDENTIAL_WANTED;
         rep.session.session_id = sess->id;
         rep.session.sessions = users_sessions_of(api_of(r)->users, u->uid);
         reply_session(r, sess, &rep.session, sizeof rep.session,
@@ -983,6 +988,7 @@ static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, cons
         g_strlcpy(e.where, v->where, sizeof e.where);
         g_strlcpy(e.why, v->why ? v->why : "", sizeof e.why);
         g_strlcpy(e.options, v->options ? v->options : "", sizeof e.options);
+        e.flags = v->password ? NSD_VOLUME_PASSWORD : 0;
         if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
                 vs->sent++;
 }
@@ -1023,6 +1029,173 @@ static int handle_volumes(Request *r) {
                 }
         }
         return request_stream(r, vs, volumes_state_free, volumes_produce);
+}
+
+/* ---- CREDENTIAL_GIVE, CREDENTIAL_TAKE (1.7) ---------------------------------------------- */
+
+_Static_assert(NSD_CREDENTIAL_HOLD_SEC == USER_CREDENTIAL_HOLD_SEC, "the hold time");
+_Static_assert(SETUP_MAX_VOLUMES <= 64, "User.credential_taken has a bit per volume");
+
+/* TAKEs waiting for a password (NSD_CREDENTIAL_WAIT), per uid: at most this many, whose
+ * connections are gone or not */
+#define CREDENTIAL_WAITERS_MAX 8
+
+/* The descriptor pam_nsjoin sends: a memfd sealed against writing, growing, shrinking and
+ * more seals, of 1 to NSD_CREDENTIAL_MAX bytes. 0, or -EINVAL with *ret_why. nsd reads none
+ * of it. */
+static int credential_check(int fd, const char **ret_why) {
+        const int want = F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL;
+        struct stat st;
+        int seals = fcntl(fd, F_GET_SEALS);
+
+        if (seals < 0 || (seals & want) != want)
+                return *ret_why = "the password must come as a memfd sealed against writing, "
+                                  "growing, shrinking and further seals",
+                       -EINVAL;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 1 ||
+            st.st_size > NSD_CREDENTIAL_MAX)
+                return *ret_why = "the password must have 1 to " G_STRINGIFY(
+                               NSD_CREDENTIAL_MAX) " bytes",
+                       -EINVAL;
+        return 0;
+}
+
+/* The index of u's volume name that takes the password, or -1. */
+static ssize_t password_volume(const User *u, const char *name) {
+        for (size_t i = 0; i < u->n_volumes; i++)
+                if (u->volumes[i].password && strcmp(u->volumes[i].name, name) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+static GPtrArray *credential_waiters(Api *a, uid_t uid, bool create) {
+        GPtrArray *w;
+
+        if (!a->credential_waiters) {
+                if (!create)
+                        return NULL;
+                a->credential_waiters = g_hash_table_new_full(NULL, NULL, NULL,
+                                                              (GDestroyNotify) g_ptr_array_unref);
+        }
+        w = g_hash_table_lookup(a->credential_waiters, GUINT_TO_POINTER(uid));
+        if (!w && create) {
+                w = g_ptr_array_new_with_free_func((GDestroyNotify) request_unref);
+                g_hash_table_insert(a->credential_waiters, GUINT_TO_POINTER(uid), w);
+        }
+        return w;
+}
+
+/* Answer TAKE r (of u's volume i) with the password held: 0, or -errno with r->why. */
+static int credential_send(Request *r, User *u, size_t i) {
+        struct nsd_msg_header rep;
+        int fd = user_credential_take(u, i);
+
+        if (fd < 0)
+                return request_refuse(r, -fd == EAGAIN ? EAGAIN : -fd,
+                                      "volume '%s' is locked: no login password of uid %u is "
+                                      "held (log in with your password)",
+                                      u->volumes[i].name, (unsigned) u->uid);
+        nsd_msg_init(&rep, NSD_REP_CREDENTIAL_TAKE, sizeof rep, r->seq);
+        (void) request_reply(r, &rep, sizeof rep, &fd, 1);
+        (void) close(fd);
+        log_event_by(r->uid, LOG_INFO, 0, u->uid, "credential-taken",
+                     "Handed uid %u's login password to pid %u for volume '%s'", (unsigned) u->uid,
+                     (unsigned) r->pid, u->volumes[i].name);
+        return 0;
+}
+
+static int handle_credential_give(Request *r) {
+        const struct nsd_req_credential_give *req = MSG(r, struct nsd_req_credential_give);
+        struct nsd_rep_credential_give rep;
+        Api *a = api_of(r);
+        GPtrArray *w;
+        const char *why = NULL;
+        uint32_t answered = 0;
+        User *u;
+        int fd;
+
+        if (r->uid != 0)
+                return request_refuse(r, EPERM, "only root (pam_nsjoin) gives a login password");
+        u = users_get(a->users, req->uid);
+        if (!u)
+                return request_refuse(r, ENOENT, "nsd holds no namespace of uid %u",
+                                      (unsigned) req->uid);
+        if (user_password_volumes(u) == 0)
+                return request_refuse(r, ENOENT,
+                                      "no volume of uid %u's namespace takes a login password",
+                                      (unsigned) req->uid);
+        if (r->n_fds != 1 || credential_check(r->fds[0], &why) < 0)
+                return request_refuse(r, EINVAL, "%s", why ? why : "no descriptor came");
+        fd = fcntl(r->fds[0], F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return request_refuse(r, errno, "cannot keep the descriptor: %s",
+                                      g_strerror(errno));
+        user_credential_hold(u, fd);
+        log_event(LOG_INFO, 0, u->uid, "credential-received",
+                  "Received uid %u's login password from pid %u for %zu volume%s (held in memory "
+                  "for at most %d s, never read or written by nsd)",
+                  (unsigned) u->uid, (unsigned) r->pid, user_password_volumes(u),
+                  user_password_volumes(u) == 1 ? "" : "s", NSD_CREDENTIAL_HOLD_SEC);
+        /* the run-volume processes that wait for it */
+        w = credential_waiters(a, u->uid, false);
+        while (w && w->len > 0) {
+                Request *t = g_ptr_array_steal_index(w, 0);
+                const struct nsd_req_credential_take *tq = MSG(t, struct nsd_req_credential_take);
+                ssize_t i = password_volume(u, tq->volume);
+
+                if (t->conn && i >= 0) {
+                        request_finish(t, credential_send(t, u, (size_t) i));
+                        answered++;
+                }
+                request_unref(t);
+        }
+        if (w)
+                g_hash_table_remove(a->credential_waiters, GUINT_TO_POINTER(u->uid));
+        nsd_msg_init(&rep.hdr, NSD_REP_CREDENTIAL_GIVE, sizeof rep, r->seq);
+        rep.volumes = (uint32_t) user_password_volumes(u);
+        rep.waiting = answered;
+        (void) request_reply(r, &rep, sizeof rep, NULL, 0);
+        return 0;
+}
+
+static int handle_credential_take(Request *r) {
+        const struct nsd_req_credential_take *req = MSG(r, struct nsd_req_credential_take);
+        Api *a = api_of(r);
+        User *u = users_get(a->users, r->uid);
+        GPtrArray *w;
+        ssize_t i;
+        int rv;
+
+        if (!u)
+                return request_refuse(r, ENOENT, "nsd holds no namespace of uid %u",
+                                      (unsigned) r->uid);
+        rv = access_check_full_view(r, u);
+        if (rv < 0)
+                return rv;
+        i = password_volume(u, req->volume);
+        if (i < 0)
+                return request_refuse(r, ENOENT,
+                                      "your namespace has no volume '%s' that takes a login "
+                                      "password (nsctl volumes)",
+                                      req->volume);
+        if (u->credential_fd >= 0 || !(req->flags & NSD_CREDENTIAL_WAIT))
+                return credential_send(r, u, (size_t) i);
+        w = credential_waiters(a, u->uid, true);
+        for (guint k = w->len; k-- > 0;) /* those whose client is gone */
+                if (!((Request *) g_ptr_array_index(w, k))->conn)
+                        g_ptr_array_remove_index(w, k);
+        if (w->len >= CREDENTIAL_WAITERS_MAX)
+                return request_refuse(r, EBUSY,
+                                      "%u requests of uid %u wait for its login password already",
+                                      w->len, (unsigned) r->uid);
+        g_ptr_array_add(w, request_ref(r));
+        log_debug("Pid %u of uid %u waits for its login password for volume '%s'",
+                  (unsigned) r->pid, (unsigned) r->uid, req->volume);
+        return REQUEST_PENDING;
+}
+
+void api_done(Api *a) {
+        g_clear_pointer(&a->credential_waiters, g_hash_table_unref);
 }
 
 /* ---- RELEASE ---------------------------------------------------------------------------- */
@@ -1165,4 +1338,6 @@ const RequestHandler api_handlers[_NSD_REQ_MAX] = {
         [NSD_REQ_METRICS] = handle_metrics,
         [NSD_REQ_SHARES] = handle_shares,
         [NSD_REQ_VOLUMES] = handle_volumes,
+        [NSD_REQ_CREDENTIAL_GIVE] = handle_credential_give,
+        [NSD_REQ_CREDENTIAL_TAKE] = handle_credential_take,
 };

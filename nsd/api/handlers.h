@@ -25,6 +25,8 @@
 
 /* Every request type's handler; their userdata (Request.userdata) is an Api (api.h). */
 extern const RequestHandler api_handlers[_NSD_REQ_MAX];
+/* What the api holds of its own (requests that wait): let go, before the connections go. */
+void api_done(Api *a);
 /* RequestHandlers.refused: a JOIN or JOIN_SESSION refused is a login refused, logged as the
  * event join-refused with its reason (NSD_REASON=; rate limited per caller) and counted for
  * METRICS by the class of its error (base/metrics.h). */

@@ -3,10 +3,12 @@
 #include "domain/user.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "store/fdstore.h"
@@ -26,6 +28,7 @@ User *user_new(UserNs *ns, GArray *baseline, FdStore *fdstore, StateDir *state) 
         u->baseline = baseline;
         u->fdstore = fdstore;
         u->state = state;
+        u->credential_fd = -1;
         return u;
 }
 
@@ -40,6 +43,7 @@ void user_free(User *u) {
         g_free(u->setup_generation);
         g_strfreev(u->shares);
         g_free(u->owner);
+        user_credential_drop(u, NULL);
         user_volumes_free(u->volumes, u->n_volumes);
         g_free(u);
 }
@@ -136,6 +140,8 @@ void user_state_write(const User *u) {
                         g_key_file_set_string(kf, group, "Why", v->why);
                 if (v->options)
                         g_key_file_set_string(kf, group, "Options", v->options);
+                if (v->password)
+                        g_key_file_set_boolean(kf, group, "Password", true);
                 if (v->loop)
                         g_key_file_set_uint64(kf, group, "Loop", v->loop - 1);
                 g_key_file_set_uint64(kf, group, "AtUsec", v->at_usec);
@@ -234,6 +240,7 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
                 v->err = g_key_file_get_integer(kf, *g, "Errno", NULL);
                 v->why = g_key_file_get_string(kf, *g, "Why", NULL);
                 v->options = g_key_file_get_string(kf, *g, "Options", NULL);
+                v->password = g_key_file_get_boolean(kf, *g, "Password", NULL);
                 if (g_key_file_has_key(kf, *g, "Loop", NULL))
                         v->loop = (uint32_t) g_key_file_get_uint64(kf, *g, "Loop", NULL) + 1;
                 v->at_usec = g_key_file_get_uint64(kf, *g, "AtUsec", NULL);
@@ -243,6 +250,106 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
                 g_clear_pointer(&vols, g_free);
         *ret = vols;
         return n;
+}
+
+/* ---- the login password of its volumes ---------------------------------------------------- */
+
+size_t user_password_volumes(const User *u) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < u->n_volumes; i++)
+                n += u->volumes[i].password;
+        return n;
+}
+
+void user_credential_drop(User *u, const char *why) {
+        if (u->credential_timer)
+                g_source_remove(u->credential_timer);
+        u->credential_timer = 0;
+        if (u->credential_fd >= 0) {
+                (void) close(u->credential_fd);
+                if (why)
+                        log_debug("Let uid %u's login password go: %s", (unsigned) u->uid, why);
+        }
+        u->credential_fd = -1;
+        u->credential_taken = 0;
+}
+
+static gboolean on_credential_timeout(void *userdata) {
+        User *u = userdata;
+
+        u->credential_timer = 0;
+        log_info("Let uid %u's login password go: not every volume that takes it took it within "
+                 "%d s",
+                 (unsigned) u->uid, USER_CREDENTIAL_HOLD_SEC);
+        user_credential_drop(u, NULL);
+        return G_SOURCE_REMOVE;
+}
+
+void user_credential_hold(User *u, int fd) {
+        user_credential_drop(u, "another one came");
+        u->credential_fd = fd;
+        u->credential_timer = g_timeout_add_seconds(USER_CREDENTIAL_HOLD_SEC, on_credential_timeout,
+                                                    u);
+}
+
+int user_credential_take(User *u, size_t i) {
+        uint64_t all = 0;
+        int fd;
+
+        g_return_val_if_fail(i < u->n_volumes && i < 64 && u->volumes[i].password, -EINVAL);
+        if (u->credential_fd < 0)
+                return -EAGAIN;
+        fd = fcntl(u->credential_fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        u->credential_taken |= UINT64_C(1) << i;
+        for (size_t k = 0; k < u->n_volumes && k < 64; k++)
+                if (u->volumes[k].password)
+                        all |= UINT64_C(1) << k;
+        if ((u->credential_taken & all) == all)
+                user_credential_drop(u, "every volume that takes it took it");
+        return fd;
+}
+
+/* Is where a mount point in text (mountinfo: field 5, octal escapes for ' ', '\t', '\n',
+ * '\\')? */
+static bool mountinfo_has_mount_point(const char *text, const char *where) {
+        g_autoptr(GString) esc = g_string_new(" ");
+
+        for (const char *p = where; *p; p++)
+                if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\\')
+                        g_string_append_printf(esc, "\\%03o", (unsigned char) *p);
+                else
+                        g_string_append_c(esc, *p);
+        g_string_append_c(esc, ' ');
+        for (const char *l = text; l && *l;) {
+                const char *end = strchr(l, '\n'), *f = l;
+
+                /* field 5: after four spaces */
+                for (int k = 0; k < 4 && f && f < (end ? end : f + strlen(f)); k++) {
+                        f = strchr(f, ' ');
+                        if (f)
+                                f++;
+                }
+                if (f && f > l && strncmp(f - 1, esc->str, esc->len) == 0)
+                        return true;
+                l = end ? end + 1 : NULL;
+        }
+        return false;
+}
+
+bool user_credential_wanted(const User *u) {
+        g_autofree char *text = NULL;
+
+        if (u->credential_fd >= 0 || user_password_volumes(u) == 0)
+                return false;
+        if (userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) < 0)
+                return true; /* unknown: it may be wanted */
+        for (size_t i = 0; i < u->n_volumes; i++)
+                if (u->volumes[i].password && !mountinfo_has_mount_point(text, u->volumes[i].where))
+                        return true;
+        return false;
 }
 
 GArray *user_state_baseline(StateDir *state, const UserNs *ns) {

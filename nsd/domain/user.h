@@ -28,6 +28,7 @@ typedef struct UserVolume {
         int err;              /* its errno when it failed, else 0 */
         char *why;            /* why it failed; NULL otherwise */
         char *options;        /* a FUSE volume's options (volume_options_text()); else NULL */
+        bool password;        /* its program takes the login password (gocryptfs) */
         uint32_t loop;        /* /dev/loop<loop - 1> its image is on; 0: none */
         uint64_t at_usec;     /* CLOCK_REALTIME when the setup reported */
 } UserVolume;
@@ -42,12 +43,18 @@ struct User {
         char *owner;            /* the user name it was made for; NULL: unknown (users.h) */
         UserVolume *volumes;    /* the volumes of its setup, in the order of nsd.conf */
         size_t n_volumes;
-        bool orphaned;      /* a JOIN found the uid under another name, or none */
-        bool orphan_logged; /* that was logged (once per namespace) */
-        bool pin_refused;   /* the kernel refused to pin it: not tried again */
-        bool store_warned;  /* not pinned and no room in the fd store: said once */
-        FdStore *fdstore;   /* where it is kept besides its pin (never NULL) */
-        StateDir *state;    /* NULL: no state files */
+        /* the login password for the volumes that take it (CREDENTIAL_GIVE): a sealed memfd
+         * nsd never reads, in memory only (no state file, no fd store), until each of them took
+         * it or USER_CREDENTIAL_HOLD_SEC passed; -1: none */
+        int credential_fd;
+        guint credential_timer;
+        uint64_t credential_taken; /* bit i: volumes[i] took it */
+        bool orphaned;             /* a JOIN found the uid under another name, or none */
+        bool orphan_logged;        /* that was logged (once per namespace) */
+        bool pin_refused;          /* the kernel refused to pin it: not tried again */
+        bool store_warned;         /* not pinned and no room in the fd store: said once */
+        FdStore *fdstore;          /* where it is kept besides its pin (never NULL) */
+        StateDir *state;           /* NULL: no state files */
 };
 
 /* A User for ns (taken) and baseline (taken; NULL: unknown), kept in fdstore and state (both
@@ -89,6 +96,22 @@ char *user_state_owner(StateDir *state, const UserNs *ns);
  * left out (logged). */
 size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret);
 void user_volumes_free(UserVolume *v, size_t n);
+
+/* How many of u's volumes take the login password. */
+size_t user_password_volumes(const User *u);
+/* How long nsd holds a login password at most (NSD_CREDENTIAL_HOLD_SEC of the protocol). */
+#define USER_CREDENTIAL_HOLD_SEC 120
+/* Hold fd (taken) as u's login password for USER_CREDENTIAL_HOLD_SEC at most, in place of
+ * one held before. */
+void user_credential_hold(User *u, int fd);
+/* A descriptor of the password held for volumes[i] (the caller's to close), or -errno:
+ * -EAGAIN none held. Once every volume that takes it took it, nsd lets it go. */
+int user_credential_take(User *u, size_t i);
+/* Forget the password held (closes it). */
+void user_credential_drop(User *u, const char *why);
+/* Does a volume of u wait for the login password: one takes it, none is held, and one of
+ * them is not mounted in u's namespace now? */
+bool user_credential_wanted(const User *u);
 /* What a new namespace got from the host that was not received from a peer group (read from
  * inside it); NULL when it cannot be read (logged: linger keeps it then). */
 GArray *user_take_baseline(const UserNs *ns);

@@ -25,6 +25,7 @@
 #include "store/pinstore.h"
 #include "store/state.h"
 #include "store/userns.h"
+#include "volume-options.h"
 
 struct Users {
         const Config *config;
@@ -227,8 +228,12 @@ static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
                 vols[i].outcome = (int) setup_plan_volume_outcome(plan, i, &vols[i].err, &why,
                                                                   &vols[i].loop);
                 vols[i].why = g_strdup(why);
-                if (c->kind == VOLUME_KIND_FUSE)
+                if (c->kind == VOLUME_KIND_FUSE) {
+                        const VolumeTypeOptions *t = volume_type_options_find(c->type);
+
                         vols[i].options = volume_options_text(c);
+                        vols[i].password = t && t->takes_password;
+                }
                 vols[i].at_usec = now > 0 ? (uint64_t) now : 0;
         }
         *ret_n = n;

@@ -543,11 +543,17 @@ static bool has_home_specifier(const char *t) {
 }
 
 /* Source= of a volume of kind k (checked once Type= is known: keys may come in any order). */
-static char *volume_source_why(VolumeKind k, const char *value) {
+static char *volume_source_why(const Volume *v) {
+        const VolumeTypeOptions *t = volume_type_options_find(v->type);
+        const VolumeKind k = v->kind;
+        const char *value = v->source;
         g_autofree char *why = NULL;
 
         if (k == VOLUME_KIND_NETWORK)
                 why = network_source_why(value);
+        else if (k == VOLUME_KIND_FUSE && t && t->local_source)
+                /* a folder the user's program reads as the user (gocryptfs' cipher folder) */
+                why = template_why(value, TEMPLATE_SPECIFIERS);
         else if (k == VOLUME_KIND_FUSE)
                 /* the FUSE program's argument after "--"; never one that reads as an option */
                 why = value[0] == '-' ? g_strdup("must not start with '-'")
@@ -1133,7 +1139,7 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                 if (missing)
                         return fail_at(ret_error, v->file, v->line, "[Volume %s] has no %s",
                                        v->name, missing);
-                g_autofree char *why = volume_source_why(v->kind, v->source);
+                g_autofree char *why = volume_source_why(v);
                 if (why)
                         return fail_at(ret_error, v->file, v->source_line, "[Volume %s] %s",
                                        v->name, why);

@@ -167,6 +167,24 @@ static int check_session_close(const void *msg, char **why) {
         return 0;
 }
 
+static int check_credential_give(const void *msg, char **why) {
+        const struct nsd_req_credential_give *r = msg;
+
+        if (!(r->flags & NSD_CREDENTIAL_FD))
+                return why_set(why, EINVAL, "the password must come as a descriptor");
+        return 0;
+}
+
+static int check_credential_take(const void *msg, char **why) {
+        const struct nsd_req_credential_take *r = msg;
+
+        if (r->reserved != 0)
+                return why_set(why, EINVAL, "reserved field not zero");
+        if (!nsd_field_is_string(r->volume, sizeof r->volume) || r->volume[0] == '\0')
+                return why_set(why, EINVAL, "volume name empty or not terminated");
+        return 0;
+}
+
 static int check_show(const void *msg, char **why) {
         const struct nsd_req_show *r = msg;
 
@@ -218,6 +236,12 @@ static const RequestType request_table[_NSD_REQ_MAX] = {
         ROW(NSD_REQ_METRICS, "METRICS", nsd_req_metrics, 0, 0, 0, NULL),
         ROW(NSD_REQ_SHARES, "SHARES", nsd_req_shares, 0, 0, 0, NULL),
         ROW(NSD_REQ_VOLUMES, "VOLUMES", nsd_req_volumes, 0, 0, 0, NULL),
+        ROW(NSD_REQ_CREDENTIAL_GIVE, "CREDENTIAL_GIVE", nsd_req_credential_give,
+            offsetof(struct nsd_req_credential_give, flags), NSD_CREDENTIAL_FD, NSD_CREDENTIAL_FD,
+            check_credential_give),
+        ROW(NSD_REQ_CREDENTIAL_TAKE, "CREDENTIAL_TAKE", nsd_req_credential_take,
+            offsetof(struct nsd_req_credential_take, flags), NSD_CREDENTIAL_WAIT, 0,
+            check_credential_take),
 };
 #undef ROW
 

@@ -345,7 +345,9 @@ static void check_reply(Script *sc, size_t n, unsigned n_fds) {
         fuzz_assert(nsd_msg_check(&reply, n, 0, &why) == 0, "reply of %zu bytes: %s", n, why);
         fuzz_assert(h->type == NSD_REP_ERROR ? h->error < 0 : h->error == 0,
                     "reply type 0x%x with error %d", h->type, h->error);
-        want_fds = h->type == NSD_REP_JOIN || h->type == NSD_REP_JOIN_SESSION ? 2 : 0;
+        want_fds = h->type == NSD_REP_JOIN || h->type == NSD_REP_JOIN_SESSION ? 2
+                   : h->type == NSD_REP_CREDENTIAL_TAKE                       ? 1
+                                                                              : 0;
         fuzz_assert(n_fds == want_fds, "reply type 0x%x carried %u descriptors", h->type, n_fds);
 
         /* whose: the request being answered, or the next one sent */

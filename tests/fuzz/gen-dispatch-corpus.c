@@ -197,6 +197,27 @@ static void volumes(void) {
                          NSD_REQ_LIST, sizeof(struct nsd_req_list), "script-volumes-then-list");
 }
 
+/* 1.7: a volume's password: GIVE is root's (uid 1000 gets EPERM, also with the memfd a
+ * descriptor stands for), TAKE names a volume of its own (none here: ENOENT; unterminated and
+ * empty names are malformed) */
+static void credentials(void) {
+        REQ(g, NSD_REQ_CREDENTIAL_GIVE, nsd_req_credential_give, 15);
+        g->uid = UID;
+        g->flags = NSD_CREDENTIAL_FD;
+        seed("credential-give", FDS(1), g, sizeof *g);
+        g->flags = 0;
+        seed("credential-give-no-fd-flag", 0, g, sizeof *g);
+        REQ(t, NSD_REQ_CREDENTIAL_TAKE, nsd_req_credential_take, 16);
+        snprintf(t->volume, sizeof t->volume, "vault");
+        seed("credential-take", 0, t, sizeof *t);
+        t->flags = NSD_CREDENTIAL_WAIT;
+        seed("credential-take-wait", 0, t, sizeof *t);
+        memset(t->volume, 'v', sizeof t->volume);
+        seed("credential-take-unterminated", 0, t, sizeof *t);
+        memset(t->volume, 0, sizeof t->volume);
+        seed("credential-take-empty", 0, t, sizeof *t);
+}
+
 static void release_hide(void) {
         REQ(r, NSD_REQ_RELEASE, nsd_req_release, 8);
         r->uid = UID;
@@ -424,6 +445,7 @@ int main(int argc, char **argv) {
         metrics();
         shares();
         volumes();
+        credentials();
         release_hide();
         broken();
         scripts();

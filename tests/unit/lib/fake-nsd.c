@@ -218,6 +218,10 @@ static const char *request_problem(const struct fake_req *r, char *buf, size_t s
                                        NSD_JOIN_NO_CREATE | NSD_JOIN_SESSION_PIDFD,
                                        NSD_JOIN_SESSION_PIDFD, "NSD_JOIN_SESSION_PIDFD",
                                        js->reserved, js->service, js->pid, r->nfds, buf, size);
+        case NSD_REQ_CREDENTIAL_GIVE:
+                return r->nfds == 1 && r->credential_give.flags == NSD_CREDENTIAL_FD
+                               ? NULL
+                               : "CREDENTIAL_GIVE without its descriptor";
         case NSD_REQ_SESSION_CLOSE:
                 return r->session_close.session_id == 0 && r->session_close.pid == 0
                                ? "neither a session id nor a pid"
@@ -439,7 +443,7 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
 
                         fake_nsd_reply_init(&rep, NSD_REP_JOIN_SESSION, sizeof(rep), &r);
                         rep.uid = uid;
-                        rep.ns_flags = NSD_NS_CREATED;
+                        rep.ns_flags = NSD_NS_CREATED | cfg->join_ns_flags;
                         rep.ns_inode = ino;
                         rep.session_id = session_id;
                         rep.sessions = 1;
@@ -547,6 +551,20 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 rec->hide_path[sizeof(rec->hide_path) - 1] = 0;
                 answer_empty(cfd, &r, NSD_REP_HIDE, cfg->hide_error, cfg);
                 break;
+        case NSD_REQ_CREDENTIAL_GIVE: {
+                struct nsd_rep_credential_give rep;
+                ssize_t got;
+
+                rec->credential_gives++;
+                rec->credential_uid = r.credential_give.uid;
+                rec->credential_seals = fcntl(r.fds[0], F_GET_SEALS);
+                got = pread(r.fds[0], rec->credential_text, sizeof(rec->credential_text) - 1, 0);
+                rec->credential_text[got > 0 ? got : 0] = '\0';
+                fake_nsd_reply_init(&rep, NSD_REP_CREDENTIAL_GIVE, sizeof(rep), &r);
+                rep.volumes = 1;
+                (void) fake_nsd_send(cfd, &rep, sizeof(rep), NULL, 0);
+                break;
+        }
         case NSD_REQ_METRICS: {
                 struct nsd_rep_metrics rep = { 0 };
 

@@ -42,6 +42,7 @@ struct fake_req {
                 struct nsd_req_release release;
                 struct nsd_req_hide hide;
                 struct nsd_req_join_session join_session;
+                struct nsd_req_credential_give credential_give;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         };
         size_t n;
@@ -112,6 +113,7 @@ struct fake_nsd_config {
         const struct nsd_rep_volumes_entry *volumes; /* the headers are filled in */
         size_t n_volumes;
         int volumes_error;
+        uint32_t join_ns_flags; /* ORed into JOIN_SESSION's ns_flags (NSD_NS_CREDENTIAL_WANTED) */
         const char *error_message; /* with those; NULL means "fake nsd: refused" */
 };
 
@@ -144,6 +146,11 @@ struct fake_nsd_record {
         uint32_t sc_uid, sc_pid;
         /* LIST, SHOW, RELEASE, HIDE */
         unsigned lists, shows, releases, hides, metrics, shares, volumes;
+        /* CREDENTIAL_GIVE: how many, and the last one's uid, text and seals (F_GET_SEALS) */
+        unsigned credential_gives;
+        uint32_t credential_uid;
+        char credential_text[64];
+        int credential_seals;
         uint32_t show_uid, release_uid, release_flags, hide_uid, hide_flags;
         char hide_path[NSD_HIDE_PATH_MAX];
 };

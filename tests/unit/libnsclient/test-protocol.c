@@ -97,17 +97,29 @@ static void check_fixed(uint16_t t, size_t sz, int is_request) {
 
 static void test_msg_check(void) {
         static const uint16_t requests[] = {
-                NSD_REQ_JOIN,         NSD_REQ_SESSION_OPEN, NSD_REQ_SESSION_CLOSE, NSD_REQ_STATUS,
-                NSD_REQ_LIST,         NSD_REQ_SHOW,         NSD_REQ_RELEASE,       NSD_REQ_HIDE,
-                NSD_REQ_JOIN_SESSION, NSD_REQ_METRICS,      NSD_REQ_SHARES,        NSD_REQ_VOLUMES,
+                NSD_REQ_JOIN,
+                NSD_REQ_SESSION_OPEN,
+                NSD_REQ_SESSION_CLOSE,
+                NSD_REQ_STATUS,
+                NSD_REQ_LIST,
+                NSD_REQ_SHOW,
+                NSD_REQ_RELEASE,
+                NSD_REQ_HIDE,
+                NSD_REQ_JOIN_SESSION,
+                NSD_REQ_METRICS,
+                NSD_REQ_SHARES,
+                NSD_REQ_VOLUMES,
+                NSD_REQ_CREDENTIAL_GIVE,
+                NSD_REQ_CREDENTIAL_TAKE,
         };
         static const uint16_t replies[] = {
-                NSD_REP_JOIN,           NSD_REP_SESSION_OPEN, NSD_REP_SESSION_CLOSE,
-                NSD_REP_STATUS,         NSD_REP_LIST_ENTRY,   NSD_REP_LIST_END,
-                NSD_REP_SHOW_END,       NSD_REP_RELEASE,      NSD_REP_HIDE,
-                NSD_REP_JOIN_SESSION,   NSD_REP_METRICS,      NSD_REP_SHARES_ENTRY,
-                NSD_REP_SHARES_MEMBERS, NSD_REP_SHARES_END,   NSD_REP_VOLUMES_ENTRY,
-                NSD_REP_VOLUMES_END,    NSD_REP_ERROR,
+                NSD_REP_JOIN,           NSD_REP_SESSION_OPEN,    NSD_REP_SESSION_CLOSE,
+                NSD_REP_STATUS,         NSD_REP_LIST_ENTRY,      NSD_REP_LIST_END,
+                NSD_REP_SHOW_END,       NSD_REP_RELEASE,         NSD_REP_HIDE,
+                NSD_REP_JOIN_SESSION,   NSD_REP_METRICS,         NSD_REP_SHARES_ENTRY,
+                NSD_REP_SHARES_MEMBERS, NSD_REP_SHARES_END,      NSD_REP_VOLUMES_ENTRY,
+                NSD_REP_VOLUMES_END,    NSD_REP_CREDENTIAL_GIVE, NSD_REP_CREDENTIAL_TAKE,
+                NSD_REP_ERROR,
         };
         const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
         const char *why;

@@ -213,7 +213,9 @@ int main(void) {
         type_not_yet("crypt", " cipher=\"aes\" fskeypath=\"/k\" fskeycipher=\"aes-256-cbc\"");
         type_not_yet("fuse", " noroot=\"1\"");
         type_not_yet("fuse.sshfs", " ssh=\"1\"");
-        type_not_yet("gocryptfs", "");
+        named("gocryptfs",
+              "<volume user=\"a\" fstype=\"gocryptfs\" path=\"/c\" mountpoint=\"/m\"/>", 2,
+              "a gocryptfs volume is run by the user's service manager", 0);
         type_not_yet("tmpfs", "");
         type_not_yet("ncpfs", "");
         type_not_yet("truecrypt", "");

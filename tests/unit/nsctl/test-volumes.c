@@ -48,6 +48,30 @@ static void test_argv(void) {
                                         "/home/alice/data") == 0,
            "no options: no -o");
 
+        /* gocryptfs: the kernel's options by -ko, the password on stdin */
+        v = sshfs();
+        snprintf(v.type, sizeof v.type, "gocryptfs");
+        snprintf(v.source, sizeof v.source, "/home/alice/.vault");
+        snprintf(v.where, sizeof v.where, "/home/alice/vault");
+        snprintf(v.options, sizeof v.options, "nosuid,nodev");
+        v.flags = NSC_VOLUME_PASSWORD;
+        ok(volume_argv(&v, argv, &why) == 0 &&
+                   strcmp(joined(argv), "/usr/bin/gocryptfs -fg -ko nosuid,nodev -passfile "
+                                        "/dev/stdin -- /home/alice/.vault /home/alice/vault") == 0,
+           "gocryptfs: -fg, -ko OPTIONS, -passfile /dev/stdin, then the operands (%s)",
+           joined(argv));
+        v.flags = 0;
+        why = NULL;
+        r = volume_argv(&v, argv, &why);
+        ok(r == -EINVAL && why && strstr(why, "password"),
+           "nsd not saying that it takes the password: refused (%s)", why ? why : "");
+        v.flags = NSC_VOLUME_PASSWORD;
+        snprintf(v.source, sizeof v.source, "files:/x");
+        why = NULL;
+        r = volume_argv(&v, argv, &why);
+        ok(r == -EINVAL && why && strstr(why, "absolute"),
+           "gocryptfs: a Source= that is no absolute path: refused (%s)", why ? why : "");
+
         /* what it refuses, each with its reason */
         v = sshfs();
         v.state = NSC_VOLUME_MOUNTED;

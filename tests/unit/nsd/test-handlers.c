@@ -11,7 +11,10 @@
  * root; nothing here creates a mount namespace: the server has no pin store and no probed
  * features, and the requests sent are those that refuse or answer without one.
  */
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "api/handlers.h"
@@ -594,6 +597,202 @@ static void test_volumes(void) {
         server_free(s);
 }
 
+/* ---- a volume's login password (CREDENTIAL_GIVE, CREDENTIAL_TAKE) ---- */
+
+/* A memfd with text, sealed as pam_nsjoin seals it (seals: 0 for none). */
+static int credential_memfd(const char *text, int seals) {
+        int fd = memfd_create("test-credential", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t) strlen(text) ||
+            (seals && fcntl(fd, F_ADD_SEALS, seals) < 0))
+                tap_bail_errno("memfd");
+        return fd;
+}
+
+#define ALL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+static int send_give(int fd, uid_t uid, int memfd, uint32_t seq) {
+        struct nsd_req_credential_give q;
+
+        nsd_msg_init(&q.hdr, NSD_REQ_CREDENTIAL_GIVE, sizeof q, seq);
+        q.uid = uid;
+        q.flags = NSD_CREDENTIAL_FD;
+        return loop_test_send(fd, &q, sizeof q, memfd);
+}
+
+static int send_take(int fd, const char *volume, uint32_t flags, uint32_t seq) {
+        struct nsd_req_credential_take q;
+
+        nsd_msg_init(&q.hdr, NSD_REQ_CREDENTIAL_TAKE, sizeof q, seq);
+        q.flags = flags;
+        g_strlcpy(q.volume, volume, sizeof q.volume);
+        return loop_test_send(fd, &q, sizeof q, -1);
+}
+
+/* The next reply: its type, error, and what the descriptor it carried holds (NULL: none). */
+static uint16_t next_with_fd(int fd, int *ret_error, char **ret_text) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * NSD_MSG_FDS_MAX)];
+        } control;
+        union {
+                struct nsd_msg_header hdr;
+                uint8_t bytes[NSD_MSG_SIZE_MAX];
+        } msg;
+        struct iovec iov = { .iov_base = &msg, .iov_len = sizeof msg };
+        struct msghdr mh = { .msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = &control,
+                             .msg_controllen = sizeof control };
+        int fds[NSD_MSG_FDS_MAX];
+        size_t n_fds;
+        char buf[64] = "";
+
+        *ret_text = NULL;
+        if (!RUN_UNTIL(loop_test_readable(fd)) || recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) < 24)
+                return 0;
+        n_fds = cmsg_take_fds(&mh, fds, NSD_MSG_FDS_MAX);
+        if (n_fds >= 1) {
+                ssize_t k = pread(fds[0], buf, sizeof buf - 1, 0);
+
+                *ret_text = g_strndup(buf, k > 0 ? (size_t) k : 0);
+                for (size_t i = 0; i < n_fds; i++)
+                        close(fds[i]);
+        }
+        *ret_error = msg.hdr.error;
+        return msg.hdr.type;
+}
+
+/* GIVE is root's, takes only a sealed memfd of a sane size, for a user whose namespace has a
+ * volume that takes a password; TAKE is the user's own, for its volume: at once, or waiting
+ * for the next GIVE; the password goes once every such volume took it. */
+static void test_credentials(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
+        int waiter = peer(s, CONN_KIND_USER, 100001), other = peer(s, CONN_KIND_USER, 100000);
+        g_autofree char *text = NULL;
+        struct stat here;
+        int error = 0, fd;
+        uint16_t type;
+        User *u;
+
+        add_fake_users(s, 2);
+        u = users_get(s->users, 100001);
+        /* "inside": the test's own namespace stands for the user's */
+        if (stat("/proc/self/ns/mnt", &here) == 0)
+                u->ns->ns_inode = here.st_ino;
+        u->n_volumes = 2;
+        u->volumes = g_new0(UserVolume, 2);
+        u->volumes[0] = (UserVolume) { .name = g_strdup("vault"),
+                                       .type = g_strdup("gocryptfs"),
+                                       .source = g_strdup("/c"),
+                                       .where = g_strdup("/v"),
+                                       .outcome = VOLUME_OUTCOME_USER_MANAGER,
+                                       .password = true };
+        u->volumes[1] = (UserVolume) { .name = g_strdup("files"),
+                                       .type = g_strdup("sshfs"),
+                                       .source = g_strdup("h:/x"),
+                                       .where = g_strdup("/f"),
+                                       .outcome = VOLUME_OUTCOME_USER_MANAGER };
+
+        fd = credential_memfd("hunter2", ALL_SEALS);
+        send_give(user, 100001, fd, 1);
+        next_reply(user, &error, NULL, 0);
+        is_int(error, -EPERM, "a user's GIVE: EPERM (pam_nsjoin's, as root)");
+        send_give(root, 100000, fd, 2);
+        next_reply(root, &error, NULL, 0);
+        is_int(error, -ENOENT, "GIVE for a namespace without a volume that takes it: ENOENT");
+        close(fd);
+        static const struct {
+                const char *what, *text;
+                int seals;
+        } bad[] = {
+                { "unsealed", "hunter2", 0 },
+                { "sealed against writing only", "hunter2", F_SEAL_WRITE },
+                { "empty", "", ALL_SEALS },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+                char msg[NSD_ERROR_MESSAGE_MAX];
+
+                fd = credential_memfd(bad[i].text, bad[i].seals);
+                send_give(root, 100001, fd, 3);
+                next_reply(root, &error, msg, sizeof msg);
+                ok(error == -EINVAL && strstr(msg, "password"), "a GIVE of a memfd %s: EINVAL (%s)",
+                   bad[i].what, msg);
+                close(fd);
+        }
+        {
+                g_autofree char *big = g_strnfill(NSD_CREDENTIAL_MAX + 1, 'x');
+                char msg[NSD_ERROR_MESSAGE_MAX];
+
+                fd = credential_memfd(big, ALL_SEALS);
+                send_give(root, 100001, fd, 4);
+                next_reply(root, &error, msg, sizeof msg);
+                ok(error == -EINVAL && strstr(msg, "bytes"),
+                   "a password of more than %d bytes: "
+                   "EINVAL (%s)",
+                   NSD_CREDENTIAL_MAX, msg);
+                close(fd);
+        }
+        ok(u->credential_fd < 0, "nothing refused was kept");
+
+        send_take(user, "vault", 0, 5);
+        next_reply(user, &error, NULL, 0);
+        is_int(error, -EAGAIN, "TAKE with nothing held and no wait: EAGAIN (locked)");
+        send_take(user, "files", 0, 6);
+        next_reply(user, &error, NULL, 0);
+        is_int(error, -ENOENT, "TAKE for a volume that takes no password: ENOENT");
+        send_take(other, "vault", 0, 7);
+        next_reply(other, &error, NULL, 0);
+        is_int(error, -ENOENT,
+               "another user's TAKE of that name: ENOENT (its own namespace has none)");
+
+        send_take(waiter, "vault", NSD_CREDENTIAL_WAIT, 8);
+        for (int i = 0; i < 10; i++)
+                g_main_context_iteration(NULL, FALSE);
+        ok(!loop_test_readable(waiter), "a TAKE that waits: no answer yet");
+        fd = credential_memfd("hunter2", ALL_SEALS);
+        send_give(root, 100001, fd, 9);
+        close(fd);
+        {
+                TestReply t = loop_test_next(root);
+                const struct nsd_rep_credential_give *g = (const void *) &t.msg;
+
+                ok(t.type == NSD_REP_CREDENTIAL_GIVE && g->volumes == 1 && g->waiting == 1,
+                   "root's GIVE: one volume takes it, one request waited");
+        }
+        type = next_with_fd(waiter, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && error == 0 && g_strcmp0(text, "hunter2") == 0,
+           "the waiting TAKE gets a descriptor of the password (%s)", text ? "read back" : "none");
+        ok(u->credential_fd < 0, "every volume that takes it took it: nsd holds it no longer");
+        send_take(user, "vault", 0, 10);
+        next_reply(user, &error, NULL, 0);
+        is_int(error, -EAGAIN, "the next TAKE: EAGAIN");
+
+        /* a second volume that takes it: held until both took it */
+        u->volumes[1].password = true;
+        fd = credential_memfd("hunter2", ALL_SEALS);
+        send_give(root, 100001, fd, 11);
+        close(fd);
+        next_reply(root, &error, NULL, 0);
+        g_clear_pointer(&text, g_free);
+        send_take(user, "vault", 0, 12);
+        type = next_with_fd(user, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "hunter2") == 0 &&
+                   u->credential_fd >= 0,
+           "one of two volumes took it: still held for the other");
+        g_clear_pointer(&text, g_free);
+        send_take(user, "files", 0, 13);
+        type = next_with_fd(user, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && u->credential_fd < 0, "the second took it: gone");
+        close(root);
+        close(user);
+        close(waiter);
+        close(other);
+        server_free(s);
+}
+
 static void test_join_session_refusals(void) {
         Config c = loop_test_config();
         Server *s = core_test_server(&c);
@@ -656,5 +855,6 @@ int main(void) {
         test_metrics();
         test_shares();
         test_volumes();
+        test_credentials();
         return tap_done();
 }

@@ -627,6 +627,16 @@ static void test_volumes_fuse(void) {
             "[Volume v] Start=namespace: a FUSE volume (Type=sshfs) is run by the user's "
             "service manager, which starts at login (Start=login)",
             "Start=namespace of a FUSE volume");
+        if (parses("[Volume vault]\nType=gocryptfs\nSource=%h/.vault-cipher\nWhere=%h/vault\n"
+                   "Options=noexec\nUsers=alice\n",
+                   &c, "a gocryptfs volume parses, its cipher folder in the home")) {
+                g_autofree char *o = volume_options_text(&c.setup.volumes[0]);
+
+                ok(c.setup.volumes[0].kind == VOLUME_KIND_FUSE &&
+                           strcmp(o, "nosuid,nodev,noexec") == 0,
+                   "a FUSE kind, its options the mount attributes only (%s)", o);
+                config_done(&c);
+        }
         bad("# test\n[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
             "Start=login\n",
             2, "Start=login: not supported yet for a kernel file system (Type=ext4)",
@@ -638,13 +648,11 @@ static void test_volumes_bad(void) {
                 const char *line, *want;
         } cases[] = {
                 /* Type= */
-                { "Type=gocryptfs", "Type=gocryptfs: FUSE volumes ('gocryptfs') are not "
-                                    "supported yet" },
                 { "Type=fuse.bindfs", "FUSE volumes ('fuse.bindfs') are not supported yet" },
                 { "Type=luks", "Type=luks: LUKS volumes ('luks') are not supported yet" },
                 { "Type=crypto_LUKS", "LUKS volumes ('crypto_LUKS') are not supported yet" },
                 { "Type=ext3", "Type=ext3: unknown type (known: ext4, xfs, btrfs, vfat, exfat, "
-                               "cifs, nfs, nfs4, sshfs)" },
+                               "cifs, nfs, nfs4, sshfs, gocryptfs)" },
                 { "Type=", "unknown type" },
                 /* Source=, Where= */
                 { "Source=", "Source=: empty" },
@@ -711,6 +719,8 @@ static void test_volumes_bad(void) {
                   "unknown option 'IdentityFile'" },
                 { "sshfs", "host:/x", "allow_other", 5, "unknown option 'allow_other'" },
                 { "sshfs", "host:/x", "suid", 5, "'suid' is refused" },
+                { "gocryptfs", "files:/x", NULL, 3, "Source=files:/x: not an absolute path" },
+                { "gocryptfs", "/srv/c", "reconnect", 5, "unknown option 'reconnect'" },
         };
         for (size_t i = 0; i < G_N_ELEMENTS(whole); i++) {
                 g_autofree char *text = g_strdup_printf(

@@ -320,16 +320,17 @@ static void test_dlopen(void) {
         static const char *const hidden[] = {
                 "nsjoin_args_parse_one", "nsjoin_args_init", "nsjoin_name_in_list",
                 "nsjoin_errno_to_pam",   "nsjoin_parse_uid", "nss_user_by_name",
-                "pam_sm_authenticate",   "pam_sm_setcred",   "pam_sm_acct_mgmt",
-                "pam_sm_chauthtok",
+                "pam_sm_acct_mgmt",      "pam_sm_chauthtok",
         };
 
         if (!ok(h != NULL, "dlopen %s", PAM_NSJOIN_MODULE)) {
                 tap_diag("%s", dlerror());
                 return;
         }
-        ok(dlsym(h, "pam_sm_open_session") && dlsym(h, "pam_sm_close_session"),
-           "pam_sm_open_session and pam_sm_close_session resolve");
+        ok(dlsym(h, "pam_sm_open_session") && dlsym(h, "pam_sm_close_session") &&
+                   dlsym(h, "pam_sm_authenticate") && dlsym(h, "pam_sm_setcred"),
+           "pam_sm_open_session, pam_sm_close_session, pam_sm_authenticate (a volume's "
+           "password) and pam_sm_setcred resolve");
         /* the client code is linked in: a login maps one object, not two (issue 19) */
         ok(dlopen("libnsclient.so.1", RTLD_NOW | RTLD_NOLOAD) == NULL,
            "loading the module loads no libnsclient.so.1");
@@ -372,13 +373,15 @@ struct pam_case {
         const char *module;  /* NULL: the module just built */
         const char *extra;   /* more lines of the service file, or NULL */
         struct fake_nsd_config cfg;
-        bool threaded; /* a second thread in the PAM process */
+        bool threaded;        /* a second thread in the PAM process */
+        const char *password; /* pam_authenticate first: pam-authtok-test.so, then pam_nsjoin's
+                               * auth, get it from the conversation */
         enum sandbox sandbox;
 };
 
 /* what the PAM child reports */
 struct child_result {
-        int start_rc, open_rc, close_rc;
+        int start_rc, auth_rc, open_rc, close_rc;
         int nsfs_left_open; /* descriptors of a mount namespace still open after open_session */
         int sandbox_rc;     /* 0, or the step of the sandbox setup that failed */
         /* mount namespaces (nsfs inodes): the PAM process's before pam_open_session and
@@ -396,6 +399,19 @@ static char log_text[16384];
 static int conv_none(int n, const struct pam_message **msg, struct pam_response **resp,
                      void *data) {
         return PAM_CONV_ERR;
+}
+
+/* answers every prompt with data, the password */
+static int conv_password(int n, const struct pam_message **msg, struct pam_response **resp,
+                         void *data) {
+        struct pam_response *r = calloc((size_t) n, sizeof(*r));
+
+        if (!r)
+                return PAM_BUF_ERR;
+        for (int i = 0; i < n; i++)
+                r[i].resp = strdup(data);
+        *resp = r;
+        return PAM_SUCCESS;
 }
 
 static int count_nsfs_fds(void) {
@@ -573,7 +589,8 @@ static uint64_t ns_inode(const char *path) {
 }
 
 static void child_run(int result_fd, const struct pam_case *c) {
-        struct pam_conv conv = { .conv = conv_none };
+        struct pam_conv conv = { .conv = c->password ? conv_password : conv_none,
+                                 .appdata_ptr = (void *) c->password };
         struct child_result r = { .start_rc = -1, .open_rc = -1, .close_rc = -1 };
         pam_handle_t *pamh = NULL;
         pthread_t t;
@@ -599,6 +616,8 @@ static void child_run(int result_fd, const struct pam_case *c) {
                         r.root_was_init = mount_id("/") == mount_id("/proc/1/root");
                         r.ns_before = ns_inode("/proc/self/ns/mnt");
                         r.init_ns = ns_inode("/proc/1/ns/mnt");
+                        if (c->password)
+                                r.auth_rc = pam_authenticate(pamh, 0);
                         r.open_rc = pam_open_session(pamh, 0);
                         r.ns_after = ns_inode("/proc/self/ns/mnt");
                         r.root_is_init = mount_id("/") == mount_id("/proc/1/root") &&
@@ -673,6 +692,9 @@ static void run_case(const struct pam_case *c) {
         f = fopen(service_path, "we");
         if (!f)
                 tap_bail_errno(service_path);
+        if (c->password)
+                fprintf(f, "auth required %s\nauth optional %s\n", PAM_AUTHTOK_TEST_MODULE,
+                        c->module ?: PAM_NSJOIN_MODULE);
         fprintf(f, "session %s %s %s\n%s", c->control ?: "required", c->module ?: PAM_NSJOIN_MODULE,
                 argbuf, c->extra ?: "");
         fclose(f);
@@ -1046,6 +1068,47 @@ static void case_join(const char *name, const char *args, unsigned minor, bool c
                 is_int(rec.connections, minor == 1 ? 2 : 1, "%s: on the same connection", c.name);
         }
         ok(res.nsfs_left_open == 0, "%s: no namespace descriptor left open in the login", c.name);
+}
+
+/* A volume's login password: pam_nsjoin's auth keeps it, and the session hands it to nsd in a
+ * sealed memfd when JOIN_SESSION says a volume wants it, and only then; it never reaches the
+ * log. */
+static void case_password(void) {
+        const int all = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+        struct pam_case c = { .name = "password wanted",
+                              .user = "alice",
+                              .args = RANGE " debug socket=@SOCKET@",
+                              .password = "correct horse",
+                              .cfg = { .join_ns_flags = NSD_NS_CREDENTIAL_WANTED } };
+
+        if (!is_root) {
+                tap_skip("a volume's password: the session enters the namespace first (root)");
+                return;
+        }
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        ok(rec.credential_gives == 1 && rec.credential_uid == ALICE_UID &&
+                   strcmp(rec.credential_text, "correct horse") == 0 &&
+                   (rec.credential_seals & all) == all,
+           "%s: one CREDENTIAL_GIVE for uid %u, the password without a terminator, in a memfd "
+           "sealed against write, grow, shrink and seals (%u, seals 0x%x)",
+           c.name, rec.credential_uid, rec.credential_gives, (unsigned) rec.credential_seals);
+        is_int(rec.bad, 0, "%s: the request passes nsd's checks (%s)", c.name, rec.bad_why);
+        CHECK_LOG(&c, "handed the login password of user 'alice' to nsd");
+        CHECK_NO_LOG(&c, "correct horse");
+
+        c.name = "password not wanted";
+        c.cfg.join_ns_flags = 0;
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        is_int(rec.credential_gives, 0, "%s: nothing handed over", c.name);
+
+        c.name = "wanted, no auth stage";
+        c.cfg.join_ns_flags = NSD_NS_CREDENTIAL_WANTED;
+        c.password = NULL;
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        is_int(rec.credential_gives, 0, "%s: nothing to hand over (a key login)", c.name);
 }
 
 static void case_refused(void) {
@@ -1480,6 +1543,7 @@ int main(int argc, char *argv[]) {
         case_join("1.2, mode=chroot", RANGE " debug mode=chroot socket=@SOCKET@", 2, true);
         case_join("1.1 (fallback), mode=setns", RANGE " debug socket=@SOCKET@", 1, false);
         case_refused();
+        case_password();
         case_threaded();
         case_sandbox();
         case_crossing();

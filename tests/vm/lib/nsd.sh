@@ -51,6 +51,16 @@ nsd_install_units() {
         systemctl daemon-reload
 }
 
+# nsd_install_user_units: the user units of FUSE volumes (nsd-volumes.service, enabled for
+# every user as the package does, and nsd-volume@.service), ExecStart= the build's nsctl.
+nsd_install_user_units() {
+        local u
+        for u in nsd-volumes.service nsd-volume@.service; do
+                sed "s|^ExecStart=[^ ]*nsctl |ExecStart=$NSCTL |" "$NSD_BUILD/systemd/$u" > "/etc/systemd/user/$u"
+        done
+        systemctl --global enable nsd-volumes.service || fail "systemctl --global enable nsd-volumes.service"
+}
+
 # nsd_units_start [CONF-LINE...]: nsd from the built units (nsd_install_units), its sockets
 # started (nsd itself starts at the first request); with CONF-LINEs, /etc/nsd/nsd.conf is
 # those lines first.

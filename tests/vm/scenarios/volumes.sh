@@ -236,10 +236,7 @@ assert_contains "$why" "No such file or directory" "the reason nsctl volumes giv
 # ---- 7. a FUSE volume run by alice's own service manager -----------------------------------
 say "7. an sshfs volume: alice's service manager runs it inside her namespace"
 command -v sshfs > /dev/null || fail "sshfs is not installed (tools/deps)"
-for u in nsd-volumes.service nsd-volume@.service; do
-        sed "s|^ExecStart=[^ ]*nsctl |ExecStart=$NSCTL |" "$NSD_BUILD/systemd/$u" > "/etc/systemd/user/$u"
-done
-systemctl --global enable nsd-volumes.service || fail "systemctl --global enable nsd-volumes.service"
+nsd_install_user_units
 install -d -o alice -g alice -m 0700 /srv/remote-alice
 echo "remote file of alice" > /srv/remote-alice/hello
 chown alice: /srv/remote-alice/hello

@@ -1,0 +1,140 @@
+#!/bin/bash
+# volume-password: issue 25's "unlocked once": a gocryptfs vault in alice's namespace, its key
+# her login password, under systemd as PID 1 with nsd from the built units, the host's sshd
+# (key logins) and su (password logins), pam_nsjoin in Debian's common-session and its auth
+# stage after pam_unix in common-auth.
+#  1. alice's key-only ssh login: her service manager starts nsd-volume@vault, which waits
+#     ("locked"); nothing is mounted on ~/vault; nsctl volumes says user-manager.
+#  2. a password login of hers (su -l alice from bob, the password on a pty): pam_nsjoin hands
+#     the password to nsd, the waiting run-volume gets it, gocryptfs mounts ~/vault inside her
+#     namespace (nosuid,nodev); nsd logs credential-received and credential-taken.
+#  3. a file written there in a key-only login is in the next key-only login; the cipher
+#     folder holds no plain name; root in the initial namespace and bob do not list the mount.
+#  4. the password is nowhere: not in the journal, not in any process's cmdline or environ,
+#     not in nsd's state files or /run/nsd; nsd holds it no longer (every volume took it).
+#  5. a wrong password: su fails, nothing is handed to nsd.
+#   Args: BUILD-DIR
+set -u
+. tests/vm/lib/vm.sh
+. tests/vm/lib/nsd.sh "${1:-build}"
+
+vm_needs_systemd
+for p in gocryptfs fusermount3 su setpriv python3 openssl; do
+        command -v "$p" > /dev/null || fail "$p is not installed (tools/deps)"
+done
+systemctl start systemd-user-sessions.service
+
+pw='correct horse battery staple'
+dropins=/etc/nsd/nsd.conf.d
+journal_dump() {
+        vm_sshd_log | tail -20 >&2
+        journalctl --no-pager -n 80 >&2 || true
+}
+
+say "nsd from the built units; pam_nsjoin in common-session and, after pam_unix, common-auth"
+nsd_units_start '[Namespaces]' 'Users=@regular'
+nsd_setup_debian_pam timeout=60 debug
+sed -i '/pam_nsjoin/d' /etc/pam.d/common-auth
+echo "auth optional $PAM_NSJOIN" >> /etc/pam.d/common-auth
+nsd_install_user_units
+vm_start_sshd --debian-pam
+nsd_user alice 1001
+nsd_user bob 1002
+usermod -p "$(printf '%s' "$pw" | openssl passwd -6 -stdin)" alice || fail "alice's password"
+
+say "alice's gocryptfs cipher folder, made with her password"
+vm_run_as alice sh -c 'mkdir -m 0700 ~/.vault-cipher ~/vault' || fail "alice's folders"
+# (a file of hers for -init: a pipe of root's is not hers to open as /dev/stdin)
+install -m 0600 -o alice -g alice /dev/null /home/alice/.pw
+printf '%s' "$pw" > /home/alice/.pw
+vm_run_as alice gocryptfs -q -init -passfile /home/alice/.pw /home/alice/.vault-cipher ||
+        fail "gocryptfs -init"
+rm -f /home/alice/.pw
+install -d -m 0755 "$dropins"
+cat > "$dropins/60-vault.conf" << 'CONF'
+[Volume vault]
+Type=gocryptfs
+Source=%h/.vault-cipher
+Where=%h/vault
+Users=alice
+CONF
+chmod 0644 "$dropins/60-vault.conf"
+out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
+assert_contains "$out" "1 volume" "nsd --check-config"
+systemctl reload nsd.service 2> /dev/null || true
+
+# ---- 1. a key-only login: locked ---------------------------------------------------------
+say "1. alice's key-only ssh login: the volume waits for her password"
+vm_ssh alice 'sleep 600' > /dev/null 2>&1 &
+stay=$!
+vm_on_exit "kill $stay 2> /dev/null"
+waiting() {
+        vm_user_systemctl alice is-active --quiet nsd-volume@vault.service &&
+                journalctl --no-pager -q _UID=1001 -o cat | grep -q "locked; waiting for your login password"
+}
+vm_poll 60 waiting || {
+        vm_user_systemctl alice status --no-pager nsd-volumes.service nsd-volume@vault.service >&2 || true
+        journal_dump
+        fail "nsd-volume@vault.service does not wait for the password"
+}
+assert_eq "" "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/vault')" "a mount on ~/vault before a password login"
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,type,state)
+assert_eq "alice vault gocryptfs user-manager" "$out" "root's nsctl volumes"
+
+# ---- 2. a password login unlocks it ------------------------------------------------------
+say "2. su -l alice with her password (from bob, on a pty): the vault is mounted"
+out=$(printf '%s\n' "$pw" | python3 tests/vm/helpers/su-password.py bob alice 'echo in as $(id -un)' 2>&1) ||
+        { journal_dump; fail "su -l alice with her password: $out"; }
+assert_contains "$out" "in as alice" "su -l alice"
+mounted() { [ "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/vault')" = fuse.gocryptfs ]; }
+vm_poll 60 mounted || {
+        vm_user_systemctl alice status --no-pager nsd-volume@vault.service >&2 || true
+        journal_dump
+        fail "~/vault is not a gocryptfs mount after alice's password login"
+}
+out=$(vm_ssh alice 'awk '\''$5 == "/home/alice/vault" { print $6 }'\'' /proc/self/mountinfo')
+for o in nosuid nodev; do
+        assert_contains ",$out," ",$o," "the mount options of ~/vault"
+done
+out=$(nsd_journal NSD_EVENT=credential-received USER_ID=1001)
+assert_contains "$out" "Received uid 1001's login password from pid" "nsd's credential-received event"
+out=$(nsd_journal NSD_EVENT=credential-taken USER_ID=1001)
+assert_contains "$out" "Handed uid 1001's login password to pid" "nsd's credential-taken event"
+assert_contains "$out" "for volume 'vault'" "nsd's credential-taken event"
+
+# ---- 3. later key-only logins see it ---------------------------------------------------
+say "3. a file in the vault from one key-only login is in the next; nobody else lists it"
+vm_ssh alice 'echo "secret of alice" > ~/vault/diary' || fail "alice writes into her vault"
+assert_eq "secret of alice" "$(vm_ssh alice 'cat ~/vault/diary')" "the next key-only login"
+assert_eq "" "$(find /home/alice/.vault-cipher -name diary)" "a plain name in the cipher folder"
+assert_eq "" "$(awk '$9 == "fuse.gocryptfs"' /proc/self/mountinfo)" "gocryptfs mounts in the initial namespace"
+assert_eq "" "$(vm_ssh bob "awk '\$9 == \"fuse.gocryptfs\"' /proc/self/mountinfo")" \
+        "gocryptfs mounts in bob's namespace"
+pid=$(vm_user_systemctl alice show -p MainPID --value nsd-volume@vault.service)
+assert_eq gocryptfs "$(cat "/proc/$pid/comm")" "the unit's main process"
+assert_eq 1001 "$(stat -c %u "/proc/$pid")" "the owner of the gocryptfs process"
+assert_eq "$(nsd_ns_inode alice)" "$(vm_ns_of "$pid")" "the namespace of the gocryptfs process"
+
+# ---- 4. the password is nowhere ---------------------------------------------------------
+say "4. the password is in no log, no process's cmdline or environ, no file of nsd's"
+journalctl --flush 2> /dev/null || true
+assert_eq 0 "$(journalctl --no-pager -o export | grep -c -a -F "$pw")" "the journal"
+hits=
+for p in /proc/[0-9]*; do
+        grep -q -a -F "$pw" "$p/cmdline" "$p/environ" 2> /dev/null && hits="$hits ${p#/proc/}"
+done
+assert_eq "" "$hits" "processes with the password in cmdline or environ"
+assert_eq "" "$(grep -r -l -a -F "$pw" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd's files"
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state)
+assert_eq "alice vault user-manager" "$out" "nsctl volumes after the unlock"
+
+# ---- 5. a wrong password ------------------------------------------------------------------
+say "5. a wrong password: su fails, nothing goes to nsd"
+before=$(nsd_journal NSD_EVENT=credential-received USER_ID=1001 | wc -l)
+if out=$(printf '%s\n' "not her password" | python3 tests/vm/helpers/su-password.py bob alice true 2>&1); then
+        fail "su -l alice with a wrong password succeeded: $out"
+fi
+assert_eq "$before" "$(nsd_journal NSD_EVENT=credential-received USER_ID=1001 | wc -l)" \
+        "credential-received events after a wrong password"
+kill "$stay" 2> /dev/null
+say "ok"
