@@ -941,62 +941,76 @@ int nsc_metrics_sized(nsc_conn *conn, struct nsc_metrics *ret, size_t size) {
         return metrics_get(conn, ret, size);
 }
 
-int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
-        _cleanup_free_ struct nsc_ns_info *v = NULL;
+/* A bare request whose answer is a stream of fixed-size entries and an end of type end that
+ * counts them (LIST, VOLUMES): each entry (conn->rx) goes to take(entry, &(*ret)[n]), which
+ * checks it (-EBADMSG) and fills one element of size bytes; *ret is a malloc()ed array, a
+ * valid pointer also for none. The caller holds the lock. */
+static int conn_read_entries(nsc_conn *conn, uint16_t type, uint16_t end, size_t size,
+                             int (*take)(const void *entry, void *element), void **ret,
+                             size_t *ret_n) {
+        _cleanup_free_ void *v = NULL;
         size_t n = 0, allocated = 0;
-        int r;
+        int r = conn_send_bare(conn, type);
 
-        if (!conn || !ret_entries || !ret_n)
-                return -EINVAL;
-
-        CONN_LOCK_SCOPE(conn);
-        r = conn_send_bare(conn, NSD_REQ_LIST);
         if (r < 0)
                 return r;
-
         for (;;) {
-                const struct nsd_rep_list_entry *e;
-                struct nsc_ns_info *w;
+                void *w;
 
-                r = conn_recv_part(conn, NSD_REQ_LIST, n > 0);
+                r = conn_recv_part(conn, type, n > 0);
                 if (r < 0)
                         return r;
-                if (conn->rx.hdr.type == NSD_REP_LIST_END) {
+                if (conn->rx.hdr.type == end) {
                         if (conn->rx.stream_end.count != n)
                                 return conn->broken = -EBADMSG;
                         break;
                 }
-
-                e = &conn->rx.list_entry;
-                if (!nsd_field_is_string(e->pin, sizeof(e->pin)))
-                        return conn->broken = -EBADMSG;
                 if (n >= LIST_ENTRIES_MAX)
                         return conn->broken = -EFBIG;
-                w = array_reserve(v, &allocated, n + 1, 16, sizeof(*v));
+                w = array_reserve(v, &allocated, n + 1, 16, size);
                 if (!w)
                         return conn->broken = -ENOMEM;
                 v = w;
-                v[n] = (struct nsc_ns_info) {
-                        .uid = e->uid,
-                        .ns_flags = e->ns_flags,
-                        .sessions = e->sessions,
-                        .mounts = e->mounts,
-                        .ns_inode = e->ns_inode,
-                        .created_usec = e->created_usec,
-                };
-                memcpy(v[n].pin, e->pin, sizeof(v[n].pin));
+                r = take(&conn->rx, (char *) v + n * size);
+                if (r < 0)
+                        return conn->broken = r;
                 n++;
         }
-
         if (!v) {
-                /* no namespaces: still a valid pointer the caller may free() */
-                v = calloc(1, sizeof(*v));
+                /* none: still a valid pointer the caller may free() */
+                v = calloc(1, size);
                 if (!v)
                         return -ENOMEM;
         }
-        *ret_entries = TAKE_PTR(v);
+        *ret = TAKE_PTR(v);
         *ret_n = n;
         return 0;
+}
+
+static int take_list_entry(const void *entry, void *element) {
+        const struct nsd_rep_list_entry *e = entry;
+        struct nsc_ns_info *i = element;
+
+        if (!nsd_field_is_string(e->pin, sizeof(e->pin)))
+                return -EBADMSG;
+        *i = (struct nsc_ns_info) {
+                .uid = e->uid,
+                .ns_flags = e->ns_flags,
+                .sessions = e->sessions,
+                .mounts = e->mounts,
+                .ns_inode = e->ns_inode,
+                .created_usec = e->created_usec,
+        };
+        memcpy(i->pin, e->pin, sizeof(i->pin));
+        return 0;
+}
+
+int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
+        if (!conn || !ret_entries || !ret_n)
+                return -EINVAL;
+        CONN_LOCK_SCOPE(conn);
+        return conn_read_entries(conn, NSD_REQ_LIST, NSD_REP_LIST_END, sizeof(**ret_entries),
+                                 take_list_entry, (void **) ret_entries, ret_n);
 }
 
 _Static_assert(sizeof(((struct nsc_volume_info *) 0)->name) == NSD_SHARE_NAME_MAX &&
@@ -1012,71 +1026,41 @@ _Static_assert(NSC_VOLUME_MOUNTED == NSD_VOLUME_MOUNTED && NSC_VOLUME_FAILED == 
                        NSC_VOLUME_USER == NSD_VOLUME_USER,
                "NSC_VOLUME_*");
 
-int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
-        _cleanup_free_ struct nsc_volume_info *v = NULL;
-        size_t n = 0, allocated = 0;
-        int r;
+static int take_volumes_entry(const void *entry, void *element) {
+        const struct nsd_rep_volumes_entry *e = entry;
+        struct nsc_volume_info *v = element;
 
+        if (!nsd_field_is_string(e->name, sizeof(e->name)) ||
+            !nsd_field_is_string(e->type, sizeof(e->type)) ||
+            !nsd_field_is_string(e->source, sizeof(e->source)) ||
+            !nsd_field_is_string(e->where, sizeof(e->where)) ||
+            !nsd_field_is_string(e->why, sizeof(e->why)) ||
+            !nsd_field_is_string(e->options, sizeof(e->options)) || e->error > 0 ||
+            e->reserved != 0)
+                return -EBADMSG;
+        *v = (struct nsc_volume_info) {
+                .uid = e->uid,
+                .state = e->state,
+                .error = e->error,
+                .loop = e->loop,
+                .at_usec = e->at_usec,
+                .flags = e->flags,
+        };
+        memcpy(v->name, e->name, sizeof(v->name));
+        memcpy(v->type, e->type, sizeof(v->type));
+        memcpy(v->source, e->source, sizeof(v->source));
+        memcpy(v->where, e->where, sizeof(v->where));
+        memcpy(v->why, e->why, sizeof(v->why));
+        memcpy(v->options, e->options, sizeof(v->options));
+        return 0;
+}
+
+int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
         if (!conn || !ret || !ret_n)
                 return -EINVAL;
-
         CONN_LOCK_SCOPE(conn);
-        r = conn_send_bare(conn, NSD_REQ_VOLUMES);
-        if (r < 0)
-                return r;
-
-        for (;;) {
-                const struct nsd_rep_volumes_entry *e;
-                struct nsc_volume_info *w;
-
-                r = conn_recv_part(conn, NSD_REQ_VOLUMES, n > 0);
-                if (r < 0)
-                        return r;
-                if (conn->rx.hdr.type == NSD_REP_VOLUMES_END) {
-                        if (conn->rx.stream_end.count != n)
-                                return conn->broken = -EBADMSG;
-                        break;
-                }
-                e = &conn->rx.volumes_entry;
-                if (!nsd_field_is_string(e->name, sizeof(e->name)) ||
-                    !nsd_field_is_string(e->type, sizeof(e->type)) ||
-                    !nsd_field_is_string(e->source, sizeof(e->source)) ||
-                    !nsd_field_is_string(e->where, sizeof(e->where)) ||
-                    !nsd_field_is_string(e->why, sizeof(e->why)) ||
-                    !nsd_field_is_string(e->options, sizeof(e->options)) || e->error > 0 ||
-                    e->reserved != 0)
-                        return conn->broken = -EBADMSG;
-                if (n >= LIST_ENTRIES_MAX)
-                        return conn->broken = -EFBIG;
-                w = array_reserve(v, &allocated, n + 1, 8, sizeof(*v));
-                if (!w)
-                        return conn->broken = -ENOMEM;
-                v = w;
-                v[n] = (struct nsc_volume_info) {
-                        .uid = e->uid,
-                        .state = e->state,
-                        .error = e->error,
-                        .loop = e->loop,
-                        .at_usec = e->at_usec,
-                        .flags = e->flags,
-                };
-                memcpy(v[n].name, e->name, sizeof(v[n].name));
-                memcpy(v[n].type, e->type, sizeof(v[n].type));
-                memcpy(v[n].source, e->source, sizeof(v[n].source));
-                memcpy(v[n].where, e->where, sizeof(v[n].where));
-                memcpy(v[n].why, e->why, sizeof(v[n].why));
-                memcpy(v[n].options, e->options, sizeof(v[n].options));
-                n++;
-        }
-        if (!v) {
-                /* none: still a valid pointer the caller may free() */
-                v = calloc(1, sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-        }
-        *ret = TAKE_PTR(v);
-        *ret_n = n;
-        return 0;
+        return conn_read_entries(conn, NSD_REQ_VOLUMES, NSD_REP_VOLUMES_END, sizeof(**ret),
+                                 take_volumes_entry, (void **) ret, ret_n);
 }
 
 _Static_assert(NSC_CREDENTIAL_MAX == NSD_CREDENTIAL_MAX &&

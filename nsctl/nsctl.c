@@ -583,19 +583,23 @@ static bool has_namespace(const struct args *a) {
 
 static int start_volumes_finish(struct args *a) {
         char unit[256], why[512];
+        bool checked = false;
         int failed = 0;
 
-        if (!has_namespace(a)) /* a user nsd does not manage: nothing to start */
+        /* a user nsd does not manage, or one without FUSE volumes: nothing to start, and
+         * nothing to say */
+        if (!has_namespace(a))
                 return EXIT_SUCCESS;
-        if (!in_own_namespace(a, why, sizeof why)) {
-                fprintf(stderr, "nsctl: start-volumes: %s\n", why);
-                return EXIT_FAILURE;
-        }
         for (size_t i = 0; i < a->n_volumes; i++) {
                 const struct nsc_volume_info *v = &a->volumes[i];
 
                 if (v->uid != getuid() || v->state != NSC_VOLUME_USER)
                         continue;
+                if (!checked && !in_own_namespace(a, why, sizeof why)) {
+                        fprintf(stderr, "nsctl: start-volumes: %s\n", why);
+                        return EXIT_FAILURE;
+                }
+                checked = true;
                 if (volume_unit_name(v->name, unit, sizeof unit) < 0 || start_unit(unit) < 0) {
                         failed++;
                         continue;

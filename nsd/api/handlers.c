@@ -1090,11 +1090,14 @@ static int credential_send(Request *r, User *u, size_t i) {
         struct nsd_msg_header rep;
         int fd = user_credential_take(u, i);
 
-        if (fd < 0)
-                return request_refuse(r, -fd == EAGAIN ? EAGAIN : -fd,
+        if (fd == -EAGAIN)
+                return request_refuse(r, EAGAIN,
                                       "volume '%s' is locked: no login password of uid %u is "
                                       "held (log in with your password)",
                                       u->volumes[i].name, (unsigned) u->uid);
+        if (fd < 0)
+                return request_refuse(r, -fd, "cannot hand the login password over: %s",
+                                      g_strerror(-fd));
         nsd_msg_init(&rep, NSD_REP_CREDENTIAL_TAKE, sizeof rep, r->seq);
         (void) request_reply(r, &rep, sizeof rep, &fd, 1);
         (void) close(fd);

@@ -11,6 +11,16 @@ import sys
 import time
 
 
+def read_some(fd, timeout):
+    """What fd has (b"" at its end, or when the child is gone), or None after timeout."""
+    if not select.select([fd], [], [], timeout)[0]:
+        return None
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return b""
+
+
 def main():
     as_user, target, command = sys.argv[1:4]
     password = sys.stdin.readline().rstrip("\n")
@@ -24,23 +34,17 @@ def main():
         if time.monotonic() > deadline:
             os.kill(pid, 9)
             sys.exit(124)
-        r, _, _ = select.select([fd], [], [], 1)
-        if r:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
+        chunk = read_some(fd, 1)
+        if chunk is None:
+            continue
+        if not chunk:
+            break
+        out += chunk
     os.write(fd, password.encode() + b"\n")
     password = None
     rest = b""
     while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
+        chunk = read_some(fd, None)
         if not chunk:
             break
         rest += chunk

@@ -12,7 +12,8 @@
 #     folder holds no plain name; root in the initial namespace and bob do not list the mount.
 #  4. the password is nowhere: not in the journal, not in any process's cmdline or environ,
 #     not in nsd's state files or /run/nsd; nsd holds it no longer (every volume took it).
-#  5. a wrong password: su fails, nothing is handed to nsd.
+#  5. another password login while the vault is mounted hands nothing over (no volume waits);
+#     a wrong password: su fails, nothing is handed to nsd.
 #   Args: BUILD-DIR
 set -u
 . tests/vm/lib/vm.sh
@@ -128,9 +129,15 @@ assert_eq "" "$(grep -r -l -a -F "$pw" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd
 out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state)
 assert_eq "alice vault user-manager" "$out" "nsctl volumes after the unlock"
 
-# ---- 5. a wrong password ------------------------------------------------------------------
-say "5. a wrong password: su fails, nothing goes to nsd"
+# ---- 5. nothing more to unlock, or a wrong password: nothing goes to nsd -----------------
+say "5. another password login with the vault mounted: nothing is handed over"
 before=$(nsd_journal NSD_EVENT=credential-received USER_ID=1001 | wc -l)
+out=$(printf '%s\n' "$pw" | python3 tests/vm/helpers/su-password.py bob alice 'echo in as $(id -un)' 2>&1) ||
+        fail "su -l alice with her password, again: $out"
+assert_contains "$out" "in as alice" "su -l alice, again"
+assert_eq "$before" "$(nsd_journal NSD_EVENT=credential-received USER_ID=1001 | wc -l)" \
+        "credential-received events after a password login with every volume mounted"
+say "5. a wrong password: su fails, nothing goes to nsd"
 if out=$(printf '%s\n' "not her password" | python3 tests/vm/helpers/su-password.py bob alice true 2>&1); then
         fail "su -l alice with a wrong password succeeded: $out"
 fi

@@ -56,6 +56,16 @@ journal_dump() {
 # loops_of FILE: the loop devices backed by FILE, "NAME AUTOCLEAR" per line
 loops_of() { losetup --list --noheadings --raw -O NAME,AUTOCLEAR,BACK-FILE | awk -v f="$1" '$3 == f { print $1, $2 }'; }
 no_loop_of() { [ -z "$(loops_of "$1")" ]; }
+# dropin_in FILE WANT: stdin as the drop-in FILE (root's, 0644); nsd --check-config says WANT;
+# nsd reloaded
+dropin_in() {
+        local out
+        cat > "$dropins/$1"
+        chmod 0644 "$dropins/$1"
+        out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
+        assert_contains "$out" "$2" "nsd --check-config with $1"
+        systemctl reload nsd.service || fail "systemctl reload nsd"
+}
 no_session_of() { [ "$(nsd_sessions_of "$1")" = 0 ] || [ -z "$(nsd_sessions_of "$1")" ]; }
 
 say "nsd from the built units; pam_nsjoin in common-session"
@@ -202,7 +212,7 @@ umount "$VM_TMPDIR/check"
 say "6. dave's volume has no image, OnFailure=continue: his login goes on without it"
 nsd_user dave 1004
 install -d -o dave -g dave -m 0700 /home/dave/scratch
-cat > "$dropins/61-scratch.conf" << 'CONF'
+dropin_in 61-scratch.conf "2 volumes" << 'CONF'
 [Volume scratch]
 Type=ext4
 Source=/srv/vol/missing-%u.img
@@ -210,10 +220,6 @@ Where=%h/scratch
 Users=dave
 OnFailure=continue
 CONF
-chmod 0644 "$dropins/61-scratch.conf"
-out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
-assert_contains "$out" "2 volumes" "nsd --check-config with the second drop-in"
-systemctl reload nsd.service || fail "systemctl reload nsd"
 out=$(vm_ssh dave 'stat -L -c %i /proc/self/ns/mnt; findmnt -n -o FSTYPE ~/scratch || echo none') ||
         { journal_dump; fail "dave's login with OnFailure=continue was refused: $out"; }
 echo "$out"
@@ -244,7 +250,7 @@ vm_on_exit "rm -rf /srv/remote-alice"
 printf '127.0.0.1 %s\n' "$(cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key_nsd-vm.pub)" > /home/alice/.ssh/known_hosts
 chown alice: /home/alice/.ssh/known_hosts
 install -d -o alice -g alice -m 0700 /home/alice/remote
-cat > "$dropins/62-remote.conf" << 'CONF'
+dropin_in 62-remote.conf "3 volumes" << 'CONF'
 [Volume remote]
 Type=sshfs
 Source=%u@127.0.0.1:/srv/remote-%u
@@ -252,10 +258,6 @@ Where=%h/remote
 Options=reconnect,ServerAliveInterval=15
 Users=alice
 CONF
-chmod 0644 "$dropins/62-remote.conf"
-out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
-assert_contains "$out" "3 volumes" "nsd --check-config with the sshfs volume"
-systemctl reload nsd.service || fail "systemctl reload nsd"
 # a login that stays (her manager lives as long as she has a session)
 vm_ssh alice 'sleep 300' > /dev/null 2>&1 &
 stay=$!
