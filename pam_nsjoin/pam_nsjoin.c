@@ -429,6 +429,7 @@ static int user_in_only_group(pam_handle_t *pamh, const char *user, gid_t gid, c
 struct authtok {
         size_t map_size;
         size_t len;
+        char user[LOGIN_NAME_MAX]; /* whose it is: PAM_USER when auth ran */
         char text[];
 };
 
@@ -444,11 +445,13 @@ static void authtok_free(pam_handle_t *pamh, void *data, int error_status) {
 }
 
 PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
-        const char *tok = NULL;
+        const char *tok = NULL, *user = NULL;
         struct authtok *t;
         size_t len, size;
 
-        if (pam_get_item(pamh, PAM_AUTHTOK, (const void **) &tok) != PAM_SUCCESS || !tok)
+        if (pam_get_item(pamh, PAM_AUTHTOK, (const void **) &tok) != PAM_SUCCESS || !tok ||
+            pam_get_item(pamh, PAM_USER, (const void **) &user) != PAM_SUCCESS || !user ||
+            !user[0] || strlen(user) >= sizeof(t->user))
                 return PAM_IGNORE;
         len = strlen(tok);
         if (len == 0 || len > NSC_CREDENTIAL_MAX)
@@ -461,6 +464,7 @@ PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, cons
         (void) mlock(t, size); /* best effort: RLIMIT_MEMLOCK may say no */
         t->map_size = size;
         t->len = len;
+        memcpy(t->user, user, strlen(user) + 1);
         memcpy(t->text, tok, len);
         if (pam_set_data(pamh, AUTHTOK_DATA_KEY, t, authtok_free) != PAM_SUCCESS)
                 authtok_free(pamh, t, 0);
@@ -505,7 +509,15 @@ static void credential_hand_over(pam_handle_t *pamh, const struct nsjoin_args *a
 
         if (pam_get_data(pamh, AUTHTOK_DATA_KEY, (const void **) &t) != PAM_SUCCESS || !t)
                 return;
-        if (ns_flags & NSC_NS_CREDENTIAL_WANTED) {
+        if (strcmp(t->user, user) != 0) {
+                /* sudo -u USER asks the password of the one who runs it, not USER's: never
+                 * another user's password for USER's volumes */
+                if (a->debug)
+                        pam_syslog(pamh, LOG_DEBUG,
+                                   "the password of this transaction is user '%s''s, not "
+                                   "'%s''s: not handed to nsd",
+                                   t->user, user);
+        } else if (ns_flags & NSC_NS_CREDENTIAL_WANTED) {
                 left = time_left(deadline);
                 (void) nsc_set_timeout(conn, left > CLOSE_AFTER_FAILURE_MIN_USEC
                                                      ? left

@@ -373,9 +373,10 @@ struct pam_case {
         const char *module;  /* NULL: the module just built */
         const char *extra;   /* more lines of the service file, or NULL */
         struct fake_nsd_config cfg;
-        bool threaded;        /* a second thread in the PAM process */
-        const char *password; /* pam_authenticate first: pam-authtok-test.so, then pam_nsjoin's
+        bool threaded;            /* a second thread in the PAM process */
+        const char *password;     /* pam_authenticate first: pam-authtok-test.so, then pam_nsjoin's
                                * auth, get it from the conversation */
+        const char *session_user; /* then PAM_USER becomes this one, as sudo -u does */
         enum sandbox sandbox;
 };
 
@@ -618,6 +619,8 @@ static void child_run(int result_fd, const struct pam_case *c) {
                         r.init_ns = ns_inode("/proc/1/ns/mnt");
                         if (c->password)
                                 r.auth_rc = pam_authenticate(pamh, 0);
+                        if (c->session_user)
+                                (void) pam_set_item(pamh, PAM_USER, c->session_user);
                         r.open_rc = pam_open_session(pamh, 0);
                         r.ns_after = ns_inode("/proc/self/ns/mnt");
                         r.root_is_init = mount_id("/") == mount_id("/proc/1/root") &&
@@ -1102,6 +1105,19 @@ static void case_password(void) {
         run_case(&c);
         CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
         is_int(rec.credential_gives, 0, "%s: nothing handed over", c.name);
+
+        c.name = "another user's password (sudo -u alice by bob)";
+        c.user = "bob";
+        c.session_user = "alice";
+        c.password = "bob's own";
+        run_case(&c);
+        CHECK_RC(&c, "open", res.open_rc, PAM_SUCCESS);
+        ok(rec.join_uid == ALICE_UID && rec.credential_gives == 0,
+           "%s: alice's session, bob's password never handed over", c.name);
+        CHECK_LOG(&c, "user 'bob''s, not 'alice''s: not handed to nsd");
+        c.user = "alice";
+        c.session_user = NULL;
+        c.password = "correct horse";
 
         c.name = "wanted, no auth stage";
         c.cfg.join_ns_flags = NSD_NS_CREDENTIAL_WANTED;
