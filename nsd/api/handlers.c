@@ -1095,6 +1095,11 @@ static int credential_send(Request *r, User *u, size_t i) {
                                       "volume '%s' is locked: no login password of uid %u is "
                                       "held (log in with your password)",
                                       u->volumes[i].name, (unsigned) u->uid);
+        if (fd == -EALREADY)
+                return request_refuse(r, EALREADY,
+                                      "the login password of uid %u was handed over for volume "
+                                      "'%s' already (each volume gets it once)",
+                                      (unsigned) u->uid, u->volumes[i].name);
         if (fd < 0)
                 return request_refuse(r, -fd, "cannot hand the login password over: %s",
                                       g_strerror(-fd));

@@ -300,6 +300,8 @@ int user_credential_take(User *u, size_t i) {
         g_return_val_if_fail(i < u->n_volumes && i < 64 && u->volumes[i].password, -EINVAL);
         if (u->credential_fd < 0)
                 return -EAGAIN;
+        if (u->credential_taken & (UINT64_C(1) << i))
+                return -EALREADY; /* once per volume: a second taker is not the volume's */
         fd = fcntl(u->credential_fd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
                 return -errno;

@@ -105,7 +105,8 @@ size_t user_password_volumes(const User *u);
  * one held before. */
 void user_credential_hold(User *u, int fd);
 /* A descriptor of the password held for volumes[i] (the caller's to close), or -errno:
- * -EAGAIN none held. Once every volume that takes it took it, nsd lets it go. */
+ * -EAGAIN none held, -EALREADY volumes[i] took this one already (each volume once). Once
+ * every volume that takes it took it, nsd lets it go. */
 int user_credential_take(User *u, size_t i);
 /* Forget the password held (closes it). */
 void user_credential_drop(User *u, const char *why);

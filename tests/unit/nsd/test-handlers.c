@@ -782,6 +782,9 @@ static void test_credentials(void) {
         ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "hunter2") == 0 &&
                    u->credential_fd >= 0,
            "one of two volumes took it: still held for the other");
+        send_take(waiter, "vault", 0, 14);
+        next_reply(waiter, &error, NULL, 0);
+        is_int(error, -EALREADY, "a second TAKE for the volume that took it: EALREADY (once each)");
         g_clear_pointer(&text, g_free);
         send_take(user, "files", 0, 13);
         type = next_with_fd(user, &error, &text);
