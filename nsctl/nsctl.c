@@ -466,27 +466,37 @@ static int own_volumes_request(nsc_conn *conn, struct args *a) {
 }
 
 /* Is this process inside the caller's namespace (the one nsd holds for its uid)? */
+/* The caller's own entry of the LIST own_volumes_request() read, or NULL: nsd holds no
+ * namespace of its uid. */
+static const struct nsc_ns_info *own_entry(const struct args *a) {
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].uid == getuid())
+                        return &a->entries[i];
+        return NULL;
+}
+
 static bool in_own_namespace(const struct args *a, char *why, size_t size) {
+        const struct nsc_ns_info *e = own_entry(a);
         struct stat here;
 
-        for (size_t i = 0; i < a->n_entries; i++) {
-                if (a->entries[i].uid != getuid())
-                        continue;
-                if (stat("/proc/self/ns/mnt", &here) == 0 &&
-                    (uint64_t) here.st_ino == a->entries[i].ns_inode)
-                        return true;
-                snprintf(why, size,
-                         "this process is not inside your namespace (it is in mnt:[%llu], "
-                         "yours is mnt:[%llu]): the volume would be mounted where your logins "
-                         "do not look. Run it from your service manager (systemctl --user start "
-                         "nsd-volume@NAME.service), whose logins go through pam_nsjoin "
-                         "(/etc/pam.d/systemd-user)",
-                         (unsigned long long) here.st_ino,
-                         (unsigned long long) a->entries[i].ns_inode);
+        if (!e) {
+                snprintf(why, size, "nsd holds no namespace for uid %u (log in first)",
+                         (unsigned) getuid());
                 return false;
         }
-        snprintf(why, size, "nsd holds no namespace for uid %u (log in first)",
-                 (unsigned) getuid());
+        if (stat("/proc/self/ns/mnt", &here) < 0) {
+                snprintf(why, size, "cannot tell which mount namespace this process is in: %s",
+                         strerror(errno));
+                return false;
+        }
+        if ((uint64_t) here.st_ino == e->ns_inode)
+                return true;
+        snprintf(why, size,
+                 "this process is not inside your namespace (it is in mnt:[%llu], yours is "
+                 "mnt:[%llu]): the volume would be mounted where your logins do not look. Run it "
+                 "from your service manager (systemctl --user start nsd-volume@NAME.service), "
+                 "whose logins go through pam_nsjoin (/etc/pam.d/systemd-user)",
+                 (unsigned long long) here.st_ino, (unsigned long long) e->ns_inode);
         return false;
 }
 
@@ -574,13 +584,6 @@ static int start_unit(const char *unit) {
         return 0;
 }
 
-static bool has_namespace(const struct args *a) {
-        for (size_t i = 0; i < a->n_entries; i++)
-                if (a->entries[i].uid == getuid())
-                        return true;
-        return false;
-}
-
 static int start_volumes_finish(struct args *a) {
         char unit[256], why[512];
         bool checked = false;
@@ -588,7 +591,7 @@ static int start_volumes_finish(struct args *a) {
 
         /* a user nsd does not manage, or one without FUSE volumes: nothing to start, and
          * nothing to say */
-        if (!has_namespace(a))
+        if (!own_entry(a))
                 return EXIT_SUCCESS;
         for (size_t i = 0; i < a->n_volumes; i++) {
                 const struct nsc_volume_info *v = &a->volumes[i];

@@ -709,21 +709,28 @@ static bool list_produce(Request *r) {
         return stream_end(r, ls->next >= ls->uids->len, NSD_REP_LIST_END, ls->sent);
 }
 
+/* The uids whose namespaces the caller of LIST or VOLUMES may see, sorted: root every one,
+ * anyone else its own (when nsd holds one). */
+static GArray *visible_uids(const Request *r) {
+        Api *a = api_of(r);
+        GArray *uids;
+
+        if (r->uid == 0)
+                return users_uids(a->users);
+        uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
+        if (users_get(a->users, r->uid)) {
+                uid_t uid = r->uid;
+                g_array_append_val(uids, uid);
+        }
+        return uids;
+}
+
 static int handle_list(Request *r) {
         Api *a = api_of(r);
         ListState *ls = g_new0(ListState, 1);
 
         users_setup_generation(a->users, ls->generation);
-
-        if (r->uid == 0)
-                ls->uids = users_uids(a->users);
-        else {
-                ls->uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
-                if (users_get(a->users, r->uid)) {
-                        uid_t uid = r->uid;
-                        g_array_append_val(ls->uids, uid);
-                }
-        }
+        ls->uids = visible_uids(r);
         ls->with_mounts = ls->uids->len <= LIST_MOUNTS_MAX_ENTRIES;
         return request_stream(r, ls, list_state_free, list_produce);
 }
@@ -1016,18 +1023,9 @@ static bool volumes_produce(Request *r) {
 /* The volumes of every namespace the caller may see (root: all; anyone else: its own), as
  * their setups left them. */
 static int handle_volumes(Request *r) {
-        Api *a = api_of(r);
         VolumesState *vs = g_new0(VolumesState, 1);
 
-        if (r->uid == 0)
-                vs->uids = users_uids(a->users);
-        else {
-                vs->uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
-                if (users_get(a->users, r->uid)) {
-                        uid_t uid = r->uid;
-                        g_array_append_val(vs->uids, uid);
-                }
-        }
+        vs->uids = visible_uids(r);
         return request_stream(r, vs, volumes_state_free, volumes_produce);
 }
 
@@ -1119,6 +1117,7 @@ static int handle_credential_give(Request *r) {
         GPtrArray *w;
         const char *why = NULL;
         uint32_t answered = 0;
+        size_t n;
         User *u;
         int fd;
 
@@ -1128,7 +1127,8 @@ static int handle_credential_give(Request *r) {
         if (!u)
                 return request_refuse(r, ENOENT, "nsd holds no namespace of uid %u",
                                       (unsigned) req->uid);
-        if (user_password_volumes(u) == 0)
+        n = user_password_volumes(u);
+        if (n == 0)
                 return request_refuse(r, ENOENT,
                                       "no volume of uid %u's namespace takes a login password",
                                       (unsigned) req->uid);
@@ -1142,8 +1142,8 @@ static int handle_credential_give(Request *r) {
         log_event(LOG_INFO, 0, u->uid, "credential-received",
                   "Received uid %u's login password from pid %u for %zu volume%s (held in memory "
                   "for at most %d s, never read or written by nsd)",
-                  (unsigned) u->uid, (unsigned) r->pid, user_password_volumes(u),
-                  user_password_volumes(u) == 1 ? "" : "s", NSD_CREDENTIAL_HOLD_SEC);
+                  (unsigned) u->uid, (unsigned) r->pid, n, n == 1 ? "" : "s",
+                  NSD_CREDENTIAL_HOLD_SEC);
         /* the run-volume processes that wait for it */
         w = credential_waiters(a, u->uid, false);
         while (w && w->len > 0) {
@@ -1152,15 +1152,17 @@ static int handle_credential_give(Request *r) {
                 ssize_t i = password_volume(u, tq->volume);
 
                 if (t->conn && i >= 0) {
-                        request_finish(t, credential_send(t, u, (size_t) i));
-                        answered++;
+                        int q = credential_send(t, u, (size_t) i);
+
+                        request_finish(t, q);
+                        answered += q == 0; /* those that got it, not a refusal */
                 }
                 request_unref(t);
         }
         if (w)
                 g_hash_table_remove(a->credential_waiters, GUINT_TO_POINTER(u->uid));
         nsd_msg_init(&rep.hdr, NSD_REP_CREDENTIAL_GIVE, sizeof rep, r->seq);
-        rep.volumes = (uint32_t) user_password_volumes(u);
+        rep.volumes = (uint32_t) n;
         rep.waiting = answered;
         (void) request_reply(r, &rep, sizeof rep, NULL, 0);
         return 0;

@@ -314,33 +314,6 @@ int user_credential_take(User *u, size_t i) {
         return fd;
 }
 
-/* Is where a mount point in text (mountinfo: field 5, octal escapes for ' ', '\t', '\n',
- * '\\')? */
-static bool mountinfo_has_mount_point(const char *text, const char *where) {
-        g_autoptr(GString) esc = g_string_new(" ");
-
-        for (const char *p = where; *p; p++)
-                if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\\')
-                        g_string_append_printf(esc, "\\%03o", (unsigned char) *p);
-                else
-                        g_string_append_c(esc, *p);
-        g_string_append_c(esc, ' ');
-        for (const char *l = text; l && *l;) {
-                const char *end = strchr(l, '\n'), *f = l;
-
-                /* field 5: after four spaces */
-                for (int k = 0; k < 4 && f && f < (end ? end : f + strlen(f)); k++) {
-                        f = strchr(f, ' ');
-                        if (f)
-                                f++;
-                }
-                if (f && f > l && strncmp(f - 1, esc->str, esc->len) == 0)
-                        return true;
-                l = end ? end + 1 : NULL;
-        }
-        return false;
-}
-
 bool user_credential_wanted(const User *u) {
         g_autofree char *text = NULL;
 
@@ -348,9 +321,15 @@ bool user_credential_wanted(const User *u) {
                 return false;
         if (userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) < 0)
                 return true; /* unknown: it may be wanted */
-        for (size_t i = 0; i < u->n_volumes; i++)
-                if (u->volumes[i].password && !mountinfo_has_mount_point(text, u->volumes[i].where))
+        for (size_t i = 0; i < u->n_volumes; i++) {
+                int count;
+                unsigned group;
+
+                /* -ENOENT: nothing mounted there; another error: it may be wanted */
+                if (u->volumes[i].password &&
+                    mounts_under(text, u->volumes[i].where, &count, &group) < 0)
                         return true;
+        }
         return false;
 }
 
