@@ -233,6 +233,8 @@ static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
 
                         vols[i].options = volume_options_text(c);
                         vols[i].password = t && t->takes_password;
+                        vols[i].ask = vols[i].password && c->key == VOLUME_KEY_ASK;
+                        vols[i].on_request = c->start == VOLUME_START_REQUEST;
                 }
                 vols[i].at_usec = now > 0 ? (uint64_t) now : 0;
         }

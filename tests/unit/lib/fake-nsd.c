@@ -222,6 +222,10 @@ static const char *request_problem(const struct fake_req *r, char *buf, size_t s
                 return r->nfds == 1 && r->credential_give.flags == NSD_CREDENTIAL_FD
                                ? NULL
                                : "CREDENTIAL_GIVE without its descriptor";
+        case NSD_REQ_CREDENTIAL_UNLOCK:
+                return r->nfds == 1 && r->credential_unlock.flags == NSD_CREDENTIAL_FD
+                               ? NULL
+                               : "CREDENTIAL_UNLOCK without its descriptor";
         case NSD_REQ_SESSION_CLOSE:
                 return r->session_close.session_id == 0 && r->session_close.pid == 0
                                ? "neither a session id nor a pid"
@@ -551,6 +555,24 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 rec->hide_path[sizeof(rec->hide_path) - 1] = 0;
                 answer_empty(cfd, &r, NSD_REP_HIDE, cfg->hide_error, cfg);
                 break;
+        case NSD_REQ_CREDENTIAL_UNLOCK: {
+                struct nsd_rep_credential_unlock rep;
+                ssize_t got;
+
+                rec->credential_unlocks++;
+                memcpy(rec->credential_volume, r.credential_unlock.volume,
+                       sizeof(rec->credential_volume));
+                rec->credential_volume[sizeof(rec->credential_volume) - 1] = '\0';
+                rec->credential_seals = fcntl(r.fds[0], F_GET_SEALS);
+                got = pread(r.fds[0], rec->credential_text, sizeof(rec->credential_text) - 1, 0);
+                rec->credential_text[got > 0 ? got : 0] = '\0';
+                if (refuse(cfd, &r, cfg->unlock_error, cfg))
+                        break;
+                fake_nsd_reply_init(&rep, NSD_REP_CREDENTIAL_UNLOCK, sizeof(rep), &r);
+                rep.waiting = cfg->unlock_waiting;
+                (void) fake_nsd_send(cfd, &rep, sizeof(rep), NULL, 0);
+                break;
+        }
         case NSD_REQ_CREDENTIAL_GIVE: {
                 struct nsd_rep_credential_give rep;
                 ssize_t got;
