@@ -533,13 +533,21 @@ static int run_volume_request(nsc_conn *conn, struct args *a) {
                 return 0;
         r = nsc_credential_take(conn, a->volume, 0, &a->credential_fd);
         if (r == -EAGAIN || r == -EALREADY) {
-                fprintf(stderr, "nsctl: run-volume %s: locked; waiting for %s (nsctl unlock %s)\n",
-                        a->volume,
-                        a->run->flags & NSC_VOLUME_ASK ? "its password"
-                        : r == -EALREADY ? "another password: your login password did not "
-                                           "unlock it"
-                                         : "your login password (log in with it)",
-                        a->volume);
+                if (a->run->flags & NSC_VOLUME_ASK)
+                        fprintf(stderr,
+                                "nsctl: run-volume %s: locked; waiting for its password (nsctl "
+                                "unlock %s)\n",
+                                a->volume, a->volume);
+                else if (r == -EALREADY)
+                        fprintf(stderr,
+                                "nsctl: run-volume %s: locked; your login password did not "
+                                "unlock it: waiting for its password (nsctl unlock %s)\n",
+                                a->volume, a->volume);
+                else
+                        fprintf(stderr,
+                                "nsctl: run-volume %s: locked; waiting for your login password "
+                                "(log in with it, or nsctl unlock %s)\n",
+                                a->volume, a->volume);
                 (void) nsc_set_timeout(conn, 0); /* for as long as it takes */
                 r = nsc_credential_take(conn, a->volume, NSC_CREDENTIAL_WAIT, &a->credential_fd);
         }

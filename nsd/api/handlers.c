@@ -1100,16 +1100,18 @@ static int credential_refuse(Request *r, const User *u, size_t i, int err) {
         return request_refuse(r, -err, "cannot hand the password over: %s", g_strerror(-err));
 }
 
-/* Answer TAKE r of u's volume i with fd (taken): 0. */
-static int credential_pass(Request *r, const User *u, size_t i, int fd) {
+/* Answer TAKE r of u's volume i with fd (taken; the user's own from UNLOCK, or the login
+ * password): 0. */
+static int credential_pass(Request *r, const User *u, size_t i, int fd, bool unlocked) {
         struct nsd_msg_header rep;
 
         nsd_msg_init(&rep, NSD_REP_CREDENTIAL_TAKE, sizeof rep, r->seq);
         (void) request_reply(r, &rep, sizeof rep, &fd, 1);
         (void) close(fd);
         log_event_by(r->uid, LOG_INFO, 0, u->uid, "credential-taken",
-                     "Handed a password of uid %u to pid %u for volume '%s'", (unsigned) u->uid,
-                     (unsigned) r->pid, u->volumes[i].name);
+                     "Handed uid %u's %s to pid %u for volume '%s'", (unsigned) u->uid,
+                     unlocked ? "password from nsctl unlock" : "login password", (unsigned) r->pid,
+                     u->volumes[i].name);
         return 0;
 }
 
@@ -1123,18 +1125,19 @@ static uint32_t credential_wake(Api *a, User *u) {
                 Request *t = g_ptr_array_index(w, k);
                 const struct nsd_req_credential_take *tq = MSG(t, struct nsd_req_credential_take);
                 ssize_t i = t->conn ? password_volume(u, tq->volume) : -1;
+                bool unlocked;
                 int fd;
 
                 if (i < 0) { /* gone (a volume never goes while its namespace lives) */
                         g_ptr_array_remove_index(w, k);
                         continue;
                 }
-                fd = user_credential_take(u, (size_t) i);
+                fd = user_credential_take(u, (size_t) i, &unlocked);
                 if (fd == -EAGAIN || fd == -EALREADY) { /* nothing for that volume yet */
                         k++;
                         continue;
                 }
-                request_finish(t, fd >= 0 ? credential_pass(t, u, (size_t) i, fd)
+                request_finish(t, fd >= 0 ? credential_pass(t, u, (size_t) i, fd, unlocked)
                                           : credential_refuse(t, u, (size_t) i, fd));
                 answered += fd >= 0; /* those that got it, not a refusal */
                 g_ptr_array_remove_index(w, k);
@@ -1222,13 +1225,14 @@ static int handle_credential_take(Request *r) {
         User *u = users_get(a->users, r->uid);
         ssize_t i = own_password_volume(r, u, req->volume);
         GPtrArray *w;
+        bool unlocked;
         int fd;
 
         if (i < 0)
                 return (int) i;
-        fd = user_credential_take(u, (size_t) i);
+        fd = user_credential_take(u, (size_t) i, &unlocked);
         if (fd >= 0)
-                return credential_pass(r, u, (size_t) i, fd);
+                return credential_pass(r, u, (size_t) i, fd, unlocked);
         /* with WAIT, nothing for it yet (or only a login password it had: a wrong one) waits
          * for the next login or nsctl unlock */
         if (!(req->flags & NSD_CREDENTIAL_WAIT) || (fd != -EAGAIN && fd != -EALREADY))

@@ -346,14 +346,16 @@ void user_credential_unlock(User *u, size_t i, int fd) {
         u->unlock_timer = g_timeout_add_seconds(USER_CREDENTIAL_HOLD_SEC, on_unlock_timeout, u);
 }
 
-int user_credential_take(User *u, size_t i) {
+int user_credential_take(User *u, size_t i, bool *ret_unlocked) {
         uint64_t all = 0;
         int fd;
 
+        *ret_unlocked = false;
         g_return_val_if_fail(i < u->n_volumes && i < 64 && u->volumes[i].password, -EINVAL);
         if (u->unlock_fd && u->unlock_fd[i] >= 0) { /* the user's own for it: handed once */
                 fd = u->unlock_fd[i];
                 u->unlock_fd[i] = -1;
+                *ret_unlocked = true;
                 return fd;
         }
         if (!user_volume_takes_login(u, i) || u->credential_fd < 0)

@@ -118,9 +118,10 @@ void user_credential_hold(User *u, int fd);
 void user_credential_unlock(User *u, size_t i, int fd);
 /* A descriptor of the password held for volumes[i] (the caller's to close): the one the user
  * gave for it (then gone), else the login password unless Key=ask; or -errno: -EAGAIN none
- * held, -EALREADY volumes[i] took the login password held already (each volume once). Once
+ * held, -EALREADY volumes[i] took the login password held already (each volume once);
+ * *ret_unlocked says whether it is the user's own (nsctl unlock) or the login password. Once
  * every volume that takes the login password took it, nsd lets it go. */
-int user_credential_take(User *u, size_t i);
+int user_credential_take(User *u, size_t i, bool *ret_unlocked);
 /* Forget the login password held (closes it). */
 void user_credential_drop(User *u, const char *why);
 /* Forget the passwords the user gave (closes them). */

@@ -14,6 +14,12 @@
 #     not in nsd's state files or /run/nsd; nsd holds it no longer (every volume took it).
 #  5. another password login while the vault is mounted hands nothing over (no volume waits);
 #     a wrong password: su fails, nothing is handed to nsd.
+#  6. a second vault of hers, Key=ask (its own password) and Start=request: not started at
+#     login; `nsctl start safe` starts it, locked; `nsctl unlock safe` with a wrong password
+#     (piped, from a key-only login): gocryptfs refuses it, the unit runs again and waits;
+#     with the right one it is mounted; the login password never reached it; neither
+#     password is in the journal, a cmdline or environ, or nsd's files; `nsctl stop safe`
+#     unmounts it; bob's `nsctl unlock safe` is refused (his namespace has no such volume).
 #   Args: BUILD-DIR
 set -u
 . tests/vm/lib/vm.sh
@@ -26,6 +32,7 @@ done
 systemctl start systemd-user-sessions.service
 
 pw='correct horse battery staple'
+pw2='tr0ub4dor and 3 more'
 dropins=/etc/nsd/nsd.conf.d
 journal_dump() {
         vm_sshd_log | tail -20 >&2
@@ -50,6 +57,10 @@ install -m 0600 -o alice -g alice /dev/null /home/alice/.pw
 printf '%s' "$pw" > /home/alice/.pw
 vm_run_as alice gocryptfs -q -init -passfile /home/alice/.pw /home/alice/.vault-cipher ||
         fail "gocryptfs -init"
+printf '%s' "$pw2" > /home/alice/.pw
+vm_run_as alice sh -c 'mkdir -m 0700 ~/.safe-cipher ~/safe' || fail "alice's second folders"
+vm_run_as alice gocryptfs -q -init -passfile /home/alice/.pw /home/alice/.safe-cipher ||
+        fail "gocryptfs -init of the second vault"
 rm -f /home/alice/.pw
 install -d -m 0755 "$dropins"
 cat > "$dropins/60-vault.conf" << 'CONF'
@@ -58,10 +69,18 @@ Type=gocryptfs
 Source=%h/.vault-cipher
 Where=%h/vault
 Users=alice
+
+[Volume safe]
+Type=gocryptfs
+Source=%h/.safe-cipher
+Where=%h/safe
+Key=ask
+Start=request
+Users=alice
 CONF
 chmod 0644 "$dropins/60-vault.conf"
 out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
-assert_contains "$out" "1 volume" "nsd --check-config"
+assert_contains "$out" "2 volumes" "nsd --check-config"
 systemctl reload nsd.service 2> /dev/null || true
 
 # ---- 1. a key-only login: locked ---------------------------------------------------------
@@ -80,7 +99,10 @@ vm_poll 60 waiting || {
 }
 assert_eq "" "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/vault')" "a mount on ~/vault before a password login"
 out=$("$NSCTL" volumes --raw --noheadings -o user,volume,type,state)
-assert_eq "alice vault gocryptfs user-manager" "$out" "root's nsctl volumes"
+assert_eq "alice vault gocryptfs user-manager
+alice safe gocryptfs user-manager" "$out" "root's nsctl volumes"
+assert_eq inactive "$(vm_user_systemctl alice is-active nsd-volume@safe.service)" \
+        "the Start=request volume's unit after the login"
 
 # ---- 2. a password login unlocks it ------------------------------------------------------
 say "2. su -l alice with her password (from bob, on a pty): the vault is mounted"
@@ -127,7 +149,8 @@ done
 assert_eq "" "$hits" "processes with the password in cmdline or environ"
 assert_eq "" "$(grep -r -l -a -F "$pw" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd's files"
 out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state)
-assert_eq "alice vault user-manager" "$out" "nsctl volumes after the unlock"
+assert_eq "alice vault user-manager
+alice safe user-manager" "$out" "nsctl volumes after the unlock"
 
 # ---- 5. nothing more to unlock, or a wrong password: nothing goes to nsd -----------------
 say "5. another password login with the vault mounted: nothing is handed over"
@@ -143,5 +166,49 @@ if out=$(printf '%s\n' "not her password" | python3 tests/vm/helpers/su-password
 fi
 assert_eq "$before" "$(nsd_journal NSD_EVENT=credential-received USER_ID=1001 | wc -l)" \
         "credential-received events after a wrong password"
+
+# ---- 6. Key=ask, Start=request: nsctl start, unlock, stop ---------------------------------
+say "6. alice's second vault: nsctl start, a wrong and then the right password by nsctl unlock"
+safe_state() { vm_ssh alice 'findmnt -n -o FSTYPE ~/safe'; }
+assert_eq "" "$(safe_state)" "a mount on ~/safe before nsctl start"
+out=$(vm_ssh alice "$NSCTL start safe" 2>&1) || fail "nsctl start safe: $out"
+assert_eq "nsd-volume@safe.service" "$out" "nsctl start safe"
+safe_waits() {
+        journalctl --no-pager -q _UID=1001 -o cat |
+                grep -c "run-volume safe: locked; waiting for its password (nsctl unlock safe)"
+}
+safe_waiting() { [ "$(safe_waits)" -ge "$1" ]; }
+safe_mounted() { [ "$(safe_state)" = fuse.gocryptfs ]; }
+safe_unmounted() { [ -z "$(safe_state)" ]; }
+vm_poll 60 safe_waiting 1 || { journal_dump; fail "nsd-volume@safe does not wait for its password"; }
+assert_eq "" "$(safe_state)" "a mount on ~/safe while it waits"
+out=$(printf '%s\n' "wrong one" | vm_ssh alice "$NSCTL unlock safe" 2>&1) || fail "nsctl unlock safe (wrong): $out"
+assert_contains "$out" "Handed to nsd-volume@safe.service, which was waiting" "nsctl unlock safe"
+# gocryptfs refuses it, exits; the unit runs nsctl run-volume again 5 s later, which waits
+vm_poll 60 safe_waiting 2 || { journal_dump; fail "nsd-volume@safe does not wait again after a wrong password"; }
+assert_eq "" "$(safe_state)" "a mount on ~/safe after a wrong password"
+out=$(printf '%s\n' "$pw2" | vm_ssh alice "$NSCTL unlock safe" 2>&1) || fail "nsctl unlock safe: $out"
+assert_contains "$out" "Handed to nsd-volume@safe.service" "nsctl unlock safe (right)"
+vm_poll 60 safe_mounted || { journal_dump; fail "~/safe is not mounted after nsctl unlock"; }
+vm_ssh alice 'echo kept > ~/safe/note' || fail "alice writes into ~/safe"
+out=$(nsd_journal NSD_EVENT=credential-unlocked USER_ID=1001)
+assert_contains "$out" "for its volume 'safe'" "nsd's credential-unlocked event"
+out=$(nsd_journal NSD_EVENT=credential-taken USER_ID=1001)
+assert_contains "$out" "Handed uid 1001's password from nsctl unlock to pid" "nsd's credential-taken event"
+journalctl --flush 2> /dev/null || true
+for p_ in "$pw" "$pw2"; do
+        assert_eq 0 "$(journalctl --no-pager -o export | grep -c -a -F "$p_")" "a password in the journal"
+        hits=
+        for p in /proc/[0-9]*; do
+                grep -q -a -F "$p_" "$p/cmdline" "$p/environ" 2> /dev/null && hits="$hits ${p#/proc/}"
+        done
+        assert_eq "" "$hits" "processes with a password in cmdline or environ"
+        assert_eq "" "$(grep -r -l -a -F "$p_" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd's files"
+done
+out=$(printf '%s\n' "$pw2" | vm_ssh bob "$NSCTL unlock safe" 2>&1) && fail "bob's nsctl unlock safe succeeded: $out"
+assert_contains "$out" "no volume 'safe'" "bob's nsctl unlock safe"
+out=$(vm_ssh alice "$NSCTL stop safe" 2>&1) || fail "nsctl stop safe: $out"
+vm_poll 30 safe_unmounted || fail "~/safe is still mounted after nsctl stop safe"
+assert_eq "fuse.gocryptfs" "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/vault')" "~/vault after nsctl stop safe"
 kill "$stay" 2> /dev/null
 say "ok"
