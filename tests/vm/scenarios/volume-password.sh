@@ -20,6 +20,10 @@
 #     with the right one it is mounted; the login password never reached it; neither
 #     password is in the journal, a cmdline or environ, or nsd's files; `nsctl stop safe`
 #     unmounts it; bob's `nsctl unlock safe` is refused (his namespace has no such volume).
+#  7. the last logout with a process of hers left (what tmux is; logind's default
+#     KillUserProcesses=no keeps it in its session's scope): her user manager lives on, and so
+#     does the vault, past UserStopDelaySec; when that process exits, her manager stops and
+#     gocryptfs unmounts the vault (its SIGTERM); nothing of her namespace is lost.
 #   Args: BUILD-DIR
 set -u
 . tests/vm/lib/vm.sh
@@ -186,6 +190,8 @@ out=$(printf '%s\n' "wrong one" | vm_ssh alice "$NSCTL unlock safe" 2>&1) || fai
 assert_contains "$out" "Handed to nsd-volume@safe.service, which was waiting" "nsctl unlock safe"
 # gocryptfs refuses it, exits; the unit runs nsctl run-volume again 5 s later, which waits
 vm_poll 60 safe_waiting 2 || { journal_dump; fail "nsd-volume@safe does not wait again after a wrong password"; }
+# the one clear error, where the user looks (journalctl --user -u nsd-volume@safe)
+assert_contains "$(journalctl --no-pager -q _UID=1001 -o cat)" "Password incorrect" "gocryptfs on the wrong password"
 assert_eq "" "$(safe_state)" "a mount on ~/safe after a wrong password"
 out=$(printf '%s\n' "$pw2" | vm_ssh alice "$NSCTL unlock safe" 2>&1) || fail "nsctl unlock safe: $out"
 assert_contains "$out" "Handed to nsd-volume@safe.service" "nsctl unlock safe (right)"
@@ -210,5 +216,32 @@ assert_contains "$out" "no volume 'safe'" "bob's nsctl unlock safe"
 out=$(vm_ssh alice "$NSCTL stop safe" 2>&1) || fail "nsctl stop safe: $out"
 vm_poll 30 safe_unmounted || fail "~/safe is still mounted after nsctl stop safe"
 assert_eq "fuse.gocryptfs" "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/vault')" "~/vault after nsctl stop safe"
+
+# ---- 7. the last logout with a process left -----------------------------------------------
+say "7. alice's last logout with a process of hers left: the vault stays until it exits"
+ns_alice=$(nsd_ns_inode alice)
+left=$(vm_ssh alice 'sleep 3600 < /dev/null > /dev/null 2>&1 & echo $!') || fail "a process of alice's left behind"
 kill "$stay" 2> /dev/null
+wait "$stay" 2> /dev/null || true # its status is the signal's
+vault_in() { nsenter -t "$1" -m findmnt -n -o FSTYPE /home/alice/vault; }
+# logind: every session of hers ended, one still "closing" (its scope holds the process left)
+user_closing() { [ "$(loginctl show-user alice -p State --value 2> /dev/null)" = closing ]; }
+vm_poll 60 user_closing || {
+        loginctl list-sessions >&2
+        loginctl show-user alice >&2
+        fail "alice's logind state is not 'closing' after her last logout"
+}
+# a negative: her manager stops UserStopDelaySec (10 s) after her last session would have
+# gone; give it that and more before looking
+sleep 15
+assert_eq active "$(systemctl is-active user@1001.service)" "alice's user manager with a process of hers left"
+assert_eq fuse.gocryptfs "$(vault_in "$left")" "~/vault seen from the process left behind"
+kill "$left"
+manager_gone() { [ "$(systemctl show -p ActiveState --value user@1001.service)" = inactive ]; }
+vm_wait_for 90 manager_gone
+pid=$(pgrep -u alice -x gocryptfs || true)
+assert_eq "" "$pid" "gocryptfs of alice's after her manager stopped"
+assert_eq "" "$("$NSCTL" enter alice -- findmnt -n -o FSTYPE /home/alice/vault)" \
+        "a mount on ~/vault in alice's namespace (nsctl enter) once nothing of hers is left"
+assert_eq "$ns_alice" "$(nsd_ns_inode alice)" "alice's namespace, kept (Linger=forever)"
 say "ok"

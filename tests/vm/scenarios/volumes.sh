@@ -203,6 +203,9 @@ vm_poll 60 sh -c '! pgrep -U alice > /dev/null' || fail "alice's processes are s
 "$NSCTL" release alice || { nsd_journal_dump; fail "nsctl release alice"; }
 vm_poll 60 no_loop_of "$vol/alice.img" ||
         fail "the loop device of alice.img after the release: $(loops_of "$vol/alice.img")"
+out=$(nsd_journal NSD_EVENT=volume-released USER_ID=1001)
+assert_contains "$out" "Volume 'vault' of uid 1001 (ext4, $vol/alice.img on /dev/loop" "nsd's volume-released event"
+assert_contains "$out" "then clears the loop device" "nsd's volume-released event"
 install -d -m 0700 "$VM_TMPDIR/check"
 mount -o ro,nosuid,nodev,noexec "$vol/alice.img" "$VM_TMPDIR/check" || fail "mount alice.img to check it"
 assert_eq "secret of alice" "$(cat "$VM_TMPDIR/check/file")" "alice's file in the image"
