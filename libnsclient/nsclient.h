@@ -287,7 +287,7 @@ struct nsc_share_info {
 int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n);
 void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 
-/* ---- volumes (since NSCLIENT_1.6, nsd protocol 1.7) --------------------------------- */
+/* ---- volumes (since NSCLIENT_1.6, nsd protocol 1.7; flags ASK, ON_REQUEST: 1.8) ---- */
 
 #define NSC_VOLUME_UNKNOWN 0   /* the setup ended without a report (or nsd < 1.7 made it) */
 #define NSC_VOLUME_MOUNTED 1   /* mounted on where */

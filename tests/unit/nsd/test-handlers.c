@@ -663,6 +663,37 @@ static uint16_t next_with_fd(int fd, int *ret_error, char **ret_text) {
         return msg.hdr.type;
 }
 
+/* Users 100000 and 100001, the latter's namespace "inside" (the test's own namespace stands
+ * for it) with the FUSE volumes of spec: "NAME:TYPE ..." in order; gocryptfs takes the login
+ * password, gocryptfs-ask a password of its own (Key=ask). */
+static User *volume_user(Server *s, const char *spec) {
+        g_auto(GStrv) names = g_strsplit(spec, " ", -1);
+        struct stat here;
+        User *u;
+
+        add_fake_users(s, 2);
+        u = users_get(s->users, 100001);
+        if (stat("/proc/self/ns/mnt", &here) == 0)
+                u->ns->ns_inode = here.st_ino;
+        u->n_volumes = g_strv_length(names);
+        u->volumes = g_new0(UserVolume, u->n_volumes);
+        for (size_t i = 0; i < u->n_volumes; i++) {
+                g_auto(GStrv) nt = g_strsplit(names[i], ":", 2);
+                bool ask = strcmp(nt[1], "gocryptfs-ask") == 0;
+
+                u->volumes[i] = (UserVolume) {
+                        .name = g_strdup(nt[0]),
+                        .type = g_strdup(ask ? "gocryptfs" : nt[1]),
+                        .source = g_strdup_printf("/src/%s", nt[0]),
+                        .where = g_strdup_printf("/home/u/%s", nt[0]),
+                        .outcome = VOLUME_OUTCOME_USER_MANAGER,
+                        .password = g_str_has_prefix(nt[1], "gocryptfs"),
+                        .ask = ask,
+                };
+        }
+        return u;
+}
+
 /* GIVE is root's, takes only a sealed memfd of a sane size, for a user whose namespace has a
  * volume that takes a password; TAKE is the user's own, for its volume: at once, or waiting
  * for the next GIVE; the password goes once every such volume took it. */
@@ -672,29 +703,11 @@ static void test_credentials(void) {
         int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
         int waiter = peer(s, CONN_KIND_USER, 100001), other = peer(s, CONN_KIND_USER, 100000);
         g_autofree char *text = NULL;
-        struct stat here;
         int error = 0, fd;
         uint16_t type;
         User *u;
 
-        add_fake_users(s, 2);
-        u = users_get(s->users, 100001);
-        /* "inside": the test's own namespace stands for the user's */
-        if (stat("/proc/self/ns/mnt", &here) == 0)
-                u->ns->ns_inode = here.st_ino;
-        u->n_volumes = 2;
-        u->volumes = g_new0(UserVolume, 2);
-        u->volumes[0] = (UserVolume) { .name = g_strdup("vault"),
-                                       .type = g_strdup("gocryptfs"),
-                                       .source = g_strdup("/c"),
-                                       .where = g_strdup("/v"),
-                                       .outcome = VOLUME_OUTCOME_USER_MANAGER,
-                                       .password = true };
-        u->volumes[1] = (UserVolume) { .name = g_strdup("files"),
-                                       .type = g_strdup("sshfs"),
-                                       .source = g_strdup("h:/x"),
-                                       .where = g_strdup("/f"),
-                                       .outcome = VOLUME_OUTCOME_USER_MANAGER };
+        u = volume_user(s, "vault:gocryptfs files:sshfs");
 
         fd = credential_memfd("hunter2", ALL_SEALS);
         send_give(user, 100001, fd, 1);
@@ -836,36 +849,12 @@ static void test_credential_unlock(void) {
         int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
         int waiter = peer(s, CONN_KIND_USER, 100001), other = peer(s, CONN_KIND_USER, 100000);
         g_autofree char *text = NULL;
-        struct stat here;
         uint32_t waiting = 0;
         int error = 0, fd;
         uint16_t type;
         User *u;
 
-        add_fake_users(s, 2);
-        u = users_get(s->users, 100001);
-        if (stat("/proc/self/ns/mnt", &here) == 0)
-                u->ns->ns_inode = here.st_ino;
-        u->n_volumes = 3;
-        u->volumes = g_new0(UserVolume, 3);
-        u->volumes[0] = (UserVolume) { .name = g_strdup("vault"),
-                                       .type = g_strdup("gocryptfs"),
-                                       .source = g_strdup("/c"),
-                                       .where = g_strdup("/v"),
-                                       .outcome = VOLUME_OUTCOME_USER_MANAGER,
-                                       .password = true };
-        u->volumes[1] = (UserVolume) { .name = g_strdup("secret"),
-                                       .type = g_strdup("gocryptfs"),
-                                       .source = g_strdup("/s"),
-                                       .where = g_strdup("/w"),
-                                       .outcome = VOLUME_OUTCOME_USER_MANAGER,
-                                       .password = true,
-                                       .ask = true };
-        u->volumes[2] = (UserVolume) { .name = g_strdup("files"),
-                                       .type = g_strdup("sshfs"),
-                                       .source = g_strdup("h:/x"),
-                                       .where = g_strdup("/f"),
-                                       .outcome = VOLUME_OUTCOME_USER_MANAGER };
+        u = volume_user(s, "vault:gocryptfs secret:gocryptfs-ask files:sshfs");
 
         is_int(unlock(user, "files", "x", 1, &waiting), -ENOENT,
                "UNLOCK of a volume that takes no password: ENOENT");

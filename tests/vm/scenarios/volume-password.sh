@@ -2,7 +2,8 @@
 # volume-password: issue 25's "unlocked once": a gocryptfs vault in alice's namespace, its key
 # her login password, under systemd as PID 1 with nsd from the built units, the host's sshd
 # (key logins) and su (password logins), pam_nsjoin in Debian's common-session and its auth
-# stage after pam_unix in common-auth.
+# stage after pam_unix in common-auth by the package's profile (pam-auth-update --enable
+# nsjoin-password).
 #  1. alice's key-only ssh login: her service manager starts nsd-volume@vault, which waits
 #     ("locked"); nothing is mounted on ~/vault; nsctl volumes says user-manager.
 #  2. a password login of hers (su -l alice from bob, the password on a pty): pam_nsjoin hands
@@ -38,16 +39,26 @@ systemctl start systemd-user-sessions.service
 pw='correct horse battery staple'
 pw2='tr0ub4dor and 3 more'
 dropins=/etc/nsd/nsd.conf.d
+# nowhere PASSWORD: not in the journal, any process's cmdline or environ, nsd's files
+nowhere() {
+        local p hits=
+        journalctl --flush 2> /dev/null || true
+        assert_eq 0 "$(journalctl --no-pager -o export | grep -c -a -F "$1")" "the journal"
+        for p in /proc/[0-9]*; do
+                grep -q -a -F "$1" "$p/cmdline" "$p/environ" 2> /dev/null && hits="$hits ${p#/proc/}"
+        done
+        assert_eq "" "$hits" "processes with a password in cmdline or environ"
+        assert_eq "" "$(grep -r -l -a -F "$1" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd's files"
+}
 journal_dump() {
         vm_sshd_log | tail -20 >&2
         journalctl --no-pager -n 80 >&2 || true
 }
 
-say "nsd from the built units; pam_nsjoin in common-session and, after pam_unix, common-auth"
+say "nsd from the built units; pam-auth-update --enable nsjoin-password; pam_nsjoin in common-session"
 nsd_units_start '[Namespaces]' 'Users=@regular'
+nsd_enable_password_profile
 nsd_setup_debian_pam timeout=60 debug
-sed -i '/pam_nsjoin/d' /etc/pam.d/common-auth
-echo "auth optional $PAM_NSJOIN" >> /etc/pam.d/common-auth
 nsd_install_user_units
 vm_start_sshd --debian-pam
 nsd_user alice 1001
@@ -144,14 +155,7 @@ assert_eq "$(nsd_ns_inode alice)" "$(vm_ns_of "$pid")" "the namespace of the goc
 
 # ---- 4. the password is nowhere ---------------------------------------------------------
 say "4. the password is in no log, no process's cmdline or environ, no file of nsd's"
-journalctl --flush 2> /dev/null || true
-assert_eq 0 "$(journalctl --no-pager -o export | grep -c -a -F "$pw")" "the journal"
-hits=
-for p in /proc/[0-9]*; do
-        grep -q -a -F "$pw" "$p/cmdline" "$p/environ" 2> /dev/null && hits="$hits ${p#/proc/}"
-done
-assert_eq "" "$hits" "processes with the password in cmdline or environ"
-assert_eq "" "$(grep -r -l -a -F "$pw" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd's files"
+nowhere "$pw"
 out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state)
 assert_eq "alice vault user-manager
 alice safe user-manager" "$out" "nsctl volumes after the unlock"
@@ -201,16 +205,8 @@ out=$(nsd_journal NSD_EVENT=credential-unlocked USER_ID=1001)
 assert_contains "$out" "for its volume 'safe'" "nsd's credential-unlocked event"
 out=$(nsd_journal NSD_EVENT=credential-taken USER_ID=1001)
 assert_contains "$out" "Handed uid 1001's password from nsctl unlock to pid" "nsd's credential-taken event"
-journalctl --flush 2> /dev/null || true
-for p_ in "$pw" "$pw2"; do
-        assert_eq 0 "$(journalctl --no-pager -o export | grep -c -a -F "$p_")" "a password in the journal"
-        hits=
-        for p in /proc/[0-9]*; do
-                grep -q -a -F "$p_" "$p/cmdline" "$p/environ" 2> /dev/null && hits="$hits ${p#/proc/}"
-        done
-        assert_eq "" "$hits" "processes with a password in cmdline or environ"
-        assert_eq "" "$(grep -r -l -a -F "$p_" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd's files"
-done
+nowhere "$pw"
+nowhere "$pw2"
 out=$(printf '%s\n' "$pw2" | vm_ssh bob "$NSCTL unlock safe" 2>&1) && fail "bob's nsctl unlock safe succeeded: $out"
 assert_contains "$out" "no volume 'safe'" "bob's nsctl unlock safe"
 out=$(vm_ssh alice "$NSCTL stop safe" 2>&1) || fail "nsctl stop safe: $out"
@@ -221,8 +217,10 @@ assert_eq "fuse.gocryptfs" "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/vault')" "~/v
 say "7. alice's last logout with a process of hers left: the vault stays until it exits"
 ns_alice=$(nsd_ns_inode alice)
 left=$(vm_ssh alice 'sleep 3600 < /dev/null > /dev/null 2>&1 & echo $!') || fail "a process of alice's left behind"
-kill "$stay" 2> /dev/null
-wait "$stay" 2> /dev/null || true # its status is the signal's
+# her first login ends: its remote command ends (the ssh client, a child of the background
+# shell $stay, goes with it)
+pkill -u alice -x -f 'sleep 600' || fail "alice's first login's sleep is gone already"
+wait "$stay" 2> /dev/null || true
 vault_in() { nsenter -t "$1" -m findmnt -n -o FSTYPE /home/alice/vault; }
 # logind: every session of hers ended, one still "closing" (its scope holds the process left)
 user_closing() { [ "$(loginctl show-user alice -p State --value 2> /dev/null)" = closing ]; }
