@@ -1071,6 +1071,9 @@ _Static_assert(NSC_CREDENTIAL_MAX == NSD_CREDENTIAL_MAX &&
                        NSC_VOLUME_PASSWORD == NSD_VOLUME_PASSWORD &&
                        NSC_VOLUME_ASK == NSD_VOLUME_ASK &&
                        NSC_VOLUME_ON_REQUEST == NSD_VOLUME_ON_REQUEST &&
+                       NSC_VOLUME_NOW_KNOWN == NSD_VOLUME_NOW_KNOWN &&
+                       NSC_VOLUME_NOW_MOUNTED == NSD_VOLUME_NOW_MOUNTED &&
+                       NSC_VOLUME_WAITING == NSD_VOLUME_WAITING &&
                        NSC_NS_CREDENTIAL_WANTED == NSD_NS_CREDENTIAL_WANTED,
                "the credential's constants");
 

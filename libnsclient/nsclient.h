@@ -300,6 +300,12 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 #define NSC_VOLUME_ASK 0x2u
 /* flags (nsd 1.8): Start=request: started by `nsctl start NAME`, not at login */
 #define NSC_VOLUME_ON_REQUEST 0x4u
+/* flags (nsd 1.8): nsd read the namespace's mount table for the entry; then NOW_MOUNTED says
+ * whether something is mounted on where now */
+#define NSC_VOLUME_NOW_KNOWN 0x8u
+#define NSC_VOLUME_NOW_MOUNTED 0x10u
+/* flags (nsd 1.8): its run-volume waits for a password now (locked) */
+#define NSC_VOLUME_WAITING 0x20u
 
 struct nsc_volume_info {
         uid_t uid;         /* whose namespace */
@@ -307,7 +313,7 @@ struct nsc_volume_info {
         int error;         /* -errno of the failure; 0 */
         uint32_t loop;     /* the image is on /dev/loop<loop - 1>; 0: no loop device */
         uint64_t at_usec;  /* CLOCK_REALTIME when the setup reported; 0: unknown */
-        uint32_t flags;    /* NSC_VOLUME_PASSWORD, NSC_VOLUME_ASK, NSC_VOLUME_ON_REQUEST */
+        uint32_t flags;    /* NSC_VOLUME_* flags above */
         char name[72];     /* [Volume NAME] */
         char type[16];     /* Type= */
         char source[1032]; /* Source=, expanded */

@@ -101,7 +101,10 @@
  *        into `nsctl unlock NAME` (a volume keyed Key=ask, or one the login password did not
  *        reach: an ssh key login, a wrong password). VOLUMES entries' flags may carry
  *        NSD_VOLUME_ASK (Key=ask: the login password is never handed to it) and
- *        NSD_VOLUME_ON_REQUEST (Start=request: `nsctl start NAME` starts it, not the login).
+ *        NSD_VOLUME_ON_REQUEST (Start=request: `nsctl start NAME` starts it, not the login),
+ *        and what is so now: NSD_VOLUME_NOW_KNOWN with NSD_VOLUME_NOW_MOUNTED (nsd read the
+ *        namespace's mount table: is something mounted on `where`), NSD_VOLUME_WAITING (its
+ *        run-volume waits for a password: locked).
  *        A TAKE with NSD_CREDENTIAL_WAIT now also waits when the password held was handed to
  *        that volume already (a wrong one: the volume's unit runs it again), instead of
  *        answering -EALREADY. A 1.7 nsd answers UNLOCK with -EOPNOTSUPP ("unknown request
@@ -641,6 +644,12 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 #define NSD_VOLUME_ASK 0x2u
 /* 1.8: Start=request: started by `nsctl start NAME`, not at login */
 #define NSD_VOLUME_ON_REQUEST 0x4u
+/* 1.8: nsd read the namespace's mount table for this entry: NSD_VOLUME_NOW_MOUNTED says
+ * whether something is mounted on `where` now (without it: not known) */
+#define NSD_VOLUME_NOW_KNOWN 0x8u
+#define NSD_VOLUME_NOW_MOUNTED 0x10u
+/* 1.8: its run-volume waits for a password now (CREDENTIAL_TAKE with NSD_CREDENTIAL_WAIT) */
+#define NSD_VOLUME_WAITING 0x20u
 
 /* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
  * reload changes no entry until the namespace is made again), in order of uid, then of
@@ -652,7 +661,7 @@ struct nsd_rep_volumes_entry {
         int32_t error;                  /* -errno of the failure; 0 */
         uint32_t loop;                  /* its image is on /dev/loop<loop - 1>; 0: no loop device */
         uint64_t at_usec;               /* CLOCK_REALTIME when the setup reported; 0: unknown */
-        uint32_t flags;                 /* NSD_VOLUME_PASSWORD */
+        uint32_t flags;                 /* NSD_VOLUME_* flags above */
         uint32_t reserved;              /* 0 */
         char name[NSD_SHARE_NAME_MAX];  /* NUL-terminated, as every string below */
         char type[NSD_VOLUME_TYPE_MAX]; /* Type= */

@@ -373,6 +373,7 @@ enum {
         VOLUMES_COL_TYPE,
         VOLUMES_COL_WHERE,
         VOLUMES_COL_STATE,
+        VOLUMES_COL_NOW,
         VOLUMES_COL_SOURCE,
         VOLUMES_COL_LOOP,
         VOLUMES_COL_SINCE,
@@ -391,6 +392,10 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
         [VOLUMES_COL_STATE] = { "STATE", 8, 0, SCOLS_JSON_STRING,
                                 "what the namespace's setup did: mounted, failed, not-tried "
                                 "(an earlier failure stopped it) or unknown" },
+        [VOLUMES_COL_NOW] = { "NOW", 11, 0, SCOLS_JSON_STRING,
+                              "what is so now: mounted (something is mounted on WHERE), "
+                              "not-mounted, or locked (it waits for a password: nsctl "
+                              "unlock); '-': nsd did not say" },
         [VOLUMES_COL_SOURCE] = { "SOURCE", 0.3, 0, SCOLS_JSON_STRING, "its Source= for this user" },
         [VOLUMES_COL_LOOP] = { "LOOP", 10, 0, SCOLS_JSON_STRING,
                                "the loop device its image is on ('-': none)" },
@@ -427,6 +432,12 @@ static char *volumes_cell(const void *row, size_t col, bool json) {
                 return strdup(v->state < ELEMENTSOF(volume_state_names)
                                       ? volume_state_names[v->state]
                                       : "unknown");
+        case VOLUMES_COL_NOW:
+                if (v->flags & NSC_VOLUME_WAITING)
+                        return strdup("locked");
+                if (!(v->flags & NSC_VOLUME_NOW_KNOWN))
+                        return json ? NULL : strdup("-");
+                return strdup(v->flags & NSC_VOLUME_NOW_MOUNTED ? "mounted" : "not-mounted");
         case VOLUMES_COL_SOURCE:
                 return strndup(v->source, sizeof(v->source));
         case VOLUMES_COL_LOOP:
@@ -1437,8 +1448,8 @@ static const struct column_set shares_column_set = {
 };
 
 static const size_t volumes_columns_default[] = {
-        VOLUMES_COL_USER,  VOLUMES_COL_VOLUME, VOLUMES_COL_TYPE,
-        VOLUMES_COL_WHERE, VOLUMES_COL_STATE,  VOLUMES_COL_WHY,
+        VOLUMES_COL_USER,  VOLUMES_COL_VOLUME, VOLUMES_COL_TYPE, VOLUMES_COL_WHERE,
+        VOLUMES_COL_STATE, VOLUMES_COL_NOW,    VOLUMES_COL_WHY,
 };
 static const struct column_set volumes_column_set = {
         .columns = volumes_columns,

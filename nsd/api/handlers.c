@@ -27,6 +27,7 @@
 #include "policy/policy.h"
 #include "policy/setup-conf.h"
 #include "store/fdstore.h"
+#include "store/mounts.h"
 #include "store/pinstore.h"
 #include "store/userns.h"
 #include "time-util.h"
@@ -971,16 +972,22 @@ typedef struct VolumesState {
         guint next;   /* the uid being sent */
         size_t next_volume;
         uint32_t sent;
+        char *mountinfo; /* the mount table of the uid being sent; NULL: not known */
 } VolumesState;
 
 static void volumes_state_free(void *p) {
         VolumesState *vs = p;
         g_array_unref(vs->uids);
+        g_free(vs->mountinfo);
         g_free(vs);
 }
 
+static bool credential_waits(Api *a, uid_t uid, const char *volume);
+
 static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, const UserVolume *v) {
         struct nsd_rep_volumes_entry e;
+        int count;
+        unsigned group;
 
         nsd_msg_init(&e.hdr, NSD_REP_VOLUMES_ENTRY, sizeof e, r->seq);
         e.uid = u->uid;
@@ -997,6 +1004,14 @@ static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, cons
         g_strlcpy(e.options, v->options ? v->options : "", sizeof e.options);
         e.flags = (v->password ? NSD_VOLUME_PASSWORD : 0) | (v->ask ? NSD_VOLUME_ASK : 0) |
                   (v->on_request ? NSD_VOLUME_ON_REQUEST : 0);
+        /* what is so now: a mount on its Where= (-ENOENT: none), a run-volume that waits */
+        if (vs->mountinfo)
+                e.flags |= NSD_VOLUME_NOW_KNOWN |
+                           (mounts_under(vs->mountinfo, v->where, &count, &group) == 0
+                                    ? NSD_VOLUME_NOW_MOUNTED
+                                    : 0);
+        if (v->password && credential_waits(api_of(r), u->uid, v->name))
+                e.flags |= NSD_VOLUME_WAITING;
         if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
                 vs->sent++;
 }
@@ -1016,6 +1031,12 @@ static bool volumes_produce(Request *r) {
                         continue;
                 }
                 budget--;
+                if (vs->next_volume == 0) { /* its mount table, once for all its volumes */
+                        g_clear_pointer(&vs->mountinfo, g_free);
+                        if (userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &vs->mountinfo, NULL) <
+                            0)
+                                vs->mountinfo = NULL; /* not known: said by the flags */
+                }
                 volumes_send_entry(r, vs, u, &u->volumes[vs->next_volume++]);
         }
         return stream_end(r, vs->next >= vs->uids->len, NSD_REP_VOLUMES_END, vs->sent);
@@ -1082,6 +1103,19 @@ static GPtrArray *credential_waiters(Api *a, uid_t uid, bool create) {
                 g_hash_table_insert(a->credential_waiters, GUINT_TO_POINTER(uid), w);
         }
         return w;
+}
+
+/* Does a TAKE of uid's volume wait (its client still there)? */
+static bool credential_waits(Api *a, uid_t uid, const char *volume) {
+        GPtrArray *w = credential_waiters(a, uid, false);
+
+        for (guint k = 0; w && k < w->len; k++) {
+                Request *t = g_ptr_array_index(w, k);
+
+                if (t->conn && strcmp(MSG(t, struct nsd_req_credential_take)->volume, volume) == 0)
+                        return true;
+        }
+        return false;
 }
 
 /* Why TAKE r of u's volume i gets nothing: err is user_credential_take()'s. */

@@ -445,7 +445,7 @@ static void test_exclusive(void) {
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
         ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
         check_json("list --json of no namespace", r.out,
-                   (const char *[]) { "d", "{'schema_version': 4, 'namespaces': []}", NULL });
+                   (const char *[]) { "d", "{'schema_version': 5, 'namespaces': []}", NULL });
         is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
 }
 
@@ -995,12 +995,14 @@ static void test_golden(void) {
                 { .uid = 1500,
                   .state = NSD_VOLUME_MOUNTED,
                   .loop = 3 /* /dev/loop2 */,
+                  .flags = NSD_VOLUME_NOW_KNOWN | NSD_VOLUME_NOW_MOUNTED,
                   .name = "vault",
                   .type = "ext4",
                   .source = "/srv/images/alice.img",
                   .where = "/home/alice/vault" },
                 { .uid = 1500,
                   .state = NSD_VOLUME_NOT_TRIED,
+                  .flags = NSD_VOLUME_NOW_KNOWN,
                   .name = "scratch",
                   .type = "xfs",
                   .source = "/dev/vdb",
@@ -1012,6 +1014,15 @@ static void test_golden(void) {
                   .source = "alice@files:/srv/alice",
                   .where = "/home/alice/files",
                   .options = "nosuid,nodev,reconnect" },
+                { .uid = 1500,
+                  .state = NSD_VOLUME_USER,
+                  .flags = NSD_VOLUME_PASSWORD | NSD_VOLUME_ASK | NSD_VOLUME_NOW_KNOWN |
+                           NSD_VOLUME_WAITING,
+                  .name = "safe",
+                  .type = "gocryptfs",
+                  .source = "/home/alice/.safe",
+                  .where = "/home/alice/safe",
+                  .options = "nosuid,nodev" },
                 { .uid = 1600,
                   .state = NSD_VOLUME_FAILED,
                   .error = -ELOOP,
@@ -1080,7 +1091,7 @@ static void test_json_schema(void) {
                 const char *what, *doc;
                 int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
         } docs[] = {
-                { "the smallest list", "{\"schema_version\": 4, \"namespaces\": []}", 0 },
+                { "the smallest list", "{\"schema_version\": 5, \"namespaces\": []}", 0 },
                 { "no schema_version", "{\"namespaces\": []}", 3 },
                 { "another schema_version", "{\"schema_version\": 1, \"namespaces\": []}", 3 },
                 { "a member of a type it does not have",

@@ -675,6 +675,9 @@ static User *volume_user(Server *s, const char *spec) {
         u = users_get(s->users, 100001);
         if (stat("/proc/self/ns/mnt", &here) == 0)
                 u->ns->ns_inode = here.st_ino;
+        /* its mount table is the test's own (read as nsd reads a namespace's: root only) */
+        close(u->ns->ns_fd);
+        u->ns->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         u->n_volumes = g_strv_length(names);
         u->volumes = g_new0(UserVolume, u->n_volumes);
         for (size_t i = 0; i < u->n_volumes; i++) {
@@ -840,6 +843,22 @@ static bool still_waiting(int fd) {
         return !loop_test_readable(fd);
 }
 
+/* VOLUMES as fd's user: the flags of its volume name (UINT32_MAX: none came) */
+static uint32_t volume_flags(int fd, const char *name, uint32_t seq) {
+        uint32_t flags = UINT32_MAX;
+
+        loop_test_send_type(fd, NSD_REQ_VOLUMES, seq);
+        for (;;) {
+                TestReply rep = loop_test_next(fd);
+                const struct nsd_rep_volumes_entry *e = (const void *) &rep.msg;
+
+                if (rep.type != NSD_REP_VOLUMES_ENTRY)
+                        return flags;
+                if (strcmp(e->name, name) == 0)
+                        flags = e->flags;
+        }
+}
+
 /* UNLOCK is the user's own password for one of its volumes that takes one: held for that
  * volume only, handed to its waiting TAKE; Key=ask never gets the login password; a TAKE
  * that waits after its volume took the login password (a wrong one) waits for an UNLOCK. */
@@ -887,6 +906,31 @@ static void test_credential_unlock(void) {
                    "nobody got it");
         }
         ok(still_waiting(waiter), "the Key=ask volume's TAKE still waits");
+        {
+                uint32_t f = volume_flags(user, "secret", 20), g = volume_flags(user, "vault", 21);
+
+                ok(f != UINT32_MAX && (f & NSD_VOLUME_WAITING) && (f & NSD_VOLUME_ASK) &&
+                           (f & NSD_VOLUME_PASSWORD),
+                   "VOLUMES: the Key=ask volume waits for a password now (flags 0x%x)", f);
+                ok(g != UINT32_MAX && !(g & NSD_VOLUME_WAITING) && !(g & NSD_VOLUME_ASK),
+                   "the other one does not (flags 0x%x)", g);
+                if (geteuid() == 0) {
+                        uint32_t p;
+
+                        ok((f & NSD_VOLUME_NOW_KNOWN) && !(f & NSD_VOLUME_NOW_MOUNTED),
+                           "its mount table read: nothing is mounted on its Where= (flags 0x%x)",
+                           f);
+                        g_free(u->volumes[2].where);
+                        u->volumes[2].where = g_strdup("/proc");
+                        p = volume_flags(user, "files", 22);
+                        ok(p != UINT32_MAX && (p & NSD_VOLUME_NOW_KNOWN) &&
+                                   (p & NSD_VOLUME_NOW_MOUNTED),
+                           "one whose Where= is a mount point (/proc): mounted now (0x%x)", p);
+                } else {
+                        tap_skip("reading a namespace's mount table needs root");
+                        tap_skip("reading a namespace's mount table needs root");
+                }
+        }
         is_int(unlock(user, "secret", "s3cret", 8, &waiting), 0, "the user's UNLOCK of it");
         is_int(waiting, 1, "its reply: one waiting TAKE got it");
         type = next_with_fd(waiter, &error, &text);

@@ -118,6 +118,10 @@ assert_eq "alice vault gocryptfs user-manager
 alice safe gocryptfs user-manager" "$out" "root's nsctl volumes"
 assert_eq inactive "$(vm_user_systemctl alice is-active nsd-volume@safe.service)" \
         "the Start=request volume's unit after the login"
+# (run-volume says "locked" just before its waiting request reaches nsd: polled)
+now_is() { [ "$("$NSCTL" volumes --raw --noheadings -o volume,now)" = "$1" ]; }
+vm_poll 30 now_is "vault locked
+safe not-mounted" || fail "nsctl volumes' NOW while locked: $("$NSCTL" volumes --raw --noheadings -o volume,now)"
 
 # ---- 2. a password login unlocks it ------------------------------------------------------
 say "2. su -l alice with her password (from bob, on a pty): the vault is mounted"
@@ -190,6 +194,8 @@ safe_mounted() { [ "$(safe_state)" = fuse.gocryptfs ]; }
 safe_unmounted() { [ -z "$(safe_state)" ]; }
 vm_poll 60 safe_waiting 1 || { journal_dump; fail "nsd-volume@safe does not wait for its password"; }
 assert_eq "" "$(safe_state)" "a mount on ~/safe while it waits"
+safe_locked() { [ "$(vm_ssh alice "$NSCTL volumes --raw --noheadings -o volume,now" | grep '^safe ')" = "safe locked" ]; }
+vm_poll 30 safe_locked || fail "alice's nsctl volumes while ~/safe waits: not locked"
 out=$(printf '%s\n' "wrong one" | vm_ssh alice "$NSCTL unlock safe" 2>&1) || fail "nsctl unlock safe (wrong): $out"
 assert_contains "$out" "Handed to nsd-volume@safe.service, which was waiting" "nsctl unlock safe"
 # gocryptfs refuses it, exits; the unit runs nsctl run-volume again 5 s later, which waits
@@ -201,6 +207,9 @@ out=$(printf '%s\n' "$pw2" | vm_ssh alice "$NSCTL unlock safe" 2>&1) || fail "ns
 assert_contains "$out" "Handed to nsd-volume@safe.service" "nsctl unlock safe (right)"
 vm_poll 60 safe_mounted || { journal_dump; fail "~/safe is not mounted after nsctl unlock"; }
 vm_ssh alice 'echo kept > ~/safe/note' || fail "alice writes into ~/safe"
+assert_eq "vault mounted
+safe mounted" "$("$NSCTL" volumes --raw --noheadings -o volume,now)" \
+        "nsctl volumes' NOW once both are unlocked"
 out=$(nsd_journal NSD_EVENT=credential-unlocked USER_ID=1001)
 assert_contains "$out" "for its volume 'safe'" "nsd's credential-unlocked event"
 out=$(nsd_journal NSD_EVENT=credential-taken USER_ID=1001)
