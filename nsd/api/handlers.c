@@ -1118,7 +1118,7 @@ static bool credential_waits(Api *a, uid_t uid, const char *volume) {
         return false;
 }
 
-/* Why TAKE r of u's volume i gets nothing: err is user_credential_take()'s. */
+/* Why TAKE r of u's volume i gets nothing: err is user_credential_peek()'s. */
 static int credential_refuse(Request *r, const User *u, size_t i, int err) {
         if (err == -EAGAIN)
                 return request_refuse(r, EAGAIN,
@@ -1134,14 +1134,23 @@ static int credential_refuse(Request *r, const User *u, size_t i, int err) {
         return request_refuse(r, -err, "cannot hand the password over: %s", g_strerror(-err));
 }
 
-/* Answer TAKE r of u's volume i with fd (taken; the user's own from UNLOCK, or the login
- * password): 0. */
-static int credential_pass(Request *r, const User *u, size_t i, int fd, bool unlocked) {
+/* Answer TAKE r of u's volume i with fd (taken; user_credential_peek()'s, the user's own
+ * from UNLOCK or the login password): 0. Only a reply that went out (or is queued) uses the
+ * password up; a lost one leaves it for the taker's next try. */
+static int credential_pass(Request *r, User *u, size_t i, int fd, bool unlocked) {
         struct nsd_msg_header rep;
+        int q;
 
         nsd_msg_init(&rep, NSD_REP_CREDENTIAL_TAKE, sizeof rep, r->seq);
-        (void) request_reply(r, &rep, sizeof rep, &fd, 1);
+        q = request_reply(r, &rep, sizeof rep, &fd, 1);
         (void) close(fd);
+        if (q < 0) {
+                log_debug("The password of uid %u for volume '%s' did not reach pid %u (%s): "
+                          "kept for its next try",
+                          (unsigned) u->uid, u->volumes[i].name, (unsigned) r->pid, g_strerror(-q));
+                return 0;
+        }
+        user_credential_handed(u, i, unlocked);
         log_event_by(r->uid, LOG_INFO, 0, u->uid, "credential-taken",
                      "Handed uid %u's %s to pid %u for volume '%s'", (unsigned) u->uid,
                      unlocked ? "password from nsctl unlock" : "login password", (unsigned) r->pid,
@@ -1166,7 +1175,7 @@ static uint32_t credential_wake(Api *a, User *u) {
                         g_ptr_array_remove_index(w, k);
                         continue;
                 }
-                fd = user_credential_take(u, (size_t) i, &unlocked);
+                fd = user_credential_peek(u, (size_t) i, &unlocked);
                 if (fd == -EAGAIN || fd == -EALREADY) { /* nothing for that volume yet */
                         k++;
                         continue;
@@ -1264,7 +1273,7 @@ static int handle_credential_take(Request *r) {
 
         if (i < 0)
                 return (int) i;
-        fd = user_credential_take(u, (size_t) i, &unlocked);
+        fd = user_credential_peek(u, (size_t) i, &unlocked);
         if (fd >= 0)
                 return credential_pass(r, u, (size_t) i, fd, unlocked);
         /* with WAIT, nothing for it yet (or only a login password it had: a wrong one) waits

@@ -346,32 +346,43 @@ void user_credential_unlock(User *u, size_t i, int fd) {
         u->unlock_timer = g_timeout_add_seconds(USER_CREDENTIAL_HOLD_SEC, on_unlock_timeout, u);
 }
 
-int user_credential_take(User *u, size_t i, bool *ret_unlocked) {
-        uint64_t all = 0;
+int user_credential_peek(User *u, size_t i, bool *ret_unlocked) {
         int fd;
 
         *ret_unlocked = false;
         g_return_val_if_fail(i < u->n_volumes && i < 64 && u->volumes[i].password, -EINVAL);
-        if (u->unlock_fd && u->unlock_fd[i] >= 0) { /* the user's own for it: handed once */
-                fd = u->unlock_fd[i];
-                u->unlock_fd[i] = -1;
+        if (u->unlock_fd && u->unlock_fd[i] >= 0) { /* the user's own for it */
                 *ret_unlocked = true;
-                return fd;
+                fd = fcntl(u->unlock_fd[i], F_DUPFD_CLOEXEC, 3);
+                return fd < 0 ? -errno : fd;
         }
         if (!user_volume_takes_login(u, i) || u->credential_fd < 0)
                 return -EAGAIN;
         if (u->credential_taken & (UINT64_C(1) << i))
                 return -EALREADY; /* once per volume: a second taker is not the volume's */
         fd = fcntl(u->credential_fd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
+        return fd < 0 ? -errno : fd;
+}
+
+void user_credential_handed(User *u, size_t i, bool unlocked) {
+        uint64_t all = 0;
+
+        g_return_if_fail(i < u->n_volumes && i < 64);
+        if (unlocked) {
+                if (u->unlock_fd && u->unlock_fd[i] >= 0) {
+                        (void) close(u->unlock_fd[i]);
+                        u->unlock_fd[i] = -1;
+                }
+                return;
+        }
+        if (u->credential_fd < 0)
+                return;
         u->credential_taken |= UINT64_C(1) << i;
         for (size_t k = 0; k < u->n_volumes && k < 64; k++)
                 if (user_volume_takes_login(u, k))
                         all |= UINT64_C(1) << k;
         if ((u->credential_taken & all) == all)
                 user_credential_drop(u, "every volume that takes it took it");
-        return fd;
 }
 
 bool user_credential_wanted(const User *u) {

@@ -117,11 +117,15 @@ void user_credential_hold(User *u, int fd);
  * place of one held for it before, for USER_CREDENTIAL_HOLD_SEC at most. */
 void user_credential_unlock(User *u, size_t i, int fd);
 /* A descriptor of the password held for volumes[i] (the caller's to close): the one the user
- * gave for it (then gone), else the login password unless Key=ask; or -errno: -EAGAIN none
- * held, -EALREADY volumes[i] took the login password held already (each volume once);
- * *ret_unlocked says whether it is the user's own (nsctl unlock) or the login password. Once
- * every volume that takes the login password took it, nsd lets it go. */
-int user_credential_take(User *u, size_t i, bool *ret_unlocked);
+ * gave for it, else the login password unless Key=ask (*ret_unlocked says which); or -errno:
+ * -EAGAIN none held, -EALREADY volumes[i] took the login password held already (each volume
+ * once). Nothing is handed over yet: user_credential_handed() says it reached its taker (a
+ * reply that is lost uses nothing up). */
+int user_credential_peek(User *u, size_t i, bool *ret_unlocked);
+/* What user_credential_peek(u, i) gave reached its taker: the user's own for volumes[i] is
+ * gone; the login password counts as taken by volumes[i], and once every volume that takes it
+ * took it, nsd lets it go. */
+void user_credential_handed(User *u, size_t i, bool unlocked);
 /* Forget the login password held (closes it). */
 void user_credential_drop(User *u, const char *why);
 /* Forget the passwords the user gave (closes them). */

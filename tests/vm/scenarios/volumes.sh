@@ -27,8 +27,8 @@
 #     volumes says user-manager; run-volume outside her namespace, or of a kernel volume,
 #     is refused with the reason.
 #  nsctl volumes (protocol 1.7): after 2, root's shows alice's vault mounted on her loop
-#  device, and (1.8) NOW follows what is mounted: not-mounted once root unmounts it in her
-#  namespace, mounted again;
+#  device, and (1.8) NOW follows what is mounted: not-mounted while root has moved it away in
+#  her namespace, mounted once it is back;
 #  device and alice's her own; after 3, bob's shows nothing (his namespace has no volume);
 #  nsd restarted, root's still shows it (the record is in the state file); after 6, dave's
 #  scratch is "failed" with the reason setup-failed logged.
@@ -155,16 +155,18 @@ assert_eq "alice vault ext4 /home/alice/vault mounted $loop" "$out" "root's nsct
 out=$(vm_ssh alice "$NSCTL volumes --raw --noheadings -o uid,volume,state") ||
         fail "alice's nsctl volumes: $out"
 assert_eq "1001 vault mounted" "$out" "alice's nsctl volumes"
-# what is mounted now (protocol 1.8), not only what the setup did: root unmounts it inside
-# her namespace and mounts it again
+# what is mounted now (protocol 1.8), not only what the setup did: root moves it away inside
+# her namespace (an unmount would free its auto-clearing loop device) and back
 assert_eq "vault mounted mounted" "$("$NSCTL" volumes --raw --noheadings -o volume,state,now)" \
         "nsctl volumes' NOW"
-"$NSCTL" enter alice -- umount /home/alice/vault || fail "umount alice's vault inside her namespace"
+"$NSCTL" enter alice -- sh -c 'mkdir -m 0700 /home/alice/.vault-away && mount --move /home/alice/vault /home/alice/.vault-away' ||
+        fail "move alice's vault away inside her namespace"
 assert_eq "vault mounted not-mounted" "$("$NSCTL" volumes --raw --noheadings -o volume,state,now)" \
-        "nsctl volumes' NOW after root unmounted it"
-"$NSCTL" enter alice -- mount -o nosuid,nodev "$loop" /home/alice/vault || fail "mount alice's vault again"
+        "nsctl volumes' NOW with nothing on her ~/vault"
+"$NSCTL" enter alice -- sh -c 'mount --move /home/alice/.vault-away /home/alice/vault && rmdir /home/alice/.vault-away' ||
+        fail "move alice's vault back"
 assert_eq "vault mounted mounted" "$("$NSCTL" volumes --raw --noheadings -o volume,state,now)" \
-        "nsctl volumes' NOW once mounted again"
+        "nsctl volumes' NOW once it is back"
 
 # ---- 3. nobody else lists it ------------------------------------------------------------------
 say "3. root in the initial namespace and bob do not list it"
