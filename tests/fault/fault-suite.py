@@ -15,7 +15,8 @@ numbering of the calls to fail, the same in every run.
 1. A calibration run of the scenario below under the shim (tests/fault/fault-shim.c) with
    NSD_FAULT_TRACE lists every call nsd makes of clone, unshare, setns, mount, umount2,
    open_tree, move_mount, mount_setattr, fspick, open, openat, openat2, accept, accept4,
-   sendmsg, recvmsg and pidfd_open, with its call site (addr2line) and the phase it falls in.
+   sendmsg, recvmsg and pidfd_open (the shim's fcntl and fstat only where CALLS_ONLY_IN says),
+   with its call site (addr2line) and the phase it falls in.
 2. For each (phase, call site), first occurrence, and each errno of ERRNOS, one case: a fresh
    run directory, user A's namespace made by a clean nsd holding a tmpfs with a file (a random
    token), then the scenario with that one call failing (NSD_FAULT=call:N:ERRNO), then a clean
@@ -630,6 +631,10 @@ def setup_a(w, oc):
 
 # ---- calibration and symbols ----------------------------------------------------------------
 
+# calls whose sites are failed only in these phases (nsd makes them everywhere: failing each
+# of their sites in every phase would double the run)
+CALLS_ONLY_IN = {"fcntl": set(), "fstat": set()}
+
 # helper children several callers run: their calls are told apart by the caller's context
 SHARED_CHILD_FUNCS = {"helper_enter_child", "roots_child", "mountinfo_child"}
 
@@ -707,6 +712,8 @@ def calibrate(work, build, name, seen):
             if idx >= at:
                 phase = p
         if phase == "stop":
+            continue
+        if call in CALLS_ONLY_IN and phase not in CALLS_ONLY_IN[call]:
             continue
         site = syms[addr]
         if call == "clone":
