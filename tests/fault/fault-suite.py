@@ -71,6 +71,10 @@ numbering of the calls to fail, the same in every run.
    never got it); nsd holds no memfd once the volume took it; A served with its file during
    the run and after a clean restart, D's namespace kept; the password's bytes in no file of
    the case (nsd's run dir, state files, log) and no descriptor of the fd store.
+   Without faults: TAKEs with NSD_CREDENTIAL_WAIT, 8 per uid, the 9th EBUSY with a message,
+   a waiter whose client is gone not counted; nsd stopped (SIGTERM) while 8 wait: each client
+   gets an error and nsd starts clean; a password held across a stop is gone after it and
+   written nowhere.
 
 The table (phase, call, site, errno -> outcome) goes to --table (default
 BUILD_DIR/tests/fault/fault-table.md) and, as TAP comments, to the end of the output.
@@ -1436,6 +1440,155 @@ def fdstore_tests(work, build):
         mgr.close()
 
 
+# ---- the bounds of a waiting CREDENTIAL_TAKE (issue 25) -------------------------------------
+
+# nsd/api/handlers.c: TAKEs with NSD_CREDENTIAL_WAIT parked per uid
+CREDENTIAL_WAITERS_MAX = 8
+
+
+def log_count(w, text):
+    return w.log_text().count(text)
+
+
+def cred_tests(work, build):
+    """A TAKE that waits (NSD_CREDENTIAL_WAIT): at most 8 per uid, the 9th refused with
+    EBUSY and a message, a waiter whose connection is gone not counted; nsd stopped (SIGTERM)
+    while TAKEs wait: each client gets an error, nsd starts clean, and a password it held is
+    in no file and no fd store, nor held by the next nsd."""
+    w = World(work, build, cred=("vault", "vault2"))
+    # each waiter holds a connection: at the default MaxConnectionsPerUser=8 the 9th TAKE
+    # of a uid meets that limit (EUSERS) before the waiters' bound
+    with open(w.conf, "a") as f:
+        f.write("[Limits]\nMaxConnectionsPerUser=16\n")
+    w.mgr = FakeManager(f"{w.dir}/notify")
+    waiters = []
+    waits = "waits for its login password for volume"
+
+    def park(n):
+        """n more TAKE ... wait of D, each parked in nsd (its debug line) before the next"""
+        for _ in range(n):
+            before = log_count(w, waits)
+            p = subprocess.Popen([f"{build}/tests/fault/fault-client", "take", str(UD), "vault",
+                                  "wait"], env=w.env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+            waiters.append(p)
+            if not wait_for(lambda: log_count(w, waits) > before or p.poll() is not None, 10) \
+                    or p.poll() is not None:
+                return False
+        return True
+
+    def ended(procs, secs=10):
+        """{proc: its outcome line} once all have exited (None for one still running)"""
+        wait_for(lambda: all(p.poll() is not None for p in procs), secs)
+        res = {}
+        for p in procs:
+            if p.poll() is None:
+                res[p] = None
+            else:
+                res[p] = p.stdout.read().strip()
+        return res
+
+    try:
+        if not w.mgr.start(w):
+            tap(False, "credential: nsd starts with D's two volumes that take a password",
+                w.log_text()[-2000:])
+            return
+        rc, out = w.client("join", UD, JOIN_WAIT_MS)
+        tap(rc == 0, "credential: D's namespace made (two gocryptfs volumes, recorded only)",
+            out + w.log_text()[-2000:])
+        rc, out = w.client("take", UD, "vault")
+        tap(out.startswith("err EAGAIN") and "locked" in out, "credential: a TAKE with nothing "
+            "held and no wait answers EAGAIN (locked)", out)
+
+        ok = park(CREDENTIAL_WAITERS_MAX)
+        tap(ok and all(p.poll() is None for p in waiters), f"credential: "
+            f"{CREDENTIAL_WAITERS_MAX} TAKEs of D wait", w.log_text()[-2000:])
+        rc, out = w.client("take", UD, "vault", "wait", timeout=15)
+        tap(out.startswith("err EBUSY") and
+            f"{CREDENTIAL_WAITERS_MAX} requests of uid {UD} wait for its login password "
+            "already" in out, f"credential: the {CREDENTIAL_WAITERS_MAX + 1}th waiting TAKE of "
+            "a uid gets EBUSY with a message", out)
+        gone = waiters.pop(0)
+        gone.kill()
+        gone.wait()
+        gone.stdout.close()
+        # once nsd saw that client go (its request stays parked, orphaned)
+        wait_for(lambda: f"Connection of uid {UD} pid {gone.pid} closed" in w.log_text(), 10)
+        ok = park(1)
+        tap(ok and len([p for p in waiters if p.poll() is None]) == CREDENTIAL_WAITERS_MAX,
+            "credential: a waiter whose client is gone does not count (one more waits in its "
+            "place)", w.log_text()[-2000:])
+        rc, out = w.client("take", UD, "vault", "wait", timeout=15)
+        tap(out.startswith("err EBUSY"), f"credential: ... and the next one beyond "
+            f"{CREDENTIAL_WAITERS_MAX} gets EBUSY again", out)
+
+        # nsd stopped while they wait
+        w.proc.send_signal(signal.SIGTERM)
+        try:
+            code = w.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            code = "no exit within 10 s"
+        w.proc = None
+        res = ended(waiters)
+        bad = {p.pid: o for p, o in res.items() if not o or not o.startswith("err ")}
+        tap(code == 0 and not bad, "credential: nsd stopped (SIGTERM) while 8 TAKEs wait: it "
+            "exits 0, each client gets an error, none hangs",
+            f"exit {code}; {bad}; {sorted(set(res.values()), key=str)}\n" + w.log_text()[-2000:])
+        diag("waiting TAKEs at SIGTERM got: " + ", ".join(sorted({str(o) for o in res.values()})))
+        waiters.clear()
+
+        mark = len(w.log_text())
+        ok = w.mgr.start(w)
+        rc, out = w.client("join", UD, JOIN_WAIT_MS)
+        j = parse_join(out)
+        rc2, out2 = w.client("take", UD, "vault")
+        tap(ok and j[0] == "ok" and j[3] == "adopted" and out2.startswith("err EAGAIN"),
+            "credential: nsd starts clean again: D adopted, nothing held (TAKE: EAGAIN), no "
+            "waiter left over", out + out2 + w.log_text()[mark:][-2000:])
+
+        # a waiting TAKE gets the next GIVE's password
+        first = "pw-" + secrets.token_hex(12)
+        ok = park(1)
+        rc, out = w.client("give", UD, stdin=first)
+        res = ended(waiters)
+        waiters.clear()
+        got = list(res.values())
+        tap(ok and out == "ok 1\n" and got == [f"ok memfd sealed {first}"],
+            "credential: a TAKE that waits gets the next GIVE's password (the GIVE counts it)",
+            redact(out + str(got), first))
+        rc, out = w.client("take", UD, "vault")
+        tap(out.startswith("err EALREADY"), "credential: ... and a second TAKE for that "
+            "volume gets EALREADY (once per volume)", redact(out, first))
+
+        # a password held across a stop: given, taken by one of D's two volumes
+        password = "pw-" + secrets.token_hex(12)
+        rc, out = w.client("give", UD, stdin=password)
+        rc2, out2 = w.client("take", UD, "vault")
+        wait_for(lambda: len(nsd_memfds(w)) <= 1, 2)  # the one sent, closed after the send
+        memfds = nsd_memfds(w)
+        tap(out == "ok 0\n" and out2.strip() == f"ok memfd sealed {password}" and
+            len(memfds) == 1, "credential: GIVE, then a TAKE for one of two volumes gets the "
+            "sealed memfd; nsd holds it for the other", out + redact(out2, password) +
+            str(memfds))
+        leaks = password_leaks(w, password)
+        tap(not leaks, "credential: the password is in no file of nsd's (run dir, state, log) "
+            "and no descriptor of its fd store", "\n".join(leaks))
+        w.stop()
+        ok = w.mgr.start(w)
+        rc, out = w.client("take", UD, "vault2")
+        leaks = password_leaks(w, password)
+        tap(ok and out.startswith("err EAGAIN") and not leaks, "credential: after a restart "
+            "the held password is gone (the other volume's TAKE: EAGAIN), written nowhere",
+            redact(out, password) + "\n".join(leaks))
+        w.stop()
+    finally:
+        for p in waiters:
+            p.kill()
+            p.wait()
+            p.stdout.close()
+        w.cleanup()
+
+
 def read_token_driver(w, uid):
     d = f"{w.dir}/m{uid}"
     rc, out = w.driver("exec", uid, 5000, "--", "sh", "-c",
@@ -1546,6 +1699,7 @@ def main():
     session_tests(work, build)
     linger_tests(work, build)
     fdstore_tests(work, build)
+    cred_tests(work, build)
 
     if "--no-faults" in args:  # no table: keep the last one
         print(f"1..{test_no}")
