@@ -270,9 +270,16 @@ static bool too_new(int cfd, const struct fake_req *r, unsigned minor, uint16_t 
         return true;
 }
 
-static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
+/* The last part of a stream: its END reply with the count of entries sent. */
+static void answer_end(int cfd, const struct fake_req *r, uint16_t type, size_t count) {
         struct nsd_rep_stream_end end;
 
+        fake_nsd_reply_init(&end, type, sizeof(end), r);
+        end.count = (uint32_t) count;
+        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+}
+
+static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
         for (size_t i = 0; i < cfg->n_list; i++) {
                 const struct fake_ns *ns = &cfg->list[i];
                 struct nsd_rep_list_entry e;
@@ -288,14 +295,10 @@ static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd
                 if (fake_nsd_send(cfd, &e, sizeof(e), NULL, 0) < 0)
                         return;
         }
-        fake_nsd_reply_init(&end, NSD_REP_LIST_END, sizeof(end), r);
-        end.count = (uint32_t) cfg->n_list;
-        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+        answer_end(cfd, r, NSD_REP_LIST_END, cfg->n_list);
 }
 
 static void answer_volumes(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
-        struct nsd_rep_stream_end end;
-
         for (size_t i = 0; i < cfg->n_volumes; i++) {
                 struct nsd_rep_volumes_entry e = cfg->volumes[i];
 
@@ -304,14 +307,10 @@ static void answer_volumes(int cfd, const struct fake_req *r, const struct fake_
                 if (fake_nsd_send(cfd, &e, sizeof(e), NULL, 0) < 0)
                         return;
         }
-        fake_nsd_reply_init(&end, NSD_REP_VOLUMES_END, sizeof(end), r);
-        end.count = (uint32_t) cfg->n_volumes;
-        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+        answer_end(cfd, r, NSD_REP_VOLUMES_END, cfg->n_volumes);
 }
 
 static void answer_shares(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
-        struct nsd_rep_stream_end end;
-
         for (size_t i = 0; i < cfg->n_shares; i++) {
                 const struct fake_share *sh = &cfg->shares[i];
                 struct nsd_rep_shares_entry e;
@@ -336,9 +335,7 @@ static void answer_shares(int cfd, const struct fake_req *r, const struct fake_n
                                 return;
                 }
         }
-        fake_nsd_reply_init(&end, NSD_REP_SHARES_END, sizeof(end), r);
-        end.count = (uint32_t) cfg->n_shares;
-        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+        answer_end(cfd, r, NSD_REP_SHARES_END, cfg->n_shares);
 }
 
 /* text in NSD_REP_SHOW_DATA parts as large as a datagram may be, then NSD_REP_SHOW_END */
