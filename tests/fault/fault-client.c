@@ -24,6 +24,9 @@
  *                                     NSD_CREDENTIAL_WAIT and no timeout if "wait" ("ok memfd
  *                                     SEALED|unsealed PASSWORD", "ok other PASSWORD" for a
  *                                     descriptor that is no memfd, or "err ERRNO-NAME MESSAGE")
+ *   fault-client unlock UID VOLUME    as UID: CREDENTIAL_UNLOCK of what stdin holds for VOLUME
+ *                                     (nsctl unlock's request: "ok TAKES-WAITING-GOT-IT" or
+ *                                     "err ERRNO-NAME MESSAGE")
  * Exit status 0 for ok, 1 for err, 2 for bad usage.
  */
 #include <errno.h>
@@ -218,6 +221,25 @@ static int credential_take(uid_t uid, const char *volume, bool wait) {
                        seals >= 0 && (seals & ALL_SEALS) == ALL_SEALS ? "sealed" : "unsealed", buf);
 }
 
+/* unlock: CREDENTIAL_UNLOCK of stdin's password for volume, as uid */
+static int credential_unlock(uid_t uid, const char *volume) {
+        _nsc_cleanup_disconnect_ nsc_conn *c = NULL;
+        unsigned waiting = 0;
+        int fd = stdin_memfd(), r;
+
+        if (fd < 0)
+                return outcome(fd, "memfd", "%s", "");
+        if (setgroups(0, NULL) < 0 || setgid((gid_t) uid) < 0 || setuid(uid) < 0) {
+                close(fd);
+                return outcome(-errno, "setuid", "%s", "");
+        }
+        r = nsc_connect(NULL, &c);
+        if (r >= 0)
+                r = nsc_credential_unlock(c, volume, fd, &waiting);
+        close(fd);
+        return outcome(r, r < 0 ? nsc_last_error_message(c) : NULL, " %u", waiting);
+}
+
 int main(int argc, char **argv) {
         struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
         const char *step = NULL;
@@ -229,7 +251,7 @@ int main(int argc, char **argv) {
 
         if (argc < 3 || parse_uid(argv[2], &uid) < 0) {
                 fprintf(stderr,
-                        "usage: fault-client join|exec|session|open|close|release|give|take "
+                        "usage: fault-client join|exec|session|open|close|release|give|take|unlock "
                         "UID ...\n");
                 return 2;
         }
@@ -279,6 +301,8 @@ int main(int argc, char **argv) {
                 return credential_give(uid);
         if (strcmp(argv[1], "take") == 0 && argc > 3)
                 return credential_take(uid, argv[3], argc > 4 && strcmp(argv[4], "wait") == 0);
+        if (strcmp(argv[1], "unlock") == 0 && argc > 3)
+                return credential_unlock(uid, argv[3]);
         fprintf(stderr, "fault-client: unknown command '%s'\n", argv[1]);
         return 2;
 }

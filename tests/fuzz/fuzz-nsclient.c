@@ -98,6 +98,7 @@ static const uint16_t types[_T_MAX] = {
         [T_VOLUMES_END] = NSD_REP_VOLUMES_END,
         [T_CREDENTIAL_GIVE] = NSD_REP_CREDENTIAL_GIVE,
         [T_CREDENTIAL_TAKE] = NSD_REP_CREDENTIAL_TAKE,
+        [T_CREDENTIAL_UNLOCK] = NSD_REP_CREDENTIAL_UNLOCK,
 };
 
 static char tmp_dir[64];
@@ -530,6 +531,14 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
                        : v % 6 == 3 ? nsc_credential_take(c, "vault", 0x2, &fd)
                        : v % 6 == 4 ? nsc_credential_take(c, "vault", 0, NULL)
                                     : nsc_credential_take(NULL, "vault", 0, &fd);
+        case OP_CREDENTIAL_UNLOCK:
+                memset(long_name, 'v', sizeof long_name);
+                long_name[sizeof long_name - 1] = 0;
+                return v % 5 == 0   ? nsc_credential_unlock(c, NULL, credential_fd, NULL)
+                       : v % 5 == 1 ? nsc_credential_unlock(c, "", credential_fd, NULL)
+                       : v % 5 == 2 ? nsc_credential_unlock(c, long_name, credential_fd, NULL)
+                       : v % 5 == 3 ? nsc_credential_unlock(c, "vault", -1, NULL)
+                                    : nsc_credential_unlock(NULL, "vault", credential_fd, NULL);
         default:
                 memset(long_path, 'x', sizeof long_path);
                 long_path[0] = '/';
@@ -733,6 +742,18 @@ static int do_call(nsc_conn *c, const struct call *call) {
                                     is_cloexec(fd),
                             "CREDENTIAL_TAKE handed over descriptor %d (%d)", fd, r);
                 close(fd);
+                break;
+        }
+        case OP_CREDENTIAL_UNLOCK: {
+                unsigned waiting;
+
+                memset(&waiting, CANARY, sizeof waiting);
+                r = nsc_credential_unlock(c, call->arg & 1 ? "files" : "vault", credential_fd,
+                                          call->arg & 2 ? NULL : &waiting);
+                fuzz_assert(r >= 0 || untouched(&waiting, sizeof waiting),
+                            "CREDENTIAL_UNLOCK wrote its result on failure");
+                fuzz_assert(fcntl(credential_fd, F_GETFD) >= 0,
+                            "CREDENTIAL_UNLOCK closed the caller's memfd");
                 break;
         }
         default:

@@ -32,6 +32,7 @@ enum {
         OP_VOLUMES,
         OP_CREDENTIAL_GIVE,
         OP_CREDENTIAL_TAKE,
+        OP_CREDENTIAL_UNLOCK, /* 1.8 */
         _OP_MAX
 };
 #define OP_BAD 0x80  /* with bad arguments */
@@ -74,6 +75,7 @@ enum {
         T_VOLUMES_END,
         T_CREDENTIAL_GIVE,
         T_CREDENTIAL_TAKE,
+        T_CREDENTIAL_UNLOCK, /* 1.8 */
         _T_MAX
 };
 

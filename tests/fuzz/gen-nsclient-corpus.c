@@ -482,6 +482,34 @@ int main(int argc, char **argv) {
                 datagram(0, T_ERROR, DEVNULL_FDS(1), 0, e, sizeof *e);
                 finish("credential-take-error-with-fd");
         }
+        /* CREDENTIAL_UNLOCK (1.8): the answer, one with a descriptor, a refusal, a 1.7 nsd */
+        {
+                static const unsigned char unlock[] = { OP_CREDENTIAL_UNLOCK, 0x10 };
+                static const unsigned char bad[] = { OP_CREDENTIAL_UNLOCK | OP_BAD, 0x10,
+                                                     OP_CREDENTIAL_UNLOCK | OP_BAD, 0x13,
+                                                     OP_CREDENTIAL_UNLOCK,          0x10 };
+                struct nsd_rep_credential_unlock *u;
+
+                begin(1, unlock);
+                u = proto_msg(NSD_REP_CREDENTIAL_UNLOCK, sizeof *u, 1);
+                u->waiting = 1;
+                datagram(0, T_CREDENTIAL_UNLOCK, 0, 0, u, sizeof *u);
+                finish("credential-unlock-ok");
+                begin(1, unlock);
+                datagram(0, T_CREDENTIAL_UNLOCK, DEVNULL_FDS(1), 0, u, sizeof *u);
+                finish("credential-unlock-with-fd");
+                begin(1, unlock);
+                error_reply(1, ENOENT, NSD_REQ_CREDENTIAL_UNLOCK,
+                            "your namespace has no volume 'vault' that takes a password", 0);
+                finish("credential-unlock-enoent");
+                begin(1, unlock);
+                error_reply(1, EOPNOTSUPP, NSD_REQ_CREDENTIAL_UNLOCK, "unknown request type (15)",
+                            0);
+                finish("credential-unlock-nsd-1.7");
+                begin(1, bad);
+                datagram(0, T_CREDENTIAL_UNLOCK, 0, 0, u, sizeof *u);
+                finish("credential-unlock-bad-then-good");
+        }
         /* the 1.7 calls with bad arguments, then a good one */
         {
                 static const unsigned char c[] = { OP_VOLUMES | OP_BAD,
