@@ -1135,9 +1135,9 @@ static int credential_refuse(Request *r, const User *u, size_t i, int err) {
 }
 
 /* Answer TAKE r of u's volume i with fd (taken; user_credential_peek()'s, the user's own
- * from UNLOCK or the login password): 0. Only a reply that went out (or is queued) uses the
- * password up; a lost one leaves it for the taker's next try. */
-static int credential_pass(Request *r, User *u, size_t i, int fd, bool unlocked) {
+ * from UNLOCK or the login password): did it go out (or is it queued)? Only then is the
+ * password used up; a lost one is left for the taker's next try. */
+static bool credential_pass(Request *r, User *u, size_t i, int fd, bool unlocked) {
         struct nsd_msg_header rep;
         int q;
 
@@ -1148,14 +1148,14 @@ static int credential_pass(Request *r, User *u, size_t i, int fd, bool unlocked)
                 log_debug("The password of uid %u for volume '%s' did not reach pid %u (%s): "
                           "kept for its next try",
                           (unsigned) u->uid, u->volumes[i].name, (unsigned) r->pid, g_strerror(-q));
-                return 0;
+                return false;
         }
         user_credential_handed(u, i, unlocked);
         log_event_by(r->uid, LOG_INFO, 0, u->uid, "credential-taken",
                      "Handed uid %u's %s to pid %u for volume '%s'", (unsigned) u->uid,
                      unlocked ? "password from nsctl unlock" : "login password", (unsigned) r->pid,
                      u->volumes[i].name);
-        return 0;
+        return true;
 }
 
 /* After a password came for u: answer the TAKEs of u that wait and now have one (the others
@@ -1180,9 +1180,11 @@ static uint32_t credential_wake(Api *a, User *u) {
                         k++;
                         continue;
                 }
-                request_finish(t, fd >= 0 ? credential_pass(t, u, (size_t) i, fd, unlocked)
-                                          : credential_refuse(t, u, (size_t) i, fd));
-                answered += fd >= 0; /* those that got it, not a refusal */
+                if (fd >= 0) {
+                        answered += credential_pass(t, u, (size_t) i, fd, unlocked);
+                        request_finish(t, 0);
+                } else /* those that got it count, not a refusal */
+                        request_finish(t, credential_refuse(t, u, (size_t) i, fd));
                 g_ptr_array_remove_index(w, k);
         }
         if (w && w->len == 0)
@@ -1274,8 +1276,10 @@ static int handle_credential_take(Request *r) {
         if (i < 0)
                 return (int) i;
         fd = user_credential_peek(u, (size_t) i, &unlocked);
-        if (fd >= 0)
-                return credential_pass(r, u, (size_t) i, fd, unlocked);
+        if (fd >= 0) {
+                (void) credential_pass(r, u, (size_t) i, fd, unlocked);
+                return 0;
+        }
         /* with WAIT, nothing for it yet (or only a login password it had: a wrong one) waits
          * for the next login or nsctl unlock */
         if (!(req->flags & NSD_CREDENTIAL_WAIT) || (fd != -EAGAIN && fd != -EALREADY))
