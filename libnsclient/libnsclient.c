@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -127,6 +128,7 @@ struct nsc_conn {
                 struct nsd_rep_shares_members shares_members;
                 struct nsd_rep_volumes_entry volumes_entry;
                 struct nsd_rep_credential_give credential_give;
+                struct nsd_rep_credential_unlock credential_unlock;
                 struct nsd_rep_error error;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         } rx;
@@ -1064,8 +1066,14 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
 }
 
 _Static_assert(NSC_CREDENTIAL_MAX == NSD_CREDENTIAL_MAX &&
+                       NSC_CREDENTIAL_HOLD_SEC == NSD_CREDENTIAL_HOLD_SEC &&
                        NSC_CREDENTIAL_WAIT == NSD_CREDENTIAL_WAIT &&
                        NSC_VOLUME_PASSWORD == NSD_VOLUME_PASSWORD &&
+                       NSC_VOLUME_ASK == NSD_VOLUME_ASK &&
+                       NSC_VOLUME_ON_REQUEST == NSD_VOLUME_ON_REQUEST &&
+                       NSC_VOLUME_NOW_KNOWN == NSD_VOLUME_NOW_KNOWN &&
+                       NSC_VOLUME_NOW_MOUNTED == NSD_VOLUME_NOW_MOUNTED &&
+                       NSC_VOLUME_WAITING == NSD_VOLUME_WAITING &&
                        NSC_NS_CREDENTIAL_WANTED == NSD_NS_CREDENTIAL_WANTED,
                "the credential's constants");
 
@@ -1111,6 +1119,51 @@ int nsc_credential_take(nsc_conn *conn, const char *volume, unsigned flags, int 
         }
         *ret_fd = fds.fd[0];
         return 0;
+}
+
+int nsc_credential_unlock(nsc_conn *conn, const char *volume, int memfd, unsigned *ret_waiting) {
+        struct nsd_req_credential_unlock req;
+        size_t n;
+        int r;
+
+        if (!conn || !volume || memfd < 0)
+                return -EINVAL;
+        n = strlen(volume);
+        if (n == 0 || n >= sizeof(req.volume))
+                return -EINVAL;
+        CONN_LOCK_SCOPE(conn);
+        nsd_msg_init(&req.hdr, NSD_REQ_CREDENTIAL_UNLOCK, sizeof(req), 0);
+        req.flags = NSD_CREDENTIAL_FD;
+        memcpy(req.volume, volume, n + 1);
+        r = conn_call(conn, &req.hdr, memfd, NULL);
+        if (r < 0)
+                return r;
+        if (ret_waiting)
+                *ret_waiting = conn->rx.credential_unlock.waiting;
+        return 0;
+}
+
+int nsc_credential_memfd(const void *secret, size_t n) {
+        _cleanup_close_ int fd = -1;
+        size_t done = 0;
+
+        if (!secret || n == 0 || n > NSC_CREDENTIAL_MAX)
+                return -EINVAL;
+        fd = memfd_create("nsd-credential", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        while (done < n) {
+                ssize_t k = write(fd, (const char *) secret + done, n - done);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EIO;
+                done += (size_t) k;
+        }
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                return -errno;
+        return TAKE_FD(fd);
 }
 
 _Static_assert(sizeof(((struct nsc_share_info *) 0)->name) == NSD_SHARE_NAME_MAX,

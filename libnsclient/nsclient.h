@@ -287,7 +287,7 @@ struct nsc_share_info {
 int nsc_shares(nsc_conn *conn, struct nsc_share_info **ret_shares, size_t *ret_n);
 void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 
-/* ---- volumes (since NSCLIENT_1.6, nsd protocol 1.7) --------------------------------- */
+/* ---- volumes (since NSCLIENT_1.6, nsd protocol 1.7; flags ASK, ON_REQUEST: 1.8) ---- */
 
 #define NSC_VOLUME_UNKNOWN 0   /* the setup ended without a report (or nsd < 1.7 made it) */
 #define NSC_VOLUME_MOUNTED 1   /* mounted on where */
@@ -295,7 +295,17 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 #define NSC_VOLUME_NOT_TRIED 3 /* an earlier failure stopped the setup before it */
 #define NSC_VOLUME_USER 4      /* a FUSE volume: the user's service manager runs it at login */
 
-#define NSC_VOLUME_PASSWORD 0x1u /* flags: its program takes the login password */
+#define NSC_VOLUME_PASSWORD 0x1u /* flags: its program takes a password (the login one) */
+/* flags (nsd 1.8): Key=ask: never the login password, only nsc_credential_unlock()'s */
+#define NSC_VOLUME_ASK 0x2u
+/* flags (nsd 1.8): Start=request: started by `nsctl start NAME`, not at login */
+#define NSC_VOLUME_ON_REQUEST 0x4u
+/* flags (nsd 1.8): nsd read the namespace's mount table for the entry; then NOW_MOUNTED says
+ * whether something is mounted on where now */
+#define NSC_VOLUME_NOW_KNOWN 0x8u
+#define NSC_VOLUME_NOW_MOUNTED 0x10u
+/* flags (nsd 1.8): its run-volume waits for a password now (locked) */
+#define NSC_VOLUME_WAITING 0x20u
 
 struct nsc_volume_info {
         uid_t uid;         /* whose namespace */
@@ -303,7 +313,7 @@ struct nsc_volume_info {
         int error;         /* -errno of the failure; 0 */
         uint32_t loop;     /* the image is on /dev/loop<loop - 1>; 0: no loop device */
         uint64_t at_usec;  /* CLOCK_REALTIME when the setup reported; 0: unknown */
-        uint32_t flags;    /* NSC_VOLUME_PASSWORD */
+        uint32_t flags;    /* NSC_VOLUME_* flags above */
         char name[72];     /* [Volume NAME] */
         char type[16];     /* Type= */
         char source[1032]; /* Source=, expanded */
@@ -320,7 +330,8 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n);
 
 /* ---- a volume's login password (since NSCLIENT_1.6, nsd protocol 1.7) ----------------- */
 
-#define NSC_CREDENTIAL_MAX 1024 /* bytes of a password nsd takes */
+#define NSC_CREDENTIAL_MAX 1024     /* bytes of a password nsd takes */
+#define NSC_CREDENTIAL_HOLD_SEC 120 /* how long nsd holds one not taken */
 #define NSC_CREDENTIAL_WAIT 0x1u
 
 /* Root (pam_nsjoin): give nsd uid's login password for the volumes that take it, as a
@@ -333,6 +344,18 @@ int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_wait
  * waits for the next one given instead (set the connection's timeout to 0 first to wait
  * longer than it). */
 int nsc_credential_take(nsc_conn *conn, const char *volume, unsigned flags, int *ret_fd);
+
+/* ---- a volume's password from the user (since NSCLIENT_1.7, nsd protocol 1.8) --------- */
+
+/* The caller's own password for its volume (nsctl unlock): memfd as for
+ * nsc_credential_give(); nsd hands it to that volume's next TAKE, the one waiting if any.
+ * 0 and *ret_waiting (may be NULL): 1 when a waiting TAKE got it now, else 0 (held for a
+ * while for the next). -EOPNOTSUPP: an nsd older than 1.8. */
+int nsc_credential_unlock(nsc_conn *conn, const char *volume, int memfd, unsigned *ret_waiting);
+/* The one way to make what nsd takes: a memfd holding the n bytes of secret (1 to
+ * NSC_CREDENTIAL_MAX, no terminator needed), sealed against writing, growing, shrinking and
+ * further seals, close-on-exec. The descriptor, or -errno. The caller wipes its own copy. */
+int nsc_credential_memfd(const void *secret, size_t n);
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,7 @@
  *   - CREDENTIAL_GIVE (1.7): never (-EPERM): pam_nsjoin's, as root. CREDENTIAL_TAKE: its own
  *     volume's, only from inside its namespace or the initial one (-EPERM for a sandboxed
  *     process, as SHOW).
+ *   - CREDENTIAL_UNLOCK (1.8): its own volume's password, from the same places as TAKE.
  *
  * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
  * AND to the exact size of that request type; strings must be NUL-terminated inside their
@@ -96,6 +97,18 @@
  *        connection. CREDENTIAL_GIVE (13) and CREDENTIAL_TAKE (14): a volume's login
  *        password from pam_nsjoin to the user's nsctl run-volume (below); JOIN_SESSION's
  *        ns_flags may carry NSD_NS_CREDENTIAL_WANTED.
+ *   1.8  CREDENTIAL_UNLOCK (type 15): the user's own password for one of its volumes, typed
+ *        into `nsctl unlock NAME` (a volume keyed Key=ask, or one the login password did not
+ *        reach: an ssh key login, a wrong password). VOLUMES entries' flags may carry
+ *        NSD_VOLUME_ASK (Key=ask: the login password is never handed to it) and
+ *        NSD_VOLUME_ON_REQUEST (Start=request: `nsctl start NAME` starts it, not the login),
+ *        and what is so now: NSD_VOLUME_NOW_KNOWN with NSD_VOLUME_NOW_MOUNTED (nsd read the
+ *        namespace's mount table: is something mounted on `where`), NSD_VOLUME_WAITING (its
+ *        run-volume waits for a password: locked).
+ *        A TAKE with NSD_CREDENTIAL_WAIT now also waits when the password held was handed to
+ *        that volume already (a wrong one: the volume's unit runs it again), instead of
+ *        answering -EALREADY. A 1.7 nsd answers UNLOCK with -EOPNOTSUPP ("unknown request
+ *        type") and closes the connection; older clients ignore the new flags.
  */
 #pragma once
 
@@ -129,7 +142,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 7
+#define NSD_PROTO_MINOR 8
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -148,12 +161,13 @@ enum nsd_msg_type {
         NSD_REQ_SHOW = 6,
         NSD_REQ_RELEASE = 7,
         NSD_REQ_HIDE = 8,
-        NSD_REQ_JOIN_SESSION = 9,     /* 1.2 */
-        NSD_REQ_METRICS = 10,         /* 1.4 */
-        NSD_REQ_SHARES = 11,          /* 1.5 */
-        NSD_REQ_VOLUMES = 12,         /* 1.7 */
-        NSD_REQ_CREDENTIAL_GIVE = 13, /* 1.7 */
-        NSD_REQ_CREDENTIAL_TAKE = 14, /* 1.7 */
+        NSD_REQ_JOIN_SESSION = 9,       /* 1.2 */
+        NSD_REQ_METRICS = 10,           /* 1.4 */
+        NSD_REQ_SHARES = 11,            /* 1.5 */
+        NSD_REQ_VOLUMES = 12,           /* 1.7 */
+        NSD_REQ_CREDENTIAL_GIVE = 13,   /* 1.7 */
+        NSD_REQ_CREDENTIAL_TAKE = 14,   /* 1.7 */
+        NSD_REQ_CREDENTIAL_UNLOCK = 15, /* 1.8 */
         _NSD_REQ_MAX,
 
         /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
@@ -179,6 +193,7 @@ enum nsd_msg_type {
         NSD_REP_VOLUMES_END = 0x8104,                            /* ... then exactly one end */
         NSD_REP_CREDENTIAL_GIVE = NSD_REQ_CREDENTIAL_GIVE | NSD_REPLY_BIT,
         NSD_REP_CREDENTIAL_TAKE = NSD_REQ_CREDENTIAL_TAKE | NSD_REPLY_BIT,
+        NSD_REP_CREDENTIAL_UNLOCK = NSD_REQ_CREDENTIAL_UNLOCK | NSD_REPLY_BIT,
         NSD_REP_ERROR = 0xffff,
 };
 
@@ -622,8 +637,19 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 #define NSD_VOLUME_TYPE_MAX 16
 #define NSD_VOLUME_WHY_MAX 512
 #define NSD_VOLUME_OPTIONS_MAX 512
-/* flags: its program takes the user's login password (CREDENTIAL_TAKE) */
+/* flags: its program takes a password (CREDENTIAL_TAKE): the login password unless
+ * NSD_VOLUME_ASK */
 #define NSD_VOLUME_PASSWORD 0x1u
+/* 1.8: Key=ask: only the password the user gives with CREDENTIAL_UNLOCK (nsctl unlock) */
+#define NSD_VOLUME_ASK 0x2u
+/* 1.8: Start=request: started by `nsctl start NAME`, not at login */
+#define NSD_VOLUME_ON_REQUEST 0x4u
+/* 1.8: nsd read the namespace's mount table for this entry: NSD_VOLUME_NOW_MOUNTED says
+ * whether something is mounted on `where` now (without it: not known) */
+#define NSD_VOLUME_NOW_KNOWN 0x8u
+#define NSD_VOLUME_NOW_MOUNTED 0x10u
+/* 1.8: its run-volume waits for a password now (CREDENTIAL_TAKE with NSD_CREDENTIAL_WAIT) */
+#define NSD_VOLUME_WAITING 0x20u
 
 /* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
  * reload changes no entry until the namespace is made again), in order of uid, then of
@@ -635,7 +661,7 @@ struct nsd_rep_volumes_entry {
         int32_t error;                  /* -errno of the failure; 0 */
         uint32_t loop;                  /* its image is on /dev/loop<loop - 1>; 0: no loop device */
         uint64_t at_usec;               /* CLOCK_REALTIME when the setup reported; 0: unknown */
-        uint32_t flags;                 /* NSD_VOLUME_PASSWORD */
+        uint32_t flags;                 /* NSD_VOLUME_* flags above */
         uint32_t reserved;              /* 0 */
         char name[NSD_SHARE_NAME_MAX];  /* NUL-terminated, as every string below */
         char type[NSD_VOLUME_TYPE_MAX]; /* Type= */
@@ -692,6 +718,26 @@ _Static_assert(sizeof(struct nsd_req_credential_take) == 104, "nsd_req_credentia
 
 /* NSD_REP_CREDENTIAL_TAKE: the header, and the memfd by SCM_RIGHTS (read it from offset 0). */
 
+/* CREDENTIAL_UNLOCK (1.8): the caller's own password for its volume `volume` (one that takes a
+ * password), in a memfd sealed as GIVE's, by SCM_RIGHTS. nsd holds it as GIVE's, for that
+ * volume only, and hands it to the next TAKE of that volume (the one waiting, if any): that
+ * volume's TAKEs prefer it to a login password. */
+struct nsd_req_credential_unlock {
+        struct nsd_msg_header hdr;
+        uint32_t flags;                  /* NSD_CREDENTIAL_FD */
+        uint32_t reserved;               /* 0 */
+        char volume[NSD_SHARE_NAME_MAX]; /* NUL-terminated */
+};
+_Static_assert(sizeof(struct nsd_req_credential_unlock) == 104, "nsd_req_credential_unlock layout");
+
+/* NSD_REP_CREDENTIAL_UNLOCK */
+struct nsd_rep_credential_unlock {
+        struct nsd_msg_header hdr;
+        uint32_t waiting;  /* TAKEs that were waiting and got a password now */
+        uint32_t reserved; /* 0 */
+};
+_Static_assert(sizeof(struct nsd_rep_credential_unlock) == 32, "nsd_rep_credential_unlock layout");
+
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
 #define NSD_ERROR_MESSAGE_MAX 200
@@ -743,6 +789,7 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REQ_VOLUMES, sizeof(struct nsd_req_volumes) },
                 { NSD_REQ_CREDENTIAL_GIVE, sizeof(struct nsd_req_credential_give) },
                 { NSD_REQ_CREDENTIAL_TAKE, sizeof(struct nsd_req_credential_take) },
+                { NSD_REQ_CREDENTIAL_UNLOCK, sizeof(struct nsd_req_credential_unlock) },
                 { NSD_REP_JOIN, sizeof(struct nsd_rep_join) },
                 { NSD_REP_SESSION_OPEN, sizeof(struct nsd_rep_session_open) },
                 { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
@@ -762,6 +809,7 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REP_VOLUMES_END, sizeof(struct nsd_rep_stream_end) },
                 { NSD_REP_CREDENTIAL_GIVE, sizeof(struct nsd_rep_credential_give) },
                 { NSD_REP_CREDENTIAL_TAKE, sizeof(struct nsd_msg_header) },
+                { NSD_REP_CREDENTIAL_UNLOCK, sizeof(struct nsd_rep_credential_unlock) },
                 { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
         };
 

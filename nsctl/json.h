@@ -30,8 +30,9 @@
  *      nsd.conf, issue 22)
  *   3  shares (nsctl shares --json, issue 24)
  *   4  volumes (nsctl volumes --json, issue 25)
+ *   5  volumes: "now", mounted, not-mounted or locked (null: nsd did not say)
  */
-#define NSCTL_JSON_SCHEMA_VERSION 4
+#define NSCTL_JSON_SCHEMA_VERSION 5
 
 #define JSON_DEPTH_MAX 8
 

@@ -196,6 +196,7 @@ struct args {
         const struct nsc_volume_info *run;
         const char *run_argv[VOLUME_ARGV_MAX];
         int credential_fd;
+        unsigned waiting; /* unlock: a waiting run-volume got it */
         char *text;
         size_t len;
         struct nsc_join_result join;
@@ -361,8 +362,9 @@ static int status_since(nsc_conn *conn, struct args *a, const char *request, uns
 
 /* ---- volumes --------------------------------------------------------------------------- */
 
-/* the protocol minor (of major 1) that brought VOLUMES */
+/* the protocol minor (of major 1) that brought VOLUMES, and CREDENTIAL_UNLOCK */
 #define VOLUMES_SINCE_MINOR 7
+#define UNLOCK_SINCE_MINOR 8
 
 enum {
         VOLUMES_COL_USER,
@@ -371,6 +373,7 @@ enum {
         VOLUMES_COL_TYPE,
         VOLUMES_COL_WHERE,
         VOLUMES_COL_STATE,
+        VOLUMES_COL_NOW,
         VOLUMES_COL_SOURCE,
         VOLUMES_COL_LOOP,
         VOLUMES_COL_SINCE,
@@ -389,6 +392,10 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
         [VOLUMES_COL_STATE] = { "STATE", 8, 0, SCOLS_JSON_STRING,
                                 "what the namespace's setup did: mounted, failed, not-tried "
                                 "(an earlier failure stopped it) or unknown" },
+        [VOLUMES_COL_NOW] = { "NOW", 11, 0, SCOLS_JSON_STRING,
+                              "what is so now: mounted (something is mounted on WHERE), "
+                              "not-mounted, or locked (it waits for a password: nsctl "
+                              "unlock); '-': nsd did not say" },
         [VOLUMES_COL_SOURCE] = { "SOURCE", 0.3, 0, SCOLS_JSON_STRING, "its Source= for this user" },
         [VOLUMES_COL_LOOP] = { "LOOP", 10, 0, SCOLS_JSON_STRING,
                                "the loop device its image is on ('-': none)" },
@@ -425,6 +432,12 @@ static char *volumes_cell(const void *row, size_t col, bool json) {
                 return strdup(v->state < ELEMENTSOF(volume_state_names)
                                       ? volume_state_names[v->state]
                                       : "unknown");
+        case VOLUMES_COL_NOW:
+                if (v->flags & NSC_VOLUME_WAITING)
+                        return strdup("locked");
+                if (!(v->flags & NSC_VOLUME_NOW_KNOWN))
+                        return json ? NULL : strdup("-");
+                return strdup(v->flags & NSC_VOLUME_NOW_MOUNTED ? "mounted" : "not-mounted");
         case VOLUMES_COL_SOURCE:
                 return strndup(v->source, sizeof(v->source));
         case VOLUMES_COL_LOOP:
@@ -530,15 +543,26 @@ static int run_volume_request(nsc_conn *conn, struct args *a) {
         if (!(a->run->flags & NSC_VOLUME_PASSWORD))
                 return 0;
         r = nsc_credential_take(conn, a->volume, 0, &a->credential_fd);
-        if (r == -EAGAIN) {
-                fprintf(stderr,
-                        "nsctl: run-volume %s: locked; waiting for your login password (log in "
-                        "with it)\n",
-                        a->volume);
+        if (r == -EAGAIN || r == -EALREADY) {
+                if (a->run->flags & NSC_VOLUME_ASK)
+                        fprintf(stderr,
+                                "nsctl: run-volume %s: locked; waiting for its password (nsctl "
+                                "unlock %s)\n",
+                                a->volume, a->volume);
+                else if (r == -EALREADY)
+                        fprintf(stderr,
+                                "nsctl: run-volume %s: locked; your login password did not "
+                                "unlock it: waiting for its password (nsctl unlock %s)\n",
+                                a->volume, a->volume);
+                else
+                        fprintf(stderr,
+                                "nsctl: run-volume %s: locked; waiting for your login password "
+                                "(log in with it, or nsctl unlock %s)\n",
+                                a->volume, a->volume);
                 (void) nsc_set_timeout(conn, 0); /* for as long as it takes */
                 r = nsc_credential_take(conn, a->volume, NSC_CREDENTIAL_WAIT, &a->credential_fd);
         }
-        return r < 0 ? fail(conn, r, "take the login password of volume %s", a->volume) : 0;
+        return r < 0 ? fail(conn, r, "take the password of volume %s", a->volume) : 0;
 }
 
 static int run_volume_finish(struct args *a) {
@@ -562,23 +586,27 @@ static int run_volume_finish(struct args *a) {
         return r == ENOENT ? EXIT_EXEC_ENOENT : EXIT_EXEC_FAILED;
 }
 
-/* systemctl --user start --no-block UNIT: 0, or nsctl's error said */
-static int start_unit(const char *unit) {
-        char *const argv[] = { (char *) "systemctl",  (char *) "--user", (char *) "start",
-                               (char *) "--no-block", (char *) unit,     NULL };
+/* systemctl --user ACTION [--no-block] UNIT for nsctl's command verb: 0, or the error said */
+static int systemctl_user(const char *verb, const char *action, bool no_block, const char *unit) {
+        char *const argv[] = { (char *) "systemctl",
+                               (char *) "--user",
+                               (char *) action,
+                               (char *) unit,
+                               no_block ? (char *) "--no-block" : NULL,
+                               NULL };
         pid_t pid;
         int r, status;
 
         r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
         if (r != 0) {
-                fprintf(stderr, "nsctl: start-volumes: cannot run systemctl: %s\n", strerror(r));
+                fprintf(stderr, "nsctl: %s: cannot run systemctl: %s\n", verb, strerror(r));
                 return -r;
         }
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return -errno;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                fprintf(stderr, "nsctl: start-volumes: systemctl --user start %s failed\n", unit);
+                fprintf(stderr, "nsctl: %s: systemctl --user %s %s failed\n", verb, action, unit);
                 return -EIO;
         }
         return 0;
@@ -596,20 +624,108 @@ static int start_volumes_finish(struct args *a) {
         for (size_t i = 0; i < a->n_volumes; i++) {
                 const struct nsc_volume_info *v = &a->volumes[i];
 
-                if (v->uid != getuid() || v->state != NSC_VOLUME_USER)
+                if (v->uid != getuid() || v->state != NSC_VOLUME_USER ||
+                    (v->flags & NSC_VOLUME_ON_REQUEST))
                         continue;
                 if (!checked && !in_own_namespace(a, why, sizeof why)) {
                         fprintf(stderr, "nsctl: start-volumes: %s\n", why);
                         return EXIT_FAILURE;
                 }
                 checked = true;
-                if (volume_unit_name(v->name, unit, sizeof unit) < 0 || start_unit(unit) < 0) {
+                if (volume_unit_name(v->name, unit, sizeof unit) < 0 ||
+                    systemctl_user("start-volumes", "start", true, unit) < 0) {
                         failed++;
                         continue;
                 }
                 printf("%s\n", unit);
         }
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* start, stop: the caller's FUSE volume a->volume, through its user manager */
+static int volume_unit_finish(struct args *a, const char *verb) {
+        const struct nsc_volume_info *v = NULL;
+        char unit[256];
+
+        for (size_t i = 0; i < a->n_volumes && !v; i++)
+                if (a->volumes[i].uid == getuid() && strcmp(a->volumes[i].name, a->volume) == 0)
+                        v = &a->volumes[i];
+        if (!v) {
+                fprintf(stderr,
+                        "nsctl: %s %s: your namespace has no volume '%s' (nsctl volumes lists "
+                        "them)\n",
+                        verb, a->volume, a->volume);
+                return EXIT_FAILURE;
+        }
+        if (v->state != NSC_VOLUME_USER) {
+                fprintf(stderr,
+                        "nsctl: %s %s: a %s volume is mounted by nsd with the namespace "
+                        "(Start=namespace): nsctl starts and stops only the FUSE volumes your "
+                        "service manager runs\n",
+                        verb, a->volume, v->type);
+                return EXIT_FAILURE;
+        }
+        if (volume_unit_name(v->name, unit, sizeof unit) < 0) {
+                fprintf(stderr, "nsctl: %s %s: the volume's unit name is too long\n", verb,
+                        a->volume);
+                return EXIT_FAILURE;
+        }
+        /* start: --no-block, as a volume that waits for its password is "activating" until
+         * it has one; stop: waits for the unmount */
+        if (systemctl_user(verb, verb, strcmp(verb, "start") == 0, unit) < 0)
+                return EXIT_FAILURE;
+        printf("%s\n", unit);
+        return EXIT_SUCCESS;
+}
+
+static int start_finish(struct args *a) {
+        return volume_unit_finish(a, "start");
+}
+
+static int stop_finish(struct args *a) {
+        return volume_unit_finish(a, "stop");
+}
+
+/* unlock: the password, read before nsd is asked anything */
+static int unlock_prepare(struct args *a) {
+        char prompt[128];
+        const char *why = NULL;
+        int fd;
+
+        snprintf(prompt, sizeof prompt, "Password for volume '%s': ", a->volume);
+        fd = volume_read_password(STDIN_FILENO, prompt, &why);
+        if (fd < 0) {
+                fprintf(stderr, "nsctl: unlock %s: %s%s%s\n", a->volume, why,
+                        fd == -ENODATA || fd == -EMSGSIZE ? "" : ": ",
+                        fd == -ENODATA || fd == -EMSGSIZE ? "" : strerror(-fd));
+                return EXIT_FAILURE;
+        }
+        a->credential_fd = fd;
+        return 0;
+}
+
+static int unlock_request(nsc_conn *conn, struct args *a) {
+        int r = status_since(conn, a, "CREDENTIAL_UNLOCK", UNLOCK_SINCE_MINOR);
+
+        if (r)
+                return r;
+        r = nsc_credential_unlock(conn, a->volume, a->credential_fd, &a->waiting);
+        return r < 0 ? fail(conn, r, "unlock %s", a->volume) : 0;
+}
+
+static int unlock_finish(struct args *a) {
+        char unit[256];
+
+        if (volume_unit_name(a->volume, unit, sizeof unit) < 0)
+                snprintf(unit, sizeof unit, "nsd-volume@NAME.service");
+        if (a->waiting)
+                printf("Handed to %s, which was waiting for it (systemctl --user status %s says "
+                       "whether it mounted).\n",
+                       unit, unit);
+        else
+                printf("Held by nsd for %d s for the next start of %s (nsctl start %s).\n",
+                       NSC_CREDENTIAL_HOLD_SEC, unit, a->volume);
+        return EXIT_SUCCESS;
 }
 
 static int volumes_finish(struct args *a) {
@@ -1332,8 +1448,8 @@ static const struct column_set shares_column_set = {
 };
 
 static const size_t volumes_columns_default[] = {
-        VOLUMES_COL_USER,  VOLUMES_COL_VOLUME, VOLUMES_COL_TYPE,
-        VOLUMES_COL_WHERE, VOLUMES_COL_STATE,  VOLUMES_COL_WHY,
+        VOLUMES_COL_USER,  VOLUMES_COL_VOLUME, VOLUMES_COL_TYPE, VOLUMES_COL_WHERE,
+        VOLUMES_COL_STATE, VOLUMES_COL_NOW,    VOLUMES_COL_WHY,
 };
 static const struct column_set volumes_column_set = {
         .columns = volumes_columns,
@@ -1531,6 +1647,56 @@ static const struct verb verbs[] = {
                 .operand = OPERAND_VOLUME,
                 .request = run_volume_request,
                 .finish = run_volume_finish,
+        },
+        {
+                .name = "start",
+                .summary_args = "<volume>",
+                .summary = "start one of your FUSE volumes",
+                .description = "Start the unit of your service manager that runs one of your "
+                               "FUSE volumes\n"
+                               "(systemctl --user start nsd-volume@NAME.service): a volume "
+                               "with Start=request,\n"
+                               "or one you stopped. Prints the unit.\n",
+                .options_help = "",
+                .options = plain_options,
+                .operand = OPERAND_VOLUME,
+                .request = volumes_request,
+                .finish = start_finish,
+        },
+        {
+                .name = "stop",
+                .summary_args = "<volume>",
+                .summary = "stop one of your FUSE volumes (unmounts it)",
+                .description = "Stop the unit of your service manager that runs one of your "
+                               "FUSE volumes\n"
+                               "(systemctl --user stop nsd-volume@NAME.service): its FUSE "
+                               "program ends and the\n"
+                               "volume is unmounted in your namespace. Prints the unit.\n",
+                .options_help = "",
+                .options = plain_options,
+                .operand = OPERAND_VOLUME,
+                .request = volumes_request,
+                .finish = stop_finish,
+        },
+        {
+                .name = "unlock",
+                .summary_args = "<volume>",
+                .summary = "give one of your volumes its password",
+                .description = "Ask for the password of one of your volumes (on the terminal, "
+                               "without echo; or\n"
+                               "the first line of standard input when it is not a terminal) "
+                               "and hand it to nsd\n"
+                               "for that volume only: its waiting nsd-volume@NAME.service "
+                               "takes it now, or\n"
+                               "its next start within 120 s. For a volume with Key=ask, or one "
+                               "your login\n"
+                               "password did not reach (an ssh key login, a wrong password).\n",
+                .options_help = "",
+                .options = plain_options,
+                .operand = OPERAND_VOLUME,
+                .prepare = unlock_prepare,
+                .request = unlock_request,
+                .finish = unlock_finish,
         },
         {
                 .name = "metrics",

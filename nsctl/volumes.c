@@ -3,9 +3,13 @@
 #include "volumes.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "volume-options.h"
 
@@ -80,4 +84,96 @@ int volume_unit_name(const char *name, char *buf, size_t size) {
 #undef PUT
         buf[n] = '\0';
         return 0;
+}
+
+/* The terminal's settings while echo is off, for the signal handler to put back. */
+static struct termios saved_tty;
+static volatile sig_atomic_t tty_fd = -1;
+
+static void restore_tty_and_die(int sig) {
+        if (tty_fd >= 0)
+                (void) tcsetattr(tty_fd, TCSAFLUSH, &saved_tty);
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+/* One line from fd into buf (at most size - 1 bytes, then the end of the line is awaited and
+ * dropped). The bytes read, or -errno; -EMSGSIZE when the line was longer. */
+static ssize_t read_line(int fd, char *buf, size_t size) {
+        size_t n = 0;
+        bool too_long = false;
+
+        for (;;) {
+                char c;
+                ssize_t k = read(fd, &c, 1);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0 || c == '\n')
+                        break;
+                if (n + 1 < size)
+                        buf[n++] = c;
+                else
+                        too_long = true;
+        }
+        if (n > 0 && buf[n - 1] == '\r')
+                n--;
+        return too_long ? -EMSGSIZE : (ssize_t) n;
+}
+
+_Static_assert(NSC_CREDENTIAL_MAX == 1024, "the limit volume_read_password() names");
+
+int volume_read_password(int fd, const char *prompt, const char **ret_why) {
+        const size_t size = 4096; /* a page of its own, out of core dumps, locked if allowed */
+        struct sigaction sa = { .sa_handler = restore_tty_and_die }, old[3];
+        static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+        bool tty = isatty(fd);
+        char *buf;
+        ssize_t n;
+        int r;
+
+        buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (buf == MAP_FAILED)
+                return *ret_why = "cannot map a page for it", -errno;
+        (void) madvise(buf, size, MADV_DONTDUMP);
+        (void) mlock(buf, size);
+        if (tty) {
+                struct termios quiet;
+
+                if (tcgetattr(fd, &saved_tty) < 0) {
+                        r = -errno;
+                        (void) munmap(buf, size);
+                        return *ret_why = "cannot read the terminal's settings", r;
+                }
+                quiet = saved_tty;
+                quiet.c_lflag &= ~(tcflag_t) ECHO;
+                quiet.c_lflag |= ECHONL;
+                for (size_t i = 0; i < 3; i++)
+                        (void) sigaction(sigs[i], &sa, &old[i]);
+                tty_fd = fd;
+                fprintf(stderr, "%s", prompt);
+                fflush(stderr);
+                (void) tcsetattr(fd, TCSAFLUSH, &quiet);
+        }
+        n = read_line(fd, buf, NSC_CREDENTIAL_MAX + 1);
+        if (tty) {
+                (void) tcsetattr(fd, TCSAFLUSH, &saved_tty);
+                tty_fd = -1;
+                for (size_t i = 0; i < 3; i++)
+                        (void) sigaction(sigs[i], &old[i], NULL);
+        }
+        if (n == -EMSGSIZE)
+                *ret_why = "longer than nsd takes (1024 bytes at most)";
+        else if (n == 0)
+                *ret_why = "no password was given", n = -ENODATA;
+        else if (n < 0)
+                *ret_why = "cannot read it";
+        r = n > 0 ? nsc_credential_memfd(buf, (size_t) n) : (int) n;
+        if (n > 0 && r < 0)
+                *ret_why = "cannot put it into a sealed memfd";
+        explicit_bzero(buf, size);
+        (void) munmap(buf, size);
+        return r;
 }

@@ -30,3 +30,10 @@ int volume_argv(const struct nsc_volume_info *v, const char *argv[VOLUME_ARGV_MA
  * as systemd-escape(1) does (its %I gives name back) + ".service". -ENAMETOOLONG when it does
  * not fit into size. */
 int volume_unit_name(const char *name, char *buf, size_t size);
+
+/* nsctl unlock: the user's password for a volume, read from the terminal with echo off (the
+ * prompt on stderr) when fd is one, else the first line fd gives (a script: `printf ... |`);
+ * without its line end. Put into a sealed memfd (nsc_credential_memfd()), the copy read
+ * wiped: the memfd, or -errno with *ret_why (-ENODATA: nothing was typed; -EMSGSIZE: longer
+ * than NSC_CREDENTIAL_MAX bytes). */
+int volume_read_password(int fd, const char *prompt, const char **ret_why);

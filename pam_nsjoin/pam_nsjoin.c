@@ -475,28 +475,6 @@ PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const cha
         return PAM_IGNORE;
 }
 
-/* A memfd holding t, sealed against writing, growing, shrinking and further seals: what nsd
- * takes. -errno on failure. */
-static int authtok_memfd(const struct authtok *t) {
-        _cleanup_close_ int fd = memfd_create("nsd-credential", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        size_t done = 0;
-
-        if (fd < 0)
-                return -errno;
-        while (done < t->len) {
-                ssize_t n = write(fd, t->text + done, t->len - done);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : -EIO;
-                done += (size_t) n;
-        }
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
-                return -errno;
-        return TAKE_FD(fd);
-}
-
 /* After the join: the password to nsd when a volume waits for it (ns_flags), then gone. A
  * failure is logged and costs the login nothing: the volume stays locked. */
 static void credential_hand_over(pam_handle_t *pamh, const struct nsjoin_args *a, nsc_conn *conn,
@@ -522,7 +500,7 @@ static void credential_hand_over(pam_handle_t *pamh, const struct nsjoin_args *a
                 (void) nsc_set_timeout(conn, left > CLOSE_AFTER_FAILURE_MIN_USEC
                                                      ? left
                                                      : CLOSE_AFTER_FAILURE_MIN_USEC);
-                fd = authtok_memfd(t);
+                fd = nsc_credential_memfd(t->text, t->len);
                 r = fd < 0 ? fd : nsc_credential_give(conn, uid, fd, &waiting);
                 if (fd >= 0)
                         (void) close(fd);

@@ -27,6 +27,7 @@
 #include "policy/policy.h"
 #include "policy/setup-conf.h"
 #include "store/fdstore.h"
+#include "store/mounts.h"
 #include "store/pinstore.h"
 #include "store/userns.h"
 #include "time-util.h"
@@ -971,16 +972,22 @@ typedef struct VolumesState {
         guint next;   /* the uid being sent */
         size_t next_volume;
         uint32_t sent;
+        char *mountinfo; /* the mount table of the uid being sent; NULL: not known */
 } VolumesState;
 
 static void volumes_state_free(void *p) {
         VolumesState *vs = p;
         g_array_unref(vs->uids);
+        g_free(vs->mountinfo);
         g_free(vs);
 }
 
+static bool credential_waits(Api *a, uid_t uid, const char *volume);
+
 static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, const UserVolume *v) {
         struct nsd_rep_volumes_entry e;
+        int count;
+        unsigned group;
 
         nsd_msg_init(&e.hdr, NSD_REP_VOLUMES_ENTRY, sizeof e, r->seq);
         e.uid = u->uid;
@@ -995,7 +1002,16 @@ static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, cons
         g_strlcpy(e.where, v->where, sizeof e.where);
         g_strlcpy(e.why, v->why ? v->why : "", sizeof e.why);
         g_strlcpy(e.options, v->options ? v->options : "", sizeof e.options);
-        e.flags = v->password ? NSD_VOLUME_PASSWORD : 0;
+        e.flags = (v->password ? NSD_VOLUME_PASSWORD : 0) | (v->ask ? NSD_VOLUME_ASK : 0) |
+                  (v->on_request ? NSD_VOLUME_ON_REQUEST : 0);
+        /* what is so now: a mount on its Where= (-ENOENT: none), a run-volume that waits */
+        if (vs->mountinfo)
+                e.flags |= NSD_VOLUME_NOW_KNOWN |
+                           (mounts_under(vs->mountinfo, v->where, &count, &group) == 0
+                                    ? NSD_VOLUME_NOW_MOUNTED
+                                    : 0);
+        if (v->password && credential_waits(api_of(r), u->uid, v->name))
+                e.flags |= NSD_VOLUME_WAITING;
         if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
                 vs->sent++;
 }
@@ -1015,6 +1031,12 @@ static bool volumes_produce(Request *r) {
                         continue;
                 }
                 budget--;
+                if (vs->next_volume == 0) { /* its mount table, once for all its volumes */
+                        g_clear_pointer(&vs->mountinfo, g_free);
+                        if (userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &vs->mountinfo, NULL) <
+                            0)
+                                vs->mountinfo = NULL; /* not known: said by the flags */
+                }
                 volumes_send_entry(r, vs, u, &u->volumes[vs->next_volume++]);
         }
         return stream_end(r, vs->next >= vs->uids->len, NSD_REP_VOLUMES_END, vs->sent);
@@ -1083,46 +1105,119 @@ static GPtrArray *credential_waiters(Api *a, uid_t uid, bool create) {
         return w;
 }
 
-/* Answer TAKE r (of u's volume i) with the password held: 0, or -errno with r->why. */
-static int credential_send(Request *r, User *u, size_t i) {
-        struct nsd_msg_header rep;
-        int fd = user_credential_take(u, i);
+/* Does a TAKE of uid's volume wait (its client still there)? */
+static bool credential_waits(Api *a, uid_t uid, const char *volume) {
+        GPtrArray *w = credential_waiters(a, uid, false);
 
-        if (fd == -EAGAIN)
+        for (guint k = 0; w && k < w->len; k++) {
+                Request *t = g_ptr_array_index(w, k);
+
+                if (t->conn && strcmp(MSG(t, struct nsd_req_credential_take)->volume, volume) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Why TAKE r of u's volume i gets nothing: err is user_credential_peek()'s. */
+static int credential_refuse(Request *r, const User *u, size_t i, int err) {
+        if (err == -EAGAIN)
                 return request_refuse(r, EAGAIN,
-                                      "volume '%s' is locked: no login password of uid %u is "
-                                      "held (log in with your password)",
-                                      u->volumes[i].name, (unsigned) u->uid);
-        if (fd == -EALREADY)
+                                      "volume '%s' is locked: no password of uid %u is held for "
+                                      "it (log in with your password, or nsctl unlock %s)",
+                                      u->volumes[i].name, (unsigned) u->uid, u->volumes[i].name);
+        if (err == -EALREADY)
                 return request_refuse(r, EALREADY,
                                       "the login password of uid %u was handed over for volume "
-                                      "'%s' already (each volume gets it once)",
-                                      (unsigned) u->uid, u->volumes[i].name);
-        if (fd < 0)
-                return request_refuse(r, -fd, "cannot hand the login password over: %s",
-                                      g_strerror(-fd));
+                                      "'%s' already (each volume gets it once; nsctl unlock %s "
+                                      "gives it another)",
+                                      (unsigned) u->uid, u->volumes[i].name, u->volumes[i].name);
+        return request_refuse(r, -err, "cannot hand the password over: %s", g_strerror(-err));
+}
+
+/* Answer TAKE r of u's volume i with fd (taken; user_credential_peek()'s, the user's own
+ * from UNLOCK or the login password): did it go out (or is it queued)? Only then is the
+ * password used up; a lost one is left for the taker's next try. */
+static bool credential_pass(Request *r, User *u, size_t i, int fd, bool unlocked) {
+        struct nsd_msg_header rep;
+        int q;
+
         nsd_msg_init(&rep, NSD_REP_CREDENTIAL_TAKE, sizeof rep, r->seq);
-        (void) request_reply(r, &rep, sizeof rep, &fd, 1);
+        q = request_reply(r, &rep, sizeof rep, &fd, 1);
         (void) close(fd);
+        if (q < 0) {
+                log_debug("The password of uid %u for volume '%s' did not reach pid %u (%s): "
+                          "kept for its next try",
+                          (unsigned) u->uid, u->volumes[i].name, (unsigned) r->pid, g_strerror(-q));
+                return false;
+        }
+        user_credential_handed(u, i, unlocked);
         log_event_by(r->uid, LOG_INFO, 0, u->uid, "credential-taken",
-                     "Handed uid %u's login password to pid %u for volume '%s'", (unsigned) u->uid,
-                     (unsigned) r->pid, u->volumes[i].name);
-        return 0;
+                     "Handed uid %u's %s to pid %u for volume '%s'", (unsigned) u->uid,
+                     unlocked ? "password from nsctl unlock" : "login password", (unsigned) r->pid,
+                     u->volumes[i].name);
+        return true;
+}
+
+/* After a password came for u: answer the TAKEs of u that wait and now have one (the others
+ * wait on; those whose client is gone are dropped). How many got one. */
+static uint32_t credential_wake(Api *a, User *u) {
+        GPtrArray *w = credential_waiters(a, u->uid, false);
+        uint32_t answered = 0;
+
+        for (guint k = 0; w && k < w->len;) {
+                Request *t = g_ptr_array_index(w, k);
+                const struct nsd_req_credential_take *tq = MSG(t, struct nsd_req_credential_take);
+                ssize_t i = t->conn ? password_volume(u, tq->volume) : -1;
+                bool unlocked;
+                int fd;
+
+                if (i < 0) { /* gone (a volume never goes while its namespace lives) */
+                        g_ptr_array_remove_index(w, k);
+                        continue;
+                }
+                fd = user_credential_peek(u, (size_t) i, &unlocked);
+                if (fd == -EAGAIN || fd == -EALREADY) { /* nothing for that volume yet */
+                        k++;
+                        continue;
+                }
+                if (fd >= 0) {
+                        answered += credential_pass(t, u, (size_t) i, fd, unlocked);
+                        request_finish(t, 0);
+                } else /* those that got it count, not a refusal */
+                        request_finish(t, credential_refuse(t, u, (size_t) i, fd));
+                g_ptr_array_remove_index(w, k);
+        }
+        if (w && w->len == 0)
+                g_hash_table_remove(a->credential_waiters, GUINT_TO_POINTER(u->uid));
+        return answered;
+}
+
+/* The descriptor of a GIVE or UNLOCK, checked and kept: >= 0, or the refusal's -errno. */
+static int credential_keep(Request *r) {
+        const char *why = NULL;
+        int fd;
+
+        if (r->n_fds != 1 || credential_check(r->fds[0], &why) < 0)
+                return request_refuse(r, EINVAL, "%s", why ? why : "no descriptor came");
+        fd = fcntl(r->fds[0], F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return request_refuse(r, errno, "cannot keep the descriptor: %s",
+                                      g_strerror(errno));
+        return fd;
 }
 
 static int handle_credential_give(Request *r) {
         const struct nsd_req_credential_give *req = MSG(r, struct nsd_req_credential_give);
         struct nsd_rep_credential_give rep;
         Api *a = api_of(r);
-        GPtrArray *w;
-        const char *why = NULL;
-        uint32_t answered = 0;
         size_t n;
         User *u;
         int fd;
 
         if (r->uid != 0)
-                return request_refuse(r, EPERM, "only root (pam_nsjoin) gives a login password");
+                return request_refuse(r, EPERM,
+                                      "only root (pam_nsjoin) gives a login password (nsctl "
+                                      "unlock gives a volume's)");
         u = users_get(a->users, req->uid);
         if (!u)
                 return request_refuse(r, ENOENT, "nsd holds no namespace of uid %u",
@@ -1132,47 +1227,25 @@ static int handle_credential_give(Request *r) {
                 return request_refuse(r, ENOENT,
                                       "no volume of uid %u's namespace takes a login password",
                                       (unsigned) req->uid);
-        if (r->n_fds != 1 || credential_check(r->fds[0], &why) < 0)
-                return request_refuse(r, EINVAL, "%s", why ? why : "no descriptor came");
-        fd = fcntl(r->fds[0], F_DUPFD_CLOEXEC, 3);
+        fd = credential_keep(r);
         if (fd < 0)
-                return request_refuse(r, errno, "cannot keep the descriptor: %s",
-                                      g_strerror(errno));
+                return fd;
         user_credential_hold(u, fd);
         log_event(LOG_INFO, 0, u->uid, "credential-received",
                   "Received uid %u's login password from pid %u for %zu volume%s (held in memory "
                   "for at most %d s, never read or written by nsd)",
                   (unsigned) u->uid, (unsigned) r->pid, n, n == 1 ? "" : "s",
                   NSD_CREDENTIAL_HOLD_SEC);
-        /* the run-volume processes that wait for it */
-        w = credential_waiters(a, u->uid, false);
-        while (w && w->len > 0) {
-                Request *t = g_ptr_array_steal_index(w, 0);
-                const struct nsd_req_credential_take *tq = MSG(t, struct nsd_req_credential_take);
-                ssize_t i = password_volume(u, tq->volume);
-
-                if (t->conn && i >= 0) {
-                        int q = credential_send(t, u, (size_t) i);
-
-                        request_finish(t, q);
-                        answered += q == 0; /* those that got it, not a refusal */
-                }
-                request_unref(t);
-        }
-        if (w)
-                g_hash_table_remove(a->credential_waiters, GUINT_TO_POINTER(u->uid));
         nsd_msg_init(&rep.hdr, NSD_REP_CREDENTIAL_GIVE, sizeof rep, r->seq);
         rep.volumes = (uint32_t) n;
-        rep.waiting = answered;
+        rep.waiting = credential_wake(a, u); /* the run-volume processes that wait for it */
         (void) request_reply(r, &rep, sizeof rep, NULL, 0);
         return 0;
 }
 
-static int handle_credential_take(Request *r) {
-        const struct nsd_req_credential_take *req = MSG(r, struct nsd_req_credential_take);
-        Api *a = api_of(r);
-        User *u = users_get(a->users, r->uid);
-        GPtrArray *w;
+/* u's volume `volume` that takes a password, for a request of u itself from a full view:
+ * its index, or the refusal's -errno. */
+static ssize_t own_password_volume(Request *r, User *u, const char *volume) {
         ssize_t i;
         int rv;
 
@@ -1182,26 +1255,70 @@ static int handle_credential_take(Request *r) {
         rv = access_check_full_view(r, u);
         if (rv < 0)
                 return rv;
-        i = password_volume(u, req->volume);
+        i = password_volume(u, volume);
         if (i < 0)
                 return request_refuse(r, ENOENT,
-                                      "your namespace has no volume '%s' that takes a login "
-                                      "password (nsctl volumes)",
-                                      req->volume);
-        if (u->credential_fd >= 0 || !(req->flags & NSD_CREDENTIAL_WAIT))
-                return credential_send(r, u, (size_t) i);
+                                      "your namespace has no volume '%s' that takes a password "
+                                      "(nsctl volumes)",
+                                      volume);
+        return i;
+}
+
+static int handle_credential_take(Request *r) {
+        const struct nsd_req_credential_take *req = MSG(r, struct nsd_req_credential_take);
+        Api *a = api_of(r);
+        User *u = users_get(a->users, r->uid);
+        ssize_t i = own_password_volume(r, u, req->volume);
+        GPtrArray *w;
+        bool unlocked;
+        int fd;
+
+        if (i < 0)
+                return (int) i;
+        fd = user_credential_peek(u, (size_t) i, &unlocked);
+        if (fd >= 0) {
+                (void) credential_pass(r, u, (size_t) i, fd, unlocked);
+                return 0;
+        }
+        /* with WAIT, nothing for it yet (or only a login password it had: a wrong one) waits
+         * for the next login or nsctl unlock */
+        if (!(req->flags & NSD_CREDENTIAL_WAIT) || (fd != -EAGAIN && fd != -EALREADY))
+                return credential_refuse(r, u, (size_t) i, fd);
         w = credential_waiters(a, u->uid, true);
         for (guint k = w->len; k-- > 0;) /* those whose client is gone */
                 if (!((Request *) g_ptr_array_index(w, k))->conn)
                         g_ptr_array_remove_index(w, k);
         if (w->len >= CREDENTIAL_WAITERS_MAX)
-                return request_refuse(r, EBUSY,
-                                      "%u requests of uid %u wait for its login password already",
+                return request_refuse(r, EBUSY, "%u requests of uid %u wait for a password already",
                                       w->len, (unsigned) r->uid);
         g_ptr_array_add(w, request_ref(r));
-        log_debug("Pid %u of uid %u waits for its login password for volume '%s'",
-                  (unsigned) r->pid, (unsigned) r->uid, req->volume);
+        log_debug("Pid %u of uid %u waits for a password for volume '%s'", (unsigned) r->pid,
+                  (unsigned) r->uid, req->volume);
         return REQUEST_PENDING;
+}
+
+static int handle_credential_unlock(Request *r) {
+        const struct nsd_req_credential_unlock *req = MSG(r, struct nsd_req_credential_unlock);
+        struct nsd_rep_credential_unlock rep;
+        Api *a = api_of(r);
+        User *u = users_get(a->users, r->uid);
+        ssize_t i = own_password_volume(r, u, req->volume);
+        int fd;
+
+        if (i < 0)
+                return (int) i;
+        fd = credential_keep(r);
+        if (fd < 0)
+                return fd;
+        user_credential_unlock(u, (size_t) i, fd);
+        log_event_by(r->uid, LOG_INFO, 0, u->uid, "credential-unlocked",
+                     "Received a password from pid %u of uid %u for its volume '%s' (held in "
+                     "memory for at most %d s, never read or written by nsd)",
+                     (unsigned) r->pid, (unsigned) u->uid, req->volume, NSD_CREDENTIAL_HOLD_SEC);
+        nsd_msg_init(&rep.hdr, NSD_REP_CREDENTIAL_UNLOCK, sizeof rep, r->seq);
+        rep.waiting = credential_wake(a, u);
+        (void) request_reply(r, &rep, sizeof rep, NULL, 0);
+        return 0;
 }
 
 void api_done(Api *a) {
@@ -1349,5 +1466,6 @@ const RequestHandler api_handlers[_NSD_REQ_MAX] = {
         [NSD_REQ_SHARES] = handle_shares,
         [NSD_REQ_VOLUMES] = handle_volumes,
         [NSD_REQ_CREDENTIAL_GIVE] = handle_credential_give,
+        [NSD_REQ_CREDENTIAL_UNLOCK] = handle_credential_unlock,
         [NSD_REQ_CREDENTIAL_TAKE] = handle_credential_take,
 };

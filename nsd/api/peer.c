@@ -59,20 +59,20 @@ static bool view_equal(const View *a, const View *b) {
 /* nsd's own view, which never changes (nsd runs in the initial namespace, unchrooted) */
 static int view_of_nsd(View *ret) {
         static View cached;
-        static int state; /* 0: not read yet; 1: cached; <0: -errno */
+        static bool read; /* cached holds it; a failure is never kept: tried again next time */
         _cleanup_close_ int ns_fd = -1, root_fd = -1;
+        int r;
 
-        if (state == 0) {
+        if (!read) {
                 ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
                 root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (ns_fd < 0 || root_fd < 0)
-                        return -errno; /* not cached: try again next time */
-                state = view_of(ns_fd, root_fd, &cached);
-                if (state == 0)
-                        state = 1;
+                        return -errno;
+                r = view_of(ns_fd, root_fd, &cached);
+                if (r < 0)
+                        return r; /* a passing fstat failure must not refuse users for good */
+                read = true;
         }
-        if (state < 0)
-                return state;
         *ret = cached;
         return 0;
 }

@@ -44,6 +44,7 @@ void user_free(User *u) {
         g_strfreev(u->shares);
         g_free(u->owner);
         user_credential_drop(u, NULL);
+        user_credential_unlock_drop(u, NULL);
         user_volumes_free(u->volumes, u->n_volumes);
         g_free(u);
 }
@@ -142,6 +143,10 @@ void user_state_write(const User *u) {
                         g_key_file_set_string(kf, group, "Options", v->options);
                 if (v->password)
                         g_key_file_set_boolean(kf, group, "Password", true);
+                if (v->ask)
+                        g_key_file_set_string(kf, group, "Key", "ask");
+                if (v->on_request)
+                        g_key_file_set_string(kf, group, "Start", "request");
                 if (v->loop)
                         g_key_file_set_uint64(kf, group, "Loop", v->loop - 1);
                 g_key_file_set_uint64(kf, group, "AtUsec", v->at_usec);
@@ -241,6 +246,10 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
                 v->why = g_key_file_get_string(kf, *g, "Why", NULL);
                 v->options = g_key_file_get_string(kf, *g, "Options", NULL);
                 v->password = g_key_file_get_boolean(kf, *g, "Password", NULL);
+                g_autofree char *key = g_key_file_get_string(kf, *g, "Key", NULL);
+                g_autofree char *start = g_key_file_get_string(kf, *g, "Start", NULL);
+                v->ask = v->password && g_strcmp0(key, "ask") == 0;
+                v->on_request = g_strcmp0(start, "request") == 0;
                 if (g_key_file_has_key(kf, *g, "Loop", NULL))
                         v->loop = (uint32_t) g_key_file_get_uint64(kf, *g, "Loop", NULL) + 1;
                 v->at_usec = g_key_file_get_uint64(kf, *g, "AtUsec", NULL);
@@ -254,11 +263,15 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
 
 /* ---- the login password of its volumes ---------------------------------------------------- */
 
+bool user_volume_takes_login(const User *u, size_t i) {
+        return i < u->n_volumes && u->volumes[i].password && !u->volumes[i].ask;
+}
+
 size_t user_password_volumes(const User *u) {
         size_t n = 0;
 
         for (size_t i = 0; i < u->n_volumes; i++)
-                n += u->volumes[i].password;
+                n += user_volume_takes_login(u, i);
         return n;
 }
 
@@ -293,25 +306,83 @@ void user_credential_hold(User *u, int fd) {
                                                     u);
 }
 
-int user_credential_take(User *u, size_t i) {
-        uint64_t all = 0;
+void user_credential_unlock_drop(User *u, const char *why) {
+        bool held = false;
+
+        if (u->unlock_timer)
+                g_source_remove(u->unlock_timer);
+        u->unlock_timer = 0;
+        for (size_t i = 0; u->unlock_fd && i < u->n_volumes; i++)
+                if (u->unlock_fd[i] >= 0) {
+                        (void) close(u->unlock_fd[i]);
+                        held = true;
+                }
+        g_clear_pointer(&u->unlock_fd, g_free);
+        if (held && why)
+                log_info("Let the volume passwords uid %u gave go: %s", (unsigned) u->uid, why);
+}
+
+static gboolean on_unlock_timeout(void *userdata) {
+        User *u = userdata;
+
+        u->unlock_timer = 0;
+        user_credential_unlock_drop(u,
+                                    "not taken within " G_STRINGIFY(USER_CREDENTIAL_HOLD_SEC) " s");
+        return G_SOURCE_REMOVE;
+}
+
+void user_credential_unlock(User *u, size_t i, int fd) {
+        g_return_if_fail(i < u->n_volumes && u->volumes[i].password);
+        if (!u->unlock_fd) {
+                u->unlock_fd = g_new(int, u->n_volumes);
+                for (size_t k = 0; k < u->n_volumes; k++)
+                        u->unlock_fd[k] = -1;
+        }
+        if (u->unlock_fd[i] >= 0)
+                (void) close(u->unlock_fd[i]);
+        u->unlock_fd[i] = fd;
+        if (u->unlock_timer)
+                g_source_remove(u->unlock_timer);
+        u->unlock_timer = g_timeout_add_seconds(USER_CREDENTIAL_HOLD_SEC, on_unlock_timeout, u);
+}
+
+int user_credential_peek(User *u, size_t i, bool *ret_unlocked) {
         int fd;
 
+        *ret_unlocked = false;
         g_return_val_if_fail(i < u->n_volumes && i < 64 && u->volumes[i].password, -EINVAL);
-        if (u->credential_fd < 0)
+        if (u->unlock_fd && u->unlock_fd[i] >= 0) { /* the user's own for it */
+                *ret_unlocked = true;
+                fd = fcntl(u->unlock_fd[i], F_DUPFD_CLOEXEC, 3);
+                return fd < 0 ? -errno : fd;
+        }
+        if (!user_volume_takes_login(u, i) || u->credential_fd < 0)
                 return -EAGAIN;
         if (u->credential_taken & (UINT64_C(1) << i))
                 return -EALREADY; /* once per volume: a second taker is not the volume's */
         fd = fcntl(u->credential_fd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
+        return fd < 0 ? -errno : fd;
+}
+
+void user_credential_handed(User *u, size_t i, bool unlocked) {
+        uint64_t all = 0;
+
+        g_return_if_fail(i < u->n_volumes && i < 64);
+        if (unlocked) {
+                if (u->unlock_fd && u->unlock_fd[i] >= 0) {
+                        (void) close(u->unlock_fd[i]);
+                        u->unlock_fd[i] = -1;
+                }
+                return;
+        }
+        if (u->credential_fd < 0)
+                return;
         u->credential_taken |= UINT64_C(1) << i;
         for (size_t k = 0; k < u->n_volumes && k < 64; k++)
-                if (u->volumes[k].password)
+                if (user_volume_takes_login(u, k))
                         all |= UINT64_C(1) << k;
         if ((u->credential_taken & all) == all)
                 user_credential_drop(u, "every volume that takes it took it");
-        return fd;
 }
 
 bool user_credential_wanted(const User *u) {
@@ -326,7 +397,7 @@ bool user_credential_wanted(const User *u) {
                 unsigned group;
 
                 /* -ENOENT: nothing mounted there; another error: it may be wanted */
-                if (u->volumes[i].password &&
+                if (user_volume_takes_login(u, i) &&
                     mounts_under(text, u->volumes[i].where, &count, &group) < 0)
                         return true;
         }

@@ -28,7 +28,9 @@ typedef struct UserVolume {
         int err;              /* its errno when it failed, else 0 */
         char *why;            /* why it failed; NULL otherwise */
         char *options;        /* a FUSE volume's options (volume_options_text()); else NULL */
-        bool password;        /* its program takes the login password (gocryptfs) */
+        bool password;        /* its program takes a password (gocryptfs) */
+        bool ask;             /* Key=ask: never the login password, only nsctl unlock's */
+        bool on_request;      /* Start=request: nsctl start, not the login, starts it */
         uint32_t loop;        /* /dev/loop<loop - 1> its image is on; 0: none */
         uint64_t at_usec;     /* CLOCK_REALTIME when the setup reported */
 } UserVolume;
@@ -49,12 +51,17 @@ struct User {
         int credential_fd;
         guint credential_timer;
         uint64_t credential_taken; /* bit i: volumes[i] took it */
-        bool orphaned;             /* a JOIN found the uid under another name, or none */
-        bool orphan_logged;        /* that was logged (once per namespace) */
-        bool pin_refused;          /* the kernel refused to pin it: not tried again */
-        bool store_warned;         /* not pinned and no room in the fd store: said once */
-        FdStore *fdstore;          /* where it is kept besides its pin (never NULL) */
-        StateDir *state;           /* NULL: no state files */
+        /* the passwords the user gave for one volume each (CREDENTIAL_UNLOCK): unlock_fd[i]
+         * for volumes[i] (NULL until the first; -1: none), until that volume took it or
+         * USER_CREDENTIAL_HOLD_SEC after the last one came */
+        int *unlock_fd;
+        guint unlock_timer;
+        bool orphaned;      /* a JOIN found the uid under another name, or none */
+        bool orphan_logged; /* that was logged (once per namespace) */
+        bool pin_refused;   /* the kernel refused to pin it: not tried again */
+        bool store_warned;  /* not pinned and no room in the fd store: said once */
+        FdStore *fdstore;   /* where it is kept besides its pin (never NULL) */
+        StateDir *state;    /* NULL: no state files */
 };
 
 /* A User for ns (taken) and baseline (taken; NULL: unknown), kept in fdstore and state (both
@@ -97,6 +104,8 @@ char *user_state_owner(StateDir *state, const UserNs *ns);
 size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret);
 void user_volumes_free(UserVolume *v, size_t n);
 
+/* Does volumes[i] take the login password (a password volume not keyed Key=ask)? */
+bool user_volume_takes_login(const User *u, size_t i);
 /* How many of u's volumes take the login password. */
 size_t user_password_volumes(const User *u);
 /* How long nsd holds a login password at most (NSD_CREDENTIAL_HOLD_SEC of the protocol). */
@@ -104,12 +113,23 @@ size_t user_password_volumes(const User *u);
 /* Hold fd (taken) as u's login password for USER_CREDENTIAL_HOLD_SEC at most, in place of
  * one held before. */
 void user_credential_hold(User *u, int fd);
-/* A descriptor of the password held for volumes[i] (the caller's to close), or -errno:
- * -EAGAIN none held, -EALREADY volumes[i] took this one already (each volume once). Once
- * every volume that takes it took it, nsd lets it go. */
-int user_credential_take(User *u, size_t i);
-/* Forget the password held (closes it). */
+/* Hold fd (taken) as the password the user gave for volumes[i] (a password volume), in
+ * place of one held for it before, for USER_CREDENTIAL_HOLD_SEC at most. */
+void user_credential_unlock(User *u, size_t i, int fd);
+/* A descriptor of the password held for volumes[i] (the caller's to close): the one the user
+ * gave for it, else the login password unless Key=ask (*ret_unlocked says which); or -errno:
+ * -EAGAIN none held, -EALREADY volumes[i] took the login password held already (each volume
+ * once). Nothing is handed over yet: user_credential_handed() says it reached its taker (a
+ * reply that is lost uses nothing up). */
+int user_credential_peek(User *u, size_t i, bool *ret_unlocked);
+/* What user_credential_peek(u, i) gave reached its taker: the user's own for volumes[i] is
+ * gone; the login password counts as taken by volumes[i], and once every volume that takes it
+ * took it, nsd lets it go. */
+void user_credential_handed(User *u, size_t i, bool unlocked);
+/* Forget the login password held (closes it). */
 void user_credential_drop(User *u, const char *why);
+/* Forget the passwords the user gave (closes them). */
+void user_credential_unlock_drop(User *u, const char *why);
 /* Does a volume of u wait for the login password: one takes it, none is held, and one of
  * them is not mounted in u's namespace now? */
 bool user_credential_wanted(const User *u);

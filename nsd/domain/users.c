@@ -233,6 +233,8 @@ static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
 
                         vols[i].options = volume_options_text(c);
                         vols[i].password = t && t->takes_password;
+                        vols[i].ask = vols[i].password && c->key == VOLUME_KEY_ASK;
+                        vols[i].on_request = c->start == VOLUME_START_REQUEST;
                 }
                 vols[i].at_usec = now > 0 ? (uint64_t) now : 0;
         }
@@ -798,6 +800,26 @@ static void session_remove(Users *reg, Session *sess) {
         g_hash_table_remove(reg->sessions, &sess->id); /* frees sess */
 }
 
+/* The release's steps for the kernel volumes nsd mounted in u's namespace, one event each,
+ * before the namespace goes: what the kernel does with them then. */
+static void users_log_volumes_released(const User *u, const char *why) {
+        for (size_t i = 0; i < u->n_volumes; i++) {
+                const UserVolume *v = &u->volumes[i];
+                char loop[32] = "";
+
+                if (v->outcome != VOLUME_OUTCOME_MOUNTED)
+                        continue;
+                if (v->loop)
+                        snprintf(loop, sizeof loop, " on /dev/loop%u", (unsigned) (v->loop - 1));
+                log_event_reason(LOG_INFO, 0, u->uid, "volume-released", why,
+                                 "Volume '%s' of uid %u (%s, %s%s, mounted on %s) goes with the "
+                                 "namespace (%s): the kernel unmounts it once nothing holds the "
+                                 "namespace%s",
+                                 v->name, (unsigned) u->uid, v->type, v->source, loop, v->where,
+                                 why, v->loop ? ", then clears the loop device (auto-clear)" : "");
+        }
+}
+
 int users_release(Users *reg, User *u, const char *why, char **ret_why) {
         uid_t uid = u->uid;
         int r;
@@ -819,6 +841,7 @@ int users_release(Users *reg, User *u, const char *why, char **ret_why) {
         /* out of pam_nsjoin's record while the namespace is still alive (nsd holds it) */
         state_made_remove(reg->state, u->ns->ns_inode, u->ns->root_fd);
         user_unkeep(u);
+        users_log_volumes_released(u, why);
         log_event_reason(LOG_INFO, 0, uid, "namespace-released", why,
                          "Released the namespace of uid %u (%s)", (unsigned) uid, why);
         linger_forget(reg->linger, uid);

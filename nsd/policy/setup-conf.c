@@ -27,7 +27,7 @@ static const char *const share_keys[] = { "Path",        "Users",      "Groups",
                                           "Propagation", "MaxMembers", "MaxMountsPerUser",
                                           NULL };
 static const char *const volume_keys[] = { "Type",   "Source", "Where",     "Options", "Users",
-                                           "Groups", "Start",  "OnFailure", NULL };
+                                           "Groups", "Start",  "OnFailure", "Key",     NULL };
 
 static const char *const polydir_method_names[] = {
         [POLYDIR_METHOD_USER] = "user",
@@ -616,19 +616,31 @@ static int volume_set(void *object, const char *key, const char *value, unsigned
                         v->start = VOLUME_START_NAMESPACE;
                 else if (strcmp(value, "login") == 0)
                         v->start = VOLUME_START_LOGIN;
-                else if (strcmp(value, "request") == 0) {
-                        *ret_why = g_strdup_printf("Start=%s: not supported yet (this version "
-                                                   "mounts a kernel file system when the "
-                                                   "namespace is made, Start=namespace, and "
-                                                   "runs a FUSE one at login, Start=login)",
-                                                   value);
-                        return -EINVAL;
-                } else {
-                        *ret_why = g_strdup_printf("Start=%s: expected 'namespace' or 'login'",
-                                                   value);
+                else if (strcmp(value, "request") == 0)
+                        v->start = VOLUME_START_REQUEST;
+                else {
+                        *ret_why = g_strdup_printf(
+                                "Start=%s: expected 'namespace', 'login' or 'request'", value);
                         return -EINVAL;
                 }
                 v->start_set = true;
+                return 0;
+        }
+        if (KEY("Key")) {
+                if (strcmp(value, "login") == 0)
+                        v->key = VOLUME_KEY_LOGIN;
+                else if (strcmp(value, "ask") == 0)
+                        v->key = VOLUME_KEY_ASK;
+                else {
+                        *ret_why = g_strdup_printf(
+                                "Key=%s: expected 'login' (the login password, or nsctl "
+                                "unlock) or 'ask' (only nsctl unlock); key files are not "
+                                "supported yet",
+                                value);
+                        return -EINVAL;
+                }
+                v->key_set = true;
+                v->key_line = line;
                 return 0;
         }
 #undef KEY
@@ -1143,21 +1155,29 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                 if (why)
                         return fail_at(ret_error, v->file, v->source_line, "[Volume %s] %s",
                                        v->name, why);
-                /* the kind's own start; either kind has one in this version */
+                /* the kind's own start by default */
                 if (!v->start_set)
                         v->start = v->kind == VOLUME_KIND_FUSE ? VOLUME_START_LOGIN
                                                                : VOLUME_START_NAMESPACE;
-                if (v->kind == VOLUME_KIND_FUSE && v->start != VOLUME_START_LOGIN)
+                if (v->kind == VOLUME_KIND_FUSE && v->start == VOLUME_START_NAMESPACE)
                         return fail_at(ret_error, v->file, v->line,
                                        "[Volume %s] Start=namespace: a FUSE volume (Type=%s) "
                                        "is run by the user's service manager, which starts at "
-                                       "login (Start=login)",
+                                       "login (Start=login) or when the user asks "
+                                       "(Start=request)",
                                        v->name, v->type);
                 if (v->kind != VOLUME_KIND_FUSE && v->start != VOLUME_START_NAMESPACE)
                         return fail_at(ret_error, v->file, v->line,
-                                       "[Volume %s] Start=login: not supported yet for a kernel "
+                                       "[Volume %s] Start=%s: not supported yet for a kernel "
                                        "file system (Type=%s): this version mounts it when the "
                                        "namespace is made (Start=namespace)",
+                                       v->name,
+                                       v->start == VOLUME_START_LOGIN ? "login" : "request",
+                                       v->type);
+                if (v->key_set && !volume_type_options_find(v->type)->takes_password)
+                        return fail_at(ret_error, v->file, v->key_line,
+                                       "[Volume %s] Key=: Type=%s takes no password (only a "
+                                       "type whose program reads one does: gocryptfs)",
                                        v->name, v->type);
                 if (v->options_text) {
                         const VolumeTypeOptions *t = volume_type_options_find(v->type);
@@ -1321,6 +1341,8 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                 snprintf(num, sizeof num, "%llu %d", (unsigned long long) v->mount_attr,
                          (int) v->start);
                 digest_str(c, "numbers", num);
+                if (v->key != VOLUME_KEY_LOGIN) /* the default keeps the digest of before */
+                        digest_str(c, "key", "ask");
                 digest_options(c, v->options, v->n_options);
                 digest_strv(c, "users", v->users);
                 digest_strv(c, "groups", v->groups);

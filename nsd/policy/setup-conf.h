@@ -122,8 +122,15 @@ typedef enum VolumeStart {
         VOLUME_START_NAMESPACE, /* when the namespace is made, as the rest of the setup (kernel
                                  * types; their only one in this version) */
         VOLUME_START_LOGIN,     /* when the user's service manager starts, at the first login
-                                 * (FUSE types; their only one) */
+                                 * (FUSE types' default) */
+        VOLUME_START_REQUEST,   /* when the user asks (nsctl start NAME; FUSE types only) */
 } VolumeStart;
+
+/* Where a password-taking volume's password comes from (Key=). */
+typedef enum VolumeKey {
+        VOLUME_KEY_LOGIN, /* the login password (pam_nsjoin), or nsctl unlock (the default) */
+        VOLUME_KEY_ASK,   /* only nsctl unlock: the login password is never handed to it */
+} VolumeKey;
 
 /* [Volume NAME]: a file system nsd mounts inside the namespaces of its members (issue 25's
  * first part: kernel types only, mounted with the namespace). */
@@ -147,8 +154,11 @@ typedef struct Volume {
                               * added to every mount */
         char **users;        /* Users=, Groups=: as a share's (one of them is required) */
         char **groups;
-        VolumeStart start;          /* Start=, or the kind's when not given */
-        bool start_set;             /* Start= was given */
+        VolumeStart start; /* Start=, or the kind's when not given */
+        bool start_set;    /* Start= was given */
+        VolumeKey key;     /* Key=: only for a type that takes a password */
+        bool key_set;      /* Key= was given */
+        unsigned key_line;
         VolumeOnFailure on_failure; /* OnFailure= */
         char *file;
         unsigned line;

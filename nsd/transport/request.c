@@ -175,14 +175,27 @@ static int check_credential_give(const void *msg, char **why) {
         return 0;
 }
 
+/* TAKE's and UNLOCK's fields after the flags: the same layout */
+static int check_credential_volume(uint32_t reserved, const char *volume, size_t size, char **why) {
+        if (reserved != 0)
+                return why_set(why, EINVAL, "reserved field not zero");
+        if (!nsd_field_is_string(volume, size) || volume[0] == '\0')
+                return why_set(why, EINVAL, "volume name empty or not terminated");
+        return 0;
+}
+
 static int check_credential_take(const void *msg, char **why) {
         const struct nsd_req_credential_take *r = msg;
 
-        if (r->reserved != 0)
-                return why_set(why, EINVAL, "reserved field not zero");
-        if (!nsd_field_is_string(r->volume, sizeof r->volume) || r->volume[0] == '\0')
-                return why_set(why, EINVAL, "volume name empty or not terminated");
-        return 0;
+        return check_credential_volume(r->reserved, r->volume, sizeof r->volume, why);
+}
+
+static int check_credential_unlock(const void *msg, char **why) {
+        const struct nsd_req_credential_unlock *r = msg;
+
+        if (!(r->flags & NSD_CREDENTIAL_FD))
+                return why_set(why, EINVAL, "the password must come as a descriptor");
+        return check_credential_volume(r->reserved, r->volume, sizeof r->volume, why);
 }
 
 static int check_show(const void *msg, char **why) {
@@ -242,6 +255,9 @@ static const RequestType request_table[_NSD_REQ_MAX] = {
         ROW(NSD_REQ_CREDENTIAL_TAKE, "CREDENTIAL_TAKE", nsd_req_credential_take,
             offsetof(struct nsd_req_credential_take, flags), NSD_CREDENTIAL_WAIT, 0,
             check_credential_take),
+        ROW(NSD_REQ_CREDENTIAL_UNLOCK, "CREDENTIAL_UNLOCK", nsd_req_credential_unlock,
+            offsetof(struct nsd_req_credential_unlock, flags), NSD_CREDENTIAL_FD, NSD_CREDENTIAL_FD,
+            check_credential_unlock),
 };
 #undef ROW
 

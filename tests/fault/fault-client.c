@@ -16,14 +16,28 @@
  *   fault-client close UID ID         SESSION_CLOSE of session ID ("ok SESSIONS-LEFT" or
  *                                     "err ERRNO-NAME")
  *   fault-client release UID          RELEASE --force ("ok" or "err ERRNO-NAME")
+ *   fault-client give UID             CREDENTIAL_GIVE of what stdin holds (a password, at most
+ *                                     1024 bytes), in a memfd sealed as pam_nsjoin seals it
+ *                                     ("ok VOLUMES-WAITING-GOT-IT" or "err ERRNO-NAME MESSAGE")
+ *   fault-client take UID VOLUME [wait]   as UID (setuid), from where this process stands:
+ *                                     CREDENTIAL_TAKE of VOLUME's password, with
+ *                                     NSD_CREDENTIAL_WAIT and no timeout if "wait" ("ok memfd
+ *                                     SEALED|unsealed PASSWORD", "ok other PASSWORD" for a
+ *                                     descriptor that is no memfd, or "err ERRNO-NAME MESSAGE")
+ *   fault-client unlock UID VOLUME    as UID: CREDENTIAL_UNLOCK of what stdin holds for VOLUME
+ *                                     (nsctl unlock's request: "ok TAKES-WAITING-GOT-IT" or
+ *                                     "err ERRNO-NAME MESSAGE")
  * Exit status 0 for ok, 1 for err, 2 for bad usage.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +144,102 @@ static int one_request(uid_t uid, bool release, uint64_t id, unsigned *ret_n) {
         return r;
 }
 
+#define ALL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+/* stdin (at most NSC_CREDENTIAL_MAX + 1 bytes, so that nsd sees a password too long) in a
+ * sealed memfd, as pam_nsjoin's authtok_memfd() makes it: the descriptor, or -errno */
+static int stdin_memfd(void) {
+        char buf[NSC_CREDENTIAL_MAX + 1];
+        size_t len = 0;
+        int fd;
+
+        while (len < sizeof buf) {
+                ssize_t n = read(STDIN_FILENO, buf + len, sizeof buf - len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        fd = memfd_create("nsd-credential", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, buf, len) != (ssize_t) len || fcntl(fd, F_ADD_SEALS, ALL_SEALS) < 0) {
+                int r = -errno;
+
+                close(fd);
+                return r;
+        }
+        explicit_bzero(buf, sizeof buf);
+        return fd;
+}
+
+/* give: CREDENTIAL_GIVE of stdin's password for uid */
+static int credential_give(uid_t uid) {
+        _nsc_cleanup_disconnect_ nsc_conn *c = NULL;
+        unsigned waiting = 0;
+        int fd = stdin_memfd(), r;
+
+        if (fd < 0)
+                return outcome(fd, "memfd", "%s", "");
+        r = nsc_connect(NULL, &c);
+        if (r >= 0)
+                r = nsc_credential_give(c, uid, fd, &waiting);
+        close(fd);
+        return outcome(r, r < 0 ? nsc_last_error_message(c) : NULL, " %u", waiting);
+}
+
+/* take: CREDENTIAL_TAKE of volume as uid; what came, and whether it is a sealed memfd */
+static int credential_take(uid_t uid, const char *volume, bool wait) {
+        _nsc_cleanup_disconnect_ nsc_conn *c = NULL;
+        char buf[NSC_CREDENTIAL_MAX + 1], link[64], target[256] = "";
+        ssize_t n, k;
+        int fd = -1, r, seals;
+
+        if (setgroups(0, NULL) < 0 || setgid((gid_t) uid) < 0 || setuid(uid) < 0)
+                return outcome(-errno, "setuid", "%s", "");
+        r = nsc_connect(NULL, &c);
+        if (r >= 0 && wait)
+                r = nsc_set_timeout(c, 0);
+        if (r >= 0)
+                r = nsc_credential_take(c, volume, wait ? NSC_CREDENTIAL_WAIT : 0, &fd);
+        if (r < 0)
+                return outcome(r, nsc_last_error_message(c), "%s", "");
+        n = pread(fd, buf, sizeof buf - 1, 0);
+        seals = fcntl(fd, F_GET_SEALS);
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        k = readlink(link, target, sizeof target - 1);
+        target[k > 0 ? k : 0] = '\0';
+        close(fd);
+        if (n < 0)
+                return outcome(-errno, "read", "%s", "");
+        buf[n] = '\0';
+        return outcome(0, NULL, " %s %s %s", strncmp(target, "/memfd:", 7) == 0 ? "memfd" : "other",
+                       seals >= 0 && (seals & ALL_SEALS) == ALL_SEALS ? "sealed" : "unsealed", buf);
+}
+
+/* unlock: CREDENTIAL_UNLOCK of stdin's password for volume, as uid */
+static int credential_unlock(uid_t uid, const char *volume) {
+        _nsc_cleanup_disconnect_ nsc_conn *c = NULL;
+        unsigned waiting = 0;
+        int fd = stdin_memfd(), r;
+
+        if (fd < 0)
+                return outcome(fd, "memfd", "%s", "");
+        if (setgroups(0, NULL) < 0 || setgid((gid_t) uid) < 0 || setuid(uid) < 0) {
+                close(fd);
+                return outcome(-errno, "setuid", "%s", "");
+        }
+        r = nsc_connect(NULL, &c);
+        if (r >= 0)
+                r = nsc_credential_unlock(c, volume, fd, &waiting);
+        close(fd);
+        return outcome(r, r < 0 ? nsc_last_error_message(c) : NULL, " %u", waiting);
+}
+
 int main(int argc, char **argv) {
         struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
         const char *step = NULL;
@@ -140,7 +250,9 @@ int main(int argc, char **argv) {
         int r;
 
         if (argc < 3 || parse_uid(argv[2], &uid) < 0) {
-                fprintf(stderr, "usage: fault-client join|exec|session|release UID ...\n");
+                fprintf(stderr,
+                        "usage: fault-client join|exec|session|open|close|release|give|take|unlock "
+                        "UID ...\n");
                 return 2;
         }
         if (strcmp(argv[1], "join") == 0) {
@@ -185,6 +297,12 @@ int main(int argc, char **argv) {
         }
         if (strcmp(argv[1], "release") == 0)
                 return outcome(one_request(uid, true, 0, NULL), NULL, "%s", "");
+        if (strcmp(argv[1], "give") == 0)
+                return credential_give(uid);
+        if (strcmp(argv[1], "take") == 0 && argc > 3)
+                return credential_take(uid, argv[3], argc > 4 && strcmp(argv[4], "wait") == 0);
+        if (strcmp(argv[1], "unlock") == 0 && argc > 3)
+                return credential_unlock(uid, argv[3]);
         fprintf(stderr, "fault-client: unknown command '%s'\n", argv[1]);
         return 2;
 }

@@ -20,7 +20,9 @@
  *
  * CALL is one of: clone unshare setns mount umount2 open_tree move_mount mount_setattr fspick
  * open openat openat2 accept accept4 sendmsg recvmsg pidfd_open fsopen fsconfig fsmount
- * mkdirat execveat. open and openat count the 64-bit variants too (open64, __open_2, ...);
+ * mkdirat execveat fcntl fstat. open, openat, fcntl and fstat count the 64-bit variants too
+ * (open64, __open_2, fcntl64, fstat64, ...); fcntl's ARG in the trace is its command
+ * (F_DUPFD_CLOEXEC, F_GET_SEALS, ... or the number);
  * openat2, pidfd_open and execveat are reached through syscall(2), which glibc has no
  * wrapper for (or nsd does not use it), and so is every other CALL when made with
  * syscall(SYS_...).
@@ -75,6 +77,8 @@ enum call {
         C_FSMOUNT,
         C_MKDIRAT,
         C_EXECVEAT,
+        C_FCNTL,
+        C_FSTAT,
         _C_MAX,
 };
 
@@ -90,6 +94,7 @@ static const char *const call_name[_C_MAX] = {
         [C_PIDFD_OPEN] = "pidfd_open", [C_FSOPEN] = "fsopen",
         [C_FSCONFIG] = "fsconfig",     [C_FSMOUNT] = "fsmount",
         [C_MKDIRAT] = "mkdirat",       [C_EXECVEAT] = "execveat",
+        [C_FCNTL] = "fcntl",           [C_FSTAT] = "fstat",
 };
 
 static const struct {
@@ -146,6 +151,10 @@ static int (*real_fsopen)(const char *, unsigned);
 static int (*real_fsconfig)(int, unsigned, const char *, const void *, int);
 static int (*real_fsmount)(int, unsigned, unsigned);
 static int (*real_mkdirat)(int, const char *, mode_t);
+static int (*real_fcntl)(int, int, ...);
+static int (*real_fcntl64)(int, int, ...);
+static int (*real_fstat)(int, struct stat *);
+static int (*real_fstat64)(int, struct stat64 *);
 
 /* Loaded objects, for call sites as object+offset. */
 #define OBJECTS_MAX 64
@@ -238,7 +247,7 @@ static void trace(enum call c, long n, const void *caller, int fail_err, const c
                 int fd = (int) real_syscall(SYS_openat, AT_FDCWD, trace_path,
                                             O_WRONLY | O_APPEND | O_CLOEXEC, 0);
                 if (fd >= 0) {
-                        (void) fcntl(fd, F_DUPFD_CLOEXEC, trace_fd);
+                        (void) real_fcntl(fd, F_DUPFD_CLOEXEC, trace_fd);
                         close(fd);
                         (void) !write(trace_fd, l.buf, l.len);
                 }
@@ -419,6 +428,64 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
         return real_recvmsg(fd, msg, flags);
 }
 
+/* fcntl's command, for the trace: the ones nsd uses by name */
+static const char *fcntl_cmd(int cmd, char buf[static 16]) {
+        struct line l = { .len = 0 };
+
+        switch (cmd) {
+        case F_DUPFD:
+                return "F_DUPFD";
+        case F_DUPFD_CLOEXEC:
+                return "F_DUPFD_CLOEXEC";
+        case F_GETFD:
+                return "F_GETFD";
+        case F_SETFD:
+                return "F_SETFD";
+        case F_GETFL:
+                return "F_GETFL";
+        case F_SETFL:
+                return "F_SETFL";
+        case F_ADD_SEALS:
+                return "F_ADD_SEALS";
+        case F_GET_SEALS:
+                return "F_GET_SEALS";
+        }
+        put_str(&l, "cmd=");
+        put_num(&l, (unsigned long) cmd, 10);
+        memcpy(buf, l.buf, l.len < 15 ? l.len : 15);
+        buf[l.len < 15 ? l.len : 15] = '\0';
+        return buf;
+}
+
+/* fcntl(2) and fcntl64: the third argument, whatever its type, is passed on as glibc's own
+ * wrapper reads it (one word) */
+#define INTERPOSE_FCNTL(name)                           \
+        int name(int fd, int cmd, ...) {                \
+                char buf[16];                           \
+                va_list ap;                             \
+                void *arg;                              \
+                                                        \
+                va_start(ap, cmd);                      \
+                arg = va_arg(ap, void *);               \
+                va_end(ap);                             \
+                FAULT_OR(C_FCNTL, fcntl_cmd(cmd, buf)); \
+                return real_##name(fd, cmd, arg);       \
+        }
+
+int fcntl64(int fd, int cmd, ...);
+INTERPOSE_FCNTL(fcntl)
+INTERPOSE_FCNTL(fcntl64)
+
+int fstat(int fd, struct stat *st) {
+        FAULT_OR(C_FSTAT, NULL);
+        return real_fstat(fd, st);
+}
+
+int fstat64(int fd, struct stat64 *st) {
+        FAULT_OR(C_FSTAT, NULL);
+        return real_fstat64(fd, st);
+}
+
 /* syscall(2): the calls above by number, and those glibc has no wrapper for. */
 long syscall(long nr, ...) {
         long a[6];
@@ -508,6 +575,12 @@ long syscall(long nr, ...) {
                 break;
         case SYS_execveat:
                 c = C_EXECVEAT;
+                break;
+        case SYS_fcntl:
+                c = C_FCNTL;
+                break;
+        case SYS_fstat:
+                c = C_FSTAT;
                 break;
         }
         if (c >= 0)
@@ -649,6 +722,10 @@ __attribute__((constructor)) static void fault_shim_init(void) {
         real_fsconfig = lookup("fsconfig", true);
         real_fsmount = lookup("fsmount", true);
         real_mkdirat = lookup("mkdirat", true);
+        real_fcntl = lookup("fcntl", true);
+        real_fcntl64 = lookup("fcntl64", false) ?: real_fcntl;
+        real_fstat = lookup("fstat", true);
+        real_fstat64 = lookup("fstat64", false) ?: (int (*)(int, struct stat64 *)) real_fstat;
 
         /* one count for nsd and its children, forked ones too: a child's Nth call is the
          * Nth of all, and a child forked again after a failure (a retried setup) goes on
@@ -668,7 +745,7 @@ __attribute__((constructor)) static void fault_shim_init(void) {
                         die("NSD_FAULT_TRACE is too long", tpath);
                 strcpy(trace_path, tpath);
                 /* out of the way of the descriptors the program counts on */
-                trace_fd = fcntl(fd, F_DUPFD_CLOEXEC, 700);
+                trace_fd = real_fcntl(fd, F_DUPFD_CLOEXEC, 700);
                 close(fd);
                 if (trace_fd < 0)
                         die("cannot move the trace descriptor", NULL);

@@ -15,9 +15,10 @@
  *                  sequence numbers start just before they wrap around, bit 5: connect with
  *                  nsc_connect_timeout()
  *   per call:      u8 op (JOIN, SESSION_OPEN, SESSION_CLOSE, STATUS, LIST, SHOW, RELEASE,
- *                  HIDE, JOIN_SESSION; bit 7: with bad arguments instead, which must give
- *                  -EINVAL or -ENAMETOOLONG and send nothing), u8 arg (uid 1000 + arg / 16,
- *                  flags and variants from the low bits)
+ *                  HIDE, JOIN_SESSION, VOLUMES, CREDENTIAL_GIVE, CREDENTIAL_TAKE; bit 7: with
+ *                  bad arguments instead, which must give -EINVAL or -ENAMETOOLONG and send
+ *                  nothing), u8 arg (uid 1000 + arg / 16, flags and variants from the low
+ *                  bits)
  *   then up to 64 reply datagrams, queued on the connection before the first call:
  *                  u8 ctl, u8 type, u8 fds, u8 owner, u16 size, size bytes of datagram;
  *                  owner bits 0-1: the call whose seq FIX_SEQ uses; bits 2-7 all set: the
@@ -27,9 +28,10 @@
  *                  ctl bits fix up the datagram so that the fuzzer gets past the header
  *                  checks: FIX_HDR magic and version, FIX_LEN length = size, FIX_SEQ the seq
  *                  of call `owner`, SEQ_ZERO seq 0, FIX_ERR a sound error field, FIX_BODY
- *                  sound fields for the type (JOIN's uid and nsfs inode, LIST_END's count,
- *                  NUL-terminated strings; with NET_INODE the inode of the net nsfs
- *                  instead), SET_TYPE type from a table of every reply type.
+ *                  sound fields for the type (JOIN's uid and nsfs inode, LIST_END's and
+ *                  VOLUMES_END's count, NUL-terminated strings, a VOLUMES entry's error and
+ *                  reserved field; with NET_INODE the inode of the net nsfs instead),
+ *                  SET_TYPE type from a table of every reply type.
  *                  fds: bits 0-4 how many descriptors ride along (SCM_RIGHTS; over 16
  *                  truncates), bits 5-7 which kinds (directory, mount nsfs, net nsfs,
  *                  /dev/null, in turn).
@@ -48,6 +50,9 @@
  *   - results are 0 or -errno (-1..-4095), nsc_join_session() 1 only after a fallback; no
  *     call runs out of time waiting (nothing blocks; nsd may still answer -ETIMEDOUT);
  *   - outputs (ret_*) are untouched on failure;
+ *   - CREDENTIAL_GIVE leaves the caller's memfd open (the library sends it, never closes
+ *     it); CREDENTIAL_TAKE hands over exactly one descriptor, O_CLOEXEC, none of the
+ *     caller's; VOLUMES entries hold NUL-terminated strings and an error <= 0;
  *   - once a connection is broken every later call returns -ENOTCONN and sends nothing;
  *     a successful call never leaves it broken;
  *   - nsc_last_error_message() is NULL or a string shorter than the protocol's field;
@@ -57,6 +62,7 @@
 #include "libnsclient.c"
 
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/sysmacros.h>
 
 #include "fuzz-nsclient.h"
@@ -88,6 +94,11 @@ static const uint16_t types[_T_MAX] = {
         [T_REQ_LIST] = NSD_REQ_LIST,
         [T_REPLY_BIT] = NSD_REPLY_BIT,
         [T_UNKNOWN] = 0x8102,
+        [T_VOLUMES_ENTRY] = NSD_REP_VOLUMES_ENTRY,
+        [T_VOLUMES_END] = NSD_REP_VOLUMES_END,
+        [T_CREDENTIAL_GIVE] = NSD_REP_CREDENTIAL_GIVE,
+        [T_CREDENTIAL_TAKE] = NSD_REP_CREDENTIAL_TAKE,
+        [T_CREDENTIAL_UNLOCK] = NSD_REP_CREDENTIAL_UNLOCK,
 };
 
 static char tmp_dir[64];
@@ -95,6 +106,7 @@ static char sock_path[100];
 static int listen_fd = -1;
 static int kind_fd[4] = { -1, -1, -1, -1 }; /* "/" O_PATH, mount nsfs, net nsfs, /dev/null */
 static uint64_t mnt_inode, net_inode;
+static int credential_fd = -1; /* a sealed memfd: what pam_nsjoin gives */
 static bool trace;       /* $FUZZ_TRACE: one line per call on stderr, to check what seeds reach */
 static int wake_fd = -1; /* an eventfd: the second nsd is disarmed, stop waiting */
 static void *second_nsd(void *unused);
@@ -135,6 +147,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         mnt_inode = st.st_ino;
         fuzz_assert(fstat(kind_fd[2], &st) == 0, "fstat: %m");
         net_inode = st.st_ino;
+        credential_fd = memfd_create("fuzz-credential", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        fuzz_assert(credential_fd >= 0 && write(credential_fd, "hunter2", 7) == 7 &&
+                            fcntl(credential_fd, F_ADD_SEALS,
+                                  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0,
+                    "memfd: %m");
         /* for nsc_connect(NULL) */
         setenv("NSD_SOCKET", sock_path, 1);
 
@@ -347,12 +364,25 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                                 struct nsd_rep_join *j = (struct nsd_rep_join *) buf;
                                 j->uid = call_uid(&calls[owner]);
                                 j->ns_inode = ctl & NET_INODE ? net_inode : mnt_inode;
-                        } else if (h->type == NSD_REP_LIST_END &&
+                        } else if ((h->type == NSD_REP_LIST_END ||
+                                    h->type == NSD_REP_VOLUMES_END) &&
                                    size >= sizeof(struct nsd_rep_stream_end)) {
                                 ((struct nsd_rep_stream_end *) buf)->count = *list_entries;
                         } else if (h->type == NSD_REP_LIST_ENTRY &&
                                    size >= sizeof(struct nsd_rep_list_entry)) {
                                 ((struct nsd_rep_list_entry *) buf)->pin[NSD_PIN_PATH_MAX - 1] = 0;
+                        } else if (h->type == NSD_REP_VOLUMES_ENTRY &&
+                                   size >= sizeof(struct nsd_rep_volumes_entry)) {
+                                struct nsd_rep_volumes_entry *v = (struct nsd_rep_volumes_entry *)
+                                        buf;
+                                v->name[sizeof v->name - 1] = 0;
+                                v->type[sizeof v->type - 1] = 0;
+                                v->source[sizeof v->source - 1] = 0;
+                                v->where[sizeof v->where - 1] = 0;
+                                v->why[sizeof v->why - 1] = 0;
+                                v->options[sizeof v->options - 1] = 0;
+                                v->error = -(int32_t) ((uint32_t) v->error % 134);
+                                v->reserved = 0;
                         } else if (h->type == NSD_REP_STATUS &&
                                    size >= sizeof(struct nsd_rep_status)) {
                                 ((struct nsd_rep_status *) buf)->version[NSD_VERSION_MAX - 1] = 0;
@@ -364,9 +394,9 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                                         s->session_id = 1;
                         }
                 }
-                if (h->type == NSD_REP_LIST_ENTRY)
+                if (h->type == NSD_REP_LIST_ENTRY || h->type == NSD_REP_VOLUMES_ENTRY)
                         *list_entries += copies;
-                else if (h->type == NSD_REP_LIST_END)
+                else if (h->type == NSD_REP_LIST_END || h->type == NSD_REP_VOLUMES_END)
                         *list_entries = 0;
         }
 
@@ -434,9 +464,12 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
         struct nsc_join_result j;
         struct nsc_status st;
         struct nsc_ns_info *entries;
+        struct nsc_volume_info *volumes;
         size_t n;
         char *text;
         char long_path[NSD_HIDE_PATH_MAX + 1];
+        char long_name[NSD_SHARE_NAME_MAX + 1];
+        int fd;
 
         switch ((call->op & OP_MASK) % _OP_MAX) {
         case OP_JOIN:
@@ -481,6 +514,31 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
                                                        "a-service-name-of-32-characters!", &j, NULL,
                                                        NULL)
                                     : nsc_join_session(c, uid, 0, getpid(), NULL, NULL, NULL, NULL);
+        case OP_VOLUMES:
+                return v % 3 == 0   ? nsc_volumes(c, NULL, &n)
+                       : v % 3 == 1 ? nsc_volumes(c, &volumes, NULL)
+                                    : nsc_volumes(NULL, &volumes, &n);
+        case OP_CREDENTIAL_GIVE:
+                return v % 3 == 0   ? nsc_credential_give(c, (uid_t) -1, credential_fd, NULL)
+                       : v % 3 == 1 ? nsc_credential_give(c, uid, -1, NULL)
+                                    : nsc_credential_give(NULL, uid, credential_fd, NULL);
+        case OP_CREDENTIAL_TAKE:
+                memset(long_name, 'v', sizeof long_name);
+                long_name[sizeof long_name - 1] = 0;
+                return v % 6 == 0   ? nsc_credential_take(c, NULL, 0, &fd)
+                       : v % 6 == 1 ? nsc_credential_take(c, "", 0, &fd)
+                       : v % 6 == 2 ? nsc_credential_take(c, long_name, 0, &fd)
+                       : v % 6 == 3 ? nsc_credential_take(c, "vault", 0x2, &fd)
+                       : v % 6 == 4 ? nsc_credential_take(c, "vault", 0, NULL)
+                                    : nsc_credential_take(NULL, "vault", 0, &fd);
+        case OP_CREDENTIAL_UNLOCK:
+                memset(long_name, 'v', sizeof long_name);
+                long_name[sizeof long_name - 1] = 0;
+                return v % 5 == 0   ? nsc_credential_unlock(c, NULL, credential_fd, NULL)
+                       : v % 5 == 1 ? nsc_credential_unlock(c, "", credential_fd, NULL)
+                       : v % 5 == 2 ? nsc_credential_unlock(c, long_name, credential_fd, NULL)
+                       : v % 5 == 3 ? nsc_credential_unlock(c, "vault", -1, NULL)
+                                    : nsc_credential_unlock(NULL, "vault", credential_fd, NULL);
         default:
                 memset(long_path, 'x', sizeof long_path);
                 long_path[0] = '/';
@@ -632,6 +690,72 @@ static int do_call(nsc_conn *c, const struct call *call) {
         case OP_RELEASE:
                 r = nsc_release(c, uid, call->arg & NSC_RELEASE_FORCE);
                 break;
+        case OP_VOLUMES: {
+                struct nsc_volume_info *v;
+                size_t n;
+
+                memset(&v, CANARY, sizeof v);
+                memset(&n, CANARY, sizeof n);
+                r = nsc_volumes(c, &v, &n);
+                if (r < 0) {
+                        fuzz_assert(untouched(&v, sizeof v) && untouched(&n, sizeof n),
+                                    "VOLUMES wrote its result on failure");
+                        break;
+                }
+                fuzz_assert(v != NULL, "VOLUMES gave NULL");
+                for (size_t i = 0; i < n; i++)
+                        fuzz_assert(memchr(v[i].name, 0, sizeof v[i].name) &&
+                                            memchr(v[i].type, 0, sizeof v[i].type) &&
+                                            memchr(v[i].source, 0, sizeof v[i].source) &&
+                                            memchr(v[i].where, 0, sizeof v[i].where) &&
+                                            memchr(v[i].why, 0, sizeof v[i].why) &&
+                                            memchr(v[i].options, 0, sizeof v[i].options) &&
+                                            v[i].error <= 0,
+                                    "VOLUMES entry %zu: a string not terminated or error %d", i,
+                                    v[i].error);
+                free(v);
+                break;
+        }
+        case OP_CREDENTIAL_GIVE: {
+                unsigned waiting;
+
+                memset(&waiting, CANARY, sizeof waiting);
+                r = nsc_credential_give(c, uid, credential_fd, call->arg & 1 ? NULL : &waiting);
+                fuzz_assert(r >= 0 || untouched(&waiting, sizeof waiting),
+                            "CREDENTIAL_GIVE wrote its result on failure");
+                fuzz_assert(fcntl(credential_fd, F_GETFD) >= 0,
+                            "CREDENTIAL_GIVE closed the caller's memfd");
+                break;
+        }
+        case OP_CREDENTIAL_TAKE: {
+                int fd;
+
+                memset(&fd, CANARY, sizeof fd);
+                r = nsc_credential_take(c, call->arg & 1 ? "files" : "vault",
+                                        call->arg & 2 ? NSC_CREDENTIAL_WAIT : 0, &fd);
+                if (r < 0) {
+                        fuzz_assert(untouched(&fd, sizeof fd),
+                                    "CREDENTIAL_TAKE wrote its result on failure");
+                        break;
+                }
+                fuzz_assert(r == 0 && fd >= 0 && fd != credential_fd && fd != listen_fd &&
+                                    is_cloexec(fd),
+                            "CREDENTIAL_TAKE handed over descriptor %d (%d)", fd, r);
+                close(fd);
+                break;
+        }
+        case OP_CREDENTIAL_UNLOCK: {
+                unsigned waiting;
+
+                memset(&waiting, CANARY, sizeof waiting);
+                r = nsc_credential_unlock(c, call->arg & 1 ? "files" : "vault", credential_fd,
+                                          call->arg & 2 ? NULL : &waiting);
+                fuzz_assert(r >= 0 || untouched(&waiting, sizeof waiting),
+                            "CREDENTIAL_UNLOCK wrote its result on failure");
+                fuzz_assert(fcntl(credential_fd, F_GETFD) >= 0,
+                            "CREDENTIAL_UNLOCK closed the caller's memfd");
+                break;
+        }
         default:
                 r = nsc_hide(c, uid, "/home/fuzz/mnt", call->arg & NSC_HIDE_UNHIDE);
                 break;

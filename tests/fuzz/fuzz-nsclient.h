@@ -28,6 +28,11 @@ enum {
         OP_RELEASE,
         OP_HIDE,
         OP_JOIN_SESSION,
+        /* 1.7; appended, so that the ops above keep the numbers the seeds hold */
+        OP_VOLUMES,
+        OP_CREDENTIAL_GIVE,
+        OP_CREDENTIAL_TAKE,
+        OP_CREDENTIAL_UNLOCK, /* 1.8 */
         _OP_MAX
 };
 #define OP_BAD 0x80  /* with bad arguments */
@@ -65,6 +70,12 @@ enum {
         T_REQ_LIST,
         T_REPLY_BIT,
         T_UNKNOWN,
+        /* 1.7 replies; appended, so that the indexes above keep the meaning the seeds hold */
+        T_VOLUMES_ENTRY,
+        T_VOLUMES_END,
+        T_CREDENTIAL_GIVE,
+        T_CREDENTIAL_TAKE,
+        T_CREDENTIAL_UNLOCK, /* 1.8 */
         _T_MAX
 };
 

@@ -216,6 +216,13 @@ static void credentials(void) {
         seed("credential-take-unterminated", 0, t, sizeof *t);
         memset(t->volume, 0, sizeof t->volume);
         seed("credential-take-empty", 0, t, sizeof *t);
+        /* 1.8: UNLOCK, the user's own password for its volume (none here: ENOENT) */
+        REQ(u, NSD_REQ_CREDENTIAL_UNLOCK, nsd_req_credential_unlock, 17);
+        u->flags = NSD_CREDENTIAL_FD;
+        snprintf(u->volume, sizeof u->volume, "vault");
+        seed("credential-unlock", FDS(1), u, sizeof *u);
+        u->flags = 0;
+        seed("credential-unlock-no-fd-flag", 0, u, sizeof *u);
 }
 
 static void release_hide(void) {

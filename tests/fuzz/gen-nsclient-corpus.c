@@ -40,11 +40,18 @@ static void error_reply(uint32_t seq, int err, uint16_t req, const char *why, un
         datagram(ctl, T_ERROR, 0, 0, e, sizeof *e);
 }
 
-/* a reply that is the header alone (RELEASE, HIDE, SHOW_END) */
-static void header_reply(unsigned type_index, unsigned owner, uint16_t type, uint32_t seq) {
-        datagram(0, type_index, 0, owner, proto_msg(type, sizeof(struct nsd_msg_header), seq),
+/* a reply that is the header alone (RELEASE, HIDE, SHOW_END; CREDENTIAL_TAKE with fds) */
+static void header_reply_fds(unsigned type_index, unsigned fds, unsigned owner, uint16_t type,
+                             uint32_t seq) {
+        datagram(0, type_index, fds, owner, proto_msg(type, sizeof(struct nsd_msg_header), seq),
                  sizeof(struct nsd_msg_header));
 }
+static void header_reply(unsigned type_index, unsigned owner, uint16_t type, uint32_t seq) {
+        header_reply_fds(type_index, 0, owner, type, seq);
+}
+
+/* fds of a datagram: n descriptors of /dev/null (kind 3, see fuzz-nsclient.c) */
+#define DEVNULL_FDS(n) ((n) | (3 << 5))
 
 /* the second nsd's answers to the fallback of JOIN_SESSION, for uid 1001 */
 static void fallback_join(uint32_t seq) {
@@ -360,6 +367,171 @@ int main(int argc, char **argv) {
                 datagram(0, T_RELEASE, 0, 0, h, 24);
                 finish("major-2");
         }
+        /* VOLUMES (1.7): two entries and the end; none; an entry that is not sound (a string
+         * without its NUL, a positive error), then a call on the broken connection */
+        {
+                static const unsigned char c[] = { OP_VOLUMES, 0 };
+                static const unsigned char c2[] = { OP_VOLUMES, 0, OP_STATUS, 0 };
+                struct nsd_rep_volumes_entry *v;
+                struct nsd_rep_stream_end *e;
+
+                begin(1, c);
+                v = proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof *v, 1);
+                v->uid = 1001;
+                v->state = NSD_VOLUME_MOUNTED;
+                v->loop = 8;
+                v->at_usec = 1700000000000000ull;
+                snprintf(v->name, sizeof v->name, "data");
+                snprintf(v->type, sizeof v->type, "ext4");
+                snprintf(v->source, sizeof v->source, "/srv/volumes/alice.img");
+                snprintf(v->where, sizeof v->where, "/home/alice/data");
+                datagram(0, T_VOLUMES_ENTRY, 0, 0, v, sizeof *v);
+                v = proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof *v, 1);
+                v->uid = 1001;
+                v->state = NSD_VOLUME_USER;
+                v->flags = NSD_VOLUME_PASSWORD;
+                snprintf(v->name, sizeof v->name, "vault");
+                snprintf(v->type, sizeof v->type, "gocryptfs");
+                snprintf(v->source, sizeof v->source, "/home/alice/.vault-cipher");
+                snprintf(v->where, sizeof v->where, "/home/alice/vault");
+                snprintf(v->options, sizeof v->options, "nosuid,nodev");
+                datagram(0, T_VOLUMES_ENTRY, 0, 0, v, sizeof *v);
+                e = proto_msg(NSD_REP_VOLUMES_END, sizeof *e, 1);
+                e->count = 2;
+                datagram(0, T_VOLUMES_END, 0, 0, e, sizeof *e);
+                finish("volumes-two");
+                begin(1, c);
+                e = proto_msg(NSD_REP_VOLUMES_END, sizeof *e, 1);
+                datagram(0, T_VOLUMES_END, 0, 0, e, sizeof *e);
+                finish("volumes-empty");
+                begin(2, c2);
+                v = proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof *v, 1);
+                v->state = NSD_VOLUME_FAILED;
+                v->error = -EIO;
+                memset(v->why, 'x', sizeof v->why);
+                datagram(0, T_VOLUMES_ENTRY, 0, 0, v, sizeof *v);
+                e = proto_msg(NSD_REP_VOLUMES_END, sizeof *e, 1);
+                e->count = 1;
+                datagram(0, T_VOLUMES_END, 0, 0, e, sizeof *e);
+                finish("volumes-unterminated-then-status");
+                begin(1, c);
+                v = proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof *v, 1);
+                v->state = NSD_VOLUME_FAILED;
+                v->error = EIO;
+                datagram(0, T_VOLUMES_ENTRY, 0, 0, v, sizeof *v);
+                e = proto_msg(NSD_REP_VOLUMES_END, sizeof *e, 1);
+                e->count = 1;
+                datagram(0, T_VOLUMES_END, 0, 0, e, sizeof *e);
+                finish("volumes-positive-error");
+                /* an nsd older than 1.7: "unknown request type" */
+                begin(1, c);
+                error_reply(1, EOPNOTSUPP, NSD_REQ_VOLUMES, "unknown request type (12)", 0);
+                finish("volumes-nsd-1.6");
+        }
+        /* CREDENTIAL_GIVE and CREDENTIAL_TAKE (1.7): the answers, a refusal, a TAKE answered
+         * without its descriptor or with two, a GIVE answered with one */
+        {
+                static const unsigned char give[] = { OP_CREDENTIAL_GIVE, 0x10 };
+                static const unsigned char take[] = { OP_CREDENTIAL_TAKE, 0x10 };
+                static const unsigned char take_wait[] = { OP_CREDENTIAL_TAKE, 0x10,
+                                                           OP_CREDENTIAL_TAKE, 0x12 };
+                struct nsd_rep_credential_give *g;
+                struct nsd_rep_error *e;
+
+                begin(1, give);
+                g = proto_msg(NSD_REP_CREDENTIAL_GIVE, sizeof *g, 1);
+                g->volumes = 1;
+                g->waiting = 1;
+                datagram(0, T_CREDENTIAL_GIVE, 0, 0, g, sizeof *g);
+                finish("credential-give-ok");
+                begin(1, give);
+                datagram(0, T_CREDENTIAL_GIVE, DEVNULL_FDS(1), 0, g, sizeof *g);
+                finish("credential-give-with-fd");
+                begin(1, give);
+                error_reply(1, EINVAL, NSD_REQ_CREDENTIAL_GIVE,
+                            "the password must have 1 to 1024 bytes", 0);
+                finish("credential-give-einval");
+                /* the password: a descriptor (here /dev/null) with the header alone */
+                begin(1, take);
+                header_reply_fds(T_CREDENTIAL_TAKE, DEVNULL_FDS(1), 0, NSD_REP_CREDENTIAL_TAKE, 1);
+                finish("credential-take-ok");
+                begin(1, take);
+                header_reply(T_CREDENTIAL_TAKE, 0, NSD_REP_CREDENTIAL_TAKE, 1);
+                finish("credential-take-no-fd");
+                begin(1, take);
+                header_reply_fds(T_CREDENTIAL_TAKE, DEVNULL_FDS(2), 0, NSD_REP_CREDENTIAL_TAKE, 1);
+                finish("credential-take-two-fds");
+                /* locked (no password held), then the wait for the next one is answered */
+                begin(2, take_wait);
+                error_reply(1, EAGAIN, NSD_REQ_CREDENTIAL_TAKE,
+                            "volume 'vault' is locked: no login password of uid 1001 is held", 0);
+                header_reply_fds(T_CREDENTIAL_TAKE, DEVNULL_FDS(1), 1, NSD_REP_CREDENTIAL_TAKE, 2);
+                finish("credential-take-locked-then-wait");
+                /* too many waiting; an error that carries a descriptor */
+                begin(1, take);
+                error_reply(1, EBUSY, NSD_REQ_CREDENTIAL_TAKE,
+                            "8 requests of uid 1001 wait for its login password already", 0);
+                finish("credential-take-ebusy");
+                begin(1, take);
+                e = proto_msg(NSD_REP_ERROR, sizeof *e, 1);
+                e->hdr.error = -EALREADY;
+                e->request_type = NSD_REQ_CREDENTIAL_TAKE;
+                snprintf(e->message, sizeof e->message,
+                         "the login password of uid 1001 was handed over for volume 'vault' "
+                         "already");
+                datagram(0, T_ERROR, DEVNULL_FDS(1), 0, e, sizeof *e);
+                finish("credential-take-error-with-fd");
+        }
+        /* CREDENTIAL_UNLOCK (1.8): the answer, one with a descriptor, a refusal, a 1.7 nsd */
+        {
+                static const unsigned char unlock[] = { OP_CREDENTIAL_UNLOCK, 0x10 };
+                static const unsigned char bad[] = { OP_CREDENTIAL_UNLOCK | OP_BAD, 0x10,
+                                                     OP_CREDENTIAL_UNLOCK | OP_BAD, 0x13,
+                                                     OP_CREDENTIAL_UNLOCK,          0x10 };
+                struct nsd_rep_credential_unlock *u;
+
+                begin(1, unlock);
+                u = proto_msg(NSD_REP_CREDENTIAL_UNLOCK, sizeof *u, 1);
+                u->waiting = 1;
+                datagram(0, T_CREDENTIAL_UNLOCK, 0, 0, u, sizeof *u);
+                finish("credential-unlock-ok");
+                begin(1, unlock);
+                datagram(0, T_CREDENTIAL_UNLOCK, DEVNULL_FDS(1), 0, u, sizeof *u);
+                finish("credential-unlock-with-fd");
+                begin(1, unlock);
+                error_reply(1, ENOENT, NSD_REQ_CREDENTIAL_UNLOCK,
+                            "your namespace has no volume 'vault' that takes a password", 0);
+                finish("credential-unlock-enoent");
+                begin(1, unlock);
+                error_reply(1, EOPNOTSUPP, NSD_REQ_CREDENTIAL_UNLOCK, "unknown request type (15)",
+                            0);
+                finish("credential-unlock-nsd-1.7");
+                begin(1, bad);
+                datagram(0, T_CREDENTIAL_UNLOCK, 0, 0, u, sizeof *u);
+                finish("credential-unlock-bad-then-good");
+        }
+        /* the 1.7 calls with bad arguments, then a good one */
+        {
+                static const unsigned char c[] = { OP_VOLUMES | OP_BAD,
+                                                   0x10,
+                                                   OP_CREDENTIAL_GIVE | OP_BAD,
+                                                   0x11,
+                                                   OP_CREDENTIAL_TAKE | OP_BAD,
+                                                   0x12,
+                                                   OP_VOLUMES,
+                                                   0 };
+                static const unsigned char c2[] = { OP_CREDENTIAL_TAKE | OP_BAD, 0x10,
+                                                    OP_CREDENTIAL_TAKE | OP_BAD, 0x13,
+                                                    OP_CREDENTIAL_TAKE | OP_BAD, 0x15,
+                                                    OP_CREDENTIAL_GIVE | OP_BAD, 0x10 };
+                begin(4, c);
+                datagram(0, T_VOLUMES_END, 0, 0,
+                         proto_msg(NSD_REP_VOLUMES_END, sizeof(struct nsd_rep_stream_end), 1),
+                         sizeof(struct nsd_rep_stream_end));
+                finish("bad-arguments-volumes-credential");
+                begin(4, c2);
+                finish("bad-arguments-credential");
+        }
         /* raw mode: nsd_msg_check() on a request and on a reply */
         {
                 struct nsd_req_join *j = proto_msg(NSD_REQ_JOIN, sizeof *j, 1);
@@ -377,6 +549,19 @@ int main(int argc, char **argv) {
                 put8(HEAD_RAW);
                 put(proto_msg(NSD_REP_SHOW_DATA, 40, 1), 40);
                 finish("raw-reply-show-data");
+                struct nsd_req_credential_take *t = proto_msg(NSD_REQ_CREDENTIAL_TAKE, sizeof *t,
+                                                              4);
+                t->flags = NSD_CREDENTIAL_WAIT;
+                snprintf(t->volume, sizeof t->volume, "vault");
+                out_n = 0;
+                put8(HEAD_RAW | HEAD_RAW_REQUEST);
+                put(t, sizeof *t);
+                finish("raw-request-credential-take");
+                out_n = 0;
+                put8(HEAD_RAW);
+                put(proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof(struct nsd_rep_volumes_entry), 5),
+                    sizeof(struct nsd_rep_volumes_entry));
+                finish("raw-reply-volumes-entry");
         }
         return 0;
 }

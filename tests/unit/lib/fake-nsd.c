@@ -222,6 +222,10 @@ static const char *request_problem(const struct fake_req *r, char *buf, size_t s
                 return r->nfds == 1 && r->credential_give.flags == NSD_CREDENTIAL_FD
                                ? NULL
                                : "CREDENTIAL_GIVE without its descriptor";
+        case NSD_REQ_CREDENTIAL_UNLOCK:
+                return r->nfds == 1 && r->credential_unlock.flags == NSD_CREDENTIAL_FD
+                               ? NULL
+                               : "CREDENTIAL_UNLOCK without its descriptor";
         case NSD_REQ_SESSION_CLOSE:
                 return r->session_close.session_id == 0 && r->session_close.pid == 0
                                ? "neither a session id nor a pid"
@@ -266,9 +270,16 @@ static bool too_new(int cfd, const struct fake_req *r, unsigned minor, uint16_t 
         return true;
 }
 
-static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
+/* The last part of a stream: its END reply with the count of entries sent. */
+static void answer_end(int cfd, const struct fake_req *r, uint16_t type, size_t count) {
         struct nsd_rep_stream_end end;
 
+        fake_nsd_reply_init(&end, type, sizeof(end), r);
+        end.count = (uint32_t) count;
+        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+}
+
+static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
         for (size_t i = 0; i < cfg->n_list; i++) {
                 const struct fake_ns *ns = &cfg->list[i];
                 struct nsd_rep_list_entry e;
@@ -284,14 +295,10 @@ static void answer_list(int cfd, const struct fake_req *r, const struct fake_nsd
                 if (fake_nsd_send(cfd, &e, sizeof(e), NULL, 0) < 0)
                         return;
         }
-        fake_nsd_reply_init(&end, NSD_REP_LIST_END, sizeof(end), r);
-        end.count = (uint32_t) cfg->n_list;
-        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+        answer_end(cfd, r, NSD_REP_LIST_END, cfg->n_list);
 }
 
 static void answer_volumes(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
-        struct nsd_rep_stream_end end;
-
         for (size_t i = 0; i < cfg->n_volumes; i++) {
                 struct nsd_rep_volumes_entry e = cfg->volumes[i];
 
@@ -300,14 +307,10 @@ static void answer_volumes(int cfd, const struct fake_req *r, const struct fake_
                 if (fake_nsd_send(cfd, &e, sizeof(e), NULL, 0) < 0)
                         return;
         }
-        fake_nsd_reply_init(&end, NSD_REP_VOLUMES_END, sizeof(end), r);
-        end.count = (uint32_t) cfg->n_volumes;
-        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+        answer_end(cfd, r, NSD_REP_VOLUMES_END, cfg->n_volumes);
 }
 
 static void answer_shares(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg) {
-        struct nsd_rep_stream_end end;
-
         for (size_t i = 0; i < cfg->n_shares; i++) {
                 const struct fake_share *sh = &cfg->shares[i];
                 struct nsd_rep_shares_entry e;
@@ -332,9 +335,7 @@ static void answer_shares(int cfd, const struct fake_req *r, const struct fake_n
                                 return;
                 }
         }
-        fake_nsd_reply_init(&end, NSD_REP_SHARES_END, sizeof(end), r);
-        end.count = (uint32_t) cfg->n_shares;
-        (void) fake_nsd_send(cfd, &end, sizeof(end), NULL, 0);
+        answer_end(cfd, r, NSD_REP_SHARES_END, cfg->n_shares);
 }
 
 /* text in NSD_REP_SHOW_DATA parts as large as a datagram may be, then NSD_REP_SHOW_END */
@@ -551,6 +552,24 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 rec->hide_path[sizeof(rec->hide_path) - 1] = 0;
                 answer_empty(cfd, &r, NSD_REP_HIDE, cfg->hide_error, cfg);
                 break;
+        case NSD_REQ_CREDENTIAL_UNLOCK: {
+                struct nsd_rep_credential_unlock rep;
+                ssize_t got;
+
+                rec->credential_unlocks++;
+                memcpy(rec->credential_volume, r.credential_unlock.volume,
+                       sizeof(rec->credential_volume));
+                rec->credential_volume[sizeof(rec->credential_volume) - 1] = '\0';
+                rec->credential_seals = fcntl(r.fds[0], F_GET_SEALS);
+                got = pread(r.fds[0], rec->credential_text, sizeof(rec->credential_text) - 1, 0);
+                rec->credential_text[got > 0 ? got : 0] = '\0';
+                if (refuse(cfd, &r, cfg->unlock_error, cfg))
+                        break;
+                fake_nsd_reply_init(&rep, NSD_REP_CREDENTIAL_UNLOCK, sizeof(rep), &r);
+                rep.waiting = cfg->unlock_waiting;
+                (void) fake_nsd_send(cfd, &rep, sizeof(rep), NULL, 0);
+                break;
+        }
         case NSD_REQ_CREDENTIAL_GIVE: {
                 struct nsd_rep_credential_give rep;
                 ssize_t got;

@@ -43,6 +43,7 @@ struct fake_req {
                 struct nsd_req_hide hide;
                 struct nsd_req_join_session join_session;
                 struct nsd_req_credential_give credential_give;
+                struct nsd_req_credential_unlock credential_unlock;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         };
         size_t n;
@@ -105,6 +106,8 @@ struct fake_nsd_config {
          * error; STATUS then gives their namespaces, pinned, sessions and connections */
         const struct nsd_rep_metrics *metrics;
         int metrics_error;
+        int unlock_error;        /* CREDENTIAL_UNLOCK: 0 or -errno */
+        uint32_t unlock_waiting; /* CREDENTIAL_UNLOCK's answer: TAKEs that got it */
         /* SHARES' entries (1.5; below 5, refused as METRICS is below 4), or the error */
         const struct fake_share *shares;
         size_t n_shares;
@@ -151,6 +154,9 @@ struct fake_nsd_record {
         uint32_t credential_uid;
         char credential_text[64];
         int credential_seals;
+        /* CREDENTIAL_UNLOCK: how many, the last one's volume (its text and seals above) */
+        unsigned credential_unlocks;
+        char credential_volume[NSD_SHARE_NAME_MAX];
         uint32_t show_uid, release_uid, release_flags, hide_uid, hide_flags;
         char hide_path[NSD_HIDE_PATH_MAX];
 };

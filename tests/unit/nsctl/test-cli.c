@@ -63,6 +63,7 @@ struct run {
 struct run_opts {
         uid_t uid;               /* as root: run nsctl as this uid (and gid); 0: as we are */
         const char *stdout_path; /* stdout to this file (/dev/full) instead of captured */
+        const char *stdin_path;  /* stdin from this file instead of the test's */
 };
 
 static void write_file(const char *path, const char *text) {
@@ -132,6 +133,12 @@ static void run_argv(struct run *r, const struct run_opts *o, const char *const 
 
                 if (o && o->stdout_path && (fd = open(o->stdout_path, O_WRONLY | O_CLOEXEC)) < 0)
                         _exit(98);
+                if (o && o->stdin_path) {
+                        int in = open(o->stdin_path, O_RDONLY | O_CLOEXEC);
+
+                        if (in < 0 || dup2(in, STDIN_FILENO) < 0)
+                                _exit(98);
+                }
                 if (dup2(fd, STDOUT_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0)
                         _exit(98);
                 if (o && o->uid != 0 &&
@@ -438,7 +445,7 @@ static void test_exclusive(void) {
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
         ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
         check_json("list --json of no namespace", r.out,
-                   (const char *[]) { "d", "{'schema_version': 4, 'namespaces': []}", NULL });
+                   (const char *[]) { "d", "{'schema_version': 5, 'namespaces': []}", NULL });
         is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
 }
 
@@ -844,6 +851,62 @@ static void check_golden(const char *name, struct run *r) {
 #define GOLDEN_ARGS_MAX 12
 
 /* nsctl's answers against a fake nsd with fixed figures, each compared with its file */
+/* unlock: the password from standard input (not a terminal) to nsd in a sealed memfd, for
+ * the volume named; what nsd said of it; nothing sent when nothing was given */
+static void test_unlock(void) {
+        char in_path[512], empty_path[512];
+        const struct fake_nsd_record *rec;
+        struct run r;
+
+        snprintf(in_path, sizeof in_path, "%s/unlock-in", tmpdir);
+        snprintf(empty_path, sizeof empty_path, "%s/unlock-empty", tmpdir);
+        write_file(in_path, "correct horse\nnot this line\n");
+        write_file(empty_path, "");
+
+        serve(&(struct fake_nsd_config) { .unlock_waiting = 1 });
+        run(&r, &(struct run_opts) { .stdin_path = in_path }, "--socket", sock_path, "unlock",
+            "vault", NULL);
+        ok(r.status == 0 && strstr(r.out, "Handed to nsd-volume@vault.service, which was waiting"),
+           "unlock: exit 0, handed to the waiting unit ('%s')", line1(r.out));
+        rec = served_stop();
+        ok(rec->credential_unlocks == 1 && strcmp(rec->credential_volume, "vault") == 0 &&
+                   strcmp(rec->credential_text, "correct horse") == 0 &&
+                   rec->credential_seals ==
+                           (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL),
+           "one UNLOCK for 'vault': the first line without its end, in a memfd sealed four "
+           "ways");
+
+        serve(&(struct fake_nsd_config) { 0 });
+        run(&r, &(struct run_opts) { .stdin_path = in_path }, "--socket", sock_path, "unlock",
+            "vault", NULL);
+        ok(r.status == 0 && strstr(r.out, "Held by nsd for 120 s for the next start of "
+                                          "nsd-volume@vault.service (nsctl start vault)"),
+           "nobody waiting: held for the next start, said so ('%s')", line1(r.out));
+        served_stop();
+
+        serve(&(struct fake_nsd_config) {
+                .unlock_error = -ENOENT,
+                .error_message = "your namespace has no volume 'vaul' that takes a password" });
+        run(&r, &(struct run_opts) { .stdin_path = in_path }, "--socket", sock_path, "unlock",
+            "vaul", NULL);
+        ok(r.status == 1 && strstr(r.err, "nsctl: cannot unlock vaul: ") &&
+                   strstr(r.err, "no volume 'vaul'"),
+           "refused: exit 1, nsd's reason ('%s')", line1(r.err));
+        served_stop();
+
+        serve(&(struct fake_nsd_config) { 0 });
+        run(&r, &(struct run_opts) { .stdin_path = empty_path }, "--socket", sock_path, "unlock",
+            "vault", NULL);
+        is_str(r.err, "nsctl: unlock vault: no password was given\n",
+               "nothing on standard input: one line saying so");
+        rec = served_stop();
+        ok(r.status == 1 && rec->credential_unlocks == 0, "exit 1, and nothing was sent");
+
+        run(&r, NULL, "--socket", sock_path, "unlock", NULL);
+        ok(r.status == 1 && strstr(r.err, "unlock: missing volume name"),
+           "unlock without a volume: a usage error ('%s')", line1(r.err));
+}
+
 static void test_golden(void) {
         static const char mountinfo[] =
                 "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
@@ -932,12 +995,14 @@ static void test_golden(void) {
                 { .uid = 1500,
                   .state = NSD_VOLUME_MOUNTED,
                   .loop = 3 /* /dev/loop2 */,
+                  .flags = NSD_VOLUME_NOW_KNOWN | NSD_VOLUME_NOW_MOUNTED,
                   .name = "vault",
                   .type = "ext4",
                   .source = "/srv/images/alice.img",
                   .where = "/home/alice/vault" },
                 { .uid = 1500,
                   .state = NSD_VOLUME_NOT_TRIED,
+                  .flags = NSD_VOLUME_NOW_KNOWN,
                   .name = "scratch",
                   .type = "xfs",
                   .source = "/dev/vdb",
@@ -949,6 +1014,15 @@ static void test_golden(void) {
                   .source = "alice@files:/srv/alice",
                   .where = "/home/alice/files",
                   .options = "nosuid,nodev,reconnect" },
+                { .uid = 1500,
+                  .state = NSD_VOLUME_USER,
+                  .flags = NSD_VOLUME_PASSWORD | NSD_VOLUME_ASK | NSD_VOLUME_NOW_KNOWN |
+                           NSD_VOLUME_WAITING,
+                  .name = "safe",
+                  .type = "gocryptfs",
+                  .source = "/home/alice/.safe",
+                  .where = "/home/alice/safe",
+                  .options = "nosuid,nodev" },
                 { .uid = 1600,
                   .state = NSD_VOLUME_FAILED,
                   .error = -ELOOP,
@@ -1017,7 +1091,7 @@ static void test_json_schema(void) {
                 const char *what, *doc;
                 int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
         } docs[] = {
-                { "the smallest list", "{\"schema_version\": 4, \"namespaces\": []}", 0 },
+                { "the smallest list", "{\"schema_version\": 5, \"namespaces\": []}", 0 },
                 { "no schema_version", "{\"namespaces\": []}", 3 },
                 { "another schema_version", "{\"schema_version\": 1, \"namespaces\": []}", 3 },
                 { "a member of a type it does not have",
@@ -1471,6 +1545,7 @@ int main(int argc, char **argv) {
         test_show();
         test_show_stale();
         test_release_hide();
+        test_unlock();
         test_golden();
         test_metrics();
         test_json_schema();

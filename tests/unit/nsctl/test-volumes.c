@@ -2,11 +2,15 @@
 /*
  * test-nsctl-volumes: nsctl/volumes.c on fixed input: the argv of a FUSE volume's program
  * (what nsctl run-volume executes) and what it refuses, and the unit name of a volume, escaped
- * as systemd-escape(1) does.
+ * as systemd-escape(1) does, and nsctl unlock's password read from a pipe (a script's way)
+ * into a sealed memfd.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "volumes.h"
@@ -124,8 +128,59 @@ static void test_unit_name(void) {
         is_int(volume_unit_name("data", buf, 24), 0, "one that just fits (23 bytes and the NUL)");
 }
 
+/* volume_read_password() of what a pipe holds: the memfd's bytes, or the error */
+static int read_from_pipe(const char *input, size_t len, char *got, size_t size,
+                          const char **ret_why) {
+        int p[2], fd, seals;
+        ssize_t n;
+
+        if (pipe(p) < 0 || write(p[1], input, len) != (ssize_t) len)
+                tap_bail_errno("pipe");
+        close(p[1]);
+        fd = volume_read_password(p[0], "prompt: ", ret_why);
+        close(p[0]);
+        if (fd < 0)
+                return fd;
+        seals = fcntl(fd, F_GET_SEALS);
+        n = pread(fd, got, size - 1, 0);
+        got[n > 0 ? n : 0] = '\0';
+        close(fd);
+        return seals == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ? (int) n
+                                                                                   : -EPERM;
+}
+
+static void test_read_password(void) {
+        char got[2048];
+        const char *why = NULL;
+        char *big;
+        int r;
+
+        r = read_from_pipe("s3cret pw\nsecond line\n", 22, got, sizeof got, &why);
+        ok(r == 9 && strcmp(got, "s3cret pw") == 0,
+           "the first line of a pipe, without its line end, in a memfd sealed four ways (%d)", r);
+        r = read_from_pipe("dos\r\n", 5, got, sizeof got, &why);
+        ok(r == 3 && strcmp(got, "dos") == 0, "a CR before the line end is dropped");
+        r = read_from_pipe("no line end", 11, got, sizeof got, &why);
+        ok(r == 11 && strcmp(got, "no line end") == 0, "a last line without its end counts");
+        r = read_from_pipe("\nlater\n", 7, got, sizeof got, &why);
+        ok(r == -ENODATA && why && strstr(why, "no password"),
+           "an empty first line: ENODATA, said (%s)", why ? why : "");
+        r = read_from_pipe("", 0, got, sizeof got, &why);
+        is_int(r, -ENODATA, "nothing at all: ENODATA");
+        big = malloc(NSC_CREDENTIAL_MAX + 2);
+        memset(big, 'x', NSC_CREDENTIAL_MAX + 1);
+        big[NSC_CREDENTIAL_MAX + 1] = '\n';
+        r = read_from_pipe(big, NSC_CREDENTIAL_MAX + 2, got, sizeof got, &why);
+        ok(r == -EMSGSIZE && why && strstr(why, "1024 bytes"),
+           "one byte more than nsd takes: EMSGSIZE, said (%s)", why ? why : "");
+        r = read_from_pipe(big, NSC_CREDENTIAL_MAX, got, sizeof got, &why);
+        is_int(r, NSC_CREDENTIAL_MAX, "exactly what nsd takes: taken");
+        free(big);
+}
+
 int main(void) {
         test_argv();
         test_unit_name();
+        test_read_password();
         return tap_done();
 }

@@ -663,6 +663,40 @@ static uint16_t next_with_fd(int fd, int *ret_error, char **ret_text) {
         return msg.hdr.type;
 }
 
+/* Users 100000 and 100001, the latter's namespace "inside" (the test's own namespace stands
+ * for it) with the FUSE volumes of spec: "NAME:TYPE ..." in order; gocryptfs takes the login
+ * password, gocryptfs-ask a password of its own (Key=ask). */
+static User *volume_user(Server *s, const char *spec) {
+        g_auto(GStrv) names = g_strsplit(spec, " ", -1);
+        struct stat here;
+        User *u;
+
+        add_fake_users(s, 2);
+        u = users_get(s->users, 100001);
+        if (stat("/proc/self/ns/mnt", &here) == 0)
+                u->ns->ns_inode = here.st_ino;
+        /* its mount table is the test's own (read as nsd reads a namespace's: root only) */
+        close(u->ns->ns_fd);
+        u->ns->ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        u->n_volumes = g_strv_length(names);
+        u->volumes = g_new0(UserVolume, u->n_volumes);
+        for (size_t i = 0; i < u->n_volumes; i++) {
+                g_auto(GStrv) nt = g_strsplit(names[i], ":", 2);
+                bool ask = strcmp(nt[1], "gocryptfs-ask") == 0;
+
+                u->volumes[i] = (UserVolume) {
+                        .name = g_strdup(nt[0]),
+                        .type = g_strdup(ask ? "gocryptfs" : nt[1]),
+                        .source = g_strdup_printf("/src/%s", nt[0]),
+                        .where = g_strdup_printf("/home/u/%s", nt[0]),
+                        .outcome = VOLUME_OUTCOME_USER_MANAGER,
+                        .password = g_str_has_prefix(nt[1], "gocryptfs"),
+                        .ask = ask,
+                };
+        }
+        return u;
+}
+
 /* GIVE is root's, takes only a sealed memfd of a sane size, for a user whose namespace has a
  * volume that takes a password; TAKE is the user's own, for its volume: at once, or waiting
  * for the next GIVE; the password goes once every such volume took it. */
@@ -672,29 +706,11 @@ static void test_credentials(void) {
         int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
         int waiter = peer(s, CONN_KIND_USER, 100001), other = peer(s, CONN_KIND_USER, 100000);
         g_autofree char *text = NULL;
-        struct stat here;
         int error = 0, fd;
         uint16_t type;
         User *u;
 
-        add_fake_users(s, 2);
-        u = users_get(s->users, 100001);
-        /* "inside": the test's own namespace stands for the user's */
-        if (stat("/proc/self/ns/mnt", &here) == 0)
-                u->ns->ns_inode = here.st_ino;
-        u->n_volumes = 2;
-        u->volumes = g_new0(UserVolume, 2);
-        u->volumes[0] = (UserVolume) { .name = g_strdup("vault"),
-                                       .type = g_strdup("gocryptfs"),
-                                       .source = g_strdup("/c"),
-                                       .where = g_strdup("/v"),
-                                       .outcome = VOLUME_OUTCOME_USER_MANAGER,
-                                       .password = true };
-        u->volumes[1] = (UserVolume) { .name = g_strdup("files"),
-                                       .type = g_strdup("sshfs"),
-                                       .source = g_strdup("h:/x"),
-                                       .where = g_strdup("/f"),
-                                       .outcome = VOLUME_OUTCOME_USER_MANAGER };
+        u = volume_user(s, "vault:gocryptfs files:sshfs");
 
         fd = credential_memfd("hunter2", ALL_SEALS);
         send_give(user, 100001, fd, 1);
@@ -796,6 +812,186 @@ static void test_credentials(void) {
         server_free(s);
 }
 
+static int send_unlock(int fd, const char *volume, int memfd, uint32_t seq) {
+        struct nsd_req_credential_unlock q;
+
+        nsd_msg_init(&q.hdr, NSD_REQ_CREDENTIAL_UNLOCK, sizeof q, seq);
+        q.flags = NSD_CREDENTIAL_FD;
+        g_strlcpy(q.volume, volume, sizeof q.volume);
+        return loop_test_send(fd, &q, sizeof q, memfd);
+}
+
+/* UNLOCK (1.8) of text for volume by fd's user: the reply's error, and its waiting count */
+static int unlock(int fd, const char *volume, const char *text, uint32_t seq,
+                  uint32_t *ret_waiting) {
+        int memfd = credential_memfd(text, ALL_SEALS);
+        TestReply t;
+
+        send_unlock(fd, volume, memfd, seq);
+        close(memfd);
+        t = loop_test_next(fd);
+        *ret_waiting = t.type == NSD_REP_CREDENTIAL_UNLOCK
+                               ? ((const struct nsd_rep_credential_unlock *) &t.msg)->waiting
+                               : UINT32_MAX;
+        return t.error;
+}
+
+/* Is fd's waiting TAKE still unanswered after the loop ran a while? */
+static bool still_waiting(int fd) {
+        for (int i = 0; i < 10; i++)
+                g_main_context_iteration(NULL, FALSE);
+        return !loop_test_readable(fd);
+}
+
+/* VOLUMES as fd's user: the flags of its volume name (UINT32_MAX: none came) */
+static uint32_t volume_flags(int fd, const char *name, uint32_t seq) {
+        uint32_t flags = UINT32_MAX;
+
+        loop_test_send_type(fd, NSD_REQ_VOLUMES, seq);
+        for (;;) {
+                TestReply rep = loop_test_next(fd);
+                const struct nsd_rep_volumes_entry *e = (const void *) &rep.msg;
+
+                if (rep.type != NSD_REP_VOLUMES_ENTRY)
+                        return flags;
+                if (strcmp(e->name, name) == 0)
+                        flags = e->flags;
+        }
+}
+
+/* UNLOCK is the user's own password for one of its volumes that takes one: held for that
+ * volume only, handed to its waiting TAKE; Key=ask never gets the login password; a TAKE
+ * that waits after its volume took the login password (a wrong one) waits for an UNLOCK. */
+static void test_credential_unlock(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
+        int waiter = peer(s, CONN_KIND_USER, 100001), other = peer(s, CONN_KIND_USER, 100000);
+        g_autofree char *text = NULL;
+        uint32_t waiting = 0;
+        int error = 0, fd;
+        uint16_t type;
+        User *u;
+
+        u = volume_user(s, "vault:gocryptfs secret:gocryptfs-ask files:sshfs");
+
+        is_int(unlock(user, "files", "x", 1, &waiting), -ENOENT,
+               "UNLOCK of a volume that takes no password: ENOENT");
+        is_int(unlock(user, "nosuch", "x", 2, &waiting), -ENOENT, "of no volume: ENOENT");
+        is_int(unlock(other, "vault", "x", 3, &waiting), -ENOENT,
+               "another user's UNLOCK of that name: ENOENT (its namespace has none)");
+        is_int(unlock(root, "vault", "x", 4, &waiting), -ENOENT,
+               "root's own UNLOCK: ENOENT (root has no namespace; a user's password is the "
+               "user's to give)");
+        fd = credential_memfd("x", 0);
+        send_unlock(user, "vault", fd, 5);
+        close(fd);
+        next_reply(user, &error, NULL, 0);
+        is_int(error, -EINVAL, "an unsealed memfd: EINVAL");
+        ok(!u->unlock_fd || (u->unlock_fd[0] < 0 && u->unlock_fd[1] < 0),
+           "nothing refused was kept");
+
+        /* Key=ask: the login password is not for it */
+        send_take(waiter, "secret", NSD_CREDENTIAL_WAIT, 6);
+        ok(still_waiting(waiter), "a TAKE of the Key=ask volume waits");
+        fd = credential_memfd("login-pw", ALL_SEALS);
+        send_give(root, 100001, fd, 7);
+        close(fd);
+        {
+                TestReply t = loop_test_next(root);
+                const struct nsd_rep_credential_give *g = (const void *) &t.msg;
+
+                ok(t.type == NSD_REP_CREDENTIAL_GIVE && g->volumes == 1 && g->waiting == 0,
+                   "root's GIVE: one volume takes the login password (not the Key=ask one), "
+                   "nobody got it");
+        }
+        ok(still_waiting(waiter), "the Key=ask volume's TAKE still waits");
+        {
+                uint32_t f = volume_flags(user, "secret", 20), g = volume_flags(user, "vault", 21);
+
+                ok(f != UINT32_MAX && (f & NSD_VOLUME_WAITING) && (f & NSD_VOLUME_ASK) &&
+                           (f & NSD_VOLUME_PASSWORD),
+                   "VOLUMES: the Key=ask volume waits for a password now (flags 0x%x)", f);
+                ok(g != UINT32_MAX && !(g & NSD_VOLUME_WAITING) && !(g & NSD_VOLUME_ASK),
+                   "the other one does not (flags 0x%x)", g);
+                if (geteuid() == 0) {
+                        uint32_t p;
+
+                        ok((f & NSD_VOLUME_NOW_KNOWN) && !(f & NSD_VOLUME_NOW_MOUNTED),
+                           "its mount table read: nothing is mounted on its Where= (flags 0x%x)",
+                           f);
+                        g_free(u->volumes[2].where);
+                        u->volumes[2].where = g_strdup("/proc");
+                        p = volume_flags(user, "files", 22);
+                        ok(p != UINT32_MAX && (p & NSD_VOLUME_NOW_KNOWN) &&
+                                   (p & NSD_VOLUME_NOW_MOUNTED),
+                           "one whose Where= is a mount point (/proc): mounted now (0x%x)", p);
+                } else {
+                        tap_skip("reading a namespace's mount table needs root");
+                        tap_skip("reading a namespace's mount table needs root");
+                }
+        }
+        is_int(unlock(user, "secret", "s3cret", 8, &waiting), 0, "the user's UNLOCK of it");
+        is_int(waiting, 1, "its reply: one waiting TAKE got it");
+        type = next_with_fd(waiter, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "s3cret") == 0,
+           "the waiting TAKE gets the password the user gave (%s)", text ? text : "none");
+        ok(u->unlock_fd[1] < 0, "handed once: nsd holds it no longer");
+
+        /* a login password that was wrong: the volume's next TAKE waits for an UNLOCK (with a
+         * second volume that takes it, nsd still holds it once vault took it) */
+        g_clear_pointer(&text, g_free);
+        send_take(user, "vault", 0, 9);
+        type = next_with_fd(user, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "login-pw") == 0,
+           "the login volume takes the login password");
+        send_take(user, "vault", 0, 10);
+        next_reply(user, &error, NULL, 0);
+        is_int(error, -EAGAIN, "its next TAKE without WAIT: EAGAIN (it took the only one held)");
+        u->volumes[2].password = true; /* files takes the login password too now */
+        fd = credential_memfd("login-pw", ALL_SEALS);
+        send_give(root, 100001, fd, 11); /* another login */
+        close(fd);
+        next_reply(root, &error, NULL, 0);
+        send_take(user, "vault", 0, 12);
+        g_clear_pointer(&text, g_free);
+        type = next_with_fd(user, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && text && u->credential_fd >= 0,
+           "vault takes the new login's password; held on for files");
+        send_take(user, "vault", 0, 12);
+        next_reply(user, &error, NULL, 0);
+        is_int(error, -EALREADY, "vault's TAKE without WAIT after it: EALREADY, as in 1.7");
+        send_take(waiter, "vault", NSD_CREDENTIAL_WAIT, 13);
+        ok(still_waiting(waiter), "with WAIT: it waits (for an UNLOCK or the next login)");
+        is_int(unlock(user, "vault", "right", 14, &waiting), 0, "the user unlocks it");
+        is_int(waiting, 1, "one waiting TAKE got it");
+        g_clear_pointer(&text, g_free);
+        type = next_with_fd(waiter, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "right") == 0,
+           "and it is the password the user gave, not the login one (%s)", text ? text : "none");
+
+        /* nobody waits: held for the volume's next TAKE, once */
+        is_int(unlock(user, "vault", "later", 15, &waiting), 0, "an UNLOCK nobody waits for");
+        is_int(waiting, 0, "its reply: nobody got it yet");
+        g_clear_pointer(&text, g_free);
+        send_take(user, "vault", 0, 16);
+        type = next_with_fd(user, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "later") == 0,
+           "the next TAKE gets it, before a login password held");
+        is_int(unlock(user, "vault", "again", 17, &waiting), 0, "one more UNLOCK");
+        is_int(unlock(user, "vault", "newest", 18, &waiting), 0, "and another: it replaces it");
+        g_clear_pointer(&text, g_free);
+        send_take(user, "vault", 0, 19);
+        type = next_with_fd(user, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "newest") == 0,
+           "the TAKE gets the newest (%s)", text ? text : "none");
+        close(root);
+        close(user);
+        close(waiter);
+        close(other);
+        server_free(s);
+}
+
 static void test_join_session_refusals(void) {
         Config c = loop_test_config();
         Server *s = core_test_server(&c);
@@ -859,5 +1055,6 @@ int main(void) {
         test_shares();
         test_volumes();
         test_credentials();
+        test_credential_unlock();
         return tap_done();
 }

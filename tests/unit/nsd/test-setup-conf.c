@@ -625,8 +625,16 @@ static void test_volumes_fuse(void) {
             "Start=namespace\n",
             2,
             "[Volume v] Start=namespace: a FUSE volume (Type=sshfs) is run by the user's "
-            "service manager, which starts at login (Start=login)",
+            "service manager, which starts at login (Start=login) or when the user asks "
+            "(Start=request)",
             "Start=namespace of a FUSE volume");
+        if (parses("[Volume data]\nType=sshfs\nSource=h:/x\nWhere=/srv/x\nUsers=a\n"
+                   "Start=request\n",
+                   &c, "Start=request of a FUSE volume")) {
+                ok(c.setup.volumes[0].start == VOLUME_START_REQUEST,
+                   "Start=request: started when the user asks");
+                config_done(&c);
+        }
         if (parses("[Volume vault]\nType=gocryptfs\nSource=%h/.vault-cipher\nWhere=%h/vault\n"
                    "Options=noexec\nUsers=alice\n",
                    &c, "a gocryptfs volume parses, its cipher folder in the home")) {
@@ -635,12 +643,32 @@ static void test_volumes_fuse(void) {
                 ok(c.setup.volumes[0].kind == VOLUME_KIND_FUSE &&
                            strcmp(o, "nosuid,nodev,noexec") == 0,
                    "a FUSE kind, its options the mount attributes only (%s)", o);
+                ok(c.setup.volumes[0].key == VOLUME_KEY_LOGIN && !c.setup.volumes[0].key_set,
+                   "its key the login password without saying so");
                 config_done(&c);
         }
+        if (parses("[Volume vault]\nType=gocryptfs\nSource=%h/.c\nWhere=%h/vault\n"
+                   "Key=ask\nUsers=alice\n",
+                   &c, "Key=ask parses")) {
+                ok(c.setup.volumes[0].key == VOLUME_KEY_ASK, "Key=ask: only nsctl unlock's");
+                config_done(&c);
+        }
+        bad("# test\n[Volume v]\nType=sshfs\nSource=h:/x\nWhere=/srv/x\nUsers=a\nKey=ask\n", 7,
+            "[Volume v] Key=: Type=sshfs takes no password (only a type whose program reads "
+            "one does: gocryptfs)",
+            "Key= of a type that takes no password, at its line");
+        bad("# test\n[Volume v]\nKey=/etc/nsd/vault.key\n", 3,
+            "Key=/etc/nsd/vault.key: expected 'login' (the login password, or nsctl unlock) or "
+            "'ask' (only nsctl unlock); key files are not supported yet",
+            "Key= a key file: not yet, and said so");
         bad("# test\n[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
             "Start=login\n",
             2, "Start=login: not supported yet for a kernel file system (Type=ext4)",
             "Start=login of a kernel file system");
+        bad("# test\n[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
+            "Start=request\n",
+            2, "Start=request: not supported yet for a kernel file system (Type=ext4)",
+            "Start=request of a kernel file system");
 }
 
 static void test_volumes_bad(void) {
@@ -665,9 +693,9 @@ static void test_volumes_bad(void) {
                 /* members, Start= */
                 { "Users=al ice!", "'ice!' is not a user name or uid" },
                 { "Groups=@wheel", "'@wheel' is not a group name or gid" },
-                { "Start=request", "Start=request: not supported yet" },
-                { "Start=boot", "Start=boot: expected 'namespace' or 'login'" },
-                { "Start=", "expected 'namespace' or 'login'" },
+                { "Start=boot", "Start=boot: expected 'namespace', 'login' or 'request'" },
+                { "Start=", "expected 'namespace', 'login' or 'request'" },
+                { "Key=", "Key=: expected 'login'" },
                 /* keys */
                 { "Path=/srv", "unknown key Path=" },
                 { "OnlyUsers=alice", "unknown key OnlyUsers=" },

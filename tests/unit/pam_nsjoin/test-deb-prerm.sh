@@ -29,7 +29,7 @@ STUB
 chmod +x "$tmp/bin/dpkg" "$tmp/bin/pam-auth-update"
 
 n=0 failed=0
-said() { if [ "$1" = remove ]; then echo "the profile taken out"; else echo "the profile kept"; fi; }
+said() { if [ "$1" = remove ]; then echo "both profiles taken out"; else echo "the profiles kept"; fi; }
 # check NAME WANT(remove|keep) NATIVE ARCH REFCOUNT ACTION: one run of the prerm
 check() {
     name=$1 want=$2 native=$3 arch=$4 refcount=$5 action=$6
@@ -44,7 +44,7 @@ check() {
         return
     fi
     got=keep
-    if grep -qx -- '--package --remove nsjoin' "$tmp/log"; then got=remove; fi
+    if grep -qx -- '--package --remove nsjoin nsjoin-password' "$tmp/log"; then got=remove; fi
     if [ "$got" = "$want" ]; then
         echo "ok $n - $name: $(said "$want")"
     else

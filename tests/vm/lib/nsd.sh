@@ -121,6 +121,19 @@ nsd_enable_profile() {
                 fail "common-session-noninteractive has no pam_nsjoin line"
 }
 
+# nsd_enable_password_profile: pam_nsjoin's auth line the Debian way, `pam-auth-update
+# --enable nsjoin-password` (from a build, this tree's profile pointing at the built module):
+# common-auth gets `auth optional pam_nsjoin.so` after pam_unix.
+nsd_enable_password_profile() {
+        if [ -n "$NSD_BUILD" ]; then
+                sed "s|pam_nsjoin.so|$PAM_NSJOIN|" debian/pam-configs/nsjoin-password > /usr/share/pam-configs/nsjoin-password
+        fi
+        pam-auth-update --enable nsjoin-password < /dev/null || fail "pam-auth-update --enable nsjoin-password failed"
+        awk '/^auth/ && /pam_unix\.so/ { u = NR } /^auth[[:space:]]+optional[[:space:]]+[^[:space:]]*pam_nsjoin\.so/ { n = NR }
+             END { exit !(u && n > u) }' /etc/pam.d/common-auth ||
+                fail "common-auth has no pam_nsjoin line after pam_unix: $(cat /etc/pam.d/common-auth)"
+}
+
 # nsd_assert_kept USER NS WHAT: nsd lists USER's namespace NS, and USER's next ssh login is in
 # it and reads the FUSE mount of fuse_mount_as.
 nsd_assert_kept() {

@@ -25,9 +25,14 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2> /dev/null || gcc -print-mu
 for f in /usr/sbin/nsd /usr/bin/nsctl /lib/systemd/system/nsd.socket /lib/systemd/system/nsd.service \
         /usr/lib/tmpfiles.d/nsd.conf /etc/nsd/nsd.conf "/lib/$multiarch/security/pam_nsjoin.so" \
         "/usr/lib/$multiarch/libnsclient.so.1" /usr/include/nsclient.h \
-        "/usr/lib/$multiarch/pkgconfig/libnsclient.pc" /usr/share/man/man8/nsd.8.gz; do
+        "/usr/lib/$multiarch/pkgconfig/libnsclient.pc" /usr/share/man/man8/nsd.8.gz \
+        /usr/share/pam-configs/nsjoin /usr/share/pam-configs/nsjoin-password \
+        /usr/lib/systemd/user/nsd-volumes.service /usr/lib/systemd/user/nsd-volume@.service; do
         [ -e "$f" ] || fail "$f is not installed"
 done
+# the volume-password profile is the administrator's to enable (Default: no): the install
+# left common-auth without pam_nsjoin
+assert_eq "" "$(grep pam_nsjoin /etc/pam.d/common-auth || true)" "common-auth after the install"
 assert_eq enabled "$(systemctl is-enabled nsd.socket)" "nsd.socket enabled by the postinst"
 assert_eq active "$(systemctl is-active nsd.socket)" "nsd.socket started by the postinst"
 assert_eq inactive "$(systemctl is-active nsd.service || true)" "nsd.service before any login"

@@ -2,7 +2,8 @@
 # volume-password: issue 25's "unlocked once": a gocryptfs vault in alice's namespace, its key
 # her login password, under systemd as PID 1 with nsd from the built units, the host's sshd
 # (key logins) and su (password logins), pam_nsjoin in Debian's common-session and its auth
-# stage after pam_unix in common-auth.
+# stage after pam_unix in common-auth by the package's profile (pam-auth-update --enable
+# nsjoin-password).
 #  1. alice's key-only ssh login: her service manager starts nsd-volume@vault, which waits
 #     ("locked"); nothing is mounted on ~/vault; nsctl volumes says user-manager.
 #  2. a password login of hers (su -l alice from bob, the password on a pty): pam_nsjoin hands
@@ -14,6 +15,16 @@
 #     not in nsd's state files or /run/nsd; nsd holds it no longer (every volume took it).
 #  5. another password login while the vault is mounted hands nothing over (no volume waits);
 #     a wrong password: su fails, nothing is handed to nsd.
+#  6. a second vault of hers, Key=ask (its own password) and Start=request: not started at
+#     login; `nsctl start safe` starts it, locked; `nsctl unlock safe` with a wrong password
+#     (piped, from a key-only login): gocryptfs refuses it, the unit runs again and waits;
+#     with the right one it is mounted; the login password never reached it; neither
+#     password is in the journal, a cmdline or environ, or nsd's files; `nsctl stop safe`
+#     unmounts it; bob's `nsctl unlock safe` is refused (his namespace has no such volume).
+#  7. the last logout with a process of hers left (what tmux is; logind's default
+#     KillUserProcesses=no keeps it in its session's scope): her user manager lives on, and so
+#     does the vault, past UserStopDelaySec; when that process exits, her manager stops and
+#     gocryptfs unmounts the vault (its SIGTERM); nothing of her namespace is lost.
 #   Args: BUILD-DIR
 set -u
 . tests/vm/lib/vm.sh
@@ -26,17 +37,28 @@ done
 systemctl start systemd-user-sessions.service
 
 pw='correct horse battery staple'
+pw2='tr0ub4dor and 3 more'
 dropins=/etc/nsd/nsd.conf.d
+# nowhere PASSWORD: not in the journal, any process's cmdline or environ, nsd's files
+nowhere() {
+        local p hits=
+        journalctl --flush 2> /dev/null || true
+        assert_eq 0 "$(journalctl --no-pager -o export | grep -c -a -F "$1")" "the journal"
+        for p in /proc/[0-9]*; do
+                grep -q -a -F "$1" "$p/cmdline" "$p/environ" 2> /dev/null && hits="$hits ${p#/proc/}"
+        done
+        assert_eq "" "$hits" "processes with a password in cmdline or environ"
+        assert_eq "" "$(grep -r -l -a -F "$1" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd's files"
+}
 journal_dump() {
         vm_sshd_log | tail -20 >&2
         journalctl --no-pager -n 80 >&2 || true
 }
 
-say "nsd from the built units; pam_nsjoin in common-session and, after pam_unix, common-auth"
+say "nsd from the built units; pam-auth-update --enable nsjoin-password; pam_nsjoin in common-session"
 nsd_units_start '[Namespaces]' 'Users=@regular'
+nsd_enable_password_profile
 nsd_setup_debian_pam timeout=60 debug
-sed -i '/pam_nsjoin/d' /etc/pam.d/common-auth
-echo "auth optional $PAM_NSJOIN" >> /etc/pam.d/common-auth
 nsd_install_user_units
 vm_start_sshd --debian-pam
 nsd_user alice 1001
@@ -50,6 +72,10 @@ install -m 0600 -o alice -g alice /dev/null /home/alice/.pw
 printf '%s' "$pw" > /home/alice/.pw
 vm_run_as alice gocryptfs -q -init -passfile /home/alice/.pw /home/alice/.vault-cipher ||
         fail "gocryptfs -init"
+printf '%s' "$pw2" > /home/alice/.pw
+vm_run_as alice sh -c 'mkdir -m 0700 ~/.safe-cipher ~/safe' || fail "alice's second folders"
+vm_run_as alice gocryptfs -q -init -passfile /home/alice/.pw /home/alice/.safe-cipher ||
+        fail "gocryptfs -init of the second vault"
 rm -f /home/alice/.pw
 install -d -m 0755 "$dropins"
 cat > "$dropins/60-vault.conf" << 'CONF'
@@ -58,10 +84,18 @@ Type=gocryptfs
 Source=%h/.vault-cipher
 Where=%h/vault
 Users=alice
+
+[Volume safe]
+Type=gocryptfs
+Source=%h/.safe-cipher
+Where=%h/safe
+Key=ask
+Start=request
+Users=alice
 CONF
 chmod 0644 "$dropins/60-vault.conf"
 out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
-assert_contains "$out" "1 volume" "nsd --check-config"
+assert_contains "$out" "2 volumes" "nsd --check-config"
 systemctl reload nsd.service 2> /dev/null || true
 
 # ---- 1. a key-only login: locked ---------------------------------------------------------
@@ -80,7 +114,14 @@ vm_poll 60 waiting || {
 }
 assert_eq "" "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/vault')" "a mount on ~/vault before a password login"
 out=$("$NSCTL" volumes --raw --noheadings -o user,volume,type,state)
-assert_eq "alice vault gocryptfs user-manager" "$out" "root's nsctl volumes"
+assert_eq "alice vault gocryptfs user-manager
+alice safe gocryptfs user-manager" "$out" "root's nsctl volumes"
+assert_eq inactive "$(vm_user_systemctl alice is-active nsd-volume@safe.service)" \
+        "the Start=request volume's unit after the login"
+# (run-volume says "locked" just before its waiting request reaches nsd: polled)
+now_is() { [ "$("$NSCTL" volumes --raw --noheadings -o volume,now)" = "$1" ]; }
+vm_poll 30 now_is "vault locked
+safe not-mounted" || fail "nsctl volumes' NOW while locked: $("$NSCTL" volumes --raw --noheadings -o volume,now)"
 
 # ---- 2. a password login unlocks it ------------------------------------------------------
 say "2. su -l alice with her password (from bob, on a pty): the vault is mounted"
@@ -118,16 +159,10 @@ assert_eq "$(nsd_ns_inode alice)" "$(vm_ns_of "$pid")" "the namespace of the goc
 
 # ---- 4. the password is nowhere ---------------------------------------------------------
 say "4. the password is in no log, no process's cmdline or environ, no file of nsd's"
-journalctl --flush 2> /dev/null || true
-assert_eq 0 "$(journalctl --no-pager -o export | grep -c -a -F "$pw")" "the journal"
-hits=
-for p in /proc/[0-9]*; do
-        grep -q -a -F "$pw" "$p/cmdline" "$p/environ" 2> /dev/null && hits="$hits ${p#/proc/}"
-done
-assert_eq "" "$hits" "processes with the password in cmdline or environ"
-assert_eq "" "$(grep -r -l -a -F "$pw" /run/nsd /var/lib/nsd 2> /dev/null)" "nsd's files"
+nowhere "$pw"
 out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state)
-assert_eq "alice vault user-manager" "$out" "nsctl volumes after the unlock"
+assert_eq "alice vault user-manager
+alice safe user-manager" "$out" "nsctl volumes after the unlock"
 
 # ---- 5. nothing more to unlock, or a wrong password: nothing goes to nsd -----------------
 say "5. another password login with the vault mounted: nothing is handed over"
@@ -143,5 +178,77 @@ if out=$(printf '%s\n' "not her password" | python3 tests/vm/helpers/su-password
 fi
 assert_eq "$before" "$(nsd_journal NSD_EVENT=credential-received USER_ID=1001 | wc -l)" \
         "credential-received events after a wrong password"
-kill "$stay" 2> /dev/null
+
+# ---- 6. Key=ask, Start=request: nsctl start, unlock, stop ---------------------------------
+say "6. alice's second vault: nsctl start, a wrong and then the right password by nsctl unlock"
+safe_state() { vm_ssh alice 'findmnt -n -o FSTYPE ~/safe'; }
+assert_eq "" "$(safe_state)" "a mount on ~/safe before nsctl start"
+out=$(vm_ssh alice "$NSCTL start safe" 2>&1) || fail "nsctl start safe: $out"
+assert_eq "nsd-volume@safe.service" "$out" "nsctl start safe"
+safe_waits() {
+        journalctl --no-pager -q _UID=1001 -o cat |
+                grep -c "run-volume safe: locked; waiting for its password (nsctl unlock safe)"
+}
+safe_waiting() { [ "$(safe_waits)" -ge "$1" ]; }
+safe_mounted() { [ "$(safe_state)" = fuse.gocryptfs ]; }
+safe_unmounted() { [ -z "$(safe_state)" ]; }
+vm_poll 60 safe_waiting 1 || { journal_dump; fail "nsd-volume@safe does not wait for its password"; }
+assert_eq "" "$(safe_state)" "a mount on ~/safe while it waits"
+safe_locked() { [ "$(vm_ssh alice "$NSCTL volumes --raw --noheadings -o volume,now" | grep '^safe ')" = "safe locked" ]; }
+vm_poll 30 safe_locked || fail "alice's nsctl volumes while ~/safe waits: not locked"
+out=$(printf '%s\n' "wrong one" | vm_ssh alice "$NSCTL unlock safe" 2>&1) || fail "nsctl unlock safe (wrong): $out"
+assert_contains "$out" "Handed to nsd-volume@safe.service, which was waiting" "nsctl unlock safe"
+# gocryptfs refuses it, exits; the unit runs nsctl run-volume again 5 s later, which waits
+vm_poll 60 safe_waiting 2 || { journal_dump; fail "nsd-volume@safe does not wait again after a wrong password"; }
+# the one clear error, where the user looks (journalctl --user -u nsd-volume@safe)
+assert_contains "$(journalctl --no-pager -q _UID=1001 -o cat)" "Password incorrect" "gocryptfs on the wrong password"
+assert_eq "" "$(safe_state)" "a mount on ~/safe after a wrong password"
+out=$(printf '%s\n' "$pw2" | vm_ssh alice "$NSCTL unlock safe" 2>&1) || fail "nsctl unlock safe: $out"
+assert_contains "$out" "Handed to nsd-volume@safe.service" "nsctl unlock safe (right)"
+vm_poll 60 safe_mounted || { journal_dump; fail "~/safe is not mounted after nsctl unlock"; }
+vm_ssh alice 'echo kept > ~/safe/note' || fail "alice writes into ~/safe"
+assert_eq "vault mounted
+safe mounted" "$("$NSCTL" volumes --raw --noheadings -o volume,now)" \
+        "nsctl volumes' NOW once both are unlocked"
+out=$(nsd_journal NSD_EVENT=credential-unlocked USER_ID=1001)
+assert_contains "$out" "for its volume 'safe'" "nsd's credential-unlocked event"
+out=$(nsd_journal NSD_EVENT=credential-taken USER_ID=1001)
+assert_contains "$out" "Handed uid 1001's password from nsctl unlock to pid" "nsd's credential-taken event"
+nowhere "$pw"
+nowhere "$pw2"
+out=$(printf '%s\n' "$pw2" | vm_ssh bob "$NSCTL unlock safe" 2>&1) && fail "bob's nsctl unlock safe succeeded: $out"
+assert_contains "$out" "no volume 'safe'" "bob's nsctl unlock safe"
+out=$(vm_ssh alice "$NSCTL stop safe" 2>&1) || fail "nsctl stop safe: $out"
+vm_poll 30 safe_unmounted || fail "~/safe is still mounted after nsctl stop safe"
+assert_eq "fuse.gocryptfs" "$(vm_ssh alice 'findmnt -n -o FSTYPE ~/vault')" "~/vault after nsctl stop safe"
+
+# ---- 7. the last logout with a process left -----------------------------------------------
+say "7. alice's last logout with a process of hers left: the vault stays until it exits"
+ns_alice=$(nsd_ns_inode alice)
+left=$(vm_ssh alice 'sleep 3600 < /dev/null > /dev/null 2>&1 & echo $!') || fail "a process of alice's left behind"
+# her first login ends: its remote command ends (the ssh client, a child of the background
+# shell $stay, goes with it)
+pkill -u alice -x -f 'sleep 600' || fail "alice's first login's sleep is gone already"
+wait "$stay" 2> /dev/null || true
+vault_in() { nsenter -t "$1" -m findmnt -n -o FSTYPE /home/alice/vault; }
+# logind: every session of hers ended, one still "closing" (its scope holds the process left)
+user_closing() { [ "$(loginctl show-user alice -p State --value 2> /dev/null)" = closing ]; }
+vm_poll 60 user_closing || {
+        loginctl list-sessions >&2
+        loginctl show-user alice >&2
+        fail "alice's logind state is not 'closing' after her last logout"
+}
+# a negative: her manager stops UserStopDelaySec (10 s) after her last session would have
+# gone; give it that and more before looking
+sleep 15
+assert_eq active "$(systemctl is-active user@1001.service)" "alice's user manager with a process of hers left"
+assert_eq fuse.gocryptfs "$(vault_in "$left")" "~/vault seen from the process left behind"
+kill "$left"
+manager_gone() { [ "$(systemctl show -p ActiveState --value user@1001.service)" = inactive ]; }
+vm_wait_for 90 manager_gone
+pid=$(pgrep -u alice -x gocryptfs || true)
+assert_eq "" "$pid" "gocryptfs of alice's after her manager stopped"
+assert_eq "" "$("$NSCTL" enter alice -- findmnt -n -o FSTYPE /home/alice/vault)" \
+        "a mount on ~/vault in alice's namespace (nsctl enter) once nothing of hers is left"
+assert_eq "$ns_alice" "$(nsd_ns_inode alice)" "alice's namespace, kept (Linger=forever)"
 say "ok"

@@ -27,6 +27,8 @@
 #     volumes says user-manager; run-volume outside her namespace, or of a kernel volume,
 #     is refused with the reason.
 #  nsctl volumes (protocol 1.7): after 2, root's shows alice's vault mounted on her loop
+#  device, and (1.8) NOW follows what is mounted: not-mounted while root has moved it away in
+#  her namespace, mounted once it is back;
 #  device and alice's her own; after 3, bob's shows nothing (his namespace has no volume);
 #  nsd restarted, root's still shows it (the record is in the state file); after 6, dave's
 #  scratch is "failed" with the reason setup-failed logged.
@@ -153,6 +155,18 @@ assert_eq "alice vault ext4 /home/alice/vault mounted $loop" "$out" "root's nsct
 out=$(vm_ssh alice "$NSCTL volumes --raw --noheadings -o uid,volume,state") ||
         fail "alice's nsctl volumes: $out"
 assert_eq "1001 vault mounted" "$out" "alice's nsctl volumes"
+# what is mounted now (protocol 1.8), not only what the setup did: root moves it away inside
+# her namespace (an unmount would free its auto-clearing loop device) and back
+assert_eq "vault mounted mounted" "$("$NSCTL" volumes --raw --noheadings -o volume,state,now)" \
+        "nsctl volumes' NOW"
+"$NSCTL" enter alice -- sh -c 'mkdir -m 0700 /home/alice/.vault-away && mount --move /home/alice/vault /home/alice/.vault-away' ||
+        fail "move alice's vault away inside her namespace"
+assert_eq "vault mounted not-mounted" "$("$NSCTL" volumes --raw --noheadings -o volume,state,now)" \
+        "nsctl volumes' NOW with nothing on her ~/vault"
+"$NSCTL" enter alice -- sh -c 'mount --move /home/alice/.vault-away /home/alice/vault && rmdir /home/alice/.vault-away' ||
+        fail "move alice's vault back"
+assert_eq "vault mounted mounted" "$("$NSCTL" volumes --raw --noheadings -o volume,state,now)" \
+        "nsctl volumes' NOW once it is back"
 
 # ---- 3. nobody else lists it ------------------------------------------------------------------
 say "3. root in the initial namespace and bob do not list it"
@@ -203,6 +217,9 @@ vm_poll 60 sh -c '! pgrep -U alice > /dev/null' || fail "alice's processes are s
 "$NSCTL" release alice || { nsd_journal_dump; fail "nsctl release alice"; }
 vm_poll 60 no_loop_of "$vol/alice.img" ||
         fail "the loop device of alice.img after the release: $(loops_of "$vol/alice.img")"
+out=$(nsd_journal NSD_EVENT=volume-released USER_ID=1001)
+assert_contains "$out" "Volume 'vault' of uid 1001 (ext4, $vol/alice.img on /dev/loop" "nsd's volume-released event"
+assert_contains "$out" "then clears the loop device" "nsd's volume-released event"
 install -d -m 0700 "$VM_TMPDIR/check"
 mount -o ro,nosuid,nodev,noexec "$vol/alice.img" "$VM_TMPDIR/check" || fail "mount alice.img to check it"
 assert_eq "secret of alice" "$(cat "$VM_TMPDIR/check/file")" "alice's file in the image"
