@@ -147,7 +147,8 @@ static int one_request(uid_t uid, bool release, uint64_t id, unsigned *ret_n) {
 #define ALL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
 /* stdin (at most NSC_CREDENTIAL_MAX + 1 bytes, so that nsd sees a password too long) in a
- * sealed memfd, as pam_nsjoin's authtok_memfd() makes it: the descriptor, or -errno */
+ * memfd sealed as nsc_credential_memfd() seals it (which refuses the byte too many: so not
+ * that one): the descriptor, or -errno */
 static int stdin_memfd(void) {
         char buf[NSC_CREDENTIAL_MAX + 1];
         size_t len = 0;
