@@ -1056,9 +1056,17 @@ static int handle_volumes(Request *r) {
 _Static_assert(NSD_CREDENTIAL_HOLD_SEC == USER_CREDENTIAL_HOLD_SEC, "the hold time");
 _Static_assert(SETUP_MAX_VOLUMES <= 64, "User.credential_taken has a bit per volume");
 
-/* TAKEs waiting for a password (NSD_CREDENTIAL_WAIT), per uid: at most this many, whose
- * connections are gone or not */
+/* TAKEs waiting for a password (NSD_CREDENTIAL_WAIT), per uid: at most this many, and two
+ * fewer than the connections a user may have (MaxConnectionsPerUser=), so that the user's
+ * nsctl unlock (and any nsctl) still connects while its volumes wait: with every connection
+ * held by a waiting run-volume, a Key=ask volume could never be unlocked */
 #define CREDENTIAL_WAITERS_MAX 8
+
+static unsigned credential_waiters_max(const Api *a) {
+        unsigned c = a->config->max_connections_per_user;
+
+        return c > 2 ? MIN((unsigned) CREDENTIAL_WAITERS_MAX, c - 2) : 1;
+}
 
 /* The descriptor pam_nsjoin sends: a memfd sealed against writing, growing, shrinking and
  * more seals, of 1 to NSD_CREDENTIAL_MAX bytes. 0, or -EINVAL with *ret_why. nsd reads none
@@ -1288,9 +1296,12 @@ static int handle_credential_take(Request *r) {
         for (guint k = w->len; k-- > 0;) /* those whose client is gone */
                 if (!((Request *) g_ptr_array_index(w, k))->conn)
                         g_ptr_array_remove_index(w, k);
-        if (w->len >= CREDENTIAL_WAITERS_MAX)
-                return request_refuse(r, EBUSY, "%u requests of uid %u wait for a password already",
-                                      w->len, (unsigned) r->uid);
+        if (w->len >= credential_waiters_max(a))
+                return request_refuse(r, EBUSY,
+                                      "%u requests of uid %u wait for a password already (at "
+                                      "most %u: two connections fewer than MaxConnectionsPerUser= "
+                                      "allows)",
+                                      w->len, (unsigned) r->uid, credential_waiters_max(a));
         g_ptr_array_add(w, request_ref(r));
         log_debug("Pid %u of uid %u waits for a password for volume '%s'", (unsigned) r->pid,
                   (unsigned) r->uid, req->volume);

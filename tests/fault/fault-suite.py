@@ -71,7 +71,9 @@ numbering of the calls to fail, the same in every run.
    never got it); nsd holds no memfd once the volume took it; A served with its file during
    the run and after a clean restart, D's namespace kept; the password's bytes in no file of
    the case (nsd's run dir, state files, log) and no descriptor of the fd store.
-   Without faults: TAKEs with NSD_CREDENTIAL_WAIT, 8 per uid, the 9th EBUSY with a message,
+   Without faults: TAKEs with NSD_CREDENTIAL_WAIT, 8 per uid (MaxConnectionsPerUser=16), the
+   9th EBUSY with a message; at the default MaxConnectionsPerUser=8, 6 wait and the user's
+   nsctl still connects;
    a waiter whose client is gone not counted; nsd stopped (SIGTERM) while 8 wait: each client
    gets an error and nsd starts clean; a password held across a stop is gone after it and
    written nowhere.
@@ -1469,6 +1471,68 @@ def log_count(w, text):
     return w.log_text().count(text)
 
 
+WAITS = "waits for a password for volume"
+
+
+def park_takes(w, build, waiters, n):
+    """n more TAKE ... wait of D (into waiters), each parked in nsd (its debug line) before the
+    next: True, or False when one was not parked (it ended, or no line came)"""
+    for _ in range(n):
+        before = log_count(w, WAITS)
+        p = subprocess.Popen([f"{build}/tests/fault/fault-client", "take", str(UD), "vault",
+                              "wait"], env=w.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        waiters.append(p)
+        if not wait_for(lambda: log_count(w, WAITS) > before or p.poll() is not None, 10) \
+                or p.poll() is not None:
+            return False
+    return True
+
+
+def ended(procs, secs=10):
+    """{proc: its outcome line} once all have exited (None for one still running)"""
+    wait_for(lambda: all(p.poll() is not None for p in procs), secs)
+    res = {}
+    for p in procs:
+        if p.poll() is None:
+            res[p] = None
+        else:
+            res[p] = p.stdout.read().strip()
+    return res
+
+
+def cred_default_bound(work, build):
+    """At the default MaxConnectionsPerUser=8, 6 TAKEs of a uid wait and the 7th gets EBUSY:
+    two connections stay free, so the user's nsctl unlock still reaches nsd and wakes one."""
+    w = World(work, build, cred=("vault",))
+    w.mgr = FakeManager(f"{w.dir}/notify")
+    waiters = []
+    try:
+        if not w.mgr.start(w):
+            tap(False, "credential (defaults): nsd starts", w.log_text()[-2000:])
+            return
+        rc, out = w.client("join", UD, JOIN_WAIT_MS)
+        ok = rc == 0 and park_takes(w, build, waiters, 6)
+        rc, out = w.client("take", UD, "vault", "wait", timeout=15)
+        tap(ok and out.startswith("err EBUSY") and "(at most 6:" in out,
+            "credential (defaults): 6 TAKEs of a uid wait, the 7th gets EBUSY naming the bound",
+            out + w.log_text()[-2000:])
+        password = "pw-" + secrets.token_hex(12)
+        rc, out = w.client("unlock", UD, "vault", stdin=password)
+        res = ended(waiters[:1], 10)
+        got = [o for o in res.values()]
+        tap(out == "ok 1\n" and got == [f"ok memfd sealed {password}"],
+            "credential (defaults): with 6 waiting, the user's UNLOCK still connects and the "
+            "first waiter gets its password", redact(out + str(got), password))
+        w.stop()
+    finally:
+        for p in waiters:
+            p.kill()
+            p.wait()
+            p.stdout.close()
+        w.cleanup()
+
+
 def cred_tests(work, build):
     """A TAKE that waits (NSD_CREDENTIAL_WAIT): at most 8 per uid, the 9th refused with
     EBUSY and a message, a waiter whose connection is gone not counted; nsd stopped (SIGTERM)
@@ -1481,31 +1545,9 @@ def cred_tests(work, build):
         f.write("[Limits]\nMaxConnectionsPerUser=16\n")
     w.mgr = FakeManager(f"{w.dir}/notify")
     waiters = []
-    waits = "waits for a password for volume"
 
     def park(n):
-        """n more TAKE ... wait of D, each parked in nsd (its debug line) before the next"""
-        for _ in range(n):
-            before = log_count(w, waits)
-            p = subprocess.Popen([f"{build}/tests/fault/fault-client", "take", str(UD), "vault",
-                                  "wait"], env=w.env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
-            waiters.append(p)
-            if not wait_for(lambda: log_count(w, waits) > before or p.poll() is not None, 10) \
-                    or p.poll() is not None:
-                return False
-        return True
-
-    def ended(procs, secs=10):
-        """{proc: its outcome line} once all have exited (None for one still running)"""
-        wait_for(lambda: all(p.poll() is not None for p in procs), secs)
-        res = {}
-        for p in procs:
-            if p.poll() is None:
-                res[p] = None
-            else:
-                res[p] = p.stdout.read().strip()
-        return res
+        return park_takes(w, build, waiters, n)
 
     try:
         if not w.mgr.start(w):
@@ -1719,6 +1761,7 @@ def main():
     linger_tests(work, build)
     fdstore_tests(work, build)
     cred_tests(work, build)
+    cred_default_bound(work, build)
 
     if "--no-faults" in args:  # no table: keep the last one
         print(f"1..{test_no}")
