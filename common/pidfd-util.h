@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "io-util.h"
 
 /* A pidfd of pid, close-on-exec; -1 with errno (ENOSYS before Linux 5.3, ESRCH: no such
  * process). */
@@ -34,24 +35,17 @@ static inline int pidfd_open_cloexec(pid_t pid) {
 static inline int pidfd_get_pid(int fd, pid_t *ret) {
         char path[64], buf[4096];
         _cleanup_close_ int f = -1;
-        size_t len = 0;
         const char *p;
+        ssize_t n;
 
         snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
         f = open(path, O_RDONLY | O_CLOEXEC);
         if (f < 0)
                 return errno == ENOENT ? -EBADF : -errno;
-        while (len < sizeof buf - 1) {
-                ssize_t n = read(f, buf + len, sizeof buf - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        buf[len] = '\0';
+        n = read_full(f, buf, sizeof buf - 1);
+        if (n < 0)
+                return (int) n;
+        buf[n] = '\0';
         p = strstr(buf, "\nPid:");
         if (!p)
                 return -EBADF;

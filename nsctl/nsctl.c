@@ -513,6 +513,17 @@ static bool in_own_namespace(const struct args *a, char *why, size_t size) {
         return false;
 }
 
+/* The caller's own volume a->volume among the VOLUMES read, or NULL, said for verb. */
+static const struct nsc_volume_info *own_volume(const struct args *a, const char *verb) {
+        for (size_t i = 0; i < a->n_volumes; i++)
+                if (a->volumes[i].uid == getuid() && strcmp(a->volumes[i].name, a->volume) == 0)
+                        return &a->volumes[i];
+        fprintf(stderr,
+                "nsctl: %s %s: your namespace has no volume '%s' (nsctl volumes lists them)\n",
+                verb, a->volume, a->volume);
+        return NULL;
+}
+
 /* run-volume: the volume, checked; for one that takes the login password, the password
  * (waiting for a login with one: the unit is "active" meanwhile, and says so) */
 static int run_volume_request(nsc_conn *conn, struct args *a) {
@@ -522,16 +533,9 @@ static int run_volume_request(nsc_conn *conn, struct args *a) {
 
         if (r)
                 return r;
-        for (size_t i = 0; i < a->n_volumes && !a->run; i++)
-                if (a->volumes[i].uid == getuid() && strcmp(a->volumes[i].name, a->volume) == 0)
-                        a->run = &a->volumes[i];
-        if (!a->run) {
-                fprintf(stderr,
-                        "nsctl: run-volume %s: your namespace has no volume '%s' (nsctl volumes "
-                        "lists them)\n",
-                        a->volume, a->volume);
+        a->run = own_volume(a, "run-volume");
+        if (!a->run)
                 return EXIT_FAILURE;
-        }
         if (volume_argv(a->run, a->run_argv, &why) < 0) {
                 fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, why);
                 return EXIT_FAILURE;
@@ -644,19 +648,11 @@ static int start_volumes_finish(struct args *a) {
 
 /* start, stop: the caller's FUSE volume a->volume, through its user manager */
 static int volume_unit_finish(struct args *a, const char *verb) {
-        const struct nsc_volume_info *v = NULL;
+        const struct nsc_volume_info *v = own_volume(a, verb);
         char unit[256];
 
-        for (size_t i = 0; i < a->n_volumes && !v; i++)
-                if (a->volumes[i].uid == getuid() && strcmp(a->volumes[i].name, a->volume) == 0)
-                        v = &a->volumes[i];
-        if (!v) {
-                fprintf(stderr,
-                        "nsctl: %s %s: your namespace has no volume '%s' (nsctl volumes lists "
-                        "them)\n",
-                        verb, a->volume, a->volume);
+        if (!v)
                 return EXIT_FAILURE;
-        }
         if (v->state != NSC_VOLUME_USER) {
                 fprintf(stderr,
                         "nsctl: %s %s: a %s volume is mounted by nsd with the namespace "

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "io-util.h"
 
 char *config_dropin_dir(const char *path) {
         return g_strconcat(path, ".d", NULL);
@@ -65,7 +66,8 @@ static int stat_trusted(int fd, const char *name, bool directory, struct stat *r
 static int read_fd(int fd, const char *name, char **ret, size_t *ret_len, char **ret_error) {
         g_autofree char *buf = NULL;
         struct stat st;
-        size_t len = 0;
+        size_t len;
+        ssize_t n;
         int r;
 
         r = stat_trusted(fd, name, false, &st, ret_error);
@@ -77,20 +79,13 @@ static int read_fd(int fd, const char *name, char **ret, size_t *ret_len, char *
                 return -EFBIG;
         }
         buf = g_malloc((size_t) st.st_size + 1);
-        while (len <= (size_t) st.st_size) {
-                ssize_t n = read(fd, buf + len, (size_t) st.st_size + 1 - len);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        int e = errno;
-                        *ret_error = g_strdup_printf("%s: cannot read: %s", name, g_strerror(e));
-                        return -e;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
+        /* one byte more than its size: a file that grew meanwhile fills it */
+        n = read_full(fd, buf, (size_t) st.st_size + 1);
+        if (n < 0) {
+                *ret_error = g_strdup_printf("%s: cannot read: %s", name, g_strerror((int) -n));
+                return (int) n;
         }
+        len = (size_t) n;
         if (len > (size_t) st.st_size) {
                 *ret_error = g_strdup_printf("%s: changed while it was read", name);
                 return -EAGAIN;

@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "cleanup.h"
+#include "io-util.h"
 #include "nsd-protocol.h"
 
 #define STATE_FILE_MAX (256u << 10)
@@ -133,7 +134,8 @@ int state_read(StateDir *sd, const char *name, GKeyFile **ret) {
         g_autoptr(GError) error = NULL;
         _cleanup_close_ int fd = -1;
         char *buf;
-        size_t len = 0;
+        size_t len;
+        ssize_t n;
         struct stat st;
 
         if (!sd)
@@ -151,17 +153,13 @@ int state_read(StateDir *sd, const char *name, GKeyFile **ret) {
                                          "ignoring it",
                                          sd->path, name);
         buf = g_malloc((size_t) st.st_size + 1);
-        while (len < (size_t) st.st_size) {
-                ssize_t n = read(fd, buf + len, (size_t) st.st_size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        int r = n < 0 ? -errno : -EIO;
-                        g_free(buf);
-                        return log_warning_errno(r, "Failed to read '%s/%s': %m", sd->path, name);
-                }
-                len += (size_t) n;
+        n = read_full(fd, buf, (size_t) st.st_size);
+        if (n < (ssize_t) st.st_size) { /* an error, or the end before its size: shrunk */
+                int r = n < 0 ? (int) n : -EIO;
+                g_free(buf);
+                return log_warning_errno(r, "Failed to read '%s/%s': %m", sd->path, name);
         }
+        len = (size_t) n;
         buf[len] = '\0';
         kf = g_key_file_new();
         if (!g_key_file_load_from_data(kf, buf, len, G_KEY_FILE_NONE, &error)) {

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "fault-util.h"
+#include "io-util.h"
 #include "nsclient.h"
 #include "time-util.h"
 
@@ -151,24 +152,15 @@ static int one_request(uid_t uid, bool release, uint64_t id, unsigned *ret_n) {
  * that one): the descriptor, or -errno */
 static int stdin_memfd(void) {
         char buf[NSC_CREDENTIAL_MAX + 1];
-        size_t len = 0;
+        ssize_t len = read_full(STDIN_FILENO, buf, sizeof buf);
         int fd;
 
-        while (len < sizeof buf) {
-                ssize_t n = read(STDIN_FILENO, buf + len, sizeof buf - len);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
+        if (len < 0)
+                return (int) len;
         fd = memfd_create("nsd-credential", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0)
                 return -errno;
-        if (write(fd, buf, len) != (ssize_t) len || fcntl(fd, F_ADD_SEALS, ALL_SEALS) < 0) {
+        if (write(fd, buf, (size_t) len) != len || fcntl(fd, F_ADD_SEALS, ALL_SEALS) < 0) {
                 int r = -errno;
 
                 close(fd);

@@ -1501,6 +1501,15 @@ def ended(procs, secs=10):
     return res
 
 
+def reap(waiters, w):
+    """The fault clients still waiting killed and collected, then w's folder gone"""
+    for p in waiters:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+    w.cleanup()
+
+
 def cred_default_bound(work, build):
     """At the default MaxConnectionsPerUser=8, 6 TAKEs of a uid wait and the 7th gets EBUSY:
     two connections stay free, so the user's nsctl unlock still reaches nsd and wakes one."""
@@ -1526,11 +1535,7 @@ def cred_default_bound(work, build):
             "first waiter gets its password", redact(out + str(got), password))
         w.stop()
     finally:
-        for p in waiters:
-            p.kill()
-            p.wait()
-            p.stdout.close()
-        w.cleanup()
+        reap(waiters, w)
 
 
 def cred_tests(work, build):
@@ -1643,11 +1648,7 @@ def cred_tests(work, build):
             redact(out, password) + "\n".join(leaks))
         w.stop()
     finally:
-        for p in waiters:
-            p.kill()
-            p.wait()
-            p.stdout.close()
-        w.cleanup()
+        reap(waiters, w)
 
 
 def read_token_driver(w, uid):
