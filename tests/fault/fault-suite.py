@@ -715,6 +715,14 @@ def wait_for(pred, secs):
     return pred()
 
 
+def fd_target(link):
+    """What the descriptor link /proc/PID/fd/N names, or None if it is closed by now."""
+    try:
+        return os.readlink(link)
+    except OSError:
+        return None
+
+
 def nsd_memfds(w):
     """The memfds nsd holds now (its /proc/PID/fd), as 'FD -> /memfd:NAME'."""
     if not w.proc or w.proc.poll() is not None:
@@ -723,11 +731,8 @@ def nsd_memfds(w):
     d = f"/proc/{w.proc.pid}/fd"
     try:
         for fd in os.listdir(d):
-            try:
-                t = os.readlink(f"{d}/{fd}")
-            except OSError:
-                continue
-            if t.startswith("/memfd:"):
+            t = fd_target(f"{d}/{fd}")
+            if t is not None and t.startswith("/memfd:"):
                 res.append(f"{fd} -> {t}")
     except OSError:
         pass
@@ -752,9 +757,8 @@ def password_leaks(w, password):
             except OSError:
                 continue
     for name, fd in (w.mgr.entries() if w.mgr else []):
-        try:
-            t = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
+        t = fd_target(f"/proc/self/fd/{fd}")
+        if t is None:
             continue
         if t.startswith("/memfd:"):
             found.append(f"fd store: {name} is a memfd ({t})")

@@ -53,6 +53,54 @@ static void header_reply(unsigned type_index, unsigned owner, uint16_t type, uin
 /* fds of a datagram: n descriptors of /dev/null (kind 3, see fuzz-nsclient.c) */
 #define DEVNULL_FDS(n) ((n) | (3 << 5))
 
+/* one call, refused by nsd with err and why */
+static void refusal(const unsigned char *ops_args, int err, uint16_t req, const char *why,
+                    const char *name) {
+        begin(1, ops_args);
+        error_reply(1, err, req, why, 0);
+        finish(name);
+}
+
+/* one call answered by msg: the seed NAME-ok, and NAME-with-fd where the answer carries a
+ * descriptor it should not (of /dev/null, see DEVNULL_FDS) */
+static void answer_and_with_fd(const unsigned char *ops_args, unsigned type_index, const void *msg,
+                               size_t size, const char *name) {
+        char seed[64];
+
+        begin(1, ops_args);
+        datagram(0, type_index, 0, 0, msg, size);
+        snprintf(seed, sizeof seed, "%s-ok", name);
+        finish(seed);
+        begin(1, ops_args);
+        datagram(0, type_index, DEVNULL_FDS(1), 0, msg, size);
+        snprintf(seed, sizeof seed, "%s-with-fd", name);
+        finish(seed);
+}
+
+/* the end of a LIST or VOLUMES stream (seq 1) that counts n entries */
+static void stream_end(unsigned type_index, uint16_t type, uint32_t n) {
+        struct nsd_rep_stream_end *e = proto_msg(type, sizeof *e, 1);
+        e->count = n;
+        datagram(0, type_index, 0, 0, e, sizeof *e);
+}
+
+/* one call answered by a stream without entries: its end alone */
+static void empty_stream(const unsigned char *ops_args, unsigned end_index, uint16_t end_type,
+                         const char *name) {
+        begin(1, ops_args);
+        stream_end(end_index, end_type, 0);
+        finish(name);
+}
+
+/* a seed of raw mode: head (HEAD_RAW, HEAD_RAW_REQUEST), then one message for
+ * nsd_msg_check() */
+static void raw(unsigned head, const void *msg, size_t size, const char *name) {
+        out_n = 0;
+        put8(head);
+        put(msg, size);
+        finish(name);
+}
+
 /* the second nsd's answers to the fallback of JOIN_SESSION, for uid 1001 */
 static void fallback_join(uint32_t seq) {
         struct nsd_rep_join *j = proto_msg(NSD_REP_JOIN, sizeof *j, seq);
@@ -134,9 +182,8 @@ int main(int argc, char **argv) {
                 begin(1, c);
                 error_reply(0, EUSERS, 0, "too many connections of uid 1000 (limit 8)", 0);
                 finish("error-seq0");
-                begin(1, c);
-                error_reply(1, 0, NSD_REQ_STATUS, "error field 0 in an error reply", 0);
-                finish("error-without-errno");
+                refusal(c, 0, NSD_REQ_STATUS, "error field 0 in an error reply",
+                        "error-without-errno");
         }
         /* JOIN_SESSION (1.2): the answer in one; id 0; the fallback of an nsd < 1.2 */
         {
@@ -179,9 +226,8 @@ int main(int argc, char **argv) {
                 fallback_open(5);
                 finish("join-session-fallback-twice");
                 /* the fallback's connection ends at once */
-                begin(1, c);
-                error_reply(1, EOPNOTSUPP, NSD_REQ_JOIN_SESSION, "unknown request type (9)", 0);
-                finish("join-session-fallback-nothing");
+                refusal(c, EOPNOTSUPP, NSD_REQ_JOIN_SESSION, "unknown request type (9)",
+                        "join-session-fallback-nothing");
         }
         /* SESSION_OPEN and SESSION_CLOSE */
         {
@@ -203,7 +249,6 @@ int main(int argc, char **argv) {
         /* LIST: three entries and the end; no entries; a count that does not match */
         {
                 static const unsigned char c[] = { OP_LIST, 0 };
-                struct nsd_rep_stream_end *e;
                 begin(1, c);
                 for (unsigned i = 0; i < 3; i++) {
                         struct nsd_rep_list_entry *l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
@@ -215,18 +260,11 @@ int main(int argc, char **argv) {
                         snprintf(l->pin, sizeof l->pin, "/run/nsd/pins/%u", 1000 + i);
                         datagram(0, T_LIST_ENTRY, 0, 0, l, sizeof *l);
                 }
-                e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
-                e->count = 3;
-                datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
+                stream_end(T_LIST_END, NSD_REP_LIST_END, 3);
                 finish("list-three");
+                empty_stream(c, T_LIST_END, NSD_REP_LIST_END, "list-empty");
                 begin(1, c);
-                e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
-                datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
-                finish("list-empty");
-                begin(1, c);
-                e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
-                e->count = 5;
-                datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
+                stream_end(T_LIST_END, NSD_REP_LIST_END, 5);
                 finish("list-count-mismatch");
                 /* an entry, then an error in the middle of the stream, then STATUS */
                 static const unsigned char c2[] = { OP_LIST, 0, OP_STATUS, 0 };
@@ -248,14 +286,11 @@ int main(int argc, char **argv) {
         {
                 static const unsigned char c[] = { OP_LIST, 0 };
                 struct nsd_rep_list_entry *l;
-                struct nsd_rep_stream_end *e;
                 begin(1, c);
                 l = proto_msg(NSD_REP_LIST_ENTRY, sizeof *l, 1);
                 l->uid = 1000;
                 datagram(0, T_LIST_ENTRY, 0, OWNER_REPEAT_LONG << 2, l, sizeof *l);
-                e = proto_msg(NSD_REP_LIST_END, sizeof *e, 1);
-                e->count = 300;
-                datagram(0, T_LIST_END, 0, 0, e, sizeof *e);
+                stream_end(T_LIST_END, NSD_REP_LIST_END, 300);
                 finish("list-300");
                 static const unsigned char c2[] = { OP_SHOW, 0x10 };
                 begin(1, c2);
@@ -373,7 +408,6 @@ int main(int argc, char **argv) {
                 static const unsigned char c[] = { OP_VOLUMES, 0 };
                 static const unsigned char c2[] = { OP_VOLUMES, 0, OP_STATUS, 0 };
                 struct nsd_rep_volumes_entry *v;
-                struct nsd_rep_stream_end *e;
 
                 begin(1, c);
                 v = proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof *v, 1);
@@ -396,37 +430,27 @@ int main(int argc, char **argv) {
                 snprintf(v->where, sizeof v->where, "/home/alice/vault");
                 snprintf(v->options, sizeof v->options, "nosuid,nodev");
                 datagram(0, T_VOLUMES_ENTRY, 0, 0, v, sizeof *v);
-                e = proto_msg(NSD_REP_VOLUMES_END, sizeof *e, 1);
-                e->count = 2;
-                datagram(0, T_VOLUMES_END, 0, 0, e, sizeof *e);
+                stream_end(T_VOLUMES_END, NSD_REP_VOLUMES_END, 2);
                 finish("volumes-two");
-                begin(1, c);
-                e = proto_msg(NSD_REP_VOLUMES_END, sizeof *e, 1);
-                datagram(0, T_VOLUMES_END, 0, 0, e, sizeof *e);
-                finish("volumes-empty");
+                empty_stream(c, T_VOLUMES_END, NSD_REP_VOLUMES_END, "volumes-empty");
                 begin(2, c2);
                 v = proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof *v, 1);
                 v->state = NSD_VOLUME_FAILED;
                 v->error = -EIO;
                 memset(v->why, 'x', sizeof v->why);
                 datagram(0, T_VOLUMES_ENTRY, 0, 0, v, sizeof *v);
-                e = proto_msg(NSD_REP_VOLUMES_END, sizeof *e, 1);
-                e->count = 1;
-                datagram(0, T_VOLUMES_END, 0, 0, e, sizeof *e);
+                stream_end(T_VOLUMES_END, NSD_REP_VOLUMES_END, 1);
                 finish("volumes-unterminated-then-status");
                 begin(1, c);
                 v = proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof *v, 1);
                 v->state = NSD_VOLUME_FAILED;
                 v->error = EIO;
                 datagram(0, T_VOLUMES_ENTRY, 0, 0, v, sizeof *v);
-                e = proto_msg(NSD_REP_VOLUMES_END, sizeof *e, 1);
-                e->count = 1;
-                datagram(0, T_VOLUMES_END, 0, 0, e, sizeof *e);
+                stream_end(T_VOLUMES_END, NSD_REP_VOLUMES_END, 1);
                 finish("volumes-positive-error");
                 /* an nsd older than 1.7: "unknown request type" */
-                begin(1, c);
-                error_reply(1, EOPNOTSUPP, NSD_REQ_VOLUMES, "unknown request type (12)", 0);
-                finish("volumes-nsd-1.6");
+                refusal(c, EOPNOTSUPP, NSD_REQ_VOLUMES, "unknown request type (12)",
+                        "volumes-nsd-1.6");
         }
         /* CREDENTIAL_GIVE and CREDENTIAL_TAKE (1.7): the answers, a refusal, a TAKE answered
          * without its descriptor or with two, a GIVE answered with one */
@@ -438,19 +462,12 @@ int main(int argc, char **argv) {
                 struct nsd_rep_credential_give *g;
                 struct nsd_rep_error *e;
 
-                begin(1, give);
                 g = proto_msg(NSD_REP_CREDENTIAL_GIVE, sizeof *g, 1);
                 g->volumes = 1;
                 g->waiting = 1;
-                datagram(0, T_CREDENTIAL_GIVE, 0, 0, g, sizeof *g);
-                finish("credential-give-ok");
-                begin(1, give);
-                datagram(0, T_CREDENTIAL_GIVE, DEVNULL_FDS(1), 0, g, sizeof *g);
-                finish("credential-give-with-fd");
-                begin(1, give);
-                error_reply(1, EINVAL, NSD_REQ_CREDENTIAL_GIVE,
-                            "the password must have 1 to 1024 bytes", 0);
-                finish("credential-give-einval");
+                answer_and_with_fd(give, T_CREDENTIAL_GIVE, g, sizeof *g, "credential-give");
+                refusal(give, EINVAL, NSD_REQ_CREDENTIAL_GIVE,
+                        "the password must have 1 to 1024 bytes", "credential-give-einval");
                 /* the password: a descriptor (here /dev/null) with the header alone */
                 begin(1, take);
                 header_reply_fds(T_CREDENTIAL_TAKE, DEVNULL_FDS(1), 0, NSD_REP_CREDENTIAL_TAKE, 1);
@@ -468,10 +485,9 @@ int main(int argc, char **argv) {
                 header_reply_fds(T_CREDENTIAL_TAKE, DEVNULL_FDS(1), 1, NSD_REP_CREDENTIAL_TAKE, 2);
                 finish("credential-take-locked-then-wait");
                 /* too many waiting; an error that carries a descriptor */
-                begin(1, take);
-                error_reply(1, EBUSY, NSD_REQ_CREDENTIAL_TAKE,
-                            "8 requests of uid 1001 wait for its login password already", 0);
-                finish("credential-take-ebusy");
+                refusal(take, EBUSY, NSD_REQ_CREDENTIAL_TAKE,
+                        "8 requests of uid 1001 wait for its login password already",
+                        "credential-take-ebusy");
                 begin(1, take);
                 e = proto_msg(NSD_REP_ERROR, sizeof *e, 1);
                 e->hdr.error = -EALREADY;
@@ -490,22 +506,14 @@ int main(int argc, char **argv) {
                                                      OP_CREDENTIAL_UNLOCK,          0x10 };
                 struct nsd_rep_credential_unlock *u;
 
-                begin(1, unlock);
                 u = proto_msg(NSD_REP_CREDENTIAL_UNLOCK, sizeof *u, 1);
                 u->waiting = 1;
-                datagram(0, T_CREDENTIAL_UNLOCK, 0, 0, u, sizeof *u);
-                finish("credential-unlock-ok");
-                begin(1, unlock);
-                datagram(0, T_CREDENTIAL_UNLOCK, DEVNULL_FDS(1), 0, u, sizeof *u);
-                finish("credential-unlock-with-fd");
-                begin(1, unlock);
-                error_reply(1, ENOENT, NSD_REQ_CREDENTIAL_UNLOCK,
-                            "your namespace has no volume 'vault' that takes a password", 0);
-                finish("credential-unlock-enoent");
-                begin(1, unlock);
-                error_reply(1, EOPNOTSUPP, NSD_REQ_CREDENTIAL_UNLOCK, "unknown request type (15)",
-                            0);
-                finish("credential-unlock-nsd-1.7");
+                answer_and_with_fd(unlock, T_CREDENTIAL_UNLOCK, u, sizeof *u, "credential-unlock");
+                refusal(unlock, ENOENT, NSD_REQ_CREDENTIAL_UNLOCK,
+                        "your namespace has no volume 'vault' that takes a password",
+                        "credential-unlock-enoent");
+                refusal(unlock, EOPNOTSUPP, NSD_REQ_CREDENTIAL_UNLOCK, "unknown request type (15)",
+                        "credential-unlock-nsd-1.7");
                 begin(1, bad);
                 datagram(0, T_CREDENTIAL_UNLOCK, 0, 0, u, sizeof *u);
                 finish("credential-unlock-bad-then-good");
@@ -525,9 +533,7 @@ int main(int argc, char **argv) {
                                                     OP_CREDENTIAL_TAKE | OP_BAD, 0x15,
                                                     OP_CREDENTIAL_GIVE | OP_BAD, 0x10 };
                 begin(4, c);
-                datagram(0, T_VOLUMES_END, 0, 0,
-                         proto_msg(NSD_REP_VOLUMES_END, sizeof(struct nsd_rep_stream_end), 1),
-                         sizeof(struct nsd_rep_stream_end));
+                stream_end(T_VOLUMES_END, NSD_REP_VOLUMES_END, 0);
                 finish("bad-arguments-volumes-credential");
                 begin(4, c2);
                 finish("bad-arguments-credential");
@@ -535,33 +541,19 @@ int main(int argc, char **argv) {
         /* raw mode: nsd_msg_check() on a request and on a reply */
         {
                 struct nsd_req_join *j = proto_msg(NSD_REQ_JOIN, sizeof *j, 1);
-                out_n = 0;
-                put8(HEAD_RAW | HEAD_RAW_REQUEST);
-                put(j, sizeof *j);
-                finish("raw-request-join");
+                raw(HEAD_RAW | HEAD_RAW_REQUEST, j, sizeof *j, "raw-request-join");
                 struct nsd_req_hide *hd = proto_msg(NSD_REQ_HIDE, sizeof *hd, 3);
                 snprintf(hd->path, sizeof hd->path, "/home/alice/mnt");
-                out_n = 0;
-                put8(HEAD_RAW | HEAD_RAW_REQUEST);
-                put(hd, sizeof *hd);
-                finish("raw-request-hide");
-                out_n = 0;
-                put8(HEAD_RAW);
-                put(proto_msg(NSD_REP_SHOW_DATA, 40, 1), 40);
-                finish("raw-reply-show-data");
+                raw(HEAD_RAW | HEAD_RAW_REQUEST, hd, sizeof *hd, "raw-request-hide");
+                raw(HEAD_RAW, proto_msg(NSD_REP_SHOW_DATA, 40, 1), 40, "raw-reply-show-data");
                 struct nsd_req_credential_take *t = proto_msg(NSD_REQ_CREDENTIAL_TAKE, sizeof *t,
                                                               4);
                 t->flags = NSD_CREDENTIAL_WAIT;
                 snprintf(t->volume, sizeof t->volume, "vault");
-                out_n = 0;
-                put8(HEAD_RAW | HEAD_RAW_REQUEST);
-                put(t, sizeof *t);
-                finish("raw-request-credential-take");
-                out_n = 0;
-                put8(HEAD_RAW);
-                put(proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof(struct nsd_rep_volumes_entry), 5),
-                    sizeof(struct nsd_rep_volumes_entry));
-                finish("raw-reply-volumes-entry");
+                raw(HEAD_RAW | HEAD_RAW_REQUEST, t, sizeof *t, "raw-request-credential-take");
+                raw(HEAD_RAW,
+                    proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof(struct nsd_rep_volumes_entry), 5),
+                    sizeof(struct nsd_rep_volumes_entry), "raw-reply-volumes-entry");
         }
         return 0;
 }

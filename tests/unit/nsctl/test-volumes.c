@@ -36,10 +36,17 @@ static char *joined(const char *const *argv) {
         return buf;
 }
 
+/* volume_argv() refuses v (EINVAL) with a reason that holds want */
+static void refused(const struct nsc_volume_info *v, const char *want, const char *what) {
+        const char *argv[VOLUME_ARGV_MAX], *why = NULL;
+        int r = volume_argv(v, argv, &why);
+
+        ok(r == -EINVAL && why && strstr(why, want), "%s: refused (%s)", what, why ? why : "");
+}
+
 static void test_argv(void) {
         struct nsc_volume_info v = sshfs();
         const char *argv[VOLUME_ARGV_MAX], *why = NULL;
-        int r;
 
         is_int(volume_argv(&v, argv, &why), 0, "an sshfs volume gives an argv");
         is_str(joined(argv),
@@ -65,44 +72,27 @@ static void test_argv(void) {
            "gocryptfs: -fg, -ko OPTIONS, -passfile /dev/stdin, then the operands (%s)",
            joined(argv));
         v.flags = 0;
-        why = NULL;
-        r = volume_argv(&v, argv, &why);
-        ok(r == -EINVAL && why && strstr(why, "password"),
-           "nsd not saying that it takes the password: refused (%s)", why ? why : "");
+        refused(&v, "password", "nsd not saying that it takes the password");
         v.flags = NSC_VOLUME_PASSWORD;
         snprintf(v.source, sizeof v.source, "files:/x");
-        why = NULL;
-        r = volume_argv(&v, argv, &why);
-        ok(r == -EINVAL && why && strstr(why, "absolute"),
-           "gocryptfs: a Source= that is no absolute path: refused (%s)", why ? why : "");
+        refused(&v, "absolute", "gocryptfs: a Source= that is no absolute path");
 
         /* what it refuses, each with its reason */
         v = sshfs();
         v.state = NSC_VOLUME_MOUNTED;
-        r = volume_argv(&v, argv, &why);
-        ok(r == -EINVAL && why && strstr(why, "nsd mounts it"),
-           "a kernel file system: refused (%s)", why ? why : "");
+        refused(&v, "nsd mounts it", "a kernel file system");
         v = sshfs();
         snprintf(v.type, sizeof v.type, "ext4");
-        why = NULL;
-        r = volume_argv(&v, argv, &why);
-        ok(r == -EINVAL && why && strstr(why, "does not know"),
-           "a type without a FUSE program: refused (%s)", why ? why : "");
+        refused(&v, "does not know", "a type without a FUSE program");
         v = sshfs();
         snprintf(v.source, sizeof v.source, "-oProxyCommand=touch /tmp/x");
-        why = NULL;
-        r = volume_argv(&v, argv, &why);
-        ok(r == -EINVAL && why && strstr(why, "'-'"),
-           "a Source= that reads as an option: refused (%s)", why ? why : "");
+        refused(&v, "'-'", "a Source= that reads as an option");
         v = sshfs();
         v.source[0] = '\0';
         ok(volume_argv(&v, argv, &why) == -EINVAL, "an empty Source=: refused");
         v = sshfs();
         snprintf(v.where, sizeof v.where, "data");
-        why = NULL;
-        r = volume_argv(&v, argv, &why);
-        ok(r == -EINVAL && why && strstr(why, "absolute"), "a relative Where=: refused (%s)",
-           why ? why : "");
+        refused(&v, "absolute", "a relative Where=");
 }
 
 static void test_unit_name(void) {

@@ -112,7 +112,7 @@ typedef struct TestReply {
         uint32_t seq;
         size_t len;
         char message[NSD_ERROR_MESSAGE_MAX];
-        unsigned n_fds; /* descriptors it carried (closed) */
+        unsigned n_fds; /* descriptors it carried (closed, or handed out: loop_test_recv_fds()) */
         union {
                 struct nsd_msg_header hdr;
                 uint8_t bytes[NSD_MSG_SIZE_MAX];
@@ -121,8 +121,9 @@ typedef struct TestReply {
 } TestReply;
 
 /* Read one reply from fd (blocking up to timeout_ms; no main loop: for a peer in a child
- * process, whose nsd runs in the parent). */
-static inline TestReply loop_test_recv(int fd, int timeout_ms) {
+ * process, whose nsd runs in the parent); the first max descriptors it carried into fds, the
+ * others closed. */
+static inline TestReply loop_test_recv_fds(int fd, int timeout_ms, int *fds, size_t max) {
         union {
                 struct cmsghdr h;
                 char buf[CMSG_SPACE(sizeof(int) * NSD_MSG_FDS_MAX)];
@@ -143,7 +144,7 @@ static inline TestReply loop_test_recv(int fd, int timeout_ms) {
                 rep.type = 0;
                 return rep;
         }
-        rep.n_fds += (unsigned) cmsg_take_fds(&mh, NULL, 0);
+        rep.n_fds += (unsigned) cmsg_take_fds(&mh, fds, max);
         rep.type = rep.msg.hdr.type;
         rep.error = rep.msg.hdr.error;
         rep.seq = rep.msg.hdr.seq;
@@ -152,6 +153,11 @@ static inline TestReply loop_test_recv(int fd, int timeout_ms) {
                 g_strlcpy(rep.message, ((struct nsd_rep_error *) &rep.msg)->message,
                           sizeof rep.message);
         return rep;
+}
+
+/* The same, its descriptors closed. */
+static inline TestReply loop_test_recv(int fd, int timeout_ms) {
+        return loop_test_recv_fds(fd, timeout_ms, NULL, 0);
 }
 
 /* The next reply, running nsd's loop (in this process) until it comes. */

@@ -105,22 +105,36 @@ static void add_fake_users(Server *s, unsigned n) {
         }
 }
 
+/* Read a stream reply (LIST, VOLUMES) up to the first reply that is not an entry: each reply
+ * to take_entry() while it takes it as an entry (true). Returns the count of the end (of
+ * end_type) that ended it, or UINT32_MAX if another reply did. */
+static uint32_t read_stream(int fd, bool (*take_entry)(const TestReply *rep, void *userdata),
+                            void *userdata, uint16_t end_type) {
+        for (;;) {
+                TestReply rep = loop_test_next(fd);
+
+                if (take_entry(&rep, userdata))
+                        continue;
+                return rep.type == end_type ? ((struct nsd_rep_stream_end *) &rep.msg)->count
+                                            : UINT32_MAX;
+        }
+}
+
+static bool take_list_uid(const TestReply *rep, void *uids) {
+        uint32_t uid = ((const struct nsd_rep_list_entry *) &rep->msg)->uid;
+
+        if (rep->type != NSD_REP_LIST_ENTRY)
+                return false;
+        g_array_append_val((GArray *) uids, uid);
+        return true;
+}
+
 /* Read a whole LIST reply: its entries' uids in order, and the count its end says. */
 static GArray *read_list(int fd, uint32_t *ret_count) {
         GArray *uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 
-        *ret_count = UINT32_MAX;
-        for (;;) {
-                TestReply rep = loop_test_next(fd);
-                if (rep.type == NSD_REP_LIST_ENTRY) {
-                        uint32_t uid = ((struct nsd_rep_list_entry *) &rep.msg)->uid;
-                        g_array_append_val(uids, uid);
-                        continue;
-                }
-                if (rep.type == NSD_REP_LIST_END)
-                        *ret_count = ((struct nsd_rep_stream_end *) &rep.msg)->count;
-                return uids;
-        }
+        *ret_count = read_stream(fd, take_list_uid, uids, NSD_REP_LIST_END);
+        return uids;
 }
 
 static void test_list(void) {
@@ -239,20 +253,45 @@ static int churned_name(uid_t uid, char **ret_name) {
         return 0;
 }
 
+/* the entry entry_flags() looks for: uid's in LIST, the volume name's in VOLUMES; its flags */
+typedef struct FlagsOf {
+        uint16_t entry_type;
+        uid_t uid;
+        const char *name;
+        uint32_t flags;
+} FlagsOf;
+
+static bool take_flags(const TestReply *rep, void *userdata) {
+        const struct nsd_rep_list_entry *l = (const void *) &rep->msg;
+        const struct nsd_rep_volumes_entry *v = (const void *) &rep->msg;
+        FlagsOf *f = userdata;
+
+        if (rep->type != f->entry_type)
+                return false;
+        if (f->entry_type == NSD_REP_LIST_ENTRY && l->uid == f->uid)
+                f->flags = l->ns_flags;
+        if (f->entry_type == NSD_REP_VOLUMES_ENTRY && strcmp(v->name, f->name) == 0)
+                f->flags = v->flags;
+        return true;
+}
+
+/* The flags of one entry of the stream fd's user asks for by req (LIST, VOLUMES) with seq:
+ * uid's namespace in LIST, the volume name in VOLUMES; UINT32_MAX when it has no entry. */
+static uint32_t entry_flags(int fd, uint16_t req, uid_t uid, const char *name, uint32_t seq) {
+        bool list = req == NSD_REQ_LIST;
+        FlagsOf f = { .entry_type = list ? NSD_REP_LIST_ENTRY : NSD_REP_VOLUMES_ENTRY,
+                      .uid = uid,
+                      .name = name,
+                      .flags = UINT32_MAX };
+
+        loop_test_send_type(fd, req, seq);
+        (void) read_stream(fd, take_flags, &f, list ? NSD_REP_LIST_END : NSD_REP_VOLUMES_END);
+        return f.flags;
+}
+
 /* LIST's flags of uid (root's LIST), or UINT32_MAX when it has no entry */
 static uint32_t listed_flags(int fd, uid_t uid, uint32_t seq) {
-        uint32_t flags = UINT32_MAX;
-
-        loop_test_send_type(fd, NSD_REQ_LIST, seq);
-        for (;;) {
-                TestReply rep = loop_test_next(fd);
-                const struct nsd_rep_list_entry *e = (const void *) &rep.msg;
-
-                if (rep.type != NSD_REP_LIST_ENTRY)
-                        return flags;
-                if (e->uid == uid)
-                        flags = e->ns_flags;
-        }
+        return entry_flags(fd, NSD_REQ_LIST, uid, NULL, seq);
 }
 
 /* Recycled uids (1.6): a namespace made for alice is refused with EOWNERDEAD once its uid is
@@ -529,24 +568,21 @@ static void test_shares(void) {
         server_free(s);
 }
 
-/* A whole VOLUMES reply: "uid:name:state;" per entry, and its end's count. */
+static bool take_volume(const TestReply *rep, void *out) {
+        const struct nsd_rep_volumes_entry *e = (const void *) &rep->msg;
+
+        if (rep->type != NSD_REP_VOLUMES_ENTRY || rep->len != sizeof *e)
+                return false;
+        g_string_append_printf(out, "%u:%s:%u:%d:%s;", e->uid, e->name, e->state, e->error, e->why);
+        return true;
+}
+
+/* A whole VOLUMES reply: "uid:name:state:error:why;" per entry, and its end's count. */
 static GString *read_volumes(int fd, uint32_t *ret_count) {
         GString *out = g_string_new("");
 
-        *ret_count = UINT32_MAX;
-        for (;;) {
-                TestReply rep = loop_test_next(fd);
-                const struct nsd_rep_volumes_entry *e = (const void *) &rep.msg;
-
-                if (rep.type == NSD_REP_VOLUMES_ENTRY && rep.len == sizeof *e) {
-                        g_string_append_printf(out, "%u:%s:%u:%d:%s;", e->uid, e->name, e->state,
-                                               e->error, e->why);
-                        continue;
-                }
-                if (rep.type == NSD_REP_VOLUMES_END)
-                        *ret_count = ((struct nsd_rep_stream_end *) &rep.msg)->count;
-                return out;
-        }
+        *ret_count = read_stream(fd, take_volume, out, NSD_REP_VOLUMES_END);
+        return out;
 }
 
 /* VOLUMES: root sees every namespace's volumes, a user those of its own namespace, a user
@@ -620,6 +656,33 @@ static int send_give(int fd, uid_t uid, int memfd, uint32_t seq) {
         return loop_test_send(fd, &q, sizeof q, memfd);
 }
 
+/* the answer to a GIVE: its type; of a GIVE reply, how many volumes took the password and how
+ * many requests waited for it */
+typedef struct Given {
+        uint16_t type;
+        uint32_t volumes, waiting;
+} Given;
+
+/* root GIVEs uid's login password (in a memfd sealed every way) with seq */
+static Given give_login(int root, uid_t uid, const char *password, uint32_t seq) {
+        int fd = credential_memfd(password, ALL_SEALS);
+        const struct nsd_rep_credential_give *g;
+        TestReply t;
+
+        send_give(root, uid, fd, seq);
+        close(fd);
+        t = loop_test_next(root);
+        g = (const void *) &t.msg;
+        return (Given) { .type = t.type, .volumes = g->volumes, .waiting = g->waiting };
+}
+
+/* Is fd's waiting TAKE still unanswered after the loop ran a while? */
+static bool still_waiting(int fd) {
+        for (int i = 0; i < 10; i++)
+                g_main_context_iteration(NULL, FALSE);
+        return !loop_test_readable(fd);
+}
+
 static int send_take(int fd, const char *volume, uint32_t flags, uint32_t seq) {
         struct nsd_req_credential_take q;
 
@@ -631,36 +694,25 @@ static int send_take(int fd, const char *volume, uint32_t flags, uint32_t seq) {
 
 /* The next reply: its type, error, and what the descriptor it carried holds (NULL: none). */
 static uint16_t next_with_fd(int fd, int *ret_error, char **ret_text) {
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * NSD_MSG_FDS_MAX)];
-        } control;
-        union {
-                struct nsd_msg_header hdr;
-                uint8_t bytes[NSD_MSG_SIZE_MAX];
-        } msg;
-        struct iovec iov = { .iov_base = &msg, .iov_len = sizeof msg };
-        struct msghdr mh = { .msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = &control,
-                             .msg_controllen = sizeof control };
         int fds[NSD_MSG_FDS_MAX];
-        size_t n_fds;
         char buf[64] = "";
+        TestReply rep;
 
         *ret_text = NULL;
-        if (!RUN_UNTIL(loop_test_readable(fd)) || recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) < 24)
+        if (!RUN_UNTIL(loop_test_readable(fd)))
                 return 0;
-        n_fds = cmsg_take_fds(&mh, fds, NSD_MSG_FDS_MAX);
-        if (n_fds >= 1) {
+        rep = loop_test_recv_fds(fd, 0, fds, NSD_MSG_FDS_MAX);
+        if (rep.type == 0)
+                return 0;
+        if (rep.n_fds >= 1) {
                 ssize_t k = pread(fds[0], buf, sizeof buf - 1, 0);
 
                 *ret_text = g_strndup(buf, k > 0 ? (size_t) k : 0);
-                for (size_t i = 0; i < n_fds; i++)
+                for (size_t i = 0; i < MIN(rep.n_fds, NSD_MSG_FDS_MAX); i++)
                         close(fds[i]);
         }
-        *ret_error = msg.hdr.error;
-        return msg.hdr.type;
+        *ret_error = rep.error;
+        return rep.type;
 }
 
 /* Users 100000 and 100001, the latter's namespace "inside" (the test's own namespace stands
@@ -765,19 +817,10 @@ static void test_credentials(void) {
                "another user's TAKE of that name: ENOENT (its own namespace has none)");
 
         send_take(waiter, "vault", NSD_CREDENTIAL_WAIT, 8);
-        for (int i = 0; i < 10; i++)
-                g_main_context_iteration(NULL, FALSE);
-        ok(!loop_test_readable(waiter), "a TAKE that waits: no answer yet");
-        fd = credential_memfd("hunter2", ALL_SEALS);
-        send_give(root, 100001, fd, 9);
-        close(fd);
-        {
-                TestReply t = loop_test_next(root);
-                const struct nsd_rep_credential_give *g = (const void *) &t.msg;
-
-                ok(t.type == NSD_REP_CREDENTIAL_GIVE && g->volumes == 1 && g->waiting == 1,
-                   "root's GIVE: one volume takes it, one request waited");
-        }
+        ok(still_waiting(waiter), "a TAKE that waits: no answer yet");
+        Given given = give_login(root, 100001, "hunter2", 9);
+        ok(given.type == NSD_REP_CREDENTIAL_GIVE && given.volumes == 1 && given.waiting == 1,
+           "root's GIVE: one volume takes it, one request waited");
         type = next_with_fd(waiter, &error, &text);
         ok(type == NSD_REP_CREDENTIAL_TAKE && error == 0 && g_strcmp0(text, "hunter2") == 0,
            "the waiting TAKE gets a descriptor of the password (%s)", text ? "read back" : "none");
@@ -788,10 +831,7 @@ static void test_credentials(void) {
 
         /* a second volume that takes it: held until both took it */
         u->volumes[1].password = true;
-        fd = credential_memfd("hunter2", ALL_SEALS);
-        send_give(root, 100001, fd, 11);
-        close(fd);
-        next_reply(root, &error, NULL, 0);
+        (void) give_login(root, 100001, "hunter2", 11);
         g_clear_pointer(&text, g_free);
         send_take(user, "vault", 0, 12);
         type = next_with_fd(user, &error, &text);
@@ -836,27 +876,9 @@ static int unlock(int fd, const char *volume, const char *text, uint32_t seq,
         return t.error;
 }
 
-/* Is fd's waiting TAKE still unanswered after the loop ran a while? */
-static bool still_waiting(int fd) {
-        for (int i = 0; i < 10; i++)
-                g_main_context_iteration(NULL, FALSE);
-        return !loop_test_readable(fd);
-}
-
 /* VOLUMES as fd's user: the flags of its volume name (UINT32_MAX: none came) */
 static uint32_t volume_flags(int fd, const char *name, uint32_t seq) {
-        uint32_t flags = UINT32_MAX;
-
-        loop_test_send_type(fd, NSD_REQ_VOLUMES, seq);
-        for (;;) {
-                TestReply rep = loop_test_next(fd);
-                const struct nsd_rep_volumes_entry *e = (const void *) &rep.msg;
-
-                if (rep.type != NSD_REP_VOLUMES_ENTRY)
-                        return flags;
-                if (strcmp(e->name, name) == 0)
-                        flags = e->flags;
-        }
+        return entry_flags(fd, NSD_REQ_VOLUMES, 0, name, seq);
 }
 
 /* UNLOCK is the user's own password for one of its volumes that takes one: held for that
@@ -894,17 +916,10 @@ static void test_credential_unlock(void) {
         /* Key=ask: the login password is not for it */
         send_take(waiter, "secret", NSD_CREDENTIAL_WAIT, 6);
         ok(still_waiting(waiter), "a TAKE of the Key=ask volume waits");
-        fd = credential_memfd("login-pw", ALL_SEALS);
-        send_give(root, 100001, fd, 7);
-        close(fd);
-        {
-                TestReply t = loop_test_next(root);
-                const struct nsd_rep_credential_give *g = (const void *) &t.msg;
-
-                ok(t.type == NSD_REP_CREDENTIAL_GIVE && g->volumes == 1 && g->waiting == 0,
-                   "root's GIVE: one volume takes the login password (not the Key=ask one), "
-                   "nobody got it");
-        }
+        Given given = give_login(root, 100001, "login-pw", 7);
+        ok(given.type == NSD_REP_CREDENTIAL_GIVE && given.volumes == 1 && given.waiting == 0,
+           "root's GIVE: one volume takes the login password (not the Key=ask one), "
+           "nobody got it");
         ok(still_waiting(waiter), "the Key=ask volume's TAKE still waits");
         {
                 uint32_t f = volume_flags(user, "secret", 20), g = volume_flags(user, "vault", 21);
@@ -949,10 +964,7 @@ static void test_credential_unlock(void) {
         next_reply(user, &error, NULL, 0);
         is_int(error, -EAGAIN, "its next TAKE without WAIT: EAGAIN (it took the only one held)");
         u->volumes[2].password = true; /* files takes the login password too now */
-        fd = credential_memfd("login-pw", ALL_SEALS);
-        send_give(root, 100001, fd, 11); /* another login */
-        close(fd);
-        next_reply(root, &error, NULL, 0);
+        (void) give_login(root, 100001, "login-pw", 11); /* another login */
         send_take(user, "vault", 0, 12);
         g_clear_pointer(&text, g_free);
         type = next_with_fd(user, &error, &text);

@@ -48,6 +48,14 @@ static bool parses(const char *text, Config *c, const char *what) {
         return r == 0;
 }
 
+/* Do a and b's setups have the same generation (propagation shared)? */
+static bool same_generation(const Config *a, const Config *b) {
+        char ga[17], gb[17];
+
+        return strcmp(setup_conf_generation(&a->setup, false, ga, sizeof ga),
+                      setup_conf_generation(&b->setup, false, gb, sizeof gb)) == 0;
+}
+
 static const Polydir *polydir(const Config *c, const char *name) {
         for (size_t i = 0; i < c->setup.n_polydirs; i++)
                 if (strcmp(c->setup.polydirs[i].name, name) == 0)
@@ -139,10 +147,8 @@ static void test_polydirs(void) {
 
         Config copy;
         config_copy(&copy, &c);
-        char g1[17], g2[17];
         ok(copy.setup.n_polydirs == 3 && copy.setup.polydirs[1].path != c.setup.polydirs[1].path &&
-                   strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
-                          setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
+                   same_generation(&copy, &c),
            "config_copy() copies the setup deeply, with the same generation");
         config_done(&copy);
         ok(copy.setup.polydirs == NULL && copy.setup.n_polydirs == 0,
@@ -225,19 +231,15 @@ static void test_shares(void) {
            "without the group");
 
         Config copy;
-        char g1[17], g2[17];
         config_copy(&copy, &c);
         ok(copy.setup.n_shares == 2 && copy.setup.shares[0].path != c.setup.shares[0].path &&
                    strcmp(copy.setup.shares[0].groups[1], "2000") == 0 &&
-                   copy.setup.shares[0].max_mounts_per_user == 2 &&
-                   strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
-                          setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
+                   copy.setup.shares[0].max_mounts_per_user == 2 && same_generation(&copy, &c),
            "config_copy() copies the shares deeply, with the same generation");
         config_done(&copy);
         config_copy(&copy, &c);
         copy.setup.shares[0].max_mounts_per_user = 3;
-        ok(strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
-                  setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
+        ok(same_generation(&copy, &c),
            "MaxMountsPerUser= is not part of the setup generation (it bounds the share, it does "
            "not make a namespace)");
         config_done(&copy);
@@ -561,13 +563,11 @@ static void test_volumes(void) {
            "a volume is something to set up, and its membership needs the user database");
 
         Config copy;
-        char g1[17], g2[17];
         config_copy(&copy, &c);
         ok(copy.setup.n_volumes == 2 && copy.setup.volumes[0].source != c.setup.volumes[0].source &&
                    copy.setup.volumes[0].n_options == 2 &&
                    strcmp(copy.setup.volumes[0].options[1].key, "nodiscard") == 0 &&
-                   strcmp(setup_conf_generation(&copy.setup, false, g1, sizeof g1),
-                          setup_conf_generation(&c.setup, false, g2, sizeof g2)) == 0,
+                   same_generation(&copy, &c),
            "config_copy() copies the volumes deeply, with the same generation");
         config_done(&copy);
         config_done(&c);
