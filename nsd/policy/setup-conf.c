@@ -40,6 +40,15 @@ static const char *const share_propagation_names[] = {
         [SHARE_PROPAGATION_PER_USER] = "per-user",
 };
 
+static const char *const volume_start_names[] = {
+        [VOLUME_START_NAMESPACE] = "namespace",
+        [VOLUME_START_LOGIN] = "login",
+        [VOLUME_START_REQUEST] = "request",
+};
+static const char *const volume_key_names[] = {
+        [VOLUME_KEY_LOGIN] = "login",
+        [VOLUME_KEY_ASK] = "ask",
+};
 /* OnFailure=: 1 continue, 0 refuse */
 static const char *const on_failure_names[] = { "refuse", "continue" };
 
@@ -597,33 +606,24 @@ static int volume_set(void *object, const char *key, const char *value, unsigned
                 return 0;
         }
         if (KEY("Start")) {
-                if (strcmp(value, "namespace") == 0)
-                        v->start = VOLUME_START_NAMESPACE;
-                else if (strcmp(value, "login") == 0)
-                        v->start = VOLUME_START_LOGIN;
-                else if (strcmp(value, "request") == 0)
-                        v->start = VOLUME_START_REQUEST;
-                else {
-                        *ret_why = g_strdup_printf(
-                                "Start=%s: expected 'namespace', 'login' or 'request'", value);
-                        return -EINVAL;
-                }
+                int r = parse_name(volume_start_names, G_N_ELEMENTS(volume_start_names), key, value,
+                                   "'namespace', 'login' or 'request'", ret_why);
+
+                if (r < 0)
+                        return r;
+                v->start = (VolumeStart) r;
                 v->start_set = true;
                 return 0;
         }
         if (KEY("Key")) {
-                if (strcmp(value, "login") == 0)
-                        v->key = VOLUME_KEY_LOGIN;
-                else if (strcmp(value, "ask") == 0)
-                        v->key = VOLUME_KEY_ASK;
-                else {
-                        *ret_why = g_strdup_printf(
-                                "Key=%s: expected 'login' (the login password, or nsctl "
-                                "unlock) or 'ask' (only nsctl unlock); key files are not "
-                                "supported yet",
-                                value);
-                        return -EINVAL;
-                }
+                int r = parse_name(volume_key_names, G_N_ELEMENTS(volume_key_names), key, value,
+                                   "'login' (the login password, or nsctl unlock) or 'ask' (only "
+                                   "nsctl unlock); key files are not supported yet",
+                                   ret_why);
+
+                if (r < 0)
+                        return r;
+                v->key = (VolumeKey) r;
                 v->key_set = true;
                 v->key_line = line;
                 return 0;
@@ -1156,9 +1156,7 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                                        "[Volume %s] Start=%s: not supported yet for a kernel "
                                        "file system (Type=%s): this version mounts it when the "
                                        "namespace is made (Start=namespace)",
-                                       v->name,
-                                       v->start == VOLUME_START_LOGIN ? "login" : "request",
-                                       v->type);
+                                       v->name, volume_start_names[v->start], v->type);
                 if (v->key_set && !volume_type_options_find(v->type)->takes_password)
                         return fail_at(ret_error, v->file, v->key_line,
                                        "[Volume %s] Key=: Type=%s takes no password (only a "
