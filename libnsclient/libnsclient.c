@@ -1096,16 +1096,25 @@ int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_wait
         return 0;
 }
 
+/* A volume's name for CREDENTIAL_TAKE and CREDENTIAL_UNLOCK: 1 to NSD_SHARE_NAME_MAX - 1
+ * bytes, its length in *ret_len; else -EINVAL. */
+static int volume_check(const char *volume, size_t *ret_len) {
+        size_t n = strnlen(volume, NSD_SHARE_NAME_MAX);
+
+        if (n == 0 || n >= NSD_SHARE_NAME_MAX)
+                return -EINVAL;
+        *ret_len = n;
+        return 0;
+}
+
 int nsc_credential_take(nsc_conn *conn, const char *volume, unsigned flags, int *ret_fd) {
         struct nsd_req_credential_take req;
         struct reply_fds fds = { .n = 0 };
         size_t n;
         int r;
 
-        if (!conn || !volume || !ret_fd || (flags & ~NSC_CREDENTIAL_WAIT))
-                return -EINVAL;
-        n = strlen(volume);
-        if (n == 0 || n >= sizeof(req.volume))
+        if (!conn || !volume || !ret_fd || (flags & ~NSC_CREDENTIAL_WAIT) ||
+            volume_check(volume, &n) < 0)
                 return -EINVAL;
         CONN_LOCK_SCOPE(conn);
         nsd_msg_init(&req.hdr, NSD_REQ_CREDENTIAL_TAKE, sizeof(req), 0);
@@ -1127,10 +1136,7 @@ int nsc_credential_unlock(nsc_conn *conn, const char *volume, int memfd, unsigne
         size_t n;
         int r;
 
-        if (!conn || !volume || memfd < 0)
-                return -EINVAL;
-        n = strlen(volume);
-        if (n == 0 || n >= sizeof(req.volume))
+        if (!conn || !volume || memfd < 0 || volume_check(volume, &n) < 0)
                 return -EINVAL;
         CONN_LOCK_SCOPE(conn);
         nsd_msg_init(&req.hdr, NSD_REQ_CREDENTIAL_UNLOCK, sizeof(req), 0);
