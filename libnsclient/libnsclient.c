@@ -989,12 +989,19 @@ static int conn_read_entries(nsc_conn *conn, uint16_t type, uint16_t end, size_t
         return 0;
 }
 
+/* A string field of an entry into the element's field of the same size (the _Static_asserts
+ * say so): false, and the entry -EBADMSG, if the entry's field holds no NUL. */
+static bool take_string(char *to, const char *from, size_t size) {
+        if (!nsd_field_is_string(from, size))
+                return false;
+        memcpy(to, from, size);
+        return true;
+}
+
 static int take_list_entry(const void *entry, void *element) {
         const struct nsd_rep_list_entry *e = entry;
         struct nsc_ns_info *i = element;
 
-        if (!nsd_field_is_string(e->pin, sizeof(e->pin)))
-                return -EBADMSG;
         *i = (struct nsc_ns_info) {
                 .uid = e->uid,
                 .ns_flags = e->ns_flags,
@@ -1003,8 +1010,7 @@ static int take_list_entry(const void *entry, void *element) {
                 .ns_inode = e->ns_inode,
                 .created_usec = e->created_usec,
         };
-        memcpy(i->pin, e->pin, sizeof(i->pin));
-        return 0;
+        return take_string(i->pin, e->pin, sizeof(i->pin)) ? 0 : -EBADMSG;
 }
 
 int nsc_list(nsc_conn *conn, struct nsc_ns_info **ret_entries, size_t *ret_n) {
@@ -1032,13 +1038,7 @@ static int take_volumes_entry(const void *entry, void *element) {
         const struct nsd_rep_volumes_entry *e = entry;
         struct nsc_volume_info *v = element;
 
-        if (!nsd_field_is_string(e->name, sizeof(e->name)) ||
-            !nsd_field_is_string(e->type, sizeof(e->type)) ||
-            !nsd_field_is_string(e->source, sizeof(e->source)) ||
-            !nsd_field_is_string(e->where, sizeof(e->where)) ||
-            !nsd_field_is_string(e->why, sizeof(e->why)) ||
-            !nsd_field_is_string(e->options, sizeof(e->options)) || e->error > 0 ||
-            e->reserved != 0)
+        if (e->error > 0 || e->reserved != 0)
                 return -EBADMSG;
         *v = (struct nsc_volume_info) {
                 .uid = e->uid,
@@ -1048,12 +1048,13 @@ static int take_volumes_entry(const void *entry, void *element) {
                 .at_usec = e->at_usec,
                 .flags = e->flags,
         };
-        memcpy(v->name, e->name, sizeof(v->name));
-        memcpy(v->type, e->type, sizeof(v->type));
-        memcpy(v->source, e->source, sizeof(v->source));
-        memcpy(v->where, e->where, sizeof(v->where));
-        memcpy(v->why, e->why, sizeof(v->why));
-        memcpy(v->options, e->options, sizeof(v->options));
+        if (!take_string(v->name, e->name, sizeof(v->name)) ||
+            !take_string(v->type, e->type, sizeof(v->type)) ||
+            !take_string(v->source, e->source, sizeof(v->source)) ||
+            !take_string(v->where, e->where, sizeof(v->where)) ||
+            !take_string(v->why, e->why, sizeof(v->why)) ||
+            !take_string(v->options, e->options, sizeof(v->options)))
+                return -EBADMSG;
         return 0;
 }
 
@@ -1095,16 +1096,25 @@ int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_wait
         return 0;
 }
 
+/* A volume's name for CREDENTIAL_TAKE and CREDENTIAL_UNLOCK: 1 to NSD_SHARE_NAME_MAX - 1
+ * bytes, its length in *ret_len; else -EINVAL. */
+static int volume_check(const char *volume, size_t *ret_len) {
+        size_t n = strnlen(volume, NSD_SHARE_NAME_MAX);
+
+        if (n == 0 || n >= NSD_SHARE_NAME_MAX)
+                return -EINVAL;
+        *ret_len = n;
+        return 0;
+}
+
 int nsc_credential_take(nsc_conn *conn, const char *volume, unsigned flags, int *ret_fd) {
         struct nsd_req_credential_take req;
         struct reply_fds fds = { .n = 0 };
         size_t n;
         int r;
 
-        if (!conn || !volume || !ret_fd || (flags & ~NSC_CREDENTIAL_WAIT))
-                return -EINVAL;
-        n = strlen(volume);
-        if (n == 0 || n >= sizeof(req.volume))
+        if (!conn || !volume || !ret_fd || (flags & ~NSC_CREDENTIAL_WAIT) ||
+            volume_check(volume, &n) < 0)
                 return -EINVAL;
         CONN_LOCK_SCOPE(conn);
         nsd_msg_init(&req.hdr, NSD_REQ_CREDENTIAL_TAKE, sizeof(req), 0);
@@ -1126,10 +1136,7 @@ int nsc_credential_unlock(nsc_conn *conn, const char *volume, int memfd, unsigne
         size_t n;
         int r;
 
-        if (!conn || !volume || memfd < 0)
-                return -EINVAL;
-        n = strlen(volume);
-        if (n == 0 || n >= sizeof(req.volume))
+        if (!conn || !volume || memfd < 0 || volume_check(volume, &n) < 0)
                 return -EINVAL;
         CONN_LOCK_SCOPE(conn);
         nsd_msg_init(&req.hdr, NSD_REQ_CREDENTIAL_UNLOCK, sizeof(req), 0);

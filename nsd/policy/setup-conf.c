@@ -40,6 +40,15 @@ static const char *const share_propagation_names[] = {
         [SHARE_PROPAGATION_PER_USER] = "per-user",
 };
 
+static const char *const volume_start_names[] = {
+        [VOLUME_START_NAMESPACE] = "namespace",
+        [VOLUME_START_LOGIN] = "login",
+        [VOLUME_START_REQUEST] = "request",
+};
+static const char *const volume_key_names[] = {
+        [VOLUME_KEY_LOGIN] = "login",
+        [VOLUME_KEY_ASK] = "ask",
+};
 /* OnFailure=: 1 continue, 0 refuse */
 static const char *const on_failure_names[] = { "refuse", "continue" };
 
@@ -84,50 +93,89 @@ static MountOption *options_copy(const MountOption *o, size_t n) {
         return c;
 }
 
-static void polydir_done(void *object) {
-        Polydir *p = object;
+/* What an object owns (its strings, string lists and option arrays), each once: done and copy
+ * both walk this, so a field is freed and copied alike. */
+typedef enum OwnedType { OWNED_STRING, OWNED_STRV, OWNED_OPTIONS } OwnedType;
 
-        g_free(p->name);
-        g_free(p->path);
-        g_free(p->instance_prefix);
-        options_free(p->options, p->n_options);
-        g_strfreev(p->only_users);
-        g_strfreev(p->exclude_users);
-        g_free(p->init_script);
-        g_free(p->file);
+typedef struct Owned {
+        OwnedType type;
+        size_t offset;       /* of the pointer in the object */
+        size_t count_offset; /* OWNED_OPTIONS: of how many there are */
+} Owned;
+
+#define STRING(t, f) \
+        { OWNED_STRING, offsetof(t, f), 0 }
+#define STRV(t, f) \
+        { OWNED_STRV, offsetof(t, f), 0 }
+#define OPTIONS(t, f, n) \
+        { OWNED_OPTIONS, offsetof(t, f), offsetof(t, n) }
+static const Owned polydir_owned[] = { STRING(Polydir, name),
+                                       STRING(Polydir, path),
+                                       STRING(Polydir, instance_prefix),
+                                       OPTIONS(Polydir, options, n_options),
+                                       STRV(Polydir, only_users),
+                                       STRV(Polydir, exclude_users),
+                                       STRING(Polydir, init_script),
+                                       STRING(Polydir, file) };
+static const Owned bind_owned[] = { STRING(BindReadOnly, name), STRING(BindReadOnly, source),
+                                    STRING(BindReadOnly, target), STRING(BindReadOnly, file) };
+static const Owned share_owned[] = { STRING(Share, name), STRING(Share, path), STRV(Share, users),
+                                     STRV(Share, groups), STRING(Share, file) };
+static const Owned volume_owned[] = { STRING(Volume, name),
+                                      STRING(Volume, type),
+                                      STRING(Volume, source),
+                                      STRING(Volume, where),
+                                      OPTIONS(Volume, options, n_options),
+                                      STRING(Volume, options_text),
+                                      STRV(Volume, users),
+                                      STRV(Volume, groups),
+                                      STRING(Volume, file) };
+#undef STRING
+#undef STRV
+#undef OPTIONS
+
+static void *owned_field(void *object, size_t offset) {
+        return (char *) object + offset;
 }
 
-static void bind_done(void *object) {
-        BindReadOnly *b = object;
+static void owned_done(const Owned *owned, size_t n, void *object) {
+        for (size_t i = 0; i < n; i++) {
+                void *f = owned_field(object, owned[i].offset);
 
-        g_free(b->name);
-        g_free(b->source);
-        g_free(b->target);
-        g_free(b->file);
+                switch (owned[i].type) {
+                case OWNED_STRING:
+                        g_free(*(char **) f);
+                        break;
+                case OWNED_STRV:
+                        g_strfreev(*(char ***) f);
+                        break;
+                case OWNED_OPTIONS:
+                        options_free(*(MountOption **) f,
+                                     *(size_t *) owned_field(object, owned[i].count_offset));
+                        break;
+                }
+        }
 }
 
-static void share_done(void *object) {
-        Share *sh = object;
+/* to: a copy of from's bytes; what it owns made its own */
+static void owned_copy(const Owned *owned, size_t n, void *to) {
+        for (size_t i = 0; i < n; i++) {
+                void *f = owned_field(to, owned[i].offset);
 
-        g_free(sh->name);
-        g_free(sh->path);
-        g_strfreev(sh->users);
-        g_strfreev(sh->groups);
-        g_free(sh->file);
-}
-
-static void volume_done(void *object) {
-        Volume *v = object;
-
-        g_free(v->name);
-        g_free(v->type);
-        g_free(v->source);
-        g_free(v->where);
-        options_free(v->options, v->n_options);
-        g_free(v->options_text);
-        g_strfreev(v->users);
-        g_strfreev(v->groups);
-        g_free(v->file);
+                switch (owned[i].type) {
+                case OWNED_STRING:
+                        *(char **) f = g_strdup(*(char **) f);
+                        break;
+                case OWNED_STRV:
+                        *(char ***) f = g_strdupv(*(char ***) f);
+                        break;
+                case OWNED_OPTIONS:
+                        *(MountOption **) f =
+                                options_copy(*(MountOption **) f,
+                                             *(size_t *) owned_field(to, owned[i].count_offset));
+                        break;
+                }
+        }
 }
 
 static void polydir_init(void *object, const char *name, const char *file, unsigned line) {
@@ -136,36 +184,10 @@ static void polydir_init(void *object, const char *name, const char *file, unsig
         };
 }
 
-static void polydir_copy(void *to, const void *from) {
-        const Polydir *a = from;
-        Polydir *b = to;
-
-        *b = *a;
-        b->name = g_strdup(a->name);
-        b->path = g_strdup(a->path);
-        b->instance_prefix = g_strdup(a->instance_prefix);
-        b->options = options_copy(a->options, a->n_options);
-        b->only_users = g_strdupv(a->only_users);
-        b->exclude_users = g_strdupv(a->exclude_users);
-        b->init_script = g_strdup(a->init_script);
-        b->file = g_strdup(a->file);
-}
-
 static void bind_init(void *object, const char *name, const char *file, unsigned line) {
         *(BindReadOnly *) object = (BindReadOnly) { .name = g_strdup(name),
                                                     .file = g_strdup(file),
                                                     .line = line };
-}
-
-static void bind_copy(void *to, const void *from) {
-        const BindReadOnly *a = from;
-        BindReadOnly *b = to;
-
-        *b = *a;
-        b->name = g_strdup(a->name);
-        b->source = g_strdup(a->source);
-        b->target = g_strdup(a->target);
-        b->file = g_strdup(a->file);
 }
 
 static void share_init(void *object, const char *name, const char *file, unsigned line) {
@@ -179,18 +201,6 @@ static void share_init(void *object, const char *name, const char *file, unsigne
         };
 }
 
-static void share_copy(void *to, const void *from) {
-        const Share *a = from;
-        Share *b = to;
-
-        *b = *a;
-        b->name = g_strdup(a->name);
-        b->path = g_strdup(a->path);
-        b->users = g_strdupv(a->users);
-        b->groups = g_strdupv(a->groups);
-        b->file = g_strdup(a->file);
-}
-
 static void volume_init(void *object, const char *name, const char *file, unsigned line) {
         *(Volume *) object = (Volume) {
                 .name = g_strdup(name),
@@ -198,22 +208,6 @@ static void volume_init(void *object, const char *name, const char *file, unsign
                 .file = g_strdup(file),
                 .line = line,
         };
-}
-
-static void volume_copy(void *to, const void *from) {
-        const Volume *a = from;
-        Volume *b = to;
-
-        *b = *a;
-        b->name = g_strdup(a->name);
-        b->type = g_strdup(a->type);
-        b->source = g_strdup(a->source);
-        b->where = g_strdup(a->where);
-        b->options = options_copy(a->options, a->n_options);
-        b->options_text = g_strdup(a->options_text);
-        b->users = g_strdupv(a->users);
-        b->groups = g_strdupv(a->groups);
-        b->file = g_strdup(a->file);
 }
 
 /* ---- groups ---------------------------------------------------------------------------- */
@@ -612,33 +606,24 @@ static int volume_set(void *object, const char *key, const char *value, unsigned
                 return 0;
         }
         if (KEY("Start")) {
-                if (strcmp(value, "namespace") == 0)
-                        v->start = VOLUME_START_NAMESPACE;
-                else if (strcmp(value, "login") == 0)
-                        v->start = VOLUME_START_LOGIN;
-                else if (strcmp(value, "request") == 0)
-                        v->start = VOLUME_START_REQUEST;
-                else {
-                        *ret_why = g_strdup_printf(
-                                "Start=%s: expected 'namespace', 'login' or 'request'", value);
-                        return -EINVAL;
-                }
+                int r = parse_name(volume_start_names, G_N_ELEMENTS(volume_start_names), key, value,
+                                   "'namespace', 'login' or 'request'", ret_why);
+
+                if (r < 0)
+                        return r;
+                v->start = (VolumeStart) r;
                 v->start_set = true;
                 return 0;
         }
         if (KEY("Key")) {
-                if (strcmp(value, "login") == 0)
-                        v->key = VOLUME_KEY_LOGIN;
-                else if (strcmp(value, "ask") == 0)
-                        v->key = VOLUME_KEY_ASK;
-                else {
-                        *ret_why = g_strdup_printf(
-                                "Key=%s: expected 'login' (the login password, or nsctl "
-                                "unlock) or 'ask' (only nsctl unlock); key files are not "
-                                "supported yet",
-                                value);
-                        return -EINVAL;
-                }
+                int r = parse_name(volume_key_names, G_N_ELEMENTS(volume_key_names), key, value,
+                                   "'login' (the login password, or nsctl unlock) or 'ask' (only "
+                                   "nsctl unlock); key files are not supported yet",
+                                   ret_why);
+
+                if (r < 0)
+                        return r;
+                v->key = (VolumeKey) r;
                 v->key_set = true;
                 v->key_line = line;
                 return 0;
@@ -775,8 +760,8 @@ typedef struct ObjectKind {
         size_t count_offset;    /* of how many there are */
         unsigned max;
         void (*init)(void *object, const char *name, const char *file, unsigned line);
-        void (*done)(void *object);
-        void (*copy)(void *to, const void *from);
+        const Owned *owned; /* what one object owns, n_owned entries */
+        size_t n_owned;
         int (*set)(void *object, const char *key, const char *value, unsigned line, char **ret_why);
 } ObjectKind;
 
@@ -787,7 +772,7 @@ typedef struct ObjectKind {
                 .kind = #type, .keys = fn##_keys, .name_chars = chars, .name_rule = rule,   \
                 .size = sizeof(type), .array_offset = offsetof(SetupConf, array),           \
                 .count_offset = offsetof(SetupConf, count), .max = max_, .init = fn##_init, \
-                .done = fn##_done, .copy = fn##_copy, .set = fn##_set,                      \
+                .owned = fn##_owned, .n_owned = G_N_ELEMENTS(fn##_owned), .set = fn##_set,  \
         }
 
 static const ObjectKind object_kinds[] = {
@@ -890,7 +875,7 @@ void setup_conf_done(SetupConf *s) {
                 char *objects = *kind_objects(s, k);
 
                 for (size_t j = 0; j < *kind_count(s, k); j++)
-                        k->done(objects + j * k->size);
+                        owned_done(k->owned, k->n_owned, objects + j * k->size);
                 g_free(objects);
         }
         g_free(s->init_script);
@@ -906,9 +891,9 @@ void setup_conf_copy(SetupConf *dst, const SetupConf *src) {
                 size_t n = *kind_count(dst, k);
                 const char *from = *objects;
 
-                *objects = g_malloc0_n(n, k->size);
+                *objects = g_memdup2(from, n * k->size);
                 for (size_t j = 0; j < n; j++)
-                        k->copy(*objects + j * k->size, from + j * k->size);
+                        owned_copy(k->owned, k->n_owned, *objects + j * k->size);
         }
         dst->init_script = g_strdup(src->init_script);
         dst->init_script_file = g_strdup(src->init_script_file);
@@ -1171,9 +1156,7 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                                        "[Volume %s] Start=%s: not supported yet for a kernel "
                                        "file system (Type=%s): this version mounts it when the "
                                        "namespace is made (Start=namespace)",
-                                       v->name,
-                                       v->start == VOLUME_START_LOGIN ? "login" : "request",
-                                       v->type);
+                                       v->name, volume_start_names[v->start], v->type);
                 if (v->key_set && !volume_type_options_find(v->type)->takes_password)
                         return fail_at(ret_error, v->file, v->key_line,
                                        "[Volume %s] Key=: Type=%s takes no password (only a "
