@@ -3,10 +3,12 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <security/_pam_types.h>
 
@@ -275,45 +277,79 @@ int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanati
         return code;
 }
 
-int nsjoin_login_defs_uid_range(FILE *f, char **ret_min, char **ret_max) {
-        char *line = NULL, *min = NULL, *max = NULL;
-        size_t size = 0;
-        ssize_t n;
+/* One line of login.defs, [line, eol) with a byte to spare at eol: into *min or *max when
+ * it sets UID_MIN or UID_MAX for the first time. */
+static int login_defs_line(char *line, char *eol, char **min, char **max) {
+        char *p = line, *key, *hash;
+        char **slot;
+
+        /* most lines are comments or other keys: only one that starts like UID_MIN and
+         * UID_MAX is looked at */
+        while (p < eol && isspace((unsigned char) *p))
+                p++;
+        if (p == eol || (*p != 'U' && *p != 'u'))
+                return 0;
+        *eol = 0;
+        hash = strchr(p, '#');
+        if (hash)
+                *hash = 0;
+        key = strsep(&p, " \t=");
+        if (strcasecmp(key, "UID_MIN") == 0)
+                slot = min;
+        else if (strcasecmp(key, "UID_MAX") == 0)
+                slot = max;
+        else
+                return 0;
+        if (*slot)
+                return 0; /* the first line counts */
+        if (p)
+                while (isspace((unsigned char) *p) || *p == '=')
+                        p++;
+        *slot = strdup(p ?: "");
+        return *slot ? 0 : -ENOMEM;
+}
+
+int nsjoin_login_defs_uid_range(int fd, char **ret_min, char **ret_max) {
+        /* on the stack, a page: no stdio, no buffer to allocate (a login pays for every page
+         * it touches and every line of Debian's 12 KB of comments: bench/login/cost) */
+        char buf[NSJOIN_LOGIN_DEFS_LINE_MAX + 1];
+        char *min = NULL, *max = NULL;
+        size_t len = 0; /* bytes at the start of buf not looked at yet */
+        bool eof = false, rest_of_long_line = false;
         int r = 0;
 
-        assert(f);
-        while ((!min || !max) && (n = getline(&line, &size, f)) > 0) {
-                char *p = line, *key, *hash = strchr(line, '#');
-                char **slot;
+        while (r == 0 && (!min || !max) && !(eof && len == 0)) {
+                char *p = buf, *end;
 
-                if (hash)
-                        *hash = 0;
-                line[strcspn(line, "\n")] = 0;
-                while (isspace((unsigned char) *p))
-                        p++;
-                if (!*p)
-                        continue;
-                key = strsep(&p, " \t=");
-                if (strcasecmp(key, "UID_MIN") == 0)
-                        slot = &min;
-                else if (strcasecmp(key, "UID_MAX") == 0)
-                        slot = &max;
-                else
-                        continue;
-                if (*slot)
-                        continue; /* the first line counts */
-                if (p)
-                        while (isspace((unsigned char) *p) || *p == '=')
-                                p++;
-                *slot = strdup(p ?: "");
-                if (!*slot) {
-                        r = -ENOMEM;
-                        break;
+                if (!eof) {
+                        ssize_t n = read(fd, buf + len, NSJOIN_LOGIN_DEFS_LINE_MAX - len);
+
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0) {
+                                r = -errno;
+                                break;
+                        }
+                        eof = n == 0;
+                        len += (size_t) n;
                 }
+                end = buf + len;
+                while (r == 0 && p < end) {
+                        char *nl = memchr(p, '\n', (size_t) (end - p)), *eol = nl ?: end;
+                        bool full = p == buf && len == NSJOIN_LOGIN_DEFS_LINE_MAX;
+
+                        if (!nl && !eof && !full)
+                                break; /* the line goes on in the next read */
+                        if (!rest_of_long_line)
+                                r = login_defs_line(p, eol, &min, &max);
+                        /* a line longer than the buffer: its start was looked at, the rest is
+                         * passed over */
+                        rest_of_long_line = !nl && !eof;
+                        p = nl ? nl + 1 : end;
+                }
+                len = (size_t) (end - p);
+                memmove(buf, p, len);
         }
-        if (r == 0 && ferror(f))
-                r = -EIO;
-        free(line);
         if (r < 0) {
                 free(min);
                 free(max);

@@ -96,10 +96,13 @@ int nsjoin_errno_to_pam(enum nsjoin_step step, int r, const char **ret_explanati
  * pam_modutil_search_key() reads one key: a comment runs from '#' to the end of the line,
  * the key ends at a blank or '=', blanks and '=' before the value are skipped, keys are
  * matched without regard to case, the first line with a key counts. *ret_min and *ret_max
- * are malloc()ed copies of the values, or NULL where the key is missing. -errno on a read
- * error (nothing returned then).
+ * are malloc()ed copies of the values, or NULL where the key is missing. Read from fd to
+ * its end (or until both are found); a NUL byte ends its line's text, as in libpam; of a
+ * line longer than NSJOIN_LOGIN_DEFS_LINE_MAX only the start is looked at. -errno on a read
+ * error or -ENOMEM (nothing returned then).
  */
-int nsjoin_login_defs_uid_range(FILE *f, char **ret_min, char **ret_max);
+#define NSJOIN_LOGIN_DEFS_LINE_MAX 4096
+int nsjoin_login_defs_uid_range(int fd, char **ret_min, char **ret_max);
 
 /* ---- crossing users: the session of root or of an unmanaged user ------------------------ */
 

@@ -140,21 +140,23 @@ static uid_t login_defs_uid(pam_handle_t *pamh, const char *key, const char *v, 
         return uid;
 }
 
+/* UID_MIN and UID_MAX of login.defs into *ret_min and *ret_max (NULL where not set, or when
+ * the file cannot be read). */
+static void login_defs_read(char **ret_min, char **ret_max) {
+        _cleanup_close_ int fd = open(LOGIN_DEFS, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+        if (fd < 0 || nsjoin_login_defs_uid_range(fd, ret_min, ret_max) < 0)
+                *ret_min = *ret_max = NULL;
+}
+
 /* The managed range: min_uid= and max_uid=, else UID_MIN and UID_MAX of login.defs (read
  * once, and only when an argument is missing), else the defaults. */
 static void managed_range(pam_handle_t *pamh, const struct nsjoin_args *a, uid_t *ret_min,
                           uid_t *ret_max) {
         _cleanup_free_ char *min = NULL, *max = NULL;
 
-        if (!a->min_uid_set || !a->max_uid_set) {
-                FILE *f = fopen(LOGIN_DEFS, "re");
-
-                if (f) {
-                        if (nsjoin_login_defs_uid_range(f, &min, &max) < 0)
-                                min = max = NULL;
-                        fclose(f);
-                }
-        }
+        if (!a->min_uid_set || !a->max_uid_set)
+                login_defs_read(&min, &max);
         *ret_min = a->min_uid_set ? a->min_uid
                                   : login_defs_uid(pamh, "UID_MIN", min, NSJOIN_MIN_UID_DEFAULT);
         *ret_max = a->max_uid_set ? a->max_uid

@@ -14,8 +14,9 @@
  * process, the median CPU time (user + system, from wait4()) and minor page faults, and the
  * medians of the per-round ratios to the reference (wall, and CPU).
  *
- * Also the medians of the phases inside the process: pam_start (reading the service file,
- * loading the modules), pam_open_session, pam_close_session, pam_end.
+ * Also the medians of the phases inside the process, wall and CPU time (<phase>_p50_us,
+ * <phase>_cpu_p50_us): pam_start (reading the service file, loading the modules),
+ * pam_open_session, pam_close_session, pam_end.
  *
  *   pam-cost --once DIR SERVICE USER FD  (internal: one session; its phases to FD; exit)
  */
@@ -29,6 +30,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <security/pam_appl.h>
@@ -36,7 +38,8 @@
 #include "bench-util.h"
 
 #define SERVICES_MAX 8
-#define PHASES 4 /* pam_start, open, close, end */
+#define PHASES 4             /* pam_start, open, close, end */
+#define FIGURES (2 * PHASES) /* each phase's wall time, then its CPU time */
 static const char *const phase_names[PHASES] = { "start", "open", "close", "end" };
 
 static int conv_none(int n, const struct pam_message **msg, struct pam_response **resp,
@@ -44,19 +47,29 @@ static int conv_none(int n, const struct pam_message **msg, struct pam_response 
         return PAM_CONV_ERR;
 }
 
-/* One session, its phases in ns to fd: 0, or the step that failed (1 start, 2 open, 3
- * close). */
+/* The process's CPU time so far (user + system), in ns. */
+static uint64_t cpu_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* One session, its phases in ns to fd (wall clock, then CPU time): 0, or the step that
+ * failed (1 start, 2 open, 3 close). */
 static int once(const char *dir, const char *service, const char *user, int fd) {
         struct pam_conv conv = { .conv = conv_none };
         pam_handle_t *h = NULL;
-        uint64_t t[PHASES + 1];
+        uint64_t t[2 * (PHASES + 1)], *c = t + PHASES + 1;
         int rc;
 
+        c[0] = cpu_ns();
         t[0] = now_ns();
         rc = pam_start_confdir(service, user, &conv, dir, &h);
         if (rc != PAM_SUCCESS)
                 return 1;
         t[1] = now_ns();
+        c[1] = cpu_ns();
         rc = pam_open_session(h, 0);
         if (rc != PAM_SUCCESS) {
                 progress("%s: open_session: %s", service, pam_strerror(h, rc));
@@ -64,10 +77,13 @@ static int once(const char *dir, const char *service, const char *user, int fd) 
                 return 2;
         }
         t[2] = now_ns();
+        c[2] = cpu_ns();
         rc = pam_close_session(h, 0);
         t[3] = now_ns();
+        c[3] = cpu_ns();
         pam_end(h, rc);
         t[4] = now_ns();
+        c[4] = cpu_ns();
         if (write(fd, t, sizeof(t)) != (ssize_t) sizeof(t))
                 return 4;
         return rc == PAM_SUCCESS ? 0 : 3;
@@ -86,9 +102,9 @@ static double quantile(double *v, size_t n, double q) {
  * microseconds. */
 static int run_one(const char *self, const char *dir, const char *service, const char *user,
                    double *ret_wall, double *ret_cpu, double *ret_faults,
-                   double ret_phase[PHASES]) {
+                   double ret_phase[FIGURES]) {
         struct rusage ru;
-        uint64_t t0 = now_ns(), t[PHASES + 1];
+        uint64_t t0 = now_ns(), t[2 * (PHASES + 1)];
         char fdarg[16];
         int status, p[2];
         pid_t pid;
@@ -111,8 +127,11 @@ static int run_one(const char *self, const char *dir, const char *service, const
         *ret_wall = (double) (now_ns() - t0) / 1000.0;
         *ret_faults = (double) ru.ru_minflt;
         if (read(p[0], t, sizeof(t)) == (ssize_t) sizeof(t))
-                for (size_t i = 0; i < PHASES; i++)
+                for (size_t i = 0; i < PHASES; i++) {
                         ret_phase[i] = (double) (t[i + 1] - t[i]) / 1000.0;
+                        ret_phase[PHASES + i] = (double) (t[PHASES + 2 + i] - t[PHASES + 1 + i]) /
+                                                1000.0;
+                }
         close(p[0]);
         *ret_cpu = (double) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
                    (double) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
@@ -137,7 +156,7 @@ int main(int argc, char *argv[]) {
         const char *dir = NULL, *user = NULL, *const * services;
         unsigned pairs = 40, warmup = 5;
         double *wall[SERVICES_MAX], *cpu[SERVICES_MAX], *ratio[SERVICES_MAX],
-                *cpu_ratio[SERVICES_MAX], *faults[SERVICES_MAX], *phase[SERVICES_MAX][PHASES];
+                *cpu_ratio[SERVICES_MAX], *faults[SERVICES_MAX], *phase[SERVICES_MAX][FIGURES];
         char self[4096];
         size_t ns;
         ssize_t l;
@@ -187,14 +206,14 @@ int main(int argc, char *argv[]) {
                 faults[s] = calloc(pairs, sizeof(double));
                 if (!wall[s] || !cpu[s] || !ratio[s] || !cpu_ratio[s] || !faults[s])
                         return 1;
-                for (size_t k = 0; k < PHASES; k++)
+                for (size_t k = 0; k < FIGURES; k++)
                         if (!(phase[s][k] = calloc(pairs, sizeof(double))))
                                 return 1;
         }
         for (unsigned i = 0; i < warmup + pairs; i++)
                 for (size_t k = 0; k < ns; k++) {
                         size_t s = (k + i) % ns; /* rotate who goes first */
-                        double w = 0, u = 0, f = 0, ph[PHASES] = {};
+                        double w = 0, u = 0, f = 0, ph[FIGURES] = {};
 
                         if (run_one(self, dir, services[s], user, &w, &u, &f, ph) < 0)
                                 return 1;
@@ -203,7 +222,7 @@ int main(int argc, char *argv[]) {
                         wall[s][i - warmup] = w;
                         cpu[s][i - warmup] = u;
                         faults[s][i - warmup] = f;
-                        for (size_t q = 0; q < PHASES; q++)
+                        for (size_t q = 0; q < FIGURES; q++)
                                 phase[s][q][i - warmup] = ph[q];
                 }
         for (unsigned i = 0; i < pairs; i++)
@@ -220,9 +239,9 @@ int main(int argc, char *argv[]) {
                 printf("%s.ratio_p50 %.3f\n", services[s], quantile(ratio[s], pairs, 0.5));
                 printf("%s.cpu_ratio_p50 %.3f\n", services[s], quantile(cpu_ratio[s], pairs, 0.5));
                 printf("%s.minflt_p50 %.0f\n", services[s], quantile(faults[s], pairs, 0.5));
-                for (size_t q = 0; q < PHASES; q++)
-                        printf("%s.%s_p50_us %.0f\n", services[s], phase_names[q],
-                               quantile(phase[s][q], pairs, 0.5));
+                for (size_t q = 0; q < FIGURES; q++)
+                        printf("%s.%s%s_p50_us %.0f\n", services[s], phase_names[q % PHASES],
+                               q < PHASES ? "" : "_cpu", quantile(phase[s][q], pairs, 0.5));
         }
         return 0;
 }

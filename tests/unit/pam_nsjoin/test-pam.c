@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -195,33 +196,73 @@ static void test_args(void) {
         ok(nsjoin_name_in_list("alice,,bob,", "bob"), "empty entries are skipped");
 }
 
+/* nsjoin_login_defs_uid_range() of text[0..size), from a memfd. */
+static int login_defs(const char *text, size_t size, char **ret_min, char **ret_max) {
+        int fd = memfd_create("login.defs", MFD_CLOEXEC), r;
+
+        if (fd < 0 || write(fd, text, size) != (ssize_t) size || lseek(fd, 0, SEEK_SET) != 0)
+                tap_bail_errno("memfd");
+        r = nsjoin_login_defs_uid_range(fd, ret_min, ret_max);
+        close(fd);
+        return r;
+}
+
 static void test_login_defs(void) {
         static const char text[] = "# UID_MIN 1\n"
+                                   "UMASK 022\n"
                                    "  uid_max\t= 3000  # lower case, '=', a comment\n"
                                    "UID_MINX 7\n"
                                    "UID_MIN 2000\n"
                                    "UID_MIN 9999\n";
-        char *min = NULL, *max = NULL;
-        FILE *f = fmemopen((void *) text, sizeof(text) - 1, "r");
+        static const char last[] = "MAIL_DIR /var/mail\n\t UID_MAX 5000";
+        static const char nul[] = "UID_MIN 12\0"
+                                  "34\nUID_MAX\n";
+        char *min = NULL, *max = NULL, *big;
+        size_t n = 0, size = 4 * NSJOIN_LOGIN_DEFS_LINE_MAX;
+        int r;
 
-        if (!f)
-                tap_bail_errno("fmemopen");
-        is_int(nsjoin_login_defs_uid_range(f, &min, &max), 0, "login.defs: read in one pass");
+        is_int(login_defs(text, sizeof(text) - 1, &min, &max), 0, "login.defs: read in one pass");
         ok(min && strcmp(min, "2000") == 0, "login.defs: UID_MIN is the first line's (%s)",
            min ?: "none");
         ok(max && strcmp(max, "3000  ") == 0,
            "login.defs: uid_max matches without case, '=' skipped, the comment cut (as "
            "pam_modutil_search_key())");
-        fclose(f);
         free(min);
         free(max);
 
-        f = fmemopen((void *) "MAIL_DIR /var/mail\n", 19, "r");
-        if (!f)
-                tap_bail_errno("fmemopen");
-        ok(nsjoin_login_defs_uid_range(f, &min, &max) == 0 && !min && !max,
+        ok(login_defs("MAIL_DIR /var/mail\n", 19, &min, &max) == 0 && !min && !max,
            "login.defs without UID_MIN and UID_MAX: neither");
-        fclose(f);
+        ok(login_defs("", 0, &min, &max) == 0 && !min && !max, "an empty login.defs: neither");
+
+        r = login_defs(last, sizeof(last) - 1, &min, &max);
+        ok(r == 0 && !min && max && strcmp(max, "5000") == 0,
+           "login.defs: the last line counts without a newline (%s)", max ?: "none");
+        free(max);
+
+        ok(login_defs(nul, sizeof(nul) - 1, &min, &max) == 0 && min && strcmp(min, "12") == 0 &&
+                   max && strcmp(max, "") == 0,
+           "login.defs: a NUL byte ends its line's text, a key alone gives an empty value");
+        free(min);
+        free(max);
+
+        /* lines across the reads' boundaries, and a line longer than the buffer whose rest
+         * looks like a key */
+        big = malloc(size);
+        if (!big)
+                tap_bail_errno("malloc");
+        while (n < NSJOIN_LOGIN_DEFS_LINE_MAX + 100)
+                n += (size_t) snprintf(big + n, size - n, "# comment %zu\n", n);
+        memset(big + n, 'x', NSJOIN_LOGIN_DEFS_LINE_MAX + 10);
+        n += NSJOIN_LOGIN_DEFS_LINE_MAX + 10;
+        n += (size_t) snprintf(big + n, size - n, " UID_MIN 1\nUID_MIN 1234\nUID_MAX 4321\n");
+        r = login_defs(big, n, &min, &max);
+        ok(r == 0 && min && strcmp(min, "1234") == 0 && max && strcmp(max, "4321") == 0,
+           "login.defs of %zu bytes: lines across reads, the rest of an over-long line passed "
+           "over (%s, %s)",
+           n, min ?: "none", max ?: "none");
+        free(min);
+        free(max);
+        free(big);
 }
 
 static void test_leave_decide(void) {
