@@ -69,7 +69,7 @@ enum {
         T_REQ_JOIN,
         T_REQ_LIST,
         T_REPLY_BIT,
-        T_UNKNOWN,
+        T_UNKNOWN, /* a reply type the protocol does not have */
         /* 1.7 replies; appended, so that the indexes above keep the meaning the seeds hold */
         T_VOLUMES_ENTRY,
         T_VOLUMES_END,
