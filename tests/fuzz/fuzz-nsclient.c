@@ -15,10 +15,11 @@
  *                  sequence numbers start just before they wrap around, bit 5: connect with
  *                  nsc_connect_timeout()
  *   per call:      u8 op (JOIN, SESSION_OPEN, SESSION_CLOSE, STATUS, LIST, SHOW, RELEASE,
- *                  HIDE, JOIN_SESSION, VOLUMES, CREDENTIAL_GIVE, CREDENTIAL_TAKE; bit 7: with
- *                  bad arguments instead, which must give -EINVAL or -ENAMETOOLONG and send
- *                  nothing), u8 arg (uid 1000 + arg / 16, flags and variants from the low
- *                  bits)
+ *                  HIDE, JOIN_SESSION, VOLUMES, CREDENTIAL_GIVE, CREDENTIAL_TAKE,
+ *                  CREDENTIAL_UNLOCK, METRICS; bit 7: with bad arguments instead,
+ *                  which must give -EINVAL or -ENAMETOOLONG and send nothing), u8 arg (uid
+ *                  1000 + arg / 16, flags and variants from the low bits; METRICS: arg % 3
+ *                  nsc_metrics(), nsc_metrics_sized() of the struct, of a larger one)
  *   then up to 64 reply datagrams, queued on the connection before the first call:
  *                  u8 ctl, u8 type, u8 fds, u8 owner, u16 size, size bytes of datagram;
  *                  owner bits 0-1: the call whose seq FIX_SEQ uses; bits 2-7 all set: the
@@ -53,6 +54,9 @@
  *   - CREDENTIAL_GIVE leaves the caller's memfd open (the library sends it, never closes
  *     it); CREDENTIAL_TAKE hands over exactly one descriptor, O_CLOEXEC, none of the
  *     caller's; VOLUMES entries hold NUL-terminated strings and an error <= 0;
+ *   - METRICS: the fields are the reply's; nsc_metrics() writes only NSCLIENT_1.3's part
+ *     of the struct, nsc_metrics_sized() exactly size bytes, those past the struct it knows
+ *     0;
  *   - once a connection is broken every later call returns -ENOTCONN and sends nothing;
  *     a successful call never leaves it broken;
  *   - nsc_last_error_message() is NULL or a string shorter than the protocol's field;
@@ -99,6 +103,7 @@ static const uint16_t types[_T_MAX] = {
         [T_CREDENTIAL_GIVE] = NSD_REP_CREDENTIAL_GIVE,
         [T_CREDENTIAL_TAKE] = NSD_REP_CREDENTIAL_TAKE,
         [T_CREDENTIAL_UNLOCK] = NSD_REP_CREDENTIAL_UNLOCK,
+        [T_METRICS] = NSD_REP_METRICS,
 };
 
 static char tmp_dir[64];
@@ -465,6 +470,7 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
         struct nsc_status st;
         struct nsc_ns_info *entries;
         struct nsc_volume_info *volumes;
+        struct nsc_metrics m;
         size_t n;
         char *text;
         char long_path[NSD_HIDE_PATH_MAX + 1];
@@ -539,6 +545,15 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
                        : v % 5 == 2 ? nsc_credential_unlock(c, long_name, credential_fd, NULL)
                        : v % 5 == 3 ? nsc_credential_unlock(c, "vault", -1, NULL)
                                     : nsc_credential_unlock(NULL, "vault", credential_fd, NULL);
+        case OP_METRICS:
+                /* a struct too short for nsc_metrics_sized(): NSCLIENT_1.3's, none */
+                return v % 5 == 0   ? nsc_metrics(c, NULL)
+                       : v % 5 == 1 ? nsc_metrics(NULL, &m)
+                       : v % 5 == 2
+                               ? nsc_metrics_sized(c, &m,
+                                                   offsetof(struct nsc_metrics, lookup_timeouts))
+                       : v % 5 == 3 ? nsc_metrics_sized(c, &m, 0)
+                                    : nsc_metrics_sized(c, NULL, sizeof m);
         default:
                 memset(long_path, 'x', sizeof long_path);
                 long_path[0] = '/';
@@ -567,6 +582,36 @@ static void check_join_result(const struct nsc_join_result *j, uid_t uid) {
                     (unsigned) j->uid);
         close(j->root_fd);
         close(j->ns_fd);
+}
+
+/* A METRICS result of size bytes: every field the reply's (still in c->rx), past the
+ * struct this library knows 0; lookup_timeouts only if size has room for it. */
+static void check_metrics(const struct nsc_metrics *m, const struct nsd_rep_metrics *rep,
+                          size_t size) {
+        const uint8_t *tail = (const uint8_t *) m + sizeof *m;
+
+        fuzz_assert(m->namespaces == rep->namespaces && m->pinned == rep->pinned &&
+                            m->sessions == rep->sessions &&
+                            m->fdstore_entries == rep->fdstore_entries &&
+                            memcmp(m->connections, rep->connections, sizeof m->connections) == 0 &&
+                            memcmp(m->joins, rep->joins, sizeof m->joins) == 0 &&
+                            memcmp(m->join_latency, rep->join_latency, sizeof m->join_latency) ==
+                                    0 &&
+                            m->join_latency_sum_usec == rep->join_latency_sum_usec &&
+                            m->created == rep->created &&
+                            m->setup_failures == rep->setup_failures &&
+                            memcmp(m->releases, rep->releases, sizeof m->releases) == 0 &&
+                            memcmp(m->lookups, rep->lookups, sizeof m->lookups) == 0 &&
+                            m->path_walk_timeouts == rep->path_walk_timeouts &&
+                            memcmp(m->throttled, rep->throttled, sizeof m->throttled) == 0,
+                    "METRICS: a field is not the reply's");
+        if (size >= sizeof *m)
+                fuzz_assert(memcmp(m->lookup_timeouts, rep->lookup_timeouts,
+                                   sizeof m->lookup_timeouts) == 0,
+                            "METRICS: lookup_timeouts not the reply's");
+        for (size_t i = 0; i + sizeof *m < size; i++)
+                fuzz_assert(tail[i] == 0, "METRICS: byte %zu of a newer caller's struct is %u",
+                            sizeof *m + i, tail[i]);
 }
 
 static int do_call(nsc_conn *c, const struct call *call) {
@@ -754,6 +799,30 @@ static int do_call(nsc_conn *c, const struct call *call) {
                             "CREDENTIAL_UNLOCK wrote its result on failure");
                 fuzz_assert(fcntl(credential_fd, F_GETFD) >= 0,
                             "CREDENTIAL_UNLOCK closed the caller's memfd");
+                break;
+        }
+        case OP_METRICS: {
+                /* the caller's struct and room past it: NSCLIENT_1.3's part of it
+                 * (nsc_metrics()), all of it, or a newer caller's larger one */
+                union {
+                        struct nsc_metrics m;
+                        uint8_t bytes[sizeof(struct nsc_metrics) + 32];
+                } buf;
+                size_t size = call->arg % 3 == 0   ? offsetof(struct nsc_metrics, lookup_timeouts)
+                              : call->arg % 3 == 1 ? sizeof buf.m
+                                                   : sizeof buf.m + 16;
+
+                memset(&buf, CANARY, sizeof buf);
+                r = call->arg % 3 == 0 ? nsc_metrics(c, &buf.m)
+                                       : nsc_metrics_sized(c, &buf.m, size);
+                if (r < 0) {
+                        fuzz_assert(untouched(&buf, sizeof buf),
+                                    "METRICS wrote its result on failure");
+                        break;
+                }
+                check_metrics(&buf.m, &c->rx.metrics, size);
+                fuzz_assert(untouched(buf.bytes + size, sizeof buf - size),
+                            "METRICS wrote past the %zu bytes it was given", size);
                 break;
         }
         default:

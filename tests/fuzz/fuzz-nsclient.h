@@ -33,6 +33,7 @@ enum {
         OP_CREDENTIAL_GIVE,
         OP_CREDENTIAL_TAKE,
         OP_CREDENTIAL_UNLOCK, /* 1.8 */
+        OP_METRICS,           /* 1.4, appended later */
         _OP_MAX
 };
 #define OP_BAD 0x80  /* with bad arguments */
@@ -76,6 +77,7 @@ enum {
         T_CREDENTIAL_GIVE,
         T_CREDENTIAL_TAKE,
         T_CREDENTIAL_UNLOCK, /* 1.8 */
+        T_METRICS,           /* 1.4, appended later */
         _T_MAX
 };
 

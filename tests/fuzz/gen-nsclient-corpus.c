@@ -114,6 +114,13 @@ static void fallback_open(uint32_t seq) {
         datagram(0, T_SESSION_OPEN, 0, OWNER_SECOND_NSD << 2, o, sizeof *o);
 }
 
+/* a message of size bytes whose body (past the header) is all ones */
+static void *garbage_msg(uint16_t type, size_t size) {
+        unsigned char *m = proto_msg(type, size, 1);
+        memset(m + sizeof(struct nsd_msg_header), 0xff, size - sizeof(struct nsd_msg_header));
+        return m;
+}
+
 int main(int argc, char **argv) {
         gen_corpus_folder(argc, argv, "gen-nsclient-corpus");
 
@@ -538,6 +545,74 @@ int main(int argc, char **argv) {
                 begin(4, c2);
                 finish("bad-arguments-credential");
         }
+        /* METRICS (1.4): the answer (to nsc_metrics(), and to nsc_metrics_sized() of the
+         * struct and of a newer caller's larger one); a refusal; an nsd older than 1.4; a
+         * truncated answer, one of another type, an oversized one; all ones, fixed up */
+        {
+                static const unsigned char c[] = { OP_METRICS, 0 };
+                static const unsigned char sized[] = { OP_METRICS, 1, OP_METRICS, 2 };
+                static const unsigned char then_status[] = { OP_METRICS, 0, OP_STATUS, 0 };
+                struct nsd_rep_metrics *m = proto_msg(NSD_REP_METRICS, sizeof *m, 1);
+
+                m->namespaces = 3;
+                m->pinned = 3;
+                m->sessions = 5;
+                m->connections[NSD_METRICS_SOCKET_USER] = 2;
+                m->connections[NSD_METRICS_SOCKET_ROOT] = 1;
+                m->fdstore_entries = 6;
+                m->joins[NSD_METRICS_JOIN_OK] = 40;
+                m->joins[NSD_METRICS_JOIN_REFUSED] = 2;
+                m->join_latency[3] = 30;
+                m->join_latency[7] = 10;
+                m->join_latency_sum_usec = 123456;
+                m->created = 4;
+                m->releases[NSD_METRICS_RELEASE_LINGER] = 1;
+                m->lookups[NSD_METRICS_LOOKUP_OK] = 44;
+                m->lookups[NSD_METRICS_LOOKUP_TIMEOUT] = 1;
+                m->throttled[NSD_METRICS_THROTTLE_RATE] = 7;
+                m->lookup_timeouts[NSD_METRICS_LOOKUP_TIMEOUT_UNMANAGED] = 1;
+                answer_and_with_fd(c, T_METRICS, m, sizeof *m, "metrics");
+                /* bad arguments (each variant), then a good call */
+                static const unsigned char bad[] = { OP_METRICS | OP_BAD, 0x10,
+                                                     OP_METRICS | OP_BAD, 0x11,
+                                                     OP_METRICS | OP_BAD, 0x12,
+                                                     OP_METRICS | OP_BAD, 0x13 };
+                static const unsigned char bad2[] = { OP_METRICS | OP_BAD, 0x14, OP_METRICS, 1 };
+                begin(4, bad);
+                finish("bad-arguments-metrics");
+                begin(2, bad2);
+                datagram(0, T_METRICS, 0, 0, m, sizeof *m);
+                finish("bad-arguments-metrics-then-metrics");
+                begin(2, sized);
+                datagram(0, T_METRICS, 0, 0, m, sizeof *m);
+                m->hdr.seq = 2;
+                datagram(0, T_METRICS, 0, 1, m, sizeof *m);
+                finish("metrics-sized");
+                /* the first 200 bytes of the answer (its length field says 400) */
+                m->hdr.seq = 1;
+                begin(2, then_status);
+                datagram(0, T_METRICS, 0, 0, m, 200);
+                finish("metrics-truncated-then-status");
+                begin(1, c);
+                datagram(0, T_STATUS, 0, 0,
+                         proto_msg(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 1),
+                         sizeof(struct nsd_rep_status));
+                finish("metrics-wrong-type");
+                refusal(c, EPERM, NSD_REQ_METRICS, "only root may read nsd's metrics",
+                        "metrics-eperm");
+                refusal(c, EOPNOTSUPP, NSD_REQ_METRICS, "unknown request type (10)",
+                        "metrics-nsd-1.3");
+                begin(1, c);
+                datagram(FIX_ALL | SET_TYPE, T_METRICS, 0, 0, garbage_msg(NSD_REP_METRICS, 4200),
+                         4200);
+                finish("metrics-oversized");
+                static const unsigned char all[] = { OP_METRICS, 0, OP_METRICS, 1, OP_METRICS, 2 };
+                begin(3, all);
+                for (unsigned i = 0; i < 3; i++)
+                        datagram(FIX_ALL | SET_TYPE, T_METRICS, 0, i,
+                                 garbage_msg(NSD_REP_METRICS, sizeof *m), sizeof *m);
+                finish("metrics-garbage-fixed-up");
+        }
         /* raw mode: nsd_msg_check() on a request and on a reply */
         {
                 struct nsd_req_join *j = proto_msg(NSD_REQ_JOIN, sizeof *j, 1);
@@ -554,6 +629,8 @@ int main(int argc, char **argv) {
                 raw(HEAD_RAW,
                     proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof(struct nsd_rep_volumes_entry), 5),
                     sizeof(struct nsd_rep_volumes_entry), "raw-reply-volumes-entry");
+                raw(HEAD_RAW, proto_msg(NSD_REP_METRICS, sizeof(struct nsd_rep_metrics), 6),
+                    sizeof(struct nsd_rep_metrics), "raw-reply-metrics");
         }
         return 0;
 }
