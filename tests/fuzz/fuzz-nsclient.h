@@ -34,6 +34,7 @@ enum {
         OP_CREDENTIAL_TAKE,
         OP_CREDENTIAL_UNLOCK, /* 1.8 */
         OP_METRICS,           /* 1.4, appended later */
+        OP_SHARES,            /* 1.5, appended later */
         _OP_MAX
 };
 #define OP_BAD 0x80  /* with bad arguments */
@@ -78,6 +79,9 @@ enum {
         T_CREDENTIAL_TAKE,
         T_CREDENTIAL_UNLOCK, /* 1.8 */
         T_METRICS,           /* 1.4, appended later */
+        T_SHARES_ENTRY,      /* 1.5, appended later */
+        T_SHARES_MEMBERS,
+        T_SHARES_END,
         _T_MAX
 };
 

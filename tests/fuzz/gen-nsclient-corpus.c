@@ -77,7 +77,7 @@ static void answer_and_with_fd(const unsigned char *ops_args, unsigned type_inde
         finish(seed);
 }
 
-/* the end of a LIST or VOLUMES stream (seq 1) that counts n entries */
+/* the end of a LIST, VOLUMES or SHARES stream (seq 1) that counts n entries */
 static void stream_end(unsigned type_index, uint16_t type, uint32_t n) {
         struct nsd_rep_stream_end *e = proto_msg(type, sizeof *e, 1);
         e->count = n;
@@ -112,6 +112,36 @@ static void fallback_open(uint32_t seq) {
         o->session_id = 5;
         o->sessions = 1;
         datagram(0, T_SESSION_OPEN, 0, OWNER_SECOND_NSD << 2, o, sizeof *o);
+}
+
+/* a SHARES entry (seq 1) announcing n_uids members */
+static struct nsd_rep_shares_entry *share_entry(const char *name, const char *path,
+                                                uint32_t propagation, uint32_t n_uids) {
+        struct nsd_rep_shares_entry *e = proto_msg(NSD_REP_SHARES_ENTRY, sizeof *e, 1);
+        e->propagation = propagation;
+        e->max_members = 8;
+        e->members = n_uids;
+        e->n_uids = n_uids;
+        e->mounts = -1;
+        snprintf(e->name, sizeof e->name, "%s", name);
+        snprintf(e->path, sizeof e->path, "%s", path);
+        return e;
+}
+static void share(const char *name, const char *path, uint32_t propagation, uint32_t n_uids) {
+        datagram(0, T_SHARES_ENTRY, 0, 0, share_entry(name, path, propagation, n_uids),
+                 sizeof(struct nsd_rep_shares_entry));
+}
+
+/* a SHARES_MEMBERS part (seq 1) of n members, uids first, first + 1, ...; with fds */
+static void share_members_fds(uint32_t first, uint32_t n, unsigned fds) {
+        struct nsd_rep_shares_members *m = proto_msg(NSD_REP_SHARES_MEMBERS, sizeof *m, 1);
+        m->n = n;
+        for (uint32_t i = 0; i < n && i < NSD_SHARES_MEMBERS_PER_PART; i++)
+                m->members[i].uid = first + i;
+        datagram(0, T_SHARES_MEMBERS, fds, 0, m, sizeof *m);
+}
+static void share_members(uint32_t first, uint32_t n) {
+        share_members_fds(first, n, 0);
 }
 
 /* a message of size bytes whose body (past the header) is all ones */
@@ -613,6 +643,134 @@ int main(int argc, char **argv) {
                                  garbage_msg(NSD_REP_METRICS, sizeof *m), sizeof *m);
                 finish("metrics-garbage-fixed-up");
         }
+        /* SHARES (1.5): two shares (one with members, one without), 300 members in three
+         * parts, none, the caller's own only; streams that end too soon or go wrong (members
+         * missing, too many, before any entry, an empty part, another type, a name without
+         * its NUL, too many uids announced, a wrong count, an error midway, a part with a
+         * descriptor); an nsd older than 1.5; an oversized entry; all ones, fixed up or not */
+        {
+                static const unsigned char c[] = { OP_SHARES, 0 };
+                static const unsigned char then_status[] = { OP_SHARES, 0, OP_STATUS, 0 };
+                struct nsd_rep_shares_entry *e;
+
+                begin(1, c);
+                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
+                e->mounts = 2;
+                e->peer_group = 41;
+                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                share_members(1001, 3);
+                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 2);
+                finish("shares-two");
+                begin(1, c);
+                share("team", "/srv/team", NSD_SHARE_PROPAGATION_BOTH, 300);
+                share_members(2000, 128);
+                share_members(2128, 128);
+                share_members(2256, 44);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-300-members");
+                empty_stream(c, T_SHARES_END, NSD_REP_SHARES_END, "shares-empty");
+                begin(1, c);
+                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_HOST, 1);
+                e->members = 3;
+                e->flags = NSD_SHARE_OWN_ONLY;
+                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                share_members(1000, 1);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-own-only");
+
+                begin(2, then_status);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
+                share_members(1001, 3);
+                finish("shares-no-end-then-status");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
+                share_members(1001, 2);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-members-missing");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
+                share_members(1001, 3);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-members-too-many");
+                begin(1, c);
+                share_members(1001, 3);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 0);
+                finish("shares-members-first");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
+                share_members(1001, 0);
+                finish("shares-members-part-empty");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
+                share_members(1001, NSD_SHARES_MEMBERS_PER_PART + 1);
+                finish("shares-members-part-overflow");
+                begin(2, then_status);
+                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
+                stream_end(T_LIST_END, NSD_REP_LIST_END, 1);
+                finish("shares-wrong-type-then-status");
+                begin(1, c);
+                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 0);
+                memset(e->name, 'x', sizeof e->name);
+                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-name-unterminated");
+                begin(1, c);
+                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 0);
+                memset(e->path, '/', sizeof e->path);
+                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-path-unterminated");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, (1u << 20) + 1);
+                share_members(1001, 3);
+                finish("shares-too-many-uids");
+                begin(1, c);
+                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 5);
+                finish("shares-count-mismatch");
+                begin(2, then_status);
+                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
+                error_reply(1, EIO, NSD_REQ_SHARES, "cannot read the share's anchor", 0);
+                finish("shares-error-midstream-then-status");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
+                share_members_fds(1001, 3, DEVNULL_FDS(1));
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-members-with-fd");
+                refusal(c, EOPNOTSUPP, NSD_REQ_SHARES, "unknown request type (11)",
+                        "shares-nsd-1.4");
+
+                begin(1, c);
+                datagram(FIX_ALL | SET_TYPE, T_SHARES_ENTRY, 0, 0,
+                         garbage_msg(NSD_REP_SHARES_ENTRY, 4200), 4200);
+                finish("shares-oversized");
+                /* all ones: with FIX_BODY n_uids becomes 195, the parts 128 and 67 */
+                for (unsigned fix = 0; fix < 2; fix++) {
+                        unsigned ctl = fix ? FIX_ALL | SET_TYPE : (FIX_ALL & ~FIX_BODY) | SET_TYPE;
+
+                        begin(1, c);
+                        datagram(ctl, T_SHARES_ENTRY, 0, 0,
+                                 garbage_msg(NSD_REP_SHARES_ENTRY, sizeof *e), sizeof *e);
+                        for (unsigned i = 0; i < 2; i++)
+                                datagram(ctl, T_SHARES_MEMBERS, 0, 0,
+                                         garbage_msg(NSD_REP_SHARES_MEMBERS,
+                                                     sizeof(struct nsd_rep_shares_members)),
+                                         sizeof(struct nsd_rep_shares_members));
+                        datagram(ctl, T_SHARES_END, 0, 0,
+                                 garbage_msg(NSD_REP_SHARES_END, sizeof(struct nsd_rep_stream_end)),
+                                 sizeof(struct nsd_rep_stream_end));
+                        finish(fix ? "shares-garbage-fixed-up" : "shares-garbage");
+                }
+                /* bad arguments (each variant), then a good call */
+                static const unsigned char bad[] = { OP_SHARES | OP_BAD, 0x10,
+                                                     OP_SHARES | OP_BAD, 0x11,
+                                                     OP_SHARES | OP_BAD, 0x12,
+                                                     OP_SHARES,          0 };
+                begin(4, bad);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 0);
+                finish("bad-arguments-shares-then-shares");
+        }
         /* raw mode: nsd_msg_check() on a request and on a reply */
         {
                 struct nsd_req_join *j = proto_msg(NSD_REQ_JOIN, sizeof *j, 1);
@@ -631,6 +789,9 @@ int main(int argc, char **argv) {
                     sizeof(struct nsd_rep_volumes_entry), "raw-reply-volumes-entry");
                 raw(HEAD_RAW, proto_msg(NSD_REP_METRICS, sizeof(struct nsd_rep_metrics), 6),
                     sizeof(struct nsd_rep_metrics), "raw-reply-metrics");
+                raw(HEAD_RAW,
+                    proto_msg(NSD_REP_SHARES_MEMBERS, sizeof(struct nsd_rep_shares_members), 7),
+                    sizeof(struct nsd_rep_shares_members), "raw-reply-shares-members");
         }
         return 0;
 }
