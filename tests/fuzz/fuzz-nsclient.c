@@ -15,10 +15,11 @@
  *                  sequence numbers start just before they wrap around, bit 5: connect with
  *                  nsc_connect_timeout()
  *   per call:      u8 op (JOIN, SESSION_OPEN, SESSION_CLOSE, STATUS, LIST, SHOW, RELEASE,
- *                  HIDE, JOIN_SESSION, VOLUMES, CREDENTIAL_GIVE, CREDENTIAL_TAKE; bit 7: with
- *                  bad arguments instead, which must give -EINVAL or -ENAMETOOLONG and send
- *                  nothing), u8 arg (uid 1000 + arg / 16, flags and variants from the low
- *                  bits)
+ *                  HIDE, JOIN_SESSION, VOLUMES, CREDENTIAL_GIVE, CREDENTIAL_TAKE,
+ *                  CREDENTIAL_UNLOCK, METRICS, SHARES; bit 7: with bad arguments instead,
+ *                  which must give -EINVAL or -ENAMETOOLONG and send nothing), u8 arg (uid
+ *                  1000 + arg / 16, flags and variants from the low bits; METRICS: arg % 3
+ *                  nsc_metrics(), nsc_metrics_sized() of the struct, of a larger one)
  *   then up to 64 reply datagrams, queued on the connection before the first call:
  *                  u8 ctl, u8 type, u8 fds, u8 owner, u16 size, size bytes of datagram;
  *                  owner bits 0-1: the call whose seq FIX_SEQ uses; bits 2-7 all set: the
@@ -28,9 +29,11 @@
  *                  ctl bits fix up the datagram so that the fuzzer gets past the header
  *                  checks: FIX_HDR magic and version, FIX_LEN length = size, FIX_SEQ the seq
  *                  of call `owner`, SEQ_ZERO seq 0, FIX_ERR a sound error field, FIX_BODY
- *                  sound fields for the type (JOIN's uid and nsfs inode, LIST_END's and
- *                  VOLUMES_END's count, NUL-terminated strings, a VOLUMES entry's error and
- *                  reserved field; with NET_INODE the inode of the net nsfs instead),
+ *                  sound fields for the type (JOIN's uid and nsfs inode, LIST_END's,
+ *                  VOLUMES_END's and SHARES_END's count, NUL-terminated strings, a VOLUMES
+ *                  entry's error and reserved field, a SHARES entry's n_uids (< 300) and a
+ *                  SHARES_MEMBERS part's n (1..128, at most what the entry has left); with
+ *                  NET_INODE the inode of the net nsfs instead),
  *                  SET_TYPE type from a table of every reply type.
  *                  fds: bits 0-4 how many descriptors ride along (SCM_RIGHTS; over 16
  *                  truncates), bits 5-7 which kinds (directory, mount nsfs, net nsfs,
@@ -53,6 +56,11 @@
  *   - CREDENTIAL_GIVE leaves the caller's memfd open (the library sends it, never closes
  *     it); CREDENTIAL_TAKE hands over exactly one descriptor, O_CLOEXEC, none of the
  *     caller's; VOLUMES entries hold NUL-terminated strings and an error <= 0;
+ *   - METRICS: the fields are the reply's; nsc_metrics() writes only NSCLIENT_1.3's part
+ *     of the struct, nsc_metrics_sized() exactly size bytes, those past the struct it knows
+ *     0;
+ *   - SHARES: at most SHARES_MAX shares, NUL-terminated names and paths, every share a
+ *     member array (readable to its end, n_members long), all freed by nsc_shares_free();
  *   - once a connection is broken every later call returns -ENOTCONN and sends nothing;
  *     a successful call never leaves it broken;
  *   - nsc_last_error_message() is NULL or a string shorter than the protocol's field;
@@ -93,12 +101,16 @@ static const uint16_t types[_T_MAX] = {
         [T_REQ_JOIN] = NSD_REQ_JOIN,
         [T_REQ_LIST] = NSD_REQ_LIST,
         [T_REPLY_BIT] = NSD_REPLY_BIT,
-        [T_UNKNOWN] = 0x8102,
+        [T_UNKNOWN] = 0x81ff, /* 0x8102 was unknown before 1.5 (SHARES_MEMBERS now) */
         [T_VOLUMES_ENTRY] = NSD_REP_VOLUMES_ENTRY,
         [T_VOLUMES_END] = NSD_REP_VOLUMES_END,
         [T_CREDENTIAL_GIVE] = NSD_REP_CREDENTIAL_GIVE,
         [T_CREDENTIAL_TAKE] = NSD_REP_CREDENTIAL_TAKE,
         [T_CREDENTIAL_UNLOCK] = NSD_REP_CREDENTIAL_UNLOCK,
+        [T_METRICS] = NSD_REP_METRICS,
+        [T_SHARES_ENTRY] = NSD_REP_SHARES_ENTRY,
+        [T_SHARES_MEMBERS] = NSD_REP_SHARES_MEMBERS,
+        [T_SHARES_END] = NSD_REP_SHARES_END,
 };
 
 static char tmp_dir[64];
@@ -320,10 +332,16 @@ static int second_disarm(bool armed) {
         return fd;
 }
 
+/* What FIX_BODY needs to know of the streams queued so far. */
+struct stream {
+        unsigned entries;   /* LIST, VOLUMES and SHARES entries since the last end */
+        uint32_t uids_left; /* members the last SHARES entry announced and no part carried */
+};
+
 /* Fix up one datagram and queue it on the fake nsd's side (or give it to the second nsd);
  * false when the socket is full. */
 static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *calls,
-                           unsigned ncalls, uint32_t seq_start, unsigned *list_entries) {
+                           unsigned ncalls, uint32_t seq_start, struct stream *stream) {
         uint8_t ctl = fuzz_u8(in), tsel = fuzz_u8(in), fdspec = fuzz_u8(in), o = fuzz_u8(in);
         unsigned owner = (o & 3) % ncalls;
         bool for_second = (o >> 2) == OWNER_SECOND_NSD && second.n < SCRIPT_MAX;
@@ -364,10 +382,10 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                                 struct nsd_rep_join *j = (struct nsd_rep_join *) buf;
                                 j->uid = call_uid(&calls[owner]);
                                 j->ns_inode = ctl & NET_INODE ? net_inode : mnt_inode;
-                        } else if ((h->type == NSD_REP_LIST_END ||
-                                    h->type == NSD_REP_VOLUMES_END) &&
+                        } else if ((h->type == NSD_REP_LIST_END || h->type == NSD_REP_VOLUMES_END ||
+                                    h->type == NSD_REP_SHARES_END) &&
                                    size >= sizeof(struct nsd_rep_stream_end)) {
-                                ((struct nsd_rep_stream_end *) buf)->count = *list_entries;
+                                ((struct nsd_rep_stream_end *) buf)->count = stream->entries;
                         } else if (h->type == NSD_REP_LIST_ENTRY &&
                                    size >= sizeof(struct nsd_rep_list_entry)) {
                                 ((struct nsd_rep_list_entry *) buf)->pin[NSD_PIN_PATH_MAX - 1] = 0;
@@ -383,6 +401,22 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                                 v->options[sizeof v->options - 1] = 0;
                                 v->error = -(int32_t) ((uint32_t) v->error % 134);
                                 v->reserved = 0;
+                        } else if (h->type == NSD_REP_SHARES_ENTRY &&
+                                   size >= sizeof(struct nsd_rep_shares_entry)) {
+                                struct nsd_rep_shares_entry *e = (struct nsd_rep_shares_entry *)
+                                        buf;
+                                e->name[sizeof e->name - 1] = 0;
+                                e->path[sizeof e->path - 1] = 0;
+                                e->n_uids %= 300; /* up to three parts */
+                                e->reserved = 0;
+                        } else if (h->type == NSD_REP_SHARES_MEMBERS &&
+                                   size >= sizeof(struct nsd_rep_shares_members)) {
+                                struct nsd_rep_shares_members *m = (struct nsd_rep_shares_members *)
+                                        buf;
+                                m->n = 1 + m->n % NSD_SHARES_MEMBERS_PER_PART;
+                                if (stream->uids_left > 0 && m->n > stream->uids_left)
+                                        m->n = stream->uids_left;
+                                m->reserved = 0;
                         } else if (h->type == NSD_REP_STATUS &&
                                    size >= sizeof(struct nsd_rep_status)) {
                                 ((struct nsd_rep_status *) buf)->version[NSD_VERSION_MAX - 1] = 0;
@@ -394,10 +428,22 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                                         s->session_id = 1;
                         }
                 }
-                if (h->type == NSD_REP_LIST_ENTRY || h->type == NSD_REP_VOLUMES_ENTRY)
-                        *list_entries += copies;
-                else if (h->type == NSD_REP_LIST_END || h->type == NSD_REP_VOLUMES_END)
-                        *list_entries = 0;
+                if (h->type == NSD_REP_LIST_ENTRY || h->type == NSD_REP_VOLUMES_ENTRY ||
+                    h->type == NSD_REP_SHARES_ENTRY)
+                        stream->entries += copies;
+                else if (h->type == NSD_REP_LIST_END || h->type == NSD_REP_VOLUMES_END ||
+                         h->type == NSD_REP_SHARES_END)
+                        stream->entries = 0;
+                if (h->type == NSD_REP_SHARES_ENTRY && size >= sizeof(struct nsd_rep_shares_entry))
+                        stream->uids_left = ((struct nsd_rep_shares_entry *) buf)->n_uids;
+                else if (h->type == NSD_REP_SHARES_MEMBERS &&
+                         size >= sizeof(struct nsd_rep_shares_members)) {
+                        uint64_t took = (uint64_t) ((struct nsd_rep_shares_members *) buf)->n *
+                                        copies;
+                        stream->uids_left = took < stream->uids_left
+                                                    ? stream->uids_left - (uint32_t) took
+                                                    : 0;
+                }
         }
 
         d.buf = buf;
@@ -465,6 +511,8 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
         struct nsc_status st;
         struct nsc_ns_info *entries;
         struct nsc_volume_info *volumes;
+        struct nsc_metrics m;
+        struct nsc_share_info *shares;
         size_t n;
         char *text;
         char long_path[NSD_HIDE_PATH_MAX + 1];
@@ -539,6 +587,19 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
                        : v % 5 == 2 ? nsc_credential_unlock(c, long_name, credential_fd, NULL)
                        : v % 5 == 3 ? nsc_credential_unlock(c, "vault", -1, NULL)
                                     : nsc_credential_unlock(NULL, "vault", credential_fd, NULL);
+        case OP_METRICS:
+                /* a struct too short for nsc_metrics_sized(): NSCLIENT_1.3's, none */
+                return v % 5 == 0   ? nsc_metrics(c, NULL)
+                       : v % 5 == 1 ? nsc_metrics(NULL, &m)
+                       : v % 5 == 2
+                               ? nsc_metrics_sized(c, &m,
+                                                   offsetof(struct nsc_metrics, lookup_timeouts))
+                       : v % 5 == 3 ? nsc_metrics_sized(c, &m, 0)
+                                    : nsc_metrics_sized(c, NULL, sizeof m);
+        case OP_SHARES:
+                return v % 3 == 0   ? nsc_shares(c, NULL, &n)
+                       : v % 3 == 1 ? nsc_shares(c, &shares, NULL)
+                                    : nsc_shares(NULL, &shares, &n);
         default:
                 memset(long_path, 'x', sizeof long_path);
                 long_path[0] = '/';
@@ -567,6 +628,59 @@ static void check_join_result(const struct nsc_join_result *j, uid_t uid) {
                     (unsigned) j->uid);
         close(j->root_fd);
         close(j->ns_fd);
+}
+
+/* A METRICS result of size bytes: every field the reply's (still in c->rx), past the
+ * struct this library knows 0; lookup_timeouts only if size has room for it. */
+static void check_metrics(const struct nsc_metrics *m, const struct nsd_rep_metrics *rep,
+                          size_t size) {
+        const uint8_t *tail = (const uint8_t *) m + sizeof *m;
+
+        fuzz_assert(m->namespaces == rep->namespaces && m->pinned == rep->pinned &&
+                            m->sessions == rep->sessions &&
+                            m->fdstore_entries == rep->fdstore_entries &&
+                            memcmp(m->connections, rep->connections, sizeof m->connections) == 0 &&
+                            memcmp(m->joins, rep->joins, sizeof m->joins) == 0 &&
+                            memcmp(m->join_latency, rep->join_latency, sizeof m->join_latency) ==
+                                    0 &&
+                            m->join_latency_sum_usec == rep->join_latency_sum_usec &&
+                            m->created == rep->created &&
+                            m->setup_failures == rep->setup_failures &&
+                            memcmp(m->releases, rep->releases, sizeof m->releases) == 0 &&
+                            memcmp(m->lookups, rep->lookups, sizeof m->lookups) == 0 &&
+                            m->path_walk_timeouts == rep->path_walk_timeouts &&
+                            memcmp(m->throttled, rep->throttled, sizeof m->throttled) == 0,
+                    "METRICS: a field is not the reply's");
+        if (size >= sizeof *m)
+                fuzz_assert(memcmp(m->lookup_timeouts, rep->lookup_timeouts,
+                                   sizeof m->lookup_timeouts) == 0,
+                            "METRICS: lookup_timeouts not the reply's");
+        for (size_t i = 0; i + sizeof *m < size; i++)
+                fuzz_assert(tail[i] == 0, "METRICS: byte %zu of a newer caller's struct is %u",
+                            sizeof *m + i, tail[i]);
+}
+
+/* A SHARES result: sound strings, a member array per share that reads to its end; freed. */
+static void check_shares(struct nsc_share_info *v, size_t n, const nsc_conn *c) {
+        static volatile uint32_t sink; /* the reads of the members stay */
+
+        fuzz_assert(v != NULL && n <= SHARES_MAX, "SHARES gave %zu shares (%p)", n, (void *) v);
+        /* the stream's end, still in c->rx, counted them */
+        fuzz_assert(c->rx.hdr.type == NSD_REP_SHARES_END && c->rx.stream_end.count == n,
+                    "SHARES gave %zu shares, the end of type %#x counted %u", n,
+                    (unsigned) c->rx.hdr.type, c->rx.stream_end.count);
+        for (size_t i = 0; i < n; i++) {
+                fuzz_assert(memchr(v[i].name, 0, sizeof v[i].name) &&
+                                    memchr(v[i].path, 0, sizeof v[i].path),
+                            "share %zu: name or path not terminated", i);
+                fuzz_assert(v[i].member && v[i].n_members <= LIST_ENTRIES_MAX,
+                            "share %zu: %zu members at %p", i, v[i].n_members,
+                            (void *) v[i].member);
+                for (size_t k = 0; k < v[i].n_members; k++)
+                        sink += v[i].member[k].uid + v[i].member[k].peer_group;
+        }
+        (void) sink;
+        nsc_shares_free(v, n);
 }
 
 static int do_call(nsc_conn *c, const struct call *call) {
@@ -756,6 +870,45 @@ static int do_call(nsc_conn *c, const struct call *call) {
                             "CREDENTIAL_UNLOCK closed the caller's memfd");
                 break;
         }
+        case OP_METRICS: {
+                /* the caller's struct and room past it: NSCLIENT_1.3's part of it
+                 * (nsc_metrics()), all of it, or a newer caller's larger one */
+                union {
+                        struct nsc_metrics m;
+                        uint8_t bytes[sizeof(struct nsc_metrics) + 32];
+                } buf;
+                size_t size = call->arg % 3 == 0   ? offsetof(struct nsc_metrics, lookup_timeouts)
+                              : call->arg % 3 == 1 ? sizeof buf.m
+                                                   : sizeof buf.m + 16;
+
+                memset(&buf, CANARY, sizeof buf);
+                r = call->arg % 3 == 0 ? nsc_metrics(c, &buf.m)
+                                       : nsc_metrics_sized(c, &buf.m, size);
+                if (r < 0) {
+                        fuzz_assert(untouched(&buf, sizeof buf),
+                                    "METRICS wrote its result on failure");
+                        break;
+                }
+                check_metrics(&buf.m, &c->rx.metrics, size);
+                fuzz_assert(untouched(buf.bytes + size, sizeof buf - size),
+                            "METRICS wrote past the %zu bytes it was given", size);
+                break;
+        }
+        case OP_SHARES: {
+                struct nsc_share_info *v;
+                size_t n;
+
+                memset(&v, CANARY, sizeof v);
+                memset(&n, CANARY, sizeof n);
+                r = nsc_shares(c, &v, &n);
+                if (r < 0) {
+                        fuzz_assert(untouched(&v, sizeof v) && untouched(&n, sizeof n),
+                                    "SHARES wrote its result on failure");
+                        break;
+                }
+                check_shares(v, n, c);
+                break;
+        }
         default:
                 r = nsc_hide(c, uid, "/home/fuzz/mnt", call->arg & NSC_HIDE_UNHIDE);
                 break;
@@ -813,7 +966,8 @@ static bool seq_advanced_by(uint32_t before, uint32_t now, unsigned lo, unsigned
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct fuzz_input in = { .data = data, .size = size };
         struct call calls[CALLS_MAX];
-        unsigned ncalls, list_entries = 0;
+        unsigned ncalls;
+        struct stream stream = {};
         uint32_t seq_start;
         bool closed, arm_second = false;
         nsc_conn *c = NULL;
@@ -854,7 +1008,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void) setsockopt(srv, SOL_SOCKET, SO_SNDBUFFORCE, &(int) { 8 << 20 }, sizeof(int));
 
         for (unsigned k = 0; k < DATAGRAMS_MAX && fuzz_left(&in) > 0; k++)
-                if (!queue_datagram(srv, &in, calls, ncalls, seq_start, &list_entries))
+                if (!queue_datagram(srv, &in, calls, ncalls, seq_start, &stream))
                         break;
         if (closed) {
                 close(srv);

@@ -33,6 +33,8 @@ enum {
         OP_CREDENTIAL_GIVE,
         OP_CREDENTIAL_TAKE,
         OP_CREDENTIAL_UNLOCK, /* 1.8 */
+        OP_METRICS,           /* 1.4, appended later */
+        OP_SHARES,            /* 1.5, appended later */
         _OP_MAX
 };
 #define OP_BAD 0x80  /* with bad arguments */
@@ -69,13 +71,17 @@ enum {
         T_REQ_JOIN,
         T_REQ_LIST,
         T_REPLY_BIT,
-        T_UNKNOWN,
+        T_UNKNOWN, /* a reply type the protocol does not have */
         /* 1.7 replies; appended, so that the indexes above keep the meaning the seeds hold */
         T_VOLUMES_ENTRY,
         T_VOLUMES_END,
         T_CREDENTIAL_GIVE,
         T_CREDENTIAL_TAKE,
         T_CREDENTIAL_UNLOCK, /* 1.8 */
+        T_METRICS,           /* 1.4, appended later */
+        T_SHARES_ENTRY,      /* 1.5, appended later */
+        T_SHARES_MEMBERS,
+        T_SHARES_END,
         _T_MAX
 };
 

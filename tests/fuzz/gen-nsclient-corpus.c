@@ -77,7 +77,7 @@ static void answer_and_with_fd(const unsigned char *ops_args, unsigned type_inde
         finish(seed);
 }
 
-/* the end of a LIST or VOLUMES stream (seq 1) that counts n entries */
+/* the end of a LIST, VOLUMES or SHARES stream (seq 1) that counts n entries */
 static void stream_end(unsigned type_index, uint16_t type, uint32_t n) {
         struct nsd_rep_stream_end *e = proto_msg(type, sizeof *e, 1);
         e->count = n;
@@ -112,6 +112,43 @@ static void fallback_open(uint32_t seq) {
         o->session_id = 5;
         o->sessions = 1;
         datagram(0, T_SESSION_OPEN, 0, OWNER_SECOND_NSD << 2, o, sizeof *o);
+}
+
+/* a SHARES entry (seq 1) announcing n_uids members */
+static struct nsd_rep_shares_entry *share_entry(const char *name, const char *path,
+                                                uint32_t propagation, uint32_t n_uids) {
+        struct nsd_rep_shares_entry *e = proto_msg(NSD_REP_SHARES_ENTRY, sizeof *e, 1);
+        e->propagation = propagation;
+        e->max_members = 8;
+        e->members = n_uids;
+        e->n_uids = n_uids;
+        e->mounts = -1;
+        snprintf(e->name, sizeof e->name, "%s", name);
+        snprintf(e->path, sizeof e->path, "%s", path);
+        return e;
+}
+static void share(const char *name, const char *path, uint32_t propagation, uint32_t n_uids) {
+        datagram(0, T_SHARES_ENTRY, 0, 0, share_entry(name, path, propagation, n_uids),
+                 sizeof(struct nsd_rep_shares_entry));
+}
+
+/* a SHARES_MEMBERS part (seq 1) of n members, uids first, first + 1, ...; with fds */
+static void share_members_fds(uint32_t first, uint32_t n, unsigned fds) {
+        struct nsd_rep_shares_members *m = proto_msg(NSD_REP_SHARES_MEMBERS, sizeof *m, 1);
+        m->n = n;
+        for (uint32_t i = 0; i < n && i < NSD_SHARES_MEMBERS_PER_PART; i++)
+                m->members[i].uid = first + i;
+        datagram(0, T_SHARES_MEMBERS, fds, 0, m, sizeof *m);
+}
+static void share_members(uint32_t first, uint32_t n) {
+        share_members_fds(first, n, 0);
+}
+
+/* a message of size bytes whose body (past the header) is all ones */
+static void *garbage_msg(uint16_t type, size_t size) {
+        unsigned char *m = proto_msg(type, size, 1);
+        memset(m + sizeof(struct nsd_msg_header), 0xff, size - sizeof(struct nsd_msg_header));
+        return m;
 }
 
 int main(int argc, char **argv) {
@@ -538,6 +575,202 @@ int main(int argc, char **argv) {
                 begin(4, c2);
                 finish("bad-arguments-credential");
         }
+        /* METRICS (1.4): the answer (to nsc_metrics(), and to nsc_metrics_sized() of the
+         * struct and of a newer caller's larger one); a refusal; an nsd older than 1.4; a
+         * truncated answer, one of another type, an oversized one; all ones, fixed up */
+        {
+                static const unsigned char c[] = { OP_METRICS, 0 };
+                static const unsigned char sized[] = { OP_METRICS, 1, OP_METRICS, 2 };
+                static const unsigned char then_status[] = { OP_METRICS, 0, OP_STATUS, 0 };
+                struct nsd_rep_metrics *m = proto_msg(NSD_REP_METRICS, sizeof *m, 1);
+
+                m->namespaces = 3;
+                m->pinned = 3;
+                m->sessions = 5;
+                m->connections[NSD_METRICS_SOCKET_USER] = 2;
+                m->connections[NSD_METRICS_SOCKET_ROOT] = 1;
+                m->fdstore_entries = 6;
+                m->joins[NSD_METRICS_JOIN_OK] = 40;
+                m->joins[NSD_METRICS_JOIN_REFUSED] = 2;
+                m->join_latency[3] = 30;
+                m->join_latency[7] = 10;
+                m->join_latency_sum_usec = 123456;
+                m->created = 4;
+                m->releases[NSD_METRICS_RELEASE_LINGER] = 1;
+                m->lookups[NSD_METRICS_LOOKUP_OK] = 44;
+                m->lookups[NSD_METRICS_LOOKUP_TIMEOUT] = 1;
+                m->throttled[NSD_METRICS_THROTTLE_RATE] = 7;
+                m->lookup_timeouts[NSD_METRICS_LOOKUP_TIMEOUT_UNMANAGED] = 1;
+                answer_and_with_fd(c, T_METRICS, m, sizeof *m, "metrics");
+                /* bad arguments (each variant), then a good call */
+                static const unsigned char bad[] = { OP_METRICS | OP_BAD, 0x10,
+                                                     OP_METRICS | OP_BAD, 0x11,
+                                                     OP_METRICS | OP_BAD, 0x12,
+                                                     OP_METRICS | OP_BAD, 0x13 };
+                static const unsigned char bad2[] = { OP_METRICS | OP_BAD, 0x14, OP_METRICS, 1 };
+                begin(4, bad);
+                finish("bad-arguments-metrics");
+                begin(2, bad2);
+                datagram(0, T_METRICS, 0, 0, m, sizeof *m);
+                finish("bad-arguments-metrics-then-metrics");
+                begin(2, sized);
+                datagram(0, T_METRICS, 0, 0, m, sizeof *m);
+                m->hdr.seq = 2;
+                datagram(0, T_METRICS, 0, 1, m, sizeof *m);
+                finish("metrics-sized");
+                /* the first 200 bytes of the answer (its length field says 400) */
+                m->hdr.seq = 1;
+                begin(2, then_status);
+                datagram(0, T_METRICS, 0, 0, m, 200);
+                finish("metrics-truncated-then-status");
+                begin(1, c);
+                datagram(0, T_STATUS, 0, 0,
+                         proto_msg(NSD_REP_STATUS, sizeof(struct nsd_rep_status), 1),
+                         sizeof(struct nsd_rep_status));
+                finish("metrics-wrong-type");
+                refusal(c, EPERM, NSD_REQ_METRICS, "only root may read nsd's metrics",
+                        "metrics-eperm");
+                refusal(c, EOPNOTSUPP, NSD_REQ_METRICS, "unknown request type (10)",
+                        "metrics-nsd-1.3");
+                begin(1, c);
+                datagram(FIX_ALL | SET_TYPE, T_METRICS, 0, 0, garbage_msg(NSD_REP_METRICS, 4200),
+                         4200);
+                finish("metrics-oversized");
+                static const unsigned char all[] = { OP_METRICS, 0, OP_METRICS, 1, OP_METRICS, 2 };
+                begin(3, all);
+                for (unsigned i = 0; i < 3; i++)
+                        datagram(FIX_ALL | SET_TYPE, T_METRICS, 0, i,
+                                 garbage_msg(NSD_REP_METRICS, sizeof *m), sizeof *m);
+                finish("metrics-garbage-fixed-up");
+        }
+        /* SHARES (1.5): two shares (one with members, one without), 300 members in three
+         * parts, none, the caller's own only; streams that end too soon or go wrong (members
+         * missing, too many, before any entry, an empty part, another type, a name without
+         * its NUL, too many uids announced, a wrong count, an error midway, a part with a
+         * descriptor); an nsd older than 1.5; an oversized entry; all ones, fixed up or not */
+        {
+                static const unsigned char c[] = { OP_SHARES, 0 };
+                static const unsigned char then_status[] = { OP_SHARES, 0, OP_STATUS, 0 };
+                struct nsd_rep_shares_entry *e;
+
+                begin(1, c);
+                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
+                e->mounts = 2;
+                e->peer_group = 41;
+                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                share_members(1001, 3);
+                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 2);
+                finish("shares-two");
+                begin(1, c);
+                share("team", "/srv/team", NSD_SHARE_PROPAGATION_BOTH, 300);
+                share_members(2000, 128);
+                share_members(2128, 128);
+                share_members(2256, 44);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-300-members");
+                empty_stream(c, T_SHARES_END, NSD_REP_SHARES_END, "shares-empty");
+                begin(1, c);
+                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_HOST, 1);
+                e->members = 3;
+                e->flags = NSD_SHARE_OWN_ONLY;
+                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                share_members(1000, 1);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-own-only");
+
+                begin(2, then_status);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
+                share_members(1001, 3);
+                finish("shares-no-end-then-status");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
+                share_members(1001, 2);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-members-missing");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
+                share_members(1001, 3);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-members-too-many");
+                begin(1, c);
+                share_members(1001, 3);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 0);
+                finish("shares-members-first");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
+                share_members(1001, 0);
+                finish("shares-members-part-empty");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
+                share_members(1001, NSD_SHARES_MEMBERS_PER_PART + 1);
+                finish("shares-members-part-overflow");
+                begin(2, then_status);
+                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
+                stream_end(T_LIST_END, NSD_REP_LIST_END, 1);
+                finish("shares-wrong-type-then-status");
+                begin(1, c);
+                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 0);
+                memset(e->name, 'x', sizeof e->name);
+                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-name-unterminated");
+                begin(1, c);
+                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 0);
+                memset(e->path, '/', sizeof e->path);
+                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-path-unterminated");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, (1u << 20) + 1);
+                share_members(1001, 3);
+                finish("shares-too-many-uids");
+                begin(1, c);
+                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 5);
+                finish("shares-count-mismatch");
+                begin(2, then_status);
+                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
+                error_reply(1, EIO, NSD_REQ_SHARES, "cannot read the share's anchor", 0);
+                finish("shares-error-midstream-then-status");
+                begin(1, c);
+                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
+                share_members_fds(1001, 3, DEVNULL_FDS(1));
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                finish("shares-members-with-fd");
+                refusal(c, EOPNOTSUPP, NSD_REQ_SHARES, "unknown request type (11)",
+                        "shares-nsd-1.4");
+
+                begin(1, c);
+                datagram(FIX_ALL | SET_TYPE, T_SHARES_ENTRY, 0, 0,
+                         garbage_msg(NSD_REP_SHARES_ENTRY, 4200), 4200);
+                finish("shares-oversized");
+                /* all ones: with FIX_BODY n_uids becomes 195, the parts 128 and 67 */
+                for (unsigned fix = 0; fix < 2; fix++) {
+                        unsigned ctl = fix ? FIX_ALL | SET_TYPE : (FIX_ALL & ~FIX_BODY) | SET_TYPE;
+
+                        begin(1, c);
+                        datagram(ctl, T_SHARES_ENTRY, 0, 0,
+                                 garbage_msg(NSD_REP_SHARES_ENTRY, sizeof *e), sizeof *e);
+                        for (unsigned i = 0; i < 2; i++)
+                                datagram(ctl, T_SHARES_MEMBERS, 0, 0,
+                                         garbage_msg(NSD_REP_SHARES_MEMBERS,
+                                                     sizeof(struct nsd_rep_shares_members)),
+                                         sizeof(struct nsd_rep_shares_members));
+                        datagram(ctl, T_SHARES_END, 0, 0,
+                                 garbage_msg(NSD_REP_SHARES_END, sizeof(struct nsd_rep_stream_end)),
+                                 sizeof(struct nsd_rep_stream_end));
+                        finish(fix ? "shares-garbage-fixed-up" : "shares-garbage");
+                }
+                /* bad arguments (each variant), then a good call */
+                static const unsigned char bad[] = { OP_SHARES | OP_BAD, 0x10,
+                                                     OP_SHARES | OP_BAD, 0x11,
+                                                     OP_SHARES | OP_BAD, 0x12,
+                                                     OP_SHARES,          0 };
+                begin(4, bad);
+                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 0);
+                finish("bad-arguments-shares-then-shares");
+        }
         /* raw mode: nsd_msg_check() on a request and on a reply */
         {
                 struct nsd_req_join *j = proto_msg(NSD_REQ_JOIN, sizeof *j, 1);
@@ -554,6 +787,11 @@ int main(int argc, char **argv) {
                 raw(HEAD_RAW,
                     proto_msg(NSD_REP_VOLUMES_ENTRY, sizeof(struct nsd_rep_volumes_entry), 5),
                     sizeof(struct nsd_rep_volumes_entry), "raw-reply-volumes-entry");
+                raw(HEAD_RAW, proto_msg(NSD_REP_METRICS, sizeof(struct nsd_rep_metrics), 6),
+                    sizeof(struct nsd_rep_metrics), "raw-reply-metrics");
+                raw(HEAD_RAW,
+                    proto_msg(NSD_REP_SHARES_MEMBERS, sizeof(struct nsd_rep_shares_members), 7),
+                    sizeof(struct nsd_rep_shares_members), "raw-reply-shares-members");
         }
         return 0;
 }
