@@ -685,7 +685,12 @@ _Static_assert(sizeof(struct nsd_rep_volumes_entry) == 3232, "nsd_rep_volumes_en
  * the descriptor, in memory only (no state file, no fd store), until each such volume of the
  * user took it or NSD_CREDENTIAL_HOLD_SEC passed, and hands it to the user's own `nsctl
  * run-volume` (CREDENTIAL_TAKE: the user itself, from inside its namespace or the initial one,
- * never a sandboxed process), which makes it the program's stdin. */
+ * never a sandboxed process), which makes it the program's stdin.
+ * A GIVE or UNLOCK whose descriptor is not such a memfd gets -EINVAL ("the password must come
+ * as a memfd sealed ...", "... must have 1 to 1024 bytes"); one nsd could not check (fcntl()
+ * or fstat() failing for a reason not the descriptor's) -EAGAIN when that may pass, the call's
+ * own errno otherwise (-EIO), "nsd could not check the password's descriptor (CALL: ERROR)".
+ * Nothing is held then; give it again. */
 
 #define NSD_CREDENTIAL_MAX 1024
 #define NSD_CREDENTIAL_HOLD_SEC 120
