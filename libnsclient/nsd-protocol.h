@@ -39,6 +39,12 @@
  *     volume's, only from inside its namespace or the initial one (-EPERM for a sandboxed
  *     process, as SHOW).
  *   - CREDENTIAL_UNLOCK (1.8): its own volume's password, from the same places as TAKE.
+ *   When nsd cannot check where the caller is for a reason of its own (no process, descriptor
+ *   or memory to spare for the helper that opens /proc/PID/ns/mnt and /proc/PID/root, a look
+ *   at descriptors it holds failing), the request is refused all the same, but not with a
+ *   -EPERM that blames the caller: -EAGAIN when the failure may pass (the call's own errno
+ *   otherwise), "nsd could not check where pid N is right now (STEP: ERROR); retry". Ask
+ *   again. (A CREDENTIAL_TAKE's -EAGAIN then does not mean "locked": its message tells.)
  *
  * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
  * AND to the exact size of that request type; strings must be NUL-terminated inside their

@@ -68,8 +68,8 @@ numbering of the calls to fail, the same in every run.
    Asserted: a failed request answers an error (a message with it unless the connection was
    lost), never no answer; after the retry each ended as a served one (the TAKE got the
    password in a sealed memfd: no half state, where nsd counts it handed over and the client
-   never got it); a failure of nsd's own check (credential_check()'s fcntl or fstat:
-   OWN_FAILURE_SITES) refused
+   never got it); a failure of nsd's own check (credential_check()'s fcntl or fstat, the peer
+   check's helper, its opens, its looks at descriptors nsd holds: OWN_FAILURE_SITES) refused
    with "nsd could not check ..." and EAGAIN (the call's errno when it does not pass), never
    with the text that blames the client, never let through; nsd holds no memfd once the
    volume took it; A served with its file during
@@ -706,20 +706,29 @@ def known_bug(site, errno):
 
 
 # Calls whose failure is nsd's own, not the client's (issue 25, "misleading refusals under
-# load"): nsd could not check the password's descriptor (credential_check()). (function of
-# the call site, call, the helper child a clone runs or None) -> must the request be refused
-# (fail closed), or may the fault be absorbed (None)? A refusal must say "nsd could not check", with
+# load"): nsd could not check the password's descriptor (credential_check()), or where the
+# client is (the peer check: its helper child, the child's opens of /proc/PID/ns/mnt and
+# /proc/PID/root, nsd's look at the descriptors it holds). (function of the call site, call,
+# the helper child a clone runs or None) -> must the request be refused (fail closed), or may
+# the fault be absorbed (None: only view_of()'s look at the user's namespace, which a client
+# in the initial namespace does not need; its first call in a phase, at the client's view,
+# must refuse)? A refusal must say "nsd could not check", with
 # EAGAIN (retry) for an errno that may pass and the call's own errno otherwise, and never
 # blame the client.
 OWN_FAILURE_SITES = {
     ("credential_check", "fcntl", None): True,
     ("credential_check", "fstat", None): True,
+    ("helper_run", "clone", "peer_open_child"): True,
+    ("peer_open_child", "open", None): True,
+    ("view_of_nsd", "open", None): True,
+    ("view_of", "fstat", None): None,
 }
 # errno_may_pass() in nsd/base/errno-util.h
 MAY_PASS = {"EAGAIN", "ENOMEM", "EMFILE", "ENFILE", "EINTR", "ETIMEDOUT", "EBUSY", "ENOSPC",
             "ENOBUFS"}
 # what such a refusal said before: the client's descriptor or the client's place to blame
-CLIENT_BLAMED = ["must come as a memfd", "must have 1 to"]
+CLIENT_BLAMED = ["must come as a memfd", "must have 1 to", "nsd cannot see where",
+                 "cannot look at pid", "not a sandboxed process", "answers only root"]
 
 
 def own_failure_site(site):
@@ -729,6 +738,8 @@ def own_failure_site(site):
     if site["call"] == "clone":
         m = re.search(r" -> (\S+)", site["site"])
         child = m.group(1) if m else None
+    if fn == "view_of" and site.get("occ") == 1:
+        return True  # the first look of a peer check is at the client's own view
     return OWN_FAILURE_SITES.get((fn, site["call"], child), False)
 
 
