@@ -340,7 +340,8 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n);
  * *ret_waiting (may be NULL): the volumes' programs that were waiting for it. */
 int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_waiting);
 /* The caller's own volume's password (nsctl run-volume): a descriptor to read it from
- * (offset 0), in *ret_fd. -EAGAIN when nsd holds none; with NSC_CREDENTIAL_WAIT the call
+ * (offset 0), in *ret_fd. -EAGAIN when nsd holds none (or, its message says so, when nsd
+ * could not check where the caller is right now: ask again); with NSC_CREDENTIAL_WAIT the call
  * waits for the next one given instead (set the connection's timeout to 0 first to wait
  * longer than it). */
 int nsc_credential_take(nsc_conn *conn, const char *volume, unsigned flags, int *ret_fd);

@@ -39,6 +39,12 @@
  *     volume's, only from inside its namespace or the initial one (-EPERM for a sandboxed
  *     process, as SHOW).
  *   - CREDENTIAL_UNLOCK (1.8): its own volume's password, from the same places as TAKE.
+ *   When nsd cannot check where the caller is for a reason of its own (no process, descriptor
+ *   or memory to spare for the helper that opens /proc/PID/ns/mnt and /proc/PID/root, a look
+ *   at descriptors it holds failing), the request is refused all the same, but not with a
+ *   -EPERM that blames the caller: -EAGAIN when the failure may pass (the call's own errno
+ *   otherwise), "nsd could not check where pid N is right now (STEP: ERROR); retry". Ask
+ *   again. (A CREDENTIAL_TAKE's -EAGAIN then does not mean "locked": its message tells.)
  *
  * Validation (nsd side): magic, major version, type, and `length` equal to the datagram size
  * AND to the exact size of that request type; strings must be NUL-terminated inside their
@@ -685,7 +691,12 @@ _Static_assert(sizeof(struct nsd_rep_volumes_entry) == 3232, "nsd_rep_volumes_en
  * the descriptor, in memory only (no state file, no fd store), until each such volume of the
  * user took it or NSD_CREDENTIAL_HOLD_SEC passed, and hands it to the user's own `nsctl
  * run-volume` (CREDENTIAL_TAKE: the user itself, from inside its namespace or the initial one,
- * never a sandboxed process), which makes it the program's stdin. */
+ * never a sandboxed process), which makes it the program's stdin.
+ * A GIVE or UNLOCK whose descriptor is not such a memfd gets -EINVAL ("the password must come
+ * as a memfd sealed ...", "... must have 1 to 1024 bytes"); one nsd could not check (fcntl()
+ * or fstat() failing for a reason not the descriptor's) -EAGAIN when that may pass, the call's
+ * own errno otherwise (-EIO), "nsd could not check the password's descriptor (CALL: ERROR)".
+ * Nothing is held then; give it again. */
 
 #define NSD_CREDENTIAL_MAX 1024
 #define NSD_CREDENTIAL_HOLD_SEC 120

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api/access.h"
+#include "base/errno-util.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "config.h" /* generated: PACKAGE_VERSION */
@@ -1069,22 +1070,34 @@ static unsigned credential_waiters_max(const Api *a) {
 }
 
 /* The descriptor pam_nsjoin sends: a memfd sealed against writing, growing, shrinking and
- * more seals, of 1 to NSD_CREDENTIAL_MAX bytes. 0, or -EINVAL with *ret_why. nsd reads none
- * of it. */
-static int credential_check(int fd, const char **ret_why) {
+ * more seals, of 1 to NSD_CREDENTIAL_MAX bytes. 0; -EINVAL with *ret_why when it is not; when
+ * nsd cannot look at it (fcntl() failing but with EINVAL, which is what a descriptor that is
+ * no memfd gives; fstat() failing at all), its own failure (errno_own_failure(): -EAGAIN when
+ * it may pass) with *ret_why saying so, not blaming the descriptor. nsd reads none of it. */
+static int credential_check(int fd, char **ret_why) {
         const int want = F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL;
         struct stat st;
-        int seals = fcntl(fd, F_GET_SEALS);
+        int seals = fcntl(fd, F_GET_SEALS), e = errno;
 
+        if (seals < 0 && e != EINVAL)
+                return why_set(ret_why, errno_own_failure(e),
+                               "nsd could not check the password's descriptor (fcntl "
+                               "F_GET_SEALS): %s%s",
+                               g_strerror(e), errno_retry_hint(e));
         if (seals < 0 || (seals & want) != want)
-                return *ret_why = "the password must come as a memfd sealed against writing, "
-                                  "growing, shrinking and further seals",
-                       -EINVAL;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 1 ||
-            st.st_size > NSD_CREDENTIAL_MAX)
-                return *ret_why = "the password must have 1 to " G_STRINGIFY(
-                               NSD_CREDENTIAL_MAX) " bytes",
-                       -EINVAL;
+                return why_set(ret_why, EINVAL,
+                               "the password must come as a memfd sealed against writing, "
+                               "growing, shrinking and further seals");
+        if (fstat(fd, &st) < 0) {
+                e = errno;
+                return why_set(ret_why, errno_own_failure(e),
+                               "nsd could not check the password's descriptor (fstat): %s%s",
+                               g_strerror(e), errno_retry_hint(e));
+        }
+        if (!S_ISREG(st.st_mode) || st.st_size < 1 || st.st_size > NSD_CREDENTIAL_MAX)
+                return why_set(ret_why, EINVAL,
+                               "the password must have 1 to " G_STRINGIFY(
+                                       NSD_CREDENTIAL_MAX) " bytes");
         return 0;
 }
 
@@ -1202,11 +1215,13 @@ static uint32_t credential_wake(Api *a, User *u) {
 
 /* The descriptor of a GIVE or UNLOCK, checked and kept: >= 0, or the refusal's -errno. */
 static int credential_keep(Request *r) {
-        const char *why = NULL;
-        int fd;
+        int fd, rv;
 
-        if (r->n_fds != 1 || credential_check(r->fds[0], &why) < 0)
-                return request_refuse(r, EINVAL, "%s", why ? why : "no descriptor came");
+        if (r->n_fds != 1)
+                return request_refuse(r, EINVAL, "no descriptor came");
+        rv = credential_check(r->fds[0], &r->why);
+        if (rv < 0)
+                return rv;
         fd = fcntl(r->fds[0], F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
                 return request_refuse(r, errno, "cannot keep the descriptor: %s",

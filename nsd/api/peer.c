@@ -132,22 +132,40 @@ int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns
         r = helper_run(peer_open_child, &a, &a.s);
         ns_fd = a.ns_fd;
         root_fd = a.root_fd;
+        /* nsd short of something (no process, descriptor or memory to spare, a deadline):
+         * its own failure, for the client to retry; anything else (the kernel refused the
+         * look, the process is gone, a child that died) stays a refusal of the client */
+        if (r < 0 && errno_may_pass(r))
+                return why_set(ret_why, errno_own_failure(r),
+                               "nsd could not check where pid %d is right now (%s: %s)%s",
+                               (int) pid, helper_status_step(&a.s), g_strerror(-r),
+                               errno_retry_hint(r));
         if (r < 0)
                 return why_set(ret_why, -EPERM, "nsd cannot see where pid %d is (%s: %s)",
                                (int) pid, helper_status_step(&a.s), g_strerror(-r));
         /* opened before this check: the files are of the process the pidfd names */
         if (pidfd_exited(pidfd) != 0)
                 return why_set(ret_why, -EPERM, "pid %d, which connected, has exited", (int) pid);
+        /* descriptors nsd holds: a failure to look at them is nsd's, never the client's */
         r = view_of(ns_fd, root_fd, &peer);
         if (r < 0)
-                return why_set(ret_why, -EPERM, "cannot look at pid %d's namespace and root: %s",
-                               (int) pid, g_strerror(-r));
+                return why_set(ret_why, errno_own_failure(r),
+                               "nsd could not check where pid %d is right now (look at its "
+                               "namespace and root: %s)%s",
+                               (int) pid, g_strerror(-r), errno_retry_hint(r));
 
         *ret = (PeerView) { 0 };
-        if (view_of_nsd(&other) == 0)
+        r = view_of_nsd(&other);
+        if (r < 0)
+                ret->initial_err = r;
+        else
                 ret->initial = view_equal(&peer, &other);
-        if (ns && ns->ns_fd >= 0 && ns->root_fd >= 0 &&
-            view_of(ns->ns_fd, ns->root_fd, &other) == 0)
-                ret->inside = view_equal(&peer, &other);
+        if (ns && ns->ns_fd >= 0 && ns->root_fd >= 0) {
+                r = view_of(ns->ns_fd, ns->root_fd, &other);
+                if (r < 0)
+                        ret->inside_err = r;
+                else
+                        ret->inside = view_equal(&peer, &other);
+        }
         return 0;
 }

@@ -34,12 +34,18 @@
 typedef struct PeerView {
         bool inside;  /* its mount namespace is the user's and its root that namespace's root */
         bool initial; /* its mount namespace and root are nsd's own (the initial ones) */
+        /* < 0: nsd could not look at the user's namespace (inside_err) or at its own
+         * (initial_err) to compare: -errno, and the flag is false (not known to be so) */
+        int inside_err;
+        int initial_err;
 } PeerView;
 
 /* pid, pidfd: the process that connected (conn_pid(), conn_pidfd()); sender: who sent the
  * request (conn_sender()). ns: the user's namespace, or NULL (then only `initial`). Returns 0
  * with *ret, or -errno with *ret_why (g_malloc()ed, for the client) when nsd cannot tell:
  * -EPERM (another process sent the request, no pidfd, the process is gone or cannot be
- * looked at). Callers refuse in both cases. */
+ * looked at), or nsd's own failure (errno_own_failure(): -EAGAIN when nsd was short of
+ * processes, descriptors or memory, "nsd could not check ... right now"). Callers refuse in
+ * every case; only the errno and the message tell the client whether to retry. */
 int peer_view(pid_t pid, int pidfd, const struct ucred *sender, const UserNs *ns, PeerView *ret,
               char **ret_why);

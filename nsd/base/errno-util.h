@@ -33,6 +33,20 @@ static inline bool errno_may_pass(int err) {
         }
 }
 
+/* The errno of a refusal because a call nsd made for the request failed with err (nsd's own
+ * failure, not the client's: "nsd could not ..."): EAGAIN, which the client retries, when err
+ * may pass; err itself otherwise (EIO for 0). err may be positive or negative; the result is
+ * positive.
+ * errno_retry_hint(err) is the message's tail to go with it: "; retry" or "". */
+static inline int errno_own_failure(int err) {
+        if (err == 0) /* never a success for a refusal */
+                return EIO;
+        return errno_may_pass(err) ? EAGAIN : (err < 0 ? -err : err);
+}
+static inline const char *errno_retry_hint(int err) {
+        return errno_may_pass(err) ? "; retry" : "";
+}
+
 /* *why (freed first, when set) = the message; returns -abs(error). why may be NULL (then only
  * the error). */
 int why_set(char **why, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -68,7 +68,11 @@ numbering of the calls to fail, the same in every run.
    Asserted: a failed request answers an error (a message with it unless the connection was
    lost), never no answer; after the retry each ended as a served one (the TAKE got the
    password in a sealed memfd: no half state, where nsd counts it handed over and the client
-   never got it); nsd holds no memfd once the volume took it; A served with its file during
+   never got it); a failure of nsd's own check (credential_check()'s fcntl or fstat, the peer
+   check's helper, its opens, its looks at descriptors nsd holds: OWN_FAILURE_SITES) refused
+   with "nsd could not check ..." and EAGAIN (the call's errno when it does not pass), never
+   with the text that blames the client, never let through; nsd holds no memfd once the
+   volume took it; A served with its file during
    the run and after a clean restart, D's namespace kept; the password's bytes in no file of
    the case (nsd's run dir, state files, log) and no descriptor of the fd store.
    Without faults: TAKEs with NSD_CREDENTIAL_WAIT, 8 per uid (MaxConnectionsPerUser=16), the
@@ -701,6 +705,71 @@ def known_bug(site, errno):
     return None
 
 
+# Calls whose failure is nsd's own, not the client's (issue 25, "misleading refusals under
+# load"): nsd could not check the password's descriptor (credential_check()), or where the
+# client is (the peer check: its helper child, the child's opens of /proc/PID/ns/mnt and
+# /proc/PID/root, nsd's look at the descriptors it holds). (function of the call site, call,
+# the helper child a clone runs or None) -> must the request be refused (fail closed), or may
+# the fault be absorbed (None: only view_of()'s look at the user's namespace, which a client
+# in the initial namespace does not need; its first call in a phase, at the client's view,
+# must refuse)? A refusal must say "nsd could not check", with
+# EAGAIN (retry) for an errno that may pass and the call's own errno otherwise, and never
+# blame the client.
+OWN_FAILURE_SITES = {
+    ("credential_check", "fcntl", None): True,
+    ("credential_check", "fstat", None): True,
+    ("helper_run", "clone", "peer_open_child"): True,
+    ("peer_open_child", "open", None): True,
+    ("view_of_nsd", "open", None): True,
+    ("view_of", "fstat", None): None,
+}
+# errno_may_pass() in nsd/base/errno-util.h
+MAY_PASS = {"EAGAIN", "ENOMEM", "EMFILE", "ENFILE", "EINTR", "ETIMEDOUT", "EBUSY", "ENOSPC",
+            "ENOBUFS"}
+# what such a refusal said before: the client's descriptor or the client's place to blame
+CLIENT_BLAMED = ["must come as a memfd", "must have 1 to", "nsd cannot see where",
+                 "cannot look at pid", "not a sandboxed process", "answers only root"]
+
+
+def own_failure_site(site):
+    """OWN_FAILURE_SITES' entry for a fault case's site: (True | None), or False if none"""
+    fn = site["site"].split(" ")[0]
+    child = None
+    if site["call"] == "clone":
+        m = re.search(r" -> (\S+)", site["site"])
+        child = m.group(1) if m else None
+    if fn == "view_of" and site.get("occ") == 1:
+        return True  # the first look of a peer check is at the client's own view
+    return OWN_FAILURE_SITES.get((fn, site["call"], child), False)
+
+
+def check_own_failure(oc):
+    """A request whose call failed at an OWN_FAILURE_SITES site: refused (when it must be),
+    saying nsd could not check, with the errno a client retries; not blaming the client."""
+    site = getattr(oc, "site", None)
+    if not site or not site["phase"].startswith("cred-"):
+        return
+    must = own_failure_site(site)
+    if must is False:
+        return
+    name = site["phase"][len("cred-"):]
+    first = oc.cred.get(name, ("(not made)", ""))[0]
+    f = first.split()
+    if not first.startswith("err"):
+        if must and first.startswith("ok"):
+            oc.problem(f"{name}: {site['call']} failed in nsd's check, yet the request "
+                       f"passed ({redact(first, oc)!r}): a refusal must stay a refusal")
+        return
+    want = "EAGAIN" if oc.errno in MAY_PASS else oc.errno
+    if len(f) < 2 or f[1] != want or "nsd could not check" not in first:
+        oc.problem(f"{name}: {site['call']} {oc.errno} in nsd's check answered "
+                   f"{redact(first, oc)!r}, not {want} with \"nsd could not check ...\"")
+    blamed = [b for b in CLIENT_BLAMED if b in first]
+    if blamed:
+        oc.problem(f"{name}: nsd's own failure blamed on the client ({blamed[0]!r}): "
+                   f"{redact(first, oc)!r}")
+
+
 # an answer lost with the connection, as fault-client reports it
 LOST_ANSWER = {"ECONNRESET", "EPIPE", "ECONNREFUSED", "ENOENT", "ETIMEDOUT"}
 
@@ -828,6 +897,7 @@ def check_cred(w, oc, fault_log):
             # e.g. a TAKE whose answer was lost, yet nsd counted the password as handed over
             oc.problem(f"{name}: after {redact(first, oc)!r} and a retry, "
                        f"{redact(out, oc)!r} instead of {redact(want(oc), oc)!r} (half state)")
+    check_own_failure(oc)
     if oc.cred.get("take-again", ("", ""))[1].startswith("ok") and oc.memfds_after:
         oc.problem(f"every volume took the password, yet nsd holds a memfd: {oc.memfds_after}")
     ft = getattr(oc, "fault_run_token_a", (None,))
@@ -1028,6 +1098,7 @@ def run_case(work, build, site, errno, count):
         if err:
             oc.problem(err)
             return oc, True, w
+    oc.site = site
     fault = f"{site['call']}:{site['n']}:{errno}" + (f":{count}" if count != 1 else "")
     trace = f"{w.dir}/trace"
     log_start = len(w.log_text())

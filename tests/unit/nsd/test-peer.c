@@ -17,6 +17,7 @@
  */
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "core-test.h"
@@ -194,6 +195,85 @@ static void test_inside(void) {
         rep = ask_from_child(s, SANDBOX_NONE, false, &q, sizeof q);
         ok(rep.type == NSD_REP_JOIN && rep.n_fds == 2,
            "a child process in the namespace gets them (type %#x, %s)", rep.type, rep.message);
+        server_free(s);
+}
+
+/* Every descriptor slot of this process (and so of nsd here) taken, up to a soft
+ * RLIMIT_NOFILE lowered to a little above the descriptors open now: the descriptors that fill
+ * it (closed, and the limit put back, by fd_table_free()). */
+typedef struct FdTable {
+        struct rlimit saved;
+        GArray *fds;
+} FdTable;
+
+static FdTable fd_table_fill(void) {
+        FdTable t = { .fds = g_array_new(false, false, sizeof(int)) };
+        int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+        struct rlimit rl;
+
+        if (fd < 0 || getrlimit(RLIMIT_NOFILE, &t.saved) < 0)
+                abort();
+        g_array_append_val(t.fds, fd);
+        rl = (struct rlimit) { .rlim_cur = MIN((rlim_t) fd + 32, t.saved.rlim_cur),
+                               .rlim_max = t.saved.rlim_max };
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                abort();
+        while ((fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)) >= 0)
+                g_array_append_val(t.fds, fd);
+        return t;
+}
+
+static void fd_table_free(FdTable *t) {
+        for (guint i = 0; i < t->fds->len; i++)
+                close(g_array_index(t->fds, int, i));
+        g_array_free(t->fds, true);
+        (void) setrlimit(RLIMIT_NOFILE, &t->saved);
+}
+
+/* nsd short of descriptors when it looks where a client is (issue 25, "misleading refusals
+ * under load"): a refusal still, but one that says nsd could not check, with EAGAIN for the
+ * client to retry; not the EPERM of a sandboxed process. Once nsd has room, the same client
+ * is served. */
+static void test_nsd_short_of_descriptors(void) {
+        Config c = loop_test_config();
+        Server *s = core_test_server(&c);
+        struct nsd_req_join q = join_msg(UID, 0);
+        struct nsd_req_show show = { 0 };
+        TestReply rep;
+        FdTable t;
+        int fd;
+
+        core_test_user_here(s, UID);
+        nsd_msg_init(&show.hdr, NSD_REQ_SHOW, sizeof show, 9);
+        show.uid = UID;
+        fd = core_test_peer(s, CONN_KIND_USER, UID, getpid());
+
+        t = fd_table_fill();
+        ok(t.fds->len > 1, "the descriptor table is full (%u more taken)", t.fds->len);
+        loop_test_send(fd, &q, sizeof q, -1);
+        rep = loop_test_next(fd);
+        ok(rep.type == NSD_REP_ERROR && rep.error == -EAGAIN && rep.n_fds == 0,
+           "nsd without a free descriptor: JOIN is refused with EAGAIN, no descriptor (type "
+           "%#x, %d, %u fds)",
+           rep.type, rep.error, rep.n_fds);
+        ok(strstr(rep.message, "nsd could not check where pid") &&
+                   strstr(rep.message, g_strerror(EMFILE)) && strstr(rep.message, "retry") &&
+                   !strstr(rep.message, "inside it"),
+           "saying nsd could not check where the client is, and why (%s)", rep.message);
+        loop_test_send(fd, &show, sizeof show, -1);
+        rep = loop_test_next(fd);
+        ok(rep.type == NSD_REP_ERROR && rep.error == -EAGAIN &&
+                   strstr(rep.message, "nsd could not check where pid") &&
+                   !strstr(rep.message, "answers only root"),
+           "and SHOW likewise (%d, %s)", rep.error, rep.message);
+        fd_table_free(&t);
+
+        loop_test_send(fd, &q, sizeof q, -1);
+        rep = loop_test_next(fd);
+        ok(rep.type == NSD_REP_JOIN && rep.n_fds == 2,
+           "with room again, the same client gets JOIN's descriptors (type %#x, %s)", rep.type,
+           rep.message);
+        close(fd);
         server_free(s);
 }
 
@@ -444,6 +524,7 @@ int main(void) {
         if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
                 abort();
         test_inside();
+        test_nsd_short_of_descriptors();
         test_sandboxed(SANDBOX_MNTNS, "a peer in another mount namespace");
         test_sandboxed(SANDBOX_CHROOT, "a peer chrooted in the namespace");
         test_session_budgets();
