@@ -59,9 +59,9 @@ int session_leader_pidfd(pid_t pid, int *pidfd_io, int *ret_pidfd, char **ret_wh
                 if (r == -EBADF)
                         return why_set(ret_why, -EBADF, "the descriptor sent is not a pidfd");
                 if (r < 0)
-                        return why_set(ret_why, (errno_may_pass(r) ? -NSD_ERRNO_NOT_YET : r),
-                                       "cannot check the pidfd sent now (%s); retry",
-                                       g_strerror(-r));
+                        return why_set(ret_why, errno_own_failure(r),
+                                       "nsd could not check the pidfd sent (%s)%s", g_strerror(-r),
+                                       errno_retry_hint(r));
                 if (p <= 0)
                         return why_set(ret_why, -ESRCH, "pid %d has already exited", (int) pid);
                 if (p != pid)
@@ -77,9 +77,9 @@ int session_leader_pidfd(pid_t pid, int *pidfd_io, int *ret_pidfd, char **ret_wh
                         if (e == ESRCH)
                                 return why_set(ret_why, -ESRCH, "pid %d has already exited",
                                                (int) pid);
-                        return why_set(ret_why, errno_may_pass(e) ? NSD_ERRNO_NOT_YET : e,
-                                       "cannot watch pid %d: %s%s", (int) pid, g_strerror(e),
-                                       errno_may_pass(e) ? "; retry" : "");
+                        return why_set(ret_why, errno_own_failure(e),
+                                       "nsd could not watch pid %d: %s%s", (int) pid, g_strerror(e),
+                                       errno_retry_hint(e));
                 }
         }
         if (pidfd >= 0 && pidfd_exited(pidfd) > 0) {
