@@ -527,8 +527,8 @@ static const struct nsc_volume_info *own_volume(const struct args *a, const char
 /* run-volume: the volume, checked; for one that takes the login password, the password
  * (waiting for a login with one: the unit is "active" meanwhile, and says so) */
 static int run_volume_request(nsc_conn *conn, struct args *a) {
-        const char *why = NULL;
-        char nswhy[512];
+        const char *why = NULL, *wait_why;
+        char nswhy[512], wait_buf[NSD_ERROR_MESSAGE_MAX + 64];
         int r = own_volumes_request(conn, a);
 
         if (r)
@@ -547,22 +547,10 @@ static int run_volume_request(nsc_conn *conn, struct args *a) {
         if (!(a->run->flags & NSC_VOLUME_PASSWORD))
                 return 0;
         r = nsc_credential_take(conn, a->volume, 0, &a->credential_fd);
-        if (r == -EAGAIN || r == -EALREADY) {
-                if (a->run->flags & NSC_VOLUME_ASK)
-                        fprintf(stderr,
-                                "nsctl: run-volume %s: locked; waiting for its password (nsctl "
-                                "unlock %s)\n",
-                                a->volume, a->volume);
-                else if (r == -EALREADY)
-                        fprintf(stderr,
-                                "nsctl: run-volume %s: locked; your login password did not "
-                                "unlock it: waiting for its password (nsctl unlock %s)\n",
-                                a->volume, a->volume);
-                else
-                        fprintf(stderr,
-                                "nsctl: run-volume %s: locked; waiting for your login password "
-                                "(log in with it, or nsctl unlock %s)\n",
-                                a->volume, a->volume);
+        wait_why = volume_wait_why(r, nsc_last_error_message(conn), a->run->flags & NSC_VOLUME_ASK,
+                                   a->volume, wait_buf, sizeof wait_buf);
+        if (wait_why) {
+                fprintf(stderr, "nsctl: run-volume %s: %s\n", a->volume, wait_why);
                 (void) nsc_set_timeout(conn, 0); /* for as long as it takes */
                 r = nsc_credential_take(conn, a->volume, NSC_CREDENTIAL_WAIT, &a->credential_fd);
         }

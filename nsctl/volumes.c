@@ -177,3 +177,24 @@ int volume_read_password(int fd, const char *prompt, const char **ret_why) {
         (void) munmap(buf, size);
         return r;
 }
+
+const char *volume_wait_why(int r, const char *said, bool ask, const char *name, char *buf,
+                            size_t size) {
+        if (r != -EAGAIN && r != -EALREADY)
+                return NULL;
+        if (r == -EAGAIN && said && strncmp(said, "nsd could not", 13) == 0)
+                snprintf(buf, size, "%s; asking again", said);
+        else if (ask)
+                snprintf(buf, size, "locked; waiting for its password (nsctl unlock %s)", name);
+        else if (r == -EALREADY)
+                snprintf(buf, size,
+                         "locked; your login password did not unlock it: waiting for its "
+                         "password (nsctl unlock %s)",
+                         name);
+        else
+                snprintf(buf, size,
+                         "locked; waiting for your login password (log in with it, or nsctl "
+                         "unlock %s)",
+                         name);
+        return buf;
+}

@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -37,3 +38,12 @@ int volume_unit_name(const char *name, char *buf, size_t size);
  * wiped: the memfd, or -errno with *ret_why (-ENODATA: nothing was typed; -EMSGSIZE: longer
  * than NSC_CREDENTIAL_MAX bytes). */
 int volume_read_password(int fd, const char *prompt, const char **ret_why);
+
+/* run-volume: what to say when nsd did not hand a volume's password over at once (r, from
+ * nsc_credential_take() without waiting: -EAGAIN nothing held, -EALREADY only a login password
+ * that was handed on already; said, nsd's message or NULL; ask, Key=ask). NULL when r is no
+ * reason to wait. An -EAGAIN whose message says "nsd could not" is nsd short of resources for
+ * the moment, not a locked volume: the line says that, and the wait that follows serves as
+ * the retry. Into buf. */
+const char *volume_wait_why(int r, const char *said, bool ask, const char *name, char *buf,
+                            size_t size);

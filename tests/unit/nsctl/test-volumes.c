@@ -168,8 +168,34 @@ static void test_read_password(void) {
         free(big);
 }
 
+static void test_wait_why(void) {
+        char buf[300];
+        const char *w;
+
+        ok(!volume_wait_why(0, NULL, false, "v", buf, sizeof buf) &&
+                   !volume_wait_why(-EPERM, "not yours", false, "v", buf, sizeof buf),
+           "taken, or refused: no reason to wait");
+        w = volume_wait_why(-EAGAIN, "no password is held for volume 'v'", false, "v", buf,
+                            sizeof buf);
+        ok(w && strstr(w, "waiting for your login password") && strstr(w, "nsctl unlock v"),
+           "nothing held: waiting for the login password (%s)", w ? w : "");
+        w = volume_wait_why(-EALREADY, NULL, false, "v", buf, sizeof buf);
+        ok(w && strstr(w, "did not unlock it"), "handed on already: the login password failed");
+        w = volume_wait_why(-EALREADY, NULL, true, "v", buf, sizeof buf);
+        ok(w && strstr(w, "waiting for its password (nsctl unlock v)"),
+           "Key=ask: waiting for nsctl unlock");
+        w = volume_wait_why(-EAGAIN,
+                            "nsd could not check where pid 7 is right now (run helper "
+                            "process: Resource temporarily unavailable); retry",
+                            true, "v", buf, sizeof buf);
+        ok(w && strncmp(w, "nsd could not check where pid 7", 31) == 0 &&
+                   strstr(w, "asking again") && !strstr(w, "locked"),
+           "nsd short of resources: said as nsd's, not as a locked volume (%s)", w ? w : "");
+}
+
 int main(void) {
         test_argv();
+        test_wait_why();
         test_unit_name();
         test_read_password();
         return tap_done();
