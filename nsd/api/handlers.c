@@ -1152,7 +1152,9 @@ static int credential_refuse(Request *r, const User *u, size_t i, int err) {
                                       "'%s' already (each volume gets it once; nsctl unlock %s "
                                       "gives it another)",
                                       (unsigned) u->uid, u->volumes[i].name, u->volumes[i].name);
-        return request_refuse(r, -err, "cannot hand the password over: %s", g_strerror(-err));
+        return request_refuse(r, errno_own_failure(err),
+                              "nsd could not hand the password of volume '%s' over (%s)%s",
+                              u->volumes[i].name, g_strerror(-err), errno_retry_hint(err));
 }
 
 /* Answer TAKE r of u's volume i with fd (taken; user_credential_peek()'s, the user's own
@@ -1223,9 +1225,13 @@ static int credential_keep(Request *r) {
         if (rv < 0)
                 return rv;
         fd = fcntl(r->fds[0], F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return request_refuse(r, errno, "cannot keep the descriptor: %s",
-                                      g_strerror(errno));
+        if (fd < 0) {
+                int e = errno;
+
+                return request_refuse(r, errno_own_failure(e),
+                                      "nsd could not keep the password's descriptor (%s)%s",
+                                      g_strerror(e), errno_retry_hint(e));
+        }
         return fd;
 }
 

@@ -709,7 +709,8 @@ def known_bug(site, errno):
 # load"): nsd could not check the password's descriptor (credential_check()), or where the
 # client is (the peer check: its helper child, the child's opens of /proc/PID/ns/mnt and
 # /proc/PID/root, nsd's look at the descriptors it holds). (function of the call site, call,
-# the helper child a clone runs or None) -> must the request be refused (fail closed), or may
+# the helper child a clone runs or None; and credential_keep(), nsd keeping the password's
+# descriptor) -> must the request be refused (fail closed), or may
 # the fault be absorbed (None: only view_of()'s look at the user's namespace, which a client
 # in the initial namespace does not need; its first call in a phase, at the client's view,
 # must refuse)? A refusal must say "nsd could not check", with
@@ -718,6 +719,7 @@ def known_bug(site, errno):
 OWN_FAILURE_SITES = {
     ("credential_check", "fcntl", None): True,
     ("credential_check", "fstat", None): True,
+    ("credential_keep", "fcntl", None): True,
     ("helper_run", "clone", "peer_open_child"): True,
     ("peer_open_child", "open", None): True,
     ("view_of_nsd", "open", None): True,
@@ -761,9 +763,9 @@ def check_own_failure(oc):
                        f"passed ({redact(first, oc)!r}): a refusal must stay a refusal")
         return
     want = "EAGAIN" if oc.errno in MAY_PASS else oc.errno
-    if len(f) < 2 or f[1] != want or "nsd could not check" not in first:
+    if len(f) < 2 or f[1] != want or "nsd could not" not in first:
         oc.problem(f"{name}: {site['call']} {oc.errno} in nsd's check answered "
-                   f"{redact(first, oc)!r}, not {want} with \"nsd could not check ...\"")
+                   f"{redact(first, oc)!r}, not {want} with \"nsd could not ...\"")
     blamed = [b for b in CLIENT_BLAMED if b in first]
     if blamed:
         oc.problem(f"{name}: nsd's own failure blamed on the client ({blamed[0]!r}): "
