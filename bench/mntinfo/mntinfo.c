@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mntinfo: what the nsfs ioctl NS_MNT_GET_INFO costs once owner-private mounts are in use
+ * (issue 23 item 5).
+ *
+ *   mntinfo [--mounts 10,1000,10000] [--reps R] [--rep-ms MS] [--hidden | --no-hidden]
+ *           [--user-uid U] [--other-uid O] [--cpu C]
+ *
+ * The patched kernel's "fs: add MOUNT_ATTR_OWNER_PRIVATE" (kernel-patches/6.12/0009, series v3)
+ * makes NS_MNT_GET_INFO count only the mounts the caller may see: once the attribute was ever
+ * set on the system (nsd's start-up probe sets it in a throwaway namespace) every call walks
+ * the whole namespace under namespace_sem. This program times the call against namespaces of
+ * about N mounts.
+ *
+ * Runs as root; works in a private mount namespace of its own (unshare(CLONE_NEWNS) +
+ * MS_REC|MS_PRIVATE), so nobody else's mounts change. First it flips the kernel's
+ * "owner-private ever used" state the way nsd's probe does (a tmpfs in a throwaway child
+ * namespace made owner-private with fsuid 65533); EINVAL there is a stock kernel: it says
+ * "owner_private unsupported" and goes on. Then, for each N, a child process unshares its own
+ * namespace and fills it: one tmpfs, N bind mounts of a directory of it (the count NS_MNT_GET_INFO
+ * gives root must grow by exactly N), and with --hidden (the default where the attribute is
+ * supported) one more tmpfs, owner-private for --other-uid. The children stay alive; the parent
+ * hands out one repetition at a time, round robin over every cell (N x caller), so slow drifts
+ * of the machine spread over all cells alike. A repetition is ioctl(NS_MNT_GET_INFO) on the
+ * child's /proc/self/ns/mnt in a tight loop for about --rep-ms ms.
+ * Callers: root (fsuid 0) and "user" (setfsuid(--user-uid) around the loop: the count is what
+ * that fsuid may see).
+ *
+ * Output: "key value" lines on stdout (mntinfo.n<N>.<caller>.<what>). A benchmark, not a test:
+ * nothing fails because something was slow; a wrong setup (the count did not grow by N) is an
+ * error.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/ioctl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernel-abi.h"
+
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+
+/* nsfs (include/uapi/linux/nsfs.h), Linux 6.12; as kernel-patches/6.12/0010 defines it */
+struct mnt_ns_info_v0 {
+        uint32_t size;
+        uint32_t nr_mounts;
+        uint64_t mnt_ns_id;
+};
+_Static_assert(sizeof(struct mnt_ns_info_v0) == 16, "MNT_NS_INFO_SIZE_VER0 is 16");
+#define OP_NS_MNT_GET_INFO _IOR(0xb7, 10, struct mnt_ns_info_v0)
+
+struct mount_attr_v0 {
+        uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+#define MAX_NS 8
+#define MAX_MOUNTS 200000
+#define MAX_REPS 101
+#define PROBE_UID 65533 /* the fsuid of nsd's start-up probe */
+
+enum caller { C_ROOT, C_USER, NCALLERS };
+static const char *const caller_name[] = { "root", "user" };
+
+struct ns_set { /* one child: one namespace of about N mounts, both callers */
+        int n;
+        pid_t pid;
+        int to_child, from_child;
+        uint32_t nr_mounts[NCALLERS]; /* what NS_MNT_GET_INFO said to each caller */
+        uint32_t nr_base;             /* root's count before the N bind mounts */
+        long iterations[NCALLERS];
+        double ns[NCALLERS][MAX_REPS];
+};
+
+static int counts[MAX_NS] = { 10, 1000, 10000 };
+static int ncounts = 3;
+static int reps = 21;
+static long rep_ms = 50;
+static int hidden = -1; /* -1: where supported */
+static uid_t user_uid = 1000, other_uid = 2000;
+static int cpu = -1;
+
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
+        va_list ap;
+        int e = errno;
+
+        fprintf(stderr, "mntinfo: ");
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        if (e && fmt[strlen(fmt) - 1] != '\n')
+                fprintf(stderr, ": %s", strerror(e));
+        fprintf(stderr, "\n");
+        exit(1);
+}
+
+/* mount_setattr(fd, "", AT_EMPTY_PATH, OWNER_PRIVATE) with fsuid @owner: @owner owns the mount */
+static int set_owner_private(int fd, uid_t owner) {
+        struct mount_attr_v0 attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
+        int r, e;
+
+        setfsuid(owner);
+        r = (int) syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
+        e = errno;
+        setfsuid(0);
+        errno = e;
+        return r;
+}
+
+static double now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
+}
+
+static void xmkdir(const char *p) {
+        if (mkdir(p, 0755) && errno != EEXIST)
+                die("mkdir %s", p);
+}
+
+static void xtmpfs(const char *p) {
+        if (mount("mntinfo", p, "tmpfs", 0, "mode=0755"))
+                die("mount tmpfs on %s", p);
+}
+
+static int xopen_path(const char *p) {
+        int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                die("open %s", p);
+        return fd;
+}
+
+/* NS_MNT_GET_INFO's count (the namespace's root mount not counted) with the current fsuid */
+static uint32_t nr_mounts(int nsfd) {
+        struct mnt_ns_info_v0 info = { .size = sizeof(info) };
+
+        if (ioctl(nsfd, OP_NS_MNT_GET_INFO, &info) < 0)
+                die("ioctl(NS_MNT_GET_INFO) on /proc/self/ns/mnt%s",
+                    errno == ENOTTY || errno == EINVAL ? " (the kernel has none before 6.12)" : "");
+        return info.nr_mounts;
+}
+
+/* nr_mounts() as fsuid @uid */
+static uint32_t nr_mounts_as(int nsfd, uid_t uid) {
+        uint32_t n;
+
+        setfsuid(uid);
+        n = nr_mounts(nsfd);
+        setfsuid(0);
+        return n;
+}
+
+/* @iters calls of NS_MNT_GET_INFO as fsuid @uid; the time they took in ns */
+static double timed_calls(int nsfd, uid_t uid, long iters) {
+        struct mnt_ns_info_v0 info;
+        double t;
+
+        setfsuid(uid);
+        t = now_ns();
+        for (long k = 0; k < iters; k++) {
+                info.size = sizeof(info);
+                ioctl(nsfd, OP_NS_MNT_GET_INFO, &info);
+        }
+        t = now_ns() - t;
+        setfsuid(0);
+        return t;
+}
+
+static long calibrate(int nsfd, uid_t uid) {
+        long iters = 4;
+        double t;
+
+        for (;;) {
+                t = timed_calls(nsfd, uid, iters);
+                if (t > 20e6 || iters > (1L << 30))
+                        break;
+                iters *= 2;
+        }
+        iters = (long) ((double) iters * (double) rep_ms * 1e6 / t);
+        return iters < 5 ? 5 : iters;
+}
+
+/* The child of one N: fills its own namespace, then answers "caller" requests with one
+ * repetition each (total ns). Its first message: what it built (struct ns_set's counts). */
+static void child(struct ns_set *c, int rfd, int wfd, const char *base, int with_hidden) {
+        char dir[PATH_MAX - 64], src[PATH_MAX], p[PATH_MAX];
+        uid_t uids[NCALLERS] = { 0, user_uid };
+        uint32_t before;
+        int nsfd, fd, i, k;
+
+        if (unshare(CLONE_NEWNS))
+                die("N=%d: unshare(CLONE_NEWNS)", c->n);
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                die("N=%d: make / private", c->n);
+        nsfd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (nsfd < 0)
+                die("N=%d: open /proc/self/ns/mnt", c->n);
+
+        snprintf(dir, sizeof(dir), "%s/n%d", base, c->n);
+        xmkdir(dir);
+        xtmpfs(dir); /* only in this namespace */
+        snprintf(src, sizeof(src), "%s/src", dir);
+        xmkdir(src);
+        snprintf(p, sizeof(p), "%s/t", dir);
+        xmkdir(p);
+        before = nr_mounts(nsfd);
+        c->nr_base = before;
+        for (i = 0; i < c->n; i++) {
+                snprintf(p, sizeof(p), "%s/t/%d", dir, i);
+                xmkdir(p);
+                if (mount(src, p, NULL, MS_BIND, NULL))
+                        die("N=%d: bind mount %s on %s (mount %d)", c->n, src, p, i + 1);
+        }
+        if (nr_mounts(nsfd) - before != (uint32_t) c->n)
+                die("N=%d: NS_MNT_GET_INFO's count grew by %u after %d bind mounts, not by %d\n",
+                    c->n, nr_mounts(nsfd) - before, c->n, c->n);
+        if (with_hidden) {
+                snprintf(p, sizeof(p), "%s/hidden", dir);
+                xmkdir(p);
+                xtmpfs(p);
+                fd = xopen_path(p);
+                if (set_owner_private(fd, other_uid))
+                        die("N=%d: mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", c->n, p,
+                            other_uid);
+                close(fd);
+        }
+        for (k = 0; k < NCALLERS; k++) {
+                c->nr_mounts[k] = nr_mounts_as(nsfd, uids[k]);
+                c->iterations[k] = calibrate(nsfd, uids[k]);
+        }
+        if (write(wfd, c, sizeof(*c)) != sizeof(*c))
+                die("write");
+        for (;;) {
+                int req;
+                double t;
+
+                if (read(rfd, &req, sizeof(req)) != sizeof(req) || req < 0 || req >= NCALLERS)
+                        _exit(0);
+                timed_calls(nsfd, uids[req], c->iterations[req] / 20 + 1); /* warm up */
+                t = timed_calls(nsfd, uids[req], c->iterations[req]);
+                if (write(wfd, &t, sizeof(t)) != sizeof(t))
+                        die("write");
+        }
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* As nsd's start-up probe: a tmpfs in a throwaway namespace made owner-private (fsuid 65533).
+ * On the patched kernel this sets "owner-private ever used" for good. 0 or the errno. */
+static int probe_owner_private(const char *base) {
+        char p[PATH_MAX];
+        int fd, r, status;
+        pid_t pid;
+
+        pid = fork();
+        if (pid < 0)
+                die("fork");
+        if (pid == 0) {
+                if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                        _exit(100);
+                snprintf(p, sizeof(p), "%s/probe", base);
+                xmkdir(p);
+                xtmpfs(p);
+                fd = xopen_path(p);
+                r = set_owner_private(fd, PROBE_UID);
+                _exit(r == 0 ? 0 : errno > 0 && errno < 100 ? errno : 99);
+        }
+        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+                die("the probe's child failed\n");
+        if (WEXITSTATUS(status) == 100)
+                die("the probe's child could not make a mount namespace of its own\n");
+        return WEXITSTATUS(status);
+}
+
+static void usage(FILE *f) {
+        fprintf(f, "usage: mntinfo [--mounts 10,1000,10000] [--reps R] [--rep-ms MS]\n"
+                   "               [--hidden | --no-hidden] [--user-uid U] [--other-uid O] "
+                   "[--cpu C]\n");
+}
+
+int main(int argc, char **argv) {
+        static const struct option opts[] = { { "mounts", required_argument, NULL, 'n' },
+                                              { "reps", required_argument, NULL, 'r' },
+                                              { "rep-ms", required_argument, NULL, 'm' },
+                                              { "hidden", no_argument, NULL, 'H' },
+                                              { "no-hidden", no_argument, NULL, 'N' },
+                                              { "user-uid", required_argument, NULL, 'u' },
+                                              { "other-uid", required_argument, NULL, 'o' },
+                                              { "cpu", required_argument, NULL, 'c' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              {} };
+        struct ns_set sets[MAX_NS];
+        int nsets = 0, perr, opt, j, k, r, s;
+        char base[] = "/tmp/mntinfo.XXXXXX", *tok, *save;
+        struct utsname u;
+        double t0;
+
+        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'n':
+                        ncounts = 0;
+                        for (tok = strtok_r(optarg, ",", &save); tok;
+                             tok = strtok_r(NULL, ",", &save)) {
+                                if (ncounts == MAX_NS || atoi(tok) < 1 || atoi(tok) > MAX_MOUNTS)
+                                        die("--mounts: at most %d counts of 1..%d\n", MAX_NS,
+                                            MAX_MOUNTS);
+                                counts[ncounts++] = atoi(tok);
+                        }
+                        break;
+                case 'r':
+                        reps = atoi(optarg);
+                        if (reps < 1 || reps > MAX_REPS)
+                                die("--reps: 1..%d\n", MAX_REPS);
+                        break;
+                case 'm':
+                        rep_ms = atol(optarg);
+                        break;
+                case 'H':
+                        hidden = 1;
+                        break;
+                case 'N':
+                        hidden = 0;
+                        break;
+                case 'u':
+                        user_uid = (uid_t) atol(optarg);
+                        break;
+                case 'o':
+                        other_uid = (uid_t) atol(optarg);
+                        break;
+                case 'c':
+                        cpu = atoi(optarg);
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind < argc)
+                die("unexpected argument '%s'\n", argv[optind]);
+        if (geteuid() != 0)
+                die("needs root (it mounts, in a mount namespace of its own)\n");
+        if (user_uid == 0 || other_uid == 0 || user_uid == other_uid)
+                die("--user-uid and --other-uid: two different non-zero uids\n");
+        if (rep_ms < 1)
+                die("--rep-ms must be positive\n");
+
+        if (cpu < 0)
+                cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
+        {
+                cpu_set_t set;
+
+                CPU_ZERO(&set);
+                CPU_SET(cpu, &set);
+                if (sched_setaffinity(0, sizeof(set), &set))
+                        cpu = -1; /* not fatal: said below */
+        }
+
+        /* our own namespace: this machine's (or the VM's) mounts never change */
+        if (unshare(CLONE_NEWNS))
+                die("unshare(CLONE_NEWNS)");
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                die("make / private");
+        if (!mkdtemp(base))
+                die("mkdtemp");
+        xtmpfs(base);
+        perr = probe_owner_private(base);
+        if (perr && perr != EINVAL)
+                fprintf(stderr,
+                        "mntinfo: the owner-private probe failed (%s); going on as if "
+                        "the kernel had no MOUNT_ATTR_OWNER_PRIVATE\n",
+                        strerror(perr));
+        if (hidden < 0)
+                hidden = perr == 0;
+        else if (hidden && perr)
+                die("--hidden: the kernel has no MOUNT_ATTR_OWNER_PRIVATE (mount_setattr: %s)\n",
+                    strerror(perr));
+
+        uname(&u);
+        printf("mntinfo.kernel %s\n", u.release);
+        printf("mntinfo.cpus %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+        printf("mntinfo.pinned_cpu %d\n", cpu);
+        printf("mntinfo.owner_private %s\n", perr == 0        ? "supported"
+                                             : perr == EINVAL ? "unsupported"
+                                                              : "probe failed");
+        if (perr)
+                printf("mntinfo.owner_private_probe %s\n", strerror(perr));
+        printf("mntinfo.hidden %s\n", hidden ? "yes" : "no");
+        printf("mntinfo.user_uid %u\n", user_uid);
+        printf("mntinfo.other_uid %u\n", other_uid);
+        printf("mntinfo.reps %d\n", reps);
+        printf("mntinfo.rep_ms %ld\n", rep_ms);
+        fflush(stdout);
+
+        for (j = 0; j < ncounts; j++) {
+                struct ns_set *c = &sets[nsets];
+                int down[2], up[2];
+
+                memset(c, 0, sizeof(*c));
+                c->n = counts[j];
+                if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
+                        die("pipe");
+                t0 = now_ns();
+                c->pid = fork();
+                if (c->pid < 0)
+                        die("fork");
+                if (c->pid == 0) {
+                        close(down[1]);
+                        close(up[0]);
+                        for (s = 0; s < nsets; s++) { /* or a sibling never sees its end of file */
+                                close(sets[s].to_child);
+                                close(sets[s].from_child);
+                        }
+                        child(c, down[0], up[1], base, hidden);
+                        _exit(0);
+                }
+                close(down[0]);
+                close(up[1]);
+                /* one setup at a time: their calibrations do not overlap */
+                {
+                        struct ns_set built;
+
+                        if (read(up[0], &built, sizeof(built)) != sizeof(built))
+                                die("the child of N=%d failed in its setup\n", counts[j]);
+                        memcpy(c->nr_mounts, built.nr_mounts, sizeof(c->nr_mounts));
+                        memcpy(c->iterations, built.iterations, sizeof(c->iterations));
+                        c->nr_base = built.nr_base;
+                }
+                c->to_child = down[1];
+                c->from_child = up[0];
+                printf("mntinfo.n%d.setup_s %.2f\n", c->n, (now_ns() - t0) / 1e9);
+                fflush(stdout);
+                nsets++;
+        }
+
+        /* round robin: repetition r of every cell before repetition r+1 of any */
+        for (r = 0; r < reps; r++)
+                for (s = 0; s < nsets; s++)
+                        for (k = 0; k < NCALLERS; k++) {
+                                double t;
+
+                                if (write(sets[s].to_child, &k, sizeof(k)) != sizeof(k) ||
+                                    read(sets[s].from_child, &t, sizeof(t)) != sizeof(t))
+                                        die("the child of N=%d died\n", sets[s].n);
+                                sets[s].ns[k][r] = t / (double) sets[s].iterations[k];
+                        }
+
+        for (s = 0; s < nsets; s++) {
+                struct ns_set *c = &sets[s];
+
+                close(c->to_child);
+                waitpid(c->pid, NULL, 0);
+                printf("mntinfo.n%d.nr_mounts_base %u\n", c->n, c->nr_base);
+                /* what an unfiltered count says: the base, the N bind mounts, the hidden one */
+                printf("mntinfo.n%d.nr_mounts_all %u\n", c->n, c->nr_base + c->n + !!hidden);
+                for (k = 0; k < NCALLERS; k++) {
+                        char key[64];
+                        double v[MAX_REPS], med;
+
+                        snprintf(key, sizeof(key), "mntinfo.n%d.%s", c->n, caller_name[k]);
+                        printf("%s.nr_mounts %u\n", key, c->nr_mounts[k]);
+                        memcpy(v, c->ns[k], sizeof(double) * reps);
+                        printf("%s.samples", key);
+                        for (r = 0; r < reps; r++)
+                                printf("%s%.1f", r ? "," : " ", v[r]);
+                        printf("\n");
+                        qsort(v, reps, sizeof(double), cmp_double);
+                        med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
+                        printf("%s.ns_per_call_p50 %.1f\n", key, med);
+                        printf("%s.ns_per_call_min %.1f\n", key, v[0]);
+                        printf("%s.ns_per_call_max %.1f\n", key, v[reps - 1]);
+                        printf("%s.spread_pct %.1f\n", key, 100.0 * (v[reps - 1] - v[0]) / med);
+                        printf("%s.iterations %ld\n", key, c->iterations[k]);
+                }
+        }
+        umount2(base, MNT_DETACH);
+        rmdir(base);
+        return 0;
+}
