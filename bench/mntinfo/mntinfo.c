@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "kernel-abi.h"
+#include "vm-bench.h"
 
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
@@ -68,10 +69,6 @@ struct mnt_ns_info_v0 {
 };
 _Static_assert(sizeof(struct mnt_ns_info_v0) == 16, "MNT_NS_INFO_SIZE_VER0 is 16");
 #define OP_NS_MNT_GET_INFO _IOR(0xb7, 10, struct mnt_ns_info_v0)
-
-struct mount_attr_v0 {
-        uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
 
 #define MAX_NS 8
 #define MAX_MOUNTS 200000
@@ -99,65 +96,14 @@ static int hidden = -1; /* -1: where supported */
 static uid_t user_uid = 1000, other_uid = 2000;
 static int cpu = -1;
 
-__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
-        va_list ap;
-        int e = errno;
-
-        fprintf(stderr, "mntinfo: ");
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        if (e && fmt[strlen(fmt) - 1] != '\n')
-                fprintf(stderr, ": %s", strerror(e));
-        fprintf(stderr, "\n");
-        exit(1);
-}
-
-/* mount_setattr(fd, "", AT_EMPTY_PATH, OWNER_PRIVATE) with fsuid @owner: @owner owns the mount */
-static int set_owner_private(int fd, uid_t owner) {
-        struct mount_attr_v0 attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
-        int r, e;
-
-        setfsuid(owner);
-        r = (int) syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
-        e = errno;
-        setfsuid(0);
-        errno = e;
-        return r;
-}
-
-static double now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
-}
-
-static void xmkdir(const char *p) {
-        if (mkdir(p, 0755) && errno != EEXIST)
-                die("mkdir %s", p);
-}
-
-static void xtmpfs(const char *p) {
-        if (mount("mntinfo", p, "tmpfs", 0, "mode=0755"))
-                die("mount tmpfs on %s", p);
-}
-
-static int xopen_path(const char *p) {
-        int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-        if (fd < 0)
-                die("open %s", p);
-        return fd;
-}
-
 /* NS_MNT_GET_INFO's count (the namespace's root mount not counted) with the current fsuid */
 static uint32_t nr_mounts(int nsfd) {
         struct mnt_ns_info_v0 info = { .size = sizeof(info) };
 
         if (ioctl(nsfd, OP_NS_MNT_GET_INFO, &info) < 0)
-                die("ioctl(NS_MNT_GET_INFO) on /proc/self/ns/mnt%s",
-                    errno == ENOTTY || errno == EINVAL ? " (the kernel has none before 6.12)" : "");
+                vb_die("ioctl(NS_MNT_GET_INFO) on /proc/self/ns/mnt%s",
+                       errno == ENOTTY || errno == EINVAL ? " (the kernel has none before 6.12)"
+                                                          : "");
         return info.nr_mounts;
 }
 
@@ -177,12 +123,12 @@ static double timed_calls(int nsfd, uid_t uid, long iters) {
         double t;
 
         setfsuid(uid);
-        t = now_ns();
+        t = vb_now_ns();
         for (long k = 0; k < iters; k++) {
                 info.size = sizeof(info);
                 ioctl(nsfd, OP_NS_MNT_GET_INFO, &info);
         }
-        t = now_ns() - t;
+        t = vb_now_ns() - t;
         setfsuid(0);
         return t;
 }
@@ -210,39 +156,39 @@ static void child(struct ns_set *c, int rfd, int wfd, const char *base, int with
         int nsfd, fd, i, k;
 
         if (unshare(CLONE_NEWNS))
-                die("N=%d: unshare(CLONE_NEWNS)", c->n);
+                vb_die("N=%d: unshare(CLONE_NEWNS)", c->n);
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-                die("N=%d: make / private", c->n);
+                vb_die("N=%d: make / private", c->n);
         nsfd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (nsfd < 0)
-                die("N=%d: open /proc/self/ns/mnt", c->n);
+                vb_die("N=%d: open /proc/self/ns/mnt", c->n);
 
         snprintf(dir, sizeof(dir), "%s/n%d", base, c->n);
-        xmkdir(dir);
-        xtmpfs(dir); /* only in this namespace */
+        vb_mkdir(dir);
+        vb_tmpfs(dir, "mode=0755"); /* only in this namespace */
         snprintf(src, sizeof(src), "%s/src", dir);
-        xmkdir(src);
+        vb_mkdir(src);
         snprintf(p, sizeof(p), "%s/t", dir);
-        xmkdir(p);
+        vb_mkdir(p);
         before = nr_mounts(nsfd);
         c->nr_base = before;
         for (i = 0; i < c->n; i++) {
                 snprintf(p, sizeof(p), "%s/t/%d", dir, i);
-                xmkdir(p);
+                vb_mkdir(p);
                 if (mount(src, p, NULL, MS_BIND, NULL))
-                        die("N=%d: bind mount %s on %s (mount %d)", c->n, src, p, i + 1);
+                        vb_die("N=%d: bind mount %s on %s (mount %d)", c->n, src, p, i + 1);
         }
         if (nr_mounts(nsfd) - before != (uint32_t) c->n)
-                die("N=%d: NS_MNT_GET_INFO's count grew by %u after %d bind mounts, not by %d\n",
-                    c->n, nr_mounts(nsfd) - before, c->n, c->n);
+                vb_die("N=%d: NS_MNT_GET_INFO's count grew by %u after %d bind mounts, not by %d\n",
+                       c->n, nr_mounts(nsfd) - before, c->n, c->n);
         if (with_hidden) {
                 snprintf(p, sizeof(p), "%s/hidden", dir);
-                xmkdir(p);
-                xtmpfs(p);
-                fd = xopen_path(p);
-                if (set_owner_private(fd, other_uid))
-                        die("N=%d: mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", c->n, p,
-                            other_uid);
+                vb_mkdir(p);
+                vb_tmpfs(p, "mode=0755");
+                fd = vb_open_path(p);
+                if (vb_set_owner_private(fd, other_uid))
+                        vb_die("N=%d: mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", c->n, p,
+                               other_uid);
                 close(fd);
         }
         for (k = 0; k < NCALLERS; k++) {
@@ -250,7 +196,7 @@ static void child(struct ns_set *c, int rfd, int wfd, const char *base, int with
                 c->iterations[k] = calibrate(nsfd, uids[k]);
         }
         if (write(wfd, c, sizeof(*c)) != sizeof(*c))
-                die("write");
+                vb_die("write");
         for (;;) {
                 int req;
                 double t;
@@ -260,41 +206,8 @@ static void child(struct ns_set *c, int rfd, int wfd, const char *base, int with
                 timed_calls(nsfd, uids[req], c->iterations[req] / 20 + 1); /* warm up */
                 t = timed_calls(nsfd, uids[req], c->iterations[req]);
                 if (write(wfd, &t, sizeof(t)) != sizeof(t))
-                        die("write");
+                        vb_die("write");
         }
-}
-
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-/* As nsd's start-up probe: a tmpfs in a throwaway namespace made owner-private (fsuid 65533).
- * On the patched kernel this sets "owner-private ever used" for good. 0 or the errno. */
-static int probe_owner_private(const char *base) {
-        char p[PATH_MAX];
-        int fd, r, status;
-        pid_t pid;
-
-        pid = fork();
-        if (pid < 0)
-                die("fork");
-        if (pid == 0) {
-                if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-                        _exit(100);
-                snprintf(p, sizeof(p), "%s/probe", base);
-                xmkdir(p);
-                xtmpfs(p);
-                fd = xopen_path(p);
-                r = set_owner_private(fd, PROBE_UID);
-                _exit(r == 0 ? 0 : errno > 0 && errno < 100 ? errno : 99);
-        }
-        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
-                die("the probe's child failed\n");
-        if (WEXITSTATUS(status) == 100)
-                die("the probe's child could not make a mount namespace of its own\n");
-        return WEXITSTATUS(status);
 }
 
 static void usage(FILE *f) {
@@ -320,6 +233,8 @@ int main(int argc, char **argv) {
         struct utsname u;
         double t0;
 
+        vb_init("mntinfo");
+
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'n':
@@ -327,15 +242,15 @@ int main(int argc, char **argv) {
                         for (tok = strtok_r(optarg, ",", &save); tok;
                              tok = strtok_r(NULL, ",", &save)) {
                                 if (ncounts == MAX_NS || atoi(tok) < 1 || atoi(tok) > MAX_MOUNTS)
-                                        die("--mounts: at most %d counts of 1..%d\n", MAX_NS,
-                                            MAX_MOUNTS);
+                                        vb_die("--mounts: at most %d counts of 1..%d\n", MAX_NS,
+                                               MAX_MOUNTS);
                                 counts[ncounts++] = atoi(tok);
                         }
                         break;
                 case 'r':
                         reps = atoi(optarg);
                         if (reps < 1 || reps > MAX_REPS)
-                                die("--reps: 1..%d\n", MAX_REPS);
+                                vb_die("--reps: 1..%d\n", MAX_REPS);
                         break;
                 case 'm':
                         rep_ms = atol(optarg);
@@ -364,13 +279,13 @@ int main(int argc, char **argv) {
                 }
         }
         if (optind < argc)
-                die("unexpected argument '%s'\n", argv[optind]);
+                vb_die("unexpected argument '%s'\n", argv[optind]);
         if (geteuid() != 0)
-                die("needs root (it mounts, in a mount namespace of its own)\n");
+                vb_die("needs root (it mounts, in a mount namespace of its own)\n");
         if (user_uid == 0 || other_uid == 0 || user_uid == other_uid)
-                die("--user-uid and --other-uid: two different non-zero uids\n");
+                vb_die("--user-uid and --other-uid: two different non-zero uids\n");
         if (rep_ms < 1)
-                die("--rep-ms must be positive\n");
+                vb_die("--rep-ms must be positive\n");
 
         if (cpu < 0)
                 cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
@@ -385,13 +300,13 @@ int main(int argc, char **argv) {
 
         /* our own namespace: this machine's (or the VM's) mounts never change */
         if (unshare(CLONE_NEWNS))
-                die("unshare(CLONE_NEWNS)");
+                vb_die("unshare(CLONE_NEWNS)");
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-                die("make / private");
+                vb_die("make / private");
         if (!mkdtemp(base))
-                die("mkdtemp");
-        xtmpfs(base);
-        perr = probe_owner_private(base);
+                vb_die("mkdtemp");
+        vb_tmpfs(base, "mode=0755");
+        perr = vb_probe_owner_private(base, PROBE_UID);
         if (perr && perr != EINVAL)
                 fprintf(stderr,
                         "mntinfo: the owner-private probe failed (%s); going on as if "
@@ -400,8 +315,8 @@ int main(int argc, char **argv) {
         if (hidden < 0)
                 hidden = perr == 0;
         else if (hidden && perr)
-                die("--hidden: the kernel has no MOUNT_ATTR_OWNER_PRIVATE (mount_setattr: %s)\n",
-                    strerror(perr));
+                vb_die("--hidden: the kernel has no MOUNT_ATTR_OWNER_PRIVATE (mount_setattr: %s)\n",
+                       strerror(perr));
 
         uname(&u);
         printf("mntinfo.kernel %s\n", u.release);
@@ -426,11 +341,11 @@ int main(int argc, char **argv) {
                 memset(c, 0, sizeof(*c));
                 c->n = counts[j];
                 if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
-                        die("pipe");
-                t0 = now_ns();
+                        vb_die("pipe");
+                t0 = vb_now_ns();
                 c->pid = fork();
                 if (c->pid < 0)
-                        die("fork");
+                        vb_die("fork");
                 if (c->pid == 0) {
                         close(down[1]);
                         close(up[0]);
@@ -448,14 +363,14 @@ int main(int argc, char **argv) {
                         struct ns_set built;
 
                         if (read(up[0], &built, sizeof(built)) != sizeof(built))
-                                die("the child of N=%d failed in its setup\n", counts[j]);
+                                vb_die("the child of N=%d failed in its setup\n", counts[j]);
                         memcpy(c->nr_mounts, built.nr_mounts, sizeof(c->nr_mounts));
                         memcpy(c->iterations, built.iterations, sizeof(c->iterations));
                         c->nr_base = built.nr_base;
                 }
                 c->to_child = down[1];
                 c->from_child = up[0];
-                printf("mntinfo.n%d.setup_s %.2f\n", c->n, (now_ns() - t0) / 1e9);
+                printf("mntinfo.n%d.setup_s %.2f\n", c->n, (vb_now_ns() - t0) / 1e9);
                 fflush(stdout);
                 nsets++;
         }
@@ -468,7 +383,7 @@ int main(int argc, char **argv) {
 
                                 if (write(sets[s].to_child, &k, sizeof(k)) != sizeof(k) ||
                                     read(sets[s].from_child, &t, sizeof(t)) != sizeof(t))
-                                        die("the child of N=%d died\n", sets[s].n);
+                                        vb_die("the child of N=%d died\n", sets[s].n);
                                 sets[s].ns[k][r] = t / (double) sets[s].iterations[k];
                         }
 
@@ -491,7 +406,7 @@ int main(int argc, char **argv) {
                         for (r = 0; r < reps; r++)
                                 printf("%s%.1f", r ? "," : " ", v[r]);
                         printf("\n");
-                        qsort(v, reps, sizeof(double), cmp_double);
+                        qsort(v, reps, sizeof(double), vb_cmp_double);
                         med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
                         printf("%s.ns_per_call_p50 %.1f\n", key, med);
                         printf("%s.ns_per_call_min %.1f\n", key, v[0]);

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "kernel-abi.h"
+#include "vm-bench.h"
 
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
@@ -98,62 +99,6 @@ static uid_t walker_uid = 1000, other_uid = 2000;
 static int cpu = -1;
 static unsigned case_mask = 0x1f;
 
-__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
-        va_list ap;
-        int e = errno;
-
-        fprintf(stderr, "pathwalk: ");
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        if (e && fmt[strlen(fmt) - 1] != '\n')
-                fprintf(stderr, ": %s", strerror(e));
-        fprintf(stderr, "\n");
-        exit(1);
-}
-
-struct mount_attr_v0 {
-        uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
-
-/* mount_setattr(fd, "", AT_EMPTY_PATH, OWNER_PRIVATE) with fsuid @owner: @owner owns the mount */
-static int set_owner_private(int fd, uid_t owner) {
-        struct mount_attr_v0 attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
-        int r, e;
-
-        setfsuid(owner);
-        r = (int) syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
-        e = errno;
-        setfsuid(0);
-        errno = e;
-        return r;
-}
-
-static double now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
-}
-
-static void xmkdir(const char *p) {
-        if (mkdir(p, 0755) && errno != EEXIST)
-                die("mkdir %s", p);
-}
-
-static void xtmpfs(const char *p) {
-        if (mount("pathwalk", p, "tmpfs", 0, "mode=0755,size=64k"))
-                die("mount tmpfs on %s", p);
-}
-
-static int xopen_path(const char *p) {
-        int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-        if (fd < 0)
-                die("open %s", p);
-        return fd;
-}
-
 /* The path of level i (1..n) as seen from the case's base: n<N>/m, n<N>/m/d, ... */
 static void level_path(char *buf, size_t len, int n, int i) {
         int k, off = snprintf(buf, len, "n%d/m", n);
@@ -170,60 +115,62 @@ static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
         struct stat st;
 
         snprintf(p, sizeof(p), "n%d", n);
-        xmkdir(p);
+        vb_mkdir(p);
         for (i = 1; i <= n; i++) {
                 level_path(p, sizeof(p), n, i);
-                xmkdir(p); /* the mount point in level i-1 */
+                vb_mkdir(p); /* the mount point in level i-1 */
                 fds[i] = -1;
                 if (kase != K_DIRS)
-                        xtmpfs(p); /* A_i */
+                        vb_tmpfs(p, "mode=0755,size=64k"); /* A_i */
                 if (kase == K_OWN)
-                        fds[i] = xopen_path(p); /* set at the end, see below */
+                        fds[i] = vb_open_path(p); /* set at the end, see below */
                 if (kase == K_SIBLING) {
                         snprintf(q, sizeof(q), "%s/s", p);
-                        xmkdir(q);
-                        xtmpfs(q);
-                        fd = xopen_path(q);
-                        if (set_owner_private(fd, other_uid))
-                                die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", q, other_uid);
+                        vb_mkdir(q);
+                        vb_tmpfs(q, "mode=0755,size=64k");
+                        fd = vb_open_path(q);
+                        if (vb_set_owner_private(fd, other_uid))
+                                vb_die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", q,
+                                       other_uid);
                         close(fd);
                 }
                 if (i < n) {
                         snprintf(q, sizeof(q), "%s/d", p);
-                        xmkdir(q);
+                        vb_mkdir(q);
                 } else {
                         snprintf(q, sizeof(q), "%s/f", p);
                         fd = open(q, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
                         if (fd < 0)
-                                die("create %s", q);
+                                vb_die("create %s", q);
                         close(fd);
                         snprintf(file, flen, "%s", q);
                         if (stat(p, &st))
-                                die("stat %s", p);
+                                vb_die("stat %s", p);
                         *dev = st.st_dev;
                 }
                 if (kase == K_HIDDEN) {
                         /* B_i on top of A_i, private for another uid at once: from now on root's walk of
              * p (and of the next levels) stays in A_i. */
-                        xtmpfs(p);
-                        fd = xopen_path(p);
-                        if (set_owner_private(fd, other_uid))
-                                die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", p, other_uid);
+                        vb_tmpfs(p, "mode=0755,size=64k");
+                        fd = vb_open_path(p);
+                        if (vb_set_owner_private(fd, other_uid))
+                                vb_die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", p,
+                                       other_uid);
                         close(fd);
                 }
         }
         if (kase == K_OWN) {
                 /* only now: once A_i is the walker's, root no longer sees into it */
                 for (i = 1; i <= n; i++) {
-                        if (set_owner_private(fds[i], walker_uid))
-                                die("mount_setattr(OWNER_PRIVATE) of level %d as fsuid %u", i,
-                                    walker_uid);
+                        if (vb_set_owner_private(fds[i], walker_uid))
+                                vb_die("mount_setattr(OWNER_PRIVATE) of level %d as fsuid %u", i,
+                                       walker_uid);
                         close(fds[i]);
                 }
                 /* root is another fsuid: the file must be out of its reach now */
                 if (stat(file, &st) == 0 || errno != ENOENT)
-                        die("own, N=%d: root still reaches %s (attribute not in effect?)\n", n,
-                            file);
+                        vb_die("own, N=%d: root still reaches %s (attribute not in effect?)\n", n,
+                               file);
         }
 }
 
@@ -233,10 +180,10 @@ static long calibrate(const char *file) {
         double t;
 
         for (;;) {
-                t = now_ns();
+                t = vb_now_ns();
                 for (long k = 0; k < iters; k++)
                         stat(file, &st);
-                t = now_ns() - t;
+                t = vb_now_ns() - t;
                 if (t > 20e6 || iters > (1L << 30))
                         break;
                 iters *= 2;
@@ -255,33 +202,36 @@ static void child(struct cell_set *c, int rfd, int wfd, const char *base) {
         int j;
 
         if (unshare(CLONE_NEWNS))
-                die("unshare(CLONE_NEWNS)");
+                vb_die("unshare(CLONE_NEWNS)");
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-                die("make / private");
+                vb_die("make / private");
         snprintf(dir, sizeof(dir), "%s/%s-%s", base, kase_name[c->kase], c->user ? "user" : "root");
-        xmkdir(dir);
-        xtmpfs(dir); /* the case's base: walks start here, below its mount point */
+        vb_mkdir(dir);
+        vb_tmpfs(
+                dir,
+                "mode=0755,size=64k"); /* the case's base: walks start here, below its mount point */
         if (chdir(dir))
-                die("chdir %s", dir);
+                vb_die("chdir %s", dir);
         for (j = 0; j < ndepths; j++)
                 build(c->kase, depths[j], files[j], sizeof(files[j]), &devs[j]);
 
         if (c->user) {
                 if (setgroups(0, NULL) || setresgid(walker_uid, walker_uid, walker_uid) ||
                     setresuid(walker_uid, walker_uid, walker_uid))
-                        die("become uid %u", walker_uid);
+                        vb_die("become uid %u", walker_uid);
         }
         for (j = 0; j < ndepths; j++) {
                 if (stat(files[j], &st))
-                        die("%s/%s, N=%d: the walker (uid %u) cannot stat %s", kase_name[c->kase],
-                            c->user ? "user" : "root", depths[j], geteuid(), files[j]);
+                        vb_die("%s/%s, N=%d: the walker (uid %u) cannot stat %s",
+                               kase_name[c->kase], c->user ? "user" : "root", depths[j], geteuid(),
+                               files[j]);
                 if (c->kase != K_DIRS && st.st_dev != devs[j])
-                        die("%s, N=%d: %s is on the wrong mount\n", kase_name[c->kase], depths[j],
-                            files[j]);
+                        vb_die("%s, N=%d: %s is on the wrong mount\n", kase_name[c->kase],
+                               depths[j], files[j]);
                 iters[j] = fixed_iterations ? fixed_iterations : calibrate(files[j]);
         }
         if (write(wfd, iters, sizeof(iters)) != sizeof(iters))
-                die("write");
+                vb_die("write");
         for (;;) {
                 int req;
                 double t;
@@ -290,45 +240,13 @@ static void child(struct cell_set *c, int rfd, int wfd, const char *base) {
                         _exit(0);
                 for (long k = 0; k < 1000; k++) /* warm up: caches, branch predictors */
                         stat(files[req], &st);
-                t = now_ns();
+                t = vb_now_ns();
                 for (long k = 0; k < iters[req]; k++)
                         stat(files[req], &st);
-                t = now_ns() - t;
+                t = vb_now_ns() - t;
                 if (write(wfd, &t, sizeof(t)) != sizeof(t))
-                        die("write");
+                        vb_die("write");
         }
-}
-
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-static int probe_owner_private(const char *base, int *err) {
-        char p[PATH_MAX];
-        int fd, r;
-        pid_t pid;
-        int status;
-
-        /* in a child, in a namespace of its own: nothing stays behind */
-        pid = fork();
-        if (pid < 0)
-                die("fork");
-        if (pid == 0) {
-                if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-                        _exit(100);
-                snprintf(p, sizeof(p), "%s/probe", base);
-                xmkdir(p);
-                xtmpfs(p);
-                fd = xopen_path(p);
-                r = set_owner_private(fd, other_uid);
-                _exit(r == 0 ? 0 : errno > 0 && errno < 100 ? errno : 99);
-        }
-        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
-                die("probe child failed");
-        *err = WEXITSTATUS(status);
-        return *err == 0;
 }
 
 static void usage(FILE *f) {
@@ -353,6 +271,8 @@ int main(int argc, char **argv) {
         char base[] = "/tmp/pathwalk.XXXXXX", *tok, *save;
         struct utsname u;
 
+        vb_init("pathwalk");
+
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'd':
@@ -360,15 +280,15 @@ int main(int argc, char **argv) {
                         for (tok = strtok_r(optarg, ",", &save); tok;
                              tok = strtok_r(NULL, ",", &save)) {
                                 if (ndepths == MAX_DEPTHS || atoi(tok) < 1 || atoi(tok) > MAX_DEPTH)
-                                        die("--depths: at most %d depths of 1..%d\n", MAX_DEPTHS,
-                                            MAX_DEPTH);
+                                        vb_die("--depths: at most %d depths of 1..%d\n", MAX_DEPTHS,
+                                               MAX_DEPTH);
                                 depths[ndepths++] = atoi(tok);
                         }
                         break;
                 case 'r':
                         reps = atoi(optarg);
                         if (reps < 1 || reps > MAX_REPS)
-                                die("--reps: 1..%d\n", MAX_REPS);
+                                vb_die("--reps: 1..%d\n", MAX_REPS);
                         break;
                 case 'i':
                         fixed_iterations = atol(optarg);
@@ -392,7 +312,7 @@ int main(int argc, char **argv) {
                                 for (j = 0; j <= K_OWN && strcmp(tok, kase_name[j]); j++)
                                         ;
                                 if (j > K_OWN)
-                                        die("--cases: unknown case '%s'\n", tok);
+                                        vb_die("--cases: unknown case '%s'\n", tok);
                                 case_mask |= 1u << j;
                         }
                         break;
@@ -405,11 +325,11 @@ int main(int argc, char **argv) {
                 }
         }
         if (geteuid() != 0)
-                die("needs root (it mounts, in a mount namespace of its own)\n");
+                vb_die("needs root (it mounts, in a mount namespace of its own)\n");
         if (walker_uid == 0 || other_uid == 0 || walker_uid == other_uid)
-                die("--walker-uid and --other-uid: two different non-zero uids\n");
+                vb_die("--walker-uid and --other-uid: two different non-zero uids\n");
         if (rep_ms < 1 || fixed_iterations < 0)
-                die("--rep-ms and --iterations must be positive\n");
+                vb_die("--rep-ms and --iterations must be positive\n");
 
         if (cpu < 0)
                 cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
@@ -424,15 +344,16 @@ int main(int argc, char **argv) {
 
         /* our own namespace: this machine's (or the VM's) mounts never change */
         if (unshare(CLONE_NEWNS))
-                die("unshare(CLONE_NEWNS)");
+                vb_die("unshare(CLONE_NEWNS)");
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-                die("make / private");
+                vb_die("make / private");
         if (!mkdtemp(base))
-                die("mkdtemp");
-        xtmpfs(base);
+                vb_die("mkdtemp");
+        vb_tmpfs(base, "mode=0755,size=64k");
         if (chmod(base, 0755))
-                die("chmod");
-        supported = probe_owner_private(base, &perr);
+                vb_die("chmod");
+        perr = vb_probe_owner_private(base, other_uid);
+        supported = perr == 0;
 
         uname(&u);
         printf("pathwalk.kernel %s\n", u.release);
@@ -468,10 +389,10 @@ int main(int argc, char **argv) {
                 c->kase = cells[k].kase;
                 c->user = cells[k].user;
                 if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
-                        die("pipe");
+                        vb_die("pipe");
                 c->pid = fork();
                 if (c->pid < 0)
-                        die("fork");
+                        vb_die("fork");
                 if (c->pid == 0) {
                         close(down[1]);
                         close(up[0]);
@@ -489,8 +410,8 @@ int main(int argc, char **argv) {
                 /* one setup at a time: their calibrations do not overlap */
                 if (read(c->from_child, c->iterations, sizeof(c->iterations)) !=
                     sizeof(c->iterations))
-                        die("the %s/%s child failed in its setup\n", kase_name[c->kase],
-                            c->user ? "user" : "root");
+                        vb_die("the %s/%s child failed in its setup\n", kase_name[c->kase],
+                               c->user ? "user" : "root");
                 nsets++;
         }
 
@@ -502,7 +423,7 @@ int main(int argc, char **argv) {
 
                                 if (write(sets[s].to_child, &j, sizeof(j)) != sizeof(j) ||
                                     read(sets[s].from_child, &t, sizeof(t)) != sizeof(t))
-                                        die("the %s child died\n", kase_name[sets[s].kase]);
+                                        vb_die("the %s child died\n", kase_name[sets[s].kase]);
                                 sets[s].ns[j][r] = t / (double) sets[s].iterations[j];
                         }
 
@@ -522,7 +443,7 @@ int main(int argc, char **argv) {
                         for (r = 0; r < reps; r++)
                                 printf("%s%.1f", r ? "," : " ", v[r]);
                         printf("\n");
-                        qsort(v, reps, sizeof(double), cmp_double);
+                        qsort(v, reps, sizeof(double), vb_cmp_double);
                         med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
                         printf("%s.ns_per_op %.1f\n", key, med);
                         printf("%s.min %.1f\n", key, v[0]);

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* bench/lib/vm-bench: see vm-bench.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "vm-bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+
+static const char *vb_prog = "vm-bench";
+
+void vb_init(const char *prog) {
+        vb_prog = prog;
+}
+
+void vb_die(const char *fmt, ...) {
+        va_list ap;
+        int e = errno;
+
+        fprintf(stderr, "%s: ", vb_prog);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        if (e && fmt[strlen(fmt) - 1] != '\n')
+                fprintf(stderr, ": %s", strerror(e));
+        fprintf(stderr, "\n");
+        exit(1);
+}
+
+double vb_now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
+}
+
+int vb_cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+void vb_mkdir(const char *p) {
+        if (mkdir(p, 0755) && errno != EEXIST)
+                vb_die("mkdir %s", p);
+}
+
+void vb_tmpfs(const char *p, const char *opts) {
+        if (mount(vb_prog, p, "tmpfs", 0, opts))
+                vb_die("mount tmpfs on %s", p);
+}
+
+int vb_open_path(const char *p) {
+        int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                vb_die("open %s", p);
+        return fd;
+}
+
+int vb_set_owner_private(int fd, uid_t owner) {
+        struct mount_attr_v0 attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE };
+        int r, e;
+
+        setfsuid(owner);
+        r = (int) syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
+        e = errno;
+        setfsuid(0);
+        errno = e;
+        return r;
+}
+
+int vb_probe_owner_private(const char *base, uid_t owner) {
+        char p[PATH_MAX];
+        int fd, r, status;
+        pid_t pid;
+
+        /* in a child, in a namespace of its own: nothing stays behind */
+        pid = fork();
+        if (pid < 0)
+                vb_die("fork");
+        if (pid == 0) {
+                if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                        _exit(100);
+                snprintf(p, sizeof(p), "%s/probe", base);
+                vb_mkdir(p);
+                vb_tmpfs(p, "mode=0755");
+                fd = vb_open_path(p);
+                r = vb_set_owner_private(fd, owner);
+                _exit(r == 0 ? 0 : errno > 0 && errno < 100 ? errno : 99);
+        }
+        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+                vb_die("the probe's child failed\n");
+        if (WEXITSTATUS(status) == 100)
+                vb_die("the probe's child could not make a mount namespace of its own\n");
+        return WEXITSTATUS(status);
+}

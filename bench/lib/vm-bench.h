@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bench/lib/vm-bench: what the benchmarks that run as root inside the test VM share (pathwalk,
+ * mntinfo): one way to die, a clock, the mount steps they take in a namespace of their own,
+ * and MOUNT_ATTR_OWNER_PRIVATE set with a given owner. Plain C on libc only (no libnsclient:
+ * these programs talk to the kernel, not to nsd).
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kernel-abi.h"
+
+struct mount_attr_v0 {
+        uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+/* The program's name for vb_die() and the tmpfs mounts' source; call first. */
+void vb_init(const char *prog);
+
+/* "<prog>: <message>[: <errno text>]" on stderr, exit 1; a message ending in '\n' gets no errno
+ * text (for failures errno does not describe). */
+__attribute__((format(printf, 1, 2), noreturn)) void vb_die(const char *fmt, ...);
+
+/* CLOCK_MONOTONIC in ns. */
+double vb_now_ns(void);
+
+/* qsort() order of doubles. */
+int vb_cmp_double(const void *a, const void *b);
+
+/* mkdir (an existing folder is fine), a tmpfs with @opts, an O_PATH descriptor: or vb_die(). */
+void vb_mkdir(const char *p);
+void vb_tmpfs(const char *p, const char *opts);
+int vb_open_path(const char *p);
+
+/* mount_setattr(fd, "", AT_EMPTY_PATH, OWNER_PRIVATE) with fsuid @owner, who then owns the
+ * mount; fsuid 0 again after it. 0, or -1 with errno. */
+int vb_set_owner_private(int fd, uid_t owner);
+
+/* As nsd's start-up probe: in a child, in a mount namespace of its own, a tmpfs on @base/probe
+ * made owner-private for @owner. On the patched kernel this sets "owner-private ever used" for
+ * good. 0 (supported) or the errno of mount_setattr() (EINVAL: a kernel without it). */
+int vb_probe_owner_private(const char *base, uid_t owner);
