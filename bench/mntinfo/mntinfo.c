@@ -37,9 +37,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <linux/ioctl.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,19 +45,12 @@
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernel-abi.h"
 #include "vm-bench.h"
-
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
 
 /* nsfs (include/uapi/linux/nsfs.h), Linux 6.12; as kernel-patches/6.12/0010 defines it */
 struct mnt_ns_info_v0 {

@@ -43,27 +43,17 @@
 #include <grp.h>
 #include <limits.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernel-abi.h"
 #include "vm-bench.h"
-
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
 
 #define MAX_DEPTHS 8
 #define MAX_DEPTH 200
@@ -99,6 +89,17 @@ static uid_t walker_uid = 1000, other_uid = 2000;
 static int cpu = -1;
 static unsigned case_mask = 0x1f;
 
+/* A tmpfs on p, made owner-private for owner before anything walks into it. */
+static void private_tmpfs(const char *p, uid_t owner) {
+        int fd;
+
+        vb_tmpfs(p, "mode=0755,size=64k");
+        fd = vb_open_path(p);
+        if (vb_set_owner_private(fd, owner))
+                vb_die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", p, owner);
+        close(fd);
+}
+
 /* The path of level i (1..n) as seen from the case's base: n<N>/m, n<N>/m/d, ... */
 static void level_path(char *buf, size_t len, int n, int i) {
         int k, off = snprintf(buf, len, "n%d/m", n);
@@ -127,12 +128,7 @@ static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
                 if (kase == K_SIBLING) {
                         snprintf(q, sizeof(q), "%s/s", p);
                         vb_mkdir(q);
-                        vb_tmpfs(q, "mode=0755,size=64k");
-                        fd = vb_open_path(q);
-                        if (vb_set_owner_private(fd, other_uid))
-                                vb_die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", q,
-                                       other_uid);
-                        close(fd);
+                        private_tmpfs(q, other_uid);
                 }
                 if (i < n) {
                         snprintf(q, sizeof(q), "%s/d", p);
@@ -149,14 +145,9 @@ static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
                         *dev = st.st_dev;
                 }
                 if (kase == K_HIDDEN) {
-                        /* B_i on top of A_i, private for another uid at once: from now on root's walk of
-             * p (and of the next levels) stays in A_i. */
-                        vb_tmpfs(p, "mode=0755,size=64k");
-                        fd = vb_open_path(p);
-                        if (vb_set_owner_private(fd, other_uid))
-                                vb_die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", p,
-                                       other_uid);
-                        close(fd);
+                        /* B_i on top of A_i, private for another uid at once: from now on
+                         * root's walk of p (and of the next levels) stays in A_i. */
+                        private_tmpfs(p, other_uid);
                 }
         }
         if (kase == K_OWN) {
