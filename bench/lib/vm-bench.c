@@ -17,6 +17,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,4 +113,77 @@ int vb_probe_owner_private(const char *base, uid_t owner) {
         if (WEXITSTATUS(status) == 100)
                 vb_die("the probe's child could not make a mount namespace of its own\n");
         return WEXITSTATUS(status);
+}
+
+void vb_pin_cpu(int *cpu) {
+        cpu_set_t set;
+
+        if (*cpu < 0)
+                *cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
+        CPU_ZERO(&set);
+        CPU_SET(*cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set))
+                *cpu = -1;
+}
+
+void vb_private_base(char *base, const char *opts) {
+        if (unshare(CLONE_NEWNS))
+                vb_die("unshare(CLONE_NEWNS)");
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                vb_die("make / private");
+        if (!mkdtemp(base))
+                vb_die("mkdtemp");
+        vb_tmpfs(base, opts);
+        if (chmod(base, 0755))
+                vb_die("chmod");
+}
+
+void vb_print_machine(const char *prog, int cpu) {
+        struct utsname u;
+
+        uname(&u);
+        printf("%s.kernel %s\n", prog, u.release);
+        printf("%s.cpus %ld\n", prog, sysconf(_SC_NPROCESSORS_ONLN));
+        printf("%s.pinned_cpu %d\n", prog, cpu);
+}
+
+pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, const int *close_fds,
+               size_t n_close, int *to_child, int *from_child) {
+        int down[2], up[2];
+        pid_t pid;
+
+        if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
+                vb_die("pipe");
+        pid = fork();
+        if (pid < 0)
+                vb_die("fork");
+        if (pid == 0) {
+                close(down[1]);
+                close(up[0]);
+                for (size_t i = 0; i < n_close; i++)
+                        close(close_fds[i]);
+                run(arg, down[0], up[1]);
+                _exit(0);
+        }
+        close(down[0]);
+        close(up[1]);
+        *to_child = down[1];
+        *from_child = up[0];
+        return pid;
+}
+
+void vb_print_reps(const char *key, double *v, int reps, const char *p50_name, const char *min_name,
+                   const char *max_name) {
+        double med;
+
+        printf("%s.samples", key);
+        for (int r = 0; r < reps; r++)
+                printf("%s%.1f", r ? "," : " ", v[r]);
+        printf("\n");
+        qsort(v, reps, sizeof(double), vb_cmp_double);
+        med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
+        printf("%s.%s %.1f\n", key, p50_name, med);
+        printf("%s.%s %.1f\n", key, min_name, v[0]);
+        printf("%s.%s %.1f\n", key, max_name, v[reps - 1]);
+        printf("%s.spread_pct %.1f\n", key, 100.0 * (v[reps - 1] - v[0]) / med);
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "kernel-abi.h"
@@ -42,3 +43,26 @@ int vb_set_owner_private(int fd, uid_t owner);
  * made owner-private for @owner. On the patched kernel this sets "owner-private ever used" for
  * good. 0 (supported) or the errno of mount_setattr() (EINVAL: a kernel without it). */
 int vb_probe_owner_private(const char *base, uid_t owner);
+
+/* Pin this process to CPU *cpu (the last one when *cpu < 0); *cpu is -1 when that failed (the
+ * caller prints it: not fatal). */
+void vb_pin_cpu(int *cpu);
+
+/* A mount namespace of the caller's own (/ made private: this machine's, or the VM's, mounts
+ * never change), and in it a tmpfs with @opts on @base, a mkdtemp() template, mode 0755. */
+void vb_private_base(char *base, const char *opts);
+
+/* "<prog>.kernel", ".cpus" and ".pinned_cpu" lines on stdout. */
+void vb_print_machine(const char *prog, int cpu);
+
+/* A child that runs @run(@arg, rfd, wfd) and exits 0: the parent writes requests to
+ * *to_child and reads answers from *from_child. @close_fds (@n_close of them, the parent's
+ * ends for earlier children) are closed in the child, or a sibling would never see its end of
+ * file. The child's pid. */
+pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, const int *close_fds,
+               size_t n_close, int *to_child, int *from_child);
+
+/* The repetitions of one cell: "<key>.samples a,b,...", then the median, the minimum and the
+ * maximum under the names given, and "<key>.spread_pct" ((max - min) / median). Sorts @v. */
+void vb_print_reps(const char *key, double *v, int reps, const char *p50_name, const char *min_name,
+                   const char *max_name);

@@ -45,7 +45,6 @@
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,7 +139,18 @@ static long calibrate(int nsfd, uid_t uid) {
 
 /* The child of one N: fills its own namespace, then answers "caller" requests with one
  * repetition each (total ns). Its first message: what it built (struct ns_set's counts). */
-static void child(struct ns_set *c, int rfd, int wfd, const char *base, int with_hidden) {
+struct child_arg {
+        struct ns_set *c;
+        const char *base;
+        int with_hidden;
+};
+
+/* One namespace's child (vb_spawn()): builds it, then answers the parent's requests. */
+static void child(void *arg, int rfd, int wfd) {
+        struct ns_set *c = ((struct child_arg *) arg)->c;
+        const char *base = ((struct child_arg *) arg)->base;
+        int with_hidden = ((struct child_arg *) arg)->with_hidden;
+
         char dir[PATH_MAX - 64], src[PATH_MAX], p[PATH_MAX];
         uid_t uids[NCALLERS] = { 0, user_uid };
         uint32_t before;
@@ -221,7 +231,6 @@ int main(int argc, char **argv) {
         struct ns_set sets[MAX_NS];
         int nsets = 0, perr, opt, j, k, r, s;
         char base[] = "/tmp/mntinfo.XXXXXX", *tok, *save;
-        struct utsname u;
         double t0;
 
         vb_init("mntinfo");
@@ -278,25 +287,8 @@ int main(int argc, char **argv) {
         if (rep_ms < 1)
                 vb_die("--rep-ms must be positive\n");
 
-        if (cpu < 0)
-                cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
-        {
-                cpu_set_t set;
-
-                CPU_ZERO(&set);
-                CPU_SET(cpu, &set);
-                if (sched_setaffinity(0, sizeof(set), &set))
-                        cpu = -1; /* not fatal: said below */
-        }
-
-        /* our own namespace: this machine's (or the VM's) mounts never change */
-        if (unshare(CLONE_NEWNS))
-                vb_die("unshare(CLONE_NEWNS)");
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-                vb_die("make / private");
-        if (!mkdtemp(base))
-                vb_die("mkdtemp");
-        vb_tmpfs(base, "mode=0755");
+        vb_pin_cpu(&cpu);
+        vb_private_base(base, "mode=0755");
         perr = vb_probe_owner_private(base, PROBE_UID);
         if (perr && perr != EINVAL)
                 fprintf(stderr,
@@ -309,10 +301,7 @@ int main(int argc, char **argv) {
                 vb_die("--hidden: the kernel has no MOUNT_ATTR_OWNER_PRIVATE (mount_setattr: %s)\n",
                        strerror(perr));
 
-        uname(&u);
-        printf("mntinfo.kernel %s\n", u.release);
-        printf("mntinfo.cpus %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
-        printf("mntinfo.pinned_cpu %d\n", cpu);
+        vb_print_machine("mntinfo", cpu);
         printf("mntinfo.owner_private %s\n", perr == 0        ? "supported"
                                              : perr == EINVAL ? "unsupported"
                                                               : "probe failed");
@@ -327,40 +316,28 @@ int main(int argc, char **argv) {
 
         for (j = 0; j < ncounts; j++) {
                 struct ns_set *c = &sets[nsets];
-                int down[2], up[2];
+                struct child_arg arg = { c, base, hidden };
+                int fds[2 * MAX_NS];
 
                 memset(c, 0, sizeof(*c));
                 c->n = counts[j];
-                if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
-                        vb_die("pipe");
-                t0 = vb_now_ns();
-                c->pid = fork();
-                if (c->pid < 0)
-                        vb_die("fork");
-                if (c->pid == 0) {
-                        close(down[1]);
-                        close(up[0]);
-                        for (s = 0; s < nsets; s++) { /* or a sibling never sees its end of file */
-                                close(sets[s].to_child);
-                                close(sets[s].from_child);
-                        }
-                        child(c, down[0], up[1], base, hidden);
-                        _exit(0);
+                for (s = 0; s < nsets; s++) {
+                        fds[2 * s] = sets[s].to_child;
+                        fds[2 * s + 1] = sets[s].from_child;
                 }
-                close(down[0]);
-                close(up[1]);
+                t0 = vb_now_ns();
+                c->pid = vb_spawn(child, &arg, fds, 2 * (size_t) nsets, &c->to_child,
+                                  &c->from_child);
                 /* one setup at a time: their calibrations do not overlap */
                 {
                         struct ns_set built;
 
-                        if (read(up[0], &built, sizeof(built)) != sizeof(built))
+                        if (read(c->from_child, &built, sizeof(built)) != sizeof(built))
                                 vb_die("the child of N=%d failed in its setup\n", counts[j]);
                         memcpy(c->nr_mounts, built.nr_mounts, sizeof(c->nr_mounts));
                         memcpy(c->iterations, built.iterations, sizeof(c->iterations));
                         c->nr_base = built.nr_base;
                 }
-                c->to_child = down[1];
-                c->from_child = up[0];
                 printf("mntinfo.n%d.setup_s %.2f\n", c->n, (vb_now_ns() - t0) / 1e9);
                 fflush(stdout);
                 nsets++;
@@ -388,21 +365,13 @@ int main(int argc, char **argv) {
                 printf("mntinfo.n%d.nr_mounts_all %u\n", c->n, c->nr_base + c->n + !!hidden);
                 for (k = 0; k < NCALLERS; k++) {
                         char key[64];
-                        double v[MAX_REPS], med;
+                        double v[MAX_REPS];
 
                         snprintf(key, sizeof(key), "mntinfo.n%d.%s", c->n, caller_name[k]);
                         printf("%s.nr_mounts %u\n", key, c->nr_mounts[k]);
                         memcpy(v, c->ns[k], sizeof(double) * reps);
-                        printf("%s.samples", key);
-                        for (r = 0; r < reps; r++)
-                                printf("%s%.1f", r ? "," : " ", v[r]);
-                        printf("\n");
-                        qsort(v, reps, sizeof(double), vb_cmp_double);
-                        med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
-                        printf("%s.ns_per_call_p50 %.1f\n", key, med);
-                        printf("%s.ns_per_call_min %.1f\n", key, v[0]);
-                        printf("%s.ns_per_call_max %.1f\n", key, v[reps - 1]);
-                        printf("%s.spread_pct %.1f\n", key, 100.0 * (v[reps - 1] - v[0]) / med);
+                        vb_print_reps(key, v, reps, "ns_per_call_p50", "ns_per_call_min",
+                                      "ns_per_call_max");
                         printf("%s.iterations %ld\n", key, c->iterations[k]);
                 }
         }

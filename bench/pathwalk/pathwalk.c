@@ -48,7 +48,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -185,7 +184,16 @@ static long calibrate(const char *file) {
 
 /* The child of one case x walker: builds every depth in its own mount namespace, becomes the
  * walker, then answers "depth index" requests with one repetition each (iterations, total ns). */
-static void child(struct cell_set *c, int rfd, int wfd, const char *base) {
+struct child_arg {
+        struct cell_set *c;
+        const char *base;
+};
+
+/* One cell set's child (vb_spawn()): builds its chains, then answers the parent's requests. */
+static void child(void *arg, int rfd, int wfd) {
+        struct cell_set *c = ((struct child_arg *) arg)->c;
+        const char *base = ((struct child_arg *) arg)->base;
+
         char dir[PATH_MAX], files[MAX_DEPTHS][PATH_MAX];
         dev_t devs[MAX_DEPTHS];
         long iters[MAX_DEPTHS];
@@ -260,7 +268,6 @@ int main(int argc, char **argv) {
         struct cell_set sets[NCELLS];
         int nsets = 0, supported, perr = 0, opt, j, r, s;
         char base[] = "/tmp/pathwalk.XXXXXX", *tok, *save;
-        struct utsname u;
 
         vb_init("pathwalk");
 
@@ -322,34 +329,12 @@ int main(int argc, char **argv) {
         if (rep_ms < 1 || fixed_iterations < 0)
                 vb_die("--rep-ms and --iterations must be positive\n");
 
-        if (cpu < 0)
-                cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
-        {
-                cpu_set_t set;
-
-                CPU_ZERO(&set);
-                CPU_SET(cpu, &set);
-                if (sched_setaffinity(0, sizeof(set), &set))
-                        cpu = -1; /* not fatal: say so below */
-        }
-
-        /* our own namespace: this machine's (or the VM's) mounts never change */
-        if (unshare(CLONE_NEWNS))
-                vb_die("unshare(CLONE_NEWNS)");
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-                vb_die("make / private");
-        if (!mkdtemp(base))
-                vb_die("mkdtemp");
-        vb_tmpfs(base, "mode=0755,size=64k");
-        if (chmod(base, 0755))
-                vb_die("chmod");
+        vb_pin_cpu(&cpu);
+        vb_private_base(base, "mode=0755,size=64k");
         perr = vb_probe_owner_private(base, other_uid);
         supported = perr == 0;
 
-        uname(&u);
-        printf("pathwalk.kernel %s\n", u.release);
-        printf("pathwalk.cpus %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
-        printf("pathwalk.pinned_cpu %d\n", cpu);
+        vb_print_machine("pathwalk", cpu);
         printf("pathwalk.owner_private %s\n", supported ? "supported"
                                               : perr == EINVAL
                                                       ? "unsupported (mount_setattr: EINVAL)"
@@ -370,7 +355,8 @@ int main(int argc, char **argv) {
 
         for (size_t k = 0; k < NCELLS; k++) {
                 struct cell_set *c = &sets[nsets];
-                int down[2], up[2];
+                struct child_arg arg = { c, base };
+                int fds[2 * NCELLS];
 
                 if (!(case_mask & (1u << cells[k].kase)))
                         continue;
@@ -379,25 +365,12 @@ int main(int argc, char **argv) {
                 memset(c, 0, sizeof(*c));
                 c->kase = cells[k].kase;
                 c->user = cells[k].user;
-                if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
-                        vb_die("pipe");
-                c->pid = fork();
-                if (c->pid < 0)
-                        vb_die("fork");
-                if (c->pid == 0) {
-                        close(down[1]);
-                        close(up[0]);
-                        for (s = 0; s < nsets; s++) { /* or a sibling never sees its end of file */
-                                close(sets[s].to_child);
-                                close(sets[s].from_child);
-                        }
-                        child(c, down[0], up[1], base);
-                        _exit(0);
+                for (s = 0; s < nsets; s++) {
+                        fds[2 * s] = sets[s].to_child;
+                        fds[2 * s + 1] = sets[s].from_child;
                 }
-                close(down[0]);
-                close(up[1]);
-                c->to_child = down[1];
-                c->from_child = up[0];
+                c->pid = vb_spawn(child, &arg, fds, 2 * (size_t) nsets, &c->to_child,
+                                  &c->from_child);
                 /* one setup at a time: their calibrations do not overlap */
                 if (read(c->from_child, c->iterations, sizeof(c->iterations)) !=
                     sizeof(c->iterations))
@@ -425,21 +398,12 @@ int main(int argc, char **argv) {
                 waitpid(c->pid, NULL, 0);
                 for (j = 0; j < ndepths; j++) {
                         char key[128];
-                        double v[MAX_REPS], med;
+                        double v[MAX_REPS];
 
                         snprintf(key, sizeof(key), "pathwalk.%s.%s.n%d", kase_name[c->kase],
                                  c->user ? "user" : "root", depths[j]);
                         memcpy(v, c->ns[j], sizeof(double) * reps);
-                        printf("%s.samples", key);
-                        for (r = 0; r < reps; r++)
-                                printf("%s%.1f", r ? "," : " ", v[r]);
-                        printf("\n");
-                        qsort(v, reps, sizeof(double), vb_cmp_double);
-                        med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
-                        printf("%s.ns_per_op %.1f\n", key, med);
-                        printf("%s.min %.1f\n", key, v[0]);
-                        printf("%s.max %.1f\n", key, v[reps - 1]);
-                        printf("%s.spread_pct %.1f\n", key, 100.0 * (v[reps - 1] - v[0]) / med);
+                        vb_print_reps(key, v, reps, "ns_per_op", "min", "max");
                         printf("%s.iterations %ld\n", key, c->iterations[j]);
                 }
         }
