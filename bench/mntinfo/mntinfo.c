@@ -6,11 +6,12 @@
  *   mntinfo [--mounts 10,1000,10000] [--reps R] [--rep-ms MS] [--hidden | --no-hidden]
  *           [--user-uid U] [--other-uid O] [--cpu C]
  *
- * The patched kernel's "fs: add MOUNT_ATTR_OWNER_PRIVATE" (kernel-patches/6.12/0009, series v3)
- * makes NS_MNT_GET_INFO count only the mounts the caller may see: once the attribute was ever
- * set on the system (nsd's start-up probe sets it in a throwaway namespace) every call walks
- * the whole namespace under namespace_sem. This program times the call against namespaces of
- * about N mounts.
+ * Series v3's "fs: add MOUNT_ATTR_OWNER_PRIVATE" (kernel-patches/6.12/0009) as first written
+ * made NS_MNT_GET_INFO count only the mounts the caller may see: once the attribute was ever
+ * set on the system (nsd's start-up probe sets it in a throwaway namespace) every call walked
+ * the whole namespace under namespace_sem. The patch now reports ->nr_mounts again (O(1),
+ * owner-private mounts counted). This program times the call against namespaces of about N
+ * mounts, on whatever kernel it runs on (bench/mntinfo/run: several images side by side).
  *
  * Runs as root; works in a private mount namespace of its own (unshare(CLONE_NEWNS) +
  * MS_REC|MS_PRIVATE), so nobody else's mounts change. First it flips the kernel's
