@@ -89,6 +89,31 @@ int vb_set_owner_private(int fd, uid_t owner) {
         return r;
 }
 
+void vb_private_tmpfs(const char *p, const char *opts, uid_t owner) {
+        int fd;
+
+        vb_tmpfs(p, opts);
+        fd = vb_open_path(p);
+        if (vb_set_owner_private(fd, owner))
+                vb_die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", p, owner);
+        close(fd);
+}
+
+long vb_calibrate(double (*timed)(void *arg, long iters), void *arg, long start, long floor,
+                  long rep_ms) {
+        long iters = start;
+        double t;
+
+        for (;;) {
+                t = timed(arg, iters);
+                if (t > 20e6 || iters > (1L << 30))
+                        break;
+                iters *= 2;
+        }
+        iters = (long) ((double) iters * (double) rep_ms * 1e6 / t);
+        return iters < floor ? floor : iters;
+}
+
 int vb_probe_owner_private(const char *base, uid_t owner) {
         char p[PATH_MAX];
         int fd, r, status;

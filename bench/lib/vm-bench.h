@@ -39,6 +39,15 @@ int vb_open_path(const char *p);
  * mount; fsuid 0 again after it. 0, or -1 with errno. */
 int vb_set_owner_private(int fd, uid_t owner);
 
+/* A tmpfs with @opts on @p, made owner-private for @owner before anything walks into it; or
+ * vb_die(). */
+void vb_private_tmpfs(const char *p, const char *opts, uid_t owner);
+
+/* Iterations of @timed(@arg, iters) (which returns the ns they took) that last about @rep_ms:
+ * doubled from @start until a run takes 20 ms, then scaled; at least @floor. */
+long vb_calibrate(double (*timed)(void *arg, long iters), void *arg, long start, long floor,
+                  long rep_ms);
+
 /* As nsd's start-up probe: in a child, in a mount namespace of its own, a tmpfs on @base/probe
  * made owner-private for @owner. On the patched kernel this sets "owner-private ever used" for
  * good. 0 (supported) or the errno of mount_setattr() (EINVAL: a kernel without it). */

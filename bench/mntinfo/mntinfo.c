@@ -124,38 +124,35 @@ static double timed_calls(int nsfd, uid_t uid, long iters) {
         return t;
 }
 
-static long calibrate(int nsfd, uid_t uid) {
-        long iters = 4;
-        double t;
+struct calls {
+        int nsfd;
+        uid_t uid;
+};
 
-        for (;;) {
-                t = timed_calls(nsfd, uid, iters);
-                if (t > 20e6 || iters > (1L << 30))
-                        break;
-                iters *= 2;
-        }
-        iters = (long) ((double) iters * (double) rep_ms * 1e6 / t);
-        return iters < 5 ? 5 : iters;
+/* timed_calls() for vb_calibrate() */
+static double timed_calls_of(void *arg, long iters) {
+        const struct calls *c = arg;
+
+        return timed_calls(c->nsfd, c->uid, iters);
 }
 
-/* The child of one N: fills its own namespace, then answers "caller" requests with one
- * repetition each (total ns). Its first message: what it built (struct ns_set's counts). */
 struct child_arg {
         struct ns_set *c;
         const char *base;
         int with_hidden;
 };
 
-/* One namespace's child (vb_spawn()): builds it, then answers the parent's requests. */
+/* The child of one N (vb_spawn()): fills its own namespace, then answers "caller" requests
+ * with one repetition each (total ns). Its first message: what it built (struct ns_set's
+ * counts). */
 static void child(void *arg, int rfd, int wfd) {
         struct ns_set *c = ((struct child_arg *) arg)->c;
         const char *base = ((struct child_arg *) arg)->base;
         int with_hidden = ((struct child_arg *) arg)->with_hidden;
-
         char dir[PATH_MAX - 64], src[PATH_MAX], p[PATH_MAX];
         uid_t uids[NCALLERS] = { 0, user_uid };
         uint32_t before;
-        int nsfd, fd, i, k;
+        int nsfd, i, k;
 
         if (unshare(CLONE_NEWNS))
                 vb_die("N=%d: unshare(CLONE_NEWNS)", c->n);
@@ -186,16 +183,12 @@ static void child(void *arg, int rfd, int wfd) {
         if (with_hidden) {
                 snprintf(p, sizeof(p), "%s/hidden", dir);
                 vb_mkdir(p);
-                vb_tmpfs(p, "mode=0755");
-                fd = vb_open_path(p);
-                if (vb_set_owner_private(fd, other_uid))
-                        vb_die("N=%d: mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", c->n, p,
-                               other_uid);
-                close(fd);
+                vb_private_tmpfs(p, "mode=0755", other_uid);
         }
         for (k = 0; k < NCALLERS; k++) {
                 c->nr_mounts[k] = nr_mounts_as(nsfd, uids[k]);
-                c->iterations[k] = calibrate(nsfd, uids[k]);
+                c->iterations[k] = vb_calibrate(timed_calls_of, &(struct calls) { nsfd, uids[k] },
+                                                4, 5, rep_ms);
         }
         if (write(wfd, c, sizeof(*c)) != sizeof(*c))
                 vb_die("write");

@@ -88,17 +88,6 @@ static uid_t walker_uid = 1000, other_uid = 2000;
 static int cpu = -1;
 static unsigned case_mask = 0x1f;
 
-/* A tmpfs on p, made owner-private for owner before anything walks into it. */
-static void private_tmpfs(const char *p, uid_t owner) {
-        int fd;
-
-        vb_tmpfs(p, "mode=0755,size=64k");
-        fd = vb_open_path(p);
-        if (vb_set_owner_private(fd, owner))
-                vb_die("mount_setattr(OWNER_PRIVATE) on %s as fsuid %u", p, owner);
-        close(fd);
-}
-
 /* The path of level i (1..n) as seen from the case's base: n<N>/m, n<N>/m/d, ... */
 static void level_path(char *buf, size_t len, int n, int i) {
         int k, off = snprintf(buf, len, "n%d/m", n);
@@ -127,7 +116,7 @@ static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
                 if (kase == K_SIBLING) {
                         snprintf(q, sizeof(q), "%s/s", p);
                         vb_mkdir(q);
-                        private_tmpfs(q, other_uid);
+                        vb_private_tmpfs(q, "mode=0755,size=64k", other_uid);
                 }
                 if (i < n) {
                         snprintf(q, sizeof(q), "%s/d", p);
@@ -146,7 +135,7 @@ static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
                 if (kase == K_HIDDEN) {
                         /* B_i on top of A_i, private for another uid at once: from now on
                          * root's walk of p (and of the next levels) stays in A_i. */
-                        private_tmpfs(p, other_uid);
+                        vb_private_tmpfs(p, "mode=0755,size=64k", other_uid);
                 }
         }
         if (kase == K_OWN) {
@@ -164,22 +153,16 @@ static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
         }
 }
 
-static long calibrate(const char *file) {
+/* @iters stat() calls of the file @arg names; the time they took in ns */
+static double timed_stats(void *arg, long iters) {
+        const char *file = arg;
         struct stat st;
-        long iters = 64;
         double t;
 
-        for (;;) {
-                t = vb_now_ns();
-                for (long k = 0; k < iters; k++)
-                        stat(file, &st);
-                t = vb_now_ns() - t;
-                if (t > 20e6 || iters > (1L << 30))
-                        break;
-                iters *= 2;
-        }
-        iters = (long) ((double) iters * (double) rep_ms * 1e6 / t);
-        return iters < 100 ? 100 : iters;
+        t = vb_now_ns();
+        for (long k = 0; k < iters; k++)
+                stat(file, &st);
+        return vb_now_ns() - t;
 }
 
 /* The child of one case x walker: builds every depth in its own mount namespace, becomes the
@@ -227,7 +210,8 @@ static void child(void *arg, int rfd, int wfd) {
                 if (c->kase != K_DIRS && st.st_dev != devs[j])
                         vb_die("%s, N=%d: %s is on the wrong mount\n", kase_name[c->kase],
                                depths[j], files[j]);
-                iters[j] = fixed_iterations ? fixed_iterations : calibrate(files[j]);
+                iters[j] = fixed_iterations ? fixed_iterations
+                                            : vb_calibrate(timed_stats, files[j], 64, 100, rep_ms);
         }
         if (write(wfd, iters, sizeof(iters)) != sizeof(iters))
                 vb_die("write");
@@ -237,12 +221,8 @@ static void child(void *arg, int rfd, int wfd) {
 
                 if (read(rfd, &req, sizeof(req)) != sizeof(req) || req < 0 || req >= ndepths)
                         _exit(0);
-                for (long k = 0; k < 1000; k++) /* warm up: caches, branch predictors */
-                        stat(files[req], &st);
-                t = vb_now_ns();
-                for (long k = 0; k < iters[req]; k++)
-                        stat(files[req], &st);
-                t = vb_now_ns() - t;
+                timed_stats(files[req], 1000); /* warm up: caches, branch predictors */
+                t = timed_stats(files[req], iters[req]);
                 if (write(wfd, &t, sizeof(t)) != sizeof(t))
                         vb_die("write");
         }
