@@ -274,6 +274,48 @@ static const char *probe_dir(void) {
         return NULL;
 }
 
+/* F4 (born false) or F4b (born true) by what it does, in a throwaway namespace with a tmpfs on
+ * dir; the outcome logged. True when present. A bit the kernel takes but that does something
+ * else (another attribute got the value upstream) counts as absent: nsd never sets it. */
+static bool probe_by_effect(const char *dir, bool born) {
+        const char *name = born ? "F4b" : "F4";
+        const char *attr = born ? "MOUNT_ATTR_OWNER_PRIVATE_NEW" : "MOUNT_ATTR_OWNER_PRIVATE";
+        struct probe_args a = {
+                .dir = dir, .root_fd = -1, .ns_fd = -1, .owner_private = !born, .born = born
+        };
+        int r;
+
+        g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
+        r = probe_run(probe_ns_child, &a);
+        if (r < 0) {
+                probe_failed(r,
+                             born ? "probe F4b (mounts born owner-private)"
+                                  : "probe F4 (owner-private mounts)",
+                             &a);
+                return false;
+        }
+        if (a.result != 0) {
+                log_debug_errno(a.result, "Kernel probe %s: mount_setattr(%s) refused (%m): absent",
+                                name, attr);
+                return false;
+        }
+        if (a.why) {
+                log_warning("Kernel probe %s: mount_setattr() takes %s (0x%llx) but %s: not what "
+                            "nsd knows by that name, treating %s as absent",
+                            name, attr,
+                            born ? (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE_NEW
+                                 : (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE,
+                            a.why, name);
+                return false;
+        }
+        log_debug("Kernel probe %s: %s: present", name,
+                  born ? "a mount attached below the policy by a task with a user's real uid is "
+                         "born owner-private for it"
+                       : "a mount made owner-private is its owner's alone (file and mountinfo "
+                         "line hidden from root)");
+        return true;
+}
+
 uint32_t kernel_features_probe(void) {
         const char *dir = probe_dir();
         uint32_t features = 0;
@@ -347,48 +389,12 @@ uint32_t kernel_features_probe(void) {
                                           : "failed: absent");
         }
 
-        /* F4 */
-        a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1, .owner_private = true };
-        g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
-        r = probe_run(probe_ns_child, &a);
-        if (r < 0)
-                probe_failed(r, "probe F4 (owner-private mounts)", &a);
-        else if (a.result != 0)
-                log_debug_errno(a.result,
-                                "Kernel probe F4: mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) "
-                                "refused (%m): absent");
-        else if (a.why)
-                /* the bit means something else on this kernel: never set it */
-                log_warning("Kernel probe F4: mount_setattr() takes MOUNT_ATTR_OWNER_PRIVATE "
-                            "(0x%llx) but %s: not the owner-private attribute nsd knows, "
-                            "treating F4 as absent",
-                            (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE, a.why);
-        else {
+        /* F4, then F4b (which needs F4) */
+        if (probe_by_effect(dir, false))
                 features |= NSD_FEATURE_OWNER_PRIVATE;
-                log_debug("Kernel probe F4: a mount made owner-private is its owner's alone "
-                          "(file and mountinfo line hidden from root): present");
-        }
-        if (!(features & NSD_FEATURE_OWNER_PRIVATE))
+        else
                 return features;
-
-        /* F4b */
-        a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1, .born = true };
-        g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
-        r = probe_run(probe_ns_child, &a);
-        if (r < 0)
-                probe_failed(r, "probe F4b (mounts born owner-private)", &a);
-        else if (a.result != 0)
-                log_debug_errno(a.result,
-                                "Kernel probe F4b: mount_setattr(MOUNT_ATTR_OWNER_PRIVATE_NEW) "
-                                "refused (%m): absent");
-        else if (a.why)
-                log_warning("Kernel probe F4b: mount_setattr() takes MOUNT_ATTR_OWNER_PRIVATE_NEW "
-                            "(0x%llx) but %s: not the policy nsd knows, treating F4b as absent",
-                            (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE_NEW, a.why);
-        else {
+        if (probe_by_effect(dir, true))
                 features |= NSD_FEATURE_OWNER_PRIVATE_NEW;
-                log_debug("Kernel probe F4b: a mount attached below the policy by a task with "
-                          "a user's real uid is born owner-private for it: present");
-        }
         return features;
 }
