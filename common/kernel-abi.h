@@ -18,3 +18,9 @@
 #ifndef MOUNT_ATTR_OWNER_PRIVATE
 #define MOUNT_ATTR_OWNER_PRIVATE 0x80000000ULL
 #endif
+/* F4b: the policy that makes a mount attached below a mount carrying it born owner-private
+ * for the attaching task's real uid ('fs: let mounts be born owner-private'). Probed by what
+ * it does, as F4. */
+#ifndef MOUNT_ATTR_OWNER_PRIVATE_NEW
+#define MOUNT_ATTR_OWNER_PRIVATE_NEW 0x40000000ULL
+#endif

@@ -117,6 +117,8 @@ int nsc_join_session(nsc_conn *conn, uid_t uid, unsigned flags, pid_t pid, const
 #define NSC_FEATURE_PROC_MOUNTS_ROOT 0x2u
 #define NSC_FEATURE_FSPICK_CHECK 0x4u
 #define NSC_FEATURE_OWNER_PRIVATE 0x8u
+/* protocol 1.9: mounts can be born owner-private (kernel F4b) */
+#define NSC_FEATURE_OWNER_PRIVATE_NEW 0x10u
 #define NSC_FEATURE_PIN_NAMESPACE 0x100u
 /* nsd >= 1.1: mode private is on (nsd.conf [Private] Enable=yes) ... */
 #define NSC_FEATURE_PRIVATE_MODE 0x200u

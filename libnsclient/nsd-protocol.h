@@ -115,6 +115,9 @@
  *        that volume already (a wrong one: the volume's unit runs it again), instead of
  *        answering -EALREADY. A 1.7 nsd answers UNLOCK with -EOPNOTSUPP ("unknown request
  *        type") and closes the connection; older clients ignore the new flags.
+ *   1.9  STATUS features may carry NSD_FEATURE_OWNER_PRIVATE_NEW: the kernel makes mounts
+ *        born owner-private (F4b), and in mode private nsd gives the initial namespace's
+ *        mounts that policy ([Private] BornPrivate=). Older clients ignore the bit.
  */
 #pragma once
 
@@ -148,7 +151,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 8
+#define NSD_PROTO_MINOR 9
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -313,7 +316,9 @@ _Static_assert(sizeof(struct nsd_req_status) == 24, "nsd_req_status layout");
 #define NSD_FEATURE_PROC_MOUNTS_ROOT 0x2u /* F2: /proc/PID/mount* follow the task's root */
 #define NSD_FEATURE_FSPICK_CHECK 0x4u     /* F3: fspick honours check_mnt */
 #define NSD_FEATURE_OWNER_PRIVATE 0x8u    /* F4: owner-private mount attribute */
-#define NSD_FEATURE_PIN_NAMESPACE 0x100u  /* pins held in nsd's own pin namespace */
+/* 1.9: F4b, mounts born owner-private below a mount with MOUNT_ATTR_OWNER_PRIVATE_NEW */
+#define NSD_FEATURE_OWNER_PRIVATE_NEW 0x10u
+#define NSD_FEATURE_PIN_NAMESPACE 0x100u /* pins held in nsd's own pin namespace */
 /* 1.1: mode private (nsd.conf [Private] Enable=yes) is on: user FUSE mounts in the initial
  * namespace get the owner-private attribute as they appear */
 #define NSD_FEATURE_PRIVATE_MODE 0x200u

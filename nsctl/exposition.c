@@ -70,6 +70,7 @@ static const struct {
         { NSC_FEATURE_PROC_MOUNTS_ROOT, "proc_mounts_root" },
         { NSC_FEATURE_FSPICK_CHECK, "fspick_check" },
         { NSC_FEATURE_OWNER_PRIVATE, "owner_private" },
+        { NSC_FEATURE_OWNER_PRIVATE_NEW, "born_private" },
         { NSC_FEATURE_PIN_NAMESPACE, "pin_namespace" },
 };
 

@@ -227,6 +227,7 @@ static const struct feature_info {
         { NSC_FEATURE_PROC_MOUNTS_ROOT, "proc-mounts-root", "F2: /proc mounts follow the root" },
         { NSC_FEATURE_FSPICK_CHECK, "fspick-check", "F3: fspick checked like other mount calls" },
         { NSC_FEATURE_OWNER_PRIVATE, "owner-private", "F4: owner-private mounts" },
+        { NSC_FEATURE_OWNER_PRIVATE_NEW, "born-private", "F4b: mounts born owner-private" },
         { NSC_FEATURE_PIN_NAMESPACE, "pin-namespace", "pins kept in nsd's own pin namespace" },
 };
 

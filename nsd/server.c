@@ -171,6 +171,31 @@ static void server_sync_api(Server *s) {
 
 /* ---- mode private ----------------------------------------------------------------------- */
 
+/* [Private] BornPrivate= in mode private, on a kernel with F4b: the policy on every mount of
+ * the initial namespace (want), or off again when nsd had set it. A failure is logged and
+ * leaves the watch to hide users' new mounts as they appear. */
+static void server_born_private_apply(Server *s, bool want) {
+        g_autofree char *why = NULL;
+
+        if (!(s->features & NSD_FEATURE_OWNER_PRIVATE_NEW) || want == s->born_private_set)
+                return;
+        if (private_born_apply(want, &why) < 0) {
+                log_error("Mode private: %s; %s", why,
+                          want ? "users' new FUSE mounts are hidden as nsd's watch finds them, "
+                                 "a moment after they appear"
+                               : "mounts made below them by users stay born owner-private");
+                return;
+        }
+        s->born_private_set = want;
+        if (want)
+                log_info("Mode private: the mounts of the initial namespace carry the "
+                         "born-private policy (kernel F4b): a mount a user makes below them is "
+                         "owner-private from its first instant");
+        else
+                log_info("Mode private: the born-private policy is cleared from the mounts of "
+                         "the initial namespace; users' new mounts are plain until hidden");
+}
+
 /* Start or stop mode private as [Private] Enable= says (at start and after a reload). On a
  * kernel without F4 the mode is refused with an error in the log and in `nsctl status`;
  * nsd goes on serving namespaces: refusing to start would refuse every PAM login. */
@@ -180,6 +205,7 @@ static void server_private_mode_apply(Server *s) {
 
         if (!s->config.private_mode) {
                 s->private_unavailable = false;
+                server_born_private_apply(s, false);
                 if (s->private_watch) {
                         private_watch_free(g_steal_pointer(&s->private_watch));
                         log_info("Mode private off: new FUSE mounts of users are no longer "
@@ -187,8 +213,10 @@ static void server_private_mode_apply(Server *s) {
                 }
                 return;
         }
-        if (s->private_watch)
+        if (s->private_watch) {
+                server_born_private_apply(s, s->config.born_private);
                 return;
+        }
         r = private_supported(s->features, &why);
         if (r < 0) {
                 s->private_unavailable = true;
@@ -198,6 +226,8 @@ static void server_private_mode_apply(Server *s) {
                           why);
                 return;
         }
+        /* the policy before the watch: a mount made meanwhile is born private or watched */
+        server_born_private_apply(s, s->config.born_private);
         r = private_watch_new(s->policy, s->children, &s->config, &s->private_watch);
         if (r < 0) {
                 s->private_unavailable = true;
@@ -277,11 +307,12 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
         if (setup->probe_kernel) {
                 s->features = kernel_features_probe();
                 log_info("Kernel features: setns-dirfd=%s proc-mounts-root=%s fspick-check=%s "
-                         "owner-private=%s",
+                         "owner-private=%s born-private=%s",
                          yes_no(s->features & NSD_FEATURE_SETNS_DIRFD),
                          yes_no(s->features & NSD_FEATURE_PROC_MOUNTS_ROOT),
                          yes_no(s->features & NSD_FEATURE_FSPICK_CHECK),
-                         yes_no(s->features & NSD_FEATURE_OWNER_PRIVATE));
+                         yes_no(s->features & NSD_FEATURE_OWNER_PRIVATE),
+                         yes_no(s->features & NSD_FEATURE_OWNER_PRIVATE_NEW));
         }
 
         /* the rooms, bottom up */
@@ -302,6 +333,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                 .state = s->state,
                 .pending = s->pending,
                 .children = s->children,
+                .kernel_features = s->features,
         });
         users_set_changed(s->users, on_users_changed, s);
         s->api = (Api) {

@@ -53,6 +53,7 @@ struct Server {
         PrivateWatch *private_watch; /* mode private on ([Private] Enable=yes) */
         ShareBound *share_bound;     /* [Share] MaxMountsPerUser= */
         bool private_unavailable;    /* Enable=yes, refused: see server_private_mode_apply() */
+        bool born_private_set;       /* nsd gave the initial namespace's mounts the F4b policy */
         uint64_t started_usec;
 
         /* the rooms, bottom up */

@@ -224,6 +224,33 @@ int private_supported(uint32_t features, char **ret_why) {
         return 0;
 }
 
+/* ---- born private ------------------------------------------------------------------------- */
+
+static int policy_child(void *p) {
+        struct op *o = p;
+        struct mount_attr attr = { 0 };
+
+        if (o->unhide)
+                attr.attr_clr = MOUNT_ATTR_OWNER_PRIVATE_NEW;
+        else
+                attr.attr_set = MOUNT_ATTR_OWNER_PRIVATE_NEW;
+        if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE | AT_NO_AUTOMOUNT, &attr, sizeof attr) < 0)
+                return helper_fail(&o->s, HELPER_STEP_SETATTR);
+        return 0;
+}
+
+int private_born_apply(bool on, char **ret_why) {
+        struct op o = { .fd = -1, .unhide = !on };
+        int r = run_op(policy_child, &o);
+
+        if (r < 0)
+                return why_set(ret_why, r,
+                               "cannot %s the born-private policy on the mounts of "
+                               "the initial namespace: %s: %s",
+                               on ? "set" : "clear", op_step(&o), strerror(-r));
+        return 0;
+}
+
 /* ---- mount tables ------------------------------------------------------------------------- */
 
 /* nsd's (root's) view of its mount table */

@@ -35,6 +35,15 @@
  * cannot take a user's fsuid (CAP_SETUID dropped). Runs a helper child the first time. */
 int private_supported(uint32_t features, char **ret_why);
 
+/* F4b ([Private] BornPrivate=): set (on) or clear the policy MOUNT_ATTR_OWNER_PRIVATE_NEW on
+ * every mount of nsd's (the initial) namespace, recursively from "/": from then on a mount
+ * that a task whose real uid is not 0 attaches below any of them (fusermount3, a user's mount
+ * of a "user" fstab entry) is born owner-private for that uid, with no instant in which
+ * anyone else could reach it; mounts attached below carry the policy on. Runs a helper
+ * child (mount_setattr() walks no path a user controls and calls no file system). Returns 0,
+ * or -errno with *ret_why (g_malloc()ed). The caller checks NSD_FEATURE_OWNER_PRIVATE_NEW. */
+int private_born_apply(bool on, char **ret_why);
+
 /* Start watching the initial namespace's mount table: hides the FUSE mounts of managed uids
  * (policy) that exist now, then each new one as it appears. Runs on the GLib main context;
  * walks run in children of set, with config's PathWalkTimeoutSec= (config is read when a

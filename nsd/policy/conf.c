@@ -38,6 +38,7 @@ static const char *const namespaces_keys[] = {
 };
 static const char *const private_keys[] = {
         "Enable",
+        "BornPrivate",
         NULL,
 };
 /* [Limits]: every key is a count or a time, so one table says name, range and field. */
@@ -137,6 +138,7 @@ void config_init_defaults(Config *ret) {
                 .path_walk_timeout_usec = 5 * USEC_PER_SEC,
                 .setuid_request_timeout_usec = 1 * USEC_PER_SEC,
                 .private_mode = false,
+                .born_private = true,
         };
         setup_conf_init(&ret->setup);
 }
@@ -513,6 +515,13 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                         if (config_parse_bool(value, &c.private_mode) < 0) {
                                 r = fail(ret_error, filename, k->line,
                                          "Enable=%s: expected yes or no", value);
+                                goto fail;
+                        }
+                } else if (KEY("BornPrivate")) {
+                        g_assert(strcmp(k->group, GROUP_PRIVATE) == 0);
+                        if (config_parse_bool(value, &c.born_private) < 0) {
+                                r = fail(ret_error, filename, k->line,
+                                         "BornPrivate=%s: expected yes or no", value);
                                 goto fail;
                         }
                 } else if (KEY("Linger")) {

@@ -51,6 +51,8 @@ typedef struct Config {
         uint64_t setuid_request_timeout_usec; /* a set-uid program's first request by then */
         /* [Private] */
         bool private_mode; /* Enable=: mode private, owner-private user FUSE mounts */
+        bool born_private; /* BornPrivate=: with F4b, the initial namespace's mounts get the
+                            * policy that makes users' new mounts born owner-private */
         /* [Setup], [Polydir NAME], [BindReadOnly NAME], [Share NAME] (PrivateTmp=yes is a
          * polydir there) */
         SetupConf setup;

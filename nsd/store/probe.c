@@ -14,6 +14,7 @@
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/errno-util.h"
@@ -31,6 +32,7 @@ struct probe_args {
         int result;      /* 0 or errno of the probed call */
         long lines;
         bool owner_private; /* mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) instead of keeping */
+        bool born;          /* F4b instead: MOUNT_ATTR_OWNER_PRIVATE_NEW */
         char file[64];      /* F4: a file in the probe tmpfs (dir + "/nsd-probe") */
         const char *why;    /* F4: out: what the attribute did not do, NULL: all of it */
 };
@@ -148,7 +150,49 @@ static int probe_owner_private(struct probe_args *a) {
         return 0;
 }
 
-/* A throwaway namespace with a tmpfs on a->dir; F3, and F4 when owner_private. */
+/* F4b, by what it does: the policy MOUNT_ATTR_OWNER_PRIVATE_NEW on the probe tmpfs, then a
+ * tmpfs mounted on a directory in it (a->file) by this child with real uid PROBE_OWNER and
+ * effective uid 0, as fusermount3 runs: root must reach the directory it covers, its owner
+ * the new mount. setresuid() raw, for this task alone (see private.c); with the effective and
+ * saved uids 0 the child keeps its capabilities. a->result, a->why as for F4. */
+static int probe_born_private(struct probe_args *a) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_OWNER_PRIVATE_NEW };
+        struct stat covered, st;
+        bool owner_reaches;
+        int r, err;
+
+        if (mkdir(a->file, 0755) < 0 || stat(a->file, &covered) < 0)
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        a->result = mount_setattr(AT_FDCWD, a->dir, 0, &attr, sizeof attr) < 0 ? errno : 0;
+        if (a->result != 0)
+                return 0;
+        if (syscall(SYS_setresuid, PROBE_OWNER, (uid_t) -1, (uid_t) -1) < 0)
+                return helper_fail(&a->s, HELPER_STEP_IDENTITY);
+        err = mount("nsd-probe-born", a->file, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                    "size=4k,nr_inodes=16") < 0
+                      ? errno
+                      : 0;
+        if (syscall(SYS_setresuid, (uid_t) 0, (uid_t) -1, (uid_t) -1) < 0)
+                return helper_fail(&a->s, HELPER_STEP_IDENTITY);
+        if (err != 0) {
+                errno = err;
+                return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        }
+        if (stat(a->file, &st) < 0 || st.st_dev != covered.st_dev || st.st_ino != covered.st_ino) {
+                a->why = "root reaches a mount born below it";
+                return 0;
+        }
+        if ((r = take_fsuid(a, PROBE_OWNER)))
+                return r;
+        owner_reaches = stat(a->file, &st) == 0 && st.st_dev != covered.st_dev;
+        if ((r = take_fsuid(a, 0)))
+                return r;
+        if (!owner_reaches)
+                a->why = "the real uid that mounted it does not reach it";
+        return 0;
+}
+
+/* A throwaway namespace with a tmpfs on a->dir; F3, and F4 (F4b) when owner_private (born). */
 static int probe_ns_child(void *p) {
         struct probe_args *a = p;
 
@@ -157,6 +201,8 @@ static int probe_ns_child(void *p) {
         if (mount("nsd-probe", a->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   "size=4k,nr_inodes=16") < 0)
                 return helper_fail(&a->s, HELPER_STEP_PROBE_MOUNT);
+        if (a->born)
+                return probe_born_private(a);
         if (a->owner_private)
                 return probe_owner_private(a);
         return helper_open_ns(&a->s, &a->ns_fd, &a->root_fd);
@@ -226,6 +272,48 @@ static const char *probe_dir(void) {
                 if (lstat(dirs[i], &st) >= 0 && S_ISDIR(st.st_mode))
                         return dirs[i];
         return NULL;
+}
+
+/* F4 (born false) or F4b (born true) by what it does, in a throwaway namespace with a tmpfs on
+ * dir; the outcome logged. True when present. A bit the kernel takes but that does something
+ * else (another attribute got the value upstream) counts as absent: nsd never sets it. */
+static bool probe_by_effect(const char *dir, bool born) {
+        const char *name = born ? "F4b" : "F4";
+        const char *attr = born ? "MOUNT_ATTR_OWNER_PRIVATE_NEW" : "MOUNT_ATTR_OWNER_PRIVATE";
+        struct probe_args a = {
+                .dir = dir, .root_fd = -1, .ns_fd = -1, .owner_private = !born, .born = born
+        };
+        int r;
+
+        g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
+        r = probe_run(probe_ns_child, &a);
+        if (r < 0) {
+                probe_failed(r,
+                             born ? "probe F4b (mounts born owner-private)"
+                                  : "probe F4 (owner-private mounts)",
+                             &a);
+                return false;
+        }
+        if (a.result != 0) {
+                log_debug_errno(a.result, "Kernel probe %s: mount_setattr(%s) refused (%m): absent",
+                                name, attr);
+                return false;
+        }
+        if (a.why) {
+                log_warning("Kernel probe %s: mount_setattr() takes %s (0x%llx) but %s: not what "
+                            "nsd knows by that name, treating %s as absent",
+                            name, attr,
+                            born ? (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE_NEW
+                                 : (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE,
+                            a.why, name);
+                return false;
+        }
+        log_debug("Kernel probe %s: %s: present", name,
+                  born ? "a mount attached below the policy by a task with a user's real uid is "
+                         "born owner-private for it"
+                       : "a mount made owner-private is its owner's alone (file and mountinfo "
+                         "line hidden from root)");
+        return true;
 }
 
 uint32_t kernel_features_probe(void) {
@@ -301,26 +389,12 @@ uint32_t kernel_features_probe(void) {
                                           : "failed: absent");
         }
 
-        /* F4 */
-        a = (struct probe_args) { .dir = dir, .root_fd = -1, .ns_fd = -1, .owner_private = true };
-        g_snprintf(a.file, sizeof a.file, "%s/nsd-probe", dir);
-        r = probe_run(probe_ns_child, &a);
-        if (r < 0)
-                probe_failed(r, "probe F4 (owner-private mounts)", &a);
-        else if (a.result != 0)
-                log_debug_errno(a.result,
-                                "Kernel probe F4: mount_setattr(MOUNT_ATTR_OWNER_PRIVATE) "
-                                "refused (%m): absent");
-        else if (a.why)
-                /* the bit means something else on this kernel: never set it */
-                log_warning("Kernel probe F4: mount_setattr() takes MOUNT_ATTR_OWNER_PRIVATE "
-                            "(0x%llx) but %s: not the owner-private attribute nsd knows, "
-                            "treating F4 as absent",
-                            (unsigned long long) MOUNT_ATTR_OWNER_PRIVATE, a.why);
-        else {
+        /* F4, then F4b (which needs F4) */
+        if (probe_by_effect(dir, false))
                 features |= NSD_FEATURE_OWNER_PRIVATE;
-                log_debug("Kernel probe F4: a mount made owner-private is its owner's alone "
-                          "(file and mountinfo line hidden from root): present");
-        }
+        else
+                return features;
+        if (probe_by_effect(dir, true))
+                features |= NSD_FEATURE_OWNER_PRIVATE_NEW;
         return features;
 }

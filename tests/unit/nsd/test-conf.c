@@ -27,6 +27,7 @@ static bool same_as_defaults(const Config *c) {
                g_strv_length(c->groups) == 0 && c->min_uid == d.min_uid &&
                c->max_uid == d.max_uid && c->propagation_private == d.propagation_private &&
                c->private_tmp == d.private_tmp && c->linger_sec == d.linger_sec &&
+               c->private_mode == d.private_mode && c->born_private == d.born_private &&
                c->lookup_timeout_unmanaged == d.lookup_timeout_unmanaged &&
                c->max_namespaces == d.max_namespaces &&
                c->max_sessions_per_user == d.max_sessions_per_user &&
@@ -72,6 +73,7 @@ static void test_defaults(const char *shipped) {
                    c.max_connections == 512 && g_strv_length(c.users) == 1 &&
                    strcmp(c.users[0], "@regular") == 0,
            "defaults: @regular, MinUid=1000, Linger=forever, slave, limits 10000/64/8/512");
+        ok(!c.private_mode && c.born_private, "defaults: [Private] Enable=no, BornPrivate=yes");
         config_done(&c);
 
         if (shipped) {
@@ -179,6 +181,10 @@ static void test_valid(void) {
                    !c.private_tmp && !c.propagation_private,
            "PrivateTmp=off, Propagation=slave");
         config_done(&c);
+        ok(parse("[Private]\nEnable=yes\nBornPrivate=no\n", &c, &err) == 0 && c.private_mode &&
+                   !c.born_private,
+           "[Private] Enable=yes, BornPrivate=no");
+        config_done(&c);
         ok(parse("[Namespaces]\r\nMinUid=1001\r\n", &c, &err) == 0 && c.min_uid == 1001,
            "CRLF line ends");
         config_done(&c);
@@ -223,6 +229,7 @@ static void test_bad_values(void) {
                 { "Namespaces", "Propagation", "shared" },
                 { "Namespaces", "Propagation", "" },
                 { "Namespaces", "PrivateTmp", "maybe" },
+                { "Private", "BornPrivate", "sometimes" },
                 { "Namespaces", "Linger", "never" },
                 { "Namespaces", "Linger", "-1" },
                 { "Namespaces", "Linger", "10s" },

@@ -4,6 +4,10 @@
 # /proc/self/mountinfo, walks through /proc/<alice's pid>/) and visible to every process of
 # alice's, PAM or not; `nsctl hide` does the same on request; nsd keeps only the capabilities it uses.
 # On the stock kernel the same configuration makes nsd say that the mode is unavailable.
+# The watch first (BornPrivate=no); then, on the patched kernels (F4b), BornPrivate=yes and a
+# reload: the initial namespace's mounts carry the born-private policy, and bob and root,
+# racing alice's bindfs mounted and unmounted a hundred times, never reach a file in it;
+# nsd's own namespaces clear the policy.
 #   tests/vm/scenarios/nsd-private-mode.sh BUILD-DIR patched|stock
 set -u
 . tests/vm/lib/vm.sh
@@ -18,6 +22,7 @@ ahome=$(vm_home alice)
 cat > "$NSD_TMP/nsd.conf" <<EOF
 [Private]
 Enable=yes
+BornPrivate=no
 EOF
 
 as_alice() { runuser -u alice -- "$@"; }
@@ -210,5 +215,69 @@ vm_on_exit "umount -l '$ahome/mnt2' 2>/dev/null"
 nsd_wait_log 10 "on '$ahome/mnt2' from everyone but uid $ALICE_UID"
 assert_eq 0 "$(mountinfo_count root "$ahome/mnt2")" "root's mountinfo lines for ~alice/mnt2"
 assert_eq "two" "$(as_alice cat "$ahome/mnt2/f")" "alice's second mount"
+
+say "born private (F4b): BornPrivate=yes (the default) and a reload"
+nsd_has_feature born-private || fail "the patched kernel lacks mounts born owner-private (F4b)"
+assert_eq 0 "$(grep -c owner_private_new /proc/self/mountinfo || true)" \
+        "mounts with the policy before BornPrivate=yes"
+printf '[Private]\nEnable=yes\n' > "$NSD_TMP/nsd.conf"
+kill -HUP "$NSD_PID"
+nsd_wait_log 10 "the mounts of the initial namespace carry the born-private policy"
+grep "born-private" "$NSD_LOG"
+line=$(awk '$5 == "/"' /proc/self/mountinfo | head -n 1)
+echo "root's /: $line"
+assert_contains "$line" ",owner_private_new"
+# nsd's own namespaces clear it from their copies: a user's mounts there stay as they were
+assert_eq 0 "$("$NSCTL" enter alice -- grep -c owner_private_new /proc/self/mountinfo || true)" \
+        "mounts with the policy in alice's namespace"
+
+say "a hundred rounds: alice mounts bindfs on ~/race and unmounts it; bob and root race it"
+as_alice bash -c 'mkdir -p ~/race && echo raced > ~/src/race-file'
+race=$(mktemp -d)
+chmod 0777 "$race"
+vm_on_exit "touch '$race/stop'; umount -l '$ahome/race' 2>/dev/null; rm -rf '$race'"
+# a racer: bash's own test (a stat(), no fork) of the mount point, in a loop. The covered
+# directory is there for everyone; a walk that crosses into alice's FUSE mount gets EACCES
+# from FUSE itself (no allow_other: only alice's processes get an answer), so a failed test
+# is a walk that reached her file system: a line in OUT. OUT.count: how many walks were made.
+cat > "$race/racer" <<'RACER'
+out=$1 target=$2 stop=$3 n=0
+while [ ! -e "$stop" ]; do
+        [ -e "$target" ] || echo "reached at walk $n" >> "$out"
+        n=$((n + 1))
+done
+echo "$n" > "$out.count"
+RACER
+runuser -u bob -- nice -n 10 bash "$race/racer" "$race/bob" "$ahome/race" "$race/stop" &
+bob_racer=$!
+nice -n 10 bash "$race/racer" "$race/root" "$ahome/race" "$race/stop" &
+root_racer=$!
+for round in $(seq 100); do
+        as_alice bindfs --no-allow-other "$ahome/src" "$ahome/race" || fail "round $round: bindfs"
+        as_alice fusermount3 -u "$ahome/race" || fail "round $round: fusermount3 -u"
+done
+touch "$race/stop"
+wait "$bob_racer" "$root_racer"
+echo "walks: bob $(cat "$race/bob.count"), root $(cat "$race/root.count")"
+[ "$(cat "$race/bob.count")" -gt 100 ] || fail "bob's racer hardly ran"
+[ "$(cat "$race/root.count")" -gt 100 ] || fail "root's racer hardly ran"
+assert_eq "" "$(cat "$race/bob" 2>/dev/null)" "bob's walks that reached alice's mount"
+assert_eq "" "$(cat "$race/root" 2>/dev/null)" "root's walks that reached alice's mount"
+# the mount is alice's: born private for her uid, no work for nsd's watch
+as_alice bindfs --no-allow-other "$ahome/src" "$ahome/race"
+assert_eq "raced" "$(as_alice cat "$ahome/race/race-file")" "alice's file through her born-private mount"
+line=$(as_alice awk -v p="$ahome/race" '$5 == p' /proc/self/mountinfo)
+echo "alice's mountinfo: $line"
+assert_contains "$line" "owner_private=$ALICE_UID"
+[ -e "$ahome/race/race-file" ] && fail "root reaches alice's born-private mount"
+grep -q "Hid the .* on '$ahome/race'" "$NSD_LOG" && fail "nsd's watch had to hide a mount that was born private"
+as_alice fusermount3 -u "$ahome/race"
+
+say "BornPrivate=no and a reload clear the policy nsd set"
+printf '[Private]\nEnable=yes\nBornPrivate=no\n' > "$NSD_TMP/nsd.conf"
+kill -HUP "$NSD_PID"
+nsd_wait_log 10 "the born-private policy is cleared"
+assert_eq 0 "$(grep -c owner_private_new /proc/self/mountinfo || true)" \
+        "mounts with the policy after BornPrivate=no"
 
 echo "PASS"
