@@ -333,7 +333,6 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                 .state = s->state,
                 .pending = s->pending,
                 .children = s->children,
-                .kernel_features = s->features,
         });
         users_set_changed(s->users, on_users_changed, s);
         s->api = (Api) {
