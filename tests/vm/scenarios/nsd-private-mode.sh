@@ -243,7 +243,10 @@ done
 assert_eq 1 "$("$NSCTL" enter alice -- awk '$5 == "/home/bp-host"' /proc/self/mountinfo | wc -l)" \
         "copies of root's new tmpfs in alice's namespace"
 
-say "a hundred rounds: alice mounts bindfs on ~/race and unmounts it; bob and root race it"
+# a hundred rounds on 6.12; 25 on 6.1, whose kernel code is the same and where the kernel's own
+# born_private.racer_never_gets_in runs its hundred (a minute of tools/test less)
+case $(uname -r) in 6.1.*) rounds=25 ;; *) rounds=100 ;; esac
+say "$rounds rounds: alice mounts bindfs on ~/race and unmounts it; bob and root race it"
 as_alice bash -c 'mkdir -p ~/race && echo raced > ~/src/race-file'
 race=$(mktemp -d)
 chmod 0777 "$race"
@@ -264,7 +267,7 @@ runuser -u bob -- nice -n 10 bash "$race/racer" "$race/bob" "$ahome/race" "$race
 bob_racer=$!
 nice -n 10 bash "$race/racer" "$race/root" "$ahome/race" "$race/stop" &
 root_racer=$!
-for round in $(seq 100); do
+for round in $(seq "$rounds"); do
         as_alice bindfs --no-allow-other "$ahome/src" "$ahome/race" || fail "round $round: bindfs"
         # -z: a racer's walk holds the mount for an instant while it finds it hidden, and a
         # plain unmount would then fail with EBUSY, as for any mount a walk is crossing
