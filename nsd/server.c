@@ -177,7 +177,15 @@ static void server_sync_api(Server *s) {
 static void server_born_private_apply(Server *s, bool want) {
         g_autofree char *why = NULL;
 
-        if (!(s->features & NSD_FEATURE_OWNER_PRIVATE_NEW) || want == s->born_private_set)
+        if (!(s->features & NSD_FEATURE_OWNER_PRIVATE_NEW)) {
+                if (want)
+                        log_notice("Mode private: BornPrivate=yes does nothing on this kernel "
+                                   "(no MOUNT_ATTR_OWNER_PRIVATE_NEW, kernel F4b): users' new "
+                                   "FUSE mounts are hidden as nsd's watch finds them, a moment "
+                                   "after they appear");
+                return;
+        }
+        if (want == s->born_private_set)
                 return;
         if (private_born_apply(want, &why) < 0) {
                 log_error("Mode private: %s; %s", why,
@@ -333,7 +341,6 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
                 .state = s->state,
                 .pending = s->pending,
                 .children = s->children,
-                .kernel_features = s->features,
         });
         users_set_changed(s->users, on_users_changed, s);
         s->api = (Api) {

@@ -45,9 +45,8 @@ struct Users {
         void *changed_userdata;
         bool starting; /* in users_start() */
         Children *children;
-        uint32_t kernel_features; /* NSD_FEATURE_*, probed */
-        GHashTable *creating;     /* uid -> Creation*: namespaces being set up (not owned) */
-        GHashTable *refused;      /* uid -> Refusal*: a setup that failed, for a while */
+        GHashTable *creating; /* uid -> Creation*: namespaces being set up (not owned) */
+        GHashTable *refused;  /* uid -> Refusal*: a setup that failed, for a while */
 };
 
 /* A namespace being set up (users_join_start()), and who waits for it. */
@@ -129,7 +128,6 @@ Users *users_new(const UsersSetup *setup) {
         reg->next_session_id = ((uint64_t) g_random_int() << 32 | g_random_int()) | 1;
         reg->max_namespaces = setup->config->max_namespaces;
         reg->children = setup->children;
-        reg->kernel_features = setup->kernel_features;
         reg->creating = g_hash_table_new(g_direct_hash, g_direct_equal);
         reg->refused = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, refusal_free);
         return reg;
@@ -278,10 +276,9 @@ User *users_add(Users *reg, UserNs *ns, GArray *baseline, UserAddFlags flags) {
         return users_add_made(reg, ns, baseline, NULL, NULL, NULL, flags);
 }
 
-static NsSetup config_ns_setup(const Users *reg) {
+static NsSetup config_ns_setup(const Config *cfg) {
         return (NsSetup) {
-                .propagation_private = reg->config->propagation_private,
-                .clear_born_private = reg->kernel_features & NSD_FEATURE_OWNER_PRIVATE_NEW,
+                .propagation_private = cfg->propagation_private,
         };
 }
 
@@ -371,7 +368,7 @@ static User *users_created(Users *reg, UserNs *ns, const char *generation, char 
 
 /* A namespace made and pinned at once (nothing to set up). */
 static int create_now(Users *reg, uid_t uid, User **ret, char **ret_why) {
-        NsSetup setup = config_ns_setup(reg);
+        NsSetup setup = config_ns_setup(reg->config);
         char generation[17];
         UserNs *ns = NULL;
         int r;
@@ -710,7 +707,7 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
                 return r;
         }
 
-        NsSetup ns_setup = config_ns_setup(reg);
+        NsSetup ns_setup = config_ns_setup(reg->config);
         r = userns_create_unpinned(reg->pins, uid, &ns_setup, &ns);
         if (r == -EAGAIN)
                 return why_not_now(reg, uid, ret_why);

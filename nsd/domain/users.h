@@ -38,8 +38,6 @@ typedef struct UsersSetup {
         const char *proc_dir; /* linger's scan for processes; NULL: "/proc" */
         Children *children;   /* where a new namespace's setup runs; NULL: nothing is set up
                                * (a setup in the config refuses creation then) */
-        /* NSD_FEATURE_* probed (F4b: new namespaces clear the born-private policy) */
-        uint32_t kernel_features;
 } UsersSetup;
 
 typedef enum UserAddFlags {

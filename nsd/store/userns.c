@@ -28,7 +28,6 @@
 #include "base/helper.h"
 #include "base/log.h"
 #include "cleanup.h"
-#include "kernel-abi.h"
 #include "store/pinstore-internal.h"
 #include "time-util.h"
 
@@ -56,8 +55,6 @@ struct create_args {
         struct helper_status s;
         int cpu;
         bool propagation_private;
-        bool clear_born_private;
-        int born_err; /* out: errno of clearing the policy (the namespace is made all the same) */
         int pinns_fd; /* -1: do not pin */
         int dir_fd;
         const char *pin_name;
@@ -65,29 +62,12 @@ struct create_args {
         int root_fd;
 };
 
-/* Clearing the born-private policy failed: the namespace is the user's all the same. */
-static void born_clear_report(uid_t uid, const struct create_args *a) {
-        if (a->born_err != 0)
-                log_warning_errno(a->born_err,
-                                  "The namespace of uid %u keeps the born-private policy of the "
-                                  "initial namespace's mounts (clearing it failed: %m): mounts the "
-                                  "user makes in it are private to the user, root included",
-                                  (unsigned) uid);
-}
-
 static int create_child(void *p) {
         struct create_args *a = p;
         int r;
 
         if ((r = helper_unshare_ns(&a->s, a->cpu, a->propagation_private ? MS_PRIVATE : MS_SLAVE)))
                 return r;
-        if (a->clear_born_private) {
-                struct mount_attr attr = { .attr_clr = MOUNT_ATTR_OWNER_PRIVATE_NEW };
-
-                if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE | AT_NO_AUTOMOUNT, &attr,
-                                  sizeof attr) < 0)
-                        a->born_err = errno;
-        }
         if ((r = helper_open_ns(&a->s, &a->ns_fd, &a->root_fd)))
                 return r;
         if (a->pinns_fd < 0)
@@ -154,7 +134,6 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                 a = (struct create_args) {
                         .cpu = ps && i < ps->n_cpus ? pinstore_cpu(ps, i) : -1,
                         .propagation_private = setup->propagation_private,
-                        .clear_born_private = setup->clear_born_private,
                         .pinns_fd = ps ? ps->pinns_fd : -1,
                         .dir_fd = ps ? ps->dir_fd : -1,
                         .pin_name = name,
@@ -164,8 +143,6 @@ int userns_create(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs **ret) {
                 r = helper_run(create_child, &a, &a.s);
                 ns_fd = a.ns_fd;
                 root_fd = a.root_fd;
-                if (r >= 0)
-                        born_clear_report(uid, &a);
                 if (r >= 0)
                         break;
                 if (a.s.step == HELPER_STEP_AFFINITY)
@@ -247,7 +224,6 @@ int userns_create_unpinned(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs
                 a = (struct create_args) {
                         .cpu = ps && i < ps->n_cpus ? pinstore_cpu(ps, i) : -1,
                         .propagation_private = setup->propagation_private,
-                        .clear_born_private = setup->clear_born_private,
                         .pinns_fd = -1,
                         .dir_fd = -1,
                         .ns_fd = -1,
@@ -256,8 +232,6 @@ int userns_create_unpinned(PinStore *ps, uid_t uid, const NsSetup *setup, UserNs
                 r = helper_run(create_child, &a, &a.s);
                 ns_fd = a.ns_fd;
                 root_fd = a.root_fd;
-                if (r >= 0)
-                        born_clear_report(uid, &a);
                 if (r >= 0 || a.s.step != HELPER_STEP_AFFINITY)
                         break;
         }

@@ -28,10 +28,6 @@ struct UserNs {
  * included, are domain/setup.c's). */
 typedef struct NsSetup {
         bool propagation_private; /* false: host mounts as slave (MS_SLAVE|MS_REC) */
-        /* the kernel has F4b: clear the born-private policy (MOUNT_ATTR_OWNER_PRIVATE_NEW) that
-         * the copies of the initial namespace's mounts carry, so that in the user's own
-         * namespace its mounts are plain, as everywhere without mode private */
-        bool clear_born_private;
 } NsSetup;
 
 /* Create uid's namespace from the initial namespace (nsd must run there), apply setup, and

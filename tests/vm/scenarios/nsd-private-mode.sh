@@ -7,7 +7,8 @@
 # The watch first (BornPrivate=no); then, on the patched kernels (F4b), BornPrivate=yes and a
 # reload: the initial namespace's mounts carry the born-private policy, and bob and root,
 # racing alice's bindfs mounted and unmounted a hundred times, never reach a file in it;
-# nsd's own namespaces clear the policy.
+# the policy stays in the initial namespace (new namespaces and propagation copies into them
+# carry none).
 #   tests/vm/scenarios/nsd-private-mode.sh BUILD-DIR patched|stock
 set -u
 . tests/vm/lib/vm.sh
@@ -227,11 +228,25 @@ grep "born-private" "$NSD_LOG"
 line=$(awk '$5 == "/"' /proc/self/mountinfo | head -n 1)
 echo "root's /: $line"
 assert_contains "$line" ",owner_private_new"
-# nsd's own namespaces clear it from their copies: a user's mounts there stay as they were
-assert_eq 0 "$("$NSCTL" enter alice -- grep -c owner_private_new /proc/self/mountinfo || true)" \
-        "mounts with the policy in alice's namespace"
+# the policy stays in the namespace it was set in (the kernel's rule, nothing of nsd's): bob's
+# namespace, made now from the initial one, starts without it, and root's tmpfs mounted below
+# the policy reaches alice's namespace (a slave) without it, so a user's mount below that copy
+# would be plain there, as in every namespace nsd makes
+install -d -m 0755 /home/bp-host
+mount -t tmpfs -o mode=0755 bp-host /home/bp-host
+vm_on_exit "umount -l /home/bp-host 2>/dev/null; rmdir /home/bp-host 2>/dev/null"
+assert_contains "$(awk '$5 == "/home/bp-host"' /proc/self/mountinfo)" ",owner_private_new"
+for u in alice bob; do
+        assert_eq 0 "$("$NSCTL" enter $u -- grep -c owner_private_new /proc/self/mountinfo || true)" \
+                "mounts with the policy in $u's namespace"
+done
+assert_eq 1 "$("$NSCTL" enter alice -- awk '$5 == "/home/bp-host"' /proc/self/mountinfo | wc -l)" \
+        "copies of root's new tmpfs in alice's namespace"
 
-say "a hundred rounds: alice mounts bindfs on ~/race and unmounts it; bob and root race it"
+# a hundred rounds on 6.12; 25 on 6.1, whose kernel code is the same and where the kernel's own
+# born_private.racer_never_gets_in runs its hundred (a minute of tools/test less)
+case $(uname -r) in 6.1.*) rounds=25 ;; *) rounds=100 ;; esac
+say "$rounds rounds: alice mounts bindfs on ~/race and unmounts it; bob and root race it"
 as_alice bash -c 'mkdir -p ~/race && echo raced > ~/src/race-file'
 race=$(mktemp -d)
 chmod 0777 "$race"
@@ -252,7 +267,7 @@ runuser -u bob -- nice -n 10 bash "$race/racer" "$race/bob" "$ahome/race" "$race
 bob_racer=$!
 nice -n 10 bash "$race/racer" "$race/root" "$ahome/race" "$race/stop" &
 root_racer=$!
-for round in $(seq 100); do
+for round in $(seq "$rounds"); do
         as_alice bindfs --no-allow-other "$ahome/src" "$ahome/race" || fail "round $round: bindfs"
         # -z: a racer's walk holds the mount for an instant while it finds it hidden, and a
         # plain unmount would then fail with EBUSY, as for any mount a walk is crossing
