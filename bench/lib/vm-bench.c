@@ -172,11 +172,13 @@ void vb_print_machine(const char *prog, int cpu) {
         printf("%s.pinned_cpu %d\n", prog, cpu);
 }
 
-pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, const int *close_fds,
-               size_t n_close, int *to_child, int *from_child) {
+pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, struct vb_children *kids,
+               int *to_child, int *from_child) {
         int down[2], up[2];
         pid_t pid;
 
+        if (kids->n_fds + 2 > 2 * VB_MAX_CHILDREN)
+                vb_die("more than %d children\n", VB_MAX_CHILDREN);
         if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
                 vb_die("pipe");
         pid = fork();
@@ -185,16 +187,48 @@ pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, const int *c
         if (pid == 0) {
                 close(down[1]);
                 close(up[0]);
-                for (size_t i = 0; i < n_close; i++)
-                        close(close_fds[i]);
+                for (size_t i = 0; i < kids->n_fds; i++)
+                        close(kids->fds[i]);
                 run(arg, down[0], up[1]);
                 _exit(0);
         }
         close(down[0]);
         close(up[1]);
-        *to_child = down[1];
-        *from_child = up[0];
+        *to_child = kids->fds[kids->n_fds++] = down[1];
+        *from_child = kids->fds[kids->n_fds++] = up[0];
         return pid;
+}
+
+void vb_serve(int rfd, int wfd, int n_req, double (*rep)(void *arg, int req), void *arg) {
+        for (;;) {
+                int req;
+                double t;
+
+                if (read(rfd, &req, sizeof(req)) != sizeof(req) || req < 0 || req >= n_req)
+                        return;
+                t = rep(arg, req);
+                if (write(wfd, &t, sizeof(t)) != sizeof(t))
+                        vb_die("write");
+        }
+}
+
+int vb_ask(int to_child, int from_child, int req, double *ret) {
+        if (write(to_child, &req, sizeof(req)) != sizeof(req) ||
+            read(from_child, ret, sizeof(*ret)) != sizeof(*ret))
+                return -1;
+        return 0;
+}
+
+int vb_parse_list(char *s, int *v, int max, int lo, int hi) {
+        char *tok, *save;
+        int n = 0;
+
+        for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (n == max || atoi(tok) < lo || atoi(tok) > hi)
+                        return -1;
+                v[n++] = atoi(tok);
+        }
+        return n;
 }
 
 void vb_print_reps(const char *key, double *v, int reps, const char *p50_name, const char *min_name,

@@ -64,12 +64,32 @@ void vb_private_base(char *base, const char *opts);
 /* "<prog>.kernel", ".cpus" and ".pinned_cpu" lines on stdout. */
 void vb_print_machine(const char *prog, int cpu);
 
+/* The parent's ends of the pipes of the children vb_spawn() made so far. Zero-initialise it. */
+#define VB_MAX_CHILDREN 16
+struct vb_children {
+        int fds[2 * VB_MAX_CHILDREN];
+        size_t n_fds;
+};
+
 /* A child that runs @run(@arg, rfd, wfd) and exits 0: the parent writes requests to
- * *to_child and reads answers from *from_child. @close_fds (@n_close of them, the parent's
- * ends for earlier children) are closed in the child, or a sibling would never see its end of
- * file. The child's pid. */
-pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, const int *close_fds,
-               size_t n_close, int *to_child, int *from_child);
+ * *to_child and reads answers from *from_child. The parent's ends for the earlier children in
+ * @kids are closed in the child, or a sibling would never see its end of file; the new ones
+ * are added to @kids. The child's pid. */
+pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, struct vb_children *kids,
+               int *to_child, int *from_child);
+
+/* A spawned child's loop: reads requests (ints 0..@n_req-1) from @rfd and answers each on @wfd
+ * with @rep(@arg, request), one repetition (a double, the ns it took); returns at end of file
+ * or at a request out of range. */
+void vb_serve(int rfd, int wfd, int n_req, double (*rep)(void *arg, int req), void *arg);
+
+/* The parent's side: request @req of the child, its answer in *ret. 0, or -1 when the child is
+ * gone. */
+int vb_ask(int to_child, int from_child, int req, double *ret);
+
+/* A comma separated list of numbers @lo..@hi into @v (at most @max): how many, or -1. Cuts @s up
+ * (strtok_r()). */
+int vb_parse_list(char *s, int *v, int max, int lo, int hi);
 
 /* The repetitions of one cell: "<key>.samples a,b,...", then the median, the minimum and the
  * maximum under the names given, and "<key>.spread_pct" ((max - min) / median). Sorts @v. */

@@ -136,6 +136,20 @@ static double timed_calls_of(void *arg, long iters) {
         return timed_calls(c->nsfd, c->uid, iters);
 }
 
+struct caller_reps {
+        int nsfd;
+        const uid_t *uids;
+        const long *iterations;
+};
+
+/* One repetition of caller @req (vb_serve()): a warm-up, then the timed calls; total ns */
+static double caller_rep(void *arg, int req) {
+        const struct caller_reps *x = arg;
+
+        timed_calls(x->nsfd, x->uids[req], x->iterations[req] / 20 + 1); /* warm up */
+        return timed_calls(x->nsfd, x->uids[req], x->iterations[req]);
+}
+
 struct child_arg {
         struct ns_set *c;
         const char *base;
@@ -192,17 +206,8 @@ static void child(void *arg, int rfd, int wfd) {
         }
         if (write(wfd, c, sizeof(*c)) != sizeof(*c))
                 vb_die("write");
-        for (;;) {
-                int req;
-                double t;
-
-                if (read(rfd, &req, sizeof(req)) != sizeof(req) || req < 0 || req >= NCALLERS)
-                        _exit(0);
-                timed_calls(nsfd, uids[req], c->iterations[req] / 20 + 1); /* warm up */
-                t = timed_calls(nsfd, uids[req], c->iterations[req]);
-                if (write(wfd, &t, sizeof(t)) != sizeof(t))
-                        vb_die("write");
-        }
+        vb_serve(rfd, wfd, NCALLERS, caller_rep,
+                 &(struct caller_reps) { nsfd, uids, c->iterations });
 }
 
 static void usage(FILE *f) {
@@ -223,8 +228,9 @@ int main(int argc, char **argv) {
                                               { "help", no_argument, NULL, 'h' },
                                               {} };
         struct ns_set sets[MAX_NS];
+        struct vb_children kids = {};
         int nsets = 0, perr, opt, j, k, r, s;
-        char base[] = "/tmp/mntinfo.XXXXXX", *tok, *save;
+        char base[] = "/tmp/mntinfo.XXXXXX";
         double t0;
 
         vb_init("mntinfo");
@@ -232,14 +238,10 @@ int main(int argc, char **argv) {
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'n':
-                        ncounts = 0;
-                        for (tok = strtok_r(optarg, ",", &save); tok;
-                             tok = strtok_r(NULL, ",", &save)) {
-                                if (ncounts == MAX_NS || atoi(tok) < 1 || atoi(tok) > MAX_MOUNTS)
-                                        vb_die("--mounts: at most %d counts of 1..%d\n", MAX_NS,
-                                               MAX_MOUNTS);
-                                counts[ncounts++] = atoi(tok);
-                        }
+                        ncounts = vb_parse_list(optarg, counts, MAX_NS, 1, MAX_MOUNTS);
+                        if (ncounts < 0)
+                                vb_die("--mounts: at most %d counts of 1..%d\n", MAX_NS,
+                                       MAX_MOUNTS);
                         break;
                 case 'r':
                         reps = atoi(optarg);
@@ -311,17 +313,11 @@ int main(int argc, char **argv) {
         for (j = 0; j < ncounts; j++) {
                 struct ns_set *c = &sets[nsets];
                 struct child_arg arg = { c, base, hidden };
-                int fds[2 * MAX_NS];
 
                 memset(c, 0, sizeof(*c));
                 c->n = counts[j];
-                for (s = 0; s < nsets; s++) {
-                        fds[2 * s] = sets[s].to_child;
-                        fds[2 * s + 1] = sets[s].from_child;
-                }
                 t0 = vb_now_ns();
-                c->pid = vb_spawn(child, &arg, fds, 2 * (size_t) nsets, &c->to_child,
-                                  &c->from_child);
+                c->pid = vb_spawn(child, &arg, &kids, &c->to_child, &c->from_child);
                 /* one setup at a time: their calibrations do not overlap */
                 {
                         struct ns_set built;
@@ -343,8 +339,7 @@ int main(int argc, char **argv) {
                         for (k = 0; k < NCALLERS; k++) {
                                 double t;
 
-                                if (write(sets[s].to_child, &k, sizeof(k)) != sizeof(k) ||
-                                    read(sets[s].from_child, &t, sizeof(t)) != sizeof(t))
+                                if (vb_ask(sets[s].to_child, sets[s].from_child, k, &t))
                                         vb_die("the child of N=%d died\n", sets[s].n);
                                 sets[s].ns[k][r] = t / (double) sets[s].iterations[k];
                         }

@@ -165,6 +165,20 @@ static double timed_stats(void *arg, long iters) {
         return vb_now_ns() - t;
 }
 
+struct depth_reps {
+        char (*files)[PATH_MAX];
+        const long *iters;
+};
+
+/* One repetition of depth index @req (vb_serve()): a warm-up, then the timed stat() calls;
+ * total ns */
+static double depth_rep(void *arg, int req) {
+        const struct depth_reps *x = arg;
+
+        timed_stats(x->files[req], 1000); /* warm up: caches, branch predictors */
+        return timed_stats(x->files[req], x->iters[req]);
+}
+
 /* The child of one case x walker: builds every depth in its own mount namespace, becomes the
  * walker, then answers "depth index" requests with one repetition each (iterations, total ns). */
 struct child_arg {
@@ -215,17 +229,7 @@ static void child(void *arg, int rfd, int wfd) {
         }
         if (write(wfd, iters, sizeof(iters)) != sizeof(iters))
                 vb_die("write");
-        for (;;) {
-                int req;
-                double t;
-
-                if (read(rfd, &req, sizeof(req)) != sizeof(req) || req < 0 || req >= ndepths)
-                        _exit(0);
-                timed_stats(files[req], 1000); /* warm up: caches, branch predictors */
-                t = timed_stats(files[req], iters[req]);
-                if (write(wfd, &t, sizeof(t)) != sizeof(t))
-                        vb_die("write");
-        }
+        vb_serve(rfd, wfd, ndepths, depth_rep, &(struct depth_reps) { files, iters });
 }
 
 static void usage(FILE *f) {
@@ -246,6 +250,7 @@ int main(int argc, char **argv) {
                                               { "help", no_argument, NULL, 'h' },
                                               {} };
         struct cell_set sets[NCELLS];
+        struct vb_children kids = {};
         int nsets = 0, supported, perr = 0, opt, j, r, s;
         char base[] = "/tmp/pathwalk.XXXXXX", *tok, *save;
 
@@ -254,14 +259,10 @@ int main(int argc, char **argv) {
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'd':
-                        ndepths = 0;
-                        for (tok = strtok_r(optarg, ",", &save); tok;
-                             tok = strtok_r(NULL, ",", &save)) {
-                                if (ndepths == MAX_DEPTHS || atoi(tok) < 1 || atoi(tok) > MAX_DEPTH)
-                                        vb_die("--depths: at most %d depths of 1..%d\n", MAX_DEPTHS,
-                                               MAX_DEPTH);
-                                depths[ndepths++] = atoi(tok);
-                        }
+                        ndepths = vb_parse_list(optarg, depths, MAX_DEPTHS, 1, MAX_DEPTH);
+                        if (ndepths < 0)
+                                vb_die("--depths: at most %d depths of 1..%d\n", MAX_DEPTHS,
+                                       MAX_DEPTH);
                         break;
                 case 'r':
                         reps = atoi(optarg);
@@ -336,7 +337,6 @@ int main(int argc, char **argv) {
         for (size_t k = 0; k < NCELLS; k++) {
                 struct cell_set *c = &sets[nsets];
                 struct child_arg arg = { c, base };
-                int fds[2 * NCELLS];
 
                 if (!(case_mask & (1u << cells[k].kase)))
                         continue;
@@ -345,12 +345,7 @@ int main(int argc, char **argv) {
                 memset(c, 0, sizeof(*c));
                 c->kase = cells[k].kase;
                 c->user = cells[k].user;
-                for (s = 0; s < nsets; s++) {
-                        fds[2 * s] = sets[s].to_child;
-                        fds[2 * s + 1] = sets[s].from_child;
-                }
-                c->pid = vb_spawn(child, &arg, fds, 2 * (size_t) nsets, &c->to_child,
-                                  &c->from_child);
+                c->pid = vb_spawn(child, &arg, &kids, &c->to_child, &c->from_child);
                 /* one setup at a time: their calibrations do not overlap */
                 if (read(c->from_child, c->iterations, sizeof(c->iterations)) !=
                     sizeof(c->iterations))
@@ -365,8 +360,7 @@ int main(int argc, char **argv) {
                         for (s = 0; s < nsets; s++) {
                                 double t;
 
-                                if (write(sets[s].to_child, &j, sizeof(j)) != sizeof(j) ||
-                                    read(sets[s].from_child, &t, sizeof(t)) != sizeof(t))
+                                if (vb_ask(sets[s].to_child, sets[s].from_child, j, &t))
                                         vb_die("the %s child died\n", kase_name[sets[s].kase]);
                                 sets[s].ns[j][r] = t / (double) sets[s].iterations[j];
                         }

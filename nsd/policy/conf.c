@@ -494,10 +494,16 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                                 goto fail;
                         }
                         c.propagation_private = r == 1;
-                } else if (KEY("PrivateTmp")) {
-                        if (config_parse_bool(value, &c.private_tmp) < 0) {
-                                r = fail(ret_error, filename, k->line,
-                                         "PrivateTmp=%s: expected yes or no", value);
+                } else if (KEY("PrivateTmp") || KEY("Enable") || KEY("BornPrivate")) {
+                        /* [Namespaces] PrivateTmp=, [Private] Enable= and BornPrivate= */
+                        bool *field = KEY("PrivateTmp") ? &c.private_tmp
+                                      : KEY("Enable")   ? &c.private_mode
+                                                        : &c.born_private;
+
+                        g_assert(KEY("PrivateTmp") || strcmp(k->group, GROUP_PRIVATE) == 0);
+                        if (config_parse_bool(value, field) < 0) {
+                                r = fail(ret_error, filename, k->line, "%s=%s: expected yes or no",
+                                         k->key, value);
                                 goto fail;
                         }
                 } else if (KEY("OnLookupTimeout")) {
@@ -510,20 +516,6 @@ int config_parse_texts(const ConfigText *texts, size_t n, Config *ret, char **re
                                 goto fail;
                         }
                         c.lookup_timeout_unmanaged = r == 1;
-                } else if (KEY("Enable")) {
-                        g_assert(strcmp(k->group, GROUP_PRIVATE) == 0);
-                        if (config_parse_bool(value, &c.private_mode) < 0) {
-                                r = fail(ret_error, filename, k->line,
-                                         "Enable=%s: expected yes or no", value);
-                                goto fail;
-                        }
-                } else if (KEY("BornPrivate")) {
-                        g_assert(strcmp(k->group, GROUP_PRIVATE) == 0);
-                        if (config_parse_bool(value, &c.born_private) < 0) {
-                                r = fail(ret_error, filename, k->line,
-                                         "BornPrivate=%s: expected yes or no", value);
-                                goto fail;
-                        }
                 } else if (KEY("Linger")) {
                         if (strcmp(value, "forever") == 0 || strcmp(value, "infinity") == 0)
                                 c.linger_sec = CONFIG_LINGER_FOREVER;

@@ -478,12 +478,12 @@ bool polydir_has_option(const Polydir *p, const char *key) {
         return false;
 }
 
-/* Users= or Groups= of a share or a volume: Polydir's OnlyUsers= syntax, names and numbers,
- * no @regular; empty: not set. */
-static int set_members(char ***field, const char *key, const char *value, char **ret_why) {
+/* A list of user (or, !users, group) names and numbers, no @regular, in place of *field;
+ * empty: an empty list. */
+static int set_names(char ***field, const char *key, const char *value, bool users,
+                     char **ret_why) {
         char **list = NULL;
         g_autofree char *bad = NULL;
-        bool users = strcmp(key, "Users") == 0;
 
         if (config_parse_names(value, false, &list, &bad) < 0) {
                 *ret_why = g_strdup_printf("%s=%s: '%s' is not a %s name or %s", key, value, bad,
@@ -492,7 +492,16 @@ static int set_members(char ***field, const char *key, const char *value, char *
         }
         g_strfreev(*field);
         *field = list;
-        if (!list[0])
+        return 0;
+}
+
+/* Users= or Groups= of a share or a volume: Polydir's OnlyUsers= syntax; empty: not set. */
+static int set_members(char ***field, const char *key, const char *value, char **ret_why) {
+        int r = set_names(field, key, value, strcmp(key, "Users") == 0, ret_why);
+
+        if (r < 0)
+                return r;
+        if (!(*field)[0])
                 g_clear_pointer(field, g_strfreev);
         return 0;
 }
@@ -712,20 +721,9 @@ static int polydir_set(void *object, const char *key, const char *value, unsigne
                 p->mode = (int) m;
                 return 0;
         }
-        if (KEY("OnlyUsers") || KEY("ExcludeUsers")) {
-                char **list = NULL;
-                char ***field = KEY("OnlyUsers") ? &p->only_users : &p->exclude_users;
-                g_autofree char *bad = NULL;
-
-                if (config_parse_names(value, false, &list, &bad) < 0) {
-                        *ret_why = g_strdup_printf("%s=%s: '%s' is not a user name or uid", key,
-                                                   value, bad);
-                        return -EINVAL;
-                }
-                g_strfreev(*field);
-                *field = list;
-                return 0;
-        }
+        if (KEY("OnlyUsers") || KEY("ExcludeUsers")) /* empty: nobody, or nobody excluded */
+                return set_names(KEY("OnlyUsers") ? &p->only_users : &p->exclude_users, key, value,
+                                 true, ret_why);
         if (KEY("NoInit")) {
                 if (config_parse_bool(value, &b) < 0) {
                         *ret_why = g_strdup_printf("NoInit=%s: expected yes or no", value);
