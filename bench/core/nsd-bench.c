@@ -42,6 +42,8 @@
 #include "bench-util.h"
 #include "nsclient.h"
 
+#define MAX_PROCS 64 /* client processes of one throughput level, --procs */
+
 static unsigned arg_iterations = 2000;
 static unsigned arg_creates = 200;
 static unsigned arg_max_namespaces = 10000;
@@ -354,10 +356,8 @@ static void phase_throughput(unsigned procs) {
         int pfd[2];
         uint64_t start, end, total = 0, cpu0, cpu1;
         char key[64];
-        pid_t kids[64];
+        pid_t kids[MAX_PROCS];
 
-        if (procs > 64)
-                procs = 64;
         if (pipe2(pfd, O_CLOEXEC) < 0)
                 die("pipe", errno);
         fflush(stdout);
@@ -454,7 +454,8 @@ static void help(void) {
                "  --max-namespaces N   grow to N namespaces for the memory figures (10000)\n"
                "  --scale-budget S     stop growing after S seconds (300)\n"
                "  --seconds S          per throughput level (3)\n"
-               "  --procs LIST         client processes per throughput level (1,2,8)\n"
+               "  --procs LIST         client processes per throughput level, 1..64 each, at\n"
+               "                       most 8 levels (1,2,8)\n"
                "  --no-sessions        skip SESSION_OPEN/CLOSE latency\n"
                "See bench/README.md.\n");
 }
@@ -466,7 +467,8 @@ int main(int argc, char *argv[]) {
                 { "max-namespaces", BENCH_UNSIGNED, &arg_max_namespaces },
                 { "scale-budget", BENCH_UNSIGNED, &arg_scale_budget },
                 { "seconds", BENCH_UNSIGNED, &arg_seconds },
-                { "procs", BENCH_LIST, arg_procs, ELEMENTSOF(arg_procs), &arg_n_procs },
+                { "procs", BENCH_LIST, arg_procs, ELEMENTSOF(arg_procs), &arg_n_procs, .lo = 1,
+                  .hi = MAX_PROCS },
                 { "no-sessions", BENCH_FLAG, &arg_no_sessions },
         };
         static const unsigned marks[] = { 1, 100, 1000, 10000, 100000 };

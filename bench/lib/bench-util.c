@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench-util.h"
+#include "list.h"
 
 extern char **environ;
 
@@ -57,7 +58,7 @@ static void option_set(const struct bench_option *o, const char *arg) {
                 *(bool *) o->var = true;
                 break;
         case BENCH_LIST:
-                *o->n = parse_uint_list(arg, name, o->var, o->max);
+                *o->n = list_option(name, arg, o->lo, o->hi, o->var, o->max);
                 break;
         case BENCH_CALL:
                 o->call(arg);
@@ -187,18 +188,6 @@ unsigned parse_uint(const char *s, const char *what) {
                 exit(2);
         }
         return (unsigned) v;
-}
-
-size_t parse_uint_list(const char *s, const char *what, unsigned *v, size_t max) {
-        char *copy = strdup(s), *save = NULL;
-        size_t n = 0;
-
-        if (!copy)
-                die("strdup", ENOMEM);
-        for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
-                v[n++] = parse_uint(t, what);
-        free(copy);
-        return n;
 }
 
 /* ---- time -------------------------------------------------------------------------------- */

@@ -35,11 +35,12 @@ struct bench_option {
                 BENCH_INT,      /* int: a decimal number, may be negative */
                 BENCH_DOUBLE,   /* double */
                 BENCH_FLAG,     /* bool: set, no argument */
-                BENCH_LIST,     /* unsigned[max]: a comma separated list, its length in *n */
+                BENCH_LIST,     /* unsigned[max]: a list of lo..hi (list.h), its length in *n */
                 BENCH_CALL,     /* call(the argument): a value of its own kind */
         } type;
         void *var;
         size_t max, *n;                /* BENCH_LIST */
+        unsigned lo, hi;               /* BENCH_LIST */
         void (*call)(const char *arg); /* BENCH_CALL */
 };
 
@@ -72,10 +73,8 @@ void die_nsc(nsc_conn *c, int r, const char *fmt, ...)
         __attribute__((format(printf, 3, 4), noreturn));
 
 /* A decimal argument of an option (what: its name for the message), 0..UINT32_MAX; exits 2
- * with a message on anything else. */
+ * with a message on anything else. (A list of numbers: BENCH_LIST, list.h.) */
 unsigned parse_uint(const char *s, const char *what);
-/* A comma separated list of those into v (at most max); returns how many. */
-size_t parse_uint_list(const char *s, const char *what, unsigned *v, size_t max);
 
 /* ---- time -------------------------------------------------------------------------------- */
 

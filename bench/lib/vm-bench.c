@@ -219,18 +219,6 @@ int vb_ask(int to_child, int from_child, int req, double *ret) {
         return 0;
 }
 
-int vb_parse_list(char *s, int *v, int max, int lo, int hi) {
-        char *tok, *save;
-        int n = 0;
-
-        for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (n == max || atoi(tok) < lo || atoi(tok) > hi)
-                        return -1;
-                v[n++] = atoi(tok);
-        }
-        return n;
-}
-
 void vb_print_reps(const char *key, double *v, int reps, const char *p50_name, const char *min_name,
                    const char *max_name) {
         double med;

@@ -87,10 +87,6 @@ void vb_serve(int rfd, int wfd, int n_req, double (*rep)(void *arg, int req), vo
  * gone. */
 int vb_ask(int to_child, int from_child, int req, double *ret);
 
-/* A comma separated list of numbers @lo..@hi into @v (at most @max): how many, or -1. Cuts @s up
- * (strtok_r()). */
-int vb_parse_list(char *s, int *v, int max, int lo, int hi);
-
 /* The repetitions of one cell: "<key>.samples a,b,...", then the median, the minimum and the
  * maximum under the names given, and "<key>.spread_pct" ((max - min) / median). Sorts @v. */
 void vb_print_reps(const char *key, double *v, int reps, const char *p50_name, const char *min_name,

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "kernel-abi.h"
+#include "list.h"
 #include "vm-bench.h"
 
 /* nsfs (include/uapi/linux/nsfs.h), Linux 6.12; as kernel-patches/6.12/0010 defines it */
@@ -79,7 +80,7 @@ struct ns_set { /* one child: one namespace of about N mounts, both callers */
         double ns[NCALLERS][MAX_REPS];
 };
 
-static int counts[MAX_NS] = { 10, 1000, 10000 };
+static unsigned counts[MAX_NS] = { 10, 1000, 10000 };
 static int ncounts = 3;
 static int reps = 21;
 static long rep_ms = 50;
@@ -238,10 +239,8 @@ int main(int argc, char **argv) {
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'n':
-                        ncounts = vb_parse_list(optarg, counts, MAX_NS, 1, MAX_MOUNTS);
-                        if (ncounts < 0)
-                                vb_die("--mounts: at most %d counts of 1..%d\n", MAX_NS,
-                                       MAX_MOUNTS);
+                        ncounts = (int) list_option("--mounts", optarg, 1, MAX_MOUNTS, counts,
+                                                    MAX_NS);
                         break;
                 case 'r':
                         reps = atoi(optarg);
@@ -323,7 +322,7 @@ int main(int argc, char **argv) {
                         struct ns_set built;
 
                         if (read(c->from_child, &built, sizeof(built)) != sizeof(built))
-                                vb_die("the child of N=%d failed in its setup\n", counts[j]);
+                                vb_die("the child of N=%u failed in its setup\n", counts[j]);
                         memcpy(c->nr_mounts, built.nr_mounts, sizeof(c->nr_mounts));
                         memcpy(c->iterations, built.iterations, sizeof(c->iterations));
                         c->nr_base = built.nr_base;

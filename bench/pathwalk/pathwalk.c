@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "kernel-abi.h"
+#include "list.h"
 #include "vm-bench.h"
 
 #define MAX_DEPTHS 8
@@ -79,7 +80,7 @@ static const struct {
 };
 #define NCELLS (sizeof(cells) / sizeof(cells[0]))
 
-static int depths[MAX_DEPTHS] = { 1, 10, 40 };
+static unsigned depths[MAX_DEPTHS] = { 1, 10, 40 };
 static int ndepths = 3;
 static int reps = 7;
 static long fixed_iterations; /* 0: calibrate to rep_ms */
@@ -218,11 +219,11 @@ static void child(void *arg, int rfd, int wfd) {
         }
         for (j = 0; j < ndepths; j++) {
                 if (stat(files[j], &st))
-                        vb_die("%s/%s, N=%d: the walker (uid %u) cannot stat %s",
+                        vb_die("%s/%s, N=%u: the walker (uid %u) cannot stat %s",
                                kase_name[c->kase], c->user ? "user" : "root", depths[j], geteuid(),
                                files[j]);
                 if (c->kase != K_DIRS && st.st_dev != devs[j])
-                        vb_die("%s, N=%d: %s is on the wrong mount\n", kase_name[c->kase],
+                        vb_die("%s, N=%u: %s is on the wrong mount\n", kase_name[c->kase],
                                depths[j], files[j]);
                 iters[j] = fixed_iterations ? fixed_iterations
                                             : vb_calibrate(timed_stats, files[j], 64, 100, rep_ms);
@@ -259,10 +260,8 @@ int main(int argc, char **argv) {
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'd':
-                        ndepths = vb_parse_list(optarg, depths, MAX_DEPTHS, 1, MAX_DEPTH);
-                        if (ndepths < 0)
-                                vb_die("--depths: at most %d depths of 1..%d\n", MAX_DEPTHS,
-                                       MAX_DEPTH);
+                        ndepths = (int) list_option("--depths", optarg, 1, MAX_DEPTH, depths,
+                                                    MAX_DEPTHS);
                         break;
                 case 'r':
                         reps = atoi(optarg);
@@ -374,7 +373,7 @@ int main(int argc, char **argv) {
                         char key[128];
                         double v[MAX_REPS];
 
-                        snprintf(key, sizeof(key), "pathwalk.%s.%s.n%d", kase_name[c->kase],
+                        snprintf(key, sizeof(key), "pathwalk.%s.%s.n%u", kase_name[c->kase],
                                  c->user ? "user" : "root", depths[j]);
                         memcpy(v, c->ns[j], sizeof(double) * reps);
                         vb_print_reps(key, v, reps, "ns_per_op", "min", "max");

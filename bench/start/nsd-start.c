@@ -60,6 +60,7 @@
 #include "nsclient.h"
 
 #define MAX_COUNTS 8
+#define MAX_COUNT 1000000 /* nsd's own ceiling of MaxNamespaces= (nsd/policy/conf.c) */
 #define MAX_REPEAT 64
 
 static const char *arg_run_dir = "/run/nsd";
@@ -568,7 +569,8 @@ static void help(void) {
                "     --run-dir DIR     nsd's run dir, for its pins (default /run/nsd)\n"
                "     --notify PATH     the NOTIFY_SOCKET to listen on (default "
                "/run/nsd-start/notify)\n"
-               "     --counts N,N,...  namespaces held at each step (default 1,1000,7000)\n"
+               "     --counts N,N,...  namespaces held at each step, growing, 1..1000000, at most\n"
+               "                       8 steps (default 1,1000,7000)\n"
                "     --repeat R        starts per count and mode (default 5)\n"
                "     --modes M,M,...   of pins, empty-store, store, store-only (default all)\n"
                "     --uid-base UID    first uid (default 100000)\n"
@@ -615,7 +617,8 @@ int main(int argc, char *argv[]) {
         static const struct bench_option options[] = {
                 { "run-dir", BENCH_STRING, &arg_run_dir },
                 { "notify", BENCH_STRING, &arg_notify },
-                { "counts", BENCH_LIST, arg_counts, MAX_COUNTS, &arg_n_counts },
+                { "counts", BENCH_LIST, arg_counts, MAX_COUNTS, &arg_n_counts, .lo = 1,
+                  .hi = MAX_COUNT },
                 { "repeat", BENCH_CALL, .call = parse_repeat },
                 { "modes", BENCH_CALL, .call = parse_modes },
                 { "table", BENCH_STRING, &arg_table },
@@ -645,8 +648,8 @@ int main(int argc, char *argv[]) {
         }
         nsd_argv = argv + optind;
         for (unsigned k = 0; k < arg_n_counts; k++) {
-                if (arg_counts[k] < held || arg_counts[k] == 0) {
-                        fprintf(stderr, "nsd-start: --counts must grow, from 1\n");
+                if (arg_counts[k] < held) {
+                        fprintf(stderr, "nsd-start: --counts must grow\n");
                         return 2;
                 }
                 held = max_count = arg_counts[k];
