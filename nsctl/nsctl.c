@@ -1202,15 +1202,21 @@ static int release_request(nsc_conn *conn, struct args *a) {
         release_orphan_note(conn, a);
         r = nsc_release(conn, a->uid, a->force ? NSC_RELEASE_FORCE : 0);
         if (r == -EBUSY && !a->force) {
-                long sessions = live_sessions(conn, a->uid);
+                /* nsd's reason, before the next request replaces it: live sessions, or a
+                 * volume in use (its holders) */
+                const char *m = nsc_last_error_message(conn);
+                char why[NSD_ERROR_MESSAGE_MAX + 1];
+                long sessions;
 
-                if (sessions >= 0)
+                snprintf(why, sizeof why, "%s", m ? m : "");
+                sessions = live_sessions(conn, a->uid);
+                if (sessions > 0)
                         fprintf(stderr,
                                 "nsctl: cannot release %s: %ld live session%s (use --force)\n",
                                 a->user, sessions, sessions == 1 ? "" : "s");
                 else
-                        fprintf(stderr, "nsctl: cannot release %s: %s (use --force)\n", a->user,
-                                strerror(EBUSY));
+                        fprintf(stderr, "nsctl: cannot release %s: %s\n", a->user,
+                                why[0] ? why : strerror(EBUSY));
                 return EXIT_FAILURE;
         }
         return r < 0 ? fail(conn, r, "release %s", a->user) : 0;
