@@ -457,6 +457,10 @@ static int handle_session_open(Request *r) {
         if (!u)
                 return request_refuse(r, ENOENT, "uid %u has no namespace (JOIN first)",
                                       (unsigned) req->uid);
+        if (users_is_releasing(api_of(r)->users, req->uid))
+                return request_refuse(r, NSD_ERRNO_NOT_YET,
+                                      "the namespace of uid %u is being released; JOIN again",
+                                      (unsigned) req->uid);
         /* a session is a login's: never a sandboxed process's (the view rule of SHOW, HIDE) */
         rv = access_check_full_view(r, u);
         if (rv < 0)
@@ -1359,10 +1363,46 @@ void api_done(Api *a) {
 
 /* ---- RELEASE ---------------------------------------------------------------------------- */
 
+static void count_release(bool forced) {
+        metrics_count_release(forced ? NSD_METRICS_RELEASE_FORCED : NSD_METRICS_RELEASE_ASKED);
+}
+
+static void reply_release(Request *r) {
+        struct nsd_msg_header rep;
+
+        nsd_msg_init(&rep, NSD_REP_RELEASE, sizeof rep, r->seq);
+        (void) request_reply(r, &rep, sizeof rep, NULL, 0);
+}
+
+/* A release waiting for the namespace's volumes to be unmounted. */
+typedef struct ReleaseWait {
+        Request *r;
+        bool forced; /* sessions were dropped */
+} ReleaseWait;
+
+static void on_released(int rv, const char *why, void *userdata) {
+        ReleaseWait *w = userdata;
+        Request *r = w->r;
+
+        if (rv == 0)
+                count_release(w->forced);
+        g_free(w);
+        if (r->conn && !r->finished) {
+                if (rv == 0)
+                        reply_release(r);
+                else {
+                        g_free(r->why);
+                        r->why = g_strdup(why);
+                }
+                request_finish(r, rv);
+        }
+        request_unref(r);
+}
+
 static int handle_release(Request *r) {
         const struct nsd_req_release *req = MSG(r, struct nsd_req_release);
-        struct nsd_msg_header rep;
         g_autofree char *reason = NULL;
+        ReleaseWait *w;
         bool forced;
         User *u;
         int rv;
@@ -1390,13 +1430,18 @@ static int handle_release(Request *r) {
                                  (req->flags & NSD_RELEASE_FORCE) ? ", forced" : "",
                                  u->sessions->len > 0 ? ", sessions dropped" : "");
         forced = u->sessions->len > 0;
-        rv = users_release(api_of(r)->users, u, reason, &r->why);
+        w = g_new0(ReleaseWait, 1);
+        w->r = request_ref(r);
+        w->forced = forced;
+        rv = users_release(api_of(r)->users, u, reason, on_released, w, &r->why);
+        if (rv > 0)
+                return REQUEST_PENDING; /* its volumes are being unmounted: on_released() */
+        request_unref(r);               /* the callback's: it will not be called */
+        g_free(w);
         if (rv < 0)
                 return rv; /* nothing changed: the namespace is kept, with its sessions */
-        metrics_count_release(forced ? NSD_METRICS_RELEASE_FORCED : NSD_METRICS_RELEASE_ASKED);
-
-        nsd_msg_init(&rep, NSD_REP_RELEASE, sizeof rep, r->seq);
-        (void) request_reply(r, &rep, sizeof rep, NULL, 0);
+        count_release(forced);
+        reply_release(r);
         return 0;
 }
 

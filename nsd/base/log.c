@@ -33,6 +33,7 @@ static const LogEventId log_event_id_table[] = {
         { "setup-failed", "79776342b40c474cb1243cde4ec4c9bf" },
         { "setup-refused", "8b0b649e53ec40378a2d0f7fd62ec930" },
         { "fdstore-full", "fc6a0d00278c4e40bb3d746725051d2f" },
+        { "volume-busy", "b1d5711c7b07488ba18dfc8d7b089653" },
 };
 
 const LogEventId *log_event_ids(size_t *ret_n) {

@@ -17,6 +17,7 @@
 #include "domain/linger.h"
 #include "domain/session.h"
 #include "domain/user.h"
+#include "domain/volume-release.h"
 #include "nsd-protocol.h"
 #include "policy/conf.h"
 #include "store/fdstore.h"
@@ -45,9 +46,25 @@ struct Users {
         void *changed_userdata;
         bool starting; /* in users_start() */
         Children *children;
-        GHashTable *creating; /* uid -> Creation*: namespaces being set up (not owned) */
-        GHashTable *refused;  /* uid -> Refusal*: a setup that failed, for a while */
+        GHashTable *creating;  /* uid -> Creation*: namespaces being set up (not owned) */
+        GHashTable *refused;   /* uid -> Refusal*: a setup that failed, for a while */
+        GHashTable *releasing; /* uid -> Releasing*: block volumes being unmounted (the
+                                * child's callback frees it) */
 };
+
+/* A release waiting for its namespace's block volumes to be unmounted (volume-release.h). */
+typedef struct Releasing {
+        Users *reg; /* NULL: the registry is gone */
+        uid_t uid;
+        char *why;
+        UsersReleaseDone done;
+        void *userdata;
+} Releasing;
+
+static void releasing_free(Releasing *rl) {
+        g_free(rl->why);
+        g_free(rl);
+}
 
 /* A namespace being set up (users_join_start()), and who waits for it. */
 typedef struct Waiter {
@@ -89,12 +106,21 @@ static User *linger_lookup(uid_t uid, void *userdata) {
         return users_get(userdata, uid);
 }
 
-static int linger_release(User *u, const char *why, void *userdata) {
-        int r = users_release(userdata, u, why, NULL);
-
-        if (r >= 0)
+/* A linger release that waited for its volumes (users_release() looks at a failed one
+ * again later). */
+static void linger_released(int r, const char *why, void *userdata) {
+        (void) why;
+        (void) userdata;
+        if (r == 0)
                 metrics_count_release(NSD_METRICS_RELEASE_LINGER);
-        return r;
+}
+
+static int linger_release(User *u, const char *why, void *userdata) {
+        int r = users_release(userdata, u, why, linger_released, userdata, NULL);
+
+        if (r == 0)
+                metrics_count_release(NSD_METRICS_RELEASE_LINGER);
+        return r > 0 ? 0 : r;
 }
 
 static const LingerOps linger_ops = {
@@ -130,6 +156,7 @@ Users *users_new(const UsersSetup *setup) {
         reg->children = setup->children;
         reg->creating = g_hash_table_new(g_direct_hash, g_direct_equal);
         reg->refused = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, refusal_free);
+        reg->releasing = g_hash_table_new(g_direct_hash, g_direct_equal);
         return reg;
 }
 
@@ -154,6 +181,11 @@ void users_free(Users *reg) {
                 ((Creation *) v)->reg = NULL;
         g_hash_table_destroy(reg->creating);
         g_hash_table_destroy(reg->refused);
+        /* releases waiting for their volumes: the namespaces stay as they are */
+        g_hash_table_iter_init(&it, reg->releasing);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                ((Releasing *) v)->reg = NULL;
+        g_hash_table_destroy(reg->releasing);
         linger_free(reg->linger);
         /* sessions first (they point into users) */
         g_hash_table_destroy(reg->waiting);
@@ -636,6 +668,10 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
         int r;
 
         *ret_created = false;
+        if (g_hash_table_contains(reg->releasing, GUINT_TO_POINTER(uid)))
+                /* its volumes are being unmounted: the next login gets a new namespace */
+                return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                               "the namespace of uid %u is being released; retry", (unsigned) uid);
         r = join_check(reg, uid, create, ret, ret_why);
         if (r <= 0)
                 return r;
@@ -800,14 +836,25 @@ static void session_remove(Users *reg, Session *sess) {
         g_hash_table_remove(reg->sessions, &sess->id); /* frees sess */
 }
 
+/* Is volumes[i] of u one that nsd unmounts before a release: a block volume its setup
+ * mounted (on a loop device, or a block device of root's)? */
+static bool volume_unmounted_first(const UserVolume *v) {
+        const VolumeTypeOptions *t = volume_type_options_find(v->type);
+
+        return v->outcome == VOLUME_OUTCOME_MOUNTED && t && !t->fuse && !t->network &&
+               (v->loop || g_str_has_prefix(v->source, "/dev/"));
+}
+
 /* The release's steps for the kernel volumes nsd mounted in u's namespace, one event each,
  * before the namespace goes: what the kernel does with them then. */
-static void users_log_volumes_released(const User *u, const char *why) {
+static void users_log_volumes_released(const User *u, const char *why, bool unmounted) {
         for (size_t i = 0; i < u->n_volumes; i++) {
                 const UserVolume *v = &u->volumes[i];
                 char loop[32] = "";
 
-                if (v->outcome != VOLUME_OUTCOME_MOUNTED)
+                /* unmounted: the block volumes were unmounted before (volume-unmounted) */
+                if (v->outcome != VOLUME_OUTCOME_MOUNTED ||
+                    (unmounted && volume_unmounted_first(v)))
                         continue;
                 if (v->loop)
                         snprintf(loop, sizeof loop, " on /dev/loop%u", (unsigned) (v->loop - 1));
@@ -820,11 +867,12 @@ static void users_log_volumes_released(const User *u, const char *why) {
         }
 }
 
-int users_release(Users *reg, User *u, const char *why, char **ret_why) {
+/* The release itself, once no block volume of u is mounted any more. */
+/* A release's first step: a pin that stays keeps everything as it is. */
+static int release_unpin(Users *reg, User *u, const char *why, char **ret_why) {
         uid_t uid = u->uid;
         int r;
 
-        /* unpin first: a pin that stays keeps everything as it is */
         r = userns_unpin(reg->pins, u->ns);
         if (r < 0) {
                 log_event_reason(LOG_WARNING, r, uid, "release-failed", why,
@@ -836,12 +884,19 @@ int users_release(Users *reg, User *u, const char *why, char **ret_why) {
                                "try again",
                                (unsigned) uid, g_strerror(-r));
         }
+        return 0;
+}
+
+/* The rest of a release, once unpinned (unmounted: its block volumes were unmounted). */
+static void release_finish(Users *reg, User *u, const char *why, bool unmounted) {
+        uid_t uid = u->uid;
+
         while (u->sessions->len > 0)
                 session_remove(reg, g_ptr_array_index(u->sessions, u->sessions->len - 1));
         /* out of pam_nsjoin's record while the namespace is still alive (nsd holds it) */
         state_made_remove(reg->state, u->ns->ns_inode, u->ns->root_fd);
         user_unkeep(u);
-        users_log_volumes_released(u, why);
+        users_log_volumes_released(u, why, unmounted);
         log_event_reason(LOG_INFO, 0, uid, "namespace-released", why,
                          "Released the namespace of uid %u (%s)", (unsigned) uid, why);
         linger_forget(reg->linger, uid);
@@ -849,7 +904,196 @@ int users_release(Users *reg, User *u, const char *why, char **ret_why) {
         /* its room in the fd store goes to a namespace that found none */
         users_store_more(reg);
         users_changed(reg);
+}
+
+static int release_now(Users *reg, User *u, const char *why, char **ret_why) {
+        int r = release_unpin(reg, u, why, ret_why);
+
+        if (r < 0)
+                return r;
+        release_finish(reg, u, why, false);
         return 0;
+}
+
+/* The steps of a volume release for the log, and the first reason it stopped (or NULL). */
+static char *log_volume_release(const User *u, const VolumeRelease *rel, const char *why) {
+        char *first = NULL;
+
+        for (size_t i = 0; i < rel->n; i++) {
+                const VolumeReleaseItem *it = &rel->items[i];
+                g_autofree char *reason = volume_release_why(it);
+
+                if (it->recovered)
+                        log_event_reason(LOG_NOTICE, 0, u->uid, "volume-recovered", why,
+                                         "Volume '%s' of uid %u was found where an interrupted "
+                                         "release had moved it (nsd's run directory, in the "
+                                         "namespace) and put back on %s",
+                                         it->name, (unsigned) u->uid, it->where);
+                switch ((VolumeReleaseStep) it->step) {
+                case VOLUME_RELEASE_UNMOUNTED:
+                        log_event_reason(LOG_INFO, 0, u->uid, "volume-unmounted", why,
+                                         "Unmounted volume '%s' of uid %u from %s (%s)%s", it->name,
+                                         (unsigned) u->uid, it->where, why,
+                                         it->loop_cleared == 1 ? "; its loop device is cleared"
+                                         : it->loop_cleared == 0
+                                                 ? "; its loop device stays attached: the file "
+                                                   "system is still mounted elsewhere (a copy of "
+                                                   "the mount in another namespace)"
+                                                 : "");
+                        break;
+                case VOLUME_RELEASE_NOT_MOUNTED:
+                        log_event_reason(LOG_NOTICE, 0, u->uid, "volume-not-mounted", why,
+                                         "Volume '%s' of uid %u is not mounted on %s any more: "
+                                         "nothing to unmount there",
+                                         it->name, (unsigned) u->uid, it->where);
+                        break;
+                case VOLUME_RELEASE_BUSY:
+                case VOLUME_RELEASE_FAILED:
+                        log_event_reason(LOG_WARNING, it->err, u->uid, "volume-busy", why,
+                                         "Cannot release the namespace of uid %u (%s): %s; the "
+                                         "namespace is kept",
+                                         (unsigned) u->uid, why, reason);
+                        if (!first)
+                                first = g_steal_pointer(&reason);
+                        break;
+                case VOLUME_RELEASE_NOT_TRIED:
+                        break;
+                }
+        }
+        return first;
+}
+
+/* The errno a volume release that stopped answers: the child's own failure, else the first
+ * volume that stopped it (EBUSY: in use; a failed step's error), else the child's end. */
+static int release_errno(int r, const VolumeRelease *rel) {
+        if (rel && rel->err)
+                return -rel->err;
+        for (size_t i = 0; rel && i < rel->n; i++)
+                if (rel->items[i].step == VOLUME_RELEASE_BUSY)
+                        return -EBUSY;
+                else if (rel->items[i].step == VOLUME_RELEASE_FAILED && rel->items[i].err > 0)
+                        return -rel->items[i].err;
+        return r == -EPROTO ? -EIO : r;
+}
+
+static void on_volumes_released(int r, const VolumeRelease *rel, void *userdata) {
+        Releasing *rl = userdata;
+        Users *reg = rl->reg;
+        g_autofree char *reason = NULL;
+        User *u;
+        int rv = 0;
+
+        if (!reg) { /* nsd stops: the namespace stays as it is */
+                releasing_free(rl);
+                return;
+        }
+        g_hash_table_remove(reg->releasing, GUINT_TO_POINTER(rl->uid));
+        u = users_get(reg, rl->uid);
+        if (!u) { /* cannot happen: nothing else releases it meanwhile */
+                rv = -ENOENT;
+                reason = g_strdup_printf("uid %u has no namespace any more", (unsigned) rl->uid);
+        } else {
+                if (rel)
+                        reason = log_volume_release(u, rel, rl->why);
+                if (r == 0) {
+                        rv = release_unpin(reg, u, rl->why, &reason);
+                        if (rv == 0)
+                                release_finish(reg, u, rl->why, true);
+                        else
+                                log_event(LOG_WARNING, rv, u->uid, "release-failed",
+                                          "The namespace of uid %u is kept WITHOUT its block "
+                                          "volumes: they were unmounted before its pin could not "
+                                          "be removed (%s); release it again",
+                                          (unsigned) u->uid, rl->why);
+                } else {
+                        rv = release_errno(r, rel);
+                        if (!reason)
+                                reason = g_strdup_printf("the namespace of uid %u is kept: "
+                                                         "unmounting its volumes "
+                                                         "failed (%s)",
+                                                         (unsigned) rl->uid,
+                                                         r == -ETIMEDOUT   ? "it took too long"
+                                                         : rel && rel->err ? g_strerror(rel->err)
+                                                                           : g_strerror(-r));
+                        if (!rel || rel->err)
+                                log_event_reason(LOG_WARNING, -rv, rl->uid, "release-failed",
+                                                 rl->why,
+                                                 "Cannot release the namespace of uid "
+                                                 "%u (%s): %s",
+                                                 (unsigned) rl->uid, rl->why, reason);
+                        /* looked at again as any namespace with nothing in it */
+                        if (u->sessions->len == 0)
+                                linger_arm(reg->linger, rl->uid, LINGER_RECHECK_SEC);
+                        users_changed(reg);
+                }
+        }
+        if (rl->done)
+                rl->done(rv, reason, rl->userdata);
+        releasing_free(rl);
+}
+
+int users_release(Users *reg, User *u, const char *why, UsersReleaseDone done, void *userdata,
+                  char **ret_why) {
+        VolumeRelease *rel;
+        Releasing *rl;
+        int r;
+
+        if (g_hash_table_contains(reg->releasing, GUINT_TO_POINTER(u->uid)))
+                return why_set(ret_why, EBUSY,
+                               "the namespace of uid %u is being released already (its volumes "
+                               "are being unmounted)",
+                               (unsigned) u->uid);
+        rel = g_new0(VolumeRelease, 1);
+        for (size_t i = 0; i < u->n_volumes && rel->n < SETUP_MAX_VOLUMES; i++) {
+                const UserVolume *v = &u->volumes[i];
+                VolumeReleaseItem *it = &rel->items[rel->n];
+
+                if (!volume_unmounted_first(v))
+                        continue;
+                g_strlcpy(it->name, v->name, sizeof it->name);
+                g_strlcpy(it->where, v->where, sizeof it->where);
+                g_strlcpy(it->source, v->source, sizeof it->source);
+                it->loop = v->loop;
+                it->loop_cleared = -1;
+                rel->n++;
+        }
+        if (rel->n == 0 || !reg->children) {
+                g_free(rel);
+                return release_now(reg, u, why, ret_why);
+        }
+        /* the volumes before the pin: a release that stops keeps the namespace pinned (a
+         * pin removed first and not made again would let it end with nsd) */
+        g_strlcpy(rel->run_dir,
+                  pinstore_run_dir(reg->pins) ? pinstore_run_dir(reg->pins) : "/run/nsd",
+                  sizeof rel->run_dir);
+        rl = g_new0(Releasing, 1);
+        rl->reg = reg;
+        rl->uid = u->uid;
+        rl->why = g_strdup(why);
+        rl->done = done;
+        rl->userdata = userdata;
+        r = volume_release_start(reg->children, u->uid, u->ns->ns_fd, rel, on_volumes_released, rl);
+        g_free(rel);
+        if (r < 0) {
+                releasing_free(rl);
+                log_event_reason(LOG_WARNING, r, u->uid, "release-failed", why,
+                                 "Cannot release the namespace of uid %u (%s): cannot start "
+                                 "the child that unmounts its volumes: %m; it is kept",
+                                 (unsigned) u->uid, why);
+                return why_set(ret_why, r,
+                               "cannot unmount the volumes of uid %u's namespace (%s); it is "
+                               "kept, try again",
+                               (unsigned) u->uid, g_strerror(-r));
+        }
+        g_hash_table_insert(reg->releasing, GUINT_TO_POINTER(u->uid), rl);
+        log_event_reason(LOG_INFO, 0, u->uid, "volumes-unmounting", why,
+                         "Unmounting the volumes of uid %u before its namespace is released (%s)",
+                         (unsigned) u->uid, why);
+        return 1;
+}
+
+bool users_is_releasing(const Users *reg, uid_t uid) {
+        return g_hash_table_contains(reg->releasing, GUINT_TO_POINTER(uid));
 }
 
 void users_repin(Users *reg) {

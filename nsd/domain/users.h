@@ -148,10 +148,23 @@ int users_check_owner(Users *reg, User *u, const char *name, char **ret_why);
 /* A JOIN without a session: its countdown restarts, with the JOIN grace at least, so the
  * SESSION_OPEN that follows finds the namespace. */
 void users_joined(Users *reg, User *u);
-/* Release u's namespace: unpin it, then drop its sessions and forget it (u is freed). When
- * the unpin fails nothing changes (u stays, with its sessions): -errno and *ret_why
- * (g_malloc()ed, may be NULL) for the asker. */
-int users_release(Users *reg, User *u, const char *why, char **ret_why);
+/* How a release that waited for its volumes ended: r 0 (released) or -errno with why (the
+ * first reason: a volume in use and by whom, a step that failed), for the asker. */
+typedef void (*UsersReleaseDone)(int r, const char *why, void *userdata);
+/* Release u's namespace: unpin it, then drop its sessions and forget it (u is freed).
+ * A namespace with block volumes its setup mounted has them unmounted first
+ * (volume-release.h: in reverse order, never lazily, refused while anything holds one):
+ * then 1, and done(r, why, userdata) runs later, once; meanwhile a JOIN of the uid is "not
+ * yet available" and another release is refused (-EBUSY). A release whose volumes stay (in
+ * use, a failed step) keeps the namespace, pinned, with its sessions; without sessions
+ * linger looks at it again. One whose pin cannot be removed after that keeps it without
+ * those volumes (logged). 0: released now (done is not called). When the unpin fails nothing changes
+ * (u stays, with its sessions): -errno and *ret_why (g_malloc()ed, may be NULL) for the
+ * asker. */
+int users_release(Users *reg, User *u, const char *why, UsersReleaseDone done, void *userdata,
+                  char **ret_why);
+/* Are uid's volumes being unmounted for a release? */
+bool users_is_releasing(const Users *reg, uid_t uid);
 /* Try to pin again what is kept by descriptor only (the pin store became available, or the
  * namespace came from the fd store without a pin). */
 void users_repin(Users *reg);
