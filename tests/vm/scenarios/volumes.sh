@@ -15,8 +15,12 @@
 #     tables, and alice's file is not in root's view of /home/alice/vault.
 #  4. carol's image is hers (writable by the user): her login is refused with the clear
 #     reason, and no loop device is attached for it.
-#  5. alice's namespace released (nsctl release, no session left): the kernel frees the loop
-#     device (autoclear), the image keeps the file.
+#  5. alice's namespace released (nsctl release, no session left) while a process of root's
+#     outside her namespace holds a file of her vault open: refused, naming that process (pid
+#     and command), in the reply and the journal (volume-busy); her namespace, her vault and its
+#     loop device stay. Once it let go: nsd unmounts the vault itself before the namespace
+#     goes (volume-unmounted, "its loop device is cleared"), the loop device is gone, the
+#     image keeps the file.
 #  6. a second drop-in gives dave a volume whose image is missing, with OnFailure=continue:
 #     his login goes on, in a namespace of his own without it, and setup-failed names it.
 #  7. an sshfs volume for alice (Type=sshfs, Source=%u@127.0.0.1:/srv/remote-%u): nsd mounts
@@ -209,17 +213,45 @@ assert_eq "" "$(nsd_ns_inode carol)" "carol's namespace after the refusal"
 assert_eq "" "$(loops_of "$vol/carol.img")" "loop devices of carol.img"
 
 # ---- 5. released with the namespace -----------------------------------------------------------
-say "5. alice's namespace released: the loop device goes with its mount"
+say "5. alice's namespace released: refused while root's process holds her file, then unmounted by nsd"
 vm_poll 60 no_session_of alice || fail "alice still has sessions: $(nsd_sessions_of alice)"
+# a process of hers to reach her namespace through; root's holder opens her file through it
+vm_ssh alice 'exec sleep 600' &
+vm_poll 30 pgrep -U alice -x sleep > /dev/null || fail "alice's sleep did not start"
+apid=$(pgrep -U alice -x sleep | head -1)
+sleep 600 < "/proc/$apid/root/home/alice/vault/file" &
+holder=$!
+vm_on_exit "kill $holder 2> /dev/null"
 # her user manager (started by her logins) is a process in the namespace too: gone first
 loginctl terminate-user alice 2> /dev/null || true
+pkill -U alice -x sleep 2> /dev/null || true
 vm_poll 60 sh -c '! pgrep -U alice > /dev/null' || fail "alice's processes are still there: $(pgrep -a -U alice)"
+vm_poll 60 no_session_of alice || fail "alice still has sessions: $(nsd_sessions_of alice)"
+ns=$(nsd_ns_inode alice)
+[ -n "$ns" ] || fail "alice has no namespace before the release"
+if out=$("$NSCTL" release alice 2>&1); then
+        fail "nsctl release alice while root's pid $holder holds her file: not refused ($out)"
+fi
+echo "$out"
+assert_contains "$out" "volume 'vault' on /home/alice/vault is in use by pid $holder (sleep)" \
+        "nsctl release's error while the vault is held"
+out=$(nsd_journal NSD_EVENT=volume-busy USER_ID=1001)
+assert_contains "$out" "Cannot release the namespace of uid 1001 (asked by uid 0" "nsd's volume-busy event"
+assert_contains "$out" "in use by pid $holder (sleep)" "nsd's volume-busy event"
+assert_eq "$ns" "$(nsd_ns_inode alice)" "alice's namespace after the refused release"
+assert_eq "$loop 1" "$(loops_of "$vol/alice.img")" "the loop device of alice.img after the refused release"
+kill "$holder"
+wait "$holder" 2> /dev/null || true # killed: 143
 "$NSCTL" release alice || { nsd_journal_dump; fail "nsctl release alice"; }
-vm_poll 60 no_loop_of "$vol/alice.img" ||
-        fail "the loop device of alice.img after the release: $(loops_of "$vol/alice.img")"
-out=$(nsd_journal NSD_EVENT=volume-released USER_ID=1001)
-assert_contains "$out" "Volume 'vault' of uid 1001 (ext4, $vol/alice.img on /dev/loop" "nsd's volume-released event"
-assert_contains "$out" "then clears the loop device" "nsd's volume-released event"
+assert_eq "" "$(nsd_ns_inode alice)" "alice's namespace after the release"
+# nsd unmounted it before the namespace went: the loop device is cleared at once
+assert_eq "" "$(loops_of "$vol/alice.img")" "the loop device of alice.img after the release"
+out=$(nsd_journal NSD_EVENT=volume-unmounted USER_ID=1001)
+assert_contains "$out" "Unmounted volume 'vault' of uid 1001 from /home/alice/vault (asked by uid 0" \
+        "nsd's volume-unmounted event"
+assert_contains "$out" "its loop device is cleared" "nsd's volume-unmounted event"
+assert_eq "" "$(nsd_journal NSD_EVENT=volume-released USER_ID=1001)" \
+        "volume-released events for alice (her block volume was unmounted before)"
 install -d -m 0700 "$VM_TMPDIR/check"
 mount -o ro,nosuid,nodev,noexec "$vol/alice.img" "$VM_TMPDIR/check" || fail "mount alice.img to check it"
 assert_eq "secret of alice" "$(cat "$VM_TMPDIR/check/file")" "alice's file in the image"
