@@ -1433,7 +1433,7 @@ static int handle_release(Request *r) {
         w = g_new0(ReleaseWait, 1);
         w->r = request_ref(r);
         w->forced = forced;
-        rv = users_release(api_of(r)->users, u, reason, on_released, w, &r->why);
+        rv = users_release(api_of(r)->users, u, reason, r->uid != 0, on_released, w, &r->why);
         if (rv > 0)
                 return REQUEST_PENDING; /* its volumes are being unmounted: on_released() */
         request_unref(r);               /* the callback's: it will not be called */

@@ -265,11 +265,10 @@ int child_start(Children *set, uid_t uid, ChildClass cls, ChildFn fn, const void
         return start(set, uid, cls, fn, arg, arg_size, NULL, 0, timeout_usec, done, userdata);
 }
 
-int child_start_keep(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t arg_size,
-                     const int *keep, size_t n_keep, uint64_t timeout_usec, ChildDone done,
-                     void *userdata) {
-        return start(set, uid, CHILD_SYSTEM, fn, arg, arg_size, keep, n_keep, timeout_usec, done,
-                     userdata);
+int child_start_keep(Children *set, uid_t uid, ChildClass cls, ChildFn fn, const void *arg,
+                     size_t arg_size, const int *keep, size_t n_keep, uint64_t timeout_usec,
+                     ChildDone done, void *userdata) {
+        return start(set, uid, cls, fn, arg, arg_size, keep, n_keep, timeout_usec, done, userdata);
 }
 
 static int start(Children *set, uid_t uid, ChildClass cls, ChildFn fn, const void *arg,

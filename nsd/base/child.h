@@ -67,10 +67,9 @@ void children_set_on_free(Children *set, void (*fn)(void *userdata), void *userd
  * whether uid's stuck children are the reason), -errno when fork failed. */
 int child_start(Children *set, uid_t uid, ChildClass cls, ChildFn fn, const void *arg,
                 size_t arg_size, uint64_t timeout_usec, ChildDone done, void *userdata);
-/* child_start() as CHILD_SYSTEM (a namespace's setup), and the child keeps these
- * descriptors of nsd's open, at the same numbers (still O_CLOEXEC): at most
- * CHILD_MAX_KEEP. */
+/* child_start(), and the child keeps these descriptors of nsd's open, at the same numbers
+ * (still O_CLOEXEC): at most CHILD_MAX_KEEP. */
 #define CHILD_MAX_KEEP 4
-int child_start_keep(Children *set, uid_t uid, ChildFn fn, const void *arg, size_t arg_size,
-                     const int *keep, size_t n_keep, uint64_t timeout_usec, ChildDone done,
-                     void *userdata);
+int child_start_keep(Children *set, uid_t uid, ChildClass cls, ChildFn fn, const void *arg,
+                     size_t arg_size, const int *keep, size_t n_keep, uint64_t timeout_usec,
+                     ChildDone done, void *userdata);

@@ -1892,8 +1892,8 @@ int setup_run(Children *set, SetupPlan *plan, int ns_fd, int out_fd, SetupDone d
         run->plan = plan;
         run->done = done;
         run->userdata = userdata;
-        r = child_start_keep(set, plan->uid, setup_child, &a, sizeof a, keep, (size_t) n_keep,
-                             timeout, on_setup_done, run);
+        r = child_start_keep(set, plan->uid, CHILD_SYSTEM, setup_child, &a, sizeof a, keep,
+                             (size_t) n_keep, timeout, on_setup_done, run);
         if (r < 0) {
                 g_free(run);
                 return r; /* the plan stays the caller's */

@@ -241,8 +241,8 @@ static void detach_start(ShareBound *b, const Share *sh, const char *anchor, Mou
         }
         g_hash_table_insert(b->running, &d->id, d);
         /* counted against the mount's owner: a walk may hang in that user's FUSE daemon */
-        r = child_start_keep(b->children, e->uid, detach_child, &a, sizeof a, &a.pinns_fd, 1,
-                             b->config->path_walk_timeout_usec, on_detached, d);
+        r = child_start_keep(b->children, e->uid, CHILD_SYSTEM, detach_child, &a, sizeof a,
+                             &a.pinns_fd, 1, b->config->path_walk_timeout_usec, on_detached, d);
         if (r < 0) {
                 if (r == -EAGAIN) /* no change may come: look again in a while */
                         scan_soon(b, SHARE_BOUND_RETRY_MSEC);

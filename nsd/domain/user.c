@@ -43,6 +43,7 @@ void user_free(User *u) {
         g_free(u->setup_generation);
         g_strfreev(u->shares);
         g_free(u->owner);
+        g_free(u->release_refused);
         user_credential_drop(u, NULL);
         user_credential_unlock_drop(u, NULL);
         user_volumes_free(u->volumes, u->n_volumes);

@@ -56,12 +56,14 @@ struct User {
          * USER_CREDENTIAL_HOLD_SEC after the last one came */
         int *unlock_fd;
         guint unlock_timer;
-        bool orphaned;      /* a JOIN found the uid under another name, or none */
-        bool orphan_logged; /* that was logged (once per namespace) */
-        bool pin_refused;   /* the kernel refused to pin it: not tried again */
-        bool store_warned;  /* not pinned and no room in the fd store: said once */
-        FdStore *fdstore;   /* where it is kept besides its pin (never NULL) */
-        StateDir *state;    /* NULL: no state files */
+        char *release_refused; /* why its last release was refused by a volume (volume-busy),
+                                * said at warning level once, then at debug while the same */
+        bool orphaned;         /* a JOIN found the uid under another name, or none */
+        bool orphan_logged;    /* that was logged (once per namespace) */
+        bool pin_refused;      /* the kernel refused to pin it: not tried again */
+        bool store_warned;     /* not pinned and no room in the fd store: said once */
+        FdStore *fdstore;      /* where it is kept besides its pin (never NULL) */
+        StateDir *state;       /* NULL: no state files */
 };
 
 /* A User for ns (taken) and baseline (taken; NULL: unknown), kept in fdstore and state (both

@@ -116,7 +116,7 @@ static void linger_released(int r, const char *why, void *userdata) {
 }
 
 static int linger_release(User *u, const char *why, void *userdata) {
-        int r = users_release(userdata, u, why, linger_released, userdata, NULL);
+        int r = users_release(userdata, u, why, false, linger_released, userdata, NULL);
 
         if (r == 0)
                 metrics_count_release(NSD_METRICS_RELEASE_LINGER);
@@ -916,7 +916,7 @@ static int release_now(Users *reg, User *u, const char *why, char **ret_why) {
 }
 
 /* The steps of a volume release for the log, and the first reason it stopped (or NULL). */
-static char *log_volume_release(const User *u, const VolumeRelease *rel, const char *why) {
+static char *log_volume_release(User *u, const VolumeRelease *rel, const char *why) {
         char *first = NULL;
 
         for (size_t i = 0; i < rel->n; i++) {
@@ -948,14 +948,23 @@ static char *log_volume_release(const User *u, const VolumeRelease *rel, const c
                                          it->name, (unsigned) u->uid, it->where);
                         break;
                 case VOLUME_RELEASE_BUSY:
-                case VOLUME_RELEASE_FAILED:
-                        log_event_reason(LOG_WARNING, it->err, u->uid, "volume-busy", why,
+                case VOLUME_RELEASE_FAILED: {
+                        /* linger asks again every LINGER_RECHECK_SEC: the same refusal once */
+                        bool same = u->release_refused && g_str_equal(u->release_refused, reason);
+
+                        log_event_reason(same ? LOG_DEBUG : LOG_WARNING, it->err, u->uid,
+                                         "volume-busy", why,
                                          "Cannot release the namespace of uid %u (%s): %s; the "
                                          "namespace is kept",
                                          (unsigned) u->uid, why, reason);
+                        if (!same) {
+                                g_free(u->release_refused);
+                                u->release_refused = g_strdup(reason);
+                        }
                         if (!first)
                                 first = g_steal_pointer(&reason);
                         break;
+                }
                 case VOLUME_RELEASE_NOT_TRIED:
                         break;
                 }
@@ -1032,8 +1041,8 @@ static void on_volumes_released(int r, const VolumeRelease *rel, void *userdata)
         releasing_free(rl);
 }
 
-int users_release(Users *reg, User *u, const char *why, UsersReleaseDone done, void *userdata,
-                  char **ret_why) {
+int users_release(Users *reg, User *u, const char *why, bool by_user, UsersReleaseDone done,
+                  void *userdata, char **ret_why) {
         VolumeRelease *rel;
         Releasing *rl;
         int r;
@@ -1072,7 +1081,8 @@ int users_release(Users *reg, User *u, const char *why, UsersReleaseDone done, v
         rl->why = g_strdup(why);
         rl->done = done;
         rl->userdata = userdata;
-        r = volume_release_start(reg->children, u->uid, u->ns->ns_fd, rel, on_volumes_released, rl);
+        r = volume_release_start(reg->children, u->uid, by_user ? CHILD_USER : CHILD_SYSTEM,
+                                 u->ns->ns_fd, rel, on_volumes_released, rl);
         g_free(rel);
         if (r < 0) {
                 releasing_free(rl);

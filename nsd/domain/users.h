@@ -158,11 +158,12 @@ typedef void (*UsersReleaseDone)(int r, const char *why, void *userdata);
  * yet available" and another release is refused (-EBUSY). A release whose volumes stay (in
  * use, a failed step) keeps the namespace, pinned, with its sessions; without sessions
  * linger looks at it again. One whose pin cannot be removed after that keeps it without
- * those volumes (logged). 0: released now (done is not called). When the unpin fails nothing changes
+ * those volumes (logged). by_user: the user asked for its own release (its child is
+ * CHILD_USER: it takes no reserve of child.h's). 0: released now (done is not called). When the unpin fails nothing changes
  * (u stays, with its sessions): -errno and *ret_why (g_malloc()ed, may be NULL) for the
  * asker. */
-int users_release(Users *reg, User *u, const char *why, UsersReleaseDone done, void *userdata,
-                  char **ret_why);
+int users_release(Users *reg, User *u, const char *why, bool by_user, UsersReleaseDone done,
+                  void *userdata, char **ret_why);
 /* Are uid's volumes being unmounted for a release? */
 bool users_is_releasing(const Users *reg, uid_t uid);
 /* Try to pin again what is kept by descriptor only (the pin store became available, or the

@@ -118,17 +118,21 @@ static void look_failed(int *bad) {
                 *bad = errno;
 }
 
-/* Is dir_fd/name on one of devs[] that is wanted (the index, or -1)? */
+/* Is dir_fd/name on one of devs[] that is wanted (the index, or -1)? The device comes from
+ * the superblock: AT_STATX_DONT_SYNC asks no FUSE daemon or NFS server anything (a hostile
+ * daemon of another user's, holding a file of its own, cannot stall this look). */
 static int on_dev(int dir_fd, const char *name, const dev_t *devs, const bool *want, size_t n,
                   int *bad) {
-        struct stat st;
+        struct statx stx;
+        dev_t dev;
 
-        if (fstatat(dir_fd, name, &st, 0) < 0) {
+        if (statx(dir_fd, name, AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
                 look_failed(bad);
                 return -1;
         }
+        dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
         for (size_t i = 0; i < n; i++)
-                if (want[i] && st.st_dev == devs[i])
+                if (want[i] && dev == devs[i])
                         return (int) i;
         return -1;
 }
@@ -465,8 +469,8 @@ static void on_release_done(int r, const void *result, int fd, void *userdata) {
         g_free(run);
 }
 
-int volume_release_start(Children *set, uid_t uid, int ns_fd, const VolumeRelease *rel,
-                         VolumeReleaseDone done, void *userdata) {
+int volume_release_start(Children *set, uid_t uid, ChildClass cls, int ns_fd,
+                         const VolumeRelease *rel, VolumeReleaseDone done, void *userdata) {
         g_autofree ReleaseArgs *a = g_new0(ReleaseArgs, 1);
         ReleaseRun *run;
         int r;
@@ -478,7 +482,7 @@ int volume_release_start(Children *set, uid_t uid, int ns_fd, const VolumeReleas
         run = g_new0(ReleaseRun, 1);
         run->done = done;
         run->userdata = userdata;
-        r = child_start_keep(set, uid, release_child, a, sizeof *a, &ns_fd, 1,
+        r = child_start_keep(set, uid, cls, release_child, a, sizeof *a, &ns_fd, 1,
                              VOLUME_RELEASE_TIMEOUT_USEC, on_release_done, run);
         if (r < 0)
                 g_free(run);

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/child.h"
 #include "base/nsd-forward.h"
 #include "policy/setup-conf.h"
 
@@ -109,10 +110,10 @@ typedef void (*VolumeReleaseDone)(int r, const VolumeRelease *rel, void *userdat
 #define VOLUME_RELEASE_TIMEOUT_USEC (15ULL * 1000000ULL)
 
 /* Start the child for uid's namespace ns_fd (kept open by the caller until done ran) with
- * rel's items filled in (the caller's; copied). 0: done runs later, once; -errno: it
- * never will. */
-int volume_release_start(Children *set, uid_t uid, int ns_fd, const VolumeRelease *rel,
-                         VolumeReleaseDone done, void *userdata);
+ * rel's items filled in (the caller's; copied), as cls (child.h: CHILD_USER when the user
+ * asked for its own release). 0: done runs later, once; -errno: it never will. */
+int volume_release_start(Children *set, uid_t uid, ChildClass cls, int ns_fd,
+                         const VolumeRelease *rel, VolumeReleaseDone done, void *userdata);
 
 /* One line for the log and the client: why the release of item stopped (BUSY, FAILED), or
  * NULL for the other steps. g_malloc()ed. */

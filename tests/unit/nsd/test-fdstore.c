@@ -515,7 +515,7 @@ static void test_server(void) {
         for (unsigned i = 0; i < G_N_ELEMENTS(sess); i++)
                 if (sess[i] && sess[i]->user == u[0])
                         users_end_session(s->users, g_steal_pointer(&sess[i]));
-        is_int(users_release(s->users, u[0], "test", NULL, NULL, NULL), 0, "uid %u released",
+        is_int(users_release(s->users, u[0], "test", false, NULL, NULL, NULL), 0, "uid %u released",
                UID_BASE);
         fake_manager_drain(mgr);
         ok(!fake_manager_has(mgr, "ns-4000000000"), "... out of the store");
@@ -585,7 +585,7 @@ static void test_server_pinned(void) {
 
         /* a release gives room back: the pinned one removed is put back */
         mark = log_mark();
-        is_int(users_release(s->users, u[2], "test", NULL, NULL, NULL), 0, "uid %u released",
+        is_int(users_release(s->users, u[2], "test", false, NULL, NULL, NULL), 0, "uid %u released",
                UID_BASE + 2);
         fake_manager_drain(mgr);
         ok(user_is_stored(u[1]) && fake_manager_has(mgr, "ns-4000000001"),

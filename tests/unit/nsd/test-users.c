@@ -169,7 +169,7 @@ static void test_release(void) {
         users_open_session(reg, u, getpid(), "sudo", pidfd_of(getpid()), 0);
         ok(state_file_exists("ns-1000"), "a created namespace has its state file");
         before = changed;
-        is_int(users_release(reg, u, "test", NULL, NULL, NULL), 0,
+        is_int(users_release(reg, u, "test", false, NULL, NULL, NULL), 0,
                "a release with two live sessions");
         ok(!users_get(reg, 1000) && users_count_sessions(reg) == 0,
            "the user and its sessions are gone");
@@ -208,7 +208,7 @@ static void test_owner(void) {
         g_clear_pointer(&why, g_free);
         is_int(users_check_owner(reg, u, NULL, &why), -EOWNERDEAD, "no passwd entry: EOWNERDEAD");
         ok(why && strstr(why, "has no entry"), "saying why (%s)", why);
-        is_int(users_release(reg, u, "test", NULL, NULL, NULL), 0, "root releases it");
+        is_int(users_release(reg, u, "test", false, NULL, NULL, NULL), 0, "root releases it");
         users_free(reg);
 }
 
