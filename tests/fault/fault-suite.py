@@ -53,7 +53,8 @@ numbering of the calls to fail, the same in every run.
    all (not listed, and not there after a clean restart); an error that may pass is retried
    by the login and then served; A survives; once the case's pins are detached, no loop
    device holds the volume's image. Then D is released (phase release-d: nsd unpins it and
-   unmounts its volume first, volume-release.h), each call site of that failed in turn:
+   unmounts its volume first, volume-release.h), each call site of that failed in turn (one
+   errno each, RELEASE_D_ERRNOS):
    either the RELEASE answers ok and D is gone (also after a clean restart), or it answers
    an error and D is kept, pinned, with its volume mounted (or, when the unpin itself failed
    after the unmount, without it and nsd's log says so).
@@ -622,12 +623,17 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
                        f"init={st[2]} share={st[3]} route={st[4]} volume={st[5]}")
         oc.d = (j, st)
     oc.release_d = None
+    oc.release_d_partial = False
     if oc.d is not None and w.volume and st is not None and all(st[:-1]):
         # issue 25: D released; nsd unmounts its volume first (volume-release.h)
         mark("release-d")
         w.ensure_running()
         rc, out = w.client("release", UD)
         oc.release_d = out.strip()
+        # a reply lost on the way (sendmsg failed) after the release was done
+        if oc.release_d != "ok" and f"Released the namespace of uid {UD} " in w.log_text():
+            oc.note(f"release-d: RELEASE D answered {oc.release_d}, but nsd released it")
+            oc.release_d = "ok"
         w.ensure_running()
         if oc.release_d == "ok":
             if UD in listed(w):
@@ -642,6 +648,7 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
                     # pinned, without it (nsd says so; the release was asked for)
                     oc.note("release-d: unmounted, then the unpin failed: D kept without its "
                             "volume, logged")
+                    oc.release_d_partial = True
                 elif st2 is None or not st2[5]:
                     oc.problem(f"release-d: RELEASE D failed ({oc.release_d}), and D is kept "
                                f"WITHOUT its volume: {st2 or why}")
@@ -670,7 +677,10 @@ def check_setup(w, oc, fault_log):
                 oc.problem(f"D LOST after a clean restart: listed {now.get(UD)}, was {j[1]}")
             else:
                 st2, why = setup_state(w, UD)
-                if st2 is None or not all(st2[:-1]):
+                if oc.release_d_partial and st2 is not None and all(st2[:5]) and not st2[5]:
+                    oc.note("D after a clean restart: kept without its volume, as the release "
+                            "that failed at the unpin left it")
+                elif st2 is None or not all(st2[:-1]):
                     oc.problem(f"D after a clean restart is not set up: {st2 or why}")
     w.stop()
     check_log(oc, fault_log)
@@ -720,6 +730,9 @@ CRED_PHASES = {f"cred-{r[0]}" for r in CRED_REQUESTS}
 CRED_ERRNOS = {"sendmsg": ["EAGAIN", "ENOBUFS"], "recvmsg": ["ENOMEM"], "fstat": ["EIO"],
                "clone": ["EAGAIN"], "setns": ["ENOMEM"]}
 CRED_ERRNO_DEFAULT = ["EMFILE"]
+# D's release (phase release-d): one errno per call site as for the credential path, and for
+# the unmount both "in use" and a plain failure
+RELEASE_D_ERRNOS = {"umount2": ["EBUSY", "EIO"], "clone": ["EAGAIN"], "setns": ["ENOMEM"]}
 # Cases that fail for a bug of nsd's not fixed yet: (phase, call, function of the call site
 # and which of its calls in the phase (None: any), errno test, the bug). Their TAP lines
 # carry a TODO; once nsd is fixed they pass, meson reports it, and the row goes.
@@ -1833,6 +1846,10 @@ def main():
     for s in sites:
         if s["scenario"] == "cred":
             for e in CRED_ERRNOS.get(s["call"], CRED_ERRNO_DEFAULT):
+                cases.append((s, e, 1))
+            continue
+        if s["phase"] == "release-d":
+            for e in RELEASE_D_ERRNOS.get(s["call"], CRED_ERRNO_DEFAULT):
                 cases.append((s, e, 1))
             continue
         for e in errnos:

@@ -30,6 +30,10 @@
 #     the daemon is alice's, in her namespace; root and bob do not list the mount; nsctl
 #     volumes says user-manager; run-volume outside her namespace, or of a kernel volume,
 #     is refused with the reason.
+#  8. with Linger=0: a process alice left behind keeps her namespace and vault (and her user
+#     manager, whose session in nsd ends only after it);
+#     once it and her manager are gone, linger releases it: nsd unmounts the vault first
+#     (volume-unmounted, "linger time over"), the loop device is cleared.
 #  nsctl volumes (protocol 1.7): after 2, root's shows alice's vault mounted on her loop
 #  device, and (1.8) NOW follows what is mounted: not-mounted while root has moved it away in
 #  her namespace, mounted once it is back;
@@ -345,3 +349,51 @@ out=$(vm_ssh alice "$NSCTL run-volume vault" 2>&1) && fail "run-volume of a kern
 assert_contains "$out" "nsd mounts it" "run-volume of alice's ext4 volume"
 kill "$stay" 2> /dev/null
 say "ok"
+
+# ---- 8. linger releases alice's namespace once nothing of hers is left -----------------------
+say "8. Linger=0: alice's vault stays while a process of hers lives, then nsd unmounts it and releases"
+ns=$(nsd_ns_inode alice)
+[ -n "$ns" ] || fail "alice has no namespace before section 8"
+loop=$(loops_of "$vol/alice.img" | cut -d' ' -f1)
+[ -n "$loop" ] || fail "alice's vault has no loop device before section 8"
+dropin_in 63-linger.conf "3 volumes" << 'CONF'
+[Namespaces]
+Linger=0
+CONF
+# her sshfs volume logs her in to 127.0.0.1 itself (a session of hers while it runs, which
+# keeps her manager, which keeps sshfs): stopped first, and her manager will not start it again
+rm -f "$dropins/62-remote.conf"
+systemctl reload nsd.service || fail "systemctl reload nsd"
+vm_user_systemctl alice stop nsd-volume@remote.service || fail "stop alice's nsd-volume@remote.service"
+# a process left behind, as a tmux server would be (KillUserProcesses=no keeps it in its
+# session's scope, and her user manager with it: its session in nsd ends only after it)
+left=$(vm_ssh alice 'sleep 3600 < /dev/null > /dev/null 2>&1 & echo $!') || fail "a process of alice's left behind"
+# her login of section 7 ends: its remote command ends, the ssh client with it
+pkill -u alice -x -f 'sleep 300' || fail "alice's login of section 7 is gone already"
+wait "$stay" 2> /dev/null || true
+user_closing() { [ "$(loginctl show-user alice -p State --value 2> /dev/null)" = closing ]; }
+vm_poll 60 user_closing || {
+        loginctl list-sessions >&2
+        fail "alice's logind state is not 'closing' after her last logout"
+}
+# nsd's view: her ssh sessions ended, the one of her manager stays (the process keeps it)
+manager_session_only() { [ "$(nsd_sessions_of alice)" = 1 ]; }
+vm_poll 60 manager_session_only || fail "alice's sessions in nsd: $(nsd_sessions_of alice), not her manager's alone"
+assert_eq "$ns" "$(nsd_ns_inode alice)" "alice's namespace while her process lives"
+assert_eq "$loop 1" "$(loops_of "$vol/alice.img")" "the loop device of alice.img while her process lives"
+assert_eq "" "$(nsd_journal NSD_EVENT=volume-unmounted USER_ID=1001 | grep 'linger time over' || true)" \
+        "a linger unmount while her process lives"
+kill "$left" || fail "kill alice's process left behind ($left)"
+# her manager (and its sshfs) goes UserStopDelaySec after that; then linger finds nothing of
+# hers and releases the namespace, the vault first
+vm_poll 90 no_loop_of "$vol/alice.img" || {
+        nsd_journal_dump
+        fail "the loop device of alice.img after her last process ended: $(loops_of "$vol/alice.img")"
+}
+no_ns_of() { [ -z "$(nsd_ns_inode "$1")" ]; }
+vm_poll 30 no_ns_of alice || fail "alice's namespace after linger's release: $(nsd_ns_inode alice)"
+out=$(nsd_journal NSD_EVENT=volume-unmounted USER_ID=1001)
+assert_contains "$out" "Unmounted volume 'vault' of uid 1001 from /home/alice/vault (linger time over" \
+        "nsd's volume-unmounted event for linger's release"
+assert_contains "$(nsd_journal NSD_EVENT=namespace-released USER_ID=1001)" "linger time over" \
+        "nsd's namespace-released event for linger's release"
