@@ -1076,6 +1076,7 @@ _Static_assert(NSC_CREDENTIAL_MAX == NSD_CREDENTIAL_MAX &&
                        NSC_VOLUME_NOW_KNOWN == NSD_VOLUME_NOW_KNOWN &&
                        NSC_VOLUME_NOW_MOUNTED == NSD_VOLUME_NOW_MOUNTED &&
                        NSC_VOLUME_WAITING == NSD_VOLUME_WAITING &&
+                       NSC_VOLUME_HELD == NSD_VOLUME_HELD &&
                        NSC_NS_CREDENTIAL_WANTED == NSD_NS_CREDENTIAL_WANTED,
                "the credential's constants");
 

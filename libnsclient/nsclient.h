@@ -308,6 +308,9 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 #define NSC_VOLUME_NOW_MOUNTED 0x10u
 /* flags (nsd 1.8): its run-volume waits for a password now (locked) */
 #define NSC_VOLUME_WAITING 0x20u
+/* flags (nsd 1.10): the last release of its namespace was refused for this volume: why says
+ * who held it then (pid and command), or which step failed */
+#define NSC_VOLUME_HELD 0x40u
 
 struct nsc_volume_info {
         uid_t uid;         /* whose namespace */

@@ -118,6 +118,10 @@
  *   1.9  STATUS features may carry NSD_FEATURE_OWNER_PRIVATE_NEW: the kernel makes mounts
  *        born owner-private (F4b), and in mode private nsd gives the initial namespace's
  *        mounts that policy ([Private] BornPrivate=). Older clients ignore the bit.
+ *   1.10 VOLUMES entries' flags may carry NSD_VOLUME_HELD: the last release of the namespace
+ *        was refused because something held that (mounted) volume; `why` says what (pid and
+ *        command). RELEASE may answer -EBUSY for a volume in use, with that reason. Older
+ *        clients ignore the bit.
  */
 #pragma once
 
@@ -151,7 +155,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 9
+#define NSD_PROTO_MINOR 10
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -661,6 +665,9 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 #define NSD_VOLUME_NOW_MOUNTED 0x10u
 /* 1.8: its run-volume waits for a password now (CREDENTIAL_TAKE with NSD_CREDENTIAL_WAIT) */
 #define NSD_VOLUME_WAITING 0x20u
+/* 1.10: the last release of its namespace was refused for this volume (in use: `why` names
+ * the processes that held it then, pid and command; or a step of its unmount failed) */
+#define NSD_VOLUME_HELD 0x40u
 
 /* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
  * reload changes no entry until the namespace is made again), in order of uid, then of

@@ -403,7 +403,8 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
         [VOLUMES_COL_SINCE] = { "SINCE", 19, 0, SCOLS_JSON_STRING,
                                 "when the setup reported (local time)" },
         [VOLUMES_COL_WHY] = { "WHY", 0.4, SCOLS_FL_WRAP, SCOLS_JSON_STRING,
-                              "a failed volume: which step, which path, what happened" },
+                              "a failed volume: which step, which path, what happened; a "
+                              "mounted one that stopped the last release: who held it" },
 };
 
 static const char *const volume_state_names[] = {
@@ -450,7 +451,7 @@ static char *volumes_cell(const void *row, size_t col, bool json) {
                 format_timestamp(v->at_usec, buf, sizeof(buf));
                 break;
         case VOLUMES_COL_WHY:
-                if (v->state != NSC_VOLUME_FAILED)
+                if (v->state != NSC_VOLUME_FAILED && !(v->flags & NSC_VOLUME_HELD))
                         return json ? NULL : strdup("-");
                 return strndup(v->why, sizeof(v->why));
         default:

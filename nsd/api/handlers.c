@@ -1017,6 +1017,10 @@ static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, cons
                                     : 0);
         if (v->password && credential_waits(api_of(r), u->uid, v->name))
                 e.flags |= NSD_VOLUME_WAITING;
+        if (v->held && v->outcome == VOLUME_OUTCOME_MOUNTED) { /* its setup's why is empty */
+                e.flags |= NSD_VOLUME_HELD;
+                g_strlcpy(e.why, v->held, sizeof e.why);
+        }
         if (request_reply(r, &e, sizeof e, NULL, 0) == 0)
                 vs->sent++;
 }

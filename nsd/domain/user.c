@@ -201,6 +201,7 @@ static void user_volume_clear(UserVolume *v) {
         g_free(v->where);
         g_free(v->why);
         g_free(v->options);
+        g_free(v->held);
         *v = (UserVolume) { 0 };
 }
 

@@ -33,6 +33,7 @@ typedef struct UserVolume {
         bool on_request;      /* Start=request: nsctl start, not the login, starts it */
         uint32_t loop;        /* /dev/loop<loop - 1> its image is on; 0: none */
         uint64_t at_usec;     /* CLOCK_REALTIME when the setup reported */
+        char *held; /* why the last release was refused for it (in use by whom); NULL: not */
 } UserVolume;
 
 struct User {

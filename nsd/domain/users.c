@@ -915,13 +915,28 @@ static int release_now(Users *reg, User *u, const char *why, char **ret_why) {
         return 0;
 }
 
-/* The steps of a volume release for the log, and the first reason it stopped (or NULL). */
+/* u's volume called name, or NULL. */
+static UserVolume *user_volume_named(User *u, const char *name) {
+        for (size_t i = 0; i < u->n_volumes; i++)
+                if (g_str_equal(u->volumes[i].name, name))
+                        return &u->volumes[i];
+        return NULL;
+}
+
+/* The steps of a volume release for the log, and the first reason it stopped (or NULL). Each
+ * volume keeps why it stopped the release (UserVolume.held, for VOLUMES), or nothing. */
 static char *log_volume_release(User *u, const VolumeRelease *rel, const char *why) {
         char *first = NULL;
 
         for (size_t i = 0; i < rel->n; i++) {
                 const VolumeReleaseItem *it = &rel->items[i];
                 g_autofree char *reason = volume_release_why(it);
+                UserVolume *v = user_volume_named(u, it->name);
+
+                if (v) {
+                        g_free(v->held);
+                        v->held = g_strdup(reason);
+                }
 
                 if (it->recovered)
                         log_event_reason(LOG_NOTICE, 0, u->uid, "volume-recovered", why,

@@ -612,17 +612,21 @@ static void test_volumes(void) {
                                 .why = i == 0 ? NULL : g_strdup("a symbolic link"),
                         };
         }
+        /* 1.10: a refused release left who held the mounted one; a failed one keeps its why */
+        users_get(s->users, 100001)->volumes[0].held = g_strdup("in use by pid 7 (less)");
+        users_get(s->users, 100001)->volumes[1].held = g_strdup("in use by pid 8 (cat)");
         loop_test_send_type(root, NSD_REQ_VOLUMES, 5);
         all = read_volumes(root, &count);
         is_str(all->str,
-               "100000:vault:1:0:;100000:data:2:-40:a symbolic link;100001:vault:1:0:;"
-               "100001:data:2:-40:a symbolic link;",
+               "100000:vault:1:0:;100000:data:2:-40:a symbolic link;100001:vault:1:0:in use by "
+               "pid 7 (less);100001:data:2:-40:a symbolic link;",
                "root's VOLUMES: every namespace's volumes in order of uid, then of nsd.conf; a "
-               "failure's -errno and why");
+               "failure's -errno and why; a mounted one's holders at a refused release");
         is_int(count, 4, "its end counts the entries sent");
         loop_test_send_type(user, NSD_REQ_VOLUMES, 6);
         own = read_volumes(user, &count);
-        is_str(own->str, "100001:vault:1:0:;100001:data:2:-40:a symbolic link;",
+        is_str(own->str,
+               "100001:vault:1:0:in use by pid 7 (less);100001:data:2:-40:a symbolic link;",
                "a user's VOLUMES: its own namespace's only");
         loop_test_send_type(nobody, NSD_REQ_VOLUMES, 7);
         none = read_volumes(nobody, &count);

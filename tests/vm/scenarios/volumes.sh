@@ -17,7 +17,8 @@
 #     reason, and no loop device is attached for it.
 #  5. alice's namespace released (nsctl release, no session left) while a process of root's
 #     outside her namespace holds a file of her vault open: refused, naming that process (pid
-#     and command), in the reply and the journal (volume-busy); her namespace, her vault and its
+#     and command), in the reply, the journal (volume-busy) and nsctl volumes' WHY (protocol
+#     1.10); her namespace, her vault and its
 #     loop device stay. Once it let go: nsd unmounts the vault itself before the namespace
 #     goes (volume-unmounted, "its loop device is cleared"), the loop device is gone, the
 #     image keeps the file.
@@ -243,6 +244,10 @@ out=$(nsd_journal NSD_EVENT=volume-busy USER_ID=1001)
 assert_contains "$out" "Cannot release the namespace of uid 1001 (asked by uid 0" "nsd's volume-busy event"
 assert_contains "$out" "in use by pid $holder (sleep)" "nsd's volume-busy event"
 assert_eq "$ns" "$(nsd_ns_inode alice)" "alice's namespace after the refused release"
+# protocol 1.10: nsctl volumes says who held it at the refused release
+out=$("$NSCTL" volumes --noheadings -o volume,state,why) || fail "nsctl volumes: $out"
+echo "$out"
+assert_contains "$out" "in use by pid $holder (sleep)" "nsctl volumes' WHY after the refused release"
 assert_eq "$loop 1" "$(loops_of "$vol/alice.img")" "the loop device of alice.img after the refused release"
 kill "$holder"
 wait "$holder" 2> /dev/null || true # killed: 143
