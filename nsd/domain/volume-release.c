@@ -93,7 +93,8 @@ static int volume_mount(int root, VolumeReleaseItem *it, dev_t dev) {
                 }
                 return item_failed(it, VOLUME_RELEASE_CALL_OPEN);
         }
-        if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0) {
+        /* DONT_SYNC: nothing asked of a FUSE daemon the user may have mounted there */
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
                 (void) item_failed(it, VOLUME_RELEASE_CALL_OPEN);
                 close(fd);
                 return -1;
@@ -251,16 +252,21 @@ static int find_holders(VolumeReleaseItem *items, const dev_t *devs, const bool 
         return held;
 }
 
-/* Is /dev/loop<nr> cleared (no backing file), waiting up to half a second for the kernel? */
+/* Is /dev/loop<nr> cleared (no backing file), waiting up to half a second for the kernel? 1
+ * yes, 0 no, -1 not known (no sysfs in the namespace). */
 static int loop_cleared(uint32_t nr) {
         char path[64] = "/sys/block/loop", num[24];
         struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
+        size_t dev_len;
 
         append(path, sizeof path, fmt_dec(num, nr));
+        dev_len = strlen(path);
         append(path, sizeof path, "/loop/backing_file");
         for (int i = 0; i < 25; i++) {
-                if (access(path, F_OK) < 0 && errno == ENOENT)
-                        return 1;
+                if (access(path, F_OK) < 0 && errno == ENOENT) {
+                        path[dev_len] = '\0'; /* the device itself must be there to say so */
+                        return access(path, F_OK) == 0 ? 1 : -1;
+                }
                 (void) nanosleep(&ts, NULL);
         }
         return 0;
@@ -297,7 +303,8 @@ static bool recover_staged(int root, const char *run_dir, VolumeReleaseItem *it,
                         fd = openat(d, e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (fd < 0)
                                 continue;
-                        if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0 &&
+                        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) ==
+                                    0 &&
                             (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
                             (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
                             makedev(stx.stx_dev_major, stx.stx_dev_minor) == dev) {
@@ -527,8 +534,13 @@ char *volume_release_why(const VolumeReleaseItem *it) {
                                   "mounted where nsd moved it"
                                 : "");
         case VOLUME_RELEASE_FAILED:
-                return g_strdup_printf("volume '%s' on %s: %s failed: %s", it->name, it->where,
-                                       call_name(it->failed_call), g_strerror(it->err));
+                return g_strdup_printf(
+                        "volume '%s' on %s: %s failed: %s%s", it->name, it->where,
+                        call_name(it->failed_call), g_strerror(it->err),
+                        it->failed_call == VOLUME_RELEASE_CALL_UMOUNT && !it->moved_back
+                                ? "; it could not be put back on its mount point and stays "
+                                  "mounted where nsd moved it (the next release puts it back)"
+                                : "");
         default:
                 return NULL;
         }
