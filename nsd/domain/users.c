@@ -867,7 +867,6 @@ static void users_log_volumes_released(const User *u, const char *why, bool unmo
         }
 }
 
-/* The release itself, once no block volume of u is mounted any more. */
 /* A release's first step: a pin that stays keeps everything as it is. */
 static int release_unpin(Users *reg, User *u, const char *why, char **ret_why) {
         uid_t uid = u->uid;
