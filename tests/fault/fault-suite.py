@@ -52,8 +52,8 @@ numbering of the calls to fail, the same in every run.
    clone, the route, the volume's mark) or not handed out at
    all (not listed, and not there after a clean restart); an error that may pass is retried
    by the login and then served; A survives; once the case's pins are detached, no loop
-   device holds the volume's image. Then D is released (phase release-d: nsd unpins it and
-   unmounts its volume first, volume-release.h), each call site of that failed in turn (one
+   device holds the volume's image. Then D is released (phase release-d: nsd unmounts its
+   volume first, volume-release.h, then unpins it), each call site of that failed in turn (one
    errno each, RELEASE_D_ERRNOS):
    either the RELEASE answers ok and D is gone (also after a clean restart), or it answers
    an error and D is kept, pinned, with its volume mounted (or, when the unpin itself failed
