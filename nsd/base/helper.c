@@ -24,10 +24,13 @@
 #include "base/helper.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,19 +122,37 @@ const char *helper_step_text(int step) {
 
 /* ---- for children --------------------------------------------------------------------- */
 
+const char *helper_fmt_uint(char buf[static 24], unsigned long v, unsigned base) {
+        char digits[24];
+        size_t n = 0, i = 0;
+
+        do {
+                digits[n++] = (char) ('0' + v % base);
+                v /= base;
+        } while (v > 0 && n < sizeof digits - 1);
+        while (n > 0)
+                buf[i++] = digits[--n];
+        buf[i] = '\0';
+        return buf;
+}
+
+int helper_open_beneath(int dfd, const char *rel, int flags) {
+        struct open_how how = {
+                .flags = (uint64_t) (flags | O_CLOEXEC),
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+        };
+
+        return (int) syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+}
+
 /* prefix, v in decimal, suffix into buf; no allocation, no locale (a child may call it). */
 static void put_path(char *buf, const char *prefix, unsigned long v, const char *suffix) {
         char digits[24];
-        size_t n = 0, i = strlen(prefix);
+        size_t i = strlen(prefix), n = strlen(helper_fmt_uint(digits, v, 10));
 
         memcpy(buf, prefix, i);
-        do {
-                digits[n++] = (char) ('0' + v % 10);
-                v /= 10;
-        } while (v > 0 && n < sizeof digits);
-        while (n > 0)
-                buf[i++] = digits[--n];
-        strcpy(buf + i, suffix);
+        memcpy(buf + i, digits, n);
+        strcpy(buf + i + n, suffix);
 }
 
 void helper_fd_path(char buf[static 32], int fd) {

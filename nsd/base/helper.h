@@ -89,6 +89,12 @@ int helper_run(int (*fn)(void *), void *arg, struct helper_status *status);
 
 /* ---- for children (async-signal-safe, no allocation) ---------------------------------- */
 
+/* v's digits in base (2..10) into buf, NUL-terminated; returns buf */
+const char *helper_fmt_uint(char buf[static 24], unsigned long v, unsigned base);
+/* openat2() of rel beneath dfd (O_CLOEXEC added): no symbolic link, no magic link, no ".."
+ * out of dfd; -1 with errno */
+int helper_open_beneath(int dfd, const char *rel, int flags);
+
 /* "/proc/self/fd/<fd>" */
 void helper_fd_path(char buf[static 32], int fd);
 /* "<fd>" alone: its name relative to an open /proc/<pid>/fd directory */

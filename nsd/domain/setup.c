@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/loop.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -606,16 +605,6 @@ static void close_fd(int *fd) {
         *fd = -1;
 }
 
-/* openat2() beneath dfd, no symbolic link, no magic link. */
-static int resolve_at(int dfd, const char *rel, int flags) {
-        struct open_how how = {
-                .flags = (uint64_t) (flags | O_CLOEXEC),
-                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
-        };
-
-        return (int) syscall(SYS_openat2, dfd, rel, &how, sizeof how);
-}
-
 /* The file system identity to walk with: the user's (fsuid, fsgid, groups) or root's. */
 static int walk_as(const struct setup_args *a, bool user) {
         const SetupPlan *p = a->plan;
@@ -647,13 +636,13 @@ static int walk(const struct setup_args *a, struct bases *b, const Walk *w, int 
         if (walk_as(a, false) < 0)
                 return item_fail(res, HELPER_STEP_FSUID, what);
         if (w->user && b->home < 0) {
-                b->home = resolve_at(b->root, a->plan->home_rel, O_PATH | O_DIRECTORY);
+                b->home = helper_open_beneath(b->root, a->plan->home_rel, O_PATH | O_DIRECTORY);
                 if (b->home < 0)
                         return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOME);
         }
         if (w->user && walk_as(a, true) < 0)
                 return item_fail(res, HELPER_STEP_FSUID, what);
-        *ret = resolve_at(w->user ? b->home : b->root, w->rel, flags);
+        *ret = helper_open_beneath(w->user ? b->home : b->root, w->rel, flags);
         if (*ret < 0)
                 return item_fail(res, HELPER_STEP_SETUP_RESOLVE, what);
         return 0;
@@ -670,21 +659,6 @@ static int walk_mount_point(const struct setup_args *a, struct bases *b, const W
         if (ret_st->st_uid != 0 && ret_st->st_uid != a->plan->uid)
                 return item_refuse(res, REFUSAL_OWNER, what, ret_st);
         return 0;
-}
-
-/* Decimal or octal digits of v into buf (size >= 24). */
-static const char *fmt_uint(char *buf, unsigned long v, unsigned base) {
-        char tmp[24];
-        size_t n = 0, i = 0;
-
-        do {
-                tmp[n++] = (char) ('0' + v % base);
-                v /= base;
-        } while (v > 0 && n < sizeof tmp);
-        while (n > 0)
-                buf[i++] = tmp[--n];
-        buf[i] = '\0';
-        return buf;
 }
 
 /* A clone of the mount at fd (its submounts too when recursive) with attr applied, or -1. */
@@ -765,7 +739,7 @@ static int instance_dir(struct setup_args *a, struct bases *b, const PlanPolydir
                 res->new_instance = true;
         else if (errno != EEXIST)
                 return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_INSTANCE);
-        ifd = resolve_at(ipfd, d->iname, O_RDONLY | O_DIRECTORY);
+        ifd = helper_open_beneath(ipfd, d->iname, O_RDONLY | O_DIRECTORY);
         if (ifd < 0)
                 return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_INSTANCE);
         if (walk_as(a, false) < 0)
@@ -794,13 +768,14 @@ static int tmpfs_mount(const PlanPolydir *d, const struct stat *pst, struct item
                 return item_fail(res, HELPER_STEP_SETUP_TMPFS, WHAT_DIR);
         if ((!d->options_mode &&
              fsconfig(fs, FSCONFIG_SET_STRING, "mode",
-                      fmt_uint(num, c->mode >= 0 ? (unsigned long) c->mode : pst->st_mode & 07777,
-                               8),
+                      helper_fmt_uint(num,
+                                      c->mode >= 0 ? (unsigned long) c->mode : pst->st_mode & 07777,
+                                      8),
                       0) < 0) ||
-            (!d->options_uid &&
-             fsconfig(fs, FSCONFIG_SET_STRING, "uid", fmt_uint(num, pst->st_uid, 10), 0) < 0) ||
-            (!d->options_gid &&
-             fsconfig(fs, FSCONFIG_SET_STRING, "gid", fmt_uint(num, pst->st_gid, 10), 0) < 0))
+            (!d->options_uid && fsconfig(fs, FSCONFIG_SET_STRING, "uid",
+                                         helper_fmt_uint(num, pst->st_uid, 10), 0) < 0) ||
+            (!d->options_gid && fsconfig(fs, FSCONFIG_SET_STRING, "gid",
+                                         helper_fmt_uint(num, pst->st_gid, 10), 0) < 0))
                 goto fail;
         for (size_t i = 0; i < c->n_options; i++) {
                 const MountOption *o = &c->options[i];
@@ -863,7 +838,7 @@ static int loop_attach(const struct setup_args *a, const struct bases *b, int im
 
         (void) a;
         strncpy((char *) cfg.info.lo_file_name, image, LO_NAME_SIZE - 1);
-        ctl = resolve_at(b->root, "dev/loop-control", O_RDWR);
+        ctl = helper_open_beneath(b->root, "dev/loop-control", O_RDWR);
         if (ctl < 0)
                 return item_fail(res, HELPER_STEP_SETUP_LOOP, WHAT_SOURCE);
         /* another process may take the free device first: then the next one */
@@ -873,8 +848,8 @@ static int loop_attach(const struct setup_args *a, const struct bases *b, int im
                 if (nr < 0)
                         break;
                 strcpy(dev, "dev/loop");
-                strcat(dev, fmt_uint(num, (unsigned long) nr, 10));
-                fd = resolve_at(b->root, dev, O_RDWR);
+                strcat(dev, helper_fmt_uint(num, (unsigned long) nr, 10));
+                fd = helper_open_beneath(b->root, dev, O_RDWR);
                 if (fd < 0)
                         break;
                 if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0) {
@@ -915,7 +890,7 @@ static int volume_source(const struct setup_args *a, const struct bases *b, cons
         if (v->conf->kind != VOLUME_KIND_BLOCK)
                 return 0;
         /* an administrator's path, resolved as root, no symbolic link on the way */
-        sfd = resolve_at(b->root, v->source + 1, O_PATH);
+        sfd = helper_open_beneath(b->root, v->source + 1, O_PATH);
         if (sfd < 0)
                 return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_SOURCE);
         if (fstat(sfd, &st) < 0) {
@@ -1179,7 +1154,7 @@ static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
                 errno = ENOENT; /* the plan refuses a nameless member: cannot be */
                 return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
         }
-        pfd = resolve_at(root, s->dir.rel, O_PATH | O_DIRECTORY);
+        pfd = helper_open_beneath(root, s->dir.rel, O_PATH | O_DIRECTORY);
         if (pfd < 0)
                 return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
         if (!is_mount_root(pfd, "")) {
@@ -1194,19 +1169,20 @@ static int route_clone(const struct setup_args *a, int root, const PlanShare *s,
                 close_fd(&tree);
                 close_fd(&pfd);
                 res->made = true;
-                pfd = resolve_at(root, s->dir.rel, O_PATH | O_DIRECTORY); /* the new mount */
+                pfd = helper_open_beneath(root, s->dir.rel,
+                                          O_PATH | O_DIRECTORY); /* the new mount */
                 if (pfd < 0)
                         return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
         }
         /* whatever is there, a symbolic link too (O_PATH | O_NOFOLLOW: the link itself),
          * so that route_dir_safe() judges it */
-        ufd = resolve_at(pfd, plan->user_name, O_PATH | O_NOFOLLOW);
+        ufd = helper_open_beneath(pfd, plan->user_name, O_PATH | O_NOFOLLOW);
         if (ufd < 0 && errno == ENOENT) {
                 if (mkdirat(pfd, plan->user_name, 0750) >= 0)
                         made = true;
                 else if (errno != EEXIST)
                         return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_HOST);
-                ufd = resolve_at(pfd, plan->user_name, O_PATH | O_NOFOLLOW);
+                ufd = helper_open_beneath(pfd, plan->user_name, O_PATH | O_NOFOLLOW);
         }
         if (ufd < 0)
                 return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
@@ -1346,7 +1322,7 @@ static void shares_clone(struct setup_args *a, int *trees) {
                         continue;
                 }
                 anchored = true;
-                fd = resolve_at(root, s->dir.rel, O_PATH | O_DIRECTORY);
+                fd = helper_open_beneath(root, s->dir.rel, O_PATH | O_DIRECTORY);
                 if (fd < 0) {
                         item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_HOST);
                         continue;
@@ -1422,7 +1398,7 @@ static int route_target(struct setup_args *a, struct bases *b, const PlanShare *
                 return item_fail(res, HELPER_STEP_SETUP_MKDIR, WHAT_TARGET);
         if (attach_done(m, pfd, res, WHAT_TARGET) < 0)
                 return -1;
-        *ret = resolve_at(m, plan->user_name, O_PATH | O_DIRECTORY);
+        *ret = helper_open_beneath(m, plan->user_name, O_PATH | O_DIRECTORY);
         if (*ret < 0)
                 return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_TARGET);
         return 0;

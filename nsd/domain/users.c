@@ -668,7 +668,7 @@ int users_join_start(Users *reg, uid_t uid, bool create, const SetupUser *who, U
         int r;
 
         *ret_created = false;
-        if (g_hash_table_contains(reg->releasing, GUINT_TO_POINTER(uid)))
+        if (users_is_releasing(reg, uid))
                 /* its volumes are being unmounted: the next login gets a new namespace */
                 return why_set(ret_why, NSD_ERRNO_NOT_YET,
                                "the namespace of uid %u is being released; retry", (unsigned) uid);
@@ -1061,7 +1061,7 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
         Releasing *rl;
         int r;
 
-        if (g_hash_table_contains(reg->releasing, GUINT_TO_POINTER(u->uid)))
+        if (users_is_releasing(reg, u->uid))
                 return why_set(ret_why, EBUSY,
                                "the namespace of uid %u is being released already (its volumes "
                                "are being unmounted)",

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
-#include <linux/openat2.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/child.h"
+#include "base/helper.h"
 #include "kernel-abi.h"
 
 /* ---- the child ------------------------------------------------------------------------- */
@@ -29,18 +29,6 @@ typedef struct ReleaseArgs {
         VolumeRelease rel;
         int ns_fd;
 } ReleaseArgs;
-
-/* Decimal digits of v into buf (size >= 24). */
-static const char *fmt_dec(char *buf, unsigned long v) {
-        char *p = buf + 23;
-
-        *p = '\0';
-        do {
-                *--p = (char) ('0' + v % 10);
-                v /= 10;
-        } while (v);
-        return p;
-}
 
 /* Append s to buf (size n) as far as it goes. */
 static void append(char *buf, size_t n, const char *s) {
@@ -64,7 +52,7 @@ static int volume_dev(VolumeReleaseItem *it, dev_t *ret) {
         struct stat st;
 
         if (it->loop)
-                append(path, sizeof path, fmt_dec(num, it->loop - 1));
+                append(path, sizeof path, helper_fmt_uint(num, it->loop - 1, 10));
         if (stat(it->loop ? path : it->source, &st) < 0)
                 return item_failed(it, VOLUME_RELEASE_CALL_DEVICE);
         if (!S_ISBLK(st.st_mode)) {
@@ -75,17 +63,29 @@ static int volume_dev(VolumeReleaseItem *it, dev_t *ret) {
         return 0;
 }
 
+/* Where= (absolute) opened beneath root, no link followed: the directory there now. */
+static int open_where(int root, const VolumeReleaseItem *it) {
+        return helper_open_beneath(root, it->where + 1, O_PATH | O_DIRECTORY);
+}
+
+/* Is fd the root of a mount of dev? 1 yes, 0 no, -1 statx failed (errno). DONT_SYNC: nothing
+ * is asked of a FUSE daemon the user may have mounted there. */
+static int mount_of(int fd, dev_t dev) {
+        struct statx stx;
+
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+                return -1;
+        return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+               (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
+               makedev(stx.stx_dev_major, stx.stx_dev_minor) == dev;
+}
+
 /* Where= as a descriptor of the root of a mount of dev, or -1 (it->step NOT_MOUNTED when
  * something else is there, FAILED when it cannot be opened for another reason). */
 static int volume_mount(int root, VolumeReleaseItem *it, dev_t dev) {
-        struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
-        };
-        struct statx stx;
-        int fd;
+        int fd, r;
 
-        fd = (int) syscall(SYS_openat2, root, it->where + 1, &how, sizeof how);
+        fd = open_where(root, it);
         if (fd < 0) {
                 if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
                         it->step = VOLUME_RELEASE_NOT_MOUNTED;
@@ -93,16 +93,12 @@ static int volume_mount(int root, VolumeReleaseItem *it, dev_t dev) {
                 }
                 return item_failed(it, VOLUME_RELEASE_CALL_OPEN);
         }
-        /* DONT_SYNC: nothing asked of a FUSE daemon the user may have mounted there */
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
+        r = mount_of(fd, dev);
+        if (r < 0)
                 (void) item_failed(it, VOLUME_RELEASE_CALL_OPEN);
-                close(fd);
-                return -1;
-        }
-        if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-            !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) ||
-            makedev(stx.stx_dev_major, stx.stx_dev_minor) != dev) {
+        else if (r == 0)
                 it->step = VOLUME_RELEASE_NOT_MOUNTED;
+        if (r <= 0) {
                 close(fd);
                 return -1;
         }
@@ -200,7 +196,7 @@ static void add_holder(VolumeReleaseItem *it, int pid_fd, const char *pid) {
  * nothing then. */
 static int find_holders(VolumeReleaseItem *items, const dev_t *devs, const bool *want, size_t n) {
         char buf[4096], self[24];
-        const char *me = fmt_dec(self, (unsigned long) getpid());
+        const char *me = helper_fmt_uint(self, (unsigned long) getpid(), 10);
         int held = 0, bad = 0;
         int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -259,7 +255,7 @@ static int loop_cleared(uint32_t nr) {
         struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
         size_t dev_len;
 
-        append(path, sizeof path, fmt_dec(num, nr));
+        append(path, sizeof path, helper_fmt_uint(num, nr, 10));
         dev_len = strlen(path);
         append(path, sizeof path, "/loop/backing_file");
         for (int i = 0; i < 25; i++) {
@@ -276,10 +272,6 @@ static int loop_cleared(uint32_t nr) {
  * its unmount (nsd stopped, the deadline): put back onto Where= (want: its device). True
  * when it was. */
 static bool recover_staged(int root, const char *run_dir, VolumeReleaseItem *it, dev_t dev) {
-        struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
-        };
         char buf[4096];
         bool moved = false;
         int d = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -293,7 +285,6 @@ static bool recover_staged(int root, const char *run_dir, VolumeReleaseItem *it,
                         break;
                 for (long off = 0; off < k && !moved;) {
                         struct dirent64 *e = (struct dirent64 *) (buf + off);
-                        struct statx stx;
                         int fd, to;
 
                         off += e->d_reclen;
@@ -303,13 +294,8 @@ static bool recover_staged(int root, const char *run_dir, VolumeReleaseItem *it,
                         fd = openat(d, e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (fd < 0)
                                 continue;
-                        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) ==
-                                    0 &&
-                            (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-                            (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
-                            makedev(stx.stx_dev_major, stx.stx_dev_minor) == dev) {
-                                to = (int) syscall(SYS_openat2, root, it->where + 1, &how,
-                                                   sizeof how);
+                        if (mount_of(fd, dev) == 1) {
+                                to = open_where(root, it);
                                 if (to >= 0 && move_mount(fd, "", to, "",
                                                           MOVE_MOUNT_F_EMPTY_PATH |
                                                                   MOVE_MOUNT_T_EMPTY_PATH) == 0) {
@@ -334,7 +320,7 @@ static int release_child(void *p, int *ret_fd) {
         bool want[SETUP_MAX_VOLUMES] = { false };
         char staging[SETUP_PATH_MAX + 32] = "", num[24];
         bool failed = false;
-        int root;
+        int root, to;
 
         (void) ret_fd;
         for (size_t i = 0; i < SETUP_MAX_VOLUMES; i++)
@@ -392,11 +378,13 @@ static int release_child(void *p, int *ret_fd) {
                 (void) clock_gettime(CLOCK_MONOTONIC, &now);
                 append(staging, sizeof staging, rel->run_dir);
                 append(staging, sizeof staging, "/" VOLUME_RELEASE_STAGING_PREFIX);
-                append(staging, sizeof staging, fmt_dec(num, (unsigned long) getpid()));
+                append(staging, sizeof staging, helper_fmt_uint(num, (unsigned long) getpid(), 10));
                 append(staging, sizeof staging, ".");
                 append(staging, sizeof staging,
-                       fmt_dec(num, (unsigned long) now.tv_sec * 1000000000UL +
-                                            (unsigned long) now.tv_nsec));
+                       helper_fmt_uint(num,
+                                       (unsigned long) now.tv_sec * 1000000000UL +
+                                               (unsigned long) now.tv_nsec,
+                                       10));
                 if (mkdir(staging, 0700) < 0) {
                         for (size_t i = 0; i < rel->n; i++)
                                 if (fds[i] >= 0) {
@@ -434,22 +422,13 @@ static int release_child(void *p, int *ret_fd) {
                         (void) find_holders(rel->items, devs, want, rel->n);
                 }
                 /* back onto Where= (the directory there now, no link followed) */
-                {
-                        struct open_how how = {
-                                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-                                           RESOLVE_BENEATH,
-                        };
-                        int to = (int) syscall(SYS_openat2, root, it->where + 1, &how, sizeof how);
-
-                        if (to >= 0 &&
-                            move_mount(AT_FDCWD, staging, to, "", MOVE_MOUNT_T_EMPTY_PATH) == 0)
-                                it->moved_back = true;
-                        else if (it->step == VOLUME_RELEASE_BUSY)
-                                it->failed_call = VOLUME_RELEASE_CALL_MOVE_BACK;
-                        if (to >= 0)
-                                close(to);
-                }
+                to = open_where(root, it);
+                if (to >= 0 && move_mount(AT_FDCWD, staging, to, "", MOVE_MOUNT_T_EMPTY_PATH) == 0)
+                        it->moved_back = true;
+                else if (it->step == VOLUME_RELEASE_BUSY)
+                        it->failed_call = VOLUME_RELEASE_CALL_MOVE_BACK;
+                if (to >= 0)
+                        close(to);
         }
         for (size_t i = 0; i < rel->n; i++)
                 if (fds[i] >= 0)
