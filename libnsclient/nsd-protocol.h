@@ -122,6 +122,15 @@
  *        was refused because something held that (mounted) volume; `why` says what (pid and
  *        command). RELEASE may answer -EBUSY for a volume in use, with that reason. Older
  *        clients ignore the bit.
+ *   1.11 VOLUME_START (type 16) and VOLUME_STOP (type 17): mount one kernel volume of a
+ *        namespace that exists, or unmount one (a block volume: refused with -EBUSY while
+ *        anything holds it, naming who), for `nsctl start NAME` and `nsctl stop NAME`.
+ *        VOLUMES entries may have the state NSD_VOLUME_STOPPED (a kernel volume not mounted
+ *        now: Start=login or Start=request and not started yet, or stopped) and the flag
+ *        NSD_VOLUME_AT_LOGIN (a kernel volume with Start=login: `nsctl start-volumes`, run
+ *        by the user's service manager at login, starts it). A 1.10 nsd answers the two
+ *        requests with -EOPNOTSUPP ("unknown request type") and closes the connection; an
+ *        older client shows the new state as unknown and ignores the flag.
  */
 #pragma once
 
@@ -155,7 +164,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 10
+#define NSD_PROTO_MINOR 11
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -181,6 +190,8 @@ enum nsd_msg_type {
         NSD_REQ_CREDENTIAL_GIVE = 13,   /* 1.7 */
         NSD_REQ_CREDENTIAL_TAKE = 14,   /* 1.7 */
         NSD_REQ_CREDENTIAL_UNLOCK = 15, /* 1.8 */
+        NSD_REQ_VOLUME_START = 16,      /* 1.11 */
+        NSD_REQ_VOLUME_STOP = 17,       /* 1.11 */
         _NSD_REQ_MAX,
 
         /* replies: nsd -> client. A reply to request T has type T | NSD_REPLY_BIT, except
@@ -207,6 +218,8 @@ enum nsd_msg_type {
         NSD_REP_CREDENTIAL_GIVE = NSD_REQ_CREDENTIAL_GIVE | NSD_REPLY_BIT,
         NSD_REP_CREDENTIAL_TAKE = NSD_REQ_CREDENTIAL_TAKE | NSD_REPLY_BIT,
         NSD_REP_CREDENTIAL_UNLOCK = NSD_REQ_CREDENTIAL_UNLOCK | NSD_REPLY_BIT,
+        NSD_REP_VOLUME_START = NSD_REQ_VOLUME_START | NSD_REPLY_BIT,
+        NSD_REP_VOLUME_STOP = NSD_REQ_VOLUME_STOP | NSD_REPLY_BIT,
         NSD_REP_ERROR = 0xffff,
 };
 
@@ -648,6 +661,9 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 #define NSD_VOLUME_USER \
         4 /* a FUSE volume: the user's service manager runs it at login
                                 * (nsd-volume@NAME.service, nsctl run-volume), not nsd */
+/* 1.11: a kernel volume not mounted now: Start=login or Start=request and not started yet
+ * (VOLUME_START), or stopped (VOLUME_STOP) */
+#define NSD_VOLUME_STOPPED 5
 
 #define NSD_VOLUME_TYPE_MAX 16
 #define NSD_VOLUME_WHY_MAX 512
@@ -668,6 +684,9 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 /* 1.10: the last release of its namespace was refused for this volume (in use: `why` names
  * the processes that held it then, pid and command; or a step of its unmount failed) */
 #define NSD_VOLUME_HELD 0x40u
+/* 1.11: a kernel volume with Start=login: the user's service manager asks for it at login
+ * (`nsctl start-volumes`, VOLUME_START) */
+#define NSD_VOLUME_AT_LOGIN 0x80u
 
 /* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
  * reload changes no entry until the namespace is made again), in order of uid, then of
@@ -761,6 +780,38 @@ struct nsd_rep_credential_unlock {
 };
 _Static_assert(sizeof(struct nsd_rep_credential_unlock) == 32, "nsd_rep_credential_unlock layout");
 
+/* ---- VOLUME_START, VOLUME_STOP (1.11): one kernel volume of a namespace that exists -------
+ *
+ * START mounts the volume `volume` of uid's namespace as the namespace's setup would (Where=
+ * resolved as the user without following a symbolic link, Source= as root; nsd.conf(5)), in
+ * a watched helper within the setup's TimeoutSec=. STOP unmounts a block volume as a release
+ * does (nsd.8: found by its device, refused with -EBUSY while a process holds it, the reason
+ * naming up to four "pid N (comm)", never lazily; the loop device then goes). Both answer
+ * when done: the reply's state is the volume's now (MOUNTED, STOPPED). A START of a volume
+ * mounted already, or a STOP of one that is not, changes nothing and answers so. Who: the user
+ * itself, from inside its namespace or the initial one (never a sandboxed process: -EPERM), or
+ * root for any uid. -ENOENT: no namespace, or no volume of that name in it; -EOPNOTSUPP: a
+ * FUSE volume (its unit in the user's service manager starts it) or, for STOP, a network
+ * volume (it goes with the namespace); -EAGAIN: the namespace is being made or released, or
+ * another START or STOP of the uid runs; retry. */
+struct nsd_req_volume_ctl {
+        struct nsd_msg_header hdr;
+        uint32_t uid;                    /* whose namespace */
+        uint32_t reserved;               /* 0 */
+        char volume[NSD_SHARE_NAME_MAX]; /* [Volume NAME], NUL-terminated */
+};
+_Static_assert(sizeof(struct nsd_req_volume_ctl) == 104, "nsd_req_volume_ctl layout");
+
+/* NSD_REP_VOLUME_START, NSD_REP_VOLUME_STOP */
+struct nsd_rep_volume_ctl {
+        struct nsd_msg_header hdr;
+        uint32_t state; /* NSD_VOLUME_MOUNTED or NSD_VOLUME_STOPPED */
+        uint32_t loop;  /* /dev/loop<loop - 1> its image is on now; 0: none */
+        uint32_t changed; /* 1: this request mounted or unmounted it; 0: it was so already */
+        uint32_t reserved; /* 0 */
+};
+_Static_assert(sizeof(struct nsd_rep_volume_ctl) == 40, "nsd_rep_volume_ctl layout");
+
 /* ---- ERROR: the answer to a refused request ------------------------------------------ */
 
 #define NSD_ERROR_MESSAGE_MAX 200
@@ -813,6 +864,8 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REQ_CREDENTIAL_GIVE, sizeof(struct nsd_req_credential_give) },
                 { NSD_REQ_CREDENTIAL_TAKE, sizeof(struct nsd_req_credential_take) },
                 { NSD_REQ_CREDENTIAL_UNLOCK, sizeof(struct nsd_req_credential_unlock) },
+                { NSD_REQ_VOLUME_START, sizeof(struct nsd_req_volume_ctl) },
+                { NSD_REQ_VOLUME_STOP, sizeof(struct nsd_req_volume_ctl) },
                 { NSD_REP_JOIN, sizeof(struct nsd_rep_join) },
                 { NSD_REP_SESSION_OPEN, sizeof(struct nsd_rep_session_open) },
                 { NSD_REP_SESSION_CLOSE, sizeof(struct nsd_rep_session_close) },
@@ -833,6 +886,8 @@ static inline size_t nsd_msg_size(uint16_t type) {
                 { NSD_REP_CREDENTIAL_GIVE, sizeof(struct nsd_rep_credential_give) },
                 { NSD_REP_CREDENTIAL_TAKE, sizeof(struct nsd_msg_header) },
                 { NSD_REP_CREDENTIAL_UNLOCK, sizeof(struct nsd_rep_credential_unlock) },
+                { NSD_REP_VOLUME_START, sizeof(struct nsd_rep_volume_ctl) },
+                { NSD_REP_VOLUME_STOP, sizeof(struct nsd_rep_volume_ctl) },
                 { NSD_REP_ERROR, sizeof(struct nsd_rep_error) },
         };
 

@@ -175,7 +175,7 @@ static int check_credential_give(const void *msg, char **why) {
         return 0;
 }
 
-/* TAKE's and UNLOCK's fields after the flags: the same layout */
+/* TAKE's, UNLOCK's and VOLUME_START's/STOP's fields after the flags or uid: the same layout */
 static int check_credential_volume(uint32_t reserved, const char *volume, size_t size, char **why) {
         if (reserved != 0)
                 return why_set(why, EINVAL, "reserved field not zero");
@@ -195,6 +195,12 @@ static int check_credential_unlock(const void *msg, char **why) {
 
         if (!(r->flags & NSD_CREDENTIAL_FD))
                 return why_set(why, EINVAL, "the password must come as a descriptor");
+        return check_credential_volume(r->reserved, r->volume, sizeof r->volume, why);
+}
+
+static int check_volume_ctl(const void *msg, char **why) {
+        const struct nsd_req_volume_ctl *r = msg;
+
         return check_credential_volume(r->reserved, r->volume, sizeof r->volume, why);
 }
 
@@ -258,6 +264,8 @@ static const RequestType request_table[_NSD_REQ_MAX] = {
         ROW(NSD_REQ_CREDENTIAL_UNLOCK, "CREDENTIAL_UNLOCK", nsd_req_credential_unlock,
             offsetof(struct nsd_req_credential_unlock, flags), NSD_CREDENTIAL_FD, NSD_CREDENTIAL_FD,
             check_credential_unlock),
+        ROW(NSD_REQ_VOLUME_START, "VOLUME_START", nsd_req_volume_ctl, 0, 0, 0, check_volume_ctl),
+        ROW(NSD_REQ_VOLUME_STOP, "VOLUME_STOP", nsd_req_volume_ctl, 0, 0, 0, check_volume_ctl),
 };
 #undef ROW
 

@@ -112,6 +112,8 @@ static void test_msg_check(void) {
                 NSD_REQ_CREDENTIAL_GIVE,
                 NSD_REQ_CREDENTIAL_TAKE,
                 NSD_REQ_CREDENTIAL_UNLOCK,
+                NSD_REQ_VOLUME_START,
+                NSD_REQ_VOLUME_STOP,
         };
         static const uint16_t replies[] = {
                 NSD_REP_JOIN,
@@ -133,6 +135,8 @@ static void test_msg_check(void) {
                 NSD_REP_CREDENTIAL_GIVE,
                 NSD_REP_CREDENTIAL_TAKE,
                 NSD_REP_CREDENTIAL_UNLOCK,
+                NSD_REP_VOLUME_START,
+                NSD_REP_VOLUME_STOP,
                 NSD_REP_ERROR,
         };
         const struct nsd_msg_header *h = (const struct nsd_msg_header *) msgbuf;
