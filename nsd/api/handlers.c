@@ -966,7 +966,8 @@ _Static_assert(NSD_VOLUME_UNKNOWN == VOLUME_OUTCOME_UNKNOWN &&
                        NSD_VOLUME_MOUNTED == VOLUME_OUTCOME_MOUNTED &&
                        NSD_VOLUME_FAILED == VOLUME_OUTCOME_FAILED &&
                        NSD_VOLUME_NOT_TRIED == VOLUME_OUTCOME_NOT_TRIED &&
-                       NSD_VOLUME_USER == VOLUME_OUTCOME_USER_MANAGER,
+                       NSD_VOLUME_USER == VOLUME_OUTCOME_USER_MANAGER &&
+                       NSD_VOLUME_STOPPED == VOLUME_OUTCOME_STOPPED,
                "a volume's state on the wire");
 _Static_assert(NSD_SHARE_NAME_MAX > SETUP_NAME_MAX, "a volume's name and its NUL fit");
 
@@ -1008,7 +1009,8 @@ static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, cons
         g_strlcpy(e.why, v->why ? v->why : "", sizeof e.why);
         g_strlcpy(e.options, v->options ? v->options : "", sizeof e.options);
         e.flags = (v->password ? NSD_VOLUME_PASSWORD : 0) | (v->ask ? NSD_VOLUME_ASK : 0) |
-                  (v->on_request ? NSD_VOLUME_ON_REQUEST : 0);
+                  (v->on_request ? NSD_VOLUME_ON_REQUEST : 0) |
+                  (v->at_login ? NSD_VOLUME_AT_LOGIN : 0);
         /* what is so now: a mount on its Where= (-ENOENT: none), a run-volume that waits */
         if (vs->mountinfo)
                 e.flags |= NSD_VOLUME_NOW_KNOWN |
@@ -1449,6 +1451,124 @@ static int handle_release(Request *r) {
         return 0;
 }
 
+/* ---- VOLUME_START, VOLUME_STOP (1.11) ------------------------------------------------------ */
+
+static void reply_volume_ctl(Request *r, const UserVolume *v, bool changed) {
+        const struct nsd_msg_header *h = MSG(r, struct nsd_msg_header);
+        struct nsd_rep_volume_ctl rep;
+
+        nsd_msg_init(&rep.hdr, (uint16_t) (h->type | NSD_REPLY_BIT), sizeof rep, r->seq);
+        rep.state = (uint32_t) v->outcome;
+        rep.loop = v->loop;
+        rep.changed = changed ? 1 : 0;
+        (void) request_reply(r, &rep, sizeof rep, NULL, 0);
+}
+
+static void on_volume_ctl_done(int rv, const char *why, const UserVolume *v, bool changed,
+                               void *userdata) {
+        Request *r = userdata;
+
+        if (r->conn && !r->finished) {
+                if (rv == 0 && v)
+                        reply_volume_ctl(r, v, changed);
+                else {
+                        if (rv == 0)
+                                rv = -ENOENT;
+                        g_free(r->why);
+                        r->why = g_strdup(why);
+                }
+                request_finish(r, rv);
+        }
+        request_unref(r);
+}
+
+/* The namespace a VOLUME_START or VOLUME_STOP is for, checked: the caller's own (from inside
+ * it or the initial namespace, never a sandbox) or root's asking for anyone's. */
+static int volume_ctl_user(Request *r, const char *verb, User **ret) {
+        const struct nsd_req_volume_ctl *req = MSG(r, struct nsd_req_volume_ctl);
+        Api *a = api_of(r);
+        User *u;
+
+        if (!access_may_ask_for(r, req->uid))
+                return request_refuse(r, EPERM, "only root may %s another user's volume", verb);
+        u = users_get(a->users, req->uid);
+        if (!u && users_is_pending(a->users, req->uid))
+                return request_refuse(r, NSD_ERRNO_NOT_YET,
+                                      "the namespace of uid %u is kept but not adopted yet; retry",
+                                      (unsigned) req->uid);
+        if (!u)
+                return request_refuse(r, ENOENT, "uid %u has no namespace (log in first)",
+                                      (unsigned) req->uid);
+        *ret = u;
+        return access_check_full_view(r, u);
+}
+
+/* A start or stop that had nothing to do (rv 0) answers with the volume as it is. */
+static int volume_ctl_end(Request *r, User *u, int rv) {
+        const struct nsd_req_volume_ctl *req = MSG(r, struct nsd_req_volume_ctl);
+
+        if (rv > 0)
+                return REQUEST_PENDING; /* on_volume_ctl_done() */
+        request_unref(r);               /* the callback's: it will not be called */
+        if (rv < 0)
+                return rv;
+        for (size_t i = 0; i < u->n_volumes; i++)
+                if (g_str_equal(u->volumes[i].name, req->volume)) {
+                        reply_volume_ctl(r, &u->volumes[i], false);
+                        return 0;
+                }
+        return request_refuse(r, ENOENT, "no volume '%s'", req->volume);
+}
+
+static int volume_start_continue(Request *r) {
+        const struct nsd_req_volume_ctl *req = MSG(r, struct nsd_req_volume_ctl);
+        Api *a = api_of(r);
+        JoinState *st = r->data;
+        g_autofree char *why = NULL;
+        User *u;
+        int rv;
+
+        rv = volume_ctl_user(r, "start", &u);
+        if (rv < 0)
+                return rv;
+        if (!(st && st->asked)) { /* the plan needs the user's home and groups */
+                join_state(r)->uid = req->uid;
+                r->next = volume_start_continue;
+                rv = policy_uid_identity(a->policy, req->uid, r->uid, on_join_identity,
+                                         request_ref(r));
+                if (rv == -EINPROGRESS)
+                        return REQUEST_PENDING;
+                request_unref(r); /* the callback's: it will not be called */
+                return why_set(&r->why, rv, "cannot look up who uid %u is: %s", (unsigned) req->uid,
+                               g_strerror(-rv));
+        }
+        why = g_strdup_printf("asked by uid %u pid %u", (unsigned) r->uid, (unsigned) r->pid);
+        rv = users_volume_start(a->users, u, req->volume, &st->who, r->uid != 0, why,
+                                on_volume_ctl_done, request_ref(r), &r->why);
+        return volume_ctl_end(r, u, rv);
+}
+
+static int handle_volume_start(Request *r) {
+        const struct nsd_req_volume_ctl *req = MSG(r, struct nsd_req_volume_ctl);
+
+        return request_need_managed(r, req->uid, volume_start_continue);
+}
+
+static int handle_volume_stop(Request *r) {
+        const struct nsd_req_volume_ctl *req = MSG(r, struct nsd_req_volume_ctl);
+        g_autofree char *why = NULL;
+        User *u;
+        int rv;
+
+        rv = volume_ctl_user(r, "stop", &u);
+        if (rv < 0)
+                return rv;
+        why = g_strdup_printf("asked by uid %u pid %u", (unsigned) r->uid, (unsigned) r->pid);
+        rv = users_volume_stop(api_of(r)->users, u, req->volume, r->uid != 0, why,
+                               on_volume_ctl_done, request_ref(r), &r->why);
+        return volume_ctl_end(r, u, rv);
+}
+
 /* ---- HIDE (owner-private mounts) ---------------------------------------------------------- */
 
 static void on_hidden(int rv, uint64_t mnt_id, const char *why, void *userdata) {
@@ -1549,4 +1669,6 @@ const RequestHandler api_handlers[_NSD_REQ_MAX] = {
         [NSD_REQ_CREDENTIAL_GIVE] = handle_credential_give,
         [NSD_REQ_CREDENTIAL_UNLOCK] = handle_credential_unlock,
         [NSD_REQ_CREDENTIAL_TAKE] = handle_credential_take,
+        [NSD_REQ_VOLUME_START] = handle_volume_start,
+        [NSD_REQ_VOLUME_STOP] = handle_volume_stop,
 };

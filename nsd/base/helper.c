@@ -30,10 +30,14 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "kernel-abi.h"
 
 #define CHILD_STACK_SIZE (64 * 1024)
 
@@ -143,6 +147,18 @@ int helper_open_beneath(int dfd, const char *rel, int flags) {
         };
 
         return (int) syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+}
+
+int helper_mount_root(int fd, dev_t *ret_dev) {
+        struct statx stx;
+
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+                return -1;
+        if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+            !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+                return 0;
+        *ret_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        return 1;
 }
 
 /* prefix, v in decimal, suffix into buf; no allocation, no locale (a child may call it). */

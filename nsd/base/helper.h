@@ -94,6 +94,9 @@ const char *helper_fmt_uint(char buf[static 24], unsigned long v, unsigned base)
 /* openat2() of rel beneath dfd (O_CLOEXEC added): no symbolic link, no magic link, no ".."
  * out of dfd; -1 with errno */
 int helper_open_beneath(int dfd, const char *rel, int flags);
+/* Is fd the root of a mount? 1 (its device into *ret_dev), 0 no, -1 statx failed (errno).
+ * AT_STATX_DONT_SYNC: nothing is asked of a FUSE daemon or a server mounted there. */
+int helper_mount_root(int fd, dev_t *ret_dev);
 
 /* "/proc/self/fd/<fd>" */
 void helper_fd_path(char buf[static 32], int fd);

@@ -19,6 +19,7 @@ typedef struct ConnManager ConnManager;   /* transport/conn.h */
 typedef struct Conn Conn;                 /* transport/conn.h */
 typedef struct Request Request;           /* transport/request.h */
 typedef struct User User;                 /* domain/user.h */
+typedef struct UserVolume UserVolume;     /* domain/user.h */
 typedef struct Session Session;           /* domain/session.h */
 typedef struct Linger Linger;             /* domain/linger.c */
 typedef struct Users Users;               /* domain/users.c */

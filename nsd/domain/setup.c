@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/loop.h>
+#include <linux/major.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +91,7 @@ typedef struct PlanVolume {
         int err;
         char *why;
         uint32_t loop; /* loop device number + 1; 0: none */
+        bool already;  /* a run of this volume alone found it mounted on Where= already */
 } PlanVolume;
 
 struct SetupPlan {
@@ -107,6 +110,8 @@ struct SetupPlan {
         PlanVolume *volumes; /* the volumes the user is a member of */
         size_t n_volumes;
         int pinns_fd, pin_dir_fd; /* setup_plan_set_pin_namespace(), the caller's; -1: none */
+        ssize_t only_volume;      /* setup_plan_only_volume(): its index; -1: the whole setup */
+        ChildClass child_class;   /* CHILD_SYSTEM, or CHILD_USER for a user's own request */
 };
 
 /* What a specifier stands for, or NULL (then *ret_why). */
@@ -353,6 +358,8 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
         plan->polydirs = (PlanPolydir *) (void *) g_array_free(g_steal_pointer(&dirs), FALSE);
 
         plan->pinns_fd = plan->pin_dir_fd = -1;
+        plan->only_volume = -1;
+        plan->child_class = CHILD_SYSTEM;
         plan->shares = g_new0(PlanShare, plan->conf.n_shares);
         for (size_t i = 0; i < plan->conf.n_shares; i++) {
                 const Share *c = &plan->conf.shares[i];
@@ -479,6 +486,29 @@ VolumeOutcome setup_plan_volume_outcome(const SetupPlan *p, size_t i, int *ret_e
         return v->outcome;
 }
 
+bool setup_plan_volume_already(const SetupPlan *p, size_t i) {
+        return i < p->n_volumes && p->volumes[i].already;
+}
+
+int setup_plan_only_volume(SetupPlan *p, const char *name, bool by_user) {
+        for (size_t i = 0; i < p->n_volumes; i++) {
+                if (!g_str_equal(p->volumes[i].conf->name, name))
+                        continue;
+                if (p->volumes[i].conf->kind == VOLUME_KIND_FUSE)
+                        return -EOPNOTSUPP;
+                p->only_volume = (ssize_t) i;
+                p->child_class = by_user ? CHILD_USER : CHILD_SYSTEM;
+                for (size_t j = 0; j < p->n_shares; j++) /* no share, nor its lock */
+                        p->shares[j].left_out = true;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+ssize_t setup_plan_only(const SetupPlan *p) {
+        return p->only_volume;
+}
+
 const char *setup_plan_volume_where(const SetupPlan *p, size_t i) {
         return i < p->n_volumes ? p->volumes[i].where.path : NULL;
 }
@@ -533,6 +563,8 @@ enum refusal {
                                 * member's namespace is made without the route */
         REFUSAL_VOLUME_SOURCE, /* a volume's image not root's or writable by others, a block
                                 * device not root's, or neither */
+        REFUSAL_VOLUME_WHERE,  /* a volume started alone: another file system is mounted on
+                                * its Where= (nothing is stacked on it) */
 };
 
 /* Which path of an item a step was at. */
@@ -562,6 +594,7 @@ struct item_result {
         bool script_ran;
         bool looped; /* a volume's image is on /dev/loop<loop_nr> */
         uint32_t loop_nr;
+        bool already; /* a volume run alone found it mounted on Where= already */
 };
 
 struct setup_args {
@@ -588,9 +621,10 @@ static int item_refuse(struct item_result *res, int refusal, int what, const str
         res->step = HELPER_STEP_SETUP_CHECK;
         res->refusal = refusal;
         res->what = what;
-        res->err = refusal == REFUSAL_SCRIPT_STATUS ? EPROTO
-                   : refusal == REFUSAL_SCRIPT_TIME ? ETIMEDOUT
-                                                    : EPERM;
+        res->err = refusal == REFUSAL_SCRIPT_STATUS  ? EPROTO
+                   : refusal == REFUSAL_SCRIPT_TIME  ? ETIMEDOUT
+                   : refusal == REFUSAL_VOLUME_WHERE ? EBUSY
+                                                     : EPERM;
         if (st) {
                 res->found_uid = st->st_uid;
                 res->found_gid = st->st_gid;
@@ -921,6 +955,66 @@ static int volume_source(const struct setup_args *a, const struct bases *b, cons
         return 0;
 }
 
+/* Where= has another file system (device on) mounted on it: refused (found_uid and found_gid
+ * carry the device's numbers for the message). */
+static int where_taken(struct item_result *res, dev_t on) {
+        struct stat st = { .st_uid = major(on), .st_gid = minor(on) };
+
+        return item_refuse(res, REFUSAL_VOLUME_WHERE, WHAT_TARGET, &st);
+}
+
+/* Is the descriptor wfd of Where= the root of a mount of this very volume? 1 (res done and
+ * already, with its loop device), 0 (no mount there), -1 (another file system is mounted on
+ * Where=: refused, nothing is stacked on it; or a call failed). A block volume is told by its
+ * device: a block device Source= by its number, an image by the loop device's backing file
+ * (LOOP_GET_STATUS64: its device and inode); a network volume cannot be told apart from
+ * another mount: refused too. */
+static int volume_here(const struct bases *b, const PlanVolume *v, int wfd,
+                       struct item_result *res) {
+        struct loop_info64 info;
+        struct stat src;
+        char dev[32], num[24];
+        dev_t on;
+        int r, sfd, lfd;
+
+        r = helper_mount_root(wfd, &on);
+        if (r < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
+        if (r == 0)
+                return 0;
+        if (v->conf->kind != VOLUME_KIND_BLOCK)
+                return where_taken(res, on);
+        sfd = helper_open_beneath(b->root, v->source + 1, O_PATH);
+        if (sfd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_RESOLVE, WHAT_SOURCE);
+        r = fstat(sfd, &src);
+        close(sfd);
+        if (r < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_SOURCE);
+        if (S_ISBLK(src.st_mode)) {
+                if (src.st_rdev != on)
+                        return where_taken(res, on);
+                res->done = res->already = true;
+                return 1;
+        }
+        if (major(on) != LOOP_MAJOR)
+                return where_taken(res, on);
+        strcpy(dev, "dev/loop");
+        strcat(dev, helper_fmt_uint(num, minor(on), 10));
+        lfd = helper_open_beneath(b->root, dev, O_RDONLY);
+        if (lfd < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
+        r = ioctl(lfd, LOOP_GET_STATUS64, &info);
+        close(lfd);
+        if (r < 0 && errno != ENXIO) /* ENXIO: cleared meanwhile */
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
+        if (r < 0 || info.lo_device != (uint64_t) src.st_dev || info.lo_inode != src.st_ino)
+                return where_taken(res, on);
+        res->done = res->already = res->looped = true;
+        res->loop_nr = minor(on);
+        return 1;
+}
+
 /* A volume: Where= resolved as a polydir's Path= (as the user under %h, no symbolic link),
  * owned by root or the user; the file system made with the type's options and mounted
  * nosuid,nodev (and the attributes of Options=) on that very descriptor. */
@@ -936,6 +1030,14 @@ static int do_volume(struct setup_args *a, struct bases *b, const PlanVolume *v,
                 return -1;
         if (walk_as(a, false) < 0)
                 return item_fail(res, HELPER_STEP_FSUID, WHAT_SOURCE);
+        /* a volume started alone in a namespace that exists: mounted there already (a start
+         * that nsd did not see end: it stopped meanwhile) is not mounted twice */
+        if (a->plan->only_volume >= 0) {
+                int r = volume_here(b, v, wfd, res);
+
+                if (r != 0)
+                        return r < 0 ? -1 : 0;
+        }
         if (volume_source(a, b, v, res, &src, dev, &loop) < 0)
                 return -1;
         fs = fsopen(c->type, FSOPEN_CLOEXEC);
@@ -1446,6 +1548,12 @@ static int shares_attach(struct setup_args *a, struct bases *b, int *trees, bool
         return 0;
 }
 
+/* Is the volume mounted by the namespace's setup? Not a FUSE one (the user's service manager
+ * runs it), nor a kernel one started later (Start=login, Start=request: VOLUME_START). */
+static bool volume_with_namespace(const Volume *c) {
+        return c->kind != VOLUME_KIND_FUSE && c->start == VOLUME_START_NAMESPACE;
+}
+
 static int setup_child(void *p, int *ret_fd) {
         struct setup_args *a = p;
         const SetupPlan *plan = a->plan;
@@ -1462,6 +1570,13 @@ static int setup_child(void *p, int *ret_fd) {
                 return helper_fail(&a->s, HELPER_STEP_OPEN_ROOT);
 
         (void) shares_attach(a, &b, trees, &stop);
+        if (plan->only_volume >= 0) { /* one volume started in a namespace that exists */
+                size_t i = (size_t) plan->only_volume;
+
+                if (do_volume(a, &b, &plan->volumes[i], &a->volumes[i]) < 0)
+                        a->n_failed++;
+                return a->n_failed > 0 ? 1 : 0;
+        }
 
         for (size_t i = 0; i < plan->conf.n_binds && !stop; i++)
                 if (do_bind(a, &b, &plan->conf.binds[i], &a->binds[i]) < 0) {
@@ -1474,7 +1589,7 @@ static int setup_child(void *p, int *ret_fd) {
                         stop = !a->keep_going;
                 }
         for (size_t i = 0; i < plan->n_volumes && !stop; i++)
-                if (plan->volumes[i].conf->kind != VOLUME_KIND_FUSE && /* the user's to run */
+                if (volume_with_namespace(plan->volumes[i].conf) &&
                     do_volume(a, &b, &plan->volumes[i], &a->volumes[i]) < 0) {
                         a->n_failed++;
                         /* its own OnFailure=: one that refuses ends the run */
@@ -1580,6 +1695,11 @@ static char *item_why(const SetupPlan *plan, const char *object, const char *ite
                                        "the kernel reads no file system that someone else can "
                                        "craft",
                                        object, path, (unsigned) res->found_uid, mode);
+        case REFUSAL_VOLUME_WHERE:
+                return g_strdup_printf("%s: another file system is mounted on '%s' (device "
+                                       "%u:%u): refused, nothing is mounted over it",
+                                       object, path, (unsigned) res->found_uid,
+                                       (unsigned) res->found_gid);
         case REFUSAL_SCRIPT_TIME:
                 return g_strdup_printf("%s: the init script '%s' did not finish within the "
                                        "setup's TimeoutSec= (%.3g s); its process group was "
@@ -1800,13 +1920,25 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                         v->outcome = VOLUME_OUTCOME_USER_MANAGER;
                         continue;
                 }
+                if (plan->only_volume >= 0 ? (ssize_t) i != plan->only_volume
+                                           : !volume_with_namespace(v->conf)) {
+                        /* started later (VOLUME_START); or, in a run of one volume, another */
+                        v->outcome = VOLUME_OUTCOME_STOPPED;
+                        continue;
+                }
                 volume_describe(v->conf, desc, sizeof desc);
                 why = item_why(plan, desc, res->what == WHAT_SOURCE ? v->source : v->where.path,
                                NULL, res);
                 v->loop = res->looped ? res->loop_nr + 1 : 0;
+                v->already = res->already;
                 if (!why) {
                         v->outcome = res->done ? VOLUME_OUTCOME_MOUNTED : VOLUME_OUTCOME_NOT_TRIED;
-                        if (res->done) {
+                        if (res->already)
+                                log_event(LOG_NOTICE, 0, plan->uid, "volume-mounted",
+                                          "%s of uid %u is mounted on '%s' already (an earlier "
+                                          "start ended while nsd was stopped); not mounted again",
+                                          desc, (unsigned) plan->uid, v->where.path);
+                        else if (res->done) {
                                 g_autofree char *loop = res->looped
                                                                 ? g_strdup_printf(" on /dev/loop%u",
                                                                                   res->loop_nr)
@@ -1868,7 +2000,7 @@ int setup_run(Children *set, SetupPlan *plan, int ns_fd, int out_fd, SetupDone d
         run->plan = plan;
         run->done = done;
         run->userdata = userdata;
-        r = child_start_keep(set, plan->uid, CHILD_SYSTEM, setup_child, &a, sizeof a, keep,
+        r = child_start_keep(set, plan->uid, plan->child_class, setup_child, &a, sizeof a, keep,
                              (size_t) n_keep, timeout, on_setup_done, run);
         if (r < 0) {
                 g_free(run);

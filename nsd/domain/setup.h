@@ -156,12 +156,29 @@ typedef enum VolumeOutcome {
         VOLUME_OUTCOME_NOT_TRIED = 3,    /* an earlier failure stopped the run before it */
         VOLUME_OUTCOME_USER_MANAGER = 4, /* a FUSE volume: the user's service manager runs
                                           * it (nsd-volume@.service), not the setup */
+        VOLUME_OUTCOME_STOPPED = 5,      /* a kernel volume not mounted now: Start=login or
+                                          * Start=request, not started yet; or stopped */
 } VolumeOutcome;
 /* Volume i's outcome; *ret_err its errno when FAILED (else 0), *ret_why why (the plan's
  * string, valid while the plan lives; NULL unless FAILED), *ret_loop the loop device's number
  * + 1 its image was attached to (0: none). */
 VolumeOutcome setup_plan_volume_outcome(const SetupPlan *p, size_t i, int *ret_err,
                                         const char **ret_why, uint32_t *ret_loop);
+/* A run of volume i alone (setup_plan_only_volume()) found it mounted on its Where= already:
+ * nothing was mounted again. */
+bool setup_plan_volume_already(const SetupPlan *p, size_t i);
+/*
+ * A plan that mounts ONE kernel volume, name, into a namespace that exists (VOLUME_START:
+ * Start=login, Start=request, or one stopped): no share, bind, polydir or script; its
+ * Where= and Source= as the whole setup resolves them; a Where= that is the root of a mount
+ * of this volume already counts as mounted (setup_plan_volume_already()), one with another
+ * file system on it is refused (EBUSY), nothing is stacked. The other volumes' outcome is
+ * STOPPED (not looked at). by_user: the user asked (its child is CHILD_USER). -ENOENT: the
+ * user has no volume of that name; -EOPNOTSUPP: a FUSE one.
+ */
+int setup_plan_only_volume(SetupPlan *p, const char *name, bool by_user);
+/* The index of that volume, or -1 for a whole setup. */
+ssize_t setup_plan_only(const SetupPlan *p);
 /* Where the anchors of shares are: the pin namespace (pinstore.h), its nsfs descriptor and
  * its tmpfs (the caller's; they must stay open until setup_run() returned). Without them
  * every share of the plan fails. */

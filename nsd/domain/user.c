@@ -146,8 +146,9 @@ void user_state_write(const User *u) {
                         g_key_file_set_boolean(kf, group, "Password", true);
                 if (v->ask)
                         g_key_file_set_string(kf, group, "Key", "ask");
-                if (v->on_request)
-                        g_key_file_set_string(kf, group, "Start", "request");
+                if (v->on_request || v->at_login)
+                        g_key_file_set_string(kf, group, "Start",
+                                              v->on_request ? "request" : "login");
                 if (v->loop)
                         g_key_file_set_uint64(kf, group, "Loop", v->loop - 1);
                 g_key_file_set_uint64(kf, group, "AtUsec", v->at_usec);
@@ -252,6 +253,8 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
                 g_autofree char *start = g_key_file_get_string(kf, *g, "Start", NULL);
                 v->ask = v->password && g_strcmp0(key, "ask") == 0;
                 v->on_request = g_strcmp0(start, "request") == 0;
+                /* "login" is written for kernel volumes only (a FUSE one's is not written) */
+                v->at_login = g_strcmp0(start, "login") == 0;
                 if (g_key_file_has_key(kf, *g, "Loop", NULL))
                         v->loop = (uint32_t) g_key_file_get_uint64(kf, *g, "Loop", NULL) + 1;
                 v->at_usec = g_key_file_get_uint64(kf, *g, "AtUsec", NULL);
@@ -406,6 +409,11 @@ bool user_credential_wanted(const User *u) {
         return false;
 }
 
+static gint compare_u64(gconstpointer a, gconstpointer b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
 GArray *user_state_baseline(StateDir *state, const UserNs *ns) {
         g_autoptr(GKeyFile) kf = state_of(state, ns, false);
         g_autofree char *b = NULL;
@@ -421,6 +429,34 @@ GArray *user_state_baseline(StateDir *state, const UserNs *ns) {
                 return NULL;
         }
         return baseline;
+}
+
+void user_baseline_add(User *u, const char *where) {
+        g_autofree char *text = NULL;
+        uint64_t fp;
+        int r;
+
+        if (!u->baseline) /* unknown: linger keeps the namespace anyway */
+                return;
+        r = userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL);
+        if (r >= 0)
+                r = mounts_fingerprint_on(text, where, &fp);
+        if (r < 0) {
+                log_warning_errno(r,
+                                  "Cannot add nsd's mount on '%s' to the baseline of uid %u's "
+                                  "namespace; linger counts it as the user's and keeps the "
+                                  "namespace: %m",
+                                  where, (unsigned) u->uid);
+                return;
+        }
+        for (guint i = 0; i < u->baseline->len; i++)
+                if (g_array_index(u->baseline, uint64_t, i) == fp)
+                        return;
+        if (u->baseline->len >= MOUNTS_BASELINE_MAX)
+                return;
+        g_array_append_val(u->baseline, fp);
+        g_array_sort(u->baseline, compare_u64);
+        user_state_write(u);
 }
 
 GArray *user_take_baseline(const UserNs *ns) {

@@ -31,6 +31,8 @@ typedef struct UserVolume {
         bool password;        /* its program takes a password (gocryptfs) */
         bool ask;             /* Key=ask: never the login password, only nsctl unlock's */
         bool on_request;      /* Start=request: nsctl start, not the login, starts it */
+        bool at_login;        /* a kernel volume with Start=login: nsctl start-volumes, run by
+                               * the user's service manager at login, asks nsd for it */
         uint32_t loop;        /* /dev/loop<loop - 1> its image is on; 0: none */
         uint64_t at_usec;     /* CLOCK_REALTIME when the setup reported */
         char *held; /* why the last release was refused for it (in use by whom); NULL: not */
@@ -104,6 +106,10 @@ char *user_state_owner(StateDir *state, const UserNs *ns);
 /* Its volumes from the same file into *ret (g_free() with user_volumes_free()); 0 of them
  * when there are none or the file is not this namespace's. A group that does not read is
  * left out (logged). */
+/* The mount nsd made on where after u's namespace was made (a volume it started) into u's
+ * baseline (mounts.h), so that linger does not count it as the user's; the state file is
+ * written. Logged when the mount table cannot be read. */
+void user_baseline_add(User *u, const char *where);
 size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret);
 void user_volumes_free(UserVolume *v, size_t n);
 

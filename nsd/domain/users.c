@@ -46,11 +46,29 @@ struct Users {
         void *changed_userdata;
         bool starting; /* in users_start() */
         Children *children;
-        GHashTable *creating;  /* uid -> Creation*: namespaces being set up (not owned) */
-        GHashTable *refused;   /* uid -> Refusal*: a setup that failed, for a while */
-        GHashTable *releasing; /* uid -> Releasing*: block volumes being unmounted (the
+        GHashTable *creating;   /* uid -> Creation*: namespaces being set up (not owned) */
+        GHashTable *refused;    /* uid -> Refusal*: a setup that failed, for a while */
+        GHashTable *releasing;  /* uid -> Releasing*: block volumes being unmounted (the
                                 * child's callback frees it) */
+        GHashTable *volume_ops; /* uid -> VolumeOp*: one volume being started or stopped (the
+                                 * child's callback frees it) */
 };
+
+/* A VOLUME_START or VOLUME_STOP under way (users_volume_start(), users_volume_stop()). */
+typedef struct VolumeOp {
+        Users *reg; /* NULL: the registry is gone */
+        uid_t uid;
+        char *name;
+        char *why; /* who asked, for the log */
+        UsersVolumeDone done;
+        void *userdata;
+} VolumeOp;
+
+static void volume_op_free(VolumeOp *op) {
+        g_free(op->name);
+        g_free(op->why);
+        g_free(op);
+}
 
 /* A release waiting for its namespace's block volumes to be unmounted (volume-release.h). */
 typedef struct Releasing {
@@ -157,6 +175,7 @@ Users *users_new(const UsersSetup *setup) {
         reg->creating = g_hash_table_new(g_direct_hash, g_direct_equal);
         reg->refused = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, refusal_free);
         reg->releasing = g_hash_table_new(g_direct_hash, g_direct_equal);
+        reg->volume_ops = g_hash_table_new(g_direct_hash, g_direct_equal);
         return reg;
 }
 
@@ -186,6 +205,10 @@ void users_free(Users *reg) {
         while (g_hash_table_iter_next(&it, NULL, &v))
                 ((Releasing *) v)->reg = NULL;
         g_hash_table_destroy(reg->releasing);
+        g_hash_table_iter_init(&it, reg->volume_ops);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                ((VolumeOp *) v)->reg = NULL;
+        g_hash_table_destroy(reg->volume_ops);
         linger_free(reg->linger);
         /* sessions first (they point into users) */
         g_hash_table_destroy(reg->waiting);
@@ -266,8 +289,9 @@ static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
                         vols[i].options = volume_options_text(c);
                         vols[i].password = t && t->takes_password;
                         vols[i].ask = vols[i].password && c->key == VOLUME_KEY_ASK;
-                        vols[i].on_request = c->start == VOLUME_START_REQUEST;
                 }
+                vols[i].on_request = c->start == VOLUME_START_REQUEST;
+                vols[i].at_login = c->kind != VOLUME_KIND_FUSE && c->start == VOLUME_START_LOGIN;
                 vols[i].at_usec = now > 0 ? (uint64_t) now : 0;
         }
         *ret_n = n;
@@ -924,7 +948,7 @@ static UserVolume *user_volume_named(User *u, const char *name) {
 
 /* The steps of a volume release for the log, and the first reason it stopped (or NULL). Each
  * volume keeps why it stopped the release (UserVolume.held, for VOLUMES), or nothing. */
-static char *log_volume_release(User *u, const VolumeRelease *rel, const char *why) {
+static char *log_volume_release(User *u, const VolumeRelease *rel, const char *why, bool stop) {
         char *first = NULL;
 
         for (size_t i = 0; i < rel->n; i++) {
@@ -966,11 +990,18 @@ static char *log_volume_release(User *u, const VolumeRelease *rel, const char *w
                         /* linger asks again every LINGER_RECHECK_SEC: the same refusal once */
                         bool same = u->release_refused && g_str_equal(u->release_refused, reason);
 
-                        log_event_reason(same ? LOG_DEBUG : LOG_WARNING, it->err, u->uid,
-                                         "volume-busy", why,
-                                         "Cannot release the namespace of uid %u (%s): %s; the "
-                                         "namespace is kept",
-                                         (unsigned) u->uid, why, reason);
+                        if (stop)
+                                log_event_reason(same ? LOG_DEBUG : LOG_NOTICE, it->err, u->uid,
+                                                 "volume-busy", why,
+                                                 "Cannot stop volume '%s' of uid %u (%s): %s; "
+                                                 "it stays mounted",
+                                                 it->name, (unsigned) u->uid, why, reason);
+                        else
+                                log_event_reason(same ? LOG_DEBUG : LOG_WARNING, it->err, u->uid,
+                                                 "volume-busy", why,
+                                                 "Cannot release the namespace of uid %u (%s): "
+                                                 "%s; the namespace is kept",
+                                                 (unsigned) u->uid, why, reason);
                         if (!same) {
                                 g_free(u->release_refused);
                                 u->release_refused = g_strdup(reason);
@@ -1017,7 +1048,7 @@ static void on_volumes_released(int r, const VolumeRelease *rel, void *userdata)
                 reason = g_strdup_printf("uid %u has no namespace any more", (unsigned) rl->uid);
         } else {
                 if (rel)
-                        reason = log_volume_release(u, rel, rl->why);
+                        reason = log_volume_release(u, rel, rl->why, false);
                 if (r == 0) {
                         rv = release_unpin(reg, u, rl->why, &reason);
                         if (rv == 0)
@@ -1065,6 +1096,10 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
                 return why_set(ret_why, EBUSY,
                                "the namespace of uid %u is being released already (its volumes "
                                "are being unmounted)",
+                               (unsigned) u->uid);
+        if (g_hash_table_contains(reg->volume_ops, GUINT_TO_POINTER(u->uid)))
+                return why_set(ret_why, EBUSY,
+                               "a volume of uid %u is being started or stopped; retry",
                                (unsigned) u->uid);
         rel = g_new0(VolumeRelease, 1);
         for (size_t i = 0; i < u->n_volumes && rel->n < SETUP_MAX_VOLUMES; i++) {
@@ -1118,6 +1153,256 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
 
 bool users_is_releasing(const Users *reg, uid_t uid) {
         return g_hash_table_contains(reg->releasing, GUINT_TO_POINTER(uid));
+}
+
+/* ---- one volume of a namespace that exists ------------------------------------------------- */
+
+/* u's volume name for a start or a stop: -ENOENT, -EOPNOTSUPP (a FUSE one), or -EAGAIN while
+ * the namespace is released or another start or stop of the uid runs; with *ret_why. */
+static int volume_op_check(Users *reg, User *u, const char *name, const char *verb,
+                           UserVolume **ret, char **ret_why) {
+        UserVolume *v = user_volume_named(u, name);
+        const VolumeTypeOptions *t;
+
+        if (!v)
+                return why_set(ret_why, ENOENT,
+                               "the namespace of uid %u has no volume '%s' (nsctl volumes lists "
+                               "them)",
+                               (unsigned) u->uid, name);
+        t = volume_type_options_find(v->type);
+        if (!t || t->fuse)
+                return why_set(ret_why, EOPNOTSUPP,
+                               "volume '%s' is a FUSE volume (Type=%s): the user's service "
+                               "manager runs it (systemctl --user %s nsd-volume@%s.service)",
+                               name, v->type, verb, name);
+        if (users_is_releasing(reg, u->uid))
+                return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                               "the namespace of uid %u is being released; retry",
+                               (unsigned) u->uid);
+        if (g_hash_table_contains(reg->volume_ops, GUINT_TO_POINTER(u->uid)))
+                return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                               "a volume of uid %u is being started or stopped; retry",
+                               (unsigned) u->uid);
+        if (!reg->children)
+                return why_set(ret_why, EOPNOTSUPP,
+                               "this nsd cannot %s volumes (no helper children)", verb);
+        *ret = v;
+        return 0;
+}
+
+static VolumeOp *volume_op_new(Users *reg, uid_t uid, const char *name, const char *why,
+                               UsersVolumeDone done, void *userdata) {
+        VolumeOp *op = g_new0(VolumeOp, 1);
+
+        op->reg = reg;
+        op->uid = uid;
+        op->name = g_strdup(name);
+        op->why = g_strdup(why);
+        op->done = done;
+        op->userdata = userdata;
+        return op;
+}
+
+/* The op's end: its entry goes; *ret_v the volume (NULL: the user or the volume is gone,
+ * which nothing does meanwhile). NULL when nsd stops (op freed). */
+static User *volume_op_end(VolumeOp *op, UserVolume **ret_v) {
+        User *u;
+
+        if (!op->reg) {
+                volume_op_free(op);
+                return NULL;
+        }
+        g_hash_table_remove(op->reg->volume_ops, GUINT_TO_POINTER(op->uid));
+        u = users_get(op->reg, op->uid);
+        *ret_v = u ? user_volume_named(u, op->name) : NULL;
+        return u;
+}
+
+static void volume_op_done(VolumeOp *op, int r, const char *why, const UserVolume *v,
+                           bool changed) {
+        if (op->done)
+                op->done(r, why, v, changed, op->userdata);
+        volume_op_free(op);
+}
+
+static void on_volume_started(int r, const char *why, unsigned n_failed, bool refuse,
+                              const SetupPlan *plan, void *userdata) {
+        VolumeOp *op = userdata;
+        ssize_t i = setup_plan_only(plan);
+        UserVolume *v = NULL;
+        User *u = volume_op_end(op, &v);
+        const char *vwhy = NULL;
+        VolumeOutcome outcome;
+        bool changed = false;
+        int err = 0;
+
+        (void) n_failed;
+        (void) refuse;
+        if (!u)
+                return;
+        if (!v || i < 0) {
+                volume_op_done(op, -ENOENT, "the volume is gone", NULL, false);
+                return;
+        }
+        outcome = setup_plan_volume_outcome(plan, (size_t) i, &err, &vwhy, &v->loop);
+        if (outcome == VOLUME_OUTCOME_MOUNTED || outcome == VOLUME_OUTCOME_FAILED ||
+            r < 0) { /* a run that ended without a report failed too */
+                int64_t now = g_get_real_time();
+
+                v->outcome = outcome == VOLUME_OUTCOME_MOUNTED ? outcome : VOLUME_OUTCOME_FAILED;
+                v->err = v->outcome == VOLUME_OUTCOME_FAILED ? (err ? err : (r < 0 ? -r : EIO)) : 0;
+                g_free(v->why);
+                v->why = v->outcome == VOLUME_OUTCOME_FAILED ? g_strdup(vwhy ? vwhy : why) : NULL;
+                g_clear_pointer(&v->held, g_free);
+                if (v->outcome != VOLUME_OUTCOME_MOUNTED)
+                        v->loop = 0;
+                v->at_usec = now > 0 ? (uint64_t) now : 0;
+                changed = v->outcome == VOLUME_OUTCOME_MOUNTED &&
+                          !setup_plan_volume_already(plan, (size_t) i);
+                user_state_write(u);
+                if (v->outcome == VOLUME_OUTCOME_MOUNTED) /* nsd's, not the user's: linger */
+                        user_baseline_add(u, v->where);
+        }
+        volume_op_done(op,
+                       r < 0                                  ? r
+                       : v->outcome == VOLUME_OUTCOME_MOUNTED ? 0
+                                                              : -EIO,
+                       r < 0 ? why : v->why, v, changed);
+}
+
+int users_volume_start(Users *reg, User *u, const char *name, const SetupUser *who, bool by_user,
+                       const char *why, UsersVolumeDone done, void *userdata, char **ret_why) {
+        g_autoptr(SetupPlan) plan = NULL;
+        g_autofree char *pwhy = NULL;
+        UserVolume *v;
+        VolumeOp *op;
+        int r;
+
+        r = volume_op_check(reg, u, name, "start", &v, ret_why);
+        if (r < 0)
+                return r;
+        if (v->outcome == VOLUME_OUTCOME_MOUNTED)
+                return 0;
+        r = setup_plan_new(&reg->config->setup, who, &plan, &pwhy);
+        if (r < 0)
+                return why_set(ret_why, users_setup_error(r), "volume '%s' of uid %u: %s", name,
+                               (unsigned) u->uid, pwhy);
+        r = setup_plan_only_volume(plan, name, by_user);
+        if (r < 0)
+                return why_set(ret_why, -r,
+                               "volume '%s' of uid %u is not in nsd.conf for this user now (a "
+                               "reload changed it): it is started with the user's next "
+                               "namespace",
+                               name, (unsigned) u->uid);
+        op = volume_op_new(reg, u->uid, name, why, done, userdata);
+        r = setup_run(reg->children, plan, u->ns->ns_fd, -1, on_volume_started, op);
+        if (r < 0) {
+                volume_op_free(op);
+                if (r == -EAGAIN || errno_may_pass(r))
+                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                                       "cannot start the helper that mounts volume '%s' now "
+                                       "(%s); retry",
+                                       name, g_strerror(-r));
+                return why_set(ret_why, r, "cannot start volume '%s' of uid %u: %s", name,
+                               (unsigned) u->uid, g_strerror(-r));
+        }
+        g_steal_pointer(&plan); /* setup_run() took it */
+        g_hash_table_insert(reg->volume_ops, GUINT_TO_POINTER(u->uid), op);
+        log_event_reason(LOG_INFO, 0, u->uid, "volume-starting", why,
+                         "Mounting volume '%s' of uid %u on %s (%s)", name, (unsigned) u->uid,
+                         v->where, why);
+        return 1;
+}
+
+static void on_volume_stopped(int r, const VolumeRelease *rel, void *userdata) {
+        VolumeOp *op = userdata;
+        UserVolume *v = NULL;
+        User *u = volume_op_end(op, &v);
+        g_autofree char *reason = NULL;
+        bool changed = false;
+        int rv = 0;
+
+        if (!u)
+                return;
+        if (!v) {
+                volume_op_done(op, -ENOENT, "the volume is gone", NULL, false);
+                return;
+        }
+        if (rel)
+                reason = log_volume_release(u, rel, op->why, true);
+        if (r == 0) {
+                int64_t now = g_get_real_time();
+
+                changed = rel && rel->n == 1 && rel->items[0].step == VOLUME_RELEASE_UNMOUNTED;
+                v->outcome = VOLUME_OUTCOME_STOPPED;
+                v->err = 0;
+                v->loop = 0;
+                g_clear_pointer(&v->why, g_free);
+                g_clear_pointer(&v->held, g_free);
+                v->at_usec = now > 0 ? (uint64_t) now : 0;
+                user_state_write(u);
+        } else {
+                rv = release_errno(r, rel);
+                if (!reason)
+                        reason = g_strdup_printf("unmounting volume '%s' of uid %u failed (%s); "
+                                                 "it stays mounted",
+                                                 op->name, (unsigned) op->uid,
+                                                 r == -ETIMEDOUT   ? "it took too long"
+                                                 : rel && rel->err ? g_strerror(rel->err)
+                                                                   : g_strerror(-r));
+                if (!rel || rel->err)
+                        log_event_reason(LOG_WARNING, -rv, op->uid, "volume-stop-failed", op->why,
+                                         "%s", reason);
+        }
+        volume_op_done(op, rv, reason, v, changed);
+}
+
+int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const char *why,
+                      UsersVolumeDone done, void *userdata, char **ret_why) {
+        g_autofree VolumeRelease *rel = NULL;
+        VolumeReleaseItem *it;
+        UserVolume *v;
+        VolumeOp *op;
+        int r;
+
+        r = volume_op_check(reg, u, name, "stop", &v, ret_why);
+        if (r < 0)
+                return r;
+        if (v->outcome != VOLUME_OUTCOME_MOUNTED)
+                return 0;
+        if (!volume_unmounted_first(v))
+                return why_set(ret_why, EOPNOTSUPP,
+                               "volume '%s' (Type=%s) is not a block volume: this version "
+                               "unmounts it only with the namespace",
+                               name, v->type);
+        rel = g_new0(VolumeRelease, 1);
+        it = &rel->items[rel->n++];
+        g_strlcpy(it->name, v->name, sizeof it->name);
+        g_strlcpy(it->where, v->where, sizeof it->where);
+        g_strlcpy(it->source, v->source, sizeof it->source);
+        it->loop = v->loop;
+        it->loop_cleared = -1;
+        g_strlcpy(rel->run_dir,
+                  pinstore_run_dir(reg->pins) ? pinstore_run_dir(reg->pins) : "/run/nsd",
+                  sizeof rel->run_dir);
+        op = volume_op_new(reg, u->uid, name, why, done, userdata);
+        r = volume_release_start(reg->children, u->uid, by_user ? CHILD_USER : CHILD_SYSTEM,
+                                 u->ns->ns_fd, rel, on_volume_stopped, op);
+        if (r < 0) {
+                volume_op_free(op);
+                if (r == -EAGAIN || errno_may_pass(r))
+                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
+                                       "cannot start the helper that unmounts volume '%s' now "
+                                       "(%s); retry",
+                                       name, g_strerror(-r));
+                return why_set(ret_why, r, "cannot stop volume '%s' of uid %u: %s", name,
+                               (unsigned) u->uid, g_strerror(-r));
+        }
+        g_hash_table_insert(reg->volume_ops, GUINT_TO_POINTER(u->uid), op);
+        log_event_reason(LOG_INFO, 0, u->uid, "volume-stopping", why,
+                         "Unmounting volume '%s' of uid %u from %s (%s)", name, (unsigned) u->uid,
+                         v->where, why);
+        return 1;
 }
 
 void users_repin(Users *reg) {

@@ -166,6 +166,29 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
                   void *userdata, char **ret_why);
 /* Are uid's volumes being unmounted for a release? */
 bool users_is_releasing(const Users *reg, uid_t uid);
+/*
+ * One kernel volume of a namespace that exists (VOLUME_START, VOLUME_STOP; issue 25): a
+ * volume with Start=login or Start=request, or one stopped. One start or stop per uid at a
+ * time; meanwhile a release of the uid is refused (-EBUSY), and a start or stop while the
+ * namespace is released is "not yet" (-EAGAIN). by_user: the user asked (its child is
+ * CHILD_USER). why: who asked, for the log.
+ *   start: a plan of that one volume (setup_plan_only_volume(): Where= resolved as the user,
+ *   nothing stacked on another mount) run in the namespace; once mounted its mount joins the
+ *   namespace's baseline (linger does not count it as the user's) and the release unmounts it
+ *   as any block volume. who: the user (the plan needs its home and groups).
+ *   stop: a block volume unmounted as a release does (volume-release.h: refused while held,
+ *   naming who, never lazily); -EOPNOTSUPP for a network volume (it goes with the namespace).
+ * 1: done(r, why, v, changed, userdata) runs later, once (v: the volume as it is now; changed:
+ * this request mounted or unmounted it). 0: nothing to do (mounted already; not mounted), done
+ * is not called. -errno with *ret_why: refused (-ENOENT no such volume, -EOPNOTSUPP a FUSE
+ * one, -EAGAIN).
+ */
+typedef void (*UsersVolumeDone)(int r, const char *why, const UserVolume *v, bool changed,
+                                void *userdata);
+int users_volume_start(Users *reg, User *u, const char *name, const SetupUser *who, bool by_user,
+                       const char *why, UsersVolumeDone done, void *userdata, char **ret_why);
+int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const char *why,
+                      UsersVolumeDone done, void *userdata, char **ret_why);
 /* Try to pin again what is kept by descriptor only (the pin store became available, or the
  * namespace came from the fd store without a pin). */
 void users_repin(Users *reg);

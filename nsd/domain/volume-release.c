@@ -71,13 +71,10 @@ static int open_where(int root, const VolumeReleaseItem *it) {
 /* Is fd the root of a mount of dev? 1 yes, 0 no, -1 statx failed (errno). DONT_SYNC: nothing
  * is asked of a FUSE daemon the user may have mounted there. */
 static int mount_of(int fd, dev_t dev) {
-        struct statx stx;
+        dev_t d;
+        int r = helper_mount_root(fd, &d);
 
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
-                return -1;
-        return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-               (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
-               makedev(stx.stx_dev_major, stx.stx_dev_minor) == dev;
+        return r <= 0 ? r : d == dev;
 }
 
 /* Where= as a descriptor of the root of a mount of dev, or -1 (it->step NOT_MOUNTED when

@@ -1149,12 +1149,6 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                                        "login (Start=login) or when the user asks "
                                        "(Start=request)",
                                        v->name, v->type);
-                if (v->kind != VOLUME_KIND_FUSE && v->start != VOLUME_START_NAMESPACE)
-                        return fail_at(ret_error, v->file, v->line,
-                                       "[Volume %s] Start=%s: not supported yet for a kernel "
-                                       "file system (Type=%s): this version mounts it when the "
-                                       "namespace is made (Start=namespace)",
-                                       v->name, volume_start_names[v->start], v->type);
                 if (v->key_set && !volume_type_options_find(v->type)->takes_password)
                         return fail_at(ret_error, v->file, v->key_line,
                                        "[Volume %s] Key=: Type=%s takes no password (only a "

@@ -120,10 +120,11 @@ typedef enum VolumeKind {
 /* When a volume is mounted (Start=). */
 typedef enum VolumeStart {
         VOLUME_START_NAMESPACE, /* when the namespace is made, as the rest of the setup (kernel
-                                 * types; their only one in this version) */
+                                 * types' default; not for FUSE types) */
         VOLUME_START_LOGIN,     /* when the user's service manager starts, at the first login
-                                 * (FUSE types' default) */
-        VOLUME_START_REQUEST,   /* when the user asks (nsctl start NAME; FUSE types only) */
+                                 * (FUSE types' default; a kernel type: nsctl start-volumes
+                                 * asks nsd, VOLUME_START) */
+        VOLUME_START_REQUEST,   /* when the user asks (nsctl start NAME) */
 } VolumeStart;
 
 /* Where a password-taking volume's password comes from (Key=). */

@@ -255,6 +255,34 @@ int mounts_under(const char *mountinfo, const char *path, int *ret_count,
         return u.count >= 0 ? 0 : -ENOENT;
 }
 
+struct on_path {
+        const char *path;
+        bool found;
+        uint64_t fingerprint;
+};
+
+static void fingerprint_on(struct libmnt_fs *fs, void *userdata) {
+        struct on_path *o = userdata;
+        const char *t = mnt_fs_get_target(fs);
+
+        if (t && strcmp(t, o->path) == 0) { /* the last one there: the one on top */
+                o->found = true;
+                o->fingerprint = fs_fingerprint(fs);
+        }
+}
+
+int mounts_fingerprint_on(const char *mountinfo, const char *path, uint64_t *ret) {
+        struct on_path o = { .path = path };
+        int r = foreach_fs(mountinfo, true, fingerprint_on, &o);
+
+        if (r < 0)
+                return r;
+        if (!o.found)
+                return -ENOENT;
+        *ret = o.fingerprint;
+        return 0;
+}
+
 /* ---- FUSE mounts and their owners ---------------------------------------------------------- */
 
 bool mounts_fstype_is_fuse(const char *t) {

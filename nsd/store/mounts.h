@@ -46,6 +46,10 @@ int mounts_baseline(const char *mountinfo, GArray **ret);
 char *mounts_baseline_to_string(const GArray *baseline);
 int mounts_baseline_from_string(const char *s, GArray **ret);
 
+/* The fingerprint of the mount on path (the last one there: on top), for a baseline: 0, or
+ * -ENOENT (nothing mounted on path), -errno when the text does not parse. nsd's own mount
+ * made after the namespace (a volume it started) joins the baseline so: it is not the user's. */
+int mounts_fingerprint_on(const char *mountinfo, const char *path, uint64_t *ret);
 /* The mounts of mountinfo the user made: neither received from a peer group nor in baseline.
  * Returns their number (>= 0) and, when there are any, *ret_first (g_malloc()ed, may be
  * NULL) describes the first one for the log: "fuse.bindfs on /home/alice/mnt (FUSE of uid

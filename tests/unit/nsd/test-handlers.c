@@ -885,6 +885,91 @@ static uint32_t volume_flags(int fd, const char *name, uint32_t seq) {
         return entry_flags(fd, NSD_REQ_VOLUMES, 0, name, seq);
 }
 
+/* VOLUME_START or VOLUME_STOP (1.11) of uid's volume by fd's user: the reply's error; its
+ * state and changed into *ret_state, *ret_changed (UINT32_MAX: an error came). */
+static int volume_ctl(int fd, uint16_t type, uid_t uid, const char *volume, uint32_t seq,
+                      uint32_t *ret_state, uint32_t *ret_changed, char *why, size_t size) {
+        struct nsd_req_volume_ctl q;
+        TestReply t;
+
+        nsd_msg_init(&q.hdr, type, sizeof q, seq);
+        q.uid = uid;
+        g_strlcpy(q.volume, volume, sizeof q.volume);
+        loop_test_send(fd, &q, sizeof q, -1);
+        t = loop_test_next(fd);
+        *ret_state = *ret_changed = UINT32_MAX;
+        if (t.type == (uint16_t) (type | NSD_REPLY_BIT)) {
+                const struct nsd_rep_volume_ctl *rep = (const void *) &t.msg;
+
+                *ret_state = rep->state;
+                *ret_changed = rep->changed;
+        }
+        g_strlcpy(why, t.message, size);
+        return t.error;
+}
+
+/* VOLUME_START and VOLUME_STOP: a start of a mounted volume and a stop of a stopped one answer
+ * with the state and change nothing; a FUSE volume, a network volume's stop, an unknown
+ * name, another user's volume and a uid without a namespace are refused with the reason. */
+static void test_volume_ctl(void) {
+        Config c = loop_test_config();
+        Server *s;
+        int user, other, nobody, root;
+        uint32_t state, changed;
+        char why[NSD_ERROR_MESSAGE_MAX];
+        User *u;
+        int e;
+
+        c.max_uid = 200000; /* START asks whether the uid is managed: @regular */
+        s = core_test_server(&c);
+        u = volume_user(s, "vault:ext4 later:ext4 share:nfs4 fuse:sshfs");
+        u->volumes[0].outcome = VOLUME_OUTCOME_MOUNTED;
+        u->volumes[1].outcome = VOLUME_OUTCOME_STOPPED;
+        u->volumes[1].at_login = true;
+        u->volumes[2].outcome = VOLUME_OUTCOME_MOUNTED;
+        user = peer(s, CONN_KIND_USER, 100001);
+        other = peer(s, CONN_KIND_USER, 100000);
+        nobody = peer(s, CONN_KIND_USER, 4242);
+        root = peer(s, CONN_KIND_ROOT, 0);
+
+        e = volume_ctl(user, NSD_REQ_VOLUME_START, 100001, "vault", 1, &state, &changed, why,
+                       sizeof why);
+        ok(e == 0 && state == NSD_VOLUME_MOUNTED && changed == 0,
+           "START of a mounted volume: mounted, nothing changed (%d %u %u)", e, state, changed);
+        e = volume_ctl(user, NSD_REQ_VOLUME_STOP, 100001, "later", 2, &state, &changed, why,
+                       sizeof why);
+        ok(e == 0 && state == NSD_VOLUME_STOPPED && changed == 0,
+           "STOP of a stopped volume: stopped, nothing changed (%d %u %u)", e, state, changed);
+        e = volume_ctl(root, NSD_REQ_VOLUME_STOP, 100001, "later", 3, &state, &changed, why,
+                       sizeof why);
+        ok(e == 0 && state == NSD_VOLUME_STOPPED, "root may stop a user's volume (%d)", e);
+        ok(volume_flags(user, "later", 4) & NSD_VOLUME_AT_LOGIN,
+           "VOLUMES: a kernel volume with Start=login carries NSD_VOLUME_AT_LOGIN");
+        e = volume_ctl(user, NSD_REQ_VOLUME_START, 100001, "fuse", 5, &state, &changed, why,
+                       sizeof why);
+        ok(e == -EOPNOTSUPP && strstr(why, "nsd-volume@fuse.service"),
+           "START of a FUSE volume: refused, naming its unit (%d: %s)", e, why);
+        e = volume_ctl(user, NSD_REQ_VOLUME_STOP, 100001, "share", 6, &state, &changed, why,
+                       sizeof why);
+        ok(e == -EOPNOTSUPP && strstr(why, "not a block volume"),
+           "STOP of a network volume: refused, it goes with the namespace (%d: %s)", e, why);
+        e = volume_ctl(user, NSD_REQ_VOLUME_START, 100001, "nope", 7, &state, &changed, why,
+                       sizeof why);
+        ok(e == -ENOENT && strstr(why, "no volume 'nope'"), "an unknown volume: ENOENT (%s)", why);
+        e = volume_ctl(other, NSD_REQ_VOLUME_STOP, 100001, "vault", 8, &state, &changed, why,
+                       sizeof why);
+        ok(e == -EPERM && strstr(why, "only root"), "another user's volume: EPERM (%s)", why);
+        ok(u->volumes[0].outcome == VOLUME_OUTCOME_MOUNTED, "and it stays mounted");
+        e = volume_ctl(nobody, NSD_REQ_VOLUME_START, 4242, "vault", 9, &state, &changed, why,
+                       sizeof why);
+        ok(e == -ENOENT && strstr(why, "has no namespace"), "a uid without a namespace (%s)", why);
+        close(user);
+        close(other);
+        close(nobody);
+        close(root);
+        server_free(s);
+}
+
 /* UNLOCK is the user's own password for one of its volumes that takes one: held for that
  * volume only, handed to its waiting TAKE; Key=ask never gets the login password; a TAKE
  * that waits after its volume took the login password (a wrong one) waits for an UNLOCK. */
@@ -1072,5 +1157,6 @@ int main(void) {
         test_volumes();
         test_credentials();
         test_credential_unlock();
+        test_volume_ctl();
         return tap_done();
 }

@@ -661,14 +661,24 @@ static void test_volumes_fuse(void) {
             "Key=/etc/nsd/vault.key: expected 'login' (the login password, or nsctl unlock) or "
             "'ask' (only nsctl unlock); key files are not supported yet",
             "Key= a key file: not yet, and said so");
-        bad("# test\n[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
-            "Start=login\n",
-            2, "Start=login: not supported yet for a kernel file system (Type=ext4)",
-            "Start=login of a kernel file system");
-        bad("# test\n[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
-            "Start=request\n",
-            2, "Start=request: not supported yet for a kernel file system (Type=ext4)",
-            "Start=request of a kernel file system");
+        if (parses("[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
+                   "Start=login\n",
+                   &c, "Start=login of a kernel file system parses")) {
+                ok(c.setup.volumes[0].start == VOLUME_START_LOGIN, "started at login");
+                config_done(&c);
+        }
+        if (parses("[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
+                   "Start=request\n",
+                   &c, "Start=request of a kernel file system parses")) {
+                ok(c.setup.volumes[0].start == VOLUME_START_REQUEST, "started on request");
+                config_done(&c);
+        }
+        if (parses("[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n", &c,
+                   "a kernel file system without Start=")) {
+                ok(c.setup.volumes[0].start == VOLUME_START_NAMESPACE,
+                   "mounted with the namespace by default");
+                config_done(&c);
+        }
 }
 
 static void test_volumes_bad(void) {
