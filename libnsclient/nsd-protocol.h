@@ -805,9 +805,9 @@ _Static_assert(sizeof(struct nsd_req_volume_ctl) == 104, "nsd_req_volume_ctl lay
 /* NSD_REP_VOLUME_START, NSD_REP_VOLUME_STOP */
 struct nsd_rep_volume_ctl {
         struct nsd_msg_header hdr;
-        uint32_t state; /* NSD_VOLUME_MOUNTED or NSD_VOLUME_STOPPED */
-        uint32_t loop;  /* /dev/loop<loop - 1> its image is on now; 0: none */
-        uint32_t changed; /* 1: this request mounted or unmounted it; 0: it was so already */
+        uint32_t state;    /* NSD_VOLUME_MOUNTED or NSD_VOLUME_STOPPED */
+        uint32_t loop;     /* /dev/loop<loop - 1> its image is on now; 0: none */
+        uint32_t changed;  /* 1: this request mounted or unmounted it; 0: it was so already */
         uint32_t reserved; /* 0 */
 };
 _Static_assert(sizeof(struct nsd_rep_volume_ctl) == 40, "nsd_rep_volume_ctl layout");
