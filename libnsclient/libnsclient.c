@@ -130,6 +130,7 @@ struct nsc_conn {
                 struct nsd_rep_volumes_entry volumes_entry;
                 struct nsd_rep_credential_give credential_give;
                 struct nsd_rep_credential_unlock credential_unlock;
+                struct nsd_rep_volume_ctl volume_ctl;
                 struct nsd_rep_error error;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         } rx;
@@ -1032,7 +1033,8 @@ _Static_assert(sizeof(((struct nsc_volume_info *) 0)->name) == NSD_SHARE_NAME_MA
 _Static_assert(NSC_VOLUME_MOUNTED == NSD_VOLUME_MOUNTED && NSC_VOLUME_FAILED == NSD_VOLUME_FAILED &&
                        NSC_VOLUME_NOT_TRIED == NSD_VOLUME_NOT_TRIED &&
                        NSC_VOLUME_UNKNOWN == NSD_VOLUME_UNKNOWN &&
-                       NSC_VOLUME_USER == NSD_VOLUME_USER,
+                       NSC_VOLUME_USER == NSD_VOLUME_USER &&
+                       NSC_VOLUME_STOPPED == NSD_VOLUME_STOPPED,
                "NSC_VOLUME_*");
 
 static int take_volumes_entry(const void *entry, void *element) {
@@ -1077,6 +1079,7 @@ _Static_assert(NSC_CREDENTIAL_MAX == NSD_CREDENTIAL_MAX &&
                        NSC_VOLUME_NOW_MOUNTED == NSD_VOLUME_NOW_MOUNTED &&
                        NSC_VOLUME_WAITING == NSD_VOLUME_WAITING &&
                        NSC_VOLUME_HELD == NSD_VOLUME_HELD &&
+                       NSC_VOLUME_AT_LOGIN == NSD_VOLUME_AT_LOGIN &&
                        NSC_NS_CREDENTIAL_WANTED == NSD_NS_CREDENTIAL_WANTED,
                "the credential's constants");
 
@@ -1098,8 +1101,8 @@ int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_wait
         return 0;
 }
 
-/* A volume's name for CREDENTIAL_TAKE and CREDENTIAL_UNLOCK: 1 to NSD_SHARE_NAME_MAX - 1
- * bytes, its length in *ret_len; else -EINVAL. */
+/* A volume's name for CREDENTIAL_TAKE, CREDENTIAL_UNLOCK, VOLUME_START and VOLUME_STOP: 1 to
+ * NSD_SHARE_NAME_MAX - 1 bytes, its length in *ret_len; else -EINVAL. */
 static int volume_check(const char *volume, size_t *ret_len) {
         size_t n = strnlen(volume, NSD_SHARE_NAME_MAX);
 
@@ -1150,6 +1153,45 @@ int nsc_credential_unlock(nsc_conn *conn, const char *volume, int memfd, unsigne
         if (ret_waiting)
                 *ret_waiting = conn->rx.credential_unlock.waiting;
         return 0;
+}
+
+/* ---- VOLUME_START, VOLUME_STOP (1.11) ------------------------------------------------------ */
+
+/* One request of type (VOLUME_START or VOLUME_STOP) for uid's volume; its answer in *ret. */
+static int volume_ctl(nsc_conn *conn, uint16_t type, uid_t uid, const char *volume,
+                      struct nsc_volume_ctl *ret) {
+        struct nsd_req_volume_ctl req;
+        const struct nsd_rep_volume_ctl *rep;
+        size_t n;
+        int r;
+
+        if (!conn || uid == (uid_t) -1 || !volume || volume_check(volume, &n) < 0)
+                return -EINVAL;
+        CONN_LOCK_SCOPE(conn);
+        nsd_msg_init(&req.hdr, type, sizeof(req), 0);
+        req.uid = uid;
+        memcpy(req.volume, volume, n + 1);
+        r = conn_call(conn, &req.hdr, -1, NULL);
+        if (r < 0)
+                return r;
+        rep = &conn->rx.volume_ctl;
+        if (rep->changed > 1 || rep->reserved != 0)
+                return conn->broken = -EBADMSG;
+        if (ret)
+                *ret = (struct nsc_volume_ctl) {
+                        .state = rep->state,
+                        .loop = rep->loop,
+                        .changed = rep->changed,
+                };
+        return 0;
+}
+
+int nsc_volume_start(nsc_conn *conn, uid_t uid, const char *volume, struct nsc_volume_ctl *ret) {
+        return volume_ctl(conn, NSD_REQ_VOLUME_START, uid, volume, ret);
+}
+
+int nsc_volume_stop(nsc_conn *conn, uid_t uid, const char *volume, struct nsc_volume_ctl *ret) {
+        return volume_ctl(conn, NSD_REQ_VOLUME_STOP, uid, volume, ret);
 }
 
 int nsc_credential_memfd(const void *secret, size_t n) {

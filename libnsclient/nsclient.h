@@ -311,6 +311,12 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 /* flags (nsd 1.10): the last release of its namespace was refused for this volume: why says
  * who held it then (pid and command), or which step failed */
 #define NSC_VOLUME_HELD 0x40u
+/* state (nsd 1.11, NSCLIENT_1.8): a kernel volume not mounted now: Start=login or
+ * Start=request and not started yet, or stopped (nsc_volume_stop()) */
+#define NSC_VOLUME_STOPPED 5
+/* flags (nsd 1.11, NSCLIENT_1.8): a kernel volume with Start=login: the user's service manager
+ * starts it at login (`nsctl start-volumes`, nsc_volume_start()) */
+#define NSC_VOLUME_AT_LOGIN 0x80u
 
 struct nsc_volume_info {
         uid_t uid;         /* whose namespace */
@@ -332,6 +338,26 @@ struct nsc_volume_info {
  * pointer also when *ret_n is 0). -EOPNOTSUPP: an nsd older than 1.7 (which closes the
  * connection). */
 int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n);
+
+/* ---- one kernel volume, started or stopped (since NSCLIENT_1.8, nsd protocol 1.11) ------ */
+
+struct nsc_volume_ctl {
+        uint32_t state;   /* the volume's state now: NSC_VOLUME_MOUNTED or NSC_VOLUME_STOPPED */
+        uint32_t loop;    /* its image is on /dev/loop<loop - 1> now; 0: no loop device */
+        uint32_t changed; /* 1: this call mounted or unmounted it; 0: it was so already */
+};
+
+/* Mount the kernel volume `volume` ([Volume NAME]) of uid's namespace, which exists, as its
+ * setup would; or unmount it (a block volume; refused with -EBUSY while a process holds it,
+ * nsd's message naming who). nsd answers when it is done, in *ret (may be NULL); a start of a
+ * mounted volume or a stop of one that is not changes nothing (changed 0). The user itself
+ * (from inside its namespace or the initial one) or root for any uid. -ENOENT: no namespace,
+ * or no volume of that name in it; -EOPNOTSUPP: a FUSE volume (its unit in the user's service
+ * manager starts it), for stop a network volume, or an nsd older than 1.11 (which closes the
+ * connection); -EAGAIN: the namespace is being made or released, or another start or stop of
+ * uid runs: ask again. -EINVAL, nsd not asked: volume NULL, empty or longer than 71 bytes. */
+int nsc_volume_start(nsc_conn *conn, uid_t uid, const char *volume, struct nsc_volume_ctl *ret);
+int nsc_volume_stop(nsc_conn *conn, uid_t uid, const char *volume, struct nsc_volume_ctl *ret);
 
 /* ---- a volume's login password (since NSCLIENT_1.6, nsd protocol 1.7) ----------------- */
 

@@ -67,20 +67,38 @@ static const char *socket_path_shown(void) {
         return NSD_SOCKET_PATH_DEFAULT;
 }
 
-/* "nsctl: cannot <what>: <strerror> (<nsd's reason>)"; returns EXIT_FAILURE */
-__attribute__((format(printf, 3, 4))) static int fail(nsc_conn *conn, int r, const char *fmt, ...) {
-        const char *why = conn ? nsc_last_error_message(conn) : NULL;
-        va_list ap;
-
+__attribute__((format(printf, 3, 0))) static int vfail_why(const char *why, int r, const char *fmt,
+                                                           va_list ap) {
         fputs("nsctl: cannot ", stderr);
-        va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);
-        va_end(ap);
         fprintf(stderr, ": %s", strerror(-r));
         if (why && *why)
                 fprintf(stderr, " (%s)", why);
         fputc('\n', stderr);
         return EXIT_FAILURE;
+}
+
+/* "nsctl: cannot <what>: <strerror> (<nsd's reason>)"; returns EXIT_FAILURE */
+__attribute__((format(printf, 3, 4))) static int fail(nsc_conn *conn, int r, const char *fmt, ...) {
+        va_list ap;
+        int ret;
+
+        va_start(ap, fmt);
+        ret = vfail_why(conn ? nsc_last_error_message(conn) : NULL, r, fmt, ap);
+        va_end(ap);
+        return ret;
+}
+
+/* fail() with nsd's reason kept from earlier (NULL or "": none) */
+__attribute__((format(printf, 3, 4))) static int fail_why(const char *why, int r, const char *fmt,
+                                                          ...) {
+        va_list ap;
+        int ret;
+
+        va_start(ap, fmt);
+        ret = vfail_why(why, r, fmt, ap);
+        va_end(ap);
+        return ret;
 }
 
 /* ---- users and connections ------------------------------------------------------------- */
@@ -171,7 +189,7 @@ struct args {
         bool force;           /* release --force */
         bool dry_run;         /* release --dry-run */
         bool mode_chroot;     /* enter --mode chroot */
-        const char *owner;    /* hide --user */
+        const char *owner;    /* hide, start, stop --user */
         bool unhide;          /* hide --unhide */
         const char *textfile; /* metrics --textfile: the folder */
         /* operands */
@@ -192,11 +210,17 @@ struct args {
         size_t n_shares;
         struct nsc_volume_info *volumes;
         size_t n_volumes;
-        const char *volume; /* run-volume: its name, the volume, its argv, its password */
+        /* run-volume, start, stop: its name, the volume; run-volume: its argv, its password */
+        const char *volume;
         const struct nsc_volume_info *run;
         const char *run_argv[VOLUME_ARGV_MAX];
         int credential_fd;
         unsigned waiting; /* unlock: a waiting run-volume got it */
+        /* start, stop of a kernel volume: nsd's answer (ctl_done: there is one) */
+        struct nsc_volume_ctl ctl;
+        bool ctl_done;
+        /* start-volumes: what became of each of a->volumes it asked nsd to start */
+        struct volume_outcome *outcomes;
         char *text;
         size_t len;
         struct nsc_join_result join;
@@ -207,6 +231,7 @@ static void args_done(struct args *a) {
         free(a->entries);
         nsc_shares_free(a->shares, a->n_shares);
         free(a->volumes);
+        free(a->outcomes);
         free(a->text);
         if (a->join.root_fd >= 0)
                 close(a->join.root_fd);
@@ -363,9 +388,11 @@ static int status_since(nsc_conn *conn, struct args *a, const char *request, uns
 
 /* ---- volumes --------------------------------------------------------------------------- */
 
-/* the protocol minor (of major 1) that brought VOLUMES, and CREDENTIAL_UNLOCK */
+/* the protocol minor (of major 1) that brought VOLUMES, CREDENTIAL_UNLOCK, and VOLUME_START
+ * and VOLUME_STOP */
 #define VOLUMES_SINCE_MINOR 7
 #define UNLOCK_SINCE_MINOR 8
+#define VOLUME_CTL_SINCE_MINOR 11
 
 enum {
         VOLUMES_COL_USER,
@@ -391,8 +418,9 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
         [VOLUMES_COL_WHERE] = { "WHERE", 0.3, 0, SCOLS_JSON_STRING,
                                 "its Where= for this user, inside the user's namespace" },
         [VOLUMES_COL_STATE] = { "STATE", 8, 0, SCOLS_JSON_STRING,
-                                "what the namespace's setup did: mounted, failed, not-tried "
-                                "(an earlier failure stopped it) or unknown" },
+                                "mounted, failed, not-tried (an earlier failure stopped the "
+                                "setup), stopped (a kernel volume not started yet, or stopped), "
+                                "user-manager (a FUSE volume) or unknown" },
         [VOLUMES_COL_NOW] = { "NOW", 11, 0, SCOLS_JSON_STRING,
                               "what is so now: mounted (something is mounted on WHERE), "
                               "not-mounted, or locked (it waits for a password: nsctl "
@@ -410,8 +438,14 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
 static const char *const volume_state_names[] = {
         [NSC_VOLUME_UNKNOWN] = "unknown",   [NSC_VOLUME_MOUNTED] = "mounted",
         [NSC_VOLUME_FAILED] = "failed",     [NSC_VOLUME_NOT_TRIED] = "not-tried",
-        [NSC_VOLUME_USER] = "user-manager",
+        [NSC_VOLUME_USER] = "user-manager", [NSC_VOLUME_STOPPED] = "stopped",
 };
+
+static const char *volume_state_name(uint32_t state) {
+        return state < ELEMENTSOF(volume_state_names) && volume_state_names[state]
+                       ? volume_state_names[state]
+                       : "unknown";
+}
 
 static char *volumes_cell(const void *row, size_t col, bool json) {
         const struct nsc_volume_info *v = row;
@@ -431,9 +465,7 @@ static char *volumes_cell(const void *row, size_t col, bool json) {
         case VOLUMES_COL_WHERE:
                 return strndup(v->where, sizeof(v->where));
         case VOLUMES_COL_STATE:
-                return strdup(v->state < ELEMENTSOF(volume_state_names)
-                                      ? volume_state_names[v->state]
-                                      : "unknown");
+                return strdup(volume_state_name(v->state));
         case VOLUMES_COL_NOW:
                 if (v->flags & NSC_VOLUME_WAITING)
                         return strdup("locked");
@@ -515,14 +547,22 @@ static bool in_own_namespace(const struct args *a, char *why, size_t size) {
         return false;
 }
 
-/* The caller's own volume a->volume among the VOLUMES read, or NULL, said for verb. */
-static const struct nsc_volume_info *own_volume(const struct args *a, const char *verb) {
+/* uid's volume a->volume among the VOLUMES read (the caller's own, or with --user another
+ * user's), or NULL, said for verb. */
+static const struct nsc_volume_info *own_volume(const struct args *a, uid_t uid, const char *verb) {
         for (size_t i = 0; i < a->n_volumes; i++)
-                if (a->volumes[i].uid == getuid() && strcmp(a->volumes[i].name, a->volume) == 0)
+                if (a->volumes[i].uid == uid && strcmp(a->volumes[i].name, a->volume) == 0)
                         return &a->volumes[i];
-        fprintf(stderr,
-                "nsctl: %s %s: your namespace has no volume '%s' (nsctl volumes lists them)\n",
-                verb, a->volume, a->volume);
+        if (uid == getuid())
+                fprintf(stderr,
+                        "nsctl: %s %s: your namespace has no volume '%s' (nsctl volumes lists "
+                        "them)\n",
+                        verb, a->volume, a->volume);
+        else
+                fprintf(stderr,
+                        "nsctl: %s %s: the namespace of %s has no volume '%s' (nsctl volumes "
+                        "lists them)\n",
+                        verb, a->volume, a->owner, a->volume);
         return NULL;
 }
 
@@ -535,7 +575,7 @@ static int run_volume_request(nsc_conn *conn, struct args *a) {
 
         if (r)
                 return r;
-        a->run = own_volume(a, "run-volume");
+        a->run = own_volume(a, getuid(), "run-volume");
         if (!a->run)
                 return EXIT_FAILURE;
         if (volume_argv(a->run, a->run_argv, &why) < 0) {
@@ -606,24 +646,99 @@ static int systemctl_user(const char *verb, const char *action, bool no_block, c
         return 0;
 }
 
+/* What VOLUME_START or VOLUME_STOP of a kernel volume did, one line on stdout: "vault: mounted
+ * on /home/alice/vault (/dev/loop3)", "vault: already mounted on ...", "vault: unmounted",
+ * "vault: not mounted" */
+static void volume_ctl_print(const struct nsc_volume_info *v, const struct nsc_volume_ctl *ctl) {
+        char loop[32] = "";
+
+        if (ctl->state == NSC_VOLUME_MOUNTED) {
+                if (ctl->loop != 0)
+                        snprintf(loop, sizeof loop, " (/dev/loop%u)", ctl->loop - 1);
+                printf("%s: %smounted on %s%s\n", v->name, ctl->changed ? "" : "already ", v->where,
+                       loop);
+        } else if (ctl->state == NSC_VOLUME_STOPPED)
+                printf("%s: %s\n", v->name, ctl->changed ? "unmounted" : "not mounted");
+        else
+                printf("%s: %s\n", v->name, volume_state_name(ctl->state));
+}
+
+/* start-volumes: one of a->volumes nsd was asked to start, and its answer */
+struct volume_outcome {
+        bool tried;
+        int error; /* 0, or nsd's -errno (and its reason in why) */
+        char why[NSD_ERROR_MESSAGE_MAX];
+        struct nsc_volume_ctl ctl;
+};
+
+/* Does start-volumes ask nsd to start v, a kernel volume with Start=login not mounted now? */
+static bool starts_at_login(const struct nsc_volume_info *v) {
+        return v->uid == getuid() && v->state != NSC_VOLUME_USER &&
+               v->state != NSC_VOLUME_MOUNTED && (v->flags & NSC_VOLUME_AT_LOGIN);
+}
+
+/* start-volumes: the caller's volumes and namespace, then VOLUME_START of each kernel volume
+ * with Start=login that is not mounted (nsd mounts it in the namespace itself: no need to be
+ * inside it); a refusal is kept for finish, and the others are still asked for. Nothing
+ * without a namespace; an nsd older than 1.11 flags none. */
+static int start_volumes_request(nsc_conn *conn, struct args *a) {
+        int r = own_volumes_request(conn, a);
+
+        if (r)
+                return r;
+        if (!own_entry(a) ||
+            (a->status.proto_major == 1 && a->status.proto_minor < VOLUME_CTL_SINCE_MINOR))
+                return 0;
+        for (size_t i = 0; i < a->n_volumes; i++) {
+                struct volume_outcome *o;
+
+                if (!starts_at_login(&a->volumes[i]))
+                        continue;
+                if (!a->outcomes) {
+                        a->outcomes = calloc(a->n_volumes, sizeof(*a->outcomes));
+                        if (!a->outcomes)
+                                return fail(NULL, -ENOMEM, "start-volumes");
+                }
+                o = &a->outcomes[i];
+                o->tried = true;
+                o->error = nsc_volume_start(conn, getuid(), a->volumes[i].name, &o->ctl);
+                if (o->error < 0)
+                        snprintf(o->why, sizeof o->why, "%s", nsc_last_error_message(conn) ?: "");
+        }
+        return 0;
+}
+
 static int start_volumes_finish(struct args *a) {
         char unit[256], why[512];
-        bool checked = false;
+        bool checked = false, outside = false;
         int failed = 0;
 
-        /* a user nsd does not manage, or one without FUSE volumes: nothing to start, and
+        /* a user nsd does not manage, or one without volumes to start: nothing to start, and
          * nothing to say */
         if (!own_entry(a))
                 return EXIT_SUCCESS;
         for (size_t i = 0; i < a->n_volumes; i++) {
                 const struct nsc_volume_info *v = &a->volumes[i];
 
-                if (v->uid != getuid() || v->state != NSC_VOLUME_USER ||
-                    (v->flags & NSC_VOLUME_ON_REQUEST))
+                if (a->outcomes && a->outcomes[i].tried) { /* a kernel volume */
+                        const struct volume_outcome *o = &a->outcomes[i];
+
+                        if (o->error < 0) {
+                                fail_why(o->why, o->error, "start %s", v->name);
+                                failed++;
+                        } else
+                                volume_ctl_print(v, &o->ctl);
                         continue;
+                }
+                if (v->uid != getuid() || v->state != NSC_VOLUME_USER ||
+                    (v->flags & NSC_VOLUME_ON_REQUEST) || outside)
+                        continue;
+                /* a FUSE volume: its unit runs it in the namespace this process must be in */
                 if (!checked && !in_own_namespace(a, why, sizeof why)) {
                         fprintf(stderr, "nsctl: start-volumes: %s\n", why);
-                        return EXIT_FAILURE;
+                        outside = true;
+                        failed++;
+                        continue;
                 }
                 checked = true;
                 if (volume_unit_name(v->name, unit, sizeof unit) < 0 ||
@@ -636,22 +751,72 @@ static int start_volumes_finish(struct args *a) {
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-/* start, stop: the caller's FUSE volume a->volume, through its user manager */
-static int volume_unit_finish(struct args *a, const char *verb) {
-        const struct nsc_volume_info *v = own_volume(a, verb);
-        char unit[256];
+/* start, stop --user: whose volume (by default the caller's; root must say) */
+static int volume_ctl_prepare(struct args *a, const char *verb) {
+        a->uid = getuid();
+        if (!a->owner && a->uid == 0)
+                return usage_error("%s: root must name the user with --user", verb);
+        return a->owner ? resolve_user(a->owner, &a->uid) : 0;
+}
 
-        if (!v)
+static int start_prepare(struct args *a) {
+        return volume_ctl_prepare(a, "start");
+}
+
+static int stop_prepare(struct args *a) {
+        return volume_ctl_prepare(a, "stop");
+}
+
+/* start, stop: the volume a->volume of a->uid; a kernel volume nsd mounts or unmounts now
+ * (VOLUME_START, VOLUME_STOP), a FUSE volume is its unit's, for finish */
+static int volume_ctl_request(nsc_conn *conn, struct args *a, bool start) {
+        const char *verb = start ? "start" : "stop";
+        int r = volumes_request(conn, a);
+
+        if (r)
+                return r;
+        a->run = own_volume(a, a->uid, verb);
+        if (!a->run)
                 return EXIT_FAILURE;
-        if (v->state != NSC_VOLUME_USER) {
+        if (a->run->state == NSC_VOLUME_USER) {
+                if (a->uid == getuid())
+                        return 0;
                 fprintf(stderr,
-                        "nsctl: %s %s: a %s volume is mounted by nsd with the namespace "
-                        "(Start=namespace): nsctl starts and stops only the FUSE volumes your "
-                        "service manager runs\n",
-                        verb, a->volume, v->type);
+                        "nsctl: %s %s: a FUSE volume runs in its user's service manager: only %s "
+                        "can %s it\n",
+                        verb, a->volume, a->owner, verb);
                 return EXIT_FAILURE;
         }
-        if (volume_unit_name(v->name, unit, sizeof unit) < 0) {
+        if (a->status.proto_major == 1 && a->status.proto_minor < VOLUME_CTL_SINCE_MINOR)
+                return too_old(&a->status, start ? "VOLUME_START" : "VOLUME_STOP",
+                               VOLUME_CTL_SINCE_MINOR);
+        r = start ? nsc_volume_start(conn, a->uid, a->volume, &a->ctl)
+                  : nsc_volume_stop(conn, a->uid, a->volume, &a->ctl);
+        if (r < 0)
+                return a->uid == getuid() ? fail(conn, r, "%s %s", verb, a->volume)
+                                          : fail(conn, r, "%s %s of %s", verb, a->volume, a->owner);
+        a->ctl_done = true;
+        return 0;
+}
+
+static int start_request(nsc_conn *conn, struct args *a) {
+        return volume_ctl_request(conn, a, true);
+}
+
+static int stop_request(nsc_conn *conn, struct args *a) {
+        return volume_ctl_request(conn, a, false);
+}
+
+/* start, stop: what nsd did with a kernel volume, or the caller's FUSE volume a->run through
+ * its user manager */
+static int volume_ctl_finish(struct args *a, const char *verb) {
+        char unit[256];
+
+        if (a->ctl_done) {
+                volume_ctl_print(a->run, &a->ctl);
+                return EXIT_SUCCESS;
+        }
+        if (volume_unit_name(a->run->name, unit, sizeof unit) < 0) {
                 fprintf(stderr, "nsctl: %s %s: the volume's unit name is too long\n", verb,
                         a->volume);
                 return EXIT_FAILURE;
@@ -665,11 +830,11 @@ static int volume_unit_finish(struct args *a, const char *verb) {
 }
 
 static int start_finish(struct args *a) {
-        return volume_unit_finish(a, "start");
+        return volume_ctl_finish(a, "start");
 }
 
 static int stop_finish(struct args *a) {
-        return volume_unit_finish(a, "stop");
+        return volume_ctl_finish(a, "stop");
 }
 
 /* unlock: the password, read before nsd is asked anything */
@@ -1427,6 +1592,8 @@ static const struct option plain_options[] = { OPTIONS_COMMON };
 static const struct option hide_options[] = { { "user", required_argument, NULL, 'u' },
                                               { "unhide", no_argument, NULL, ARG_UNHIDE },
                                               OPTIONS_COMMON };
+static const struct option volume_ctl_options[] = { { "user", required_argument, NULL, 'u' },
+                                                    OPTIONS_COMMON };
 
 static const size_t shares_columns_default[] = {
         SHARES_COL_SHARE,   SHARES_COL_PATH, SHARES_COL_PROPAGATION,
@@ -1613,16 +1780,19 @@ static const struct verb verbs[] = {
         },
         {
                 .name = "start-volumes",
-                .summary = "start your FUSE volumes in your service manager",
+                .summary = "start your volumes that start at login",
                 .description = "Start nsd-volume@NAME.service in your service manager (systemctl "
                                "--user) for\n"
-                               "each FUSE volume nsd.conf gives your namespace; what "
-                               "nsd-volumes.service runs\n"
-                               "at login. Prints the units it started.\n",
+                               "each FUSE volume nsd.conf gives your namespace, and have nsd "
+                               "mount each of its\n"
+                               "kernel volumes with Start=login that is not mounted; what "
+                               "nsd-volumes.service\n"
+                               "runs at login. Prints the units it started and the volumes nsd "
+                               "mounted.\n",
                 .options_help = "",
                 .options = plain_options,
                 .operand = OPERAND_NONE,
-                .request = own_volumes_request,
+                .request = start_volumes_request,
                 .finish = start_volumes_finish,
         },
         {
@@ -1643,31 +1813,40 @@ static const struct verb verbs[] = {
         {
                 .name = "start",
                 .summary_args = "<volume>",
-                .summary = "start one of your FUSE volumes",
-                .description = "Start the unit of your service manager that runs one of your "
-                               "FUSE volumes\n"
-                               "(systemctl --user start nsd-volume@NAME.service): a volume "
-                               "with Start=request,\n"
-                               "or one you stopped. Prints the unit.\n",
-                .options_help = "",
-                .options = plain_options,
+                .summary = "start (mount) one of your volumes",
+                .description = "Start one of your volumes: a volume with Start=request, or one "
+                               "you stopped. nsd\n"
+                               "mounts a kernel volume in your namespace (nsd 1.11) and nsctl "
+                               "prints where; a\n"
+                               "FUSE volume's unit is started in your service manager "
+                               "(systemctl --user start\n"
+                               "nsd-volume@NAME.service) and nsctl prints the unit.\n",
+                .options_help = " -u, --user <user>    a kernel volume of this user's namespace "
+                                "(root)\n",
+                .options = volume_ctl_options,
                 .operand = OPERAND_VOLUME,
-                .request = volumes_request,
+                .prepare = start_prepare,
+                .request = start_request,
                 .finish = start_finish,
         },
         {
                 .name = "stop",
                 .summary_args = "<volume>",
-                .summary = "stop one of your FUSE volumes (unmounts it)",
-                .description = "Stop the unit of your service manager that runs one of your "
-                               "FUSE volumes\n"
-                               "(systemctl --user stop nsd-volume@NAME.service): its FUSE "
-                               "program ends and the\n"
-                               "volume is unmounted in your namespace. Prints the unit.\n",
-                .options_help = "",
-                .options = plain_options,
+                .summary = "stop (unmount) one of your volumes",
+                .description = "Stop one of your volumes: nsd unmounts a kernel volume in your "
+                               "namespace (nsd\n"
+                               "1.11; refused while a process holds it, naming it); a FUSE "
+                               "volume's unit is\n"
+                               "stopped (systemctl --user stop nsd-volume@NAME.service), its "
+                               "program ends and\n"
+                               "the volume is unmounted. Prints what became of it, or the "
+                               "unit.\n",
+                .options_help = " -u, --user <user>    a kernel volume of this user's namespace "
+                                "(root)\n",
+                .options = volume_ctl_options,
                 .operand = OPERAND_VOLUME,
-                .request = volumes_request,
+                .prepare = stop_prepare,
+                .request = stop_request,
                 .finish = stop_finish,
         },
         {

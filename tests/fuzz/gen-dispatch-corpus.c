@@ -225,6 +225,30 @@ static void credentials(void) {
         seed("credential-unlock-no-fd-flag", 0, u, sizeof *u);
 }
 
+/* 1.11: VOLUME_START and VOLUME_STOP of a volume of its own (no namespace here: ENOENT) and of
+ * another user's (EPERM); a reserved field set, an unterminated or empty name are malformed */
+static void volume_ctl(void) {
+        REQ(v, NSD_REQ_VOLUME_START, nsd_req_volume_ctl, 18);
+        v->uid = UID;
+        snprintf(v->volume, sizeof v->volume, "vault");
+        seed("volume-start", 0, v, sizeof *v);
+        v->uid = OTHER;
+        seed("volume-start-other-uid", 0, v, sizeof *v);
+        v->uid = UID;
+        v->reserved = 1;
+        seed("volume-start-reserved", 0, v, sizeof *v);
+        v->reserved = 0;
+        memset(v->volume, 'v', sizeof v->volume);
+        seed("volume-start-unterminated", 0, v, sizeof *v);
+        REQ(t, NSD_REQ_VOLUME_STOP, nsd_req_volume_ctl, 19);
+        t->uid = UID;
+        snprintf(t->volume, sizeof t->volume, "vault");
+        seed("volume-stop", 0, t, sizeof *t);
+        seed("volume-stop-with-fd", FDS(1), t, sizeof *t);
+        memset(t->volume, 0, sizeof t->volume);
+        seed("volume-stop-empty", 0, t, sizeof *t);
+}
+
 static void release_hide(void) {
         REQ(r, NSD_REQ_RELEASE, nsd_req_release, 8);
         r->uid = UID;
@@ -453,6 +477,7 @@ int main(int argc, char **argv) {
         shares();
         volumes();
         credentials();
+        volume_ctl();
         release_hide();
         broken();
         scripts();

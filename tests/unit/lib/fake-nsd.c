@@ -230,6 +230,16 @@ static const char *request_problem(const struct fake_req *r, char *buf, size_t s
                 return r->session_close.session_id == 0 && r->session_close.pid == 0
                                ? "neither a session id nor a pid"
                                : NULL;
+        case NSD_REQ_VOLUME_START:
+        case NSD_REQ_VOLUME_STOP:
+                if (r->nfds != 0)
+                        return "descriptors with a request that takes none";
+                return r->volume_ctl.reserved == 0 &&
+                                       nsd_field_is_string(r->volume_ctl.volume,
+                                                           sizeof(r->volume_ctl.volume)) &&
+                                       r->volume_ctl.volume[0]
+                               ? NULL
+                               : "bad VOLUME_START or VOLUME_STOP fields";
         default:
                 return r->nfds == 0 ? NULL : "descriptors with a request that takes none";
         }
@@ -394,7 +404,9 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
         if (too_new(cfd, &r, minor, NSD_REQ_JOIN_SESSION, 2, &rec->join_sessions) ||
             too_new(cfd, &r, minor, NSD_REQ_METRICS, 4, &rec->metrics) ||
             too_new(cfd, &r, minor, NSD_REQ_SHARES, 5, &rec->shares) ||
-            too_new(cfd, &r, minor, NSD_REQ_VOLUMES, 7, &rec->volumes)) {
+            too_new(cfd, &r, minor, NSD_REQ_VOLUMES, 7, &rec->volumes) ||
+            too_new(cfd, &r, minor, NSD_REQ_VOLUME_START, 11, &rec->volume_starts) ||
+            too_new(cfd, &r, minor, NSD_REQ_VOLUME_STOP, 11, &rec->volume_stops)) {
                 fake_req_close_fds(&r);
                 return -1;
         }
@@ -567,6 +579,31 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                         break;
                 fake_nsd_reply_init(&rep, NSD_REP_CREDENTIAL_UNLOCK, sizeof(rep), &r);
                 rep.waiting = cfg->unlock_waiting;
+                (void) fake_nsd_send(cfd, &rep, sizeof(rep), NULL, 0);
+                break;
+        }
+        case NSD_REQ_VOLUME_START:
+        case NSD_REQ_VOLUME_STOP: {
+                bool start = r.hdr.type == NSD_REQ_VOLUME_START;
+                struct nsd_rep_volume_ctl rep;
+                size_t len = strlen(rec->volume_ctl_names);
+
+                if (start)
+                        rec->volume_starts++;
+                else
+                        rec->volume_stops++;
+                rec->volume_ctl_uid = r.volume_ctl.uid;
+                memcpy(rec->volume_ctl_volume, r.volume_ctl.volume, sizeof(rec->volume_ctl_volume));
+                snprintf(rec->volume_ctl_names + len, sizeof(rec->volume_ctl_names) - len, "%s ",
+                         r.volume_ctl.volume);
+                if ((!cfg->volume_ctl_fail ||
+                     strcmp(cfg->volume_ctl_fail, r.volume_ctl.volume) == 0) &&
+                    refuse(cfd, &r, cfg->volume_ctl_error, cfg))
+                        break;
+                fake_nsd_reply_init(&rep, r.hdr.type | NSD_REPLY_BIT, sizeof(rep), &r);
+                rep.state = start ? NSD_VOLUME_MOUNTED : NSD_VOLUME_STOPPED;
+                rep.loop = cfg->volume_ctl_loop;
+                rep.changed = cfg->volume_ctl_changed;
                 (void) fake_nsd_send(cfd, &rep, sizeof(rep), NULL, 0);
                 break;
         }

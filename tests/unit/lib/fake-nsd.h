@@ -17,7 +17,8 @@
  * /proc/<peer>/ns/mnt), so entering it changes nothing for the client, wherever it runs;
  * or, with fake_nsd_config.ns_pid, that process's namespace.
  *
- * LIST, SHOW, RELEASE, HIDE and METRICS (nsctl's tests) answer from the config too.
+ * LIST, SHOW, RELEASE, HIDE, METRICS, SHARES, VOLUMES, CREDENTIAL_UNLOCK, VOLUME_START and
+ * VOLUME_STOP (nsctl's tests) answer from the config too.
  */
 #pragma once
 
@@ -44,6 +45,7 @@ struct fake_req {
                 struct nsd_req_join_session join_session;
                 struct nsd_req_credential_give credential_give;
                 struct nsd_req_credential_unlock credential_unlock;
+                struct nsd_req_volume_ctl volume_ctl;
                 uint8_t bytes[NSD_MSG_SIZE_MAX + 1];
         };
         size_t n;
@@ -86,7 +88,8 @@ struct fake_nsd_config {
         unsigned minor; /* protocol minor it speaks; 0 means NSD_PROTO_MINOR. With 1,
                                   * JOIN_SESSION is refused with -EOPNOTSUPP and the connection
                                   * closed, as a 1.1 nsd does; below 4, METRICS;
-                                  * below 5, SHARES; below 7, VOLUMES. */
+                                  * below 5, SHARES; below 7, VOLUMES; below 11,
+                                  * VOLUME_START and VOLUME_STOP. */
         bool stuck;     /* accept and read, never answer (a SIGSTOPped nsd) */
         int join_error; /* 0 or -errno for JOIN and JOIN_SESSION */
         const char *join_message;
@@ -116,6 +119,12 @@ struct fake_nsd_config {
         const struct nsd_rep_volumes_entry *volumes; /* the headers are filled in */
         size_t n_volumes;
         int volumes_error;
+        /* VOLUME_START, VOLUME_STOP (1.11): the answer's loop and changed, its state MOUNTED to
+         * a START and STOPPED to a STOP; or volume_ctl_error, for every volume or, when
+         * volume_ctl_fail is set, for the volume of that name alone */
+        uint32_t volume_ctl_loop, volume_ctl_changed;
+        int volume_ctl_error;
+        const char *volume_ctl_fail;
         uint32_t join_ns_flags; /* ORed into JOIN_SESSION's ns_flags (NSD_NS_CREDENTIAL_WANTED) */
         const char *error_message; /* with those; NULL means "fake nsd: refused" */
 };
@@ -157,6 +166,12 @@ struct fake_nsd_record {
         /* CREDENTIAL_UNLOCK: how many, the last one's volume (its text and seals above) */
         unsigned credential_unlocks;
         char credential_volume[NSD_SHARE_NAME_MAX];
+        /* VOLUME_START, VOLUME_STOP: how many; the last one's uid and volume; the volumes of
+         * all, in order, each followed by a space */
+        unsigned volume_starts, volume_stops;
+        uint32_t volume_ctl_uid;
+        char volume_ctl_volume[NSD_SHARE_NAME_MAX];
+        char volume_ctl_names[256];
         uint32_t show_uid, release_uid, release_flags, hide_uid, hide_flags;
         char hide_path[NSD_HIDE_PATH_MAX];
 };

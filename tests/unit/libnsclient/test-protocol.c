@@ -681,6 +681,39 @@ static void script_sessions(int cfd) {
         }
 }
 
+/* VOLUME_START and VOLUME_STOP (1.11): each request answered in turn by the next of
+ * volume_ctl_answers (an error, or a reply with these fields); the requests in
+ * volume_ctl_seen */
+static struct volume_ctl_answer {
+        int error; /* -errno: an NSD_REP_ERROR with message "in use by pid 4242 (less)" */
+        uint32_t state, loop, changed, reserved;
+} volume_ctl_answers[4];
+static struct fake_req volume_ctl_seen[4];
+static void script_volume_ctl(int cfd) {
+        struct fake_req r;
+
+        for (size_t i = 0; i < 4 && srv_next(cfd, &r); i++) {
+                const struct volume_ctl_answer *a = &volume_ctl_answers[i];
+                struct nsd_rep_volume_ctl v;
+
+                volume_ctl_seen[i] = r;
+                if (a->error) {
+                        (void) fake_nsd_send_error(cfd, &r, a->error,
+                                                   "volume 'vault' on /home/alice/vault is in use "
+                                                   "by pid 4242 (less)");
+                        continue;
+                }
+                rep(&v, r.hdr.type | NSD_REPLY_BIT, sizeof(v), &r);
+                v.state = a->state;
+                v.loop = a->loop;
+                v.changed = a->changed;
+                v.reserved = a->reserved;
+                srv_send(cfd, &v, sizeof(v), NULL, 0);
+        }
+        while (srv_next(cfd, &r)) {
+        }
+}
+
 /* ---- cases ---- */
 
 static void test_join(void) {
@@ -1609,6 +1642,85 @@ static void test_shares(void) {
         nsc_shares_free(NULL, 0);
 }
 
+static void test_volume_ctl(void) {
+        char name[NSD_SHARE_NAME_MAX + 1];
+        struct nsc_volume_ctl v = { .state = 99 };
+        const char *m;
+        nsc_conn *c;
+
+        memset(volume_ctl_seen, 0, sizeof volume_ctl_seen);
+        volume_ctl_answers[0] = (struct volume_ctl_answer) { .state = NSD_VOLUME_MOUNTED,
+                                                             .loop = 4,
+                                                             .changed = 1 };
+        volume_ctl_answers[1] = (struct volume_ctl_answer) { .error = -EBUSY };
+        volume_ctl_answers[2] = (struct volume_ctl_answer) { .state = NSD_VOLUME_STOPPED };
+        volume_ctl_answers[3] = (struct volume_ctl_answer) { .state = NSD_VOLUME_STOPPED,
+                                                             .changed = 2 };
+        c = start(script_volume_ctl);
+        is_int(nsc_volume_start(c, 1500, "vault", &v), 0, "VOLUME_START succeeds");
+        ok(volume_ctl_seen[0].check == 0 && volume_ctl_seen[0].hdr.type == NSD_REQ_VOLUME_START &&
+                   volume_ctl_seen[0].n == sizeof(struct nsd_req_volume_ctl),
+           "a sound VOLUME_START reached nsd");
+        ok(volume_ctl_seen[0].volume_ctl.uid == 1500 &&
+                   strcmp(volume_ctl_seen[0].volume_ctl.volume, "vault") == 0 &&
+                   volume_ctl_seen[0].volume_ctl.reserved == 0,
+           "... for uid 1500's 'vault', reserved 0");
+        ok(v.state == NSC_VOLUME_MOUNTED && v.loop == 4 && v.changed == 1,
+           "the answer: mounted, on /dev/loop3, by this call");
+
+        v = (struct nsc_volume_ctl) { .state = 99 };
+        is_int(nsc_volume_stop(c, 1500, "vault", &v), -EBUSY, "VOLUME_STOP refused: EBUSY");
+        m = nsc_last_error_message(c);
+        ok(m && strstr(m, "pid 4242 (less)"), "... with nsd's reason naming who holds it");
+        ok(v.state == 99, "... and *ret untouched");
+        ok(volume_ctl_seen[1].hdr.type == NSD_REQ_VOLUME_STOP &&
+                   volume_ctl_seen[1].volume_ctl.uid == 1500,
+           "it was a VOLUME_STOP for uid 1500");
+
+        is_int(nsc_volume_stop(c, 1500, "vault", NULL), 0,
+               "the connection stays usable after the refusal; ret may be NULL");
+        is_int(nsc_volume_stop(c, 1500, "vault", &v), -EBADMSG,
+               "an answer with changed 2: EBADMSG");
+        is_int(nsc_volume_start(c, 1500, "vault", &v), -ENOTCONN,
+               "... and the connection is broken");
+        finish(c);
+        is_int(seen.requests, 4, "four requests reached nsd");
+
+        /* nothing reaches nsd for a name nsd could not take */
+        memset(name, 'n', sizeof name - 1);
+        name[sizeof name - 1] = 0;
+        c = start(script_status);
+        is_int(nsc_volume_start(c, 1500, NULL, &v), -EINVAL,
+               "nsc_volume_start(NULL volume): EINVAL");
+        is_int(nsc_volume_stop(c, 1500, "", &v), -EINVAL,
+               "nsc_volume_stop of an empty name: EINVAL");
+        is_int(nsc_volume_start(c, 1500, name, &v), -EINVAL,
+               "a name of NSD_SHARE_NAME_MAX bytes: EINVAL");
+        name[NSD_SHARE_NAME_MAX - 1] = 0;
+        is_int(nsc_volume_stop(c, (uid_t) -1, "vault", &v), -EINVAL, "uid -1: EINVAL");
+        is_int(nsc_volume_start(NULL, 1500, "vault", &v), -EINVAL, "NULL conn: EINVAL");
+        finish(c);
+        is_int(seen.requests, 0, "none of them reached nsd");
+
+        /* the longest name nsd takes goes out whole */
+        memset(volume_ctl_seen, 0, sizeof volume_ctl_seen);
+        volume_ctl_answers[0] = (struct volume_ctl_answer) { .state = NSD_VOLUME_MOUNTED };
+        c = start(script_volume_ctl);
+        is_int(nsc_volume_start(c, 0, name, &v), 0,
+               "a name of NSD_SHARE_NAME_MAX - 1 bytes, for uid 0: sent");
+        ok(volume_ctl_seen[0].check == 0 && strcmp(volume_ctl_seen[0].volume_ctl.volume, name) == 0,
+           "... whole and NUL-terminated");
+        ok(v.state == NSC_VOLUME_MOUNTED && v.changed == 0 && v.loop == 0,
+           "already mounted, no loop device");
+        finish(c);
+
+        /* what an nsd older than 1.11 does */
+        c = start(script_shares_unknown);
+        is_int(nsc_volume_start(c, 1500, "vault", &v), -EOPNOTSUPP,
+               "an nsd older than 1.11: EOPNOTSUPP");
+        finish(c);
+}
+
 static void test_arguments(void) {
         char longpath[200], longservice[NSD_SERVICE_MAX + 1];
         struct nsc_join_result j;
@@ -1796,6 +1908,7 @@ int main(void) {
         test_metrics();
         test_metrics_sized();
         test_shares();
+        test_volume_ctl();
         test_timeout();
         test_threads();
         test_list();

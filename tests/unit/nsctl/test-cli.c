@@ -11,6 +11,10 @@
  *    command run when the caller already is in the namespace, and, as root, a command run in
  *    another mount namespace (a sandbox child's: unshare(CLONE_NEWNS), private) in both modes;
  *  - release and hide: what reaches nsd and what nsd's refusals look like;
+ *  - start and stop of a kernel volume (VOLUME_START, VOLUME_STOP: the uid and name sent, the
+ *    line printed, nsd's refusal, an nsd older than 1.11 not asked), start-volumes (only the
+ *    caller's AT_LOGIN volumes not mounted, one refusal not stopping the others), the state
+ *    "stopped" in volumes' table and JSON;
  *  - metrics: the same series for 1 namespace or 100000, gauges that agree with status
  *    --json, --textfile written atomically (replaced, 0644, no temp file left), refusals, an
  *    nsd older than 1.4 not asked;
@@ -445,7 +449,7 @@ static void test_exclusive(void) {
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
         ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
         check_json("list --json of no namespace", r.out,
-                   (const char *[]) { "d", "{'schema_version': 5, 'namespaces': []}", NULL });
+                   (const char *[]) { "d", "{'schema_version': 6, 'namespaces': []}", NULL });
         is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
 }
 
@@ -905,6 +909,264 @@ static void test_unlock(void) {
         run(&r, NULL, "--socket", sock_path, "unlock", NULL);
         ok(r.status == 1 && strstr(r.err, "unlock: missing volume name"),
            "unlock without a volume: a usage error ('%s')", line1(r.err));
+        unlink(in_path);
+        unlink(empty_path);
+}
+
+/* ---- start, stop and start-volumes of kernel volumes (protocol 1.11) --------------------- */
+
+/* whose volumes start and stop act on: the caller's own, or, as root (who must name one),
+ * alice's by --user 1500 */
+static uid_t ctl_uid(void) {
+        return is_root ? ALICE : getuid();
+}
+
+/* nsctl <verb> [--user 1500] <volume> */
+static void run_volume_ctl(struct run *r, const char *verb, const char *volume) {
+        if (is_root)
+                run(r, NULL, "--socket", sock_path, verb, "--user", "1500", volume, NULL);
+        else
+                run(r, NULL, "--socket", sock_path, verb, volume, NULL);
+}
+
+/* start and stop of a kernel volume: VOLUME_START or VOLUME_STOP for the right uid and name,
+ * one line on what is so now; nsd's refusal with its reason; an nsd older than 1.11 not
+ * asked; a name without a volume not sent */
+static void test_volume_ctl(void) {
+        const struct nsd_rep_volumes_entry volumes[] = {
+                { .uid = ctl_uid(),
+                  .state = NSD_VOLUME_STOPPED,
+                  .flags = NSD_VOLUME_ON_REQUEST,
+                  .name = "vault",
+                  .type = "ext4",
+                  .source = "/srv/images/alice.img",
+                  .where = "/home/alice/vault" },
+        };
+        struct fake_nsd_config cfg = {
+                .volumes = volumes, .n_volumes = 1, .volume_ctl_loop = 4, .volume_ctl_changed = 1
+        };
+        const struct fake_nsd_record *rec;
+        const char *of = is_root ? " of 1500" : "";
+        char want[512];
+        struct run r;
+
+        serve(&cfg);
+        run_volume_ctl(&r, "start", "vault");
+        is_str(r.out, "vault: mounted on /home/alice/vault (/dev/loop3)\n",
+               "start of a kernel volume: where and on which loop device");
+        ok(r.status == 0 && r.err[0] == '\0', "... exit 0, nothing on stderr ('%s')", line1(r.err));
+        rec = served_stop();
+        ok(rec->volume_starts == 1 && rec->volume_stops == 0 && rec->volume_ctl_uid == ctl_uid() &&
+                   strcmp(rec->volume_ctl_volume, "vault") == 0 && rec->bad == 0,
+           "one sound VOLUME_START of uid %u's 'vault'", (unsigned) ctl_uid());
+
+        cfg.volume_ctl_changed = 0;
+        serve(&cfg);
+        run_volume_ctl(&r, "start", "vault");
+        ok(r.status == 0 &&
+                   strcmp(r.out, "vault: already mounted on /home/alice/vault (/dev/loop3)\n") == 0,
+           "start of a mounted one: already mounted ('%s')", line1(r.out));
+        served_stop();
+
+        cfg.volume_ctl_changed = 1;
+        cfg.volume_ctl_loop = 0;
+        serve(&cfg);
+        run_volume_ctl(&r, "stop", "vault");
+        is_str(r.out, "vault: unmounted\n", "stop of a kernel volume: unmounted");
+        is_int(r.status, 0, "... exit 0");
+        rec = served_stop();
+        ok(rec->volume_stops == 1 && rec->volume_starts == 0 && rec->volume_ctl_uid == ctl_uid() &&
+                   strcmp(rec->volume_ctl_volume, "vault") == 0,
+           "one VOLUME_STOP of uid %u's 'vault'", (unsigned) ctl_uid());
+
+        cfg.volume_ctl_changed = 0;
+        serve(&cfg);
+        run_volume_ctl(&r, "stop", "vault");
+        ok(r.status == 0 && strcmp(r.out, "vault: not mounted\n") == 0,
+           "stop of one not mounted: not mounted ('%s')", line1(r.out));
+        served_stop();
+
+        cfg.volume_ctl_error = -EBUSY;
+        cfg.error_message = "volume 'vault' on /home/alice/vault is in use by pid 4242 (less)";
+        serve(&cfg);
+        run_volume_ctl(&r, "stop", "vault");
+        snprintf(want, sizeof want,
+                 "nsctl: cannot stop vault%s: Device or resource busy (volume 'vault' on "
+                 "/home/alice/vault is in use by pid 4242 (less))\n",
+                 of);
+        is_str(r.err, want, "stop refused: nsd's reason");
+        ok(r.status == 1 && r.out[0] == '\0', "... exit 1, nothing on stdout");
+        served_stop();
+
+        cfg.volume_ctl_error = -ENOENT;
+        cfg.error_message = "no namespace of uid 1500";
+        serve(&cfg);
+        run_volume_ctl(&r, "start", "vault");
+        snprintf(want, sizeof want,
+                 "nsctl: cannot start vault%s: No such file or directory (no namespace of uid "
+                 "1500)\n",
+                 of);
+        is_str(r.err, want, "start refused: nsd's reason");
+        is_int(r.status, 1, "... exit 1");
+        served_stop();
+
+        cfg.volume_ctl_error = 0;
+        cfg.error_message = NULL;
+        cfg.minor = 10;
+        serve(&cfg);
+        run_volume_ctl(&r, "start", "vault");
+        is_str(r.err,
+               "nsctl: this nsd does not answer VOLUME_START (older than 1.11: it speaks 1.10)\n",
+               "an nsd older than 1.11: too old, said so");
+        rec = served_stop();
+        ok(r.status == 1 && rec->volume_starts == 0 && rec->volumes == 1,
+           "... exit 1, and it was not sent VOLUME_START (it would hang up)");
+
+        cfg.minor = 0;
+        serve(&cfg);
+        run_volume_ctl(&r, "stop", "vaul");
+        ok(r.status == 1 && strstr(r.err, "nsctl: stop vaul: ") &&
+                   strstr(r.err, "has no volume 'vaul'"),
+           "a name without a volume: exit 1, said so ('%s')", line1(r.err));
+        rec = served_stop();
+        is_int(rec->volume_stops, 0, "... and nothing sent");
+
+        if (is_root) {
+                run(&r, NULL, "--socket", sock_path, "start", "vault", NULL);
+                ok(r.status == 1 &&
+                           starts_with(r.err,
+                                       "nsctl: start: root must name the user with --user\n"),
+                   "root without --user: a usage error ('%s')", line1(r.err));
+        } else
+                tap_skip("root without --user: as root only");
+        if (is_root && alice_can_run) {
+                serve(&cfg);
+                run(&r, &as_alice, "--socket", sock_path, "start", "vault", NULL);
+                rec = served_stop();
+                ok(r.status == 0 && rec->volume_starts == 1 && rec->volume_ctl_uid == ALICE,
+                   "alice herself, without --user: her uid ('%s')", line1(r.err));
+        } else
+                tap_skip("start as uid 1500: as root only");
+}
+
+/* start-volumes: VOLUME_START of each of the caller's kernel volumes with AT_LOGIN not mounted
+ * now, not of a mounted one, one without AT_LOGIN or another user's; a refusal said with
+ * nsd's reason and exit 1, the others still started; nothing asked of an nsd older than 1.11 */
+static void test_start_volumes(void) {
+        const uint32_t me = getuid();
+        const struct nsd_rep_volumes_entry volumes[] = {
+                { .uid = me,
+                  .state = NSD_VOLUME_STOPPED,
+                  .flags = NSD_VOLUME_AT_LOGIN,
+                  .name = "vault",
+                  .type = "ext4",
+                  .where = "/home/me/vault" },
+                { .uid = me,
+                  .state = NSD_VOLUME_MOUNTED,
+                  .flags = NSD_VOLUME_AT_LOGIN,
+                  .loop = 2,
+                  .name = "data",
+                  .type = "ext4",
+                  .where = "/home/me/data" },
+                { .uid = me,
+                  .state = NSD_VOLUME_STOPPED,
+                  .flags = NSD_VOLUME_ON_REQUEST,
+                  .name = "scratch",
+                  .type = "xfs",
+                  .where = "/home/me/scratch" },
+                { .uid = me,
+                  .state = NSD_VOLUME_FAILED,
+                  .flags = NSD_VOLUME_AT_LOGIN,
+                  .name = "backup",
+                  .type = "ext4",
+                  .where = "/home/me/backup" },
+                { .uid = me + 1,
+                  .state = NSD_VOLUME_STOPPED,
+                  .flags = NSD_VOLUME_AT_LOGIN,
+                  .name = "other",
+                  .type = "ext4",
+                  .where = "/home/other/vault" },
+        };
+        const struct fake_ns own[] = { { .uid = me, .sessions = 1, .ns_inode = 1 } };
+        struct fake_nsd_config cfg = { .volumes = volumes,
+                                       .n_volumes = 5,
+                                       .list = own,
+                                       .n_list = 1,
+                                       .volume_ctl_loop = 4,
+                                       .volume_ctl_changed = 1 };
+        const struct fake_nsd_record *rec;
+        struct run r;
+
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "start-volumes", NULL);
+        is_str(r.out,
+               "vault: mounted on /home/me/vault (/dev/loop3)\n"
+               "backup: mounted on /home/me/backup (/dev/loop3)\n",
+               "start-volumes: a line for each kernel volume nsd mounted");
+        ok(r.status == 0 && r.err[0] == '\0', "... exit 0, nothing on stderr ('%s')", line1(r.err));
+        rec = served_stop();
+        is_str(rec->volume_ctl_names, "vault backup ",
+               "VOLUME_START of the AT_LOGIN ones not mounted: not of a mounted one, one without "
+               "AT_LOGIN, another user's");
+        ok(rec->volume_starts == 2 && rec->volume_stops == 0 && rec->volume_ctl_uid == me &&
+                   rec->bad == 0,
+           "... for the caller's uid, sound requests");
+
+        cfg.volume_ctl_error = -EIO;
+        cfg.volume_ctl_fail = "vault";
+        cfg.error_message = "mount: wrong fs type";
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "start-volumes", NULL);
+        is_str(r.err, "nsctl: cannot start vault: Input/output error (mount: wrong fs type)\n",
+               "one refused: nsd's reason");
+        is_str(r.out, "backup: mounted on /home/me/backup (/dev/loop3)\n",
+               "... the next one still started");
+        is_int(r.status, 1, "... exit 1");
+        rec = served_stop();
+        is_str(rec->volume_ctl_names, "vault backup ", "... both were asked for");
+
+        cfg.volume_ctl_error = 0;
+        cfg.volume_ctl_fail = NULL;
+        cfg.error_message = NULL;
+        cfg.minor = 10;
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "start-volumes", NULL);
+        rec = served_stop();
+        ok(r.status == 0 && r.out[0] == '\0' && r.err[0] == '\0' && rec->volume_starts == 0,
+           "an nsd older than 1.11: nothing sent, nothing said, exit 0 ('%s')", line1(r.err));
+
+        cfg.minor = 0;
+        cfg.n_list = 0;
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "start-volumes", NULL);
+        rec = served_stop();
+        ok(r.status == 0 && r.out[0] == '\0' && rec->volume_starts == 0,
+           "no namespace of the caller's: nothing to start, exit 0");
+}
+
+/* volumes: the state "stopped" in the table and in JSON (schema_version 6) */
+static void test_volumes_stopped(void) {
+        static const struct nsd_rep_volumes_entry volumes[] = {
+                { .uid = ALICE,
+                  .state = NSD_VOLUME_STOPPED,
+                  .flags = NSD_VOLUME_AT_LOGIN | NSD_VOLUME_NOW_KNOWN,
+                  .name = "vault",
+                  .type = "ext4",
+                  .source = "/srv/images/alice.img",
+                  .where = "/home/alice/vault" },
+        };
+        const struct fake_nsd_config cfg = { .volumes = volumes, .n_volumes = 1 };
+        struct run r;
+
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "volumes", "-r", "-n", "-o", "volume,state,now", NULL);
+        is_str(r.out, "vault stopped not-mounted\n", "volumes: a stopped kernel volume");
+        run(&r, NULL, "--socket", sock_path, "volumes", "--json", NULL);
+        is_int(r.status, 0, "volumes --json: exit 0");
+        check_json("volumes --json with a stopped volume", r.out,
+                   (const char *[]) { "d['schema_version']", "6", "d['volumes'][0]['state']",
+                                      "stopped", NULL });
+        served_stop();
 }
 
 static void test_golden(void) {
@@ -929,6 +1191,9 @@ static void test_golden(void) {
                 { "hide-help", { "hide", "-h" } },
                 { "metrics-help", { "metrics", "--help" } },
                 { "shares-help", { "shares", "--help" } },
+                { "start-help", { "start", "--help" } },
+                { "stop-help", { "stop", "--help" } },
+                { "start-volumes-help", { "start-volumes", "--help" } },
                 { "no-command", { NULL } },
                 { "unknown-command", { "frobnicate" } },
                 { "list-bad-column", { "list", "-o", "UID,bogus" } },
@@ -1091,7 +1356,7 @@ static void test_json_schema(void) {
                 const char *what, *doc;
                 int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
         } docs[] = {
-                { "the smallest list", "{\"schema_version\": 5, \"namespaces\": []}", 0 },
+                { "the smallest list", "{\"schema_version\": 6, \"namespaces\": []}", 0 },
                 { "no schema_version", "{\"namespaces\": []}", 3 },
                 { "another schema_version", "{\"schema_version\": 1, \"namespaces\": []}", 3 },
                 { "a member of a type it does not have",
@@ -1546,6 +1811,9 @@ int main(int argc, char **argv) {
         test_show_stale();
         test_release_hide();
         test_unlock();
+        test_volume_ctl();
+        test_start_volumes();
+        test_volumes_stopped();
         test_golden();
         test_metrics();
         test_json_schema();
