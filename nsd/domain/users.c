@@ -1256,6 +1256,12 @@ static void on_volume_started(int r, const char *why, unsigned n_failed, bool re
                 g_clear_pointer(&v->held, g_free);
                 if (v->outcome != VOLUME_OUTCOME_MOUNTED)
                         v->loop = 0;
+                else { /* as the configuration in force expands them now */
+                        g_free(v->where);
+                        v->where = g_strdup(setup_plan_volume_where(plan, (size_t) i));
+                        g_free(v->source);
+                        v->source = g_strdup(setup_plan_volume_source(plan, (size_t) i));
+                }
                 v->at_usec = now > 0 ? (uint64_t) now : 0;
                 changed = v->outcome == VOLUME_OUTCOME_MOUNTED &&
                           !setup_plan_volume_already(plan, (size_t) i);
@@ -1308,9 +1314,10 @@ int users_volume_start(Users *reg, User *u, const char *name, const SetupUser *w
         }
         g_steal_pointer(&plan); /* setup_run() took it */
         g_hash_table_insert(reg->volume_ops, GUINT_TO_POINTER(u->uid), op);
-        log_event_reason(LOG_INFO, 0, u->uid, "volume-starting", why,
-                         "Mounting volume '%s' of uid %u on %s (%s)", name, (unsigned) u->uid,
-                         v->where, why);
+        /* a user's own requests are rate limited in the log (log_event_by_reason()) */
+        log_event_by_reason(by_user ? u->uid : 0, LOG_INFO, 0, u->uid, "volume-starting", why,
+                            "Mounting volume '%s' of uid %u on %s (%s)", name, (unsigned) u->uid,
+                            v->where, why);
         return 1;
 }
 
@@ -1399,9 +1406,9 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
                                (unsigned) u->uid, g_strerror(-r));
         }
         g_hash_table_insert(reg->volume_ops, GUINT_TO_POINTER(u->uid), op);
-        log_event_reason(LOG_INFO, 0, u->uid, "volume-stopping", why,
-                         "Unmounting volume '%s' of uid %u from %s (%s)", name, (unsigned) u->uid,
-                         v->where, why);
+        log_event_by_reason(by_user ? u->uid : 0, LOG_INFO, 0, u->uid, "volume-stopping", why,
+                            "Unmounting volume '%s' of uid %u from %s (%s)", name,
+                            (unsigned) u->uid, v->where, why);
         return 1;
 }
 
