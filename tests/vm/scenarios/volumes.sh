@@ -35,6 +35,12 @@
 #     manager, whose session in nsd ends only after it);
 #     once it and her manager are gone, linger releases it: nsd unmounts the vault first
 #     (volume-unmounted, "linger time over"), the loop device is cleared.
+#  9. kernel volumes started later (protocol 1.11): bob's ext4 desk (Start=login) is mounted
+#     by his manager's nsctl start-volumes, his box (Start=request) is stopped until he runs
+#     nsctl start box: then mounted in his namespace only; a second start mounts nothing more
+#     (one mount, one loop device); nsctl stop box while his own process sits in it is refused
+#     naming it, then unmounts it and frees the loop device; a ~/box made a link to /etc: the
+#     start is refused with the reason, nothing mounted.
 #  nsctl volumes (protocol 1.7): after 2, root's shows alice's vault mounted on her loop
 #  device, and (1.8) NOW follows what is mounted: not-mounted while root has moved it away in
 #  her namespace, mounted once it is back;
@@ -402,3 +408,91 @@ assert_contains "$out" "Unmounted volume 'vault' of uid 1001 from /home/alice/va
         "nsd's volume-unmounted event for linger's release"
 assert_contains "$(nsd_journal NSD_EVENT=namespace-released USER_ID=1001)" "linger time over" \
         "nsd's namespace-released event for linger's release"
+
+# ---- 9. kernel volumes started later in a namespace that exists (protocol 1.11) ----------------
+say "9. bob: an ext4 volume with Start=login (his manager asks nsd at login) and one with Start=request"
+for v in desk box; do
+        truncate -s 16M "$vol/bob-$v.img"
+        mkfs.ext4 -q -F -E "root_owner=$(id -u bob):$(id -g bob)" "$vol/bob-$v.img" ||
+                fail "mkfs.ext4 $vol/bob-$v.img"
+        chmod 0600 "$vol/bob-$v.img"
+        install -d -o bob -g bob -m 0755 "/home/bob/$v"
+done
+dropin_in 64-later.conf "4 volumes" << 'CONF'
+[Volume desk]
+Type=ext4
+Source=/srv/vol/%u-desk.img
+Where=%h/desk
+Start=login
+Users=bob
+
+[Volume box]
+Type=ext4
+Source=/srv/vol/%u-box.img
+Where=%h/box
+Start=request
+Users=bob
+CONF
+# a login that stays: his namespace and his manager live as long as it does
+vm_ssh bob 'sleep 300' > /dev/null 2>&1 &
+stay=$!
+vm_on_exit "kill $stay 2> /dev/null"
+mounted_on() { [ "$(vm_ssh bob "findmnt -n -o FSTYPE $1")" = ext4 ]; }
+vm_poll 90 mounted_on /home/bob/desk || {
+        vm_user_systemctl bob status --no-pager nsd-volumes.service >&2 || true
+        nsd_journal_dump
+        fail "bob's ~/desk (Start=login) is not mounted 90 s after his login"
+}
+assert_contains "$(nsd_journal NSD_EVENT=volume-starting USER_ID=1002)" \
+        "Mounting volume 'desk' of uid 1002 on /home/bob/desk (asked by uid 1002" \
+        "nsd's volume-starting event for bob's desk, asked by his own start-volumes"
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state,now)
+echo "$out"
+assert_contains "$out" "bob desk mounted mounted" "root's nsctl volumes: bob's desk"
+assert_contains "$out" "bob box stopped not-mounted" "root's nsctl volumes: bob's box (Start=request)"
+assert_eq "" "$(vm_ssh bob 'findmnt -n /home/bob/box || true')" "a mount on bob's ~/box before he asks"
+
+say "9. bob starts his box: mounted in his namespace only; a second start mounts nothing more"
+out=$(vm_ssh bob "$NSCTL start box" 2>&1) || { nsd_journal_dump; fail "nsctl start box: $out"; }
+echo "$out"
+assert_contains "$out" "mounted on /home/bob/box" "nsctl start box"
+out=$(vm_ssh bob 'echo kept > ~/box/file; findmnt -n -o FSTYPE,OPTIONS ~/box')
+assert_contains "$out" "ext4" "bob's ~/box in a second login"
+assert_contains ",$(echo "$out" | awk '{ print $2 }')," ",nosuid," "the options of bob's ~/box"
+assert_eq "" "$(findmnt -n /home/bob/box || true)" "bob's ~/box in the initial namespace"
+boxloop=$(loops_of "$vol/bob-box.img")
+assert_eq 1 "$(echo "$boxloop" | grep -c .)" "loop devices of bob-box.img"
+out=$(vm_ssh bob "$NSCTL start box" 2>&1) || fail "a second nsctl start box: $out"
+assert_contains "$out" "already mounted" "a second nsctl start box"
+assert_eq "$boxloop" "$(loops_of "$vol/bob-box.img")" "loop devices of bob-box.img after a second start"
+assert_eq 1 "$(vm_ssh bob "awk '\$5 == \"/home/bob/box\"' /proc/self/mountinfo" | grep -c .)" \
+        "mounts on bob's ~/box after a second start"
+
+say "9. bob stops his box while his own process sits in it: refused, naming it; then unmounted"
+holder=$(vm_ssh bob 'cd ~/box && exec sleep 300 < /dev/null > /dev/null 2>&1 & echo $!') ||
+        fail "a process of bob's in ~/box"
+out=$(vm_ssh bob "$NSCTL stop box" 2>&1) && fail "nsctl stop box with a process in it: $out"
+echo "$out"
+assert_contains "$out" "pid $holder (sleep)" "nsctl stop box's refusal"
+assert_eq ext4 "$(vm_ssh bob 'findmnt -n -o FSTYPE ~/box')" "bob's ~/box after the refused stop"
+kill "$holder" || fail "kill bob's process in ~/box"
+out=$(vm_ssh bob "$NSCTL stop box" 2>&1) || { nsd_journal_dump; fail "nsctl stop box: $out"; }
+echo "$out"
+assert_contains "$out" "unmounted" "nsctl stop box"
+assert_eq "" "$(vm_ssh bob 'findmnt -n /home/bob/box || true')" "a mount on bob's ~/box after the stop"
+vm_poll 10 no_loop_of "$vol/bob-box.img" || fail "the loop device of bob-box.img after the stop: $(loops_of "$vol/bob-box.img")"
+assert_contains "$("$NSCTL" volumes --raw --noheadings -o user,volume,state)" "bob box stopped" \
+        "root's nsctl volumes after the stop"
+assert_contains "$(nsd_journal NSD_EVENT=volume-unmounted USER_ID=1002)" \
+        "Unmounted volume 'box' of uid 1002 from /home/bob/box (asked by uid 1002" \
+        "nsd's volume-unmounted event for bob's stop"
+
+say "9. bob makes ~/box a symbolic link to /etc: his start is refused with the reason"
+vm_run_as bob sh -c 'rmdir ~/box && ln -s /etc ~/box'
+out=$(vm_ssh bob "$NSCTL start box" 2>&1) && fail "nsctl start box with ~/box a link to /etc: $out"
+echo "$out"
+assert_contains "$out" "'/home/bob/box' is a symbolic link" "nsctl start box's refusal"
+assert_eq "" "$(vm_ssh bob 'findmnt -n /etc || true')" "mounts on /etc in bob's namespace"
+no_loop_of "$vol/bob-box.img" || fail "a loop device of bob-box.img after the refused start"
+kill "$stay" 2> /dev/null
+say "ok"
