@@ -1783,14 +1783,19 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
         const bool global_refuse = !plan->conf.on_failure_continue;
         bool refuse = false;
         char desc[256];
+        /* what ran, for the messages: the whole setup, or one volume started later */
+        g_autofree char *what =
+                plan->only_volume >= 0
+                        ? g_strdup_printf("mounting volume '%s' in uid %u's namespace",
+                                          plan->volumes[plan->only_volume].conf->name,
+                                          (unsigned) plan->uid)
+                        : g_strdup_printf("the setup of uid %u's namespace", (unsigned) plan->uid);
 
         if (fd >= 0)
                 close(fd);
         if (r == -ECANCELED) { /* nsd stops */
                 first_r = r;
-                first = g_strdup_printf("nsd stops; the setup of uid %u's namespace was "
-                                        "stopped",
-                                        (unsigned) plan->uid);
+                first = g_strdup_printf("nsd stops; %s was stopped", what);
                 n_failed = 1;
                 refuse = global_refuse;
                 log_debug("%s", first);
@@ -1800,9 +1805,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
                 /* no report (the child could not send it, or nsd could not read it): what it
                  * did is unknown, so nothing of it is used; that may pass */
                 first_r = -EAGAIN;
-                first = g_strdup_printf("the setup of uid %u's namespace ended without a "
-                                        "report (%s); retry",
-                                        (unsigned) plan->uid,
+                first = g_strdup_printf("%s ended without a report (%s); retry", what,
                                         r < 0 ? g_strerror(-r) : "no message from its helper");
                 n_failed = 1;
                 refuse = global_refuse;
@@ -1812,14 +1815,12 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
         if (r == -ETIMEDOUT || !a) {
                 first_r = r < 0 ? r : -EPROTO;
                 first = r == -ETIMEDOUT
-                                ? g_strdup_printf("the setup of uid %u's namespace did not "
-                                                  "finish within TimeoutSec=%.3g s (a file "
-                                                  "system on the way does not answer?); killed",
-                                                  (unsigned) plan->uid,
-                                                  (double) plan->conf.timeout_usec / 1e6)
-                                : g_strdup_printf("the setup of uid %u's namespace ended "
-                                                  "without a report (%s)",
-                                                  (unsigned) plan->uid, g_strerror(-first_r));
+                                ? g_strdup_printf("%s did not finish within TimeoutSec=%.3g s "
+                                                  "(a file system on the way does not "
+                                                  "answer?); killed",
+                                                  what, (double) plan->conf.timeout_usec / 1e6)
+                                : g_strdup_printf("%s ended without a report (%s)", what,
+                                                  g_strerror(-first_r));
                 n_failed = 1;
                 refuse = global_refuse;
                 log_event(LOG_ERR, first_r, plan->uid, "setup-failed", "%s", first);
@@ -1827,8 +1828,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
         }
         if (a->s.step != 0) {
                 first_r = -(a->s.err > 0 ? a->s.err : EIO);
-                first = g_strdup_printf("the setup of uid %u's namespace failed: %s: %s",
-                                        (unsigned) plan->uid, helper_status_step(&a->s),
+                first = g_strdup_printf("%s failed: %s: %s", what, helper_status_step(&a->s),
                                         g_strerror(a->s.err));
                 n_failed = 1;
                 refuse = global_refuse;
@@ -1960,8 +1960,7 @@ static void on_setup_done(int r, const void *result, int fd, void *userdata) {
         if (r < 0 && !first) {
                 /* exited non-zero without saying what: cannot be */
                 first_r = -EPROTO;
-                first = g_strdup_printf("the setup of uid %u's namespace failed without a reason",
-                                        (unsigned) plan->uid);
+                first = g_strdup_printf("%s failed without a reason", what);
                 n_failed = 1;
                 refuse = global_refuse;
         }

@@ -1225,6 +1225,16 @@ static void volume_op_done(VolumeOp *op, int r, const char *why, const UserVolum
         volume_op_free(op);
 }
 
+/* Is something mounted on v's Where= in u's namespace now (its mount table, read by nsd)? */
+static bool volume_on_where(const User *u, const UserVolume *v) {
+        g_autofree char *text = NULL;
+        unsigned group;
+        int count;
+
+        return userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) >= 0 &&
+               mounts_under(text, v->where, &count, &group) == 0;
+}
+
 static void on_volume_started(int r, const char *why, unsigned n_failed, bool refuse,
                               const SetupPlan *plan, void *userdata) {
         VolumeOp *op = userdata;
@@ -1287,7 +1297,9 @@ int users_volume_start(Users *reg, User *u, const char *name, const SetupUser *w
         r = volume_op_check(reg, u, name, "start", &v, ret_why);
         if (r < 0)
                 return r;
-        if (v->outcome == VOLUME_OUTCOME_MOUNTED)
+        /* mounted, and something is on Where= now; else the child looks (a state file that
+         * missed a stop says mounted: the child mounts it, or finds it there) */
+        if (v->outcome == VOLUME_OUTCOME_MOUNTED && volume_on_where(u, v))
                 return 0;
         r = setup_plan_new(&reg->config->setup, who, &plan, &pwhy);
         if (r < 0)

@@ -27,6 +27,9 @@
  *   fault-client unlock UID VOLUME    as UID: CREDENTIAL_UNLOCK of what stdin holds for VOLUME
  *                                     (nsctl unlock's request: "ok TAKES-WAITING-GOT-IT" or
  *                                     "err ERRNO-NAME MESSAGE")
+ *   fault-client volume UID start|stop VOLUME   as root: VOLUME_START or VOLUME_STOP of UID's
+ *                                     VOLUME ("ok STATE CHANGED" with the NSC_VOLUME_* state,
+ *                                     or "err ERRNO-NAME MESSAGE")
  * Exit status 0 for ok, 1 for err, 2 for bad usage.
  */
 #include <errno.h>
@@ -233,6 +236,25 @@ static int credential_unlock(uid_t uid, const char *volume) {
         return outcome(r, r < 0 ? nsc_last_error_message(c) : NULL, " %u", waiting);
 }
 
+/* volume: VOLUME_START or VOLUME_STOP of uid's volume, as root */
+static int volume_ctl(uid_t uid, const char *action, const char *volume) {
+        _nsc_cleanup_disconnect_ nsc_conn *c = NULL;
+        struct nsc_volume_ctl v = { 0 };
+        bool start = strcmp(action, "start") == 0;
+        int r;
+
+        if (!start && strcmp(action, "stop") != 0) {
+                fprintf(stderr, "fault-client: volume: expected start or stop, not '%s'\n", action);
+                return 2;
+        }
+        r = nsc_connect(NULL, &c);
+        if (r >= 0)
+                r = start ? nsc_volume_start(c, uid, volume, &v)
+                          : nsc_volume_stop(c, uid, volume, &v);
+        return outcome(r, r < 0 ? nsc_last_error_message(c) : NULL, " %u %u", (unsigned) v.state,
+                       (unsigned) v.changed);
+}
+
 int main(int argc, char **argv) {
         struct nsc_join_result j = { .root_fd = -1, .ns_fd = -1 };
         const char *step = NULL;
@@ -296,6 +318,8 @@ int main(int argc, char **argv) {
                 return credential_take(uid, argv[3], argc > 4 && strcmp(argv[4], "wait") == 0);
         if (strcmp(argv[1], "unlock") == 0 && argc > 3)
                 return credential_unlock(uid, argv[3]);
+        if (strcmp(argv[1], "volume") == 0 && argc > 4)
+                return volume_ctl(uid, argv[3], argv[4]);
         fprintf(stderr, "fault-client: unknown command '%s'\n", argv[1]);
         return 2;
 }

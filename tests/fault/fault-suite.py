@@ -52,7 +52,12 @@ numbering of the calls to fail, the same in every run.
    clone, the route, the volume's mark) or not handed out at
    all (not listed, and not there after a clean restart); an error that may pass is retried
    by the login and then served; A survives; once the case's pins are detached, no loop
-   device holds the volume's image. Then D is released (phase release-d: nsd unmounts its
+   device holds the volume's image. Then D's volume is stopped and started again (phases
+   stop-d, start-d: VOLUME_STOP, VOLUME_START as root, one errno per call site as
+   RELEASE_D_ERRNOS): a stop that answers ok leaves no mount on ~/vault, one that fails leaves
+   it mounted; a start that answers ok (after one retry) leaves exactly one mount with its
+   mark, one that fails none or one, never two (stop_start_d()). Then D is released (phase
+   release-d: nsd unmounts its
    volume first, volume-release.h, then unpins it), each call site of that failed in turn (one
    errno each, RELEASE_D_ERRNOS):
    either the RELEASE answers ok and D is gone (also after a clean restart), or it answers
@@ -592,6 +597,62 @@ def setup_state(w, uid):
             int(f[-1])), None
 
 
+def vault_mounts(w):
+    """How many mounts D's namespace has on ~/vault (-1: it cannot be entered)."""
+    rc, out = w.client("exec", UD, JOIN_WAIT_MS, "--", "awk",
+                       f"$5 == \"{w.dir}/home/{UD}/vault\" {{ n++ }} END {{ print n + 0 }}",
+                       "/proc/self/mountinfo")
+    f = out.split()
+    return int(f[-1]) if rc == 0 and f and f[-1].isdigit() else -1
+
+
+def stop_start_d(w, oc, mark):
+    """Issue 25 (protocol 1.11): D's volume stopped (VOLUME_STOP: unmounted as a release
+    does) and started again (VOLUME_START: mounted into D's namespace as the setup mounts),
+    root asking, each call site failed in turn. Asserted: a stop that answers ok left no
+    mount on ~/vault, one that fails left the vault mounted (or, its reply lost, nsd logged
+    the unmount); a start that answers ok (after one retry, as nsctl's user would) left
+    exactly one mount with the vault's mark, one that fails left none or one, never two.
+    oc.vault_up says whether the vault is mounted after both."""
+    mark("stop-d")
+    w.ensure_running()
+    out = w.client("volume", UD, "stop", "vault")[1].strip()
+    w.ensure_running()
+    n = vault_mounts(w)
+    if n < 0:
+        oc.problem(f"stop-d: D cannot be entered after VOLUME_STOP ({out})")
+        return
+    if out.startswith("ok") and n != 0:
+        oc.problem(f"stop-d: VOLUME_STOP answered '{out}', yet ~/vault has {n} mount(s)")
+    elif not out.startswith("ok"):
+        oc.note(f"stop-d: VOLUME_STOP answered {out}")
+        if n == 0 and "Unmounted volume 'vault'" not in w.log_text():
+            oc.problem(f"stop-d: VOLUME_STOP failed ({out}), and the vault is gone unlogged")
+        elif n > 1:
+            oc.problem(f"stop-d: ~/vault has {n} mounts after a failed VOLUME_STOP")
+    mark("start-d")
+    w.ensure_running()
+    out = w.client("volume", UD, "start", "vault")[1].strip()
+    if not out.startswith("ok"):
+        oc.note(f"start-d: VOLUME_START answered {out}, asked again")
+        w.ensure_running()
+        out = w.client("volume", UD, "start", "vault")[1].strip()
+    w.ensure_running()
+    n = vault_mounts(w)
+    st, why = setup_state(w, UD)
+    if n < 0 or st is None:
+        oc.problem(f"start-d: D cannot be entered after VOLUME_START ({out}): {why}")
+        return
+    if n > 1:
+        oc.problem(f"start-d: the vault is MOUNTED {n} TIMES on ~/vault ({out})")
+    if out.startswith("ok") and not (n == 1 and st[5]):
+        oc.problem(f"start-d: VOLUME_START answered '{out}', yet ~/vault has {n} mount(s), "
+                   f"mark {st[5]}")
+    elif not out.startswith("ok"):
+        oc.note(f"start-d: VOLUME_START answered {out} twice")
+    oc.vault_up = n == 1 and st[5]
+
+
 def scenario_setup(w, oc, mark, fault=None, trace=None):
     """A pinned, then D's namespace made with a setup; JOIN retried as a login does."""
     start_faulty(w, oc, mark, "start", fault, trace)
@@ -624,7 +685,9 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
         oc.d = (j, st)
     oc.release_d = None
     oc.release_d_partial = False
+    oc.vault_up = True
     if oc.d is not None and w.volume and st is not None and all(st[:-1]):
+        stop_start_d(w, oc, mark)
         # issue 25: D released; nsd unmounts its volume first (volume-release.h)
         mark("release-d")
         w.ensure_running()
@@ -649,7 +712,7 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
                     oc.note("release-d: unmounted, then the unpin failed: D kept without its "
                             "volume, logged")
                     oc.release_d_partial = True
-                elif st2 is None or not st2[5]:
+                elif st2 is None or (oc.vault_up and not st2[5]):
                     oc.problem(f"release-d: RELEASE D failed ({oc.release_d}), and D is kept "
                                f"WITHOUT its volume: {st2 or why}")
     tok = read_token(w, UA)
@@ -680,7 +743,7 @@ def check_setup(w, oc, fault_log):
                 if oc.release_d_partial and st2 is not None and all(st2[:5]) and not st2[5]:
                     oc.note("D after a clean restart: kept without its volume, as the release "
                             "that failed at the unpin left it")
-                elif st2 is None or not all(st2[:-1]):
+                elif st2 is None or not all(st2[:5]) or (oc.vault_up and not st2[5]):
                     oc.problem(f"D after a clean restart is not set up: {st2 or why}")
     w.stop()
     check_log(oc, fault_log)
@@ -1848,7 +1911,7 @@ def main():
             for e in CRED_ERRNOS.get(s["call"], CRED_ERRNO_DEFAULT):
                 cases.append((s, e, 1))
             continue
-        if s["phase"] == "release-d":
+        if s["phase"] in ("release-d", "stop-d", "start-d"):
             for e in RELEASE_D_ERRNOS.get(s["call"], CRED_ERRNO_DEFAULT):
                 cases.append((s, e, 1))
             continue

@@ -924,6 +924,8 @@ static void test_volume_ctl(void) {
         s = core_test_server(&c);
         u = volume_user(s, "vault:ext4 later:ext4 share:nfs4 fuse:sshfs");
         u->volumes[0].outcome = VOLUME_OUTCOME_MOUNTED;
+        g_free(u->volumes[0].where); /* mounted in the test's namespace (which stands for u's) */
+        u->volumes[0].where = g_strdup("/proc");
         u->volumes[1].outcome = VOLUME_OUTCOME_STOPPED;
         u->volumes[1].at_login = true;
         u->volumes[2].outcome = VOLUME_OUTCOME_MOUNTED;
