@@ -149,6 +149,8 @@ void user_state_write(const User *u) {
                 if (v->on_request || v->at_login)
                         g_key_file_set_string(kf, group, "Start",
                                               v->on_request ? "request" : "login");
+                if (v->release_last)
+                        g_key_file_set_string(kf, group, "Release", "last-session");
                 if (v->loop)
                         g_key_file_set_uint64(kf, group, "Loop", v->loop - 1);
                 g_key_file_set_uint64(kf, group, "AtUsec", v->at_usec);
@@ -255,6 +257,8 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
                 v->on_request = g_strcmp0(start, "request") == 0;
                 /* "login" is written for kernel volumes only (a FUSE one's is not written) */
                 v->at_login = g_strcmp0(start, "login") == 0;
+                g_autofree char *release = g_key_file_get_string(kf, *g, "Release", NULL);
+                v->release_last = g_strcmp0(release, "last-session") == 0;
                 if (g_key_file_has_key(kf, *g, "Loop", NULL))
                         v->loop = (uint32_t) g_key_file_get_uint64(kf, *g, "Loop", NULL) + 1;
                 v->at_usec = g_key_file_get_uint64(kf, *g, "AtUsec", NULL);

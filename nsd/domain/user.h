@@ -33,6 +33,8 @@ typedef struct UserVolume {
         bool on_request;      /* Start=request: nsctl start, not the login, starts it */
         bool at_login;        /* a kernel volume with Start=login: nsctl start-volumes, run by
                                * the user's service manager at login, asks nsd for it */
+        bool release_last;    /* Release=last-session: unmounted once the user has no session
+                               * and no process is left in the namespace */
         uint32_t loop;        /* /dev/loop<loop - 1> its image is on; 0: none */
         uint64_t at_usec;     /* CLOCK_REALTIME when the setup reported */
         char *held; /* why the last release was refused for it (in use by whom); NULL: not */

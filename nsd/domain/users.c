@@ -22,6 +22,7 @@
 #include "policy/conf.h"
 #include "store/fdstore.h"
 #include "store/mounts.h"
+#include "store/nsprocs.h"
 #include "store/pending.h"
 #include "store/pinstore.h"
 #include "store/state.h"
@@ -52,7 +53,20 @@ struct Users {
                                 * child's callback frees it) */
         GHashTable *volume_ops; /* uid -> VolumeOp*: one volume being started or stopped (the
                                  * child's callback frees it) */
+        /* Release=last-session: uid -> IdleCheck* (owned): a user without sessions whose such
+         * volumes are mounted, looked at until no process is left in its namespace */
+        GHashTable *idle;
+        char *proc_dir;         /* where the look for processes looks ("/proc") */
+        uint64_t self_ns_inode; /* nsd's own mount namespace: not looked at */
 };
+
+/* A look at a user's namespace for Release=last-session volumes (volumes_idle_arm()). */
+typedef struct IdleCheck {
+        Users *reg; /* NULL: the registry is gone (a scan under way reports to nobody) */
+        uid_t uid;
+        guint timer;
+        bool busy; /* a scan or a stop under way */
+} IdleCheck;
 
 /* A VOLUME_START or VOLUME_STOP under way (users_volume_start(), users_volume_stop()). */
 typedef struct VolumeOp {
@@ -118,6 +132,19 @@ static void users_changed(Users *reg) {
                 reg->changed(reg->changed_userdata);
 }
 
+/* An IdleCheck leaves the table: its timer goes; one busy (a scan or a stop under way) is
+ * freed by that callback, which finds reg NULL. */
+static void idle_check_drop(gpointer p) {
+        IdleCheck *ic = p;
+
+        if (ic->timer)
+                g_source_remove(ic->timer);
+        ic->timer = 0;
+        ic->reg = NULL;
+        if (!ic->busy)
+                g_free(ic);
+}
+
 /* ---- linger reports here ----------------------------------------------------------------- */
 
 static User *linger_lookup(uid_t uid, void *userdata) {
@@ -176,6 +203,14 @@ Users *users_new(const UsersSetup *setup) {
         reg->refused = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, refusal_free);
         reg->releasing = g_hash_table_new(g_direct_hash, g_direct_equal);
         reg->volume_ops = g_hash_table_new(g_direct_hash, g_direct_equal);
+        reg->idle = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, idle_check_drop);
+        reg->proc_dir = g_strdup(setup->proc_dir ? setup->proc_dir : "/proc");
+        {
+                struct stat st;
+
+                if (stat("/proc/self/ns/mnt", &st) >= 0)
+                        reg->self_ns_inode = (uint64_t) st.st_ino;
+        }
         return reg;
 }
 
@@ -209,6 +244,8 @@ void users_free(Users *reg) {
         while (g_hash_table_iter_next(&it, NULL, &v))
                 ((VolumeOp *) v)->reg = NULL;
         g_hash_table_destroy(reg->volume_ops);
+        g_hash_table_destroy(reg->idle);
+        g_free(reg->proc_dir);
         linger_free(reg->linger);
         /* sessions first (they point into users) */
         g_hash_table_destroy(reg->waiting);
@@ -292,6 +329,7 @@ static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
                 }
                 vols[i].on_request = c->start == VOLUME_START_REQUEST;
                 vols[i].at_login = c->kind != VOLUME_KIND_FUSE && c->start == VOLUME_START_LOGIN;
+                vols[i].release_last = c->release == VOLUME_RELEASE_AT_LAST_SESSION;
                 vols[i].at_usec = now > 0 ? (uint64_t) now : 0;
         }
         *ret_n = n;
@@ -1151,6 +1189,14 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
         return 1;
 }
 
+/* Release=last-session: how long after the last session the first look waits (the user
+ * manager's processes end a moment after its session), and how often a namespace that still
+ * has a process is looked at again. */
+#define VOLUMES_IDLE_FIRST_SEC 1
+#define VOLUMES_IDLE_RECHECK_SEC LINGER_RECHECK_SEC
+
+static void volumes_idle_arm(Users *reg, const User *u, unsigned sec);
+
 bool users_is_releasing(const Users *reg, uid_t uid) {
         return g_hash_table_contains(reg->releasing, GUINT_TO_POINTER(uid));
 }
@@ -1279,6 +1325,8 @@ static void on_volume_started(int r, const char *why, unsigned n_failed, bool re
                 if (v->outcome == VOLUME_OUTCOME_MOUNTED) /* nsd's, not the user's: linger */
                         user_baseline_add(u, v->where);
         }
+        /* started for a user without sessions (root asked): Release=last-session looks */
+        volumes_idle_arm(op->reg, u, VOLUMES_IDLE_RECHECK_SEC);
         volume_op_done(op,
                        r < 0                                  ? r
                        : v->outcome == VOLUME_OUTCOME_MOUNTED ? 0
@@ -1759,6 +1807,7 @@ void users_end_session(Users *reg, Session *sess) {
                 log_debug("Last session of uid %u ended, %s", (unsigned) u->uid,
                           config_linger_to_string(reg->config, buf, sizeof buf));
                 linger_arm(reg->linger, u->uid, 0);
+                volumes_idle_arm(reg, u, VOLUMES_IDLE_FIRST_SEC);
         }
         users_changed(reg);
 }
@@ -1822,10 +1871,137 @@ void users_start(Users *reg) {
         users_prune_state(reg);
         /* a countdown under way when nsd stopped starts again, at least the JOIN grace */
         g_hash_table_iter_init(&it, reg->users);
-        while (g_hash_table_iter_next(&it, NULL, &v))
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
                 users_joined(reg, v);
+                /* Release=last-session volumes of a user without sessions: looked at */
+                volumes_idle_arm(reg, v, LINGER_JOIN_GRACE_SEC);
+        }
         fdstore_drop_unclaimed(reg->fdstore);
         /* what nobody claimed is out: room for namespaces the budget refused meanwhile */
         users_store_more(reg);
         reg->starting = false;
+}
+
+/* ---- Release=last-session: a user's volumes unmounted once nothing of the user is left ---- */
+
+/* u's mounted volume with Release=last-session to unmount next (the last mounted first), or
+ * NULL. */
+static const UserVolume *idle_volume(const User *u) {
+        for (size_t i = u->n_volumes; i-- > 0;)
+                if (u->volumes[i].release_last && u->volumes[i].outcome == VOLUME_OUTCOME_MOUNTED)
+                        return &u->volumes[i];
+        return NULL;
+}
+
+static gboolean on_idle_timer(gpointer userdata);
+
+static void idle_rearm(IdleCheck *ic, unsigned sec) {
+        if (ic->timer)
+                g_source_remove(ic->timer);
+        ic->timer = sec == 0 ? g_idle_add(on_idle_timer, ic)
+                             : g_timeout_add_seconds(sec, on_idle_timer, ic);
+}
+
+/* Look at u (no session) for its Release=last-session volumes after sec seconds; nothing
+ * when it has none mounted. */
+static void volumes_idle_arm(Users *reg, const User *u, unsigned sec) {
+        IdleCheck *ic;
+
+        if (!idle_volume(u) || u->sessions->len > 0)
+                return;
+        ic = g_hash_table_lookup(reg->idle, GUINT_TO_POINTER(u->uid));
+        if (!ic) {
+                ic = g_new0(IdleCheck, 1);
+                ic->reg = reg;
+                ic->uid = u->uid;
+                g_hash_table_insert(reg->idle, GUINT_TO_POINTER(u->uid), ic);
+        }
+        if (!ic->busy)
+                idle_rearm(ic, sec);
+}
+
+/* A callback of ic ended: false when ic is done for (the registry, or its entry, is gone:
+ * then freed). */
+static bool idle_back(IdleCheck *ic) {
+        ic->busy = false;
+        if (!ic->reg) {
+                g_free(ic);
+                return false;
+        }
+        return true;
+}
+
+/* ic's user, when it still has no session and such a volume mounted; else its entry goes. */
+static User *idle_user(IdleCheck *ic) {
+        User *u = users_get(ic->reg, ic->uid);
+
+        if (u && u->sessions->len == 0 && idle_volume(u))
+                return u;
+        g_hash_table_remove(ic->reg->idle, GUINT_TO_POINTER(ic->uid)); /* frees ic */
+        return NULL;
+}
+
+static void on_idle_stopped(int r, const char *why, const UserVolume *v, bool changed,
+                            void *userdata) {
+        IdleCheck *ic = userdata;
+
+        (void) v;
+        (void) changed;
+        if (!idle_back(ic) || !idle_user(ic))
+                return;
+        /* held (volume-busy, said once): looked at again; else the next volume at once */
+        if (r < 0)
+                log_debug("Volume release at the last session of uid %u waits: %s",
+                          (unsigned) ic->uid, why ? why : g_strerror(-r));
+        idle_rearm(ic, r < 0 ? VOLUMES_IDLE_RECHECK_SEC : 0);
+}
+
+static void on_idle_scanned(NsProcs *procs, int err, void *userdata) {
+        IdleCheck *ic = userdata;
+        g_autofree char *why = NULL;
+        const UserVolume *v;
+        pid_t pid = 0;
+        User *u;
+        int r;
+
+        if (!idle_back(ic) || !(u = idle_user(ic))) {
+                nsprocs_free(procs);
+                return;
+        }
+        if (err < 0 || nsprocs_count(procs, u->ns->ns_inode, &pid) > 0) {
+                /* a process is left (a tmux server, a nohup job), or nobody can tell */
+                if (err >= 0)
+                        log_debug("Volumes of uid %u with Release=last-session stay: pid %d is "
+                                  "still in its namespace",
+                                  (unsigned) ic->uid, (int) pid);
+                nsprocs_free(procs);
+                idle_rearm(ic, VOLUMES_IDLE_RECHECK_SEC);
+                return;
+        }
+        nsprocs_free(procs);
+        v = idle_volume(u);
+        ic->busy = true;
+        r = users_volume_stop(ic->reg, u, v->name, false,
+                              "last session ended, no process left in the namespace "
+                              "(Release=last-session)",
+                              on_idle_stopped, ic, &why);
+        if (r > 0)
+                return; /* on_idle_stopped() */
+        ic->busy = false;
+        if (r < 0) /* another start or stop runs, the namespace is released: later */
+                log_debug("Volume '%s' of uid %u not released at the last session yet: %s", v->name,
+                          (unsigned) ic->uid, why);
+        idle_rearm(ic, r < 0 ? VOLUMES_IDLE_RECHECK_SEC : 0);
+}
+
+static gboolean on_idle_timer(gpointer userdata) {
+        IdleCheck *ic = userdata;
+
+        ic->timer = 0;
+        if (!idle_user(ic))
+                return G_SOURCE_REMOVE;
+        ic->busy = true;
+        nsprocs_scan_async(ic->reg->proc_dir, getpid(), ic->reg->self_ns_inode, on_idle_scanned,
+                           ic);
+        return G_SOURCE_REMOVE;
 }

@@ -26,8 +26,9 @@ static const char *const bind_keys[] = { "Source", "Target", NULL };
 static const char *const share_keys[] = { "Path",        "Users",      "Groups",
                                           "Propagation", "MaxMembers", "MaxMountsPerUser",
                                           NULL };
-static const char *const volume_keys[] = { "Type",   "Source", "Where",     "Options", "Users",
-                                           "Groups", "Start",  "OnFailure", "Key",     NULL };
+static const char *const volume_keys[] = { "Type",  "Source",  "Where", "Options",
+                                           "Users", "Groups",  "Start", "OnFailure",
+                                           "Key",   "Release", NULL };
 
 static const char *const polydir_method_names[] = {
         [POLYDIR_METHOD_USER] = "user",
@@ -44,6 +45,10 @@ static const char *const volume_start_names[] = {
         [VOLUME_START_NAMESPACE] = "namespace",
         [VOLUME_START_LOGIN] = "login",
         [VOLUME_START_REQUEST] = "request",
+};
+static const char *const volume_release_names[] = {
+        [VOLUME_RELEASE_AT_NAMESPACE] = "namespace",
+        [VOLUME_RELEASE_AT_LAST_SESSION] = "last-session",
 };
 static const char *const volume_key_names[] = {
         [VOLUME_KEY_LOGIN] = "login",
@@ -624,6 +629,16 @@ static int volume_set(void *object, const char *key, const char *value, unsigned
                 v->start_set = true;
                 return 0;
         }
+        if (KEY("Release")) {
+                int r = parse_name(volume_release_names, G_N_ELEMENTS(volume_release_names), key,
+                                   value, "'namespace' or 'last-session'", ret_why);
+
+                if (r < 0)
+                        return r;
+                v->release = (VolumeReleaseAt) r;
+                v->release_line = line;
+                return 0;
+        }
         if (KEY("Key")) {
                 int r = parse_name(volume_key_names, G_N_ELEMENTS(volume_key_names), key, value,
                                    "'login' (the login password, or nsctl unlock) or 'ask' (only "
@@ -1149,6 +1164,24 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                                        "login (Start=login) or when the user asks "
                                        "(Start=request)",
                                        v->name, v->type);
+                if (v->release == VOLUME_RELEASE_AT_LAST_SESSION && v->kind != VOLUME_KIND_BLOCK)
+                        return fail_at(ret_error, v->file, v->release_line,
+                                       v->kind == VOLUME_KIND_FUSE
+                                               ? "[Volume %s] Release=last-session: a FUSE volume "
+                                                 "(Type=%s) ends with the user's service manager, "
+                                                 "which stops after the last session already"
+                                               : "[Volume %s] Release=last-session: not supported "
+                                                 "yet for a network volume (Type=%s): it is "
+                                                 "unmounted with the namespace",
+                                       v->name, v->type);
+                if (v->release == VOLUME_RELEASE_AT_LAST_SESSION &&
+                    v->start == VOLUME_START_NAMESPACE)
+                        return fail_at(ret_error, v->file, v->release_line,
+                                       "[Volume %s] Release=last-session with Start=namespace: "
+                                       "once released it would stay unmounted for the "
+                                       "namespace's life; say when it is mounted again "
+                                       "(Start=login or Start=request)",
+                                       v->name);
                 if (v->key_set && !volume_type_options_find(v->type)->takes_password)
                         return fail_at(ret_error, v->file, v->key_line,
                                        "[Volume %s] Key=: Type=%s takes no password (only a "
@@ -1318,6 +1351,8 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                 digest_str(c, "numbers", num);
                 if (v->key != VOLUME_KEY_LOGIN) /* the default keeps the digest of before */
                         digest_str(c, "key", "ask");
+                if (v->release != VOLUME_RELEASE_AT_NAMESPACE) /* likewise */
+                        digest_str(c, "release", "last-session");
                 digest_options(c, v->options, v->n_options);
                 digest_strv(c, "users", v->users);
                 digest_strv(c, "groups", v->groups);

@@ -127,6 +127,14 @@ typedef enum VolumeStart {
         VOLUME_START_REQUEST,   /* when the user asks (nsctl start NAME) */
 } VolumeStart;
 
+/* When a kernel volume is unmounted (Release=). */
+typedef enum VolumeReleaseAt {
+        VOLUME_RELEASE_AT_NAMESPACE,    /* with the namespace, when it is released (default) */
+        VOLUME_RELEASE_AT_LAST_SESSION, /* once the user has no session and no process is left
+                                         * in the namespace, which may stay (a block volume
+                                         * with Start=login or Start=request) */
+} VolumeReleaseAt;
+
 /* Where a password-taking volume's password comes from (Key=). */
 typedef enum VolumeKey {
         VOLUME_KEY_LOGIN, /* the login password (pam_nsjoin), or nsctl unlock (the default) */
@@ -155,10 +163,12 @@ typedef struct Volume {
                               * added to every mount */
         char **users;        /* Users=, Groups=: as a share's (one of them is required) */
         char **groups;
-        VolumeStart start; /* Start=, or the kind's when not given */
-        bool start_set;    /* Start= was given */
-        VolumeKey key;     /* Key=: only for a type that takes a password */
-        bool key_set;      /* Key= was given */
+        VolumeStart start;       /* Start=, or the kind's when not given */
+        bool start_set;          /* Start= was given */
+        VolumeReleaseAt release; /* Release= */
+        unsigned release_line;
+        VolumeKey key; /* Key=: only for a type that takes a password */
+        bool key_set;  /* Key= was given */
         unsigned key_line;
         VolumeOnFailure on_failure; /* OnFailure= */
         char *file;

@@ -677,8 +677,33 @@ static void test_volumes_fuse(void) {
                    "a kernel file system without Start=")) {
                 ok(c.setup.volumes[0].start == VOLUME_START_NAMESPACE,
                    "mounted with the namespace by default");
+                ok(c.setup.volumes[0].release == VOLUME_RELEASE_AT_NAMESPACE,
+                   "and released with it by default");
                 config_done(&c);
         }
+        if (parses("[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
+                   "Start=login\nRelease=last-session\n",
+                   &c, "Release=last-session of a block volume started at login parses")) {
+                ok(c.setup.volumes[0].release == VOLUME_RELEASE_AT_LAST_SESSION,
+                   "released at the last session");
+                config_done(&c);
+        }
+        bad("# test\n[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
+            "Release=last-session\n",
+            7,
+            "[Volume v] Release=last-session with Start=namespace: once released it would stay "
+            "unmounted for the namespace's life",
+            "Release=last-session of a volume mounted with the namespace, at its line");
+        bad("# test\n[Volume v]\nType=nfs4\nSource=srv:/x\nWhere=/srv/x\nUsers=a\n"
+            "Start=login\nRelease=last-session\n",
+            8, "Release=last-session: not supported yet for a network volume (Type=nfs4)",
+            "Release=last-session of a network volume");
+        bad("# test\n[Volume v]\nType=sshfs\nSource=h:/x\nWhere=/srv/x\nUsers=a\n"
+            "Release=last-session\n",
+            7, "a FUSE volume (Type=sshfs) ends with the user's service manager",
+            "Release=last-session of a FUSE volume");
+        bad("# test\n[Volume v]\nRelease=never\n", 3,
+            "Release=never: expected 'namespace' or 'last-session'", "an unknown Release=");
 }
 
 static void test_volumes_bad(void) {

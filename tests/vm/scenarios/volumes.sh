@@ -40,7 +40,9 @@
 #     nsctl start box: then mounted in his namespace only; a second start mounts nothing more
 #     (one mount, one loop device); nsctl stop box while his own process sits in it is refused
 #     naming it, then unmounts it and frees the loop device; a ~/box made a link to /etc: the
-#     start is refused with the reason, nothing mounted.
+#     start is refused with the reason, nothing mounted. With Linger=300, bob's last session
+#     ends: his desk (Release=last-session) is unmounted by nsd once no process of his is left,
+#     its loop device freed, his namespace kept.
 #  nsctl volumes (protocol 1.7): after 2, root's shows alice's vault mounted on her loop
 #  device, and (1.8) NOW follows what is mounted: not-mounted while root has moved it away in
 #  her namespace, mounted once it is back;
@@ -418,12 +420,18 @@ for v in desk box; do
         chmod 0600 "$vol/bob-$v.img"
         install -d -o bob -g bob -m 0755 "/home/bob/$v"
 done
+# namespaces outlive their last session now: desk's Release=last-session is seen on its own
+dropin_in 63-linger.conf "2 volumes" << 'CONF'
+[Namespaces]
+Linger=300
+CONF
 dropin_in 64-later.conf "4 volumes" << 'CONF'
 [Volume desk]
 Type=ext4
 Source=/srv/vol/%u-desk.img
 Where=%h/desk
 Start=login
+Release=last-session
 Users=bob
 
 [Volume box]
@@ -494,5 +502,22 @@ echo "$out"
 assert_contains "$out" "'/home/bob/box' is a symbolic link" "nsctl start box's refusal"
 assert_eq "" "$(vm_ssh bob 'findmnt -n /etc || true')" "mounts on /etc in bob's namespace"
 no_loop_of "$vol/bob-box.img" || fail "a loop device of bob-box.img after the refused start"
-kill "$stay" 2> /dev/null
+
+say "9. bob's last session ends: his desk (Release=last-session) is unmounted, his namespace stays"
+ns=$(nsd_ns_inode bob)
+# his login's remote command ends, and the ssh client with it (a kill of the background job
+# would leave its ssh running)
+pkill -u bob -x -f 'sleep 300' || fail "bob's login of section 9 is gone already"
+wait "$stay" 2> /dev/null || true
+desk_released() { no_loop_of "$vol/bob-desk.img"; }
+vm_poll 90 desk_released || {
+        nsd_journal_dump
+        fail "bob's desk after his last session: $(loops_of "$vol/bob-desk.img")"
+}
+assert_contains "$(nsd_journal NSD_EVENT=volume-unmounted USER_ID=1002)" \
+        "Unmounted volume 'desk' of uid 1002 from /home/bob/desk (last session ended, no process left in the namespace (Release=last-session)" \
+        "nsd's volume-unmounted event for bob's desk"
+assert_eq "$ns" "$(nsd_ns_inode bob)" "bob's namespace after his desk was released (Linger=300)"
+assert_contains "$("$NSCTL" volumes --raw --noheadings -o user,volume,state)" "bob desk stopped" \
+        "root's nsctl volumes after the release at the last session"
 say "ok"
