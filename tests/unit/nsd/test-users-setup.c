@@ -287,6 +287,102 @@ static void test_volumes(void) {
         users_free(reg);
 }
 
+/* A volume start's or stop's answer (UsersVolumeDone). */
+typedef struct VolAnswer {
+        unsigned calls;
+        int r;
+        bool changed;
+        int outcome;
+} VolAnswer;
+
+static void on_vol(int r, const char *why, const UserVolume *v, bool changed, void *userdata) {
+        VolAnswer *a = userdata;
+
+        (void) why;
+        a->calls++;
+        a->r = r;
+        a->changed = changed;
+        a->outcome = v ? v->outcome : -1;
+}
+
+/* A kernel volume with Start=request (issue 25, protocol 1.11): not mounted with the
+ * namespace; users_volume_start() mounts it into the namespace that exists (an ext4 image on
+ * a loop device), a second start finds it mounted and changes nothing; users_volume_stop()
+ * unmounts it; the state file keeps Start= and Release=. Runs mkfs.ext4 and uses a loop
+ * device; skipped without them. */
+static void test_volume_start_stop(void) {
+        g_autofree char *img = g_build_filename(top, "v.img", NULL);
+        g_autofree char *where = g_build_filename(top, "v", NULL);
+        g_autofree char *mkfs = g_strdup_printf("truncate -s 16M %s && mkfs.ext4 -q -F %s", img,
+                                                img);
+        SetupUser who = { .uid = 5011, .gid = 5011, .name = "vs", .home = "/" };
+        g_auto(Answer) a = { 0 };
+        g_auto(Join) j = { 0 };
+        g_autofree char *why = NULL;
+        VolAnswer va = { 0 };
+        UserVolume *back = NULL;
+        size_t n_back;
+        Users *reg;
+        User *u;
+        int r;
+
+        if (access("/dev/loop-control", W_OK) < 0 || system(mkfs) != 0) {
+                printf("# SKIP volume start and stop: no loop devices or no mkfs.ext4\n");
+                return;
+        }
+        if (chmod(img, 0600) < 0 || mkdir(where, 0755) < 0)
+                tap_bail_errno(where);
+        /* the release's staging directory goes under /run/nsd of the namespace: a tmpfs of
+         * the test's own there, so nothing of it reaches the host's /run */
+        if (mount("nsd-test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
+            mkdir("/run/nsd", 0755) < 0)
+                tap_bail_errno("a tmpfs on /run, with nsd's run directory");
+        set_config("[Volume v]\nType=ext4\nSource=@T@/v.img\nWhere=@T@/v\nUsers=5011\n"
+                   "Start=request\nRelease=last-session\n");
+        reg = registry_new(children);
+        (void) join_start(reg, 5011, &who, &a, &j);
+        ok(RUN_UNTIL(a.calls) && a.r == 0, "a namespace with a Start=request volume (%s)",
+           a.why ? a.why : "");
+        u = users_get(reg, 5011);
+        if (!u || u->n_volumes != 1) {
+                users_free(reg);
+                (void) umount2("/run", MNT_DETACH);
+                return;
+        }
+        ok(u->volumes[0].outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v") &&
+                   u->volumes[0].on_request && u->volumes[0].release_last &&
+                   !u->volumes[0].at_login,
+           "not mounted with the namespace: stopped, Start=request and Release=last-session "
+           "kept");
+        r = users_volume_start(reg, u, "v", &who, true, "asked by the test", on_vol, &va, &why);
+        is_int(r, 1, "a start runs (%s)", why ? why : "");
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
+                   va.outcome == VOLUME_OUTCOME_MOUNTED && mount_in(u, "v") &&
+                   u->volumes[0].loop > 0,
+           "started: mounted on its Where= in the namespace, from a loop device (%d)", va.r);
+        va = (VolAnswer) { 0 };
+        g_clear_pointer(&why, g_free);
+        r = users_volume_start(reg, u, "v", &who, true, "asked by the test", on_vol, &va, &why);
+        ok(r == 0 && va.calls == 0 && u->volumes[0].outcome == VOLUME_OUTCOME_MOUNTED,
+           "a second start: mounted already, nothing run (%d)", r);
+        n_back = user_state_volumes(state, u->ns, &back);
+        ok(n_back == 1 && back[0].outcome == VOLUME_OUTCOME_MOUNTED && back[0].release_last &&
+                   back[0].on_request && back[0].loop == u->volumes[0].loop,
+           "the state file gives it back mounted, with Start= and Release=");
+        user_volumes_free(back, n_back);
+        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        is_int(r, 1, "a stop runs (%s)", why ? why : "");
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
+                   va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v") &&
+                   u->volumes[0].loop == 0,
+           "stopped: unmounted (%d)", va.r);
+        va = (VolAnswer) { 0 };
+        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        ok(r == 0 && va.calls == 0, "a second stop: not mounted, nothing run (%d)", r);
+        users_free(reg);
+        (void) umount2("/run", MNT_DETACH);
+}
+
 static void test_identity_and_bounds(void) {
         Users *reg;
         g_auto(Answer) a = { 0 }, b = { 0 };
@@ -373,6 +469,7 @@ int main(void) {
         test_refused();
         test_continue();
         test_volumes();
+        test_volume_start_stop();
         test_identity_and_bounds();
         test_stop();
 
