@@ -39,7 +39,8 @@
 #     by his manager's nsctl start-volumes, his box (Start=request) is stopped until he runs
 #     nsctl start box: then mounted in his namespace only; a second start mounts nothing more
 #     (one mount, one loop device); nsctl stop box while his own process sits in it is refused
-#     naming it, then unmounts it and frees the loop device; a ~/box made a link to /etc: the
+#     naming it, then unmounts it and frees the loop device; nsd killed (SIGKILL) while it
+#     mounts it: the next start leaves exactly one mount and one loop device; a ~/box made a link to /etc: the
 #     start is refused with the reason, nothing mounted. With Linger=300, bob's last session
 #     ends: his desk (Release=last-session) is unmounted by nsd once no process of his is left,
 #     its loop device freed, his namespace kept.
@@ -494,6 +495,25 @@ assert_contains "$("$NSCTL" volumes --raw --noheadings -o user,volume,state)" "b
 assert_contains "$(nsd_journal NSD_EVENT=volume-unmounted USER_ID=1002)" \
         "Unmounted volume 'box' of uid 1002 from /home/bob/box (asked by uid 1002" \
         "nsd's volume-unmounted event for bob's stop"
+
+say "9. nsd killed (SIGKILL) while it mounts bob's box: then exactly one mount, one loop device"
+old=$(nsd_main_pid)
+vm_ssh bob "$NSCTL start box" > /dev/null 2>&1 &
+starter=$!
+# wherever the kill lands (before the request, during the helper's mount, before the reply),
+# the outcome must be the same: the helper is not nsd's child to kill, and the next start
+# finds the mount it made
+kill -KILL "$old"
+wait "$starter" 2> /dev/null || true
+nsd_wait_for 60 nsd_restarted "$old"
+out=$(vm_ssh bob "$NSCTL start box" 2>&1) || { nsd_journal_dump; fail "nsctl start box after nsd's restart: $out"; }
+echo "$out"
+assert_contains "$out" "mounted on /home/bob/box" "nsctl start box after nsd's restart"
+assert_eq 1 "$(vm_ssh bob "awk '\$5 == \"/home/bob/box\"' /proc/self/mountinfo" | grep -c .)" \
+        "mounts on bob's ~/box after a start interrupted by SIGKILL and one more"
+assert_eq 1 "$(loops_of "$vol/bob-box.img" | grep -c .)" "loop devices of bob-box.img after that"
+out=$(vm_ssh bob "$NSCTL stop box" 2>&1) || { nsd_journal_dump; fail "nsctl stop box after the restart: $out"; }
+vm_poll 10 no_loop_of "$vol/bob-box.img" || fail "the loop device of bob-box.img after the stop"
 
 say "9. bob makes ~/box a symbolic link to /etc: his start is refused with the reason"
 vm_run_as bob sh -c 'rmdir ~/box && ln -s /etc ~/box'
