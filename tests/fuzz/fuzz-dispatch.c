@@ -9,7 +9,9 @@
  * "namespace" is the one the fuzzer runs in, so JOIN, SHOW, RELEASE, HIDE, SESSION_* and
  * STATUS/LIST all reach their handlers (HIDE stops at "owner-private mounts need a kernel
  * with..." since the Server probed no features; METRICS at "root only"; SHARES answers its
- * end alone: the config has no share; VOLUMES its end alone: the namespace has none).
+ * end alone: the config has no share; VOLUMES its end alone: the namespace has none;
+ * VOLUME_START and VOLUME_STOP at "no volume": VOLUME_START after asking the user database
+ * who uid 1000 is, in one of nsd's worker threads).
  *
  * Input, two formats, told apart by bit 7 of byte 0.
  *
@@ -50,12 +52,13 @@
  * After the last record (unless bit 3 of byte 0) the client reads and runs nsd's loop in turn
  * until nothing more comes, as a client waiting for its answers does, then closes.
  *
- * Each input gets a fresh connection, which is closed and gone again before the next one, the
- * sessions it opened are dropped, the user's namespace is put back whenever a RELEASE took it
- * (after every turn of nsd's loop, so that no JOIN ever asks the core to create one, which
- * would unshare, with privilege), the config is put back, and the input after one with bit 1
- * starts only once the user's token bucket is full again (up to 300 us later): an input does
- * the same alone as in a campaign, but for timing (bit 4's timeouts on a loaded machine).
+ * Each input gets a fresh connection, which is closed and gone again before the next one (and
+ * so are the user database lookups it started), the sessions it opened are dropped, the user's
+ * namespace is put back whenever a RELEASE took it (after every turn of nsd's loop, so that no
+ * JOIN ever asks the core to create one, which would unshare, with privilege), the config is
+ * put back, and the input after one with bit 1 starts only once the user's token bucket is full
+ * again (up to 300 us later): an input does the same alone as in a campaign, but for timing
+ * (bit 4's timeouts on a loaded machine).
  * Seeds: corpus/dispatch/, written by gen-dispatch-corpus.
  *
  * Properties besides the sanitizers' (any failure aborts):
@@ -74,7 +77,8 @@
  *   - EOF, or a reset, only when nsd dropped the connection, and never a reply after EOF; a
  *     connection nsd dropped (malformed message, overflow, timeout) gives EOF once its
  *     replies are read; a connection still open once the client read everything and nsd is
- *     idle has answered every request sent;
+ *     idle (nothing to do on its loop, no user database lookup in a thread) has answered
+ *     every request sent;
  *   - the connection is gone once its peer closed (no request outlives it);
  *   - no descriptor leaked: as many are open after the input as before (what the datagrams
  *     carried, the connection's, queued replies' duplicates, pidfds of sessions and of a
@@ -97,6 +101,7 @@
 #include "core-test.h"
 #include "domain/session.h"
 #include "fuzz.h"
+#include "policy/policy.h"
 #include "transport/request.h"
 
 #define FUZZ_UID 1000
@@ -237,6 +242,14 @@ static size_t pid_offset(uint16_t type) {
 
 static bool connection_alive(void) {
         return conn_manager_count(server->conns) > 0;
+}
+
+/* A user database lookup runs in a worker thread, or waits for one (VOLUME_START asks who
+ * uid 1000 is): its answer comes back on nsd's loop later, so nsd is not idle yet. */
+static bool lookups_in_flight(void) {
+        const PolicyStats *st = policy_stats(server->policy);
+
+        return st->running + st->queued > 0;
 }
 
 /* A RELEASE took the user's namespace away: put it back before nsd reads the next request
@@ -512,7 +525,9 @@ static void finish(Script *sc) {
 
         for (unsigned i = 0; i < FUZZ_ROUNDS_MAX && !settled; i++) {
                 unsigned busy = run_loop(sc);
-                settled = read_replies(sc) == 0 && busy == 0;
+                settled = read_replies(sc) == 0 && busy == 0 && !lookups_in_flight();
+                if (busy == 0 && lookups_in_flight())
+                        turn(true); /* sleep until the thread's answer is back */
         }
         if (!connection_alive()) {
                 (void) read_replies(sc);
@@ -570,6 +585,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (unsigned i = 0; i < FUZZ_TURNS_MAX && connection_alive(); i++)
                 turn(connection_alive());
         fuzz_assert(!connection_alive(), "a connection outlived its peer");
+        /* ... and no lookup it started still runs (a thread in NSS may hold a descriptor of
+         * its own, and its answer would come during the next input) */
+        for (unsigned i = 0; i < FUZZ_TURNS_MAX && lookups_in_flight(); i++)
+                turn(true);
         /* ... and so are the sessions it opened (of this pid: the only leader uid 1000 may
          * name) */
         while ((sess = users_find_session(server->users, FUZZ_UID, 0, getpid())))

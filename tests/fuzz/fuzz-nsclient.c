@@ -16,10 +16,12 @@
  *                  nsc_connect_timeout()
  *   per call:      u8 op (JOIN, SESSION_OPEN, SESSION_CLOSE, STATUS, LIST, SHOW, RELEASE,
  *                  HIDE, JOIN_SESSION, VOLUMES, CREDENTIAL_GIVE, CREDENTIAL_TAKE,
- *                  CREDENTIAL_UNLOCK, METRICS, SHARES; bit 7: with bad arguments instead,
- *                  which must give -EINVAL or -ENAMETOOLONG and send nothing), u8 arg (uid
- *                  1000 + arg / 16, flags and variants from the low bits; METRICS: arg % 3
- *                  nsc_metrics(), nsc_metrics_sized() of the struct, of a larger one)
+ *                  CREDENTIAL_UNLOCK, METRICS, SHARES, VOLUME_START, VOLUME_STOP; bit 7:
+ *                  with bad arguments instead, which must give -EINVAL or -ENAMETOOLONG and
+ *                  send nothing), u8 arg (uid 1000 + arg / 16, flags and variants from the low
+ *                  bits; METRICS: arg % 3 nsc_metrics(), nsc_metrics_sized() of the struct, of
+ *                  a larger one; VOLUME_START and VOLUME_STOP: bit 0 no result wanted (NULL),
+ *                  bit 1 a volume name of the longest length taken, 71 bytes)
  *   then up to 64 reply datagrams, queued on the connection before the first call:
  *                  u8 ctl, u8 type, u8 fds, u8 owner, u16 size, size bytes of datagram;
  *                  owner bits 0-1: the call whose seq FIX_SEQ uses; bits 2-7 all set: the
@@ -32,8 +34,9 @@
  *                  sound fields for the type (JOIN's uid and nsfs inode, LIST_END's,
  *                  VOLUMES_END's and SHARES_END's count, NUL-terminated strings, a VOLUMES
  *                  entry's error and reserved field, a SHARES entry's n_uids (< 300) and a
- *                  SHARES_MEMBERS part's n (1..128, at most what the entry has left); with
- *                  NET_INODE the inode of the net nsfs instead),
+ *                  SHARES_MEMBERS part's n (1..128, at most what the entry has left), a
+ *                  VOLUME_START or VOLUME_STOP reply's changed (0 or 1) and reserved field;
+ *                  with NET_INODE the inode of the net nsfs instead),
  *                  SET_TYPE type from a table of every reply type.
  *                  fds: bits 0-4 how many descriptors ride along (SCM_RIGHTS; over 16
  *                  truncates), bits 5-7 which kinds (directory, mount nsfs, net nsfs,
@@ -61,6 +64,8 @@
  *     0;
  *   - SHARES: at most SHARES_MAX shares, NUL-terminated names and paths, every share a
  *     member array (readable to its end, n_members long), all freed by nsc_shares_free();
+ *   - VOLUME_START, VOLUME_STOP: succeed only on a reply of their own type, whose fields
+ *     (changed 0 or 1) the result holds;
  *   - once a connection is broken every later call returns -ENOTCONN and sends nothing;
  *     a successful call never leaves it broken;
  *   - nsc_last_error_message() is NULL or a string shorter than the protocol's field;
@@ -111,6 +116,8 @@ static const uint16_t types[_T_MAX] = {
         [T_SHARES_ENTRY] = NSD_REP_SHARES_ENTRY,
         [T_SHARES_MEMBERS] = NSD_REP_SHARES_MEMBERS,
         [T_SHARES_END] = NSD_REP_SHARES_END,
+        [T_VOLUME_START] = NSD_REP_VOLUME_START,
+        [T_VOLUME_STOP] = NSD_REP_VOLUME_STOP,
 };
 
 static char tmp_dir[64];
@@ -417,6 +424,12 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                                 if (stream->uids_left > 0 && m->n > stream->uids_left)
                                         m->n = stream->uids_left;
                                 m->reserved = 0;
+                        } else if ((h->type == NSD_REP_VOLUME_START ||
+                                    h->type == NSD_REP_VOLUME_STOP) &&
+                                   size >= sizeof(struct nsd_rep_volume_ctl)) {
+                                struct nsd_rep_volume_ctl *v = (struct nsd_rep_volume_ctl *) buf;
+                                v->changed %= 2;
+                                v->reserved = 0;
                         } else if (h->type == NSD_REP_STATUS &&
                                    size >= sizeof(struct nsd_rep_status)) {
                                 ((struct nsd_rep_status *) buf)->version[NSD_VERSION_MAX - 1] = 0;
@@ -513,6 +526,7 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
         struct nsc_volume_info *volumes;
         struct nsc_metrics m;
         struct nsc_share_info *shares;
+        struct nsc_volume_ctl vc;
         size_t n;
         char *text;
         char long_path[NSD_HIDE_PATH_MAX + 1];
@@ -600,6 +614,20 @@ static int do_bad_call(nsc_conn *c, const struct call *call) {
                 return v % 3 == 0   ? nsc_shares(c, NULL, &n)
                        : v % 3 == 1 ? nsc_shares(c, &shares, NULL)
                                     : nsc_shares(NULL, &shares, &n);
+        case OP_VOLUME_START:
+        case OP_VOLUME_STOP: {
+                bool start = (call->op & OP_MASK) % _OP_MAX == OP_VOLUME_START;
+                __typeof__(nsc_volume_start) *f = start ? nsc_volume_start : nsc_volume_stop;
+
+                /* a name one byte past the longest: NSD_SHARE_NAME_MAX bytes and its NUL */
+                memset(long_name, 'v', sizeof long_name);
+                long_name[sizeof long_name - 1] = 0;
+                return v % 5 == 0   ? f(c, uid, NULL, &vc)
+                       : v % 5 == 1 ? f(c, uid, "", &vc)
+                       : v % 5 == 2 ? f(c, uid, long_name, &vc)
+                       : v % 5 == 3 ? f(c, (uid_t) -1, "data", &vc)
+                                    : f(NULL, uid, "data", &vc);
+        }
         default:
                 memset(long_path, 'x', sizeof long_path);
                 long_path[0] = '/';
@@ -907,6 +935,36 @@ static int do_call(nsc_conn *c, const struct call *call) {
                         break;
                 }
                 check_shares(v, n, c);
+                break;
+        }
+        case OP_VOLUME_START:
+        case OP_VOLUME_STOP: {
+                bool start = (call->op & OP_MASK) % _OP_MAX == OP_VOLUME_START;
+                const struct nsd_rep_volume_ctl *rep = &c->rx.volume_ctl;
+                struct nsc_volume_ctl v;
+                char longest[NSD_SHARE_NAME_MAX];
+                __typeof__(nsc_volume_start) *f = start ? nsc_volume_start : nsc_volume_stop;
+
+                memset(longest, 'v', sizeof longest - 1);
+                longest[sizeof longest - 1] = 0;
+                memset(&v, CANARY, sizeof v);
+                r = f(c, uid, call->arg & 2 ? longest : "data", call->arg & 1 ? NULL : &v);
+                if (r < 0) {
+                        fuzz_assert(untouched(&v, sizeof v),
+                                    "VOLUME_%s wrote its result on failure",
+                                    start ? "START" : "STOP");
+                        break;
+                }
+                fuzz_assert(rep->hdr.type == (start ? NSD_REP_VOLUME_START : NSD_REP_VOLUME_STOP),
+                            "VOLUME_%s succeeded on a reply of type %#x", start ? "START" : "STOP",
+                            (unsigned) rep->hdr.type);
+                if (call->arg & 1)
+                        break;
+                fuzz_assert(v.state == rep->state && v.loop == rep->loop &&
+                                    v.changed == rep->changed && v.changed <= 1,
+                            "VOLUME_%s: result state %u loop %u changed %u, the reply's %u %u %u",
+                            start ? "START" : "STOP", v.state, v.loop, v.changed, rep->state,
+                            rep->loop, rep->changed);
                 break;
         }
         default:

@@ -35,6 +35,8 @@ enum {
         OP_CREDENTIAL_UNLOCK, /* 1.8 */
         OP_METRICS,           /* 1.4, appended later */
         OP_SHARES,            /* 1.5, appended later */
+        OP_VOLUME_START,      /* 1.11 */
+        OP_VOLUME_STOP,
         _OP_MAX
 };
 #define OP_BAD 0x80  /* with bad arguments */
@@ -82,6 +84,8 @@ enum {
         T_SHARES_ENTRY,      /* 1.5, appended later */
         T_SHARES_MEMBERS,
         T_SHARES_END,
+        T_VOLUME_START, /* 1.11 */
+        T_VOLUME_STOP,
         _T_MAX
 };
 

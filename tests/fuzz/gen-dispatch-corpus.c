@@ -225,8 +225,9 @@ static void credentials(void) {
         seed("credential-unlock-no-fd-flag", 0, u, sizeof *u);
 }
 
-/* 1.11: VOLUME_START and VOLUME_STOP of a volume of its own (no namespace here: ENOENT) and of
- * another user's (EPERM); a reserved field set, an unterminated or empty name are malformed */
+/* 1.11: VOLUME_START and VOLUME_STOP of a volume of its own (its namespace has none: ENOENT)
+ * and of another user's (EPERM); a reserved field set, an unterminated or empty name are
+ * malformed */
 static void volume_ctl(void) {
         REQ(v, NSD_REQ_VOLUME_START, nsd_req_volume_ctl, 18);
         v->uid = UID;

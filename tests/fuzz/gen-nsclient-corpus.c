@@ -151,6 +151,16 @@ static void *garbage_msg(uint16_t type, size_t size) {
         return m;
 }
 
+/* a VOLUME_START or VOLUME_STOP answer of type (its size), seq */
+static struct nsd_rep_volume_ctl *volume_ctl_reply(uint16_t type, uint32_t seq, uint32_t state,
+                                                   uint32_t loop, uint32_t changed) {
+        struct nsd_rep_volume_ctl *v = proto_msg(type, sizeof *v, seq);
+        v->state = state;
+        v->loop = loop;
+        v->changed = changed;
+        return v;
+}
+
 int main(int argc, char **argv) {
         gen_corpus_folder(argc, argv, "gen-nsclient-corpus");
 
@@ -771,6 +781,107 @@ int main(int argc, char **argv) {
                 stream_end(T_SHARES_END, NSD_REP_SHARES_END, 0);
                 finish("bad-arguments-shares-then-shares");
         }
+        /* VOLUME_START and VOLUME_STOP (1.11): a start that mounted, a stop that unmounted
+         * (each also with a descriptor it should not carry); ones that changed nothing, for a
+         * caller that wants no result and with the longest name; refusals with nsd's message
+         * (a stop of a volume in use, then a start on the same connection; no namespace; a
+         * FUSE volume; an nsd older than 1.11); answers that are not sound (too short, too
+         * long, changed 2, reserved set, the other call's type), then a call on the broken
+         * connection; bad arguments (each variant), then a good call; all ones, fixed up or
+         * not */
+        {
+                static const unsigned char start[] = { OP_VOLUME_START, 0x10 };
+                static const unsigned char stop[] = { OP_VOLUME_STOP, 0x10 };
+                static const unsigned char start_no_result[] = { OP_VOLUME_START, 0x11 };
+                static const unsigned char stop_longest[] = { OP_VOLUME_STOP, 0x12 };
+                static const unsigned char stop_then_start[] = { OP_VOLUME_STOP, 0x10,
+                                                                 OP_VOLUME_START, 0x10 };
+                static const unsigned char start_then_status[] = { OP_VOLUME_START, 0x10, OP_STATUS,
+                                                                   0 };
+                static const unsigned char stop_then_status[] = { OP_VOLUME_STOP, 0x10, OP_STATUS,
+                                                                  0 };
+                static const unsigned char bad[] = { OP_VOLUME_START | OP_BAD, 0x10,
+                                                     OP_VOLUME_START | OP_BAD, 0x11,
+                                                     OP_VOLUME_STOP | OP_BAD,  0x12,
+                                                     OP_VOLUME_STOP | OP_BAD,  0x13 };
+                static const unsigned char bad2[] = { OP_VOLUME_START | OP_BAD, 0x14,
+                                                      OP_VOLUME_STOP, 0x10 };
+                static const unsigned char both[] = { OP_VOLUME_START, 0x10, OP_VOLUME_STOP, 0x10 };
+                struct nsd_rep_volume_ctl *v;
+                struct nsd_msg_header *h;
+
+                v = volume_ctl_reply(NSD_REP_VOLUME_START, 1, NSD_VOLUME_MOUNTED, 8, 1);
+                answer_and_with_fd(start, T_VOLUME_START, v, sizeof *v, "volume-start");
+                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
+                answer_and_with_fd(stop, T_VOLUME_STOP, v, sizeof *v, "volume-stop");
+                begin(1, start_no_result);
+                v = volume_ctl_reply(NSD_REP_VOLUME_START, 1, NSD_VOLUME_MOUNTED, 3, 0);
+                datagram(0, T_VOLUME_START, 0, 0, v, sizeof *v);
+                finish("volume-start-mounted-already-no-result");
+                begin(1, stop_longest);
+                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 0);
+                datagram(0, T_VOLUME_STOP, 0, 0, v, sizeof *v);
+                finish("volume-stop-stopped-already-longest-name");
+
+                begin(2, stop_then_start);
+                error_reply(1, EBUSY, NSD_REQ_VOLUME_STOP,
+                            "volume 'data' on /home/alice/data is in use by 4242 (bash): it is "
+                            "not unmounted while anything holds it",
+                            0);
+                v = volume_ctl_reply(NSD_REP_VOLUME_START, 2, NSD_VOLUME_MOUNTED, 8, 0);
+                datagram(0, T_VOLUME_START, 0, 1, v, sizeof *v);
+                finish("volume-stop-ebusy-then-start");
+                refusal(start, ENOENT, NSD_REQ_VOLUME_START,
+                        "uid 1001 has no namespace (log in first)", "volume-start-enoent");
+                refusal(stop, EOPNOTSUPP, NSD_REQ_VOLUME_STOP,
+                        "volume 'vault' is a FUSE volume: the user's service manager runs it",
+                        "volume-stop-fuse");
+                refusal(start, EOPNOTSUPP, NSD_REQ_VOLUME_START, "unknown request type (16)",
+                        "volume-start-nsd-1.10");
+
+                /* the first 32 bytes of the answer (its length field says 40); 8 bytes more
+                 * than the struct, the length field fixed up */
+                begin(2, start_then_status);
+                v = volume_ctl_reply(NSD_REP_VOLUME_START, 1, NSD_VOLUME_MOUNTED, 8, 1);
+                datagram(0, T_VOLUME_START, 0, 0, v, sizeof(struct nsd_msg_header) + 8);
+                finish("volume-start-truncated-then-status");
+                begin(2, stop_then_status);
+                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
+                datagram(FIX_LEN, T_VOLUME_STOP, 0, 0, v, sizeof *v + 8);
+                finish("volume-stop-too-long-then-status");
+                begin(2, start_then_status);
+                v = volume_ctl_reply(NSD_REP_VOLUME_START, 1, NSD_VOLUME_MOUNTED, 8, 2);
+                datagram(0, T_VOLUME_START, 0, 0, v, sizeof *v);
+                finish("volume-start-changed-2-then-status");
+                begin(2, stop_then_status);
+                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
+                v->reserved = 1;
+                datagram(0, T_VOLUME_STOP, 0, 0, v, sizeof *v);
+                finish("volume-stop-reserved-then-status");
+                begin(2, start_then_status);
+                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
+                datagram(0, T_VOLUME_STOP, 0, 0, v, sizeof *v);
+                finish("volume-start-wrong-type-then-status");
+
+                begin(4, bad);
+                finish("bad-arguments-volume-ctl");
+                begin(2, bad2);
+                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
+                datagram(0, T_VOLUME_STOP, 0, 0, v, sizeof *v);
+                finish("bad-arguments-volume-ctl-then-stop");
+
+                /* all ones: with FIX_BODY changed becomes 1, reserved 0 */
+                for (unsigned fix = 0; fix < 2; fix++) {
+                        unsigned ctl = fix ? FIX_ALL | SET_TYPE : (FIX_ALL & ~FIX_BODY) | SET_TYPE;
+
+                        begin(2, both);
+                        h = garbage_msg(NSD_REP_VOLUME_START, sizeof *v);
+                        datagram(ctl, T_VOLUME_START, 0, 0, h, sizeof *v);
+                        h = garbage_msg(NSD_REP_VOLUME_STOP, sizeof *v);
+                        datagram(ctl, T_VOLUME_STOP, 0, 1, h, sizeof *v);
+                        finish(fix ? "volume-ctl-garbage-fixed-up" : "volume-ctl-garbage");
+                }
+        }
         /* raw mode: nsd_msg_check() on a request and on a reply */
         {
                 struct nsd_req_join *j = proto_msg(NSD_REQ_JOIN, sizeof *j, 1);
@@ -792,6 +903,12 @@ int main(int argc, char **argv) {
                 raw(HEAD_RAW,
                     proto_msg(NSD_REP_SHARES_MEMBERS, sizeof(struct nsd_rep_shares_members), 7),
                     sizeof(struct nsd_rep_shares_members), "raw-reply-shares-members");
+                struct nsd_req_volume_ctl *vc = proto_msg(NSD_REQ_VOLUME_START, sizeof *vc, 8);
+                vc->uid = 1001;
+                snprintf(vc->volume, sizeof vc->volume, "data");
+                raw(HEAD_RAW | HEAD_RAW_REQUEST, vc, sizeof *vc, "raw-request-volume-start");
+                raw(HEAD_RAW, proto_msg(NSD_REP_VOLUME_STOP, sizeof(struct nsd_rep_volume_ctl), 9),
+                    sizeof(struct nsd_rep_volume_ctl), "raw-reply-volume-stop");
         }
         return 0;
 }
