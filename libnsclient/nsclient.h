@@ -342,7 +342,9 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n);
 /* ---- one kernel volume, started or stopped (since NSCLIENT_1.8, nsd protocol 1.11) ------ */
 
 struct nsc_volume_ctl {
-        uint32_t state;   /* the volume's state now: NSC_VOLUME_MOUNTED or NSC_VOLUME_STOPPED */
+        uint32_t state;   /* the volume's state now: NSC_VOLUME_MOUNTED after a start,
+                           * NSC_VOLUME_STOPPED after a stop that unmounted it, else as it was
+                           * (NSC_VOLUME_FAILED: its mount failed, it is not mounted) */
         uint32_t loop;    /* its image is on /dev/loop<loop - 1> now; 0: no loop device */
         uint32_t changed; /* 1: this call mounted or unmounted it; 0: it was so already */
 };

@@ -787,8 +787,10 @@ _Static_assert(sizeof(struct nsd_rep_credential_unlock) == 32, "nsd_rep_credenti
  * a watched helper within the setup's TimeoutSec=. STOP unmounts a block volume as a release
  * does (nsd.8: found by its device, refused with -EBUSY while a process holds it, the reason
  * naming up to four "pid N (comm)", never lazily; the loop device then goes). Both answer
- * when done: the reply's state is the volume's now (MOUNTED, STOPPED). A START of a volume
- * mounted already, or a STOP of one that is not, changes nothing and answers so. Who: the user
+ * when done: the reply's state is the volume's now (MOUNTED after a START; STOPPED after a
+ * STOP that unmounted it, else the state it had: FAILED for one whose mount failed, which is
+ * not mounted). A START of a volume mounted already, or a STOP of one that is not, changes
+ * nothing and answers so. Who: the user
  * itself, from inside its namespace or the initial one (never a sandboxed process: -EPERM), or
  * root for any uid. -ENOENT: no namespace, or no volume of that name in it; -EOPNOTSUPP: a
  * FUSE volume (its unit in the user's service manager starts it) or, for STOP, a network
@@ -805,7 +807,7 @@ _Static_assert(sizeof(struct nsd_req_volume_ctl) == 104, "nsd_req_volume_ctl lay
 /* NSD_REP_VOLUME_START, NSD_REP_VOLUME_STOP */
 struct nsd_rep_volume_ctl {
         struct nsd_msg_header hdr;
-        uint32_t state;    /* NSD_VOLUME_MOUNTED or NSD_VOLUME_STOPPED */
+        uint32_t state;    /* NSD_VOLUME_*: the volume's now (see above) */
         uint32_t loop;     /* /dev/loop<loop - 1> its image is on now; 0: none */
         uint32_t changed;  /* 1: this request mounted or unmounted it; 0: it was so already */
         uint32_t reserved; /* 0 */
