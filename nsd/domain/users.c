@@ -1264,6 +1264,35 @@ static User *volume_op_end(VolumeOp *op, UserVolume **ret_v) {
         return u;
 }
 
+/* A start's (start) or stop's child began (r 0: 1, op in the table, logged; a user's own
+ * requests are rate limited in the log, log_event_by_reason()) or did not (-errno with
+ * *ret_why; op freed). */
+static int volume_op_begun(Users *reg, User *u, const UserVolume *v, VolumeOp *op, int r,
+                           bool by_user, bool start, char **ret_why) {
+        const char *helper = start ? "mounts" : "unmounts";
+
+        if (r < 0) {
+                int rv = r == -EAGAIN || errno_may_pass(r)
+                                 ? why_set(ret_why, NSD_ERRNO_NOT_YET,
+                                           "cannot start the helper that %s volume '%s' now "
+                                           "(%s); retry",
+                                           helper, op->name, g_strerror(-r))
+                                 : why_set(ret_why, r, "cannot %s volume '%s' of uid %u: %s",
+                                           start ? "start" : "stop", op->name, (unsigned) u->uid,
+                                           g_strerror(-r));
+
+                volume_op_free(op);
+                return rv;
+        }
+        g_hash_table_insert(reg->volume_ops, GUINT_TO_POINTER(u->uid), op);
+        log_event_by_reason(by_user ? u->uid : 0, LOG_INFO, 0, u->uid,
+                            start ? "volume-starting" : "volume-stopping", op->why,
+                            "%s volume '%s' of uid %u %s %s (%s)",
+                            start ? "Mounting" : "Unmounting", op->name, (unsigned) u->uid,
+                            start ? "on" : "from", v->where, op->why);
+        return 1;
+}
+
 static void volume_op_done(VolumeOp *op, int r, const char *why, const UserVolume *v,
                            bool changed) {
         if (op->done)
@@ -1362,23 +1391,9 @@ int users_volume_start(Users *reg, User *u, const char *name, const SetupUser *w
                                name, (unsigned) u->uid);
         op = volume_op_new(reg, u->uid, name, why, done, userdata);
         r = setup_run(reg->children, plan, u->ns->ns_fd, -1, on_volume_started, op);
-        if (r < 0) {
-                volume_op_free(op);
-                if (r == -EAGAIN || errno_may_pass(r))
-                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
-                                       "cannot start the helper that mounts volume '%s' now "
-                                       "(%s); retry",
-                                       name, g_strerror(-r));
-                return why_set(ret_why, r, "cannot start volume '%s' of uid %u: %s", name,
-                               (unsigned) u->uid, g_strerror(-r));
-        }
-        g_steal_pointer(&plan); /* setup_run() took it */
-        g_hash_table_insert(reg->volume_ops, GUINT_TO_POINTER(u->uid), op);
-        /* a user's own requests are rate limited in the log (log_event_by_reason()) */
-        log_event_by_reason(by_user ? u->uid : 0, LOG_INFO, 0, u->uid, "volume-starting", why,
-                            "Mounting volume '%s' of uid %u on %s (%s)", name, (unsigned) u->uid,
-                            v->where, why);
-        return 1;
+        if (r >= 0)
+                g_steal_pointer(&plan); /* setup_run() took it */
+        return volume_op_begun(reg, u, v, op, r, by_user, true, ret_why);
 }
 
 static void on_volume_stopped(int r, const VolumeRelease *rel, void *userdata) {
@@ -1455,21 +1470,7 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
         op = volume_op_new(reg, u->uid, name, why, done, userdata);
         r = volume_release_start(reg->children, u->uid, by_user ? CHILD_USER : CHILD_SYSTEM,
                                  u->ns->ns_fd, rel, on_volume_stopped, op);
-        if (r < 0) {
-                volume_op_free(op);
-                if (r == -EAGAIN || errno_may_pass(r))
-                        return why_set(ret_why, NSD_ERRNO_NOT_YET,
-                                       "cannot start the helper that unmounts volume '%s' now "
-                                       "(%s); retry",
-                                       name, g_strerror(-r));
-                return why_set(ret_why, r, "cannot stop volume '%s' of uid %u: %s", name,
-                               (unsigned) u->uid, g_strerror(-r));
-        }
-        g_hash_table_insert(reg->volume_ops, GUINT_TO_POINTER(u->uid), op);
-        log_event_by_reason(by_user ? u->uid : 0, LOG_INFO, 0, u->uid, "volume-stopping", why,
-                            "Unmounting volume '%s' of uid %u from %s (%s)", name,
-                            (unsigned) u->uid, v->where, why);
-        return 1;
+        return volume_op_begun(reg, u, v, op, r, by_user, false, ret_why);
 }
 
 void users_repin(Users *reg) {
