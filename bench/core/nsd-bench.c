@@ -42,7 +42,8 @@
 #include "bench-util.h"
 #include "nsclient.h"
 
-#define MAX_PROCS 64 /* client processes of one throughput level, --procs */
+#define MAX_PROCS 64           /* client processes of one throughput level, --procs */
+#define MAX_NAMESPACES 1000000 /* nsd's own ceiling of MaxNamespaces= (nsd/policy/conf.c) */
 
 static unsigned arg_iterations = 2000;
 static unsigned arg_creates = 200;
@@ -462,11 +463,16 @@ static void help(void) {
 
 int main(int argc, char *argv[]) {
         static const struct bench_option options[] = {
-                { "iterations", BENCH_UNSIGNED, &arg_iterations },
-                { "creates", BENCH_UNSIGNED, &arg_creates },
-                { "max-namespaces", BENCH_UNSIGNED, &arg_max_namespaces },
-                { "scale-budget", BENCH_UNSIGNED, &arg_scale_budget },
-                { "seconds", BENCH_UNSIGNED, &arg_seconds },
+                /* a JOIN each, 50 more to warm up; a million is a minute or more */
+                { "iterations", BENCH_UNSIGNED, &arg_iterations, .lo = 1, .hi = 1000000 },
+                { "creates", BENCH_UNSIGNED, &arg_creates, .lo = 1, .hi = MAX_NAMESPACES },
+                /* fewer than --creates: --creates (no growth) */
+                { "max-namespaces", BENCH_UNSIGNED, &arg_max_namespaces, .lo = 0,
+                  .hi = MAX_NAMESPACES },
+                /* 0: growth stops after one creation; at most a day */
+                { "scale-budget", BENCH_UNSIGNED, &arg_scale_budget, .lo = 0, .hi = 86400 },
+                /* a throughput level divides by it; at most an hour each */
+                { "seconds", BENCH_UNSIGNED, &arg_seconds, .lo = 1, .hi = 3600 },
                 { "procs", BENCH_LIST, arg_procs, ELEMENTSOF(arg_procs), &arg_n_procs, .lo = 1,
                   .hi = MAX_PROCS },
                 { "no-sessions", BENCH_FLAG, &arg_no_sessions },
@@ -484,10 +490,6 @@ int main(int argc, char *argv[]) {
         optind = bench_parse_options(argc, argv, options, ELEMENTSOF(options), false, help);
         if (optind >= argc) {
                 fprintf(stderr, "nsd-bench: no NSD-COMMAND given (see --help)\n");
-                return 1;
-        }
-        if (arg_creates == 0 || arg_iterations == 0 || arg_seconds == 0) {
-                fprintf(stderr, "nsd-bench: --creates, --iterations and --seconds must be > 0\n");
                 return 1;
         }
         if (arg_max_namespaces < arg_creates)

@@ -35,7 +35,7 @@ static void option_set(const struct bench_option *o, const char *arg) {
                 *(const char **) o->var = arg;
                 break;
         case BENCH_UNSIGNED:
-                *(unsigned *) o->var = parse_uint(arg, name);
+                *(unsigned *) o->var = list_uint(name, arg, o->lo, o->hi);
                 break;
         case BENCH_INT: {
                 char *end = NULL;
@@ -71,7 +71,10 @@ int bench_parse_options(int argc, char *argv[], const struct bench_option *own, 
         static const struct bench_option common[] = {
                 { "socket", BENCH_STRING, &arg_socket },
                 { "nsd-log", BENCH_STRING, &arg_nsd_log },
-                { "uid-base", BENCH_UNSIGNED, &arg_uid_base },
+                /* not root; room above it for the million uids of nsd's ceiling of
+                 * MaxNamespaces= (nsd-bench --max-namespaces, nsd-start --counts) */
+                { "uid-base", BENCH_UNSIGNED, &arg_uid_base, .lo = LIST_UID_MIN,
+                  .hi = LIST_UID_MAX - 1000000 },
         };
         size_t n = ELEMENTSOF(common) + n_own;
         struct option *opts = calloc(n + 2, sizeof(*opts));
@@ -174,20 +177,6 @@ void die_nsc(nsc_conn *c, int r, const char *fmt, ...) {
         if (m && *m)
                 snprintf(what + len, sizeof(what) - len, " ('%s')", m);
         die(what, r);
-}
-
-unsigned parse_uint(const char *s, const char *what) {
-        char *end = NULL;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || !*s || !end || *end || v > UINT32_MAX) {
-                fprintf(stderr, "%s: %s wants a number, not '%s'\n", program_invocation_short_name,
-                        what, s);
-                exit(2);
-        }
-        return (unsigned) v;
 }
 
 /* ---- time -------------------------------------------------------------------------------- */

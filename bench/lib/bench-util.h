@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "list.h"
 #include "nsclient.h"
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
@@ -31,7 +32,7 @@ struct bench_option {
         const char *name;
         enum {
                 BENCH_STRING,   /* const char *: the argument */
-                BENCH_UNSIGNED, /* unsigned: a decimal number (parse_uint()) */
+                BENCH_UNSIGNED, /* unsigned: a number lo..hi (list_uint(), list.h) */
                 BENCH_INT,      /* int: a decimal number, may be negative */
                 BENCH_DOUBLE,   /* double */
                 BENCH_FLAG,     /* bool: set, no argument */
@@ -40,7 +41,7 @@ struct bench_option {
         } type;
         void *var;
         size_t max, *n;                /* BENCH_LIST */
-        unsigned lo, hi;               /* BENCH_LIST */
+        unsigned lo, hi;               /* BENCH_UNSIGNED, BENCH_LIST: the range of a value */
         void (*call)(const char *arg); /* BENCH_CALL */
 };
 
@@ -71,10 +72,6 @@ void die(const char *what, int r) __attribute__((noreturn));
  * "<what, formatted> ('<nsd's message>')". */
 void die_nsc(nsc_conn *c, int r, const char *fmt, ...)
         __attribute__((format(printf, 3, 4), noreturn));
-
-/* A decimal argument of an option (what: its name for the message), 0..UINT32_MAX; exits 2
- * with a message on anything else. (A list of numbers: BENCH_LIST, list.h.) */
-unsigned parse_uint(const char *s, const char *what);
 
 /* ---- time -------------------------------------------------------------------------------- */
 

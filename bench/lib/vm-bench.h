@@ -47,6 +47,8 @@ void vb_private_tmpfs(const char *p, const char *opts, uid_t owner);
  * doubled from @start until a run takes 20 ms, then scaled; at least @floor. */
 long vb_calibrate(double (*timed)(void *arg, long iters), void *arg, long start, long floor,
                   long rep_ms);
+/* The largest --rep-ms of the programs: a minute per repetition. */
+#define VB_MAX_REP_MS 60000
 
 /* As nsd's start-up probe: in a child, in a mount namespace of its own, a tmpfs on @base/probe
  * made owner-private for @owner. On the patched kernel this sets "owner-private ever used" for

@@ -103,6 +103,7 @@ static int arg_nsd_nice = 0;
 #define UID_IDLE_BASE 200000u
 #define UID_SLOW_BASE 150000u
 #define UID_FLOOD_BASE 160000u
+#define ATTACKER_UIDS 10000 /* at most, of one kind: 150000.. 160000.. 170000 (the victim) */
 #define FLOOD_INFLIGHT 8
 #define VICTIM_MAX 200000
 
@@ -988,26 +989,33 @@ int main(int argc, char **argv) {
                 { "pam-module", BENCH_STRING, &arg_pam_module },
                 { "pam-dir", BENCH_STRING, &arg_pam_dir },
                 { "timeout", BENCH_STRING, &arg_timeout },
-                { "users", BENCH_UNSIGNED, &arg_users },
-                { "bursts", BENCH_UNSIGNED, &arg_bursts },
-                { "burst-logins", BENCH_UNSIGNED, &arg_burst_logins },
+                /* their uids from --uid-base end below the slow attackers' (checked below) */
+                { "users", BENCH_UNSIGNED, &arg_users, .lo = 1, .hi = UID_SLOW_BASE },
+                /* 0: none */
+                { "bursts", BENCH_UNSIGNED, &arg_bursts, .lo = 0, .hi = 1000 },
+                /* processes at once, a session each; 1000000: nsd's ceiling of its limits */
+                { "burst-logins", BENCH_UNSIGNED, &arg_burst_logins, .lo = 1, .hi = 1000000 },
                 { "phases", BENCH_STRING, &arg_phases },
                 { "phase-seconds", BENCH_DOUBLE, &arg_phase_seconds },
                 { "settle-seconds", BENCH_DOUBLE, &arg_settle_seconds },
-                { "exhaust-uids", BENCH_UNSIGNED, &arg_exhaust_uids },
-                { "exhaust-conns", BENCH_UNSIGNED, &arg_exhaust_conns },
-                { "slow-uids", BENCH_UNSIGNED, &arg_slow_uids },
-                { "slow-conns", BENCH_UNSIGNED, &arg_slow_conns },
-                { "flood-uids", BENCH_UNSIGNED, &arg_flood_uids },
-                { "victim-uid", BENCH_UNSIGNED, &arg_victim_uid },
+                /* a process each, 0: none; at most ATTACKER_UIDS, so that the slow uids
+                 * stay below the flood uids and those below the victim's */
+                { "exhaust-uids", BENCH_UNSIGNED, &arg_exhaust_uids, .lo = 0, .hi = ATTACKER_UIDS },
+                /* an attacker's connections; 1000000: nsd's ceiling of MaxConnections= */
+                { "exhaust-conns", BENCH_UNSIGNED, &arg_exhaust_conns, .lo = 1, .hi = 1000000 },
+                { "slow-uids", BENCH_UNSIGNED, &arg_slow_uids, .lo = 0, .hi = ATTACKER_UIDS },
+                { "slow-conns", BENCH_UNSIGNED, &arg_slow_conns, .lo = 1, .hi = 1000000 },
+                { "flood-uids", BENCH_UNSIGNED, &arg_flood_uids, .lo = 0, .hi = ATTACKER_UIDS },
+                { "victim-uid", BENCH_UNSIGNED, &arg_victim_uid, .lo = LIST_UID_MIN,
+                  .hi = LIST_UID_MAX },
                 { "nsd-nice", BENCH_INT, &arg_nsd_nice },
         };
         char *phases, *tok, *save = NULL, la[64];
         unsigned idx = 0;
 
         optind = bench_parse_options(argc, argv, options, ELEMENTSOF(options), true, help);
-        if (optind >= argc || !arg_pam_module || !arg_pam_dir || arg_users == 0 ||
-            arg_uid_base + arg_users > UID_SLOW_BASE)
+        if (optind >= argc || !arg_pam_module || !arg_pam_dir || arg_uid_base > UID_SLOW_BASE ||
+            arg_users > UID_SLOW_BASE - arg_uid_base)
                 usage(stderr, 2);
         if (geteuid() != 0)
                 die("needs root (setns, setuid attackers)", EPERM);

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,8 @@
 #include "bench-util.h"
 
 #define SERVICES_MAX 8
+#define PAIRS_MAX 100000 /* rounds: 13 doubles per service each, 83 MB at most */
+#define WARMUP_MAX 100000
 #define PHASES 4             /* pam_start, open, close, end */
 #define FIGURES (2 * PHASES) /* each phase's wall time, then its CPU time */
 static const char *const phase_names[PHASES] = { "start", "open", "close", "end" };
@@ -163,15 +166,16 @@ int main(int argc, char *argv[]) {
         int c;
 
         if (argc == 6 && strcmp(argv[1], "--once") == 0)
-                return once(argv[2], argv[3], argv[4], atoi(argv[5]));
+                return once(argv[2], argv[3], argv[4],
+                            (int) list_uint("--once FD", argv[5], 0, INT_MAX));
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'n':
-                        pairs = (unsigned) strtoul(optarg, NULL, 10);
+                        pairs = list_uint("--pairs", optarg, 1, PAIRS_MAX);
                         break;
                 case 'w':
-                        warmup = (unsigned) strtoul(optarg, NULL, 10);
+                        warmup = list_uint("--warmup", optarg, 0, WARMUP_MAX);
                         break;
                 case 'd':
                         dir = optarg;
@@ -189,8 +193,8 @@ int main(int argc, char *argv[]) {
         }
         services = (const char *const *) argv + optind;
         ns = (size_t) (argc - optind);
-        if (!dir || !user || ns == 0 || ns > SERVICES_MAX || pairs == 0) {
-                progress("need --pam-dir, --user, --pairs > 0 and 1 to %d services", SERVICES_MAX);
+        if (!dir || !user || ns == 0 || ns > SERVICES_MAX) {
+                progress("need --pam-dir, --user and 1 to %d services", SERVICES_MAX);
                 return 2;
         }
         l = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -86,7 +86,7 @@ static int reps = 21;
 static long rep_ms = 50;
 static int hidden = -1; /* -1: where supported */
 static uid_t user_uid = 1000, other_uid = 2000;
-static int cpu = -1;
+static int cpu = -1; /* -1: the last one (vb_pin_cpu()) */
 
 /* NS_MNT_GET_INFO's count (the namespace's root mount not counted) with the current fsuid */
 static uint32_t nr_mounts(int nsfd) {
@@ -243,12 +243,10 @@ int main(int argc, char **argv) {
                                                     MAX_NS);
                         break;
                 case 'r':
-                        reps = atoi(optarg);
-                        if (reps < 1 || reps > MAX_REPS)
-                                vb_die("--reps: 1..%d\n", MAX_REPS);
+                        reps = (int) list_uint("--reps", optarg, 1, MAX_REPS);
                         break;
                 case 'm':
-                        rep_ms = atol(optarg);
+                        rep_ms = list_uint("--rep-ms", optarg, 1, VB_MAX_REP_MS);
                         break;
                 case 'H':
                         hidden = 1;
@@ -257,13 +255,14 @@ int main(int argc, char **argv) {
                         hidden = 0;
                         break;
                 case 'u':
-                        user_uid = (uid_t) atol(optarg);
+                        user_uid = list_uint("--user-uid", optarg, LIST_UID_MIN, LIST_UID_MAX);
                         break;
                 case 'o':
-                        other_uid = (uid_t) atol(optarg);
+                        other_uid = list_uint("--other-uid", optarg, LIST_UID_MIN, LIST_UID_MAX);
                         break;
                 case 'c':
-                        cpu = atoi(optarg);
+                        /* what vb_pin_cpu() can put in its cpu_set_t */
+                        cpu = (int) list_uint("--cpu", optarg, 0, CPU_SETSIZE - 1);
                         break;
                 case 'h':
                         usage(stdout);
@@ -277,10 +276,8 @@ int main(int argc, char **argv) {
                 vb_die("unexpected argument '%s'\n", argv[optind]);
         if (geteuid() != 0)
                 vb_die("needs root (it mounts, in a mount namespace of its own)\n");
-        if (user_uid == 0 || other_uid == 0 || user_uid == other_uid)
-                vb_die("--user-uid and --other-uid: two different non-zero uids\n");
-        if (rep_ms < 1)
-                vb_die("--rep-ms must be positive\n");
+        if (user_uid == other_uid)
+                vb_die("--user-uid and --other-uid: two different uids\n");
 
         vb_pin_cpu(&cpu);
         vb_private_base(base, "mode=0755");

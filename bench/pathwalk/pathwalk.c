@@ -86,7 +86,7 @@ static int reps = 7;
 static long fixed_iterations; /* 0: calibrate to rep_ms */
 static long rep_ms = 200;
 static uid_t walker_uid = 1000, other_uid = 2000;
-static int cpu = -1;
+static int cpu = -1; /* -1: the last one (vb_pin_cpu()) */
 static unsigned case_mask = 0x1f;
 
 /* The path of level i (1..n) as seen from the case's base: n<N>/m, n<N>/m/d, ... */
@@ -264,24 +264,24 @@ int main(int argc, char **argv) {
                                                     MAX_DEPTHS);
                         break;
                 case 'r':
-                        reps = atoi(optarg);
-                        if (reps < 1 || reps > MAX_REPS)
-                                vb_die("--reps: 1..%d\n", MAX_REPS);
+                        reps = (int) list_uint("--reps", optarg, 1, MAX_REPS);
                         break;
                 case 'i':
-                        fixed_iterations = atol(optarg);
+                        /* 0: calibrated to --rep-ms; at most what a long holds anywhere */
+                        fixed_iterations = list_uint("--iterations", optarg, 0, INT_MAX);
                         break;
                 case 'm':
-                        rep_ms = atol(optarg);
+                        rep_ms = list_uint("--rep-ms", optarg, 1, VB_MAX_REP_MS);
                         break;
                 case 'u':
-                        walker_uid = (uid_t) atol(optarg);
+                        walker_uid = list_uint("--walker-uid", optarg, LIST_UID_MIN, LIST_UID_MAX);
                         break;
                 case 'o':
-                        other_uid = (uid_t) atol(optarg);
+                        other_uid = list_uint("--other-uid", optarg, LIST_UID_MIN, LIST_UID_MAX);
                         break;
                 case 'c':
-                        cpu = atoi(optarg);
+                        /* what vb_pin_cpu() can put in its cpu_set_t */
+                        cpu = (int) list_uint("--cpu", optarg, 0, CPU_SETSIZE - 1);
                         break;
                 case 'k':
                         case_mask = 0;
@@ -304,10 +304,8 @@ int main(int argc, char **argv) {
         }
         if (geteuid() != 0)
                 vb_die("needs root (it mounts, in a mount namespace of its own)\n");
-        if (walker_uid == 0 || other_uid == 0 || walker_uid == other_uid)
-                vb_die("--walker-uid and --other-uid: two different non-zero uids\n");
-        if (rep_ms < 1 || fixed_iterations < 0)
-                vb_die("--rep-ms and --iterations must be positive\n");
+        if (walker_uid == other_uid)
+                vb_die("--walker-uid and --other-uid: two different uids\n");
 
         vb_pin_cpu(&cpu);
         vb_private_base(base, "mode=0755,size=64k");

@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -571,7 +572,7 @@ static void help(void) {
                "/run/nsd-start/notify)\n"
                "     --counts N,N,...  namespaces held at each step, growing, 1..1000000, at most\n"
                "                       8 steps (default 1,1000,7000)\n"
-               "     --repeat R        starts per count and mode (default 5)\n"
+               "     --repeat R        starts per count and mode, 1..64 (default 5)\n"
                "     --modes M,M,...   of pins, empty-store, store, store-only (default all)\n"
                "     --uid-base UID    first uid (default 100000)\n"
                "     --nsd-log FILE    nsd's stdout and stderr (appended)\n"
@@ -605,24 +606,17 @@ static void parse_modes(const char *arg) {
         free(s);
 }
 
-static void parse_repeat(const char *arg) {
-        arg_repeat = parse_uint(arg, "--repeat");
-        if (arg_repeat == 0 || arg_repeat > MAX_REPEAT) {
-                fprintf(stderr, "nsd-start: --repeat must be 1..%d\n", MAX_REPEAT);
-                exit(2);
-        }
-}
-
 int main(int argc, char *argv[]) {
         static const struct bench_option options[] = {
                 { "run-dir", BENCH_STRING, &arg_run_dir },
                 { "notify", BENCH_STRING, &arg_notify },
                 { "counts", BENCH_LIST, arg_counts, MAX_COUNTS, &arg_n_counts, .lo = 1,
                   .hi = MAX_COUNT },
-                { "repeat", BENCH_CALL, .call = parse_repeat },
+                { "repeat", BENCH_UNSIGNED, &arg_repeat, .lo = 1, .hi = MAX_REPEAT },
                 { "modes", BENCH_CALL, .call = parse_modes },
                 { "table", BENCH_STRING, &arg_table },
-                { "nofile-soft", BENCH_UNSIGNED, &arg_nofile_soft },
+                /* 0: the hard limit; above it: capped at it; a descriptor is an int */
+                { "nofile-soft", BENCH_UNSIGNED, &arg_nofile_soft, .lo = 0, .hi = INT_MAX },
                 { "attach", BENCH_FLAG, &arg_attach },
         };
         struct start_result sr;
