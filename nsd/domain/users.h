@@ -216,5 +216,7 @@ Session *users_open_session(Users *reg, User *u, pid_t pid, const char *service,
 /* The session of uid with id (when not 0) or else by pid; NULL when unknown. */
 Session *users_find_session(const Users *reg, uid_t uid, uint64_t id, pid_t pid);
 /* A session is over (closed, or its leader died): its state file and fd store entry go;
- * after its user's last one the countdown of Linger= starts. */
+ * after its user's last one the countdown of Linger= starts, and the user's mounted volumes
+ * with Release=last-session are unmounted once no process is left in the namespace (looked
+ * at again every 10 s while one is; the namespace itself may stay). */
 void users_end_session(Users *reg, Session *sess);
