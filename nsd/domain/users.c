@@ -907,6 +907,22 @@ static bool volume_unmounted_first(const UserVolume *v) {
                (v->loop || g_str_has_prefix(v->source, "/dev/"));
 }
 
+/* The release child's item for v: what it unmounts and the loop device it looks at after. */
+static void release_item_fill(VolumeReleaseItem *it, const UserVolume *v) {
+        g_strlcpy(it->name, v->name, sizeof it->name);
+        g_strlcpy(it->where, v->where, sizeof it->where);
+        g_strlcpy(it->source, v->source, sizeof it->source);
+        it->loop = v->loop;
+        it->loop_cleared = -1;
+}
+
+/* Where the release child stages what it unmounts: nsd's run directory. */
+static void release_run_dir(const Users *reg, VolumeRelease *rel) {
+        const char *dir = pinstore_run_dir(reg->pins);
+
+        g_strlcpy(rel->run_dir, dir ? dir : "/run/nsd", sizeof rel->run_dir);
+}
+
 /* The release's steps for the kernel volumes nsd mounted in u's namespace, one event each,
  * before the namespace goes: what the kernel does with them then. */
 static void users_log_volumes_released(const User *u, const char *why, bool unmounted) {
@@ -1146,11 +1162,7 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
 
                 if (!volume_unmounted_first(v))
                         continue;
-                g_strlcpy(it->name, v->name, sizeof it->name);
-                g_strlcpy(it->where, v->where, sizeof it->where);
-                g_strlcpy(it->source, v->source, sizeof it->source);
-                it->loop = v->loop;
-                it->loop_cleared = -1;
+                release_item_fill(it, v);
                 rel->n++;
         }
         if (rel->n == 0 || !reg->children) {
@@ -1159,9 +1171,7 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
         }
         /* the volumes before the pin: a release that stops keeps the namespace pinned (a
          * pin removed first and not made again would let it end with nsd) */
-        g_strlcpy(rel->run_dir,
-                  pinstore_run_dir(reg->pins) ? pinstore_run_dir(reg->pins) : "/run/nsd",
-                  sizeof rel->run_dir);
+        release_run_dir(reg, rel);
         rl = g_new0(Releasing, 1);
         rl->reg = reg;
         rl->uid = u->uid;
@@ -1442,7 +1452,6 @@ static void on_volume_stopped(int r, const VolumeRelease *rel, void *userdata) {
 int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const char *why,
                       UsersVolumeDone done, void *userdata, char **ret_why) {
         g_autofree VolumeRelease *rel = NULL;
-        VolumeReleaseItem *it;
         UserVolume *v;
         VolumeOp *op;
         int r;
@@ -1458,15 +1467,8 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
                                "unmounts it only with the namespace",
                                name, v->type);
         rel = g_new0(VolumeRelease, 1);
-        it = &rel->items[rel->n++];
-        g_strlcpy(it->name, v->name, sizeof it->name);
-        g_strlcpy(it->where, v->where, sizeof it->where);
-        g_strlcpy(it->source, v->source, sizeof it->source);
-        it->loop = v->loop;
-        it->loop_cleared = -1;
-        g_strlcpy(rel->run_dir,
-                  pinstore_run_dir(reg->pins) ? pinstore_run_dir(reg->pins) : "/run/nsd",
-                  sizeof rel->run_dir);
+        release_item_fill(&rel->items[rel->n++], v);
+        release_run_dir(reg, rel);
         op = volume_op_new(reg, u->uid, name, why, done, userdata);
         r = volume_release_start(reg->children, u->uid, by_user ? CHILD_USER : CHILD_SYSTEM,
                                  u->ns->ns_fd, rel, on_volume_stopped, op);
