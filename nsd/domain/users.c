@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/errno-util.h"
@@ -900,10 +901,15 @@ static void session_remove(Users *reg, Session *sess) {
 
 /* Is volumes[i] of u one that nsd unmounts before a release: a block volume its setup
  * mounted (on a loop device, or a block device of root's)? */
-static bool volume_unmounted_first(const UserVolume *v) {
+/* A kernel file system on a block device or an image (not FUSE, not a network type). */
+static bool volume_is_block(const UserVolume *v) {
         const VolumeTypeOptions *t = volume_type_options_find(v->type);
 
-        return v->outcome == VOLUME_OUTCOME_MOUNTED && t && !t->fuse && !t->network &&
+        return t && !t->fuse && !t->network;
+}
+
+static bool volume_unmounted_first(const UserVolume *v) {
+        return v->outcome == VOLUME_OUTCOME_MOUNTED && volume_is_block(v) &&
                (v->loop || g_str_has_prefix(v->source, "/dev/"));
 }
 
@@ -1311,13 +1317,25 @@ static void volume_op_done(VolumeOp *op, int r, const char *why, const UserVolum
 }
 
 /* Is something mounted on v's Where= in u's namespace now (its mount table, read by nsd)? */
-static bool volume_on_where(const User *u, const UserVolume *v) {
+/* Is the volume of type, Source= source, mounted on where in u's namespace now: a mount of
+ * that type on top of where whose device is source's (mounts_device_is())? Only root mounts
+ * a kernel file system there: the user's own mounts are FUSE. true and its loop device
+ * (*ret_loop: number + 1, 0 none), or false (not so, or the table could not be read). For
+ * what a record does not know: a start whose report was lost, a state file that missed a
+ * start. */
+static bool volume_mounted_now(const User *u, const char *type, const char *where,
+                               const char *source, uint32_t *ret_loop) {
         g_autofree char *text = NULL;
-        unsigned group;
-        int count;
+        MountOn on;
 
-        return userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) >= 0 &&
-               mounts_under(text, v->where, &count, &group) == 0;
+        if (!where || !source || !type ||
+            userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) < 0 ||
+            mounts_on(text, where, &on) < 0 || !g_str_equal(on.fstype, type) ||
+            mounts_device_is(on.dev, source) != 1)
+                return false;
+        if (ret_loop)
+                *ret_loop = major(on.dev) == MOUNTS_LOOP_MAJOR ? minor(on.dev) + 1 : 0;
+        return true;
 }
 
 static void on_volume_started(int r, const char *why, unsigned n_failed, bool refuse,
@@ -1340,6 +1358,19 @@ static void on_volume_started(int r, const char *why, unsigned n_failed, bool re
                 return;
         }
         outcome = setup_plan_volume_outcome(plan, (size_t) i, &err, &vwhy, &v->loop);
+        /* the run ended without a report (its message lost, its helper killed): the mount
+         * table says whether the volume is there, not a guess */
+        if (r < 0 && r != -ECANCELED && outcome == VOLUME_OUTCOME_UNKNOWN &&
+            volume_mounted_now(u, v->type, setup_plan_volume_where(plan, (size_t) i),
+                               setup_plan_volume_source(plan, (size_t) i), &v->loop)) {
+                log_event(LOG_NOTICE, 0, op->uid, "volume-found",
+                          "volume '%s' of uid %u is mounted on %s although its start did not "
+                          "report (%s): recorded mounted",
+                          op->name, (unsigned) op->uid, setup_plan_volume_where(plan, (size_t) i),
+                          why);
+                outcome = VOLUME_OUTCOME_MOUNTED;
+                r = 0;
+        }
         if (outcome == VOLUME_OUTCOME_MOUNTED || outcome == VOLUME_OUTCOME_FAILED ||
             r < 0) { /* a run that ended without a report failed too */
                 int64_t now = g_get_real_time();
@@ -1386,7 +1417,8 @@ int users_volume_start(Users *reg, User *u, const char *name, const SetupUser *w
                 return r;
         /* mounted, and something is on Where= now; else the child looks (a state file that
          * missed a stop says mounted: the child mounts it, or finds it there) */
-        if (v->outcome == VOLUME_OUTCOME_MOUNTED && volume_on_where(u, v))
+        if (v->outcome == VOLUME_OUTCOME_MOUNTED &&
+            volume_mounted_now(u, v->type, v->where, v->source, NULL))
                 return 0;
         r = setup_plan_new(&reg->config->setup, who, &plan, &pwhy);
         if (r < 0)
@@ -1459,8 +1491,23 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
         r = volume_op_check(reg, u, name, "stop", &v, ret_why);
         if (r < 0)
                 return r;
-        if (v->outcome != VOLUME_OUTCOME_MOUNTED)
-                return 0;
+        /* recorded not mounted, yet there (a start whose report was lost, a state file that
+         * missed a start): the record follows the mount table, and the stop goes on */
+        if (v->outcome != VOLUME_OUTCOME_MOUNTED) {
+                uint32_t loop = 0;
+
+                if (!volume_is_block(v) ||
+                    !volume_mounted_now(u, v->type, v->where, v->source, &loop))
+                        return 0;
+                log_event(LOG_NOTICE, 0, u->uid, "volume-found",
+                          "volume '%s' of uid %u is mounted on %s although its record says "
+                          "it is not: recorded mounted, then stopped",
+                          name, (unsigned) u->uid, v->where);
+                v->outcome = VOLUME_OUTCOME_MOUNTED;
+                v->loop = loop;
+                v->err = 0;
+                g_clear_pointer(&v->why, g_free);
+        }
         if (!volume_unmounted_first(v))
                 return why_set(ret_why, EOPNOTSUPP,
                                "volume '%s' (Type=%s) is not a block volume: this version "

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "libmount-cleanup.h"
@@ -258,29 +260,72 @@ int mounts_under(const char *mountinfo, const char *path, int *ret_count,
 struct on_path {
         const char *path;
         bool found;
-        uint64_t fingerprint;
+        MountOn on;
 };
 
-static void fingerprint_on(struct libmnt_fs *fs, void *userdata) {
+static void top_on(struct libmnt_fs *fs, void *userdata) {
         struct on_path *o = userdata;
-        const char *t = mnt_fs_get_target(fs);
+        const char *t = mnt_fs_get_target(fs), *type = mnt_fs_get_fstype(fs);
 
         if (t && strcmp(t, o->path) == 0) { /* the last one there: the one on top */
                 o->found = true;
-                o->fingerprint = fs_fingerprint(fs);
+                o->on.fingerprint = fs_fingerprint(fs);
+                o->on.dev = mnt_fs_get_devno(fs);
+                /* a type longer than the buffer cannot be a volume's Type=: left empty */
+                if (!type || g_strlcpy(o->on.fstype, type, sizeof o->on.fstype) >=
+                                     sizeof o->on.fstype)
+                        o->on.fstype[0] = '\0';
         }
 }
 
-int mounts_fingerprint_on(const char *mountinfo, const char *path, uint64_t *ret) {
+int mounts_on(const char *mountinfo, const char *path, MountOn *ret) {
         struct on_path o = { .path = path };
-        int r = foreach_fs(mountinfo, true, fingerprint_on, &o);
+        int r = foreach_fs(mountinfo, true, top_on, &o);
 
         if (r < 0)
                 return r;
         if (!o.found)
                 return -ENOENT;
-        *ret = o.fingerprint;
+        *ret = o.on;
         return 0;
+}
+
+int mounts_fingerprint_on(const char *mountinfo, const char *path, uint64_t *ret) {
+        MountOn on;
+        int r = mounts_on(mountinfo, path, &on);
+
+        if (r < 0)
+                return r;
+        *ret = on.fingerprint;
+        return 0;
+}
+
+int mounts_device_is(dev_t dev, const char *source) {
+        char path[64], backing[PATH_MAX + 16];
+        struct stat st;
+        size_t n;
+        FILE *f;
+
+        if (!source || source[0] != '/')
+                return 0;
+        if (stat(source, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (S_ISBLK(st.st_mode))
+                return st.st_rdev == dev;
+        if (!S_ISREG(st.st_mode) || major(dev) != MOUNTS_LOOP_MAJOR)
+                return 0;
+        /* the loop device's backing file, as the kernel names it from this process's root */
+        snprintf(path, sizeof path, "/sys/dev/block/%u:%u/loop/backing_file", major(dev),
+                 minor(dev));
+        f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? 0 : -errno; /* ENOENT: cleared, or not a loop device */
+        n = fread(backing, 1, sizeof backing - 1, f);
+        fclose(f);
+        backing[n] = '\0';
+        if (n > 0 && backing[n - 1] == '\n')
+                backing[--n] = '\0';
+        return strcmp(backing, source) == 0;
 }
 
 /* ---- FUSE mounts and their owners ---------------------------------------------------------- */

@@ -46,6 +46,21 @@ int mounts_baseline(const char *mountinfo, GArray **ret);
 char *mounts_baseline_to_string(const GArray *baseline);
 int mounts_baseline_from_string(const char *s, GArray **ret);
 
+/* The mount on path (the last one there: on top): its fingerprint (for a baseline), its
+ * device and its file system type (empty when longer than the buffer). 0, or -ENOENT
+ * (nothing mounted on path), -errno when the text does not parse. */
+typedef struct MountOn {
+        uint64_t fingerprint;
+        dev_t dev;
+        char fstype[32];
+} MountOn;
+int mounts_on(const char *mountinfo, const char *path, MountOn *ret);
+/* Is the device dev (a mount's, from mountinfo) the volume source names: the block device
+ * source is, or a loop device whose backing file is source (as /sys names it: the path from
+ * this process's root, so a file renamed since does not match)? 1 yes, 0 no, -errno when
+ * source cannot be looked at. */
+#define MOUNTS_LOOP_MAJOR 7
+int mounts_device_is(dev_t dev, const char *source);
 /* The fingerprint of the mount on path (the last one there: on top), for a baseline: 0, or
  * -ENOENT (nothing mounted on path), -errno when the text does not parse. nsd's own mount
  * made after the namespace (a volume it started) joins the baseline so: it is not the user's. */

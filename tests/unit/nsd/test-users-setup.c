@@ -370,6 +370,22 @@ static void test_volume_start_stop(void) {
                    back[0].on_request && back[0].loop == u->volumes[0].loop,
            "the state file gives it back mounted, with Start= and Release=");
         user_volumes_free(back, n_back);
+        /* a record that missed the start (its report lost, a state file not written): the
+         * stop finds the volume's own mount on Where= and goes on */
+        u->volumes[0].outcome = VOLUME_OUTCOME_FAILED;
+        u->volumes[0].loop = 0;
+        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        is_int(r, 1, "recorded failed while mounted: a stop runs (%s)", why ? why : "");
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
+                   va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v"),
+           "the mount table, not the record: found by its device and unmounted (%d)", va.r);
+        va = (VolAnswer) { 0 };
+        g_clear_pointer(&why, g_free);
+        r = users_volume_start(reg, u, "v", &who, true, "asked by the test", on_vol, &va, &why);
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed && mount_in(u, "v"),
+           "started again (%d)", va.r);
+        va = (VolAnswer) { 0 };
+        g_clear_pointer(&why, g_free);
         r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
         is_int(r, 1, "a stop runs (%s)", why ? why : "");
         ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
