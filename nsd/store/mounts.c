@@ -5,11 +5,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libmount.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -272,8 +272,8 @@ static void top_on(struct libmnt_fs *fs, void *userdata) {
                 o->on.fingerprint = fs_fingerprint(fs);
                 o->on.dev = mnt_fs_get_devno(fs);
                 /* a type longer than the buffer cannot be a volume's Type=: left empty */
-                if (!type || g_strlcpy(o->on.fstype, type, sizeof o->on.fstype) >=
-                                     sizeof o->on.fstype)
+                if (!type ||
+                    g_strlcpy(o->on.fstype, type, sizeof o->on.fstype) >= sizeof o->on.fstype)
                         o->on.fstype[0] = '\0';
         }
 }
