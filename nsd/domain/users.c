@@ -1317,21 +1317,22 @@ static void volume_op_done(VolumeOp *op, int r, const char *why, const UserVolum
 }
 
 /* Is something mounted on v's Where= in u's namespace now (its mount table, read by nsd)? */
-/* Is the volume of type, Source= source, mounted on where in u's namespace now: a mount of
- * that type on top of where whose device is source's (mounts_device_is())? Only root mounts
- * a kernel file system there: the user's own mounts are FUSE. true and its loop device
- * (*ret_loop: number + 1, 0 none), or false (not so, or the table could not be read). For
- * what a record does not know: a start whose report was lost, a state file that missed a
- * start. */
+/* Is the volume of type mounted on where in u's namespace now? Only root mounts a kernel
+ * file system there (the user's own mounts are FUSE). With source, for what a record does
+ * not know (a start whose report was lost, a state file that missed a start): a mount of
+ * that type on top of where whose device is source's (mounts_device_is()). Without, for a
+ * record that says mounted: a file system on top of where that is not FUSE. true and its
+ * loop device (*ret_loop: number + 1, 0 none), or false (not so, or the table could not be
+ * read). */
 static bool volume_mounted_now(const User *u, const char *type, const char *where,
                                const char *source, uint32_t *ret_loop) {
         g_autofree char *text = NULL;
         MountOn on;
 
-        if (!where || !source || !type ||
-            userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) < 0 ||
-            mounts_on(text, where, &on) < 0 || !g_str_equal(on.fstype, type) ||
-            mounts_device_is(on.dev, source) != 1)
+        if (!where || !type || userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) < 0 ||
+            mounts_on(text, where, &on) < 0 || !on.fstype[0] || mounts_fstype_is_fuse(on.fstype))
+                return false;
+        if (source && (!g_str_equal(on.fstype, type) || mounts_device_is(on.dev, source) != 1))
                 return false;
         if (ret_loop)
                 *ret_loop = major(on.dev) == MOUNTS_LOOP_MAJOR ? minor(on.dev) + 1 : 0;
@@ -1415,10 +1416,11 @@ int users_volume_start(Users *reg, User *u, const char *name, const SetupUser *w
         r = volume_op_check(reg, u, name, "start", &v, ret_why);
         if (r < 0)
                 return r;
-        /* mounted, and something is on Where= now; else the child looks (a state file that
-         * missed a stop says mounted: the child mounts it, or finds it there) */
+        /* mounted, and a kernel file system is on Where= now (not a FUSE mount of the
+         * user's); else the child looks (a state file that missed a stop says mounted: the
+         * child mounts it, or finds it there; another file system there is refused) */
         if (v->outcome == VOLUME_OUTCOME_MOUNTED &&
-            volume_mounted_now(u, v->type, v->where, v->source, NULL))
+            volume_mounted_now(u, v->type, v->where, NULL, NULL))
                 return 0;
         r = setup_plan_new(&reg->config->setup, who, &plan, &pwhy);
         if (r < 0)

@@ -52,7 +52,7 @@ int mounts_baseline_from_string(const char *s, GArray **ret);
 typedef struct MountOn {
         uint64_t fingerprint;
         dev_t dev;
-        char fstype[32];
+        char fstype[64];
 } MountOn;
 int mounts_on(const char *mountinfo, const char *path, MountOn *ret);
 /* Is the device dev (a mount's, from mountinfo) the volume source names: the block device

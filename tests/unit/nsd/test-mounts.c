@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "store/mounts.h"
@@ -205,9 +206,50 @@ static void test_share_use(void) {
            "it, root cannot walk into a FUSE mount");
 }
 
+/* The mount on top of a path (a volume's Where=): its type and device; and whether a device
+ * is a volume's Source= (mounts_device_is(): a block device by number, a loop device by its
+ * backing file) */
+static void test_on(void) {
+        const char *text = ROOT HOME
+                "300 101 7:3 / /home/alice/vault rw,nosuid,nodev - ext4 /dev/loop3 rw\n"
+                "301 101 0:60 / /home/alice/box rw,nosuid,nodev - ext4 /dev/loop4 rw\n"
+                "302 301 0:61 / /home/alice/box rw,nosuid,nodev - fuse.sshfs me@host: "
+                "rw,user_id=1001\n";
+        g_autofree char *file = g_strdup("/tmp/nsd-test-mounts.XXXXXX");
+        struct stat st;
+        MountOn on;
+        int fd;
+
+        is_int(mounts_on(text, "/home/alice/vault", &on), 0, "a mount on the vault's Where=");
+        ok(g_str_equal(on.fstype, "ext4") && major(on.dev) == 7 && minor(on.dev) == 3,
+           "... ext4 on device 7:3 (%s %u:%u)", on.fstype, major(on.dev), minor(on.dev));
+        is_int(mounts_on(text, "/home/alice/box", &on), 0, "two mounts on box's Where=");
+        ok(g_str_equal(on.fstype, "fuse.sshfs") && minor(on.dev) == 61,
+           "... the one on top counts: the user's sshfs (%s)", on.fstype);
+        is_int(mounts_on(text, "/home/alice/none", &on), -ENOENT, "nothing there: -ENOENT");
+        ok(mounts_on("garbage\n", "/", &on) < 0, "a line that does not parse: no mount");
+
+        fd = mkstemp(file);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                tap_bail_errno(file);
+        close(fd);
+        is_int(mounts_device_is(makedev(8, 1), file), 0,
+               "a regular file is not a device that is no loop device");
+        is_int(mounts_device_is(makedev(7, 4095), file), 0,
+               "nor a loop device that does not exist (or is not attached)");
+        is_int(mounts_device_is(makedev(8, 1), "/nonexistent/image"), 0,
+               "a Source= that does not exist is no device");
+        is_int(mounts_device_is(makedev(8, 1), "relative.img"), 0, "nor a relative path");
+        if (stat("/dev/null", &st) == 0)
+                is_int(mounts_device_is(st.st_rdev, "/dev/null"), 0,
+                       "a character device is never a volume's");
+        unlink(file);
+}
+
 int main(void) {
         test_mounts();
         test_under();
+        test_on();
         test_share_use();
         return tap_done();
 }
