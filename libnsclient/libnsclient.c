@@ -1080,6 +1080,7 @@ _Static_assert(NSC_CREDENTIAL_MAX == NSD_CREDENTIAL_MAX &&
                        NSC_VOLUME_WAITING == NSD_VOLUME_WAITING &&
                        NSC_VOLUME_HELD == NSD_VOLUME_HELD &&
                        NSC_VOLUME_AT_LOGIN == NSD_VOLUME_AT_LOGIN &&
+                       NSC_VOLUME_RELEASE_LAST == NSD_VOLUME_RELEASE_LAST &&
                        NSC_NS_CREDENTIAL_WANTED == NSD_NS_CREDENTIAL_WANTED,
                "the credential's constants");
 

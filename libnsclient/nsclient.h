@@ -317,6 +317,9 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 /* flags (nsd 1.11, NSCLIENT_1.8): a kernel volume with Start=login: the user's service manager
  * starts it at login (`nsctl start-volumes`, nsc_volume_start()) */
 #define NSC_VOLUME_AT_LOGIN 0x80u
+/* flags (nsd 1.11, NSCLIENT_1.8): a kernel volume with Release=last-session: unmounted when
+ * the user's last session has ended and no process of the user is left in the namespace */
+#define NSC_VOLUME_RELEASE_LAST 0x100u
 
 struct nsc_volume_info {
         uid_t uid;         /* whose namespace */

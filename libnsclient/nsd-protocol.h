@@ -128,7 +128,8 @@
  *        VOLUMES entries may have the state NSD_VOLUME_STOPPED (a kernel volume not mounted
  *        now: Start=login or Start=request and not started yet, or stopped) and the flag
  *        NSD_VOLUME_AT_LOGIN (a kernel volume with Start=login: `nsctl start-volumes`, run
- *        by the user's service manager at login, starts it). A 1.10 nsd answers the two
+ *        by the user's service manager at login, starts it) and NSD_VOLUME_RELEASE_LAST
+ *        (Release=last-session). A 1.10 nsd answers the two
  *        requests with -EOPNOTSUPP ("unknown request type") and closes the connection; an
  *        older client shows the new state as unknown and ignores the flag.
  */
@@ -687,6 +688,9 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 /* 1.11: a kernel volume with Start=login: the user's service manager asks for it at login
  * (`nsctl start-volumes`, VOLUME_START) */
 #define NSD_VOLUME_AT_LOGIN 0x80u
+/* 1.11: a kernel volume with Release=last-session: nsd unmounts it when the user's last
+ * session has ended and no process of the user is left in the namespace */
+#define NSD_VOLUME_RELEASE_LAST 0x100u
 
 /* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
  * reload changes no entry until the namespace is made again), in order of uid, then of

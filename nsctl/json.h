@@ -31,7 +31,8 @@
  *   3  shares (nsctl shares --json, issue 24)
  *   4  volumes (nsctl volumes --json, issue 25)
  *   5  volumes: "now", mounted, not-mounted or locked (null: nsd did not say)
- *   6  volumes: "state" "stopped", a kernel volume not mounted now (protocol 1.11)
+ *   6  volumes: "state" "stopped", a kernel volume not mounted now (protocol 1.11); "start"
+ *      and "release", from Start= and Release=
  */
 #define NSCTL_JSON_SCHEMA_VERSION 6
 

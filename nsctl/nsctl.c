@@ -406,6 +406,8 @@ enum {
         VOLUMES_COL_LOOP,
         VOLUMES_COL_SINCE,
         VOLUMES_COL_WHY,
+        VOLUMES_COL_START,
+        VOLUMES_COL_RELEASE,
         _VOLUMES_COL_MAX,
 };
 
@@ -433,6 +435,13 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
         [VOLUMES_COL_WHY] = { "WHY", 0.4, SCOLS_FL_WRAP, SCOLS_JSON_STRING,
                               "a failed volume: which step, which path, what happened; a "
                               "mounted one that stopped the last release: who held it" },
+        [VOLUMES_COL_START] = { "START", 9, 0, SCOLS_JSON_STRING,
+                                "when it is mounted: namespace (with the namespace), login (at "
+                                "login, by the user's service manager) or request (nsctl start)" },
+        [VOLUMES_COL_RELEASE] = { "RELEASE", 12, 0, SCOLS_JSON_STRING,
+                                  "when it goes: namespace (with the namespace), last-session "
+                                  "(after the last session, no process left) or user-manager "
+                                  "(a FUSE volume: when its unit stops)" },
 };
 
 static const char *const volume_state_names[] = {
@@ -486,6 +495,15 @@ static char *volumes_cell(const void *row, size_t col, bool json) {
                 if (v->state != NSC_VOLUME_FAILED && !(v->flags & NSC_VOLUME_HELD))
                         return json ? NULL : strdup("-");
                 return strndup(v->why, sizeof(v->why));
+        case VOLUMES_COL_START:
+                return strdup((v->flags & NSC_VOLUME_ON_REQUEST) ? "request"
+                              : (v->flags & NSC_VOLUME_AT_LOGIN) || v->state == NSC_VOLUME_USER
+                                      ? "login"
+                                      : "namespace");
+        case VOLUMES_COL_RELEASE:
+                return strdup((v->flags & NSC_VOLUME_RELEASE_LAST) ? "last-session"
+                              : v->state == NSC_VOLUME_USER        ? "user-manager"
+                                                                   : "namespace");
         default:
                 return NULL;
         }

@@ -1144,28 +1144,62 @@ static void test_start_volumes(void) {
            "no namespace of the caller's: nothing to start, exit 0");
 }
 
-/* volumes: the state "stopped" in the table and in JSON (schema_version 6) */
+/* volumes: the state "stopped" in the table and in JSON (schema_version 6); START and
+ * RELEASE from Start= and Release= (the flags) and the state */
 static void test_volumes_stopped(void) {
         static const struct nsd_rep_volumes_entry volumes[] = {
                 { .uid = ALICE,
                   .state = NSD_VOLUME_STOPPED,
-                  .flags = NSD_VOLUME_AT_LOGIN | NSD_VOLUME_NOW_KNOWN,
+                  .flags = NSD_VOLUME_AT_LOGIN | NSD_VOLUME_RELEASE_LAST | NSD_VOLUME_NOW_KNOWN,
                   .name = "vault",
                   .type = "ext4",
                   .source = "/srv/images/alice.img",
                   .where = "/home/alice/vault" },
+                { .uid = ALICE,
+                  .state = NSD_VOLUME_MOUNTED,
+                  .flags = NSD_VOLUME_ON_REQUEST,
+                  .name = "box",
+                  .type = "ext4",
+                  .source = "/srv/images/box.img",
+                  .where = "/home/alice/box" },
+                { .uid = ALICE,
+                  .state = NSD_VOLUME_MOUNTED,
+                  .name = "old",
+                  .type = "xfs",
+                  .source = "/dev/vdb",
+                  .where = "/home/alice/old" },
+                { .uid = ALICE,
+                  .state = NSD_VOLUME_USER,
+                  .name = "remote",
+                  .type = "sshfs",
+                  .source = "alice@host:",
+                  .where = "/home/alice/remote" },
         };
-        const struct fake_nsd_config cfg = { .volumes = volumes, .n_volumes = 1 };
+        const struct fake_nsd_config cfg = { .volumes = volumes, .n_volumes = 4 };
         struct run r;
 
         serve(&cfg);
         run(&r, NULL, "--socket", sock_path, "volumes", "-r", "-n", "-o", "volume,state,now", NULL);
-        is_str(r.out, "vault stopped not-mounted\n", "volumes: a stopped kernel volume");
+        is_str(r.out,
+               "vault stopped not-mounted\nbox mounted -\nold mounted -\nremote user-manager -\n",
+               "volumes: a stopped kernel volume");
+        run(&r, NULL, "--socket", sock_path, "volumes", "-r", "-n", "-o", "volume,start,release",
+            NULL);
+        is_str(r.out,
+               "vault login last-session\nbox request namespace\nold namespace namespace\n"
+               "remote login user-manager\n",
+               "volumes: START and RELEASE from the flags (Start=, Release=) and the state");
         run(&r, NULL, "--socket", sock_path, "volumes", "--json", NULL);
         is_int(r.status, 0, "volumes --json: exit 0");
         check_json("volumes --json with a stopped volume", r.out,
                    (const char *[]) { "d['schema_version']", "6", "d['volumes'][0]['state']",
                                       "stopped", NULL });
+        run(&r, NULL, "--socket", sock_path, "volumes", "--json", "-o", "volume,start,release",
+            NULL);
+        check_json("volumes --json -o volume,start,release", r.out,
+                   (const char *[]) { "d['volumes'][0]['start']", "login",
+                                      "d['volumes'][0]['release']", "last-session",
+                                      "d['volumes'][3]['release']", "user-manager", NULL });
         served_stop();
 }
 

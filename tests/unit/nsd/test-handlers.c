@@ -928,6 +928,7 @@ static void test_volume_ctl(void) {
         u->volumes[0].where = g_strdup("/proc");
         u->volumes[1].outcome = VOLUME_OUTCOME_STOPPED;
         u->volumes[1].at_login = true;
+        u->volumes[1].release_last = true;
         u->volumes[2].outcome = VOLUME_OUTCOME_MOUNTED;
         user = peer(s, CONN_KIND_USER, 100001);
         other = peer(s, CONN_KIND_USER, 100000);
@@ -945,8 +946,12 @@ static void test_volume_ctl(void) {
         e = volume_ctl(root, NSD_REQ_VOLUME_STOP, 100001, "later", 3, &state, &changed, why,
                        sizeof why);
         ok(e == 0 && state == NSD_VOLUME_STOPPED, "root may stop a user's volume (%d)", e);
-        ok(volume_flags(user, "later", 4) & NSD_VOLUME_AT_LOGIN,
-           "VOLUMES: a kernel volume with Start=login carries NSD_VOLUME_AT_LOGIN");
+        ok((volume_flags(user, "later", 4) & (NSD_VOLUME_AT_LOGIN | NSD_VOLUME_RELEASE_LAST)) ==
+                   (NSD_VOLUME_AT_LOGIN | NSD_VOLUME_RELEASE_LAST),
+           "VOLUMES: a kernel volume with Start=login and Release=last-session carries "
+           "NSD_VOLUME_AT_LOGIN and NSD_VOLUME_RELEASE_LAST");
+        ok(!(volume_flags(user, "vault", 4) & (NSD_VOLUME_AT_LOGIN | NSD_VOLUME_RELEASE_LAST)),
+           "... one with neither carries neither");
         e = volume_ctl(user, NSD_REQ_VOLUME_START, 100001, "fuse", 5, &state, &changed, why,
                        sizeof why);
         ok(e == -EOPNOTSUPP && strstr(why, "nsd-volume@fuse.service"),
