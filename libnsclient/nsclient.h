@@ -314,8 +314,9 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 /* state (nsd 1.11, NSCLIENT_1.8): a kernel volume not mounted now: Start=login or
  * Start=request and not started yet, or stopped (nsc_volume_stop()) */
 #define NSC_VOLUME_STOPPED 5
-/* flags (nsd 1.11, NSCLIENT_1.8): a kernel volume with Start=login: the user's service manager
- * starts it at login (`nsctl start-volumes`, nsc_volume_start()) */
+/* flags (nsd 1.11, NSCLIENT_1.8): a kernel volume with Start=login: nsd starts it at the
+ * user's first session; the user's service manager asks too (`nsctl start-volumes`,
+ * nsc_volume_start()) */
 #define NSC_VOLUME_AT_LOGIN 0x80u
 /* flags (nsd 1.11, NSCLIENT_1.8): a kernel volume with Release=last-session: unmounted when
  * the user's last session has ended and no process of the user is left in the namespace */

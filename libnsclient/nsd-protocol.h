@@ -127,9 +127,9 @@
  *        anything holds it, naming who), for `nsctl start NAME` and `nsctl stop NAME`.
  *        VOLUMES entries may have the state NSD_VOLUME_STOPPED (a kernel volume not mounted
  *        now: Start=login or Start=request and not started yet, or stopped) and the flag
- *        NSD_VOLUME_AT_LOGIN (a kernel volume with Start=login: `nsctl start-volumes`, run
- *        by the user's service manager at login, starts it) and NSD_VOLUME_RELEASE_LAST
- *        (Release=last-session). A 1.10 nsd answers the two
+ *        NSD_VOLUME_AT_LOGIN (a kernel volume with Start=login: nsd starts it when the
+ *        user's first session opens, and `nsctl start-volumes`, run by the user's service
+ *        manager at login, asks too) and NSD_VOLUME_RELEASE_LAST (Release=last-session). A 1.10 nsd answers the two
  *        requests with -EOPNOTSUPP ("unknown request type") and closes the connection; an
  *        older client shows the new state as unknown and ignores the flag.
  */
@@ -685,8 +685,8 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 /* 1.10: the last release of its namespace was refused for this volume (in use: `why` names
  * the processes that held it then, pid and command; or a step of its unmount failed) */
 #define NSD_VOLUME_HELD 0x40u
-/* 1.11: a kernel volume with Start=login: the user's service manager asks for it at login
- * (`nsctl start-volumes`, VOLUME_START) */
+/* 1.11: a kernel volume with Start=login: nsd starts it when the user's first session
+ * opens; the user's service manager asks for it too (`nsctl start-volumes`, VOLUME_START) */
 #define NSD_VOLUME_AT_LOGIN 0x80u
 /* 1.11: a kernel volume with Release=last-session: nsd unmounts it when the user's last
  * session has ended and no process of the user is left in the namespace */

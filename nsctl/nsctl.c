@@ -695,6 +695,11 @@ static bool starts_at_login(const struct nsc_volume_info *v) {
                v->state != NSC_VOLUME_MOUNTED && (v->flags & NSC_VOLUME_AT_LOGIN);
 }
 
+/* How long start-volumes asks again for a kernel volume that nsd answers "not yet" (another
+ * start of it runs): 60 times, half a second apart. */
+#define START_VOLUMES_RETRIES 60
+#define START_VOLUMES_RETRY_USEC 500000
+
 /* start-volumes: the caller's volumes and namespace, then VOLUME_START of each kernel volume
  * with Start=login that is not mounted (nsd mounts it in the namespace itself: no need to be
  * inside it); a refusal is kept for finish, and the others are still asked for. Nothing
@@ -719,7 +724,14 @@ static int start_volumes_request(nsc_conn *conn, struct args *a) {
                 }
                 o = &a->outcomes[i];
                 o->tried = true;
-                o->error = nsc_volume_start(conn, getuid(), a->volumes[i].name, &o->ctl);
+                /* "not yet": nsd starts it already (the user's first session), or another
+                 * start or stop of the user's runs; asked again while it lasts */
+                for (unsigned tries = 0;; tries++) {
+                        o->error = nsc_volume_start(conn, getuid(), a->volumes[i].name, &o->ctl);
+                        if (o->error != -EAGAIN || tries >= START_VOLUMES_RETRIES)
+                                break;
+                        (void) usleep(START_VOLUMES_RETRY_USEC);
+                }
                 if (o->error < 0)
                         snprintf(o->why, sizeof o->why, "%s", nsc_last_error_message(conn) ?: "");
         }

@@ -33,6 +33,9 @@ struct Api {
         size_t stream_bytes;            /* SHOW text held by replies being sent */
         GHashTable *credential_waiters; /* uid -> GPtrArray of Request*: TAKEs that wait for
                                          * a login password (handlers.c); NULL: none yet */
+        GHashTable *autostarts;         /* uids whose Start=login volumes are being started at their
+                                 * first session (handlers.c); NULL: none yet */
+        bool stopping;                  /* api_done() ran: nsd stops */
 };
 
 static inline Api *api_of(const Request *r) {

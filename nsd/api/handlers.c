@@ -174,6 +174,28 @@ static JoinState *join_state(Request *r) {
         return r->data;
 }
 
+/* who the user is (id), kept for the setup plan: st->who */
+static void join_state_fill(JoinState *st, const PolicyIdentity *id) {
+        st->asked = true;
+        st->name = g_strdup(id->name ? id->name : "");
+        st->home = g_strdup(id->home);
+        st->group = g_strdup(id->group);
+        st->groups = g_memdup2(id->gids, id->n_gids * sizeof(gid_t));
+        if (id->group_names) {
+                st->group_names = g_new0(char *, id->n_gids + 1);
+                for (size_t i = 0; i < id->n_gids; i++)
+                        st->group_names[i] = g_strdup(id->group_names[i] ? id->group_names[i] : "");
+        }
+        st->who = (SetupUser) { .uid = id->uid,
+                                .gid = id->gid,
+                                .name = st->name,
+                                .group = st->group,
+                                .home = st->home,
+                                .groups = st->groups,
+                                .group_names = (const char *const *) st->group_names,
+                                .n_groups = id->n_gids };
+}
+
 static void on_join_identity(int rv, const PolicyIdentity *id, const char *why, void *userdata) {
         Request *r = userdata;
         JoinState *st;
@@ -199,24 +221,7 @@ static void on_join_identity(int rv, const PolicyIdentity *id, const char *why, 
                 request_unref(r);
                 return;
         }
-        st->asked = true;
-        st->name = g_strdup(id->name ? id->name : "");
-        st->home = g_strdup(id->home);
-        st->group = g_strdup(id->group);
-        st->groups = g_memdup2(id->gids, id->n_gids * sizeof(gid_t));
-        if (id->group_names) {
-                st->group_names = g_new0(char *, id->n_gids + 1);
-                for (size_t i = 0; i < id->n_gids; i++)
-                        st->group_names[i] = g_strdup(id->group_names[i] ? id->group_names[i] : "");
-        }
-        st->who = (SetupUser) { .uid = id->uid,
-                                .gid = id->gid,
-                                .name = st->name,
-                                .group = st->group,
-                                .home = st->home,
-                                .groups = st->groups,
-                                .group_names = (const char *const *) st->group_names,
-                                .n_groups = id->n_gids };
+        join_state_fill(st, id);
         request_continue(r, r->next(r));
         request_unref(r);
 }
@@ -404,14 +409,143 @@ static int check_sessions_limit(Request *r, uid_t uid) {
 
 /* The session of u whose leader is pid, opened for the caller; the leader's pidfd came as the
  * request's first descriptor when with_pidfd, else it is taken here. */
+/* ---- Start=login kernel volumes, at a user's first session ----------------------------- */
+
+/* The kernel volumes with Start=login of a user's namespace that are not mounted, started
+ * when a session opens and the user has no other (any login through pam_nsjoin: ssh, su,
+ * cron, the user's service manager; none of them waits for it), one after another (one start
+ * or stop per uid at a time), each as the user's own (CHILD_USER). What became of each is
+ * logged where it ends (volume-mounted, setup-failed). Owned by its pending callback; the
+ * Api's autostarts table lists the uids that have one, so a second first session meanwhile
+ * adds nothing. */
+typedef struct AutoStart {
+        Api *a;
+        uid_t uid;
+        uint64_t ns_inode; /* the namespace whose session it was (a new one is not this one) */
+        size_t next;       /* the next volume to look at */
+        char *why;         /* NSD_REASON= of the starts */
+        JoinState *st;     /* who the user is */
+} AutoStart;
+
+static void autostart_free(AutoStart *as) {
+        if (!as->a->stopping && as->a->autostarts)
+                g_hash_table_remove(as->a->autostarts, GUINT_TO_POINTER(as->uid));
+        join_state_free(as->st);
+        g_free(as->why);
+        g_free(as);
+}
+
+static bool starts_at_login(const UserVolume *v) {
+        return v->at_login && v->outcome != VOLUME_OUTCOME_MOUNTED;
+}
+
+static void on_autostart_done(int r, const char *why, const UserVolume *v, bool changed,
+                              void *userdata);
+
+static void autostart_next(AutoStart *as) {
+        Api *a = as->a;
+        User *u;
+
+        while ((u = users_get(a->users, as->uid)) && u->ns->ns_inode == as->ns_inode &&
+               as->next < u->n_volumes) {
+                const UserVolume *v = &u->volumes[as->next++];
+                g_autofree char *why = NULL;
+                int r;
+
+                if (!starts_at_login(v))
+                        continue;
+                r = users_volume_start(a->users, u, v->name, &as->st->who, true, as->why,
+                                       on_autostart_done, as, &why);
+                if (r > 0)
+                        return; /* on_autostart_done() goes on */
+                if (r < 0)
+                        log_event(r == -NSD_ERRNO_NOT_YET ? LOG_INFO : LOG_WARNING, -r, as->uid,
+                                  "volume-start-failed",
+                                  "Volume '%s' of uid %u was not started at its first session: %s",
+                                  v->name, (unsigned) as->uid, why ? why : g_strerror(-r));
+        }
+        autostart_free(as);
+}
+
+static void on_autostart_done(int r, const char *why, const UserVolume *v, bool changed,
+                              void *userdata) {
+        AutoStart *as = userdata;
+
+        (void) why; /* logged by the start itself */
+        (void) v;
+        (void) changed;
+        if (r == -ECANCELED || as->a->stopping) { /* nsd stops */
+                autostart_free(as);
+                return;
+        }
+        autostart_next(as);
+}
+
+static void on_autostart_identity(int rv, const PolicyIdentity *id, const char *why,
+                                  void *userdata) {
+        AutoStart *as = userdata;
+
+        if (rv == -ECANCELED || as->a->stopping) {
+                autostart_free(as);
+                return;
+        }
+        if (rv < 0) {
+                log_event(LOG_WARNING, -rv, as->uid, "volume-start-failed",
+                          "The Start=login volumes of uid %u were not started at its first "
+                          "session: who uid %u is could not be looked up: %s",
+                          (unsigned) as->uid, (unsigned) as->uid, why ? why : g_strerror(-rv));
+                autostart_free(as);
+                return;
+        }
+        join_state_fill(as->st, id);
+        autostart_next(as);
+}
+
+/* u's first session (pid, service) opened: its Start=login volumes that are not mounted */
+static void autostart_volumes(Api *a, User *u, pid_t pid, const char *service) {
+        AutoStart *as;
+        bool any = false;
+        int r;
+
+        for (size_t i = 0; i < u->n_volumes && !any; i++)
+                any = starts_at_login(&u->volumes[i]);
+        if (!any || a->stopping)
+                return;
+        if (!a->autostarts)
+                a->autostarts = g_hash_table_new(NULL, NULL);
+        if (g_hash_table_contains(a->autostarts, GUINT_TO_POINTER(u->uid)))
+                return;
+        as = g_new0(AutoStart, 1);
+        as->a = a;
+        as->uid = u->uid;
+        as->ns_inode = u->ns->ns_inode;
+        as->st = g_new0(JoinState, 1);
+        as->st->uid = u->uid;
+        as->why = g_strdup_printf("the first session of uid %u: pid %u, '%s'", (unsigned) u->uid,
+                                  (unsigned) pid, service);
+        r = policy_uid_identity(a->policy, u->uid, u->uid, on_autostart_identity, as);
+        if (r != -EINPROGRESS) {
+                log_event(LOG_WARNING, -r, u->uid, "volume-start-failed",
+                          "The Start=login volumes of uid %u were not started at its first "
+                          "session: who uid %u is cannot be looked up now: %s",
+                          (unsigned) u->uid, (unsigned) u->uid, g_strerror(-r));
+                autostart_free(as);
+                return;
+        }
+        g_hash_table_add(a->autostarts, GUINT_TO_POINTER(u->uid));
+}
+
 static int open_session(Request *r, User *u, uint32_t pid, bool with_pidfd, const char *service,
                         Session **ret) {
+        Api *a = api_of(r);
         int none = -1, pidfd = -1, rv;
 
         rv = session_leader_pidfd((pid_t) pid, with_pidfd ? &r->fds[0] : &none, &pidfd, &r->why);
         if (rv < 0)
                 return rv;
-        *ret = users_open_session(api_of(r)->users, u, (pid_t) pid, service, pidfd, r->uid);
+        *ret = users_open_session(a->users, u, (pid_t) pid, service, pidfd, r->uid);
+        if (users_sessions_of(a->users, u->uid) == 1)
+                autostart_volumes(a, u, (pid_t) pid, service);
         return 0;
 }
 
@@ -1366,6 +1500,9 @@ static int handle_credential_unlock(Request *r) {
 
 void api_done(Api *a) {
         g_clear_pointer(&a->credential_waiters, g_hash_table_unref);
+        /* the Start=login starts under way end with nsd's rooms (-ECANCELED): on their own */
+        a->stopping = true;
+        g_clear_pointer(&a->autostarts, g_hash_table_unref);
 }
 
 /* ---- RELEASE ---------------------------------------------------------------------------- */

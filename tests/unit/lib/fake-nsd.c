@@ -598,6 +598,8 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                          r.volume_ctl.volume);
                 if ((!cfg->volume_ctl_fail ||
                      strcmp(cfg->volume_ctl_fail, r.volume_ctl.volume) == 0) &&
+                    (!cfg->volume_ctl_error_times ||
+                     rec->volume_starts + rec->volume_stops <= cfg->volume_ctl_error_times) &&
                     refuse(cfd, &r, cfg->volume_ctl_error, cfg))
                         break;
                 fake_nsd_reply_init(&rep, r.hdr.type | NSD_REPLY_BIT, sizeof(rep), &r);

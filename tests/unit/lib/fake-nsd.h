@@ -125,6 +125,7 @@ struct fake_nsd_config {
         uint32_t volume_ctl_loop, volume_ctl_changed;
         int volume_ctl_error;
         const char *volume_ctl_fail;
+        unsigned volume_ctl_error_times; /* volume_ctl_error for that many requests only; 0: all */
         uint32_t join_ns_flags; /* ORed into JOIN_SESSION's ns_flags (NSD_NS_CREDENTIAL_WANTED) */
         const char *error_message; /* with those; NULL means "fake nsd: refused" */
 };

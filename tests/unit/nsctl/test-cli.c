@@ -1112,6 +1112,18 @@ static void test_start_volumes(void) {
                    rec->bad == 0,
            "... for the caller's uid, sound requests");
 
+        cfg.volume_ctl_error = -EAGAIN;
+        cfg.volume_ctl_error_times = 2;
+        cfg.error_message = "a volume of uid 1500 is being started or stopped; retry";
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "start-volumes", NULL);
+        rec = served_stop();
+        ok(r.status == 0 && r.err[0] == '\0' && rec->volume_starts == 4,
+           "start-volumes: 'not yet' (nsd starts it at the first session) is asked again, then "
+           "started (%u starts, '%s')",
+           rec->volume_starts, line1(r.err));
+        cfg.volume_ctl_error_times = 0;
+
         cfg.volume_ctl_error = -EIO;
         cfg.volume_ctl_fail = "vault";
         cfg.error_message = "mount: wrong fs type";

@@ -413,7 +413,7 @@ assert_contains "$(nsd_journal NSD_EVENT=namespace-released USER_ID=1001)" "ling
         "nsd's namespace-released event for linger's release"
 
 # ---- 9. kernel volumes started later in a namespace that exists (protocol 1.11) ----------------
-say "9. bob: an ext4 volume with Start=login (his manager asks nsd at login) and one with Start=request"
+say "9. bob: an ext4 volume with Start=login (nsd starts it at his first session) and one with Start=request"
 for v in desk box; do
         truncate -s 16M "$vol/bob-$v.img"
         mkfs.ext4 -q -F -E "root_owner=$(id -u bob):$(id -g bob)" "$vol/bob-$v.img" ||
@@ -442,6 +442,11 @@ Where=%h/box
 Start=request
 Users=bob
 CONF
+# nsd itself starts a Start=login volume when the user's first session opens (a cron job, a
+# login without a service manager): the manager's own start (nsd-volumes.service) is masked
+# here, so only nsd can mount it
+systemctl --global mask nsd-volumes.service > /dev/null 2>&1 || fail "systemctl --global mask nsd-volumes.service"
+vm_on_exit "systemctl --global unmask nsd-volumes.service > /dev/null 2>&1"
 # a login that stays: his namespace and his manager live as long as it does
 vm_ssh bob 'sleep 300' > /dev/null 2>&1 &
 stay=$!
@@ -453,12 +458,15 @@ vm_poll 90 mounted_on /home/bob/desk || {
         fail "bob's ~/desk (Start=login) is not mounted 90 s after his login"
 }
 assert_contains "$(nsd_journal NSD_EVENT=volume-starting USER_ID=1002)" \
-        "Mounting volume 'desk' of uid 1002 on /home/bob/desk (asked by uid 1002" \
-        "nsd's volume-starting event for bob's desk, asked by his own start-volumes"
-out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state,now)
+        "Mounting volume 'desk' of uid 1002 on /home/bob/desk (the first session of uid 1002: pid" \
+        "nsd's volume-starting event for bob's desk, at his first session"
+systemctl --global unmask nsd-volumes.service > /dev/null 2>&1 || fail "systemctl --global unmask nsd-volumes.service"
+out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state,now,start,release)
 echo "$out"
-assert_contains "$out" "bob desk mounted mounted" "root's nsctl volumes: bob's desk"
-assert_contains "$out" "bob box stopped not-mounted" "root's nsctl volumes: bob's box (Start=request)"
+assert_contains "$out" "bob desk mounted mounted login last-session" \
+        "root's nsctl volumes: bob's desk (Start=login, Release=last-session)"
+assert_contains "$out" "bob box stopped not-mounted request namespace" \
+        "root's nsctl volumes: bob's box (Start=request)"
 assert_eq "" "$(vm_ssh bob 'findmnt -n /home/bob/box || true')" "a mount on bob's ~/box before he asks"
 
 say "9. bob starts his box: mounted in his namespace only; a second start mounts nothing more"
