@@ -443,10 +443,12 @@ Start=request
 Users=bob
 CONF
 # nsd itself starts a Start=login volume when the user's first session opens (a cron job, a
-# login without a service manager): the manager's own start (nsd-volumes.service) is masked
-# here, so only nsd can mount it
-systemctl --global mask nsd-volumes.service > /dev/null 2>&1 || fail "systemctl --global mask nsd-volumes.service"
-vm_on_exit "systemctl --global unmask nsd-volumes.service > /dev/null 2>&1"
+# login without a service manager): the manager's own start (nsd-volumes.service) is off for
+# bob here, so only nsd can mount it
+off=/etc/systemd/user/nsd-volumes.service.d
+mkdir -p "$off"
+printf '[Unit]\nConditionUser=!bob\n' > "$off/50-test-not-bob.conf"
+vm_on_exit "rm -f $off/50-test-not-bob.conf"
 # a login that stays: his namespace and his manager live as long as it does
 vm_ssh bob 'sleep 300' > /dev/null 2>&1 &
 stay=$!
@@ -460,7 +462,9 @@ vm_poll 90 mounted_on /home/bob/desk || {
 assert_contains "$(nsd_journal NSD_EVENT=volume-starting USER_ID=1002)" \
         "Mounting volume 'desk' of uid 1002 on /home/bob/desk (the first session of uid 1002: pid" \
         "nsd's volume-starting event for bob's desk, at his first session"
-systemctl --global unmask nsd-volumes.service > /dev/null 2>&1 || fail "systemctl --global unmask nsd-volumes.service"
+assert_contains "$(vm_user_systemctl bob show -p ConditionResult --value nsd-volumes.service)" no \
+        "bob's nsd-volumes.service (skipped: nsd alone mounted his desk)"
+rm -f "$off/50-test-not-bob.conf"
 out=$("$NSCTL" volumes --raw --noheadings -o user,volume,state,now,start,release)
 echo "$out"
 assert_contains "$out" "bob desk mounted mounted login last-session" \
