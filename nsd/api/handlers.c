@@ -423,16 +423,34 @@ typedef struct AutoStart {
         uid_t uid;
         uint64_t ns_inode; /* the namespace whose session it was (a new one is not this one) */
         size_t next;       /* the next volume to look at */
+        unsigned tries;    /* "not yet" answers for volumes[next - 1] so far */
+        guint timer;       /* waiting to ask again after "not yet" (the Api's then) */
         char *why;         /* NSD_REASON= of the starts */
         JoinState *st;     /* who the user is */
 } AutoStart;
 
+/* A start that answers "not yet" (no helper child free now, another start or stop of the
+ * user's runs) is asked again a second later, 10 times at most. */
+#define AUTOSTART_RETRIES 10
+
 static void autostart_free(AutoStart *as) {
         if (!as->a->stopping && as->a->autostarts)
                 g_hash_table_remove(as->a->autostarts, GUINT_TO_POINTER(as->uid));
+        if (as->timer)
+                g_source_remove(as->timer);
         join_state_free(as->st);
         g_free(as->why);
         g_free(as);
+}
+
+static void autostart_next(AutoStart *as);
+
+static gboolean on_autostart_retry(void *userdata) {
+        AutoStart *as = userdata;
+
+        as->timer = 0;
+        autostart_next(as);
+        return G_SOURCE_REMOVE;
 }
 
 static bool starts_at_login(const UserVolume *v) {
@@ -456,8 +474,16 @@ static void autostart_next(AutoStart *as) {
                         continue;
                 r = users_volume_start(a->users, u, v->name, &as->st->who, true, as->why,
                                        on_autostart_done, as, &why);
-                if (r > 0)
+                if (r > 0) {
+                        as->tries = 0;
                         return; /* on_autostart_done() goes on */
+                }
+                if (r == -NSD_ERRNO_NOT_YET && as->tries++ < AUTOSTART_RETRIES) {
+                        as->next--; /* this one again */
+                        as->timer = g_timeout_add_seconds(1, on_autostart_retry, as);
+                        return;
+                }
+                as->tries = 0;
                 if (r < 0)
                         log_event(r == -NSD_ERRNO_NOT_YET ? LOG_INFO : LOG_WARNING, -r, as->uid,
                                   "volume-start-failed",
@@ -532,7 +558,7 @@ static void autostart_volumes(Api *a, User *u, pid_t pid, const char *service) {
                 autostart_free(as);
                 return;
         }
-        g_hash_table_add(a->autostarts, GUINT_TO_POINTER(u->uid));
+        g_hash_table_insert(a->autostarts, GUINT_TO_POINTER(u->uid), as);
 }
 
 static int open_session(Request *r, User *u, uint32_t pid, bool with_pidfd, const char *service,
@@ -1500,9 +1526,21 @@ static int handle_credential_unlock(Request *r) {
 
 void api_done(Api *a) {
         g_clear_pointer(&a->credential_waiters, g_hash_table_unref);
-        /* the Start=login starts under way end with nsd's rooms (-ECANCELED): on their own */
+        /* the Start=login starts under way end with nsd's rooms (-ECANCELED), on their own;
+         * those waiting to ask again end here */
         a->stopping = true;
-        g_clear_pointer(&a->autostarts, g_hash_table_unref);
+        if (a->autostarts) {
+                GHashTableIter it;
+                gpointer v;
+
+                g_hash_table_iter_init(&it, a->autostarts);
+                while (g_hash_table_iter_next(&it, NULL, &v))
+                        if (((AutoStart *) v)->timer) {
+                                g_hash_table_iter_remove(&it);
+                                autostart_free(v);
+                        }
+                g_clear_pointer(&a->autostarts, g_hash_table_unref);
+        }
 }
 
 /* ---- RELEASE ---------------------------------------------------------------------------- */

@@ -218,8 +218,19 @@ class World:
                 raise RuntimeError(f"mkfs.ext4 {d}/vault.img: {out}")
             os.makedirs(f"{d}/home/{UD}/vault")
             os.chown(f"{d}/home/{UD}/vault", UD, UD)
+            # a second one, Start=login: nsd mounts it at D's first session (phase login-d)
+            with open(f"{d}/desk.img", "wb") as f:
+                f.truncate(8 << 20)
+            os.chmod(f"{d}/desk.img", 0o600)
+            rc, out = run(["mkfs.ext4", "-q", "-F", f"{d}/desk.img"])
+            if rc != 0:
+                raise RuntimeError(f"mkfs.ext4 {d}/desk.img: {out}")
+            os.makedirs(f"{d}/home/{UD}/desk")
+            os.chown(f"{d}/home/{UD}/desk", UD, UD)
             volume = (f"[Volume vault]\nType=ext4\nSource={d}/vault.img\nWhere=%h/vault\n"
-                      f"Options=ro\nUsers=ud\n")
+                      f"Options=ro\nUsers=ud\n"
+                      f"[Volume desk]\nType=ext4\nSource={d}/desk.img\nWhere=%h/desk\n"
+                      f"Options=ro\nStart=login\nUsers=ud\n")
         with open(self.conf, "a") as f:
             f.write(f"[Setup]\nInitScript={d}/init.sh\nTimeoutSec=10\n"
                     f"[Polydir t]\nPath={d}/poly/t\nMethod=tmpfs\nMountOptions=size=1m\n"
@@ -597,13 +608,63 @@ def setup_state(w, uid):
             int(f[-1])), None
 
 
-def vault_mounts(w):
-    """How many mounts D's namespace has on ~/vault (-1: it cannot be entered)."""
+def vault_mounts(w, name="vault"):
+    """How many mounts D's namespace has on ~/vault, or ~/NAME (-1: it cannot be entered)."""
     rc, out = w.client("exec", UD, JOIN_WAIT_MS, "--", "awk",
-                       f"$5 == \"{w.dir}/home/{UD}/vault\" {{ n++ }} END {{ print n + 0 }}",
+                       f"$5 == \"{w.dir}/home/{UD}/{name}\" {{ n++ }} END {{ print n + 0 }}",
                        "/proc/self/mountinfo")
     f = out.split()
     return int(f[-1]) if rc == 0 and f and f[-1].isdigit() else -1
+
+
+def volume_state(w, uid, name):
+    """The STATE nsctl volumes gives uid's volume name ("" when not listed)."""
+    rc, out = w.nsctl("volumes", "--raw", "--noheadings", "-o", "UID,VOLUME,STATE")
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0] == str(uid) and f[1] == name:
+            return f[2]
+    return ""
+
+
+def login_d(w, oc, mark):
+    """Issue 25: D's first session (JOIN, SESSION_OPEN, SESSION_CLOSE) makes nsd start its
+    Start=login volume, desk, after the answer; each call site of that start failed in turn.
+    Asserted: nsd answers the session whatever became of the start (a refusal only from the
+    session's own calls, never for the volume); the desk ends mounted once or not at all,
+    never twice; nsd's record never says mounted when nothing is there. A start that answers
+    "not yet" is asked again a second later. Then (phase login-undo, not failed) the desk is
+    stopped again, so that release-d is what it was."""
+    mark("login-d")
+    w.ensure_running()
+    out = w.client("session", UD)[1].strip()
+    if not out.startswith("ok"):
+        oc.note(f"login-d: D's session answered {out}")
+        if "desk" in out:
+            oc.problem(f"login-d: D's session was refused for its Start=login volume: {out}")
+    # the start runs after the answer: until nsd's record of desk moves, or it said why not
+    deadline = time.monotonic() + (15 if out.startswith("ok") else 3)
+    st = ""
+    while time.monotonic() < deadline:
+        w.ensure_running()
+        st = volume_state(w, UD, "desk")
+        if st not in ("", "stopped") or "not started at its first session" in w.log_text():
+            break
+        time.sleep(0.2)
+    n = vault_mounts(w, "desk")
+    if n > 1:
+        oc.problem(f"login-d: D's desk is MOUNTED {n} TIMES after its first session")
+    elif n == 1 and st != "mounted":
+        # a record behind the mount: the next start or stop corrects it (volume-found)
+        oc.note(f"login-d: desk mounted, nsd's record says {st or 'nothing'}")
+    elif n == 0 and st == "mounted":
+        oc.problem("login-d: nsd records D's desk mounted, yet nothing is on ~/desk")
+    elif n != 1:
+        oc.note(f"login-d: desk not mounted ({st or 'no record'})")
+    mark("login-undo")
+    w.ensure_running()
+    if n >= 1:
+        w.client("volume", UD, "stop", "desk")
 
 
 def stop_start_d(w, oc, mark):
@@ -695,6 +756,7 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
     oc.vault_up = True
     if oc.d is not None and w.volume and st is not None and all(st[:-1]):
         stop_start_d(w, oc, mark)
+        login_d(w, oc, mark)
         # issue 25: D released; nsd unmounts its volume first (volume-release.h)
         mark("release-d")
         w.ensure_running()
@@ -805,7 +867,7 @@ CRED_ERRNO_DEFAULT = ["EMFILE"]
 RELEASE_D_ERRNOS = {"umount2": ["EBUSY", "EIO"], "clone": ["EAGAIN"], "setns": ["ENOMEM"]}
 # The calls every request makes before its handler runs (the accept, the peer's uid, the
 # read): the same code for every request type, failed in the phases before. The volume
-# start and stop phases (stop-d, start-d) leave them out; their reply's send stays in.
+# start and stop phases (stop-d, start-d, login-d) leave them out; their reply's send stays in.
 PRE_DISPATCH_SITES = ("listener_source_dispatch", "peer_real_uid", "conn_read")
 # Cases that fail for a bug of nsd's not fixed yet: (phase, call, function of the call site
 # and which of its calls in the phase (None: any), errno test, the bug). Their TAP lines
@@ -1922,9 +1984,12 @@ def main():
             for e in CRED_ERRNOS.get(s["call"], CRED_ERRNO_DEFAULT):
                 cases.append((s, e, 1))
             continue
-        if s["phase"] in ("stop-d", "start-d") and s["site"].startswith(PRE_DISPATCH_SITES):
+        if s["phase"] == "login-undo":  # the clean-up after login-d
             continue
-        if s["phase"] in ("release-d", "stop-d", "start-d"):
+        if s["phase"] in ("stop-d", "start-d", "login-d") and \
+                s["site"].startswith(PRE_DISPATCH_SITES):
+            continue
+        if s["phase"] in ("release-d", "stop-d", "start-d", "login-d"):
             for e in RELEASE_D_ERRNOS.get(s["call"], CRED_ERRNO_DEFAULT):
                 cases.append((s, e, 1))
             continue
