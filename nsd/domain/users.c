@@ -1316,7 +1316,6 @@ static void volume_op_done(VolumeOp *op, int r, const char *why, const UserVolum
         volume_op_free(op);
 }
 
-/* Is something mounted on v's Where= in u's namespace now (its mount table, read by nsd)? */
 /* Is the volume of type mounted on where in u's namespace now? Only root mounts a kernel
  * file system there (the user's own mounts are FUSE). With source, for what a record does
  * not know (a start whose report was lost, a state file that missed a start): a mount of

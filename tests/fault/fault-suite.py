@@ -56,7 +56,11 @@ numbering of the calls to fail, the same in every run.
    stop-d, start-d: VOLUME_STOP, VOLUME_START as root, one errno per call site as
    RELEASE_D_ERRNOS): a stop that answers ok leaves no mount on ~/vault, one that fails leaves
    it mounted; a start that answers ok (after one retry) leaves exactly one mount with its
-   mark, one that fails none or one, never two (stop_start_d()). Then D is released (phase
+   mark, one that fails none or one, never two (stop_start_d()). Then D's first session
+   (phase login-d: JOIN, SESSION_OPEN, SESSION_CLOSE) makes nsd start its Start=login volume,
+   desk, after the answer, each call site of that start failed in turn: the session is
+   answered whatever becomes of the start, desk ends mounted once or not at all (login_d();
+   phase login-undo stops it again, not failed). Then D is released (phase
    release-d: nsd unmounts its
    volume first, volume-release.h, then unpins it), each call site of that failed in turn (one
    errno each, RELEASE_D_ERRNOS):
