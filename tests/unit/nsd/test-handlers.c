@@ -908,6 +908,95 @@ static int volume_ctl(int fd, uint16_t type, uid_t uid, const char *volume, uint
         return t.error;
 }
 
+static gint identity_asks;
+
+/* "who is uid?" for the autostart test: counted, a user of no groups */
+static int counted_identity(uid_t uid, gid_t *ret_gid, gid_t **ret_gids, size_t *ret_n) {
+        g_atomic_int_inc(&identity_asks);
+        *ret_gid = (gid_t) uid;
+        *ret_gids = NULL;
+        *ret_n = 0;
+        return 0;
+}
+
+/* SESSION_OPEN (root, leader: this process) of uid, or SESSION_CLOSE of session id: the
+ * reply's type */
+static uint16_t session_msg(int fd, bool open, uid_t uid, uint64_t id, uint64_t *ret_id) {
+        TestReply t;
+
+        if (open) {
+                struct nsd_req_session_open q = { 0 };
+
+                nsd_msg_init(&q.hdr, NSD_REQ_SESSION_OPEN, sizeof q, 21);
+                q.uid = uid;
+                q.pid = (uint32_t) getpid();
+                g_strlcpy(q.service, "cron", sizeof q.service);
+                loop_test_send(fd, &q, sizeof q, -1);
+        } else {
+                struct nsd_req_session_close q = { 0 };
+
+                nsd_msg_init(&q.hdr, NSD_REQ_SESSION_CLOSE, sizeof q, 22);
+                q.uid = uid;
+                q.session_id = id;
+                q.pid = (uint32_t) getpid();
+                loop_test_send(fd, &q, sizeof q, -1);
+        }
+        t = loop_test_next(fd);
+        if (ret_id && t.type == NSD_REP_SESSION_OPEN)
+                *ret_id = ((const struct nsd_rep_session_open *) &t.msg)->session_id;
+        return t.type;
+}
+
+static guint autostarts_running(Server *s) {
+        return s->api.autostarts ? g_hash_table_size(s->api.autostarts) : 0;
+}
+
+/* A user's first session (any: here a cron job's, no service manager) makes nsd start its
+ * Start=login kernel volumes that are not mounted, after the answer: it asks who the user
+ * is, once; a second session adds nothing; a first session again does it again; none when
+ * every such volume is mounted, nor for a Start=request one. (What the start mounts: vm
+ * volumes, fault suite login-d.) */
+static void test_volume_autostart(void) {
+        Config c = loop_test_config();
+        uint64_t id1 = 0, id2 = 0;
+        Server *s;
+        User *u;
+        int root;
+
+        c.max_uid = 200000; /* SESSION_OPEN asks whether the uid is managed: @regular */
+        s = core_test_server(&c);
+        u = volume_user(s, "desk:ext4 box:ext4");
+        u->volumes[0].outcome = VOLUME_OUTCOME_STOPPED;
+        u->volumes[0].at_login = true;
+        u->volumes[1].outcome = VOLUME_OUTCOME_STOPPED;
+        u->volumes[1].on_request = true;
+        policy_set_identity_fn(s->policy, counted_identity);
+        root = peer(s, CONN_KIND_ROOT, 0);
+
+        is_int(session_msg(root, true, 100001, 0, &id1), NSD_REP_SESSION_OPEN,
+               "the user's first session is opened");
+        ok(RUN_UNTIL(g_atomic_int_get(&identity_asks) == 1 && autostarts_running(s) == 0),
+           "... then nsd looks up who the user is, once, to start its Start=login volume");
+        is_int(session_msg(root, true, 100001, 0, &id2), NSD_REP_SESSION_OPEN,
+               "a second session is opened");
+        ok(autostarts_running(s) == 0 && g_atomic_int_get(&identity_asks) == 1,
+           "... and starts nothing more");
+        (void) session_msg(root, false, 100001, id1, NULL);
+        (void) session_msg(root, false, 100001, id2, NULL);
+        is_int(session_msg(root, true, 100001, 0, &id1), NSD_REP_SESSION_OPEN,
+               "after the last one closed, a first session again");
+        ok(RUN_UNTIL(g_atomic_int_get(&identity_asks) == 2 && autostarts_running(s) == 0),
+           "... starts the volume again");
+        (void) session_msg(root, false, 100001, id1, NULL);
+        u->volumes[0].outcome = VOLUME_OUTCOME_MOUNTED;
+        is_int(session_msg(root, true, 100001, 0, &id1), NSD_REP_SESSION_OPEN,
+               "a first session with the Start=login volume mounted");
+        ok(autostarts_running(s) == 0 && g_atomic_int_get(&identity_asks) == 2,
+           "... starts nothing (nor the Start=request one)");
+        close(root);
+        server_free(s);
+}
+
 /* VOLUME_START and VOLUME_STOP: a start of a mounted volume and a stop of a stopped one answer
  * with the state and change nothing; a FUSE volume, a network volume's stop, an unknown
  * name, another user's volume and a uid without a namespace are refused with the reason. */
@@ -1165,5 +1254,6 @@ int main(void) {
         test_credentials();
         test_credential_unlock();
         test_volume_ctl();
+        test_volume_autostart();
         return tap_done();
 }
