@@ -1508,6 +1508,7 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
                 v->loop = loop;
                 v->err = 0;
                 g_clear_pointer(&v->why, g_free);
+                user_state_write(u); /* so also if the stop is refused */
         }
         if (!volume_unmounted_first(v))
                 return why_set(ret_why, EOPNOTSUPP,
