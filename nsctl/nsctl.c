@@ -437,7 +437,8 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
                               "mounted one that stopped the last release: who held it" },
         [VOLUMES_COL_START] = { "START", 9, 0, SCOLS_JSON_STRING,
                                 "when it is mounted: namespace (with the namespace), login (at "
-                                "login, by the user's service manager) or request (nsctl start)" },
+                                "the user's first session; a FUSE volume by the user's service "
+                                "manager) or request (nsctl start)" },
         [VOLUMES_COL_RELEASE] = { "RELEASE", 12, 0, SCOLS_JSON_STRING,
                                   "when it goes: namespace (with the namespace), last-session "
                                   "(after the last session, no process left) or user-manager "

@@ -899,8 +899,6 @@ static void session_remove(Users *reg, Session *sess) {
         g_hash_table_remove(reg->sessions, &sess->id); /* frees sess */
 }
 
-/* Is volumes[i] of u one that nsd unmounts before a release: a block volume its setup
- * mounted (on a loop device, or a block device of root's)? */
 /* A kernel file system on a block device or an image (not FUSE, not a network type). */
 static bool volume_is_block(const UserVolume *v) {
         const VolumeTypeOptions *t = volume_type_options_find(v->type);
@@ -908,6 +906,8 @@ static bool volume_is_block(const UserVolume *v) {
         return t && !t->fuse && !t->network;
 }
 
+/* Is volumes[i] of u one that nsd unmounts before a release: a block volume its setup
+ * mounted (on a loop device, or a block device of root's)? */
 static bool volume_unmounted_first(const UserVolume *v) {
         return v->outcome == VOLUME_OUTCOME_MOUNTED && volume_is_block(v) &&
                (v->loop || g_str_has_prefix(v->source, "/dev/"));
@@ -1364,10 +1364,10 @@ static void on_volume_started(int r, const char *why, unsigned n_failed, bool re
             volume_mounted_now(u, v->type, setup_plan_volume_where(plan, (size_t) i),
                                setup_plan_volume_source(plan, (size_t) i), &v->loop)) {
                 log_event(LOG_NOTICE, 0, op->uid, "volume-found",
-                          "volume '%s' of uid %u is mounted on %s although its start did not "
+                          "Volume '%s' of uid %u is mounted on %s although its start did not "
                           "report (%s): recorded mounted",
                           op->name, (unsigned) op->uid, setup_plan_volume_where(plan, (size_t) i),
-                          why);
+                          why ? why : "no message");
                 outcome = VOLUME_OUTCOME_MOUNTED;
                 r = 0;
         }
@@ -1501,7 +1501,7 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
                     !volume_mounted_now(u, v->type, v->where, v->source, &loop))
                         return 0;
                 log_event(LOG_NOTICE, 0, u->uid, "volume-found",
-                          "volume '%s' of uid %u is mounted on %s although its record says "
+                          "Volume '%s' of uid %u is mounted on %s although its record says "
                           "it is not: recorded mounted, then stopped",
                           name, (unsigned) u->uid, v->where);
                 v->outcome = VOLUME_OUTCOME_MOUNTED;

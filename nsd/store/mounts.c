@@ -308,24 +308,31 @@ int mounts_device_is(dev_t dev, const char *source) {
 
         if (!source || source[0] != '/')
                 return 0;
+        if (major(dev) == MOUNTS_LOOP_MAJOR) {
+                /* the loop device's backing file, as the kernel names it from this process's
+                 * root: compared as a string, so that nsd never walks the image's path (a
+                 * directory on the way could be anyone's mount) */
+                snprintf(path, sizeof path, "/sys/dev/block/%u:%u/loop/backing_file", major(dev),
+                         minor(dev));
+                f = fopen(path, "re");
+                if (!f && errno != ENOENT) /* ENOENT: cleared meanwhile */
+                        return -errno;
+                if (f) {
+                        n = fread(backing, 1, sizeof backing - 1, f);
+                        fclose(f);
+                        backing[n] = '\0';
+                        if (n > 0 && backing[n - 1] == '\n')
+                                backing[--n] = '\0';
+                        if (strcmp(backing, source) == 0)
+                                return 1;
+                }
+        }
+        /* a block device Source=: its number, under /dev only */
+        if (strncmp(source, "/dev/", 5) != 0)
+                return 0;
         if (stat(source, &st) < 0)
                 return errno == ENOENT ? 0 : -errno;
-        if (S_ISBLK(st.st_mode))
-                return st.st_rdev == dev;
-        if (!S_ISREG(st.st_mode) || major(dev) != MOUNTS_LOOP_MAJOR)
-                return 0;
-        /* the loop device's backing file, as the kernel names it from this process's root */
-        snprintf(path, sizeof path, "/sys/dev/block/%u:%u/loop/backing_file", major(dev),
-                 minor(dev));
-        f = fopen(path, "re");
-        if (!f)
-                return errno == ENOENT ? 0 : -errno; /* ENOENT: cleared, or not a loop device */
-        n = fread(backing, 1, sizeof backing - 1, f);
-        fclose(f);
-        backing[n] = '\0';
-        if (n > 0 && backing[n - 1] == '\n')
-                backing[--n] = '\0';
-        return strcmp(backing, source) == 0;
+        return S_ISBLK(st.st_mode) && st.st_rdev == dev;
 }
 
 /* ---- FUSE mounts and their owners ---------------------------------------------------------- */

@@ -55,10 +55,10 @@ typedef struct MountOn {
         char fstype[64];
 } MountOn;
 int mounts_on(const char *mountinfo, const char *path, MountOn *ret);
-/* Is the device dev (a mount's, from mountinfo) the volume source names: the block device
- * source is, or a loop device whose backing file is source (as /sys names it: the path from
- * this process's root, so a file renamed since does not match)? 1 yes, 0 no, -errno when
- * source cannot be looked at. */
+/* Is the device dev (a mount's, from mountinfo) the volume source names: a loop device whose
+ * backing file is source (as /sys names it: the path from this process's root, compared as a
+ * string, so a file renamed since does not match and nothing on the way is walked), or the
+ * block device source is under /dev? 1 yes, 0 no, -errno when it cannot be looked at. */
 #define MOUNTS_LOOP_MAJOR 7
 int mounts_device_is(dev_t dev, const char *source);
 /* The fingerprint of the mount on path (the last one there: on top), for a baseline: 0, or
