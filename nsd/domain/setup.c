@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/loop.h>
-#include <linux/major.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -36,6 +35,7 @@
 #include "base/log.h"
 #include "cleanup.h"
 #include "kernel-abi.h"
+#include "store/mounts.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -975,7 +975,7 @@ static int volume_here(const struct bases *b, const PlanVolume *v, int wfd,
         struct stat src;
         char dev[32], num[24];
         dev_t on;
-        int r, sfd, lfd;
+        int r, sfd, lfd, idx;
 
         r = helper_mount_root(wfd, &on);
         if (r < 0)
@@ -997,10 +997,15 @@ static int volume_here(const struct bases *b, const PlanVolume *v, int wfd,
                 res->done = res->already = true;
                 return 1;
         }
-        if (major(on) != LOOP_MAJOR)
+        /* the loop device's own name (its minor is its number only while loop.max_part
+         * is 0) */
+        idx = mounts_loop_index(on);
+        if (idx == -ENODEV)
                 return where_taken(res, on);
+        if (idx < 0)
+                return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
         strcpy(dev, "dev/loop");
-        strcat(dev, helper_fmt_uint(num, minor(on), 10));
+        strcat(dev, helper_fmt_uint(num, (unsigned long) idx, 10));
         lfd = helper_open_beneath(b->root, dev, O_RDONLY);
         if (lfd < 0)
                 return item_fail(res, HELPER_STEP_SETUP_CHECK, WHAT_TARGET);
@@ -1011,7 +1016,7 @@ static int volume_here(const struct bases *b, const PlanVolume *v, int wfd,
         if (r < 0 || info.lo_device != (uint64_t) src.st_dev || info.lo_inode != src.st_ino)
                 return where_taken(res, on);
         res->done = res->already = res->looped = true;
-        res->loop_nr = minor(on);
+        res->loop_nr = (uint32_t) idx;
         return 1;
 }
 

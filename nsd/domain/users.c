@@ -1334,7 +1334,7 @@ static bool volume_mounted_now(const User *u, const char *type, const char *wher
         if (source && (!g_str_equal(on.fstype, type) || mounts_device_is(on.dev, source) != 1))
                 return false;
         if (ret_loop)
-                *ret_loop = major(on.dev) == MOUNTS_LOOP_MAJOR ? minor(on.dev) + 1 : 0;
+                *ret_loop = (uint32_t) MAX(mounts_loop_index(on.dev) + 1, 0);
         return true;
 }
 

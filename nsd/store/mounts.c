@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include "base/helper.h"
 #include "libmount-cleanup.h"
 
 /* mountinfo text into a libmount table */
@@ -333,6 +335,34 @@ int mounts_device_is(dev_t dev, const char *source) {
         if (stat(source, &st) < 0)
                 return errno == ENOENT ? 0 : -errno;
         return S_ISBLK(st.st_mode) && st.st_rdev == dev;
+}
+
+int mounts_loop_index(dev_t dev) {
+        char path[64] = "/sys/dev/block/", num[24], link[PATH_MAX];
+        const char *name;
+        ssize_t n;
+        long idx = 0;
+
+        if (major(dev) != MOUNTS_LOOP_MAJOR)
+                return -ENODEV;
+        strcat(path, helper_fmt_uint(num, major(dev), 10));
+        strcat(path, ":");
+        strcat(path, helper_fmt_uint(num, minor(dev), 10));
+        n = readlink(path, link, sizeof link - 1);
+        if (n < 0)
+                return errno == ENOENT ? -ENODEV : -errno;
+        link[n] = '\0';
+        /* ../../devices/virtual/block/loop3 (a partition: .../loop3/loop3p1) */
+        name = strrchr(link, '/');
+        name = name ? name + 1 : link;
+        if (strncmp(name, "loop", 4) != 0 || !name[4])
+                return -ENODEV;
+        for (const char *c = name + 4; *c; c++) {
+                if (*c < '0' || *c > '9' || idx > INT_MAX / 10)
+                        return -ENODEV;
+                idx = idx * 10 + (*c - '0');
+        }
+        return (int) idx;
 }
 
 /* ---- FUSE mounts and their owners ---------------------------------------------------------- */

@@ -61,6 +61,11 @@ int mounts_on(const char *mountinfo, const char *path, MountOn *ret);
  * block device source is under /dev? 1 yes, 0 no, -errno when it cannot be looked at. */
 #define MOUNTS_LOOP_MAJOR 7
 int mounts_device_is(dev_t dev, const char *source);
+/* The number N of the loop device /dev/loopN that dev is, as /sys/dev/block names it (a
+ * loop device's minor is N only while loop.max_part is 0): N >= 0, -ENODEV when dev is no
+ * whole loop device, -errno when /sys cannot be read. Async-signal-safe (no allocation, no
+ * stdio): helper children call it. */
+int mounts_loop_index(dev_t dev);
 /* The fingerprint of the mount on path (the last one there: on top), for a baseline: 0, or
  * -ENOENT (nothing mounted on path), -errno when the text does not parse. nsd's own mount
  * made after the namespace (a volume it started) joins the baseline so: it is not the user's. */

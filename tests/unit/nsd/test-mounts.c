@@ -246,10 +246,48 @@ static void test_on(void) {
         unlink(file);
 }
 
+/* A loop device's number from /sys/dev/block's link (mounts_loop_index()), checked against
+ * /sys/block/loopN/dev, the other way /sys names it: its minor is N only while
+ * loop.max_part is 0 */
+static void test_loop_index(void) {
+        g_autoptr(GDir) dir = g_dir_open("/sys/block", 0, NULL);
+        unsigned maj, mnr, checked = 0, wrong = 0;
+        const char *name;
+
+        is_int(mounts_loop_index(makedev(8, 1)), -ENODEV, "a device of another major is no loop");
+        is_int(mounts_loop_index(makedev(7, 1048575)), -ENODEV,
+               "a loop number /sys does not know: -ENODEV");
+        while (dir && (name = g_dir_read_name(dir))) {
+                g_autofree char *path = NULL, *text = NULL;
+                char *end;
+                long n;
+
+                if (!g_str_has_prefix(name, "loop"))
+                        continue;
+                n = strtol(name + 4, &end, 10);
+                path = g_strdup_printf("/sys/block/%s/dev", name);
+                if (*end || !g_file_get_contents(path, &text, NULL, NULL) ||
+                    sscanf(text, "%u:%u", &maj, &mnr) != 2)
+                        continue;
+                if (mounts_loop_index(makedev(maj, mnr)) != n) {
+                        tap_diag("%s (%u:%u): mounts_loop_index() says %d", name, maj, mnr,
+                                 mounts_loop_index(makedev(maj, mnr)));
+                        wrong++;
+                }
+                checked++;
+        }
+        if (checked)
+                ok(wrong == 0, "each of the %u loop devices of /sys/block by its number (%u wrong)",
+                   checked, wrong);
+        else
+                tap_skip("no loop device in /sys/block on this machine");
+}
+
 int main(void) {
         test_mounts();
         test_under();
         test_on();
+        test_loop_index();
         test_share_use();
         return tap_done();
 }
