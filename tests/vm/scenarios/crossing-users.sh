@@ -103,7 +103,7 @@ if [ "$matrix" = full ]; then
         out=$(nsenter -t "$fuse_pid" -m -- su -l -c "$probe"; nsenter -t "$fuse_pid" -m -- su -l crossing-svc -c "$probe")
         echo "$out"
         assert_eq "$init_ns root -
-        $init_ns crossing-svc -" "$out" "su -l from inside alice's namespace"
+$init_ns crossing-svc -" "$out" "su -l from inside alice's namespace"
 
         # ---- 3. nsd stopped ----------------------------------------------------------------------
         say "nsd stopped (sockets and service): sudo -i and su -l from inside alice's namespace"
@@ -113,7 +113,7 @@ if [ "$matrix" = full ]; then
                 nsenter -t "$fuse_pid" -m -- su -l -c "$probe")
         echo "$out"
         assert_eq "$init_ns root -
-        $init_ns root -" "$out" "sudo -i and su -l with nsd stopped"
+$init_ns root -" "$out" "sudo -i and su -l with nsd stopped"
         systemctl start nsd.socket nsd-root.socket
         # nsd started again (socket activation, adopting alice's and bob's namespaces) before the
         # next managed login, whose wait is bounded by timeout=: a slow VM takes seconds for that
@@ -128,8 +128,8 @@ if [ "$matrix" = full ]; then
                 assert_ne "$init_ns" "$own" "$what: the container-like namespace"
                 assert_ne "$alice_ns" "$own" "$what: the container-like namespace"
                 assert_eq "$own root
-        $own root
-        $own" "$(echo "$out" | cut -d' ' -f1-2)" "$what: su -l and sudo -i stay in it"
+$own root
+$own" "$(echo "$out" | cut -d' ' -f1-2)" "$what: su -l and sudo -i stay in it"
         }
         cmd="su -l -c $probe; sudo -i $probe; stat -L -c %i /proc/self/ns/mnt"
         check_kept "from the host" "$(unshare -m --propagation private sh -c "$cmd")"
