@@ -67,5 +67,8 @@ echo "# host-accounts: this sandbox's host has $(getent passwd | awk -F: '$3 >= 
 for uid in 1000 1001 1002; do
         getent passwd "$uid" > /dev/null || { echo "host-accounts: uid $uid is not an account in the sandbox" >&2; exit 1; }
 done
+# (not exec: the trap removes $tmp when the VM is done)
+rc=0
 NSD_HOST_ACCOUNTS="$(getent passwd 1000 1001 1002 | cut -d: -f1,3 | paste -sd' ')" \
-        exec "$here/../run" "$@"
+        "$here/../run" "$@" || rc=$?
+exit "$rc"

@@ -3,11 +3,18 @@
 # at uid 1000, 1001 and 1002 and their homes), the VM has a users database of its own: none
 # of those accounts, homes or files; alice 1001, bob 1002 and carol 1000 are created as the
 # scenarios do and log in over ssh and su -l. Both init modes (tests/vm/init writes the
-# database in each).
+# database in each). Run from a copy of the repository under /tmp (NSD_TMP_CLONE,
+# tests/vm/host/tmp-clone.sh), it also checks that it runs there.
 . "$(dirname "$0")/../lib/vm.sh"
 
 [ -n "${NSD_HOST_ACCOUNTS:-}" ] || skip "run through tests/vm/host/host-accounts.sh (a host with accounts at 1000-1002)"
 say "the host has: $NSD_HOST_ACCOUNTS; init mode ${NSD_VM_INIT:-default}"
+# run from a copy under /tmp (tests/vm/host/tmp-clone.sh): the VM runs the command in it
+if [ -n "${NSD_TMP_CLONE:-}" ]; then
+        assert_eq "$NSD_TMP_CLONE" "$PWD" "the folder the command runs in (a clone under /tmp)"
+        [ -x tests/vm/init ] && [ -f meson.build ] || fail "the clone at $NSD_TMP_CLONE is not visible in the VM"
+        say "the command runs in the clone at $PWD"
+fi
 for a in $NSD_HOST_ACCOUNTS; do
         assert_eq "" "$(getent passwd "${a#*:}" || true)" "the VM's passwd entry for the host's uid ${a#*:}"
         assert_eq "" "$(getent passwd "${a%%:*}" || true)" "the VM's passwd entry for the host's ${a%%:*}"
