@@ -302,8 +302,32 @@ int mounts_fingerprint_on(const char *mountinfo, const char *path, uint64_t *ret
         return 0;
 }
 
+/* "/sys/dev/block/MAJOR:MINOR" followed by TAIL ("" or "/loop/backing_file"), in PATH of
+ * SYS_DEV_PATH_MAX bytes. Async-signal-safe (no stdio, no allocation): the setup child calls
+ * mounts_loop_index(). */
+#define SYS_DEV_PATH_MAX 64
+static const char *sys_dev_block_path(char path[static SYS_DEV_PATH_MAX], dev_t dev,
+                                      const char *tail) {
+        char maj[24], min[24];
+        const char *parts[] = { "/sys/dev/block/", helper_fmt_uint(maj, major(dev), 10), ":",
+                                helper_fmt_uint(min, minor(dev), 10), tail };
+        size_t len = 0;
+
+        path[0] = '\0';
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+                const char *p = parts[i];
+                size_t n = strlen(p);
+
+                if (len + n >= SYS_DEV_PATH_MAX) /* cannot happen: 15 + 10 + 1 + 10 + 18 bytes */
+                        break;
+                memcpy(path + len, p, n + 1);
+                len += n;
+        }
+        return path;
+}
+
 int mounts_device_is(dev_t dev, const char *source) {
-        char path[64], backing[PATH_MAX + 16];
+        char path[SYS_DEV_PATH_MAX], backing[PATH_MAX + 16];
         struct stat st;
         size_t n;
         FILE *f;
@@ -314,9 +338,7 @@ int mounts_device_is(dev_t dev, const char *source) {
                 /* the loop device's backing file, as the kernel names it from this process's
                  * root: compared as a string, so that nsd never walks the image's path (a
                  * directory on the way could be anyone's mount) */
-                snprintf(path, sizeof path, "/sys/dev/block/%u:%u/loop/backing_file", major(dev),
-                         minor(dev));
-                f = fopen(path, "re");
+                f = fopen(sys_dev_block_path(path, dev, "/loop/backing_file"), "re");
                 if (!f && errno != ENOENT) /* ENOENT: cleared meanwhile */
                         return -errno;
                 if (f) {
@@ -338,17 +360,14 @@ int mounts_device_is(dev_t dev, const char *source) {
 }
 
 int mounts_loop_index(dev_t dev) {
-        char path[64] = "/sys/dev/block/", num[24], link[PATH_MAX];
+        char path[SYS_DEV_PATH_MAX], link[PATH_MAX];
         const char *name;
         ssize_t n;
         long idx = 0;
 
         if (major(dev) != MOUNTS_LOOP_MAJOR)
                 return -ENODEV;
-        strcat(path, helper_fmt_uint(num, major(dev), 10));
-        strcat(path, ":");
-        strcat(path, helper_fmt_uint(num, minor(dev), 10));
-        n = readlink(path, link, sizeof link - 1);
+        n = readlink(sys_dev_block_path(path, dev, ""), link, sizeof link - 1);
         if (n < 0)
                 return errno == ENOENT ? -ENODEV : -errno;
         link[n] = '\0';
