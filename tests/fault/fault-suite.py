@@ -726,6 +726,17 @@ def stop_start_d(w, oc, mark):
     oc.vault_up = n == 1 and st[5]
 
 
+# The setup scenario's phases, in the order they run (mark()). A case of a phase has its
+# fault there and runs the phases after it only where setup_runs() says so.
+SETUP_PHASES = ("start", "setup", "stop-d", "start-d", "login-d", "release-d")
+
+
+def setup_runs(phase, name):
+    """Whether a case of PHASE (None: the calibration run) runs the setup phase NAME: not when
+    its fault came before NAME's set-up was done (D is left as the fault left it)."""
+    return phase not in SETUP_PHASES[:SETUP_PHASES.index(name)]
+
+
 def scenario_setup(w, oc, mark, fault=None, trace=None):
     """A pinned, then D's namespace made with a setup; JOIN retried as a login does."""
     start_faulty(w, oc, mark, "start", fault, trace)
@@ -766,9 +777,9 @@ def scenario_setup(w, oc, mark, fault=None, trace=None):
     site = getattr(oc, "site", None)
     phase = site["phase"] if site else None
     if oc.d is not None and w.volume and st is not None and all(st[:-1]) and \
-            phase not in ("start", "setup"):
+            setup_runs(phase, "stop-d"):
         stop_start_d(w, oc, mark)
-        if phase not in ("stop-d", "start-d"):
+        if setup_runs(phase, "login-d"):
             login_d(w, oc, mark)
         # issue 25: D released; nsd unmounts its volume first (volume-release.h)
         mark("release-d")
