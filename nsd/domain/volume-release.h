@@ -25,11 +25,6 @@
  *      release's child finds it there by its device and puts it back on Where= first. A
  *      staging directory is never removed by another child (it may be another namespace's
  *      mount point: an rmdir would detach that mount);
- *      A child killed between the move and the unmount (nsd stopped, the deadline) leaves
- *      the volume mounted in its staging directory, out of the user's sight: the next
- *      release's child finds it there by its device and puts it back on Where= first. A
- *      staging directory is never removed by another child (it may be another namespace's
- *      mount point: an rmdir would detach that mount);
  *   4. for a loop device, waits a little for the kernel to clear it (LO_FLAGS_AUTOCLEAR)
  *      and says whether it did: a loop device still attached means the file system lives on
  *      elsewhere (a copy of the mount in another namespace).
