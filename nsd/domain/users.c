@@ -906,11 +906,54 @@ static bool volume_is_block(const UserVolume *v) {
         return t && !t->fuse && !t->network;
 }
 
+/* Is the volume of type mounted on where in u's namespace now? Only root mounts a kernel
+ * file system there (the user's own mounts are FUSE). With source, for what a record does
+ * not know (a start whose report was lost, a state file that missed a start): a mount of
+ * that type on top of where whose device is source's (mounts_device_is()). Without, for a
+ * record that says mounted: a file system on top of where that is not FUSE. true and its
+ * loop device (*ret_loop: number + 1, 0 none), or false (not so, or the table could not be
+ * read). */
+static bool volume_mounted_now(const User *u, const char *type, const char *where,
+                               const char *source, uint32_t *ret_loop) {
+        g_autofree char *text = NULL;
+        MountOn on;
+
+        if (!where || !type || userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) < 0 ||
+            mounts_on(text, where, &on) < 0 || !on.fstype[0] || mounts_fstype_is_fuse(on.fstype))
+                return false;
+        if (source && (!g_str_equal(on.fstype, type) || mounts_device_is(on.dev, source) != 1))
+                return false;
+        if (ret_loop)
+                *ret_loop = (uint32_t) MAX(mounts_loop_index(on.dev) + 1, 0);
+        return true;
+}
+
+/* A block volume recorded not mounted, yet its own mount is on Where= (a start whose report
+ * was lost, a state file that missed a start): the record follows the mount table
+ * (volume-found, written to the state file at once, so also if what comes next is refused).
+ * True when it was found. */
+static bool volume_found(User *u, UserVolume *v, const char *then) {
+        uint32_t loop = 0;
+
+        if (v->outcome == VOLUME_OUTCOME_MOUNTED || !volume_is_block(v) ||
+            !volume_mounted_now(u, v->type, v->where, v->source, &loop))
+                return false;
+        log_event(LOG_NOTICE, 0, u->uid, "volume-found",
+                  "Volume '%s' of uid %u is mounted on %s although its record says it is not: "
+                  "recorded mounted, then %s",
+                  v->name, (unsigned) u->uid, v->where, then);
+        v->outcome = VOLUME_OUTCOME_MOUNTED;
+        v->loop = loop;
+        v->err = 0;
+        g_clear_pointer(&v->why, g_free);
+        user_state_write(u);
+        return true;
+}
+
 /* Is volumes[i] of u one that nsd unmounts before a release: a block volume its setup
  * mounted (on a loop device, or a block device of root's)? */
 static bool volume_unmounted_first(const UserVolume *v) {
-        return v->outcome == VOLUME_OUTCOME_MOUNTED && volume_is_block(v) &&
-               (v->loop || g_str_has_prefix(v->source, "/dev/"));
+        return v->outcome == VOLUME_OUTCOME_MOUNTED && volume_is_block(v);
 }
 
 /* The release child's item for v: what it unmounts and the loop device it looks at after. */
@@ -1163,9 +1206,12 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
                                (unsigned) u->uid);
         rel = g_new0(VolumeRelease, 1);
         for (size_t i = 0; i < u->n_volumes && rel->n < SETUP_MAX_VOLUMES; i++) {
-                const UserVolume *v = &u->volumes[i];
+                UserVolume *v = &u->volumes[i];
                 VolumeReleaseItem *it = &rel->items[rel->n];
 
+                /* the mount table, not only the record: a block volume recorded not mounted
+                 * that is there is unmounted first too, never left to the namespace's end */
+                (void) volume_found(u, v, "unmounted before the namespace is released");
                 if (!volume_unmounted_first(v))
                         continue;
                 release_item_fill(it, v);
@@ -1314,28 +1360,6 @@ static void volume_op_done(VolumeOp *op, int r, const char *why, const UserVolum
         if (op->done)
                 op->done(r, why, v, changed, op->userdata);
         volume_op_free(op);
-}
-
-/* Is the volume of type mounted on where in u's namespace now? Only root mounts a kernel
- * file system there (the user's own mounts are FUSE). With source, for what a record does
- * not know (a start whose report was lost, a state file that missed a start): a mount of
- * that type on top of where whose device is source's (mounts_device_is()). Without, for a
- * record that says mounted: a file system on top of where that is not FUSE. true and its
- * loop device (*ret_loop: number + 1, 0 none), or false (not so, or the table could not be
- * read). */
-static bool volume_mounted_now(const User *u, const char *type, const char *where,
-                               const char *source, uint32_t *ret_loop) {
-        g_autofree char *text = NULL;
-        MountOn on;
-
-        if (!where || !type || userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) < 0 ||
-            mounts_on(text, where, &on) < 0 || !on.fstype[0] || mounts_fstype_is_fuse(on.fstype))
-                return false;
-        if (source && (!g_str_equal(on.fstype, type) || mounts_device_is(on.dev, source) != 1))
-                return false;
-        if (ret_loop)
-                *ret_loop = (uint32_t) MAX(mounts_loop_index(on.dev) + 1, 0);
-        return true;
 }
 
 static void on_volume_started(int r, const char *why, unsigned n_failed, bool refuse,
@@ -1492,24 +1516,9 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
         r = volume_op_check(reg, u, name, "stop", &v, ret_why);
         if (r < 0)
                 return r;
-        /* recorded not mounted, yet there (a start whose report was lost, a state file that
-         * missed a start): the record follows the mount table, and the stop goes on */
-        if (v->outcome != VOLUME_OUTCOME_MOUNTED) {
-                uint32_t loop = 0;
-
-                if (!volume_is_block(v) ||
-                    !volume_mounted_now(u, v->type, v->where, v->source, &loop))
-                        return 0;
-                log_event(LOG_NOTICE, 0, u->uid, "volume-found",
-                          "Volume '%s' of uid %u is mounted on %s although its record says "
-                          "it is not: recorded mounted, then stopped",
-                          name, (unsigned) u->uid, v->where);
-                v->outcome = VOLUME_OUTCOME_MOUNTED;
-                v->loop = loop;
-                v->err = 0;
-                g_clear_pointer(&v->why, g_free);
-                user_state_write(u); /* so also if the stop is refused */
-        }
+        /* recorded not mounted, yet there: found, and the stop goes on */
+        if (v->outcome != VOLUME_OUTCOME_MOUNTED && !volume_found(u, v, "stopped"))
+                return 0;
         if (!volume_unmounted_first(v))
                 return why_set(ret_why, EOPNOTSUPP,
                                "volume '%s' (Type=%s) is not a block volume: this version "

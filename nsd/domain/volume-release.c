@@ -22,6 +22,7 @@
 #include "base/child.h"
 #include "base/helper.h"
 #include "kernel-abi.h"
+#include "store/mounts.h"
 
 /* ---- the child ------------------------------------------------------------------------- */
 
@@ -46,11 +47,58 @@ static int item_failed(VolumeReleaseItem *it, int call) {
         return -1;
 }
 
-/* The device number the volume's file system is on: /dev/loopN's or Source='s. */
-static int volume_dev(VolumeReleaseItem *it, dev_t *ret) {
+/* Where= (absolute) opened beneath root, no link followed: the directory there now. */
+static int open_where(int root, const VolumeReleaseItem *it) {
+        return helper_open_beneath(root, it->where + 1, O_PATH | O_DIRECTORY);
+}
+
+/* An image whose loop device nsd did not record (its name could not be read when the volume
+ * was found mounted): the device of the mount on Where= when it is a loop device backed by
+ * Source= (the string /sys gives, as mounts_loop_backs() compares it), its number recorded in
+ * it->loop; NOT_MOUNTED otherwise. */
+static int unrecorded_loop(int root, VolumeReleaseItem *it, dev_t *ret) {
+        dev_t d;
+        int fd, r, idx;
+
+        fd = open_where(root, it);
+        if (fd < 0) {
+                if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
+                        it->step = VOLUME_RELEASE_NOT_MOUNTED;
+                        return -1;
+                }
+                return item_failed(it, VOLUME_RELEASE_CALL_OPEN);
+        }
+        r = helper_mount_root(fd, &d);
+        close(fd);
+        if (r < 0)
+                return item_failed(it, VOLUME_RELEASE_CALL_OPEN);
+        if (r > 0) {
+                r = mounts_loop_backs(d, it->source);
+                if (r < 0) {
+                        errno = -r;
+                        return item_failed(it, VOLUME_RELEASE_CALL_DEVICE);
+                }
+        }
+        if (r == 0) {
+                it->step = VOLUME_RELEASE_NOT_MOUNTED;
+                return -1;
+        }
+        idx = mounts_loop_index(d);
+        it->loop = idx >= 0 ? (uint32_t) idx + 1 : 0;
+        *ret = d;
+        return 0;
+}
+
+/* The device number the volume's file system is on: /dev/loopN's or Source='s (a block
+ * device under /dev), or for an image on a loop device nsd did not record, the one on Where=
+ * (unrecorded_loop(): the image's path is never walked, a directory on the way could be a
+ * user's FUSE mount). */
+static int volume_dev(int root, VolumeReleaseItem *it, dev_t *ret) {
         char path[48] = "/dev/loop", num[24];
         struct stat st;
 
+        if (!it->loop && strncmp(it->source, "/dev/", 5) != 0)
+                return unrecorded_loop(root, it, ret);
         if (it->loop)
                 append(path, sizeof path, helper_fmt_uint(num, it->loop - 1, 10));
         if (stat(it->loop ? path : it->source, &st) < 0)
@@ -61,11 +109,6 @@ static int volume_dev(VolumeReleaseItem *it, dev_t *ret) {
         }
         *ret = st.st_rdev;
         return 0;
-}
-
-/* Where= (absolute) opened beneath root, no link followed: the directory there now. */
-static int open_where(int root, const VolumeReleaseItem *it) {
-        return helper_open_beneath(root, it->where + 1, O_PATH | O_DIRECTORY);
 }
 
 /* Is fd the root of a mount of dev? 1 yes, 0 no, -1 statx failed (errno). DONT_SYNC: nothing
@@ -337,8 +380,9 @@ static int release_child(void *p, int *ret_fd) {
                         failed = true;
                         continue;
                 }
-                if (volume_dev(it, &devs[i]) < 0) {
-                        failed = true;
+                if (volume_dev(root, it, &devs[i]) < 0) {
+                        if (it->step == VOLUME_RELEASE_FAILED)
+                                failed = true;
                         continue;
                 }
                 fds[i] = volume_mount(root, it, devs[i]);

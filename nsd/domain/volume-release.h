@@ -10,7 +10,10 @@
  *      way, and taken only if that descriptor is the root of a mount of the volume's device
  *      (statx: the mount root flag and the device number of /dev/loopN or of Source=): a
  *      Where= the user renamed away or replaced is "not mounted there any more", never
- *      someone else's mount;
+ *      someone else's mount. An image whose loop device nsd did not record (its name could
+ *      not be read when the volume was found mounted) is the loop device mounted on Where=
+ *      if /sys names Source= as its backing file (the image's path is never walked); such a
+ *      volume left in a staging directory is not looked for there;
  *   2. looks for holders, for all the volumes first: every process (any namespace) whose
  *      working directory, root, executable, open file or mapped file lies on that device.
  *      One holder refuses the whole release, before anything is unmounted: the report names

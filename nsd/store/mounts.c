@@ -3,6 +3,7 @@
 #include "store/mounts.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libmount.h>
 #include <limits.h>
@@ -326,31 +327,46 @@ static const char *sys_dev_block_path(char path[static SYS_DEV_PATH_MAX], dev_t 
         return path;
 }
 
-int mounts_device_is(dev_t dev, const char *source) {
+int mounts_loop_backs(dev_t dev, const char *source) {
         char path[SYS_DEV_PATH_MAX], backing[PATH_MAX + 16];
+        ssize_t n = 0, k;
+        int fd;
+
+        if (major(dev) != MOUNTS_LOOP_MAJOR || !source || source[0] != '/')
+                return 0;
+        fd = open(sys_dev_block_path(path, dev, "/loop/backing_file"), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) /* ENOENT: no such device, or cleared meanwhile */
+                return errno == ENOENT ? 0 : -errno;
+        while ((size_t) n < sizeof backing - 1 &&
+               (k = read(fd, backing + n, sizeof backing - 1 - (size_t) n)) != 0) {
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        k = -errno;
+                        close(fd);
+                        return (int) k;
+                }
+                n += k;
+        }
+        close(fd);
+        backing[n] = '\0';
+        if (n > 0 && backing[n - 1] == '\n')
+                backing[--n] = '\0';
+        return strcmp(backing, source) == 0;
+}
+
+int mounts_device_is(dev_t dev, const char *source) {
         struct stat st;
-        size_t n;
-        FILE *f;
+        int r;
 
         if (!source || source[0] != '/')
                 return 0;
-        if (major(dev) == MOUNTS_LOOP_MAJOR) {
-                /* the loop device's backing file, as the kernel names it from this process's
-                 * root: compared as a string, so that nsd never walks the image's path (a
-                 * directory on the way could be anyone's mount) */
-                f = fopen(sys_dev_block_path(path, dev, "/loop/backing_file"), "re");
-                if (!f && errno != ENOENT) /* ENOENT: cleared meanwhile */
-                        return -errno;
-                if (f) {
-                        n = fread(backing, 1, sizeof backing - 1, f);
-                        fclose(f);
-                        backing[n] = '\0';
-                        if (n > 0 && backing[n - 1] == '\n')
-                                backing[--n] = '\0';
-                        if (strcmp(backing, source) == 0)
-                                return 1;
-                }
-        }
+        /* the loop device's backing file, as the kernel names it from this process's root:
+         * compared as a string, so that nsd never walks the image's path (a directory on the
+         * way could be anyone's mount) */
+        r = mounts_loop_backs(dev, source);
+        if (r != 0)
+                return r;
         /* a block device Source=: its number, under /dev only */
         if (strncmp(source, "/dev/", 5) != 0)
                 return 0;

@@ -61,6 +61,10 @@ int mounts_on(const char *mountinfo, const char *path, MountOn *ret);
  * block device source is under /dev? 1 yes, 0 no, -errno when it cannot be looked at. */
 #define MOUNTS_LOOP_MAJOR 7
 int mounts_device_is(dev_t dev, const char *source);
+/* Is dev a loop device whose backing file is source (as mounts_device_is() compares it)? 1
+ * yes, 0 no (another device, none, cleared), -errno when /sys cannot be read. Async-signal-
+ * safe: the release child calls it. */
+int mounts_loop_backs(dev_t dev, const char *source);
 /* The number N of the loop device /dev/loopN that dev is, as /sys/dev/block names it (a
  * loop device's minor is N only while loop.max_part is 0): N >= 0, -ENODEV when dev is no
  * whole loop device, -errno when /sys cannot be read. Async-signal-safe (no allocation, no

@@ -305,6 +305,52 @@ static void on_vol(int r, const char *why, const UserVolume *v, bool changed, vo
         a->outcome = v ? v->outcome : -1;
 }
 
+typedef struct RelAnswer {
+        int calls, r;
+} RelAnswer;
+
+static void on_rel(int r, const char *why, void *userdata) {
+        RelAnswer *a = userdata;
+
+        (void) why;
+        a->calls++;
+        a->r = r;
+}
+
+/* A release whose record says the volume is not mounted while it is (a start whose report
+ * was lost, a state file that missed a start): the release looks at the mount table and
+ * unmounts it before the namespace goes, never leaving it to the namespace's end. The test
+ * keeps the namespace alive with a descriptor of its own: a volume left in it would keep its
+ * loop device attached. */
+static void test_release_finds_mount(Users *reg, User *u, const SetupUser *who) {
+        g_autofree char *why = NULL, *backing = NULL;
+        VolAnswer va = { 0 };
+        RelAnswer ra = { 0 };
+        uint32_t loop;
+        int r, keep;
+
+        r = users_volume_start(reg, u, "v", who, true, "asked by the test", on_vol, &va, &why);
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && mount_in(u, "v") && u->volumes[0].loop > 0,
+           "started before the release (%d)", va.r);
+        loop = u->volumes[0].loop;
+        backing = g_strdup_printf("/sys/block/loop%u/loop/backing_file", loop - 1);
+        u->volumes[0].outcome = VOLUME_OUTCOME_FAILED;
+        u->volumes[0].loop = 0;
+        keep = fcntl(u->ns->ns_fd, F_DUPFD_CLOEXEC, 3);
+        if (keep < 0)
+                tap_bail_errno("a descriptor of the namespace");
+        r = users_release(reg, u, "asked by the test", false, on_rel, &ra, &why);
+        is_int(r, 1, "recorded failed while mounted: the release unmounts it first (%s)",
+               why ? why : "");
+        ok(r == 1 && RUN_UNTIL(ra.calls) && ra.r == 0 && !users_get(reg, 5011), "released (%d)",
+           ra.r);
+        ok(access(backing, F_OK) < 0 && errno == ENOENT,
+           "the loop device /dev/loop%u is cleared while the namespace still exists: nsd "
+           "unmounted the volume, the namespace's end did not",
+           loop - 1);
+        close(keep);
+}
+
 /* A kernel volume with Start=request (issue 25, protocol 1.11): not mounted with the
  * namespace; users_volume_start() mounts it into the namespace that exists (an ext4 image on
  * a loop device), a second start finds it mounted and changes nothing; users_volume_stop()
@@ -384,6 +430,22 @@ static void test_volume_start_stop(void) {
         r = users_volume_start(reg, u, "v", &who, true, "asked by the test", on_vol, &va, &why);
         ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed && mount_in(u, "v"),
            "started again (%d)", va.r);
+        /* recorded mounted, but with no loop device (its name could not be read from /sys
+         * when it was found mounted): the stop's child takes the loop device on Where= whose
+         * backing file is Source= (before: refused as "not a block volume") */
+        va = (VolAnswer) { 0 };
+        g_clear_pointer(&why, g_free);
+        u->volumes[0].loop = 0;
+        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        is_int(r, 1, "mounted, its loop device not recorded: a stop runs (%s)", why ? why : "");
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
+                   va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v"),
+           "found by its loop device's backing file and unmounted (%d)", va.r);
+        va = (VolAnswer) { 0 };
+        g_clear_pointer(&why, g_free);
+        r = users_volume_start(reg, u, "v", &who, true, "asked by the test", on_vol, &va, &why);
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed && mount_in(u, "v"),
+           "started a third time (%d)", va.r);
         va = (VolAnswer) { 0 };
         g_clear_pointer(&why, g_free);
         r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
@@ -395,6 +457,7 @@ static void test_volume_start_stop(void) {
         va = (VolAnswer) { 0 };
         r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
         ok(r == 0 && va.calls == 0, "a second stop: not mounted, nothing run (%d)", r);
+        test_release_finds_mount(reg, u, &who);
         users_free(reg);
         (void) umount2("/run", MNT_DETACH);
 }
