@@ -22,12 +22,14 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "answer-test.h"
 #include "base/child.h"
 #include "domain/user.h"
 #include "domain/users.h"
+#include "domain/volume-release.h"
 #include "loop-test.h"
 #include "store/userns.h"
 #include "tap.h"
@@ -351,6 +353,75 @@ static void test_release_finds_mount(Users *reg, User *u, const SetupUser *who) 
         close(keep);
 }
 
+/* In a child in u's namespace: the mount on Where= moved by descriptor to a staging
+ * directory of nsd's run directory, as a release child killed between its move and its
+ * unmount leaves it (volume-release.h, step 3). The staging directory's path into staging
+ * (size >= 256). 0, or -1. */
+static int stage_as_interrupted(const User *u, const char *where, char *staging) {
+        pid_t pid;
+        int status;
+
+        snprintf(staging, 256, "/run/nsd/" VOLUME_RELEASE_STAGING_PREFIX "%d.1", (int) getpid());
+        pid = fork();
+        if (pid < 0)
+                return -1;
+        if (pid == 0) {
+                int fd;
+
+                if (setns(u->ns->ns_fd, CLONE_NEWNS) < 0 || mkdir(staging, 0700) < 0)
+                        _exit(1);
+                fd = open_tree(AT_FDCWD, where, OPEN_TREE_CLOEXEC);
+                if (fd < 0 || move_mount(fd, "", AT_FDCWD, staging, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        _exit(2);
+                _exit(0);
+        }
+        return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0
+                       ? 0
+                       : -1;
+}
+
+/* Is path a directory in u's namespace? */
+static bool dir_in(const User *u, const char *path) {
+        pid_t pid = fork();
+        int status;
+
+        if (pid == 0) {
+                struct stat st;
+
+                _exit(setns(u->ns->ns_fd, CLONE_NEWNS) == 0 && stat(path, &st) == 0 &&
+                                      S_ISDIR(st.st_mode)
+                              ? 0
+                              : 1);
+        }
+        return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+               WEXITSTATUS(status) == 0;
+}
+
+/* A stop whose volume an interrupted release left in its staging directory (nsd stopped, the
+ * child's deadline): the stop's child finds it there by its device, puts it back on Where=
+ * (the staging directory goes) and unmounts it (volume-recovered, then volume-unmounted). */
+static void test_staging_recovered(Users *reg, User *u, const SetupUser *who) {
+        g_autofree char *why = NULL, *where = g_build_filename(top, "v", NULL), *backing = NULL;
+        char staging[256];
+        VolAnswer va = { 0 };
+        int r;
+
+        r = users_volume_start(reg, u, "v", who, true, "asked by the test", on_vol, &va, &why);
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && mount_in(u, "v") && u->volumes[0].loop > 0,
+           "started before an interrupted release (%d)", va.r);
+        backing = g_strdup_printf("/sys/block/loop%u/loop/backing_file", u->volumes[0].loop - 1);
+        ok(stage_as_interrupted(u, where, staging) == 0 && !mount_in(u, "v") && dir_in(u, staging),
+           "moved to %s as a killed release child leaves it", staging);
+        va = (VolAnswer) { 0 };
+        g_clear_pointer(&why, g_free);
+        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        is_int(r, 1, "a stop runs (%s)", why ? why : "");
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
+                   va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v") && !dir_in(u, staging),
+           "found in the staging directory, put back, unmounted; the directory is gone (%d)", va.r);
+        ok(access(backing, F_OK) < 0 && errno == ENOENT, "its loop device is cleared");
+}
+
 /* A kernel volume with Start=request (issue 25, protocol 1.11): not mounted with the
  * namespace; users_volume_start() mounts it into the namespace that exists (an ext4 image on
  * a loop device), a second start finds it mounted and changes nothing; users_volume_stop()
@@ -457,6 +528,7 @@ static void test_volume_start_stop(void) {
         va = (VolAnswer) { 0 };
         r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
         ok(r == 0 && va.calls == 0, "a second stop: not mounted, nothing run (%d)", r);
+        test_staging_recovered(reg, u, &who);
         test_release_finds_mount(reg, u, &who);
         users_free(reg);
         (void) umount2("/run", MNT_DETACH);
