@@ -397,6 +397,77 @@ static bool dir_in(const User *u, const char *path) {
                WEXITSTATUS(status) == 0;
 }
 
+/* A copy of u's namespace (unshare in a child, made private so no unmount reaches it), kept
+ * by a descriptor of its own: the volume's file system lives on in it. The descriptor, or -1. */
+static int copy_of_namespace(const User *u) {
+        int ready[2], go[2], fd = -1;
+        char c = 0;
+        pid_t pid;
+
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return -1;
+        if (pipe2(go, O_CLOEXEC) < 0) {
+                close(ready[0]);
+                close(ready[1]);
+                return -1;
+        }
+        pid = fork();
+        if (pid == 0) {
+                close(ready[0]);
+                close(go[1]); /* the parent's closing it is the signal to go */
+                if (setns(u->ns->ns_fd, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0 ||
+                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                        _exit(1);
+                (void) !write(ready[1], "r", 1);
+                (void) !read(go[0], &c, 1);
+                _exit(0);
+        }
+        close(ready[1]);
+        close(go[0]);
+        if (pid > 0 && read(ready[0], &c, 1) == 1) {
+                g_autofree char *ns = g_strdup_printf("/proc/%d/ns/mnt", (int) pid);
+
+                fd = open(ns, O_RDONLY | O_CLOEXEC);
+        }
+        close(go[1]); /* the child exits */
+        close(ready[0]);
+        if (pid > 0)
+                (void) waitpid(pid, NULL, 0);
+        return fd;
+}
+
+/* A stop while a copy of the namespace still has the volume: nsd unmounts its own, and the
+ * loop device stays attached (the log says so: the file system lives on in the copy); it is
+ * cleared once the copy goes. */
+static void test_copy_elsewhere(Users *reg, User *u, const SetupUser *who) {
+        g_autofree char *why = NULL, *backing = NULL;
+        VolAnswer va = { 0 };
+        int r, copy;
+        bool cleared = false;
+
+        r = users_volume_start(reg, u, "v", who, true, "asked by the test", on_vol, &va, &why);
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && mount_in(u, "v") && u->volumes[0].loop > 0,
+           "started before a copy of the namespace is made (%d)", va.r);
+        backing = g_strdup_printf("/sys/block/loop%u/loop/backing_file", u->volumes[0].loop - 1);
+        copy = copy_of_namespace(u);
+        ok(copy >= 0, "a copy of the namespace, kept by a descriptor");
+        va = (VolAnswer) { 0 };
+        g_clear_pointer(&why, g_free);
+        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.outcome == VOLUME_OUTCOME_STOPPED &&
+                   !mount_in(u, "v") && access(backing, F_OK) == 0,
+           "stopped: unmounted from the namespace; the loop device stays attached for the "
+           "copy (%d)",
+           va.r);
+        if (copy >= 0)
+                close(copy);
+        /* the copy's end is the kernel's to finish (a namespace is freed after an RCU grace
+         * period, the loop device cleared by a worker): looked at for up to 30 s */
+        for (int i = 0; i < 600 && !(cleared = access(backing, F_OK) < 0); i++)
+                g_usleep(50 * 1000);
+        ok(cleared, "the loop device is cleared once the copy is gone");
+}
+
 /* A stop whose volume an interrupted release left in its staging directory (nsd stopped, the
  * child's deadline): the stop's child finds it there by its device, puts it back on Where=
  * (the staging directory goes) and unmounts it (volume-recovered, then volume-unmounted). */
@@ -529,6 +600,7 @@ static void test_volume_start_stop(void) {
         r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
         ok(r == 0 && va.calls == 0, "a second stop: not mounted, nothing run (%d)", r);
         test_staging_recovered(reg, u, &who);
+        test_copy_elsewhere(reg, u, &who);
         test_release_finds_mount(reg, u, &who);
         users_free(reg);
         (void) umount2("/run", MNT_DETACH);
