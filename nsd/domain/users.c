@@ -913,13 +913,12 @@ static bool volume_is_block(const UserVolume *v) {
  * record that says mounted: a file system on top of where that is not FUSE. true and its
  * loop device (*ret_loop: number + 1, 0 none), or false (not so, or the table could not be
  * read). */
-static bool volume_mounted_now(const User *u, const char *type, const char *where,
-                               const char *source, uint32_t *ret_loop) {
-        g_autofree char *text = NULL;
+static bool volume_mounted_in(const char *mountinfo, const char *type, const char *where,
+                              const char *source, uint32_t *ret_loop) {
         MountOn on;
 
-        if (!where || !type || userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) < 0 ||
-            mounts_on(text, where, &on) < 0 || !on.fstype[0] || mounts_fstype_is_fuse(on.fstype))
+        if (!where || !type || mounts_on(mountinfo, where, &on) < 0 || !on.fstype[0] ||
+            mounts_fstype_is_fuse(on.fstype))
                 return false;
         if (source && (!g_str_equal(on.fstype, type) || mounts_device_is(on.dev, source) != 1))
                 return false;
@@ -928,15 +927,27 @@ static bool volume_mounted_now(const User *u, const char *type, const char *wher
         return true;
 }
 
+static bool volume_mounted_now(const User *u, const char *type, const char *where,
+                               const char *source, uint32_t *ret_loop) {
+        g_autofree char *text = NULL;
+
+        return userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &text, NULL) >= 0 &&
+               volume_mounted_in(text, type, where, source, ret_loop);
+}
+
 /* A block volume recorded not mounted, yet its own mount is on Where= (a start whose report
  * was lost, a state file that missed a start): the record follows the mount table
  * (volume-found, written to the state file at once, so also if what comes next is refused).
- * True when it was found. */
-static bool volume_found(User *u, UserVolume *v, const char *then) {
+ * True when it was found. *mountinfo: u's mount table, read by the first call that needs it
+ * ("" when it could not be read), kept for the next and freed by the caller. */
+static bool volume_found(User *u, UserVolume *v, const char *then, char **mountinfo) {
         uint32_t loop = 0;
 
-        if (v->outcome == VOLUME_OUTCOME_MOUNTED || !volume_is_block(v) ||
-            !volume_mounted_now(u, v->type, v->where, v->source, &loop))
+        if (v->outcome == VOLUME_OUTCOME_MOUNTED || !volume_is_block(v))
+                return false;
+        if (!*mountinfo && userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, mountinfo, NULL) < 0)
+                *mountinfo = g_strdup("");
+        if (!volume_mounted_in(*mountinfo, v->type, v->where, v->source, &loop))
                 return false;
         log_event(LOG_NOTICE, 0, u->uid, "volume-found",
                   "Volume '%s' of uid %u is mounted on %s although its record says it is not: "
@@ -1191,6 +1202,7 @@ static void on_volumes_released(int r, const VolumeRelease *rel, void *userdata)
 
 int users_release(Users *reg, User *u, const char *why, bool by_user, UsersReleaseDone done,
                   void *userdata, char **ret_why) {
+        g_autofree char *mountinfo = NULL; /* read once, if a volume's record needs it */
         VolumeRelease *rel;
         Releasing *rl;
         int r;
@@ -1211,7 +1223,7 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
 
                 /* the mount table, not only the record: a block volume recorded not mounted
                  * that is there is unmounted first too, never left to the namespace's end */
-                (void) volume_found(u, v, "unmounted before the namespace is released");
+                (void) volume_found(u, v, "unmounted before the namespace is released", &mountinfo);
                 if (!volume_unmounted_first(v))
                         continue;
                 release_item_fill(it, v);
@@ -1509,6 +1521,7 @@ static void on_volume_stopped(int r, const VolumeRelease *rel, void *userdata) {
 int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const char *why,
                       UsersVolumeDone done, void *userdata, char **ret_why) {
         g_autofree VolumeRelease *rel = NULL;
+        g_autofree char *mountinfo = NULL;
         UserVolume *v;
         VolumeOp *op;
         int r;
@@ -1517,7 +1530,7 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
         if (r < 0)
                 return r;
         /* recorded not mounted, yet there: found, and the stop goes on */
-        if (v->outcome != VOLUME_OUTCOME_MOUNTED && !volume_found(u, v, "stopped"))
+        if (v->outcome != VOLUME_OUTCOME_MOUNTED && !volume_found(u, v, "stopped", &mountinfo))
                 return 0;
         if (!volume_unmounted_first(v))
                 return why_set(ret_why, EOPNOTSUPP,
