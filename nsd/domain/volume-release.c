@@ -52,6 +52,21 @@ static int open_where(int root, const VolumeReleaseItem *it) {
         return helper_open_beneath(root, it->where + 1, O_PATH | O_DIRECTORY);
 }
 
+/* open_where() for a look at the mount on Where=: -1 with it->step NOT_MOUNTED when there is
+ * no such directory (gone, or a symbolic link now), FAILED when it cannot be opened for
+ * another reason. */
+static int open_where_or_step(int root, VolumeReleaseItem *it) {
+        int fd = open_where(root, it);
+
+        if (fd >= 0)
+                return fd;
+        if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
+                it->step = VOLUME_RELEASE_NOT_MOUNTED;
+                return -1;
+        }
+        return item_failed(it, VOLUME_RELEASE_CALL_OPEN);
+}
+
 /* An image whose loop device nsd did not record (its name could not be read when the volume
  * was found mounted): the device of the mount on Where= when it is a loop device backed by
  * Source= (the string /sys gives, as mounts_loop_backs() compares it), its number recorded in
@@ -60,14 +75,9 @@ static int unrecorded_loop(int root, VolumeReleaseItem *it, dev_t *ret) {
         dev_t d;
         int fd, r, idx;
 
-        fd = open_where(root, it);
-        if (fd < 0) {
-                if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
-                        it->step = VOLUME_RELEASE_NOT_MOUNTED;
-                        return -1;
-                }
-                return item_failed(it, VOLUME_RELEASE_CALL_OPEN);
-        }
+        fd = open_where_or_step(root, it);
+        if (fd < 0)
+                return -1;
         r = helper_mount_root(fd, &d);
         close(fd);
         if (r < 0)
@@ -125,14 +135,9 @@ static int mount_of(int fd, dev_t dev) {
 static int volume_mount(int root, VolumeReleaseItem *it, dev_t dev) {
         int fd, r;
 
-        fd = open_where(root, it);
-        if (fd < 0) {
-                if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
-                        it->step = VOLUME_RELEASE_NOT_MOUNTED;
-                        return -1;
-                }
-                return item_failed(it, VOLUME_RELEASE_CALL_OPEN);
-        }
+        fd = open_where_or_step(root, it);
+        if (fd < 0)
+                return -1;
         r = mount_of(fd, dev);
         if (r < 0)
                 (void) item_failed(it, VOLUME_RELEASE_CALL_OPEN);
