@@ -1200,6 +1200,28 @@ static void on_volumes_released(int r, const VolumeRelease *rel, void *userdata)
         releasing_free(rl);
 }
 
+/* A release refused because u's mount table could not be read to check the records of its
+ * block volumes: logged once per reason (linger asks again every LINGER_RECHECK_SEC), said
+ * to the asker. */
+static int release_table_unread(User *u, const char *why, int r, char **ret_why) {
+        g_autofree char *reason =
+                g_strdup_printf("its mount table could not be read to check its volumes (%s)",
+                                g_strerror(-r));
+        bool same = u->release_refused && g_str_equal(u->release_refused, reason);
+
+        log_event_reason(same ? LOG_DEBUG : LOG_WARNING, r, u->uid, "release-failed", why,
+                         "Cannot release the namespace of uid %u (%s): %s; it is kept",
+                         (unsigned) u->uid, why, reason);
+        if (!same) {
+                g_free(u->release_refused);
+                u->release_refused = g_strdup(reason);
+        }
+        return why_set(ret_why, r,
+                       "cannot release the namespace of uid %u: %s; it is kept, try "
+                       "again",
+                       (unsigned) u->uid, reason);
+}
+
 int users_release(Users *reg, User *u, const char *why, bool by_user, UsersReleaseDone done,
                   void *userdata, char **ret_why) {
         g_autofree char *mountinfo = NULL; /* read once, if a volume's record needs it */
@@ -1216,13 +1238,22 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
                 return why_set(ret_why, EBUSY,
                                "a volume of uid %u is being started or stopped; retry",
                                (unsigned) u->uid);
+        /* the mount table, not only the record: a block volume recorded not mounted that is
+         * there is unmounted first too, never left to the namespace's end. A table that cannot
+         * be read keeps the namespace (such a volume would go with it, lazily). */
+        for (size_t i = 0; i < u->n_volumes; i++)
+                if (u->volumes[i].outcome != VOLUME_OUTCOME_MOUNTED &&
+                    volume_is_block(&u->volumes[i])) {
+                        r = userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &mountinfo, NULL);
+                        if (r < 0)
+                                return release_table_unread(u, why, r, ret_why);
+                        break;
+                }
         rel = g_new0(VolumeRelease, 1);
         for (size_t i = 0; i < u->n_volumes && rel->n < SETUP_MAX_VOLUMES; i++) {
                 UserVolume *v = &u->volumes[i];
                 VolumeReleaseItem *it = &rel->items[rel->n];
 
-                /* the mount table, not only the record: a block volume recorded not mounted
-                 * that is there is unmounted first too, never left to the namespace's end */
                 (void) volume_found(u, v, "unmounted before the namespace is released", &mountinfo);
                 if (!volume_unmounted_first(v))
                         continue;

@@ -341,6 +341,23 @@ static void test_release_finds_mount(Users *reg, User *u, const SetupUser *who) 
         keep = fcntl(u->ns->ns_fd, F_DUPFD_CLOEXEC, 3);
         if (keep < 0)
                 tap_bail_errno("a descriptor of the namespace");
+        /* a mount table that cannot be read (here: the namespace's descriptor swapped for
+         * one of /dev/null) keeps the namespace: the record cannot be checked */
+        {
+                int ns_fd = u->ns->ns_fd, null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+                u->ns->ns_fd = null;
+                r = users_release(reg, u, "asked by the test", false, on_rel, &ra, &why);
+                u->ns->ns_fd = ns_fd;
+                if (null >= 0)
+                        close(null);
+                ok(r < 0 && ra.calls == 0 && why && strstr(why, "mount table could not be read") &&
+                           users_get(reg, 5011) == u && mount_in(u, "v"),
+                   "its mount table unreadable: the release is refused, the namespace and the "
+                   "volume kept (%s)",
+                   why ? why : "");
+                g_clear_pointer(&why, g_free);
+        }
         r = users_release(reg, u, "asked by the test", false, on_rel, &ra, &why);
         is_int(r, 1, "recorded failed while mounted: the release unmounts it first (%s)",
                why ? why : "");
