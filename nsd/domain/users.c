@@ -935,19 +935,20 @@ static bool volume_mounted_now(const User *u, const char *type, const char *wher
                volume_mounted_in(text, type, where, source, ret_loop);
 }
 
-/* A block volume recorded not mounted, yet its own mount is on Where= (a start whose report
- * was lost, a state file that missed a start): the record follows the mount table
- * (volume-found, written to the state file at once, so also if what comes next is refused).
- * True when it was found. *mountinfo: u's mount table, read by the first call that needs it
- * ("" when it could not be read), kept for the next and freed by the caller. */
-static bool volume_found(User *u, UserVolume *v, const char *then, char **mountinfo) {
+/* Does v's record need the mount table to be believed: a block volume it does not say is
+ * mounted (a start whose report was lost, a state file that missed a start)? */
+static bool volume_record_unsure(const UserVolume *v) {
+        return v->outcome != VOLUME_OUTCOME_MOUNTED && volume_is_block(v);
+}
+
+/* v's record unsure, yet its own mount is on Where= in mountinfo (u's mount table): the record
+ * follows the mount table (volume-found, written to the state file at once, so also if what
+ * comes next is refused). True when it was found. */
+static bool volume_found(User *u, UserVolume *v, const char *then, const char *mountinfo) {
         uint32_t loop = 0;
 
-        if (v->outcome == VOLUME_OUTCOME_MOUNTED || !volume_is_block(v))
-                return false;
-        if (!*mountinfo && userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, mountinfo, NULL) < 0)
-                *mountinfo = g_strdup("");
-        if (!volume_mounted_in(*mountinfo, v->type, v->where, v->source, &loop))
+        if (!volume_record_unsure(v) ||
+            !volume_mounted_in(mountinfo, v->type, v->where, v->source, &loop))
                 return false;
         log_event(LOG_NOTICE, 0, u->uid, "volume-found",
                   "Volume '%s' of uid %u is mounted on %s although its record says it is not: "
@@ -1224,7 +1225,7 @@ static int release_table_unread(User *u, const char *why, int r, char **ret_why)
 
 int users_release(Users *reg, User *u, const char *why, bool by_user, UsersReleaseDone done,
                   void *userdata, char **ret_why) {
-        g_autofree char *mountinfo = NULL; /* read once, if a volume's record needs it */
+        g_autofree char *mountinfo = NULL; /* read once, if a volume's record is unsure */
         VolumeRelease *rel;
         Releasing *rl;
         int r;
@@ -1242,8 +1243,7 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
          * there is unmounted first too, never left to the namespace's end. A table that cannot
          * be read keeps the namespace (such a volume would go with it, lazily). */
         for (size_t i = 0; i < u->n_volumes; i++)
-                if (u->volumes[i].outcome != VOLUME_OUTCOME_MOUNTED &&
-                    volume_is_block(&u->volumes[i])) {
+                if (volume_record_unsure(&u->volumes[i])) {
                         r = userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &mountinfo, NULL);
                         if (r < 0)
                                 return release_table_unread(u, why, r, ret_why);
@@ -1254,7 +1254,9 @@ int users_release(Users *reg, User *u, const char *why, bool by_user, UsersRelea
                 UserVolume *v = &u->volumes[i];
                 VolumeReleaseItem *it = &rel->items[rel->n];
 
-                (void) volume_found(u, v, "unmounted before the namespace is released", &mountinfo);
+                if (mountinfo)
+                        (void) volume_found(u, v, "unmounted before the namespace is released",
+                                            mountinfo);
                 if (!volume_unmounted_first(v))
                         continue;
                 release_item_fill(it, v);
@@ -1561,7 +1563,10 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
         if (r < 0)
                 return r;
         /* recorded not mounted, yet there: found, and the stop goes on */
-        if (v->outcome != VOLUME_OUTCOME_MOUNTED && !volume_found(u, v, "stopped", &mountinfo))
+        if (v->outcome != VOLUME_OUTCOME_MOUNTED &&
+            (!volume_record_unsure(v) ||
+             userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &mountinfo, NULL) < 0 ||
+             !volume_found(u, v, "stopped", mountinfo)))
                 return 0;
         if (!volume_unmounted_first(v))
                 return why_set(ret_why, EOPNOTSUPP,
