@@ -307,6 +307,17 @@ static void on_vol(int r, const char *why, const UserVolume *v, bool changed, vo
         a->outcome = v ? v->outcome : -1;
 }
 
+/* Volume "v" started again with users_volume_start() (va and why cleared first): true when
+ * a start ran, answered success and "v" is mounted in u's namespace. */
+static bool start_v(Users *reg, User *u, const SetupUser *who, VolAnswer *va, char **why) {
+        int r;
+
+        *va = (VolAnswer) { 0 };
+        g_clear_pointer(why, g_free);
+        r = users_volume_start(reg, u, "v", who, true, "asked by the test", on_vol, va, why);
+        return r == 1 && RUN_UNTIL(va->calls) && va->r == 0 && mount_in(u, "v");
+}
+
 typedef struct RelAnswer {
         int calls, r;
 } RelAnswer;
@@ -331,8 +342,7 @@ static void test_release_finds_mount(Users *reg, User *u, const SetupUser *who) 
         uint32_t loop;
         int r, keep;
 
-        r = users_volume_start(reg, u, "v", who, true, "asked by the test", on_vol, &va, &why);
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && mount_in(u, "v") && u->volumes[0].loop > 0,
+        ok(start_v(reg, u, who, &va, &why) && u->volumes[0].loop > 0,
            "started before the release (%d)", va.r);
         loop = u->volumes[0].loop;
         backing = g_strdup_printf("/sys/block/loop%u/loop/backing_file", loop - 1);
@@ -462,8 +472,7 @@ static void test_copy_elsewhere(Users *reg, User *u, const SetupUser *who) {
         int r, copy;
         bool cleared = false;
 
-        r = users_volume_start(reg, u, "v", who, true, "asked by the test", on_vol, &va, &why);
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && mount_in(u, "v") && u->volumes[0].loop > 0,
+        ok(start_v(reg, u, who, &va, &why) && u->volumes[0].loop > 0,
            "started before a copy of the namespace is made (%d)", va.r);
         backing = g_strdup_printf("/sys/block/loop%u/loop/backing_file", u->volumes[0].loop - 1);
         copy = copy_of_namespace(u);
@@ -494,8 +503,7 @@ static void test_staging_recovered(Users *reg, User *u, const SetupUser *who) {
         VolAnswer va = { 0 };
         int r;
 
-        r = users_volume_start(reg, u, "v", who, true, "asked by the test", on_vol, &va, &why);
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && mount_in(u, "v") && u->volumes[0].loop > 0,
+        ok(start_v(reg, u, who, &va, &why) && u->volumes[0].loop > 0,
            "started before an interrupted release (%d)", va.r);
         backing = g_strdup_printf("/sys/block/loop%u/loop/backing_file", u->volumes[0].loop - 1);
         ok(stage_as_interrupted(u, where, staging) == 0 && !mount_in(u, "v") && dir_in(u, staging),
@@ -584,11 +592,7 @@ static void test_volume_start_stop(void) {
         ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
                    va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v"),
            "the mount table, not the record: found by its device and unmounted (%d)", va.r);
-        va = (VolAnswer) { 0 };
-        g_clear_pointer(&why, g_free);
-        r = users_volume_start(reg, u, "v", &who, true, "asked by the test", on_vol, &va, &why);
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed && mount_in(u, "v"),
-           "started again (%d)", va.r);
+        ok(start_v(reg, u, &who, &va, &why) && va.changed, "started again (%d)", va.r);
         /* recorded mounted, but with no loop device (its name could not be read from /sys
          * when it was found mounted): the stop's child takes the loop device on Where= whose
          * backing file is Source= (before: refused as "not a block volume") */
@@ -600,11 +604,7 @@ static void test_volume_start_stop(void) {
         ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
                    va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v"),
            "found by its loop device's backing file and unmounted (%d)", va.r);
-        va = (VolAnswer) { 0 };
-        g_clear_pointer(&why, g_free);
-        r = users_volume_start(reg, u, "v", &who, true, "asked by the test", on_vol, &va, &why);
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed && mount_in(u, "v"),
-           "started a third time (%d)", va.r);
+        ok(start_v(reg, u, &who, &va, &why) && va.changed, "started a third time (%d)", va.r);
         va = (VolAnswer) { 0 };
         g_clear_pointer(&why, g_free);
         r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
