@@ -49,6 +49,7 @@
 #include "base/helper.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/table.h"
 #include "cleanup.h"
 #include "kernel-abi.h"
 #include "libmount-cleanup.h"
@@ -787,9 +788,6 @@ int private_watch_new(Policy *policy, Children *set, const Config *config, Priva
 }
 
 void private_watch_free(PrivateWatch *w) {
-        GHashTableIter it;
-        gpointer k;
-
         if (!w)
                 return;
         if (w->watch)
@@ -798,10 +796,7 @@ void private_watch_free(PrivateWatch *w) {
                 g_source_remove(w->retry_idle);
         children_set_on_free(w->children, NULL, NULL);
         /* items still waiting for the policy or a walk end on their own, without the watch */
-        g_hash_table_iter_init(&it, w->pending);
-        while (g_hash_table_iter_next(&it, &k, NULL))
-                ((WatchItem *) k)->w = NULL;
-        g_hash_table_destroy(w->pending);
+        TABLE_DESTROY_ORPHANING(w->pending, WatchItem, w);
         close(w->fd);
         g_hash_table_unref(w->seen);
         g_hash_table_unref(w->exempt);

@@ -17,6 +17,7 @@
 #include "base/child.h"
 #include "base/helper.h"
 #include "base/log.h"
+#include "base/table.h"
 #include "cleanup.h"
 #include "domain/user.h"
 #include "policy/conf.h"
@@ -379,17 +380,11 @@ ShareBound *share_bound_new(const Config *config, PinStore *pins, Children *set)
 }
 
 void share_bound_free(ShareBound *b) {
-        GHashTableIter it;
-        gpointer v;
-
         if (!b)
                 return;
         stop(b);
         /* detaches under way end on their own, without it */
-        g_hash_table_iter_init(&it, b->running);
-        while (g_hash_table_iter_next(&it, NULL, &v))
-                ((Detach *) v)->b = NULL;
-        g_hash_table_destroy(b->running);
+        TABLE_DESTROY_ORPHANING(b->running, Detach, b);
         g_free(b);
 }
 

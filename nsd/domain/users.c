@@ -14,6 +14,7 @@
 #include "base/errno-util.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/table.h"
 #include "cleanup.h"
 #include "domain/linger.h"
 #include "domain/session.h"
@@ -231,20 +232,11 @@ void users_free(Users *reg) {
         }
         /* setups under way: their children (base/child.c's, freed by the owner of children)
          * report to nobody; their namespaces are thrown away then */
-        g_hash_table_iter_init(&it, reg->creating);
-        while (g_hash_table_iter_next(&it, NULL, &v))
-                ((Creation *) v)->reg = NULL;
-        g_hash_table_destroy(reg->creating);
+        TABLE_DESTROY_ORPHANING(reg->creating, Creation, reg);
         g_hash_table_destroy(reg->refused);
         /* releases waiting for their volumes: the namespaces stay as they are */
-        g_hash_table_iter_init(&it, reg->releasing);
-        while (g_hash_table_iter_next(&it, NULL, &v))
-                ((Releasing *) v)->reg = NULL;
-        g_hash_table_destroy(reg->releasing);
-        g_hash_table_iter_init(&it, reg->volume_ops);
-        while (g_hash_table_iter_next(&it, NULL, &v))
-                ((VolumeOp *) v)->reg = NULL;
-        g_hash_table_destroy(reg->volume_ops);
+        TABLE_DESTROY_ORPHANING(reg->releasing, Releasing, reg);
+        TABLE_DESTROY_ORPHANING(reg->volume_ops, VolumeOp, reg);
         g_hash_table_destroy(reg->idle);
         g_free(reg->proc_dir);
         linger_free(reg->linger);
