@@ -575,11 +575,24 @@ static char *volume_source_why(const Volume *v) {
         return why ? g_strdup_printf("Source=%s: %s", value, why) : NULL;
 }
 
+/* In the *_set() functions below, whose key, value and ret_why they use: is it key name? */
+#define KEY(name) (strcmp(key, name) == 0)
+/* ... and key=value, one of names (an array), into the enum field: 0, or -EINVAL with *ret_why
+ * saying what was expected (field unchanged). */
+#define SET_NAME(field, names, expected)                                                        \
+        ({                                                                                      \
+                int r_ = parse_name(names, G_N_ELEMENTS(names), key, value, expected, ret_why); \
+                                                                                                \
+                if (r_ >= 0)                                                                    \
+                        (field) = r_;                                                           \
+                r_ < 0 ? r_ : 0;                                                                \
+        })
+
 static int volume_set(void *object, const char *key, const char *value, unsigned line,
                       char **ret_why) {
         Volume *v = object;
+        int r;
 
-#define KEY(name) (strcmp(key, name) == 0)
         if (KEY("Type"))
                 return set_volume_type(v, value, ret_why);
         if (KEY("Source")) {
@@ -612,47 +625,36 @@ static int volume_set(void *object, const char *key, const char *value, unsigned
         if (KEY("Users") || KEY("Groups"))
                 return set_members(KEY("Users") ? &v->users : &v->groups, key, value, ret_why);
         if (KEY("OnFailure")) {
-                int r = parse_on_failure(value, ret_why);
-
+                r = parse_on_failure(value, ret_why);
                 if (r < 0)
                         return r;
                 v->on_failure = r ? VOLUME_ON_FAILURE_CONTINUE : VOLUME_ON_FAILURE_REFUSE;
                 return 0;
         }
         if (KEY("Start")) {
-                int r = parse_name(volume_start_names, G_N_ELEMENTS(volume_start_names), key, value,
-                                   "'namespace', 'login' or 'request'", ret_why);
-
+                r = SET_NAME(v->start, volume_start_names, "'namespace', 'login' or 'request'");
                 if (r < 0)
                         return r;
-                v->start = (VolumeStart) r;
                 v->start_set = true;
                 return 0;
         }
         if (KEY("Release")) {
-                int r = parse_name(volume_release_names, G_N_ELEMENTS(volume_release_names), key,
-                                   value, "'namespace' or 'last-session'", ret_why);
-
+                r = SET_NAME(v->release, volume_release_names, "'namespace' or 'last-session'");
                 if (r < 0)
                         return r;
-                v->release = (VolumeReleaseAt) r;
                 v->release_line = line;
                 return 0;
         }
         if (KEY("Key")) {
-                int r = parse_name(volume_key_names, G_N_ELEMENTS(volume_key_names), key, value,
-                                   "'login' (the login password, or nsctl unlock) or 'ask' (only "
-                                   "nsctl unlock); key files are not supported yet",
-                                   ret_why);
-
+                r = SET_NAME(v->key, volume_key_names,
+                             "'login' (the login password, or nsctl unlock) or 'ask' (only nsctl "
+                             "unlock); key files are not supported yet");
                 if (r < 0)
                         return r;
-                v->key = (VolumeKey) r;
                 v->key_set = true;
                 v->key_line = line;
                 return 0;
         }
-#undef KEY
         g_assert_not_reached();
 }
 
@@ -674,27 +676,19 @@ static int share_set(void *object, const char *key, const char *value, unsigned 
                      char **ret_why) {
         Share *sh = object;
 
-#define KEY(name) (strcmp(key, name) == 0)
         if (KEY("Path"))
                 /* no specifier: one directory for every member */
                 return set_template(&sh->path, value, 0, key, ret_why);
         if (KEY("Users") || KEY("Groups"))
                 return set_members(KEY("Users") ? &sh->users : &sh->groups, key, value, ret_why);
-        if (KEY("Propagation")) {
-                int r = parse_name(share_propagation_names, G_N_ELEMENTS(share_propagation_names),
-                                   key, value, "'members', 'host', 'both' or 'per-user'", ret_why);
-
-                if (r < 0)
-                        return r;
-                sh->propagation = (SharePropagation) r;
-                return 0;
-        }
+        if (KEY("Propagation"))
+                return SET_NAME(sh->propagation, share_propagation_names,
+                                "'members', 'host', 'both' or 'per-user'");
         if (KEY("MaxMembers"))
                 return set_count(&sh->max_members, key, value, SHARE_MAX_MEMBERS_LIMIT, ret_why);
         if (KEY("MaxMountsPerUser"))
                 return set_count(&sh->max_mounts_per_user, key, value,
                                  SHARE_MAX_MOUNTS_PER_USER_LIMIT, ret_why);
-#undef KEY
         g_assert_not_reached();
 }
 
@@ -703,7 +697,6 @@ static int polydir_set(void *object, const char *key, const char *value, unsigne
         Polydir *p = object;
         bool b;
 
-#define KEY(name) (strcmp(key, name) == 0)
         if (KEY("Path"))
                 return set_template(&p->path, value, TEMPLATE_SPECIFIERS, key, ret_why);
         if (KEY("InstancePrefix"))
@@ -711,16 +704,9 @@ static int polydir_set(void *object, const char *key, const char *value, unsigne
                                     TEMPLATE_SPECIFIERS | TEMPLATE_PREFIX, key, ret_why);
         if (KEY("InitScript"))
                 return set_template(&p->init_script, value, 0, key, ret_why);
-        if (KEY("Method")) {
-                int r = parse_name(polydir_method_names, G_N_ELEMENTS(polydir_method_names), key,
-                                   value, "'user' (a persistent instance directory) or 'tmpfs'",
-                                   ret_why);
-
-                if (r < 0)
-                        return r;
-                p->method = (PolydirMethod) r;
-                return 0;
-        }
+        if (KEY("Method"))
+                return SET_NAME(p->method, polydir_method_names,
+                                "'user' (a persistent instance directory) or 'tmpfs'");
         if (KEY("MountOptions"))
                 return parse_mount_options(p, value, ret_why);
         if (KEY("Mode")) {
@@ -747,9 +733,10 @@ static int polydir_set(void *object, const char *key, const char *value, unsigne
                 p->no_init = b;
                 return 0;
         }
-#undef KEY
         g_assert_not_reached();
 }
+#undef SET_NAME
+#undef KEY
 
 static int bind_set(void *object, const char *key, const char *value, unsigned line,
                     char **ret_why) {
