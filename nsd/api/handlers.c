@@ -1696,20 +1696,22 @@ static int volume_ctl_end(Request *r, User *u, int rv) {
         return request_refuse(r, ENOENT, "no volume '%s'", req->volume);
 }
 
-static int volume_start_continue(Request *r) {
+/* VOLUME_START (once its namespace is managed) and VOLUME_STOP */
+static int handle_volume_ctl(Request *r) {
         const struct nsd_req_volume_ctl *req = MSG(r, struct nsd_req_volume_ctl);
+        bool start = req->hdr.type == NSD_REQ_VOLUME_START;
         Api *a = api_of(r);
         JoinState *st = r->data;
         g_autofree char *why = NULL;
-        User *u;
+        User *u = NULL;
         int rv;
 
-        rv = volume_ctl_user(r, "start", &u);
+        rv = volume_ctl_user(r, start ? "start" : "stop", &u);
         if (rv < 0)
                 return rv;
-        if (!(st && st->asked)) { /* the plan needs the user's home and groups */
+        if (start && !(st && st->asked)) { /* the plan needs the user's home and groups */
                 join_state(r)->uid = req->uid;
-                r->next = volume_start_continue;
+                r->next = handle_volume_ctl;
                 rv = policy_uid_identity(a->policy, req->uid, r->uid, on_join_identity,
                                          request_ref(r));
                 if (rv == -EINPROGRESS)
@@ -1719,30 +1721,19 @@ static int volume_start_continue(Request *r) {
                                g_strerror(-rv));
         }
         why = g_strdup_printf("asked by uid %u pid %u", (unsigned) r->uid, (unsigned) r->pid);
-        rv = users_volume_start(a->users, u, req->volume, &st->who, r->uid != 0, why,
-                                on_volume_ctl_done, request_ref(r), &r->why);
+        if (start)
+                rv = users_volume_start(a->users, u, req->volume, &st->who, r->uid != 0, why,
+                                        on_volume_ctl_done, request_ref(r), &r->why);
+        else
+                rv = users_volume_stop(a->users, u, req->volume, r->uid != 0, why,
+                                       on_volume_ctl_done, request_ref(r), &r->why);
         return volume_ctl_end(r, u, rv);
 }
 
 static int handle_volume_start(Request *r) {
         const struct nsd_req_volume_ctl *req = MSG(r, struct nsd_req_volume_ctl);
 
-        return request_need_managed(r, req->uid, volume_start_continue);
-}
-
-static int handle_volume_stop(Request *r) {
-        const struct nsd_req_volume_ctl *req = MSG(r, struct nsd_req_volume_ctl);
-        g_autofree char *why = NULL;
-        User *u;
-        int rv;
-
-        rv = volume_ctl_user(r, "stop", &u);
-        if (rv < 0)
-                return rv;
-        why = g_strdup_printf("asked by uid %u pid %u", (unsigned) r->uid, (unsigned) r->pid);
-        rv = users_volume_stop(api_of(r)->users, u, req->volume, r->uid != 0, why,
-                               on_volume_ctl_done, request_ref(r), &r->why);
-        return volume_ctl_end(r, u, rv);
+        return request_need_managed(r, req->uid, handle_volume_ctl);
 }
 
 /* ---- HIDE (owner-private mounts) ---------------------------------------------------------- */
@@ -1846,5 +1837,5 @@ const RequestHandler api_handlers[_NSD_REQ_MAX] = {
         [NSD_REQ_CREDENTIAL_UNLOCK] = handle_credential_unlock,
         [NSD_REQ_CREDENTIAL_TAKE] = handle_credential_take,
         [NSD_REQ_VOLUME_START] = handle_volume_start,
-        [NSD_REQ_VOLUME_STOP] = handle_volume_stop,
+        [NSD_REQ_VOLUME_STOP] = handle_volume_ctl,
 };
