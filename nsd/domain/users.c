@@ -1554,11 +1554,19 @@ int users_volume_stop(Users *reg, User *u, const char *name, bool by_user, const
         r = volume_op_check(reg, u, name, "stop", &v, ret_why);
         if (r < 0)
                 return r;
-        /* recorded not mounted, yet there: found, and the stop goes on */
-        if (v->outcome != VOLUME_OUTCOME_MOUNTED &&
-            (!volume_record_unsure(v) ||
-             userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &mountinfo, NULL) < 0 ||
-             !volume_found(u, v, "stopped", mountinfo)))
+        /* recorded not mounted, yet there: found, and the stop goes on; a table that cannot
+         * be read is no answer ("not mounted" could be wrong: nothing changed, try again) */
+        if (volume_record_unsure(v)) {
+                r = userns_read_mountinfo(u->ns, USER_MOUNTINFO_MAX, &mountinfo, NULL);
+                if (r < 0)
+                        return why_set(ret_why, r,
+                                       "volume '%s' of uid %u: its namespace's mount table "
+                                       "could not be read to check whether it is mounted (%s); "
+                                       "nothing was changed, try again",
+                                       name, (unsigned) u->uid, g_strerror(-r));
+                if (!volume_found(u, v, "stopped", mountinfo))
+                        return 0;
+        } else if (v->outcome != VOLUME_OUTCOME_MOUNTED)
                 return 0;
         if (!volume_unmounted_first(v))
                 return why_set(ret_why, EOPNOTSUPP,

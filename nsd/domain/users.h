@@ -181,7 +181,8 @@ bool users_is_releasing(const Users *reg, uid_t uid);
  * 1: done(r, why, v, changed, userdata) runs later, once (v: the volume as it is now; changed:
  * this request mounted or unmounted it). 0: nothing to do (mounted already; not mounted), done
  * is not called. -errno with *ret_why: refused (-ENOENT no such volume, -EOPNOTSUPP a FUSE
- * one, -EAGAIN).
+ * one, -EAGAIN; a stop whose block volume's record is unsure and whose namespace's mount
+ * table cannot be read: that read's error, nothing changed).
  */
 typedef void (*UsersVolumeDone)(int r, const char *why, const UserVolume *v, bool changed,
                                 void *userdata);

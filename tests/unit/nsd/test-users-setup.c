@@ -518,6 +518,36 @@ static void test_staging_recovered(Users *reg, User *u, const SetupUser *who) {
         ok(access(backing, F_OK) < 0 && errno == ENOENT, "its loop device is cleared");
 }
 
+/* A stop whose volume's record is unsure (recorded failed while it is mounted) and whose
+ * namespace's mount table cannot be read (here: the namespace's descriptor swapped for one of
+ * /dev/null): refused with the reason, nothing run, the volume still mounted; before, it
+ * answered "not mounted" and left it. */
+static void test_stop_table_unreadable(Users *reg, User *u, const SetupUser *who) {
+        g_autofree char *why = NULL;
+        VolAnswer va = { 0 };
+        int r, ns_fd = u->ns->ns_fd, null;
+
+        ok(start_v(reg, u, who, &va, &why), "started before a stop that cannot look (%d)", va.r);
+        u->volumes[0].outcome = VOLUME_OUTCOME_FAILED;
+        va = (VolAnswer) { 0 };
+        g_clear_pointer(&why, g_free);
+        null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        u->ns->ns_fd = null;
+        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        u->ns->ns_fd = ns_fd;
+        if (null >= 0)
+                close(null);
+        ok(r < 0 && va.calls == 0 && why && strstr(why, "mount table could not be read") &&
+                   u->volumes[0].outcome == VOLUME_OUTCOME_FAILED && mount_in(u, "v"),
+           "its mount table unreadable: the stop is refused, the volume left mounted (%s)",
+           why ? why : "");
+        g_clear_pointer(&why, g_free);
+        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.outcome == VOLUME_OUTCOME_STOPPED &&
+                   !mount_in(u, "v"),
+           "the table readable again: found and stopped (%d %s)", r, why ? why : "");
+}
+
 /* A kernel volume with Start=request (issue 25, protocol 1.11): not mounted with the
  * namespace; users_volume_start() mounts it into the namespace that exists (an ext4 image on
  * a loop device), a second start finds it mounted and changes nothing; users_volume_stop()
@@ -617,6 +647,7 @@ static void test_volume_start_stop(void) {
         r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
         ok(r == 0 && va.calls == 0, "a second stop: not mounted, nothing run (%d)", r);
         test_staging_recovered(reg, u, &who);
+        test_stop_table_unreadable(reg, u, &who);
         test_copy_elsewhere(reg, u, &who);
         test_release_finds_mount(reg, u, &who);
         users_free(reg);
