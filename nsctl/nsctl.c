@@ -67,10 +67,16 @@ static const char *socket_path_shown(void) {
         return NSD_SOCKET_PATH_DEFAULT;
 }
 
-__attribute__((format(printf, 3, 0))) static int vfail_why(const char *why, int r, const char *fmt,
-                                                           va_list ap) {
+/* "nsctl: cannot <what>: <strerror> (<why>)", why being nsd's reason (NULL or "": none, then
+ * no parentheses); returns EXIT_FAILURE */
+__attribute__((format(printf, 3, 4))) static int fail_why(const char *why, int r, const char *fmt,
+                                                          ...) {
+        va_list ap;
+
         fputs("nsctl: cannot ", stderr);
+        va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);
+        va_end(ap);
         fprintf(stderr, ": %s", strerror(-r));
         if (why && *why)
                 fprintf(stderr, " (%s)", why);
@@ -78,28 +84,13 @@ __attribute__((format(printf, 3, 0))) static int vfail_why(const char *why, int 
         return EXIT_FAILURE;
 }
 
-/* "nsctl: cannot <what>: <strerror> (<nsd's reason>)"; returns EXIT_FAILURE */
-__attribute__((format(printf, 3, 4))) static int fail(nsc_conn *conn, int r, const char *fmt, ...) {
-        va_list ap;
-        int ret;
-
-        va_start(ap, fmt);
-        ret = vfail_why(conn ? nsc_last_error_message(conn) : NULL, r, fmt, ap);
-        va_end(ap);
-        return ret;
+/* nsd's reason for the last refusal on conn (NULL: none, also for no connection) */
+static const char *conn_why(nsc_conn *conn) {
+        return conn ? nsc_last_error_message(conn) : NULL;
 }
 
-/* fail() with nsd's reason kept from earlier (NULL or "": none) */
-__attribute__((format(printf, 3, 4))) static int fail_why(const char *why, int r, const char *fmt,
-                                                          ...) {
-        va_list ap;
-        int ret;
-
-        va_start(ap, fmt);
-        ret = vfail_why(why, r, fmt, ap);
-        va_end(ap);
-        return ret;
-}
+/* fail_why() with the reason nsd gave on conn */
+#define fail(conn, r, ...) fail_why(conn_why(conn), r, __VA_ARGS__)
 
 /* ---- users and connections ------------------------------------------------------------- */
 
