@@ -43,52 +43,38 @@
 #include "socket-util.h"
 #include "time-util.h"
 
-/* the flag values of the public header are the protocol's */
-_Static_assert(NSC_JOIN_NO_CREATE == NSD_JOIN_NO_CREATE, "join flags");
-_Static_assert(NSC_NS_CREATED == NSD_NS_CREATED && NSC_NS_PINNED == NSD_NS_PINNED &&
-                       NSC_NS_ADOPTED == NSD_NS_ADOPTED && NSC_NS_STALE == NSD_NS_STALE &&
-                       NSC_NS_ORPHANED == NSD_NS_ORPHANED,
+/* the flag values of the public header are the protocol's: NSC_<name> is NSD_<name>
+ * (here and for the volumes' and shares' values further down) */
+#define SAME(name) (NSC_##name == NSD_##name)
+_Static_assert(SAME(JOIN_NO_CREATE), "join flags");
+_Static_assert(SAME(NS_CREATED) && SAME(NS_PINNED) && SAME(NS_ADOPTED) && SAME(NS_STALE) &&
+                       SAME(NS_ORPHANED),
                "namespace flags");
-_Static_assert(NSC_FEATURE_SETNS_DIRFD == NSD_FEATURE_SETNS_DIRFD &&
-                       NSC_FEATURE_PROC_MOUNTS_ROOT == NSD_FEATURE_PROC_MOUNTS_ROOT &&
-                       NSC_FEATURE_FSPICK_CHECK == NSD_FEATURE_FSPICK_CHECK &&
-                       NSC_FEATURE_OWNER_PRIVATE == NSD_FEATURE_OWNER_PRIVATE &&
-                       NSC_FEATURE_OWNER_PRIVATE_NEW == NSD_FEATURE_OWNER_PRIVATE_NEW &&
-                       NSC_FEATURE_PIN_NAMESPACE == NSD_FEATURE_PIN_NAMESPACE &&
-                       NSC_FEATURE_PRIVATE_MODE == NSD_FEATURE_PRIVATE_MODE &&
-                       NSC_FEATURE_PRIVATE_UNAVAILABLE == NSD_FEATURE_PRIVATE_UNAVAILABLE,
+_Static_assert(SAME(FEATURE_SETNS_DIRFD) && SAME(FEATURE_PROC_MOUNTS_ROOT) &&
+                       SAME(FEATURE_FSPICK_CHECK) && SAME(FEATURE_OWNER_PRIVATE) &&
+                       SAME(FEATURE_OWNER_PRIVATE_NEW) && SAME(FEATURE_PIN_NAMESPACE) &&
+                       SAME(FEATURE_PRIVATE_MODE) && SAME(FEATURE_PRIVATE_UNAVAILABLE),
                "feature flags");
-_Static_assert(NSC_HIDE_UNHIDE == NSD_HIDE_UNHIDE, "hide flags");
-_Static_assert(NSC_RELEASE_FORCE == NSD_RELEASE_FORCE, "release flags");
+_Static_assert(SAME(HIDE_UNHIDE), "hide flags");
+_Static_assert(SAME(RELEASE_FORCE), "release flags");
 _Static_assert(sizeof(((struct nsc_status *) 0)->version) == NSD_VERSION_MAX, "version size");
-_Static_assert(NSC_METRICS_JOIN_OK == NSD_METRICS_JOIN_OK &&
-                       NSC_METRICS_JOIN_REFUSED == NSD_METRICS_JOIN_REFUSED &&
-                       NSC_METRICS_JOIN_NOT_MANAGED == NSD_METRICS_JOIN_NOT_MANAGED &&
-                       NSC_METRICS_JOIN_NOT_YET == NSD_METRICS_JOIN_NOT_YET &&
-                       NSC_METRICS_JOIN_TIMEOUT == NSD_METRICS_JOIN_TIMEOUT &&
-                       NSC_METRICS_JOIN_ERROR == NSD_METRICS_JOIN_ERROR &&
-                       NSC_METRICS_JOINS == NSD_METRICS_JOINS,
+_Static_assert(SAME(METRICS_JOIN_OK) && SAME(METRICS_JOIN_REFUSED) &&
+                       SAME(METRICS_JOIN_NOT_MANAGED) && SAME(METRICS_JOIN_NOT_YET) &&
+                       SAME(METRICS_JOIN_TIMEOUT) && SAME(METRICS_JOIN_ERROR) &&
+                       SAME(METRICS_JOINS),
                "metrics: joins");
-_Static_assert(NSC_METRICS_RELEASE_ASKED == NSD_METRICS_RELEASE_ASKED &&
-                       NSC_METRICS_RELEASE_FORCED == NSD_METRICS_RELEASE_FORCED &&
-                       NSC_METRICS_RELEASE_LINGER == NSD_METRICS_RELEASE_LINGER &&
-                       NSC_METRICS_RELEASES == NSD_METRICS_RELEASES,
+_Static_assert(SAME(METRICS_RELEASE_ASKED) && SAME(METRICS_RELEASE_FORCED) &&
+                       SAME(METRICS_RELEASE_LINGER) && SAME(METRICS_RELEASES),
                "metrics: releases");
-_Static_assert(NSC_METRICS_LOOKUP_OK == NSD_METRICS_LOOKUP_OK &&
-                       NSC_METRICS_LOOKUP_NOT_FOUND == NSD_METRICS_LOOKUP_NOT_FOUND &&
-                       NSC_METRICS_LOOKUP_TIMEOUT == NSD_METRICS_LOOKUP_TIMEOUT &&
-                       NSC_METRICS_LOOKUP_ERROR == NSD_METRICS_LOOKUP_ERROR &&
-                       NSC_METRICS_LOOKUPS == NSD_METRICS_LOOKUPS,
+_Static_assert(SAME(METRICS_LOOKUP_OK) && SAME(METRICS_LOOKUP_NOT_FOUND) &&
+                       SAME(METRICS_LOOKUP_TIMEOUT) && SAME(METRICS_LOOKUP_ERROR) &&
+                       SAME(METRICS_LOOKUPS),
                "metrics: lookups");
-_Static_assert(NSC_METRICS_THROTTLE_RATE == NSD_METRICS_THROTTLE_RATE &&
-                       NSC_METRICS_THROTTLE_CONNECTIONS == NSD_METRICS_THROTTLE_CONNECTIONS &&
-                       NSC_METRICS_THROTTLE_LOOKUP_QUEUE == NSD_METRICS_THROTTLE_LOOKUP_QUEUE &&
-                       NSC_METRICS_THROTTLES == NSD_METRICS_THROTTLES,
+_Static_assert(SAME(METRICS_THROTTLE_RATE) && SAME(METRICS_THROTTLE_CONNECTIONS) &&
+                       SAME(METRICS_THROTTLE_LOOKUP_QUEUE) && SAME(METRICS_THROTTLES),
                "metrics: throttles");
-_Static_assert(NSC_METRICS_SOCKET_USER == NSD_METRICS_SOCKET_USER &&
-                       NSC_METRICS_SOCKET_ROOT == NSD_METRICS_SOCKET_ROOT &&
-                       NSC_METRICS_SOCKETS == NSD_METRICS_SOCKETS &&
-                       NSC_METRICS_LATENCY_BUCKETS == NSD_METRICS_LATENCY_BUCKETS,
+_Static_assert(SAME(METRICS_SOCKET_USER) && SAME(METRICS_SOCKET_ROOT) && SAME(METRICS_SOCKETS) &&
+                       SAME(METRICS_LATENCY_BUCKETS),
                "metrics: sockets, buckets");
 _Static_assert(sizeof(((struct nsc_ns_info *) 0)->pin) == NSD_PIN_PATH_MAX, "pin size");
 
@@ -1030,11 +1016,8 @@ _Static_assert(sizeof(((struct nsc_volume_info *) 0)->name) == NSD_SHARE_NAME_MA
                        sizeof(((struct nsc_volume_info *) 0)->why) == NSD_VOLUME_WHY_MAX &&
                        sizeof(((struct nsc_volume_info *) 0)->options) == NSD_VOLUME_OPTIONS_MAX,
                "nsc_volume_info's strings");
-_Static_assert(NSC_VOLUME_MOUNTED == NSD_VOLUME_MOUNTED && NSC_VOLUME_FAILED == NSD_VOLUME_FAILED &&
-                       NSC_VOLUME_NOT_TRIED == NSD_VOLUME_NOT_TRIED &&
-                       NSC_VOLUME_UNKNOWN == NSD_VOLUME_UNKNOWN &&
-                       NSC_VOLUME_USER == NSD_VOLUME_USER &&
-                       NSC_VOLUME_STOPPED == NSD_VOLUME_STOPPED,
+_Static_assert(SAME(VOLUME_MOUNTED) && SAME(VOLUME_FAILED) && SAME(VOLUME_NOT_TRIED) &&
+                       SAME(VOLUME_UNKNOWN) && SAME(VOLUME_USER) && SAME(VOLUME_STOPPED),
                "NSC_VOLUME_*");
 
 static int take_volumes_entry(const void *entry, void *element) {
@@ -1069,19 +1052,11 @@ int nsc_volumes(nsc_conn *conn, struct nsc_volume_info **ret, size_t *ret_n) {
                                  take_volumes_entry, (void **) ret, ret_n);
 }
 
-_Static_assert(NSC_CREDENTIAL_MAX == NSD_CREDENTIAL_MAX &&
-                       NSC_CREDENTIAL_HOLD_SEC == NSD_CREDENTIAL_HOLD_SEC &&
-                       NSC_CREDENTIAL_WAIT == NSD_CREDENTIAL_WAIT &&
-                       NSC_VOLUME_PASSWORD == NSD_VOLUME_PASSWORD &&
-                       NSC_VOLUME_ASK == NSD_VOLUME_ASK &&
-                       NSC_VOLUME_ON_REQUEST == NSD_VOLUME_ON_REQUEST &&
-                       NSC_VOLUME_NOW_KNOWN == NSD_VOLUME_NOW_KNOWN &&
-                       NSC_VOLUME_NOW_MOUNTED == NSD_VOLUME_NOW_MOUNTED &&
-                       NSC_VOLUME_WAITING == NSD_VOLUME_WAITING &&
-                       NSC_VOLUME_HELD == NSD_VOLUME_HELD &&
-                       NSC_VOLUME_AT_LOGIN == NSD_VOLUME_AT_LOGIN &&
-                       NSC_VOLUME_RELEASE_LAST == NSD_VOLUME_RELEASE_LAST &&
-                       NSC_NS_CREDENTIAL_WANTED == NSD_NS_CREDENTIAL_WANTED,
+_Static_assert(SAME(CREDENTIAL_MAX) && SAME(CREDENTIAL_HOLD_SEC) && SAME(CREDENTIAL_WAIT) &&
+                       SAME(VOLUME_PASSWORD) && SAME(VOLUME_ASK) && SAME(VOLUME_ON_REQUEST) &&
+                       SAME(VOLUME_NOW_KNOWN) && SAME(VOLUME_NOW_MOUNTED) && SAME(VOLUME_WAITING) &&
+                       SAME(VOLUME_HELD) && SAME(VOLUME_AT_LOGIN) && SAME(VOLUME_RELEASE_LAST) &&
+                       SAME(NS_CREDENTIAL_WANTED),
                "the credential's constants");
 
 int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_waiting) {
@@ -1222,7 +1197,7 @@ _Static_assert(sizeof(((struct nsc_share_info *) 0)->name) == NSD_SHARE_NAME_MAX
                "nsc_share_info.name");
 _Static_assert(sizeof(((struct nsc_share_info *) 0)->path) == NSD_SHARE_PATH_MAX,
                "nsc_share_info.path");
-_Static_assert(NSC_SHARE_OWN_ONLY == NSD_SHARE_OWN_ONLY, "NSC_SHARE_OWN_ONLY");
+_Static_assert(SAME(SHARE_OWN_ONLY), "NSC_SHARE_OWN_ONLY");
 
 void nsc_shares_free(struct nsc_share_info *shares, size_t n) {
         if (!shares)
