@@ -95,27 +95,32 @@ static void test_argv(void) {
         refused(&v, "absolute", "a relative Where=");
 }
 
+/* volume_unit_name() of name into size bytes: r, and when 0, the unit */
 static void test_unit_name(void) {
         static const struct {
-                const char *name, *unit;
+                const char *name;
+                size_t size;
+                int r;
+                const char *unit;
         } cases[] = {
                 /* as systemd-escape(1) writes them */
-                { "data", "nsd-volume@data.service" },
-                { "a.b_c:d", "nsd-volume@a.b_c:d.service" },
-                { "my-vault@x", "nsd-volume@my\\x2dvault\\x40x.service" },
-                { ".hidden", "nsd-volume@\\x2ehidden.service" },
+                { "data", 64, 0, "nsd-volume@data.service" },
+                { "a.b_c:d", 64, 0, "nsd-volume@a.b_c:d.service" },
+                { "my-vault@x", 64, 0, "nsd-volume@my\\x2dvault\\x40x.service" },
+                { ".hidden", 64, 0, "nsd-volume@\\x2ehidden.service" },
+                /* a unit name that does not fit; one that just fits (23 bytes and the NUL) */
+                { "data", 20, -ENAMETOOLONG, NULL },
+                { "data", 24, 0, "nsd-volume@data.service" },
         };
         char buf[64];
 
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-                int r = volume_unit_name(cases[i].name, buf, sizeof buf);
+                int r = volume_unit_name(cases[i].name, buf, cases[i].size);
 
-                ok(r == 0 && strcmp(buf, cases[i].unit) == 0, "'%s': %s", cases[i].name,
+                ok(r == cases[i].r && (r != 0 || strcmp(buf, cases[i].unit) == 0),
+                   "'%s' in %zu bytes: %s", cases[i].name, cases[i].size,
                    r == 0 ? buf : strerror(-r));
         }
-        is_int(volume_unit_name("data", buf, 20), -ENAMETOOLONG,
-               "a unit name that does not fit: ENAMETOOLONG");
-        is_int(volume_unit_name("data", buf, 24), 0, "one that just fits (23 bytes and the NUL)");
 }
 
 /* volume_read_password() of what a pipe holds: the memfd's bytes, or the error */
