@@ -225,6 +225,21 @@ static const struct fake_nsd_record *served_stop(void) {
         return &served.rec;
 }
 
+/* nsd, served with cfg, refuses what nsctl args (NULL-terminated, as o says) asks: nsctl says
+ * want on stderr (what: the case), exits 1 and writes nothing on stdout. Returns the record
+ * of what nsd saw. */
+static const struct fake_nsd_record *refused(const struct fake_nsd_config *cfg,
+                                             const struct run_opts *o, const char *const *args,
+                                             const char *want, const char *what) {
+        struct run r;
+
+        serve(cfg);
+        run_argv(&r, o, args);
+        is_str(r.err, want, "%s", what);
+        ok(r.status == 1 && r.out[0] == '\0', "... exit 1 (%d), nothing on stdout", r.status);
+        return served_stop();
+}
+
 /* ---- JSON through python3 -------------------------------------------------------------- */
 
 #define JSON_CHECKS_MAX 12
@@ -630,16 +645,13 @@ static void test_show(void) {
                 (void) served_stop();
         }
 
-        serve(&(struct fake_nsd_config) {
-                .show_error = -EPERM,
-                .error_message = "only root may see another user's namespace" });
-        run(&r, NULL, "--socket", sock_path, "show", "1600", NULL);
-        is_str(r.err,
-               "nsctl: cannot show 1600: Operation not permitted (only root may see another user's "
-               "namespace)\n",
-               "show refused: nsctl: cannot ...: <strerror> (<nsd's reason>)");
-        is_int(r.status, 1, "show refused: exit 1");
-        (void) served_stop();
+        refused(&(struct fake_nsd_config) { .show_error = -EPERM,
+                                            .error_message =
+                                                    "only root may see another user's namespace" },
+                NULL, (const char *[]) { "--socket", sock_path, "show", "1600", NULL },
+                "nsctl: cannot show 1600: Operation not permitted (only root may see another "
+                "user's namespace)\n",
+                "show refused: nsctl: cannot ...: <strerror> (<nsd's reason>)");
 
         serve(&(struct fake_nsd_config) {
                 .show_text = "25 1 8:1 / / rw - ext4 /dev/sda1 rw\nno mountinfo\n" });
@@ -921,12 +933,29 @@ static uid_t ctl_uid(void) {
         return is_root ? ALICE : getuid();
 }
 
-/* nsctl <verb> [--user 1500] <volume> */
+#define VOLUME_CTL_ARGS_MAX 7
+
+/* the arguments of nsctl <verb> [--user 1500] <volume>, in args; returns args */
+static const char *const *volume_ctl_args(const char *args[VOLUME_CTL_ARGS_MAX], const char *verb,
+                                          const char *volume) {
+        size_t n = 0;
+
+        args[n++] = "--socket";
+        args[n++] = sock_path;
+        args[n++] = verb;
+        if (is_root) {
+                args[n++] = "--user";
+                args[n++] = "1500";
+        }
+        args[n++] = volume;
+        args[n] = NULL;
+        return args;
+}
+
 static void run_volume_ctl(struct run *r, const char *verb, const char *volume) {
-        if (is_root)
-                run(r, NULL, "--socket", sock_path, verb, "--user", "1500", volume, NULL);
-        else
-                run(r, NULL, "--socket", sock_path, verb, volume, NULL);
+        const char *args[VOLUME_CTL_ARGS_MAX];
+
+        run_argv(r, NULL, volume_ctl_args(args, verb, volume));
 }
 
 /* start and stop of a kernel volume: VOLUME_START or VOLUME_STOP for the right uid and name,
@@ -945,9 +974,19 @@ static void test_volume_ctl(void) {
         struct fake_nsd_config cfg = {
                 .volumes = volumes, .n_volumes = 1, .volume_ctl_loop = 4, .volume_ctl_changed = 1
         };
+        /* nsd's refusals: the error, as strerror() says it, and nsd's reason */
+        static const struct {
+                const char *verb;
+                int error;
+                const char *error_text, *message;
+        } refusals[] = {
+                { "stop", -EBUSY, "Device or resource busy",
+                  "volume 'vault' on /home/alice/vault is in use by pid 4242 (less)" },
+                { "start", -ENOENT, "No such file or directory", "no namespace of uid 1500" },
+        };
         const struct fake_nsd_record *rec;
         const char *of = is_root ? " of 1500" : "";
-        char want[512];
+        char want[512], what[64];
         struct run r;
 
         serve(&cfg);
@@ -986,29 +1025,16 @@ static void test_volume_ctl(void) {
            "stop of one not mounted: not mounted ('%s')", line1(r.out));
         served_stop();
 
-        cfg.volume_ctl_error = -EBUSY;
-        cfg.error_message = "volume 'vault' on /home/alice/vault is in use by pid 4242 (less)";
-        serve(&cfg);
-        run_volume_ctl(&r, "stop", "vault");
-        snprintf(want, sizeof want,
-                 "nsctl: cannot stop vault%s: Device or resource busy (volume 'vault' on "
-                 "/home/alice/vault is in use by pid 4242 (less))\n",
-                 of);
-        is_str(r.err, want, "stop refused: nsd's reason");
-        ok(r.status == 1 && r.out[0] == '\0', "... exit 1, nothing on stdout");
-        served_stop();
+        for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+                const char *args[VOLUME_CTL_ARGS_MAX];
 
-        cfg.volume_ctl_error = -ENOENT;
-        cfg.error_message = "no namespace of uid 1500";
-        serve(&cfg);
-        run_volume_ctl(&r, "start", "vault");
-        snprintf(want, sizeof want,
-                 "nsctl: cannot start vault%s: No such file or directory (no namespace of uid "
-                 "1500)\n",
-                 of);
-        is_str(r.err, want, "start refused: nsd's reason");
-        is_int(r.status, 1, "... exit 1");
-        served_stop();
+                cfg.volume_ctl_error = refusals[i].error;
+                cfg.error_message = refusals[i].message;
+                snprintf(want, sizeof want, "nsctl: cannot %s vault%s: %s (%s)\n", refusals[i].verb,
+                         of, refusals[i].error_text, refusals[i].message);
+                snprintf(what, sizeof what, "%s refused: nsd's reason", refusals[i].verb);
+                refused(&cfg, NULL, volume_ctl_args(args, refusals[i].verb, "vault"), want, what);
+        }
 
         cfg.volume_ctl_error = 0;
         cfg.error_message = NULL;
@@ -1594,17 +1620,14 @@ static void test_metrics(void) {
         (void) served_stop();
 
         /* refused, and an nsd older than 1.4 (it is not even asked) */
-        serve(&(struct fake_nsd_config) {
-                .metrics_error = -EPERM,
-                .error_message = "METRICS answers only root (uid 0): the counters are the whole "
-                                 "machine's" });
-        run(&r, NULL, "--socket", sock_path, "metrics", NULL);
-        is_str(r.err,
-               "nsctl: cannot get metrics from nsd: Operation not permitted (METRICS answers only "
-               "root (uid 0): the counters are the whole machine's)\n",
-               "refused: nsd's reason");
-        ok(r.status == 1 && r.out[0] == '\0', "... exit 1, nothing on stdout");
-        (void) served_stop();
+        refused(&(struct fake_nsd_config) { .metrics_error = -EPERM,
+                                            .error_message = "METRICS answers only root (uid 0): "
+                                                             "the counters are the whole "
+                                                             "machine's" },
+                NULL, (const char *[]) { "--socket", sock_path, "metrics", NULL },
+                "nsctl: cannot get metrics from nsd: Operation not permitted (METRICS answers only "
+                "root (uid 0): the counters are the whole machine's)\n",
+                "refused: nsd's reason");
         serve(&(struct fake_nsd_config) { .minor = 3 });
         run(&r, NULL, "--socket", sock_path, "metrics", NULL);
         is_str(r.err, "nsctl: this nsd does not answer METRICS (older than 1.4: it speaks 1.3)\n",
@@ -1664,6 +1687,7 @@ static void test_enter_refused(void) {
                 "its\n"
                 "nsctl: mounts, and a new login (ssh, su -l, a new session) runs inside it\n";
         const struct run_opts *user = is_root ? &as_alice : NULL;
+        const struct fake_nsd_record *rec;
         char want[512], uid[16];
         struct run r;
 
@@ -1681,33 +1705,31 @@ static void test_enter_refused(void) {
         snprintf(uid, sizeof(uid), "%u", ALICE);
 
         /* what nsd answers a user outside its namespace (after the descriptor policy) */
-        serve(&(struct fake_nsd_config) {
-                .join_error = -EPERM,
-                .join_message =
-                        "only root and processes already in it get a namespace's descriptors" });
-        run(&r, user, "--socket", sock_path, "enter", uid, "--", "echo", "ran", NULL);
         snprintf(want, sizeof(want),
                  "nsctl: cannot enter the namespace of 1500: Operation not permitted (only root "
                  "and "
                  "processes already in it get a namespace's descriptors)\n%s",
                  own_hint);
-        is_str(r.err, want,
-               "user outside its namespace, nsd says EPERM: the reason and what to do instead");
-        ok(r.status == 1 && r.out[0] == '\0', "... exit 1, the command not run");
-        ok(served_stop()->joins == 1, "... nsd was asked");
+        rec = refused(
+                &(struct fake_nsd_config) {
+                        .join_error = -EPERM,
+                        .join_message = "only root and processes already in it get a "
+                                        "namespace's descriptors" },
+                user,
+                (const char *[]) { "--socket", sock_path, "enter", uid, "--", "echo", "ran", NULL },
+                want,
+                "user outside its namespace, nsd says EPERM: the reason and what to do instead "
+                "(the command not run)");
+        ok(rec->joins == 1, "... nsd was asked");
 
-        serve(&(struct fake_nsd_config) {
-                .join_error = -EPERM,
-                .join_message = "only root may ask for another user's namespace" });
-        run(&r, user, "--socket", sock_path, "enter", "1600", NULL);
-        is_str(r.err,
-               "nsctl: cannot enter the namespace of 1600: Operation not permitted (only root may "
-               "ask "
-               "for another user's namespace)\nnsctl: only root may enter another user's "
-               "namespace\n",
-               "user asking for another user's namespace: refused, said so");
-        is_int(r.status, 1, "... exit 1");
-        (void) served_stop();
+        refused(&(struct fake_nsd_config) { .join_error = -EPERM,
+                                            .join_message = "only root may ask for another user's "
+                                                            "namespace" },
+                user, (const char *[]) { "--socket", sock_path, "enter", "1600", NULL },
+                "nsctl: cannot enter the namespace of 1600: Operation not permitted (only root may "
+                "ask for another user's namespace)\nnsctl: only root may enter another user's "
+                "namespace\n",
+                "user asking for another user's namespace: refused, said so");
 
         /* a user already in the namespace (its login session): the command just runs */
         serve(&(struct fake_nsd_config) {});
