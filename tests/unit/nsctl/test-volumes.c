@@ -97,6 +97,7 @@ static void test_argv(void) {
 
 /* volume_unit_name() of name into size bytes: r, and when 0, the unit */
 static void test_unit_name(void) {
+        char buf[64];
         static const struct {
                 const char *name;
                 size_t size;
@@ -104,15 +105,14 @@ static void test_unit_name(void) {
                 const char *unit;
         } cases[] = {
                 /* as systemd-escape(1) writes them */
-                { "data", 64, 0, "nsd-volume@data.service" },
-                { "a.b_c:d", 64, 0, "nsd-volume@a.b_c:d.service" },
-                { "my-vault@x", 64, 0, "nsd-volume@my\\x2dvault\\x40x.service" },
-                { ".hidden", 64, 0, "nsd-volume@\\x2ehidden.service" },
+                { "data", sizeof buf, 0, "nsd-volume@data.service" },
+                { "a.b_c:d", sizeof buf, 0, "nsd-volume@a.b_c:d.service" },
+                { "my-vault@x", sizeof buf, 0, "nsd-volume@my\\x2dvault\\x40x.service" },
+                { ".hidden", sizeof buf, 0, "nsd-volume@\\x2ehidden.service" },
                 /* a unit name that does not fit; one that just fits (23 bytes and the NUL) */
                 { "data", 20, -ENAMETOOLONG, NULL },
                 { "data", 24, 0, "nsd-volume@data.service" },
         };
-        char buf[64];
 
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
                 int r = volume_unit_name(cases[i].name, buf, cases[i].size);
