@@ -720,12 +720,10 @@ static void test_release_hide(void) {
         char cwd[4096], want[4200];
         struct run r;
 
-        serve(&busy);
-        run(&r, NULL, "--socket", sock_path, "release", "1500", NULL);
-        is_str(r.err, "nsctl: cannot release 1500: 2 live sessions (use --force)\n",
-               "release while logged in: the number of sessions, and --force");
-        is_int(r.status, 1, "release refused: exit 1");
-        rec = served_stop();
+        rec = refused(&busy, NULL,
+                      (const char *[]) { "--socket", sock_path, "release", "1500", NULL },
+                      "nsctl: cannot release 1500: 2 live sessions (use --force)\n",
+                      "release while logged in: the number of sessions, and --force");
         ok(rec->releases == 1 && rec->release_uid == ALICE && rec->release_flags == 0,
            "release: one request for uid 1500, no flags");
 
@@ -759,15 +757,16 @@ static void test_release_hide(void) {
 
         if (!getcwd(cwd, sizeof(cwd)))
                 tap_bail_errno("getcwd");
-        serve(&(struct fake_nsd_config) { .hide_error = -EPERM,
-                                          .error_message = "not a FUSE mount of yours" });
-        run(&r, NULL, "--socket", sock_path, "hide", "--user", "1500", "sub/dir", NULL);
         snprintf(want, sizeof(want),
                  "nsctl: cannot hide %s/sub/dir for %s: Operation not permitted (not a FUSE mount "
                  "of yours)\n",
                  strcmp(cwd, "/") == 0 ? "" : cwd, have_nss_wrapper ? "alice" : "1500");
-        is_str(r.err, want, "hide refused: the absolute path, the owner, nsd's reason");
-        rec = served_stop();
+        rec = refused(&(struct fake_nsd_config) { .hide_error = -EPERM,
+                                                  .error_message = "not a FUSE mount of yours" },
+                      NULL,
+                      (const char *[]) { "--socket", sock_path, "hide", "--user", "1500", "sub/dir",
+                                         NULL },
+                      want, "hide refused: the absolute path, the owner, nsd's reason");
         snprintf(want, sizeof(want), "%s/sub/dir", strcmp(cwd, "/") == 0 ? "" : cwd);
         ok(rec->hide_uid == ALICE && strcmp(rec->hide_path, want) == 0 && rec->hide_flags == 0,
            "hide: a relative path reaches nsd made absolute: '%s'", rec->hide_path);
