@@ -72,10 +72,7 @@ static char *server_fdstore_status(Server *s) {
 }
 
 void server_notify_status_now(Server *s) {
-        if (s->notify_timer) {
-                g_source_remove(s->notify_timer);
-                s->notify_timer = 0;
-        }
+        g_clear_handle_id(&s->notify_timer, g_source_remove);
         size_t pending = pending_count(s->pending);
         g_autofree char *extra = NULL, *store = server_fdstore_status(s);
 
@@ -384,8 +381,7 @@ int server_new(Config *config, const ServerSetup *setup, Server **ret) {
 void server_free(Server *s) {
         if (!s)
                 return;
-        if (s->notify_timer)
-                g_source_remove(s->notify_timer);
+        g_clear_handle_id(&s->notify_timer, g_source_remove);
         /* connections first: their requests become orphans, so nothing answers nobody */
         conn_manager_free(s->conns);
         api_done(&s->api); /* the requests it held, orphans now */

@@ -436,8 +436,7 @@ typedef struct AutoStart {
 static void autostart_free(AutoStart *as) {
         if (!as->a->stopping && as->a->autostarts)
                 g_hash_table_remove(as->a->autostarts, GUINT_TO_POINTER(as->uid));
-        if (as->timer)
-                g_source_remove(as->timer);
+        g_clear_handle_id(&as->timer, g_source_remove);
         join_state_free(as->st);
         g_free(as->why);
         g_free(as);

@@ -163,10 +163,8 @@ static _Noreturn void child_main(int sock, const int *keep, size_t n_keep, Child
 static void child_forget(Child *ch) {
         Children *set = ch->set;
 
-        if (ch->watch)
-                g_source_remove(ch->watch);
-        if (ch->deadline)
-                g_source_remove(ch->deadline);
+        g_clear_handle_id(&ch->watch, g_source_remove);
+        g_clear_handle_id(&ch->deadline, g_source_remove);
         if (ch->sock >= 0)
                 close(ch->sock);
         close(ch->pidfd);

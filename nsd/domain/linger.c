@@ -52,8 +52,7 @@ struct Linger {
 static void entry_free(gpointer p) {
         LingerEntry *e = p;
 
-        if (e->timer)
-                g_source_remove(e->timer);
+        g_clear_handle_id(&e->timer, g_source_remove);
         g_free(e->kept);
         g_free(e);
 }
@@ -100,10 +99,7 @@ static LingerEntry *entry_get(Linger *l, uid_t uid) {
 
 static void entry_cancel(LingerEntry *e) {
         e->gen++;
-        if (e->timer) {
-                g_source_remove(e->timer);
-                e->timer = 0;
-        }
+        g_clear_handle_id(&e->timer, g_source_remove);
 }
 
 static gboolean on_timer(gpointer userdata);

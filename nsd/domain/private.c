@@ -790,10 +790,8 @@ int private_watch_new(Policy *policy, Children *set, const Config *config, Priva
 void private_watch_free(PrivateWatch *w) {
         if (!w)
                 return;
-        if (w->watch)
-                g_source_remove(w->watch);
-        if (w->retry_idle)
-                g_source_remove(w->retry_idle);
+        g_clear_handle_id(&w->watch, g_source_remove);
+        g_clear_handle_id(&w->retry_idle, g_source_remove);
         children_set_on_free(w->children, NULL, NULL);
         /* items still waiting for the policy or a walk end on their own, without the watch */
         TABLE_DESTROY_ORPHANING(w->pending, WatchItem, w);

@@ -131,8 +131,7 @@ void session_unpersist(Session *sess) {
 void session_free(Session *sess) {
         if (!sess)
                 return;
-        if (sess->watch)
-                g_source_remove(sess->watch);
+        g_clear_handle_id(&sess->watch, g_source_remove);
         if (sess->pidfd >= 0)
                 close(sess->pidfd);
         g_free(sess);

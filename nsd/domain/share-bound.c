@@ -320,12 +320,8 @@ static gboolean on_change(int fd, GIOCondition cond, gpointer userdata) {
 }
 
 static void stop(ShareBound *b) {
-        if (b->watch)
-                g_source_remove(b->watch);
-        b->watch = 0;
-        if (b->timer)
-                g_source_remove(b->timer);
-        b->timer = 0;
+        g_clear_handle_id(&b->watch, g_source_remove);
+        g_clear_handle_id(&b->timer, g_source_remove);
         CLOSE_FD(b->fd);
 }
 

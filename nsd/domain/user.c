@@ -285,9 +285,7 @@ size_t user_password_volumes(const User *u) {
 }
 
 void user_credential_drop(User *u, const char *why) {
-        if (u->credential_timer)
-                g_source_remove(u->credential_timer);
-        u->credential_timer = 0;
+        g_clear_handle_id(&u->credential_timer, g_source_remove);
         if (u->credential_fd >= 0) {
                 (void) close(u->credential_fd);
                 if (why)
@@ -318,9 +316,7 @@ void user_credential_hold(User *u, int fd) {
 void user_credential_unlock_drop(User *u, const char *why) {
         bool held = false;
 
-        if (u->unlock_timer)
-                g_source_remove(u->unlock_timer);
-        u->unlock_timer = 0;
+        g_clear_handle_id(&u->unlock_timer, g_source_remove);
         for (size_t i = 0; u->unlock_fd && i < u->n_volumes; i++)
                 if (u->unlock_fd[i] >= 0) {
                         (void) close(u->unlock_fd[i]);
@@ -350,8 +346,7 @@ void user_credential_unlock(User *u, size_t i, int fd) {
         if (u->unlock_fd[i] >= 0)
                 (void) close(u->unlock_fd[i]);
         u->unlock_fd[i] = fd;
-        if (u->unlock_timer)
-                g_source_remove(u->unlock_timer);
+        g_clear_handle_id(&u->unlock_timer, g_source_remove);
         u->unlock_timer = g_timeout_add_seconds(USER_CREDENTIAL_HOLD_SEC, on_unlock_timeout, u);
 }
 

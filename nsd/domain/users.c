@@ -139,9 +139,7 @@ static void users_changed(Users *reg) {
 static void idle_check_drop(gpointer p) {
         IdleCheck *ic = p;
 
-        if (ic->timer)
-                g_source_remove(ic->timer);
-        ic->timer = 0;
+        g_clear_handle_id(&ic->timer, g_source_remove);
         ic->reg = NULL;
         if (!ic->busy)
                 g_free(ic);
@@ -2006,8 +2004,7 @@ static const UserVolume *idle_volume(const User *u) {
 static gboolean on_idle_timer(gpointer userdata);
 
 static void idle_rearm(IdleCheck *ic, unsigned sec) {
-        if (ic->timer)
-                g_source_remove(ic->timer);
+        g_clear_handle_id(&ic->timer, g_source_remove);
         ic->timer = sec == 0 ? g_idle_add(on_idle_timer, ic)
                              : g_timeout_add_seconds(sec, on_idle_timer, ic);
 }

@@ -1086,8 +1086,7 @@ void policy_free(Policy *p) {
                 g_hash_table_remove(p->live, l);
                 lookup_free(l);
         }
-        if (p->refresh_timer)
-                g_source_remove(p->refresh_timer);
+        g_clear_handle_id(&p->refresh_timer, g_source_remove);
         names_free(p->names);
         g_free(p->subid_files[0]);
         g_free(p->subid_files[1]);

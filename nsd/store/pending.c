@@ -53,8 +53,7 @@ Pending *pending_new(PinStore *ps, FdStore *fdstore) {
 void pending_free(Pending *p) {
         if (!p)
                 return;
-        if (p->retry_source)
-                g_source_remove(p->retry_source);
+        g_clear_handle_id(&p->retry_source, g_source_remove);
         if (p->ps)
                 pinstore_set_pending_cb(p->ps, NULL, NULL);
         g_hash_table_destroy(p->stored);
@@ -207,10 +206,7 @@ static gboolean on_retry(gpointer userdata);
 static void pending_schedule(Pending *p, bool progress) {
         uint64_t delay;
 
-        if (p->retry_source) {
-                g_source_remove(p->retry_source);
-                p->retry_source = 0;
-        }
+        g_clear_handle_id(&p->retry_source, g_source_remove);
         if (!pending_needs_retry(p)) {
                 p->retries = 0;
                 p->next_retry_usec = 0;
@@ -233,10 +229,7 @@ static void on_pin_pending(void *userdata) {
         Pending *p = userdata;
 
         p->next_retry_usec = 0;
-        if (p->retry_source) {
-                g_source_remove(p->retry_source);
-                p->retry_source = 0;
-        }
+        g_clear_handle_id(&p->retry_source, g_source_remove);
         if (p->cb)
                 p->retry_source = g_idle_add(on_retry, p);
 }

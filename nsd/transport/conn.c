@@ -1264,8 +1264,7 @@ void conn_manager_free(ConnManager *m) {
         g_list_free(all);
         for (int i = 0; i < _CONN_KIND_MAX; i++) {
                 Listener *l = &m->listeners[i];
-                if (l->backoff_timer)
-                        g_source_remove(l->backoff_timer);
+                g_clear_handle_id(&l->backoff_timer, g_source_remove);
                 if (l->source) {
                         g_source_destroy(l->source);
                         g_source_unref(l->source);
@@ -1273,8 +1272,7 @@ void conn_manager_free(ConnManager *m) {
                 if (l->fd >= 0)
                         close(l->fd);
         }
-        if (m->reap_source)
-                g_source_remove(m->reap_source);
+        g_clear_handle_id(&m->reap_source, g_source_remove);
         on_reap(m);
         loop_free(m->loops[0]);
         loop_free(m->loops[1]);
