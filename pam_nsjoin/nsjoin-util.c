@@ -85,6 +85,30 @@ int nsjoin_parse_timeout(const char *s, uint64_t *ret_usec) {
         return 0;
 }
 
+static void set_mode(struct nsjoin_args *a, int value) {
+        a->mode = (enum nsjoin_mode) value;
+}
+
+static void set_unmanaged(struct nsjoin_args *a, int value) {
+        a->unmanaged = (enum nsjoin_unmanaged) value;
+}
+
+/* The arguments whose value is one of two words; words[] is indexed by the enum's values. */
+static const struct word_arg {
+        const char *key, *hint;
+        const char *words[2];
+        void (*set)(struct nsjoin_args *a, int value);
+} word_args[] = {
+        { "mode",
+          "expected mode=setns or mode=chroot",
+          { [NSJOIN_MODE_SETNS] = "setns", [NSJOIN_MODE_CHROOT] = "chroot" },
+          set_mode },
+        { "unmanaged",
+          "expected unmanaged=leave or unmanaged=stay",
+          { [NSJOIN_UNMANAGED_LEAVE] = "leave", [NSJOIN_UNMANAGED_STAY] = "stay" },
+          set_unmanaged },
+};
+
 enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *arg,
                                              const char **ret_hint) {
         const char *v, *hint_dummy;
@@ -98,25 +122,18 @@ enum nsjoin_arg_result nsjoin_args_parse_one(struct nsjoin_args *a, const char *
                 a->debug = true;
                 return NSJOIN_ARG_OK;
         }
-        if ((v = arg_value(arg, "mode"))) {
-                *ret_hint = "expected mode=setns or mode=chroot";
-                if (strcmp(v, "setns") == 0)
-                        a->mode = NSJOIN_MODE_SETNS;
-                else if (strcmp(v, "chroot") == 0)
-                        a->mode = NSJOIN_MODE_CHROOT;
-                else
-                        return NSJOIN_ARG_BAD_VALUE;
-                return NSJOIN_ARG_OK;
-        }
-        if ((v = arg_value(arg, "unmanaged"))) {
-                *ret_hint = "expected unmanaged=leave or unmanaged=stay";
-                if (strcmp(v, "leave") == 0)
-                        a->unmanaged = NSJOIN_UNMANAGED_LEAVE;
-                else if (strcmp(v, "stay") == 0)
-                        a->unmanaged = NSJOIN_UNMANAGED_STAY;
-                else
-                        return NSJOIN_ARG_BAD_VALUE;
-                return NSJOIN_ARG_OK;
+        for (size_t k = 0; k < sizeof(word_args) / sizeof(word_args[0]); k++) {
+                const struct word_arg *w = &word_args[k];
+
+                if (!(v = arg_value(arg, w->key)))
+                        continue;
+                *ret_hint = w->hint;
+                for (int i = 0; i < 2; i++)
+                        if (strcmp(v, w->words[i]) == 0) {
+                                w->set(a, i);
+                                return NSJOIN_ARG_OK;
+                        }
+                return NSJOIN_ARG_BAD_VALUE;
         }
         if ((v = arg_value(arg, "socket"))) {
                 /* a relative path would depend on the caller's cwd */
