@@ -25,6 +25,21 @@ static inline Server *core_test_server(Config *c) {
         return s;
 }
 
+/* A server of loop_test_config(), as most tests want one */
+static inline Server *core_test_loop_server(void) {
+        Config c = loop_test_config();
+
+        return core_test_server(&c);
+}
+
+/* The end of a test: close the client ends fds[] (up to a -1), then free s. */
+static inline void core_test_end_fds(Server *s, const int *fds) {
+        for (; *fds >= 0; fds++)
+                close(*fds);
+        server_free(s);
+}
+#define core_test_end(s, ...) core_test_end_fds((s), (const int[]) { __VA_ARGS__, -1 })
+
 /* A connection of uid whose peer is pid, as a socketpair: returns the client end. */
 static inline int core_test_peer(Server *s, ConnKind kind, uid_t uid, pid_t pid) {
         return loop_test_peer(s->conns, kind, uid, pid, 0, NULL);

@@ -67,8 +67,7 @@ static void test_table(void) {
 }
 
 static void test_status(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         int fd = peer(s, CONN_KIND_USER, 1000), fd2 = peer(s, CONN_KIND_USER, 1000);
         int root = peer(s, CONN_KIND_ROOT, 0);
         TestReply t;
@@ -138,8 +137,7 @@ static GArray *read_list(int fd, uint32_t *ret_count) {
 }
 
 static void test_list(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100007);
         g_autoptr(GArray) all = NULL, own = NULL;
         bool sorted = true;
@@ -158,9 +156,7 @@ static void test_list(void) {
         own = read_list(user, &count);
         ok(own->len == 1 && g_array_index(own, uint32_t, 0) == 100007 && count == 1,
            "a user's LIST has its own namespace only");
-        close(root);
-        close(user);
-        server_free(s);
+        core_test_end(s, root, user);
 }
 
 static Gate lookups;
@@ -234,13 +230,7 @@ static void test_slow_lookup(void) {
                    lookups.calls == calls + 1,
            "after a reload the database is asked again");
 
-        close(a);
-        close(a2);
-        close(b);
-        close(d);
-        close(e);
-        close(other);
-        server_free(s);
+        core_test_end(s, a, a2, b, d, e, other);
         gate_set_open(&lookups, false);
 }
 
@@ -298,8 +288,7 @@ static uint32_t listed_flags(int fd, uid_t uid, uint32_t seq) {
  * another name or none, saying why; it stays (never released for it), flagged ORPHANED in
  * LIST; alice's own uid is still handed out */
 static void test_owner_dead(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         int root = peer(s, CONN_KIND_ROOT, 0), err = 0;
         char msg[256] = "";
         TestReply t;
@@ -334,8 +323,7 @@ static void test_owner_dead(void) {
         send_join(root, 1000, NSD_JOIN_NO_CREATE);
         ok(next_reply(root, &err, NULL, 0) == NSD_REP_ERROR && err == -EOWNERDEAD,
            "asked again, uid 1000 is still refused");
-        close(root);
-        server_free(s);
+        core_test_end(s, root);
 }
 
 static TestReply metrics_of(int fd, uint32_t seq) {
@@ -354,8 +342,7 @@ static uint64_t sum(const uint64_t *v, size_t n) {
 /* METRICS (1.4): root's only; the counters move where the things happen, and the gauges are
  * STATUS's figures */
 static void test_metrics(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         int user = peer(s, CONN_KIND_USER, 1000), root = peer(s, CONN_KIND_ROOT, 0);
         struct nsd_req_release rel;
         TestReply t, st;
@@ -432,9 +419,7 @@ static void test_metrics(void) {
         ok(m->releases[NSD_METRICS_RELEASE_ASKED] == 1 &&
                    sum(m->releases, NSD_METRICS_RELEASES) == 1 && m->namespaces == 500,
            "releases asked 1; 500 namespaces left");
-        close(user);
-        close(root);
-        server_free(s);
+        core_test_end(s, user, root);
         metrics_reset();
 }
 
@@ -487,8 +472,7 @@ static void give_share(Server *s, uid_t uid, const char *names) {
 /* SHARES: root sees every share and member, a member its shares and its own uid, anyone
  * else nothing; 300 members come in parts */
 static void test_shares(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         Share shares[] = {
                 { .name = (char *) "lab",
                   .path = (char *) "/srv/lab",
@@ -588,8 +572,7 @@ static GString *read_volumes(int fd, uint32_t *ret_count) {
 /* VOLUMES: root sees every namespace's volumes, a user those of its own namespace, a user
  * without a namespace none; a volume's failure goes out as -errno and why. */
 static void test_volumes(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
         int nobody = peer(s, CONN_KIND_USER, 4242);
         g_autoptr(GString) all = NULL, own = NULL, none = NULL;
@@ -631,10 +614,7 @@ static void test_volumes(void) {
         loop_test_send_type(nobody, NSD_REQ_VOLUMES, 7);
         none = read_volumes(nobody, &count);
         ok(none->len == 0 && count == 0, "a user without a namespace: none, and the end says 0");
-        close(root);
-        close(user);
-        close(nobody);
-        server_free(s);
+        core_test_end(s, root, user, nobody);
 }
 
 /* ---- a volume's login password (CREDENTIAL_GIVE, CREDENTIAL_TAKE) ---- */
@@ -757,8 +737,7 @@ static User *volume_user(Server *s, const char *spec) {
  * volume that takes a password; TAKE is the user's own, for its volume: at once, or waiting
  * for the next GIVE; the password goes once every such volume took it. */
 static void test_credentials(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
         int waiter = peer(s, CONN_KIND_USER, 100001), other = peer(s, CONN_KIND_USER, 100000);
         g_autofree char *text = NULL;
@@ -849,11 +828,7 @@ static void test_credentials(void) {
         send_take(user, "files", 0, 13);
         type = next_with_fd(user, &error, &text);
         ok(type == NSD_REP_CREDENTIAL_TAKE && u->credential_fd < 0, "the second took it: gone");
-        close(root);
-        close(user);
-        close(waiter);
-        close(other);
-        server_free(s);
+        core_test_end(s, root, user, waiter, other);
 }
 
 static int send_unlock(int fd, const char *volume, int memfd, uint32_t seq) {
@@ -951,21 +926,29 @@ static guint autostarts_running(Server *s) {
         return s->api.autostarts ? g_hash_table_size(s->api.autostarts) : 0;
 }
 
+/* A server of uids up to 200000 (@regular: SESSION_OPEN and VOLUME_START ask whether the uid
+ * is managed), user 100001 in *ret_user with the volumes of spec (volume_user()). */
+static Server *managed_volume_server(const char *spec, User **ret_user) {
+        Config c = loop_test_config();
+        Server *s;
+
+        c.max_uid = 200000;
+        s = core_test_server(&c);
+        *ret_user = volume_user(s, spec);
+        return s;
+}
+
 /* A user's first session (any: here a cron job's, no service manager) makes nsd start its
  * Start=login kernel volumes that are not mounted, after the answer: it asks who the user
  * is, once; a second session adds nothing; a first session again does it again; none when
  * every such volume is mounted, nor for a Start=request one. (What the start mounts: vm
  * volumes, fault suite login-d.) */
 static void test_volume_autostart(void) {
-        Config c = loop_test_config();
         uint64_t id1 = 0, id2 = 0;
-        Server *s;
         User *u;
+        Server *s = managed_volume_server("desk:ext4 box:ext4", &u);
         int root;
 
-        c.max_uid = 200000; /* SESSION_OPEN asks whether the uid is managed: @regular */
-        s = core_test_server(&c);
-        u = volume_user(s, "desk:ext4 box:ext4");
         u->volumes[0].outcome = VOLUME_OUTCOME_STOPPED;
         u->volumes[0].at_login = true;
         u->volumes[1].outcome = VOLUME_OUTCOME_STOPPED;
@@ -993,25 +976,20 @@ static void test_volume_autostart(void) {
                "a first session with the Start=login volume mounted");
         ok(autostarts_running(s) == 0 && g_atomic_int_get(&identity_asks) == 2,
            "... starts nothing (nor the Start=request one)");
-        close(root);
-        server_free(s);
+        core_test_end(s, root);
 }
 
 /* VOLUME_START and VOLUME_STOP: a start of a mounted volume and a stop of a stopped one answer
  * with the state and change nothing; a FUSE volume, a network volume's stop, an unknown
  * name, another user's volume and a uid without a namespace are refused with the reason. */
 static void test_volume_ctl(void) {
-        Config c = loop_test_config();
-        Server *s;
+        User *u;
+        Server *s = managed_volume_server("vault:ext4 later:ext4 share:nfs4 fuse:sshfs", &u);
         int user, other, nobody, root;
         uint32_t state, changed;
         char why[NSD_ERROR_MESSAGE_MAX];
-        User *u;
         int e;
 
-        c.max_uid = 200000; /* START asks whether the uid is managed: @regular */
-        s = core_test_server(&c);
-        u = volume_user(s, "vault:ext4 later:ext4 share:nfs4 fuse:sshfs");
         u->volumes[0].outcome = VOLUME_OUTCOME_MOUNTED;
         g_free(u->volumes[0].where); /* mounted in the test's namespace (which stands for u's) */
         u->volumes[0].where = g_strdup("/proc");
@@ -1059,19 +1037,14 @@ static void test_volume_ctl(void) {
         e = volume_ctl(nobody, NSD_REQ_VOLUME_START, 4242, "vault", 9, &state, &changed, why,
                        sizeof why);
         ok(e == -ENOENT && strstr(why, "has no namespace"), "a uid without a namespace (%s)", why);
-        close(user);
-        close(other);
-        close(nobody);
-        close(root);
-        server_free(s);
+        core_test_end(s, user, other, nobody, root);
 }
 
 /* UNLOCK is the user's own password for one of its volumes that takes one: held for that
  * volume only, handed to its waiting TAKE; Key=ask never gets the login password; a TAKE
  * that waits after its volume took the login password (a wrong one) waits for an UNLOCK. */
 static void test_credential_unlock(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         int root = peer(s, CONN_KIND_ROOT, 0), user = peer(s, CONN_KIND_USER, 100001);
         int waiter = peer(s, CONN_KIND_USER, 100001), other = peer(s, CONN_KIND_USER, 100000);
         g_autofree char *text = NULL;
@@ -1182,16 +1155,11 @@ static void test_credential_unlock(void) {
         type = next_with_fd(user, &error, &text);
         ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "newest") == 0,
            "the TAKE gets the newest (%s)", text ? text : "none");
-        close(root);
-        close(user);
-        close(waiter);
-        close(other);
-        server_free(s);
+        core_test_end(s, root, user, waiter, other);
 }
 
 static void test_join_session_refusals(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         struct nsd_req_join_session q;
         int fd = peer(s, CONN_KIND_USER, 1000), err = 0;
         char msg[256] = "";
@@ -1236,8 +1204,7 @@ static void test_join_session_refusals(void) {
         ok(next_reply(fd, &err, msg, sizeof msg) == NSD_REP_ERROR && err == -ESRCH,
            "root, with a leader that has exited: ESRCH (%s)", msg);
         is_int(users_count(s->users), 0, "and no namespace was made for it");
-        close(fd);
-        server_free(s);
+        core_test_end(s, fd);
 }
 
 int main(void) {

@@ -170,8 +170,7 @@ static struct nsd_req_session_close session_close_msg(uid_t uid, uint64_t id, pi
 }
 
 static void test_inside(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         struct nsd_req_join q = join_msg(UID, 0);
         struct nsd_req_join_session js = join_session_msg(UID, getpid());
         TestReply rep;
@@ -235,8 +234,7 @@ static void fd_table_free(FdTable *t) {
  * client to retry; not the EPERM of a sandboxed process. Once nsd has room, the same client
  * is served. */
 static void test_nsd_short_of_descriptors(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         struct nsd_req_join q = join_msg(UID, 0);
         struct nsd_req_show show = { 0 };
         TestReply rep;
@@ -273,13 +271,11 @@ static void test_nsd_short_of_descriptors(void) {
         ok(rep.type == NSD_REP_JOIN && rep.n_fds == 2,
            "with room again, the same client gets JOIN's descriptors (type %#x, %s)", rep.type,
            rep.message);
-        close(fd);
-        server_free(s);
+        core_test_end(s, fd);
 }
 
 static void test_sandboxed(enum sandbox how, const char *what) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         struct nsd_req_join q = join_msg(UID, 0);
         struct nsd_req_status st;
         struct nsd_req_show show = { 0 };
@@ -421,14 +417,11 @@ static void test_session_budgets(void) {
         rep = loop_test_next(user);
         ok(rep.type == NSD_REP_SESSION_CLOSE, "it closes one it opened (%s)", rep.message);
         is_int(users_sessions_by(s->users, UID, false), 3, "root's 3 sessions are open");
-        close(user);
-        close(root);
-        server_free(s);
+        core_test_end(s, user, root);
 }
 
 static void test_shared_connection(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         struct nsd_req_join q = join_msg(UID, 0);
         TestReply rep;
 
@@ -443,8 +436,7 @@ static void test_shared_connection(void) {
 }
 
 static void test_root_and_creation(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         struct nsd_req_join q = join_msg(UID, 0), other = join_msg(UID + 1, 0);
         TestReply rep;
         int fd;
@@ -463,8 +455,7 @@ static void test_root_and_creation(void) {
         ok(rep.type == NSD_REP_ERROR && rep.error == -EPERM,
            "a user asking for descriptors of a namespace it has not got: EPERM (%s)", rep.message);
         is_int(users_count(s->users), 1, "and no namespace was created for it");
-        close(fd);
-        server_free(s);
+        core_test_end(s, fd);
 }
 
 static struct nsd_rep_status status_of(int fd) {
@@ -481,8 +472,7 @@ static struct nsd_rep_status status_of(int fd) {
 }
 
 static void test_status_own_figures(void) {
-        Config c = loop_test_config();
-        Server *s = core_test_server(&c);
+        Server *s = core_test_loop_server();
         struct nsd_rep_status st, rst;
         int root, a1, a2, b, x;
 
@@ -511,12 +501,7 @@ static void test_status_own_figures(void) {
                    st.max_connections_per_uid == rst.max_connections_per_uid &&
                    st.max_namespaces == rst.max_namespaces && st.pid == rst.pid,
            "the limits in force and nsd's pid are the same for everyone");
-        close(root);
-        close(a1);
-        close(a2);
-        close(b);
-        close(x);
-        server_free(s);
+        core_test_end(s, root, a1, a2, b, x);
 }
 
 int main(void) {
