@@ -318,6 +318,20 @@ static bool start_v(Users *reg, User *u, const SetupUser *who, VolAnswer *va, ch
         return r == 1 && RUN_UNTIL(va->calls) && va->r == 0 && mount_in(u, "v");
 }
 
+/* Volume "v" stopped with users_volume_stop() (va and why cleared first): what it returned. */
+static int stop_v(Users *reg, User *u, VolAnswer *va, char **why) {
+        *va = (VolAnswer) { 0 };
+        g_clear_pointer(why, g_free);
+        return users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, va, why);
+}
+
+/* After stop_v() returned r: a stop ran, answered success with a change, and "v" is not
+ * mounted in u's namespace any more. */
+static bool stopped_v(User *u, int r, const VolAnswer *va) {
+        return r == 1 && RUN_UNTIL(va->calls) && va->r == 0 && va->changed &&
+               va->outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v");
+}
+
 typedef struct RelAnswer {
         int calls, r;
 } RelAnswer;
@@ -477,9 +491,7 @@ static void test_copy_elsewhere(Users *reg, User *u, const SetupUser *who) {
         backing = g_strdup_printf("/sys/block/loop%u/loop/backing_file", u->volumes[0].loop - 1);
         copy = copy_of_namespace(u);
         ok(copy >= 0, "a copy of the namespace, kept by a descriptor");
-        va = (VolAnswer) { 0 };
-        g_clear_pointer(&why, g_free);
-        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        r = stop_v(reg, u, &va, &why);
         ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.outcome == VOLUME_OUTCOME_STOPPED &&
                    !mount_in(u, "v") && access(backing, F_OK) == 0,
            "stopped: unmounted from the namespace; the loop device stays attached for the "
@@ -508,12 +520,9 @@ static void test_staging_recovered(Users *reg, User *u, const SetupUser *who) {
         backing = g_strdup_printf("/sys/block/loop%u/loop/backing_file", u->volumes[0].loop - 1);
         ok(stage_as_interrupted(u, where, staging) == 0 && !mount_in(u, "v") && dir_in(u, staging),
            "moved to %s as a killed release child leaves it", staging);
-        va = (VolAnswer) { 0 };
-        g_clear_pointer(&why, g_free);
-        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        r = stop_v(reg, u, &va, &why);
         is_int(r, 1, "a stop runs (%s)", why ? why : "");
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
-                   va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v") && !dir_in(u, staging),
+        ok(stopped_v(u, r, &va) && !dir_in(u, staging),
            "found in the staging directory, put back, unmounted; the directory is gone (%d)", va.r);
         ok(access(backing, F_OK) < 0 && errno == ENOENT, "its loop device is cleared");
 }
@@ -617,10 +626,9 @@ static void test_volume_start_stop(void) {
          * stop finds the volume's own mount on Where= and goes on */
         u->volumes[0].outcome = VOLUME_OUTCOME_FAILED;
         u->volumes[0].loop = 0;
-        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        r = stop_v(reg, u, &va, &why);
         is_int(r, 1, "recorded failed while mounted: a stop runs (%s)", why ? why : "");
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
-                   va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v"),
+        ok(stopped_v(u, r, &va),
            "the mount table, not the record: found by its device and unmounted (%d)", va.r);
         ok(start_v(reg, u, &who, &va, &why) && va.changed, "started again (%d)", va.r);
         /* recorded mounted, but with no loop device (its name could not be read from /sys
@@ -629,22 +637,15 @@ static void test_volume_start_stop(void) {
         va = (VolAnswer) { 0 };
         g_clear_pointer(&why, g_free);
         u->volumes[0].loop = 0;
-        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        r = stop_v(reg, u, &va, &why);
         is_int(r, 1, "mounted, its loop device not recorded: a stop runs (%s)", why ? why : "");
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
-                   va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v"),
-           "found by its loop device's backing file and unmounted (%d)", va.r);
+        ok(stopped_v(u, r, &va), "found by its loop device's backing file and unmounted (%d)",
+           va.r);
         ok(start_v(reg, u, &who, &va, &why) && va.changed, "started a third time (%d)", va.r);
-        va = (VolAnswer) { 0 };
-        g_clear_pointer(&why, g_free);
-        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        r = stop_v(reg, u, &va, &why);
         is_int(r, 1, "a stop runs (%s)", why ? why : "");
-        ok(r == 1 && RUN_UNTIL(va.calls) && va.r == 0 && va.changed &&
-                   va.outcome == VOLUME_OUTCOME_STOPPED && !mount_in(u, "v") &&
-                   u->volumes[0].loop == 0,
-           "stopped: unmounted (%d)", va.r);
-        va = (VolAnswer) { 0 };
-        r = users_volume_stop(reg, u, "v", true, "asked by the test", on_vol, &va, &why);
+        ok(stopped_v(u, r, &va) && u->volumes[0].loop == 0, "stopped: unmounted (%d)", va.r);
+        r = stop_v(reg, u, &va, &why);
         ok(r == 0 && va.calls == 0, "a second stop: not mounted, nothing run (%d)", r);
         test_staging_recovered(reg, u, &who);
         test_stop_table_unreadable(reg, u, &who);
