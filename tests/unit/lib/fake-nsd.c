@@ -378,6 +378,31 @@ static void answer_empty(int cfd, const struct fake_req *r, uint16_t type, int e
         (void) fake_nsd_send(cfd, &h, sizeof(h), NULL, 0);
 }
 
+/* LIST, SHARES and VOLUMES: counted, then refused with cfg's error for that listing or
+ * answered with cfg's entries */
+static void answer_listing(int cfd, const struct fake_req *r, const struct fake_nsd_config *cfg,
+                           struct fake_nsd_record *rec) {
+        const struct {
+                uint16_t type;
+                unsigned *count;
+                int error;
+                void (*answer)(int cfd, const struct fake_req *r,
+                               const struct fake_nsd_config *cfg);
+        } listings[] = {
+                { NSD_REQ_LIST, &rec->lists, cfg->list_error, answer_list },
+                { NSD_REQ_SHARES, &rec->shares, cfg->shares_error, answer_shares },
+                { NSD_REQ_VOLUMES, &rec->volumes, cfg->volumes_error, answer_volumes },
+        };
+
+        for (size_t i = 0; i < sizeof(listings) / sizeof(listings[0]); i++) {
+                if (listings[i].type != r->hdr.type)
+                        continue;
+                (*listings[i].count)++;
+                if (!refuse(cfd, r, listings[i].error, cfg))
+                        listings[i].answer(cfd, r, cfg);
+        }
+}
+
 int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_record *rec) {
         unsigned minor = cfg->minor ? cfg->minor : NSD_PROTO_MINOR;
         uint64_t session_id = cfg->session_id ? cfg->session_id : 4242;
@@ -530,19 +555,9 @@ int fake_nsd_answer(int cfd, const struct fake_nsd_config *cfg, struct fake_nsd_
                 break;
         }
         case NSD_REQ_LIST:
-                rec->lists++;
-                if (!refuse(cfd, &r, cfg->list_error, cfg))
-                        answer_list(cfd, &r, cfg);
-                break;
         case NSD_REQ_SHARES:
-                rec->shares++;
-                if (!refuse(cfd, &r, cfg->shares_error, cfg))
-                        answer_shares(cfd, &r, cfg);
-                break;
         case NSD_REQ_VOLUMES:
-                rec->volumes++;
-                if (!refuse(cfd, &r, cfg->volumes_error, cfg))
-                        answer_volumes(cfd, &r, cfg);
+                answer_listing(cfd, &r, cfg, rec);
                 break;
         case NSD_REQ_SHOW:
                 rec->shows++;
