@@ -146,6 +146,14 @@ static void manager_free(ConnManager *m) {
         config = loop_test_config();
 }
 
+/* The end of a test: close the client ends fds[] (up to a -1), then manager_free(m). */
+static void manager_end_fds(ConnManager *m, const int *fds) {
+        for (; *fds >= 0; fds++)
+                close(*fds);
+        manager_free(m);
+}
+#define manager_end(m, ...) manager_end_fds((m), (const int[]) { __VA_ARGS__, -1 })
+
 static const ConnStats *stats(ConnManager *m) {
         return conn_manager_stats(m);
 }
@@ -192,8 +200,7 @@ static void test_one_call_in_flight(void) {
         ok(RUN_UNTIL(fake.gone == 1 && !fake.held),
            "its client leaves: the handler's gone() lets the call go");
         ok(RUN_UNTIL(conn_manager_count(m) == 1), "and the connection is gone");
-        close(other);
-        manager_free(m);
+        manager_end(m, other);
 }
 
 static void test_close_after_reply(void) {
@@ -207,8 +214,7 @@ static void test_close_after_reply(void) {
            "the handler answers what it cannot read");
         ok(loop_test_at_eof(fd), "and conn_close_after_reply() closes the connection after it");
         is_int(stats(m)->dropped_bad, 1, "counted as a bad client");
-        close(fd);
-        manager_free(m);
+        manager_end(m, fd);
 }
 
 /* ---- idle, slow readers, queues ---------------------------------------------------------- */
@@ -237,8 +243,7 @@ static void test_idle(void) {
                 loop_test_run_for(50);
         }
         is_int(stats(m)->dropped_idle, 2, "a connection asking every 50 ms is kept (1 s idle)");
-        close(fd);
-        manager_free(m);
+        manager_end(m, fd);
 }
 
 /* A client of uid 1000 whose nsd end has a small send buffer sends up to 150 messages and
@@ -265,9 +270,7 @@ static void test_slow_reader(void) {
         is_int(stats(m)->dropped_overflow, 0, "(not for an overflow: MaxQueuedReplies=1000)");
         ping(other, 9);
         is_int(next_type(other), NSD_REP_STATUS, "another uid is served");
-        close(fd);
-        close(other);
-        manager_free(m);
+        manager_end(m, fd, other);
 }
 
 static void test_queue_bound(void) {
@@ -281,8 +284,7 @@ static void test_queue_bound(void) {
            "and is dropped",
            sent);
         is_int(conn_manager_count(m), 0, "its connection is closed");
-        close(fd);
-        manager_free(m);
+        manager_end(m, fd);
 }
 
 static void test_stream(void) {
@@ -309,9 +311,7 @@ static void test_stream(void) {
         ok(RUN_UNTIL(stats(m)->dropped_slow == 1), "a stream never read: dropped after "
                                                    "ReplyTimeoutSec=");
         ok(RUN_UNTIL(fake.gone == 1), "and its call let go through gone()");
-        close(fd);
-        close(other);
-        manager_free(m);
+        manager_end(m, fd, other);
 }
 
 /* ---- limits ----------------------------------------------------------------------------- */
@@ -477,8 +477,7 @@ static void test_root_socket(void) {
            "once root's connection closes, the waiting one is taken");
         ok(conn_manager_accepting(m, CONN_KIND_ROOT) || conn_manager_count_uid(m, 0) == 1,
            "and the socket accepts again (or is at the bound again)");
-        close(fd);
-        manager_free(m);
+        manager_end(m, fd);
         unlink(sa.sun_path);
 }
 
@@ -562,9 +561,7 @@ static void test_refused_reads_reason(void) {
                    strstr(rep.message, "MaxConnectionsPerUser="),
            "it reads the reason (%s)", rep.message);
         ok(loop_test_at_eof(fd), "then the end");
-        close(fd);
-        close(first);
-        manager_free(m);
+        manager_end(m, fd, first);
 }
 
 /* A set-uid program (su) that a user runs connects to root's socket as uid 0, with its real
@@ -651,8 +648,7 @@ static void test_peerpidfd(void) {
                 is_int(stats(m)->peer_pidfds, 1, "its pidfd came from SO_PEERPIDFD");
         else
                 is_int(stats(m)->peer_pidfds, 0, "this kernel lacks SO_PEERPIDFD: pidfd_open()");
-        close(fd);
-        manager_free(m);
+        manager_end(m, fd);
         unlink(sa.sun_path);
 }
 
@@ -684,10 +680,7 @@ static void test_rate_limit(void) {
         int other = peer(m, CONN_KIND_USER, 1001);
         ping(other, 1);
         is_int(next_type(other), NSD_REP_STATUS, "another uid is answered at once");
-        close(fd);
-        close(root);
-        close(other);
-        manager_free(m);
+        manager_end(m, fd, root, other);
 }
 
 /* ---- EMFILE ------------------------------------------------------------------------------- */
@@ -730,8 +723,7 @@ static void test_emfile(void) {
         ok(RUN_UNTIL(stats(m)->accepted == 1), "descriptors free again: the client is accepted");
         ping(client, 1);
         is_int(next_type(client), NSD_REP_STATUS, "and served");
-        close(client);
-        manager_free(m);
+        manager_end(m, client);
         unlink(sa.sun_path);
 }
 
