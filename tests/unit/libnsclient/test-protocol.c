@@ -749,31 +749,6 @@ static void test_join(void) {
         }
         finish(c);
         is_int(count_fds(), before, "no descriptor left behind after a good JOIN");
-
-        static const struct {
-                enum join_variant v;
-                int want;
-                const char *what;
-        } bad[] = {
-                { JOIN_ONE_FD, -EBADMSG, "JOIN reply with 1 descriptor" },
-                { JOIN_THREE_FDS, -EBADMSG, "JOIN reply with 3 descriptors" },
-                { JOIN_SWAPPED, -EBADMSG, "JOIN reply with the descriptors swapped" },
-                { JOIN_WRONG_INODE, -EBADMSG, "JOIN reply naming another nsfs inode" },
-                { JOIN_WRONG_UID, -EBADMSG, "JOIN reply for another uid" },
-                { JOIN_SHORT, -EBADMSG, "truncated JOIN reply (8 bytes short) with descriptors" },
-        };
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                before = count_fds();
-                join_variant = bad[i].v;
-                j = (struct nsc_join_result) { .root_fd = -7, .ns_fd = -7 };
-                c = start(script_join);
-                is_int(nsc_join(c, 1000, 0, &j), bad[i].want, "%s is refused", bad[i].what);
-                ok(j.root_fd == -7 && j.ns_fd == -7, "%s: result untouched", bad[i].what);
-                is_int(nsc_join(c, 1000, 0, &j), -ENOTCONN, "%s: the connection is unusable after",
-                       bad[i].what);
-                finish(c);
-                is_int(count_fds(), before, "%s: no descriptor leaked", bad[i].what);
-        }
 }
 
 static void test_error_reply(void) {
@@ -813,34 +788,65 @@ static void test_error_reply(void) {
         finish(c);
 }
 
+/* The request of a broken reply's case, JOIN or STATUS, its result set to a pattern first:
+ * what the call returned; *ret_untouched whether the result still holds the pattern. */
+static int broken_call(bool join, nsc_conn *c, bool *ret_untouched) {
+        struct nsc_join_result j = { .root_fd = -7, .ns_fd = -7 };
+        struct nsc_status st;
+        int r;
+
+        if (join) {
+                r = nsc_join(c, 1000, 0, &j);
+                *ret_untouched = j.root_fd == -7 && j.ns_fd == -7;
+        } else {
+                memset(&st, 0x5a, sizeof(st));
+                r = nsc_status(c, &st);
+                *ret_untouched = st.namespaces == 0x5a5a5a5a;
+        }
+        return r;
+}
+
+/* A broken reply, to JOIN (join_variant) or to STATUS (bad_variant): refused with want, the
+ * result untouched, the connection unusable after, and nothing leaked. */
 static void test_bad_replies(void) {
         static const struct {
-                enum bad_variant v;
-                int want;
+                bool join;
+                int v, want;
                 const char *what;
         } cases[] = {
-                { BAD_SEQ, -EBADMSG, "reply with a wrong seq" },
-                { BAD_TYPE, -EBADMSG, "reply of the wrong type" },
-                { BAD_OVERSIZED, -EMSGSIZE, "reply larger than NSD_MSG_SIZE_MAX" },
-                { BAD_CLOSE, -ECONNRESET, "nsd closing the connection" },
-                { BAD_MAJOR, -EPROTONOSUPPORT, "reply of another major version" },
-                { BAD_FD_ON_STATUS, -EBADMSG, "STATUS reply carrying a descriptor" },
-                { BAD_ERROR_IN_REPLY, -EBADMSG, "STATUS reply with its error field set" },
-                { BAD_VERSION_STRING, -EBADMSG, "STATUS reply with an unterminated version" },
+                { true, JOIN_ONE_FD, -EBADMSG, "JOIN reply with 1 descriptor" },
+                { true, JOIN_THREE_FDS, -EBADMSG, "JOIN reply with 3 descriptors" },
+                { true, JOIN_SWAPPED, -EBADMSG, "JOIN reply with the descriptors swapped" },
+                { true, JOIN_WRONG_INODE, -EBADMSG, "JOIN reply naming another nsfs inode" },
+                { true, JOIN_WRONG_UID, -EBADMSG, "JOIN reply for another uid" },
+                { true, JOIN_SHORT, -EBADMSG,
+                  "truncated JOIN reply (8 bytes short) with descriptors" },
+                { false, BAD_SEQ, -EBADMSG, "reply with a wrong seq" },
+                { false, BAD_TYPE, -EBADMSG, "reply of the wrong type" },
+                { false, BAD_OVERSIZED, -EMSGSIZE, "reply larger than NSD_MSG_SIZE_MAX" },
+                { false, BAD_CLOSE, -ECONNRESET, "nsd closing the connection" },
+                { false, BAD_MAJOR, -EPROTONOSUPPORT, "reply of another major version" },
+                { false, BAD_FD_ON_STATUS, -EBADMSG, "STATUS reply carrying a descriptor" },
+                { false, BAD_ERROR_IN_REPLY, -EBADMSG, "STATUS reply with its error field set" },
+                { false, BAD_VERSION_STRING, -EBADMSG,
+                  "STATUS reply with an unterminated version" },
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                struct nsc_status st;
                 int before = count_fds();
+                bool untouched;
                 nsc_conn *c;
 
-                memset(&st, 0x5a, sizeof(st));
-                bad_variant = cases[i].v;
-                c = start(script_bad_status);
-                is_int(nsc_status(c, &st), cases[i].want, "%s", cases[i].what);
-                ok(st.namespaces == 0x5a5a5a5a, "%s: result untouched", cases[i].what);
-                is_int(nsc_status(c, &st), -ENOTCONN, "%s: later calls fail with ENOTCONN",
+                if (cases[i].join)
+                        join_variant = (enum join_variant) cases[i].v;
+                else
+                        bad_variant = (enum bad_variant) cases[i].v;
+                c = start(cases[i].join ? script_join : script_bad_status);
+                is_int(broken_call(cases[i].join, c, &untouched), cases[i].want, "%s is refused",
                        cases[i].what);
+                ok(untouched, "%s: result untouched", cases[i].what);
+                is_int(broken_call(cases[i].join, c, &untouched), -ENOTCONN,
+                       "%s: later calls fail with ENOTCONN", cases[i].what);
                 finish(c);
                 is_int(seen.requests, 1, "%s: no request sent on a broken connection",
                        cases[i].what);
