@@ -34,11 +34,10 @@ static inline Server *core_test_loop_server(void) {
 
 /* The end of a test: close the client ends fds[] (up to a -1), then free s. */
 static inline void core_test_end_fds(Server *s, const int *fds) {
-        for (; *fds >= 0; fds++)
-                close(*fds);
+        loop_test_close_fds(fds);
         server_free(s);
 }
-#define core_test_end(s, ...) core_test_end_fds((s), (const int[]) { __VA_ARGS__, -1 })
+#define core_test_end(s, ...) core_test_end_fds((s), LOOP_TEST_FDS(__VA_ARGS__))
 
 /* A connection of uid whose peer is pid, as a socketpair: returns the client end. */
 static inline int core_test_peer(Server *s, ConnKind kind, uid_t uid, pid_t pid) {

@@ -54,6 +54,14 @@ static inline void loop_test_run_for(unsigned ms) {
 }
 
 /* The defaults, with a rate limit no test meets by accident. */
+/* Close a test's client ends, fds[] up to a -1 (LOOP_TEST_FDS(a, b, ...) makes such a list),
+ * before its connection manager or server goes. */
+static inline void loop_test_close_fds(const int *fds) {
+        for (; *fds >= 0; fds++)
+                close(*fds);
+}
+#define LOOP_TEST_FDS(...) ((const int[]) { __VA_ARGS__, -1 })
+
 static inline Config loop_test_config(void) {
         Config c;
 

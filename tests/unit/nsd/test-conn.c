@@ -148,11 +148,10 @@ static void manager_free(ConnManager *m) {
 
 /* The end of a test: close the client ends fds[] (up to a -1), then manager_free(m). */
 static void manager_end_fds(ConnManager *m, const int *fds) {
-        for (; *fds >= 0; fds++)
-                close(*fds);
+        loop_test_close_fds(fds);
         manager_free(m);
 }
-#define manager_end(m, ...) manager_end_fds((m), (const int[]) { __VA_ARGS__, -1 })
+#define manager_end(m, ...) manager_end_fds((m), LOOP_TEST_FDS(__VA_ARGS__))
 
 static const ConnStats *stats(ConnManager *m) {
         return conn_manager_stats(m);
