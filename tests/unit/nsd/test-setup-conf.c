@@ -1011,22 +1011,23 @@ static void test_generation(void) {
 static void test_needs_identity(void) {
         static const struct {
                 const char *text;
-                bool empty, needs;
+                bool needs;
         } cases[] = {
-                { "", true, false },
-                { "[Namespaces]\nPrivateTmp=yes\n", false, false },
-                { "[BindReadOnly b]\nSource=/a\nTarget=/b\n", false, false },
-                { "[Polydir a]\nPath=/srv/%U\nMethod=tmpfs\nExcludeUsers=0 1001\n", false, false },
-                { "[Polydir a]\nPath=/srv/100%%\nMethod=tmpfs\n", false, false },
-                { "[Polydir a]\nPath=/srv/%u\nMethod=tmpfs\n", false, true },
-                { "[Polydir a]\nPath=%h/.cache\nMethod=tmpfs\n", false, true },
-                { "[Polydir a]\nPath=/x\nMethod=user\nInstancePrefix=/i/%g-\n", false, true },
-                { "[Polydir a]\nPath=/x\nMethod=user\nInstancePrefix=/i/\n", false, true },
-                { "[Polydir a]\nPath=/x\nMethod=tmpfs\nOnlyUsers=alice\n", false, true },
-                { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\n", false, true },
-                { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\nNoInit=yes\n", false,
+                /* setup_conf_is_empty(): for the first only, of no text at all */
+                { "", false },
+                { "[Namespaces]\nPrivateTmp=yes\n", false },
+                { "[BindReadOnly b]\nSource=/a\nTarget=/b\n", false },
+                { "[Polydir a]\nPath=/srv/%U\nMethod=tmpfs\nExcludeUsers=0 1001\n", false },
+                { "[Polydir a]\nPath=/srv/100%%\nMethod=tmpfs\n", false },
+                { "[Polydir a]\nPath=/srv/%u\nMethod=tmpfs\n", true },
+                { "[Polydir a]\nPath=%h/.cache\nMethod=tmpfs\n", true },
+                { "[Polydir a]\nPath=/x\nMethod=user\nInstancePrefix=/i/%g-\n", true },
+                { "[Polydir a]\nPath=/x\nMethod=user\nInstancePrefix=/i/\n", true },
+                { "[Polydir a]\nPath=/x\nMethod=tmpfs\nOnlyUsers=alice\n", true },
+                { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\n", true },
+                { "[Setup]\nInitScript=/i\n[Polydir a]\nPath=/x\nMethod=tmpfs\nNoInit=yes\n",
                   false },
-                { "[Share s]\nPath=/s\nUsers=1000\n", false, true },
+                { "[Share s]\nPath=/s\nUsers=1000\n", true },
         };
         bool all = true;
 
@@ -1034,7 +1035,7 @@ static void test_needs_identity(void) {
                 Config c = { 0 };
 
                 if (parse(cases[i].text, &c, NULL) < 0 ||
-                    setup_conf_is_empty(&c.setup) != cases[i].empty ||
+                    setup_conf_is_empty(&c.setup) != (cases[i].text[0] == '\0') ||
                     setup_conf_needs_identity(&c.setup) != cases[i].needs) {
                         printf("# wrong for: %s\n", cases[i].text);
                         all = false;
