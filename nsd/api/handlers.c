@@ -24,6 +24,7 @@
 #include "domain/session.h"
 #include "domain/user.h"
 #include "domain/users.h"
+#include "policy/conf-files.h"
 #include "policy/conf.h"
 #include "policy/policy.h"
 #include "policy/setup-conf.h"
@@ -1327,10 +1328,23 @@ static int credential_refuse(Request *r, const User *u, size_t i, int err) {
                               u->volumes[i].name, g_strerror(-err), errno_retry_hint(err));
 }
 
+/* Where the password a TAKE is answered with came from */
+typedef enum CredentialFrom {
+        CREDENTIAL_FROM_LOGIN,    /* the login password (GIVE) */
+        CREDENTIAL_FROM_UNLOCK,   /* the user's own (UNLOCK) */
+        CREDENTIAL_FROM_KEY_FILE, /* the volume's KeyFile=, read for this TAKE */
+} CredentialFrom;
+
 /* Answer TAKE r of u's volume i with fd (taken; user_credential_peek()'s, the user's own
- * from UNLOCK or the login password): did it go out (or is it queued)? Only then is the
- * password used up; a lost one is left for the taker's next try. */
-static bool credential_pass(Request *r, User *u, size_t i, int fd, bool unlocked) {
+ * from UNLOCK or the login password, or the key file's copy): did it go out (or is it
+ * queued)? Only then is a held password used up; a lost one is left for the taker's next
+ * try (a key file is read again). */
+static bool credential_pass(Request *r, User *u, size_t i, int fd, CredentialFrom from) {
+        static const char *const what[] = {
+                [CREDENTIAL_FROM_LOGIN] = "login password",
+                [CREDENTIAL_FROM_UNLOCK] = "password from nsctl unlock",
+                [CREDENTIAL_FROM_KEY_FILE] = "key file's password",
+        };
         struct nsd_msg_header rep;
         int q;
 
@@ -1343,11 +1357,11 @@ static bool credential_pass(Request *r, User *u, size_t i, int fd, bool unlocked
                           (unsigned) u->uid, u->volumes[i].name, (unsigned) r->pid, g_strerror(-q));
                 return false;
         }
-        user_credential_handed(u, i, unlocked);
+        if (from != CREDENTIAL_FROM_KEY_FILE)
+                user_credential_handed(u, i, from == CREDENTIAL_FROM_UNLOCK);
         log_event_by(r->uid, LOG_INFO, 0, u->uid, "credential-taken",
-                     "Handed uid %u's %s to pid %u for volume '%s'", (unsigned) u->uid,
-                     unlocked ? "password from nsctl unlock" : "login password", (unsigned) r->pid,
-                     u->volumes[i].name);
+                     "Handed uid %u's %s to pid %u for volume '%s'", (unsigned) u->uid, what[from],
+                     (unsigned) r->pid, u->volumes[i].name);
         return true;
 }
 
@@ -1374,7 +1388,9 @@ static uint32_t credential_wake(Api *a, User *u) {
                         continue;
                 }
                 if (fd >= 0) {
-                        answered += credential_pass(t, u, (size_t) i, fd, unlocked);
+                        answered += credential_pass(t, u, (size_t) i, fd,
+                                                    unlocked ? CREDENTIAL_FROM_UNLOCK
+                                                             : CREDENTIAL_FROM_LOGIN);
                         request_finish(t, 0);
                 } else /* those that got it count, not a refusal */
                         request_finish(t, credential_refuse(t, u, (size_t) i, fd));
@@ -1463,6 +1479,25 @@ static ssize_t own_password_volume(Request *r, User *u, const char *volume) {
         return i;
 }
 
+/* TAKE r of u's volume i, which has a KeyFile=: its bytes in a sealed memfd (policy/
+ * conf-files.h), read now, as root; a key file that is missing or untrusted refuses the TAKE
+ * with what is wrong (and says so in the journal: the administrator's to mend). */
+static int credential_from_key_file(Request *r, User *u, size_t i) {
+        g_autofree char *why = NULL;
+        int fd = config_key_file_memfd(u->volumes[i].key_file, NSD_CREDENTIAL_MAX, &why);
+
+        if (fd < 0) {
+                log_event(LOG_WARNING, fd, u->uid, "credential-key-file-refused",
+                          "Cannot hand volume '%s' of uid %u its key file: %s", u->volumes[i].name,
+                          (unsigned) u->uid, why);
+                return request_refuse(r, errno_own_failure(fd),
+                                      "volume '%s': nsd cannot hand its key file over (%s)%s",
+                                      u->volumes[i].name, why, errno_retry_hint(fd));
+        }
+        (void) credential_pass(r, u, i, fd, CREDENTIAL_FROM_KEY_FILE);
+        return 0;
+}
+
 static int handle_credential_take(Request *r) {
         const struct nsd_req_credential_take *req = MSG(r, struct nsd_req_credential_take);
         Api *a = api_of(r);
@@ -1474,9 +1509,12 @@ static int handle_credential_take(Request *r) {
 
         if (i < 0)
                 return (int) i;
+        if (u->volumes[i].key_file) /* read for each TAKE: nothing held, nothing to wait for */
+                return credential_from_key_file(r, u, (size_t) i);
         fd = user_credential_peek(u, (size_t) i, &unlocked);
         if (fd >= 0) {
-                (void) credential_pass(r, u, (size_t) i, fd, unlocked);
+                (void) credential_pass(r, u, (size_t) i, fd,
+                                       unlocked ? CREDENTIAL_FROM_UNLOCK : CREDENTIAL_FROM_LOGIN);
                 return 0;
         }
         /* with WAIT, nothing for it yet (or only a login password it had: a wrong one) waits
@@ -1509,6 +1547,11 @@ static int handle_credential_unlock(Request *r) {
 
         if (i < 0)
                 return (int) i;
+        if (u->volumes[i].key_file)
+                return request_refuse(r, EINVAL,
+                                      "volume '%s' takes its password from its key file "
+                                      "(KeyFile= of nsd.conf), not from nsctl unlock",
+                                      req->volume);
         fd = credential_keep(r);
         if (fd < 0)
                 return fd;

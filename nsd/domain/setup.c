@@ -86,6 +86,7 @@ typedef struct PlanVolume {
         const Volume *conf; /* into the plan's copy of the configuration */
         Walk where;         /* Where=, as a polydir's Path= */
         char *source;       /* Source=, expanded */
+        char *key_file;     /* KeyFile=, expanded; NULL: none */
         /* what the run did (on_setup_done()) */
         VolumeOutcome outcome;
         int err;
@@ -394,7 +395,7 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
         for (size_t i = 0; i < plan->conf.n_volumes; i++) {
                 const Volume *c = &plan->conf.volumes[i];
                 PlanVolume *v = &plan->volumes[plan->n_volumes];
-                g_autofree char *where = NULL, *source = NULL;
+                g_autofree char *where = NULL, *source = NULL, *key_file = NULL;
                 char desc[256];
 
                 if (!volume_has_member(c, user->name, user->uid, user->groups, user->group_names,
@@ -402,7 +403,8 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                         continue;
                 r = plan_identity_check(plan, user, volume_describe(c, desc, sizeof desc),
                                         strstr(c->where, "%u") || strstr(c->where, "%h") ||
-                                                strstr(c->where, "%g") || strstr(c->source, "%u"),
+                                                strstr(c->where, "%g") || strstr(c->source, "%u") ||
+                                                (c->key_file && strstr(c->key_file, "%u")),
                                         g_str_has_prefix(c->where, "%h"), ret_why);
                 if (r < 0)
                         return r;
@@ -413,10 +415,16 @@ int setup_plan_new(const SetupConf *conf, const SetupUser *user, SetupPlan **ret
                 r = expand(c->source, plan, user, &source, ret_why);
                 if (r < 0)
                         return r;
+                if (c->key_file) {
+                        r = expand(c->key_file, plan, user, &key_file, ret_why);
+                        if (r < 0)
+                                return r;
+                }
                 v->conf = c;
                 walk_init(&v->where, g_steal_pointer(&where), g_str_has_prefix(c->where, "%h"),
                           plan);
                 v->source = g_steal_pointer(&source);
+                v->key_file = g_steal_pointer(&key_file);
                 plan->n_volumes++;
         }
         r = plan_share_overlap_check(plan, ret_why);
@@ -448,6 +456,7 @@ void setup_plan_free(SetupPlan *p) {
         for (size_t i = 0; i < p->n_volumes; i++) {
                 g_free(p->volumes[i].where.path);
                 g_free(p->volumes[i].source);
+                g_free(p->volumes[i].key_file);
                 g_free(p->volumes[i].why);
         }
         g_free(p->volumes);
@@ -515,6 +524,10 @@ const char *setup_plan_volume_where(const SetupPlan *p, size_t i) {
 
 const char *setup_plan_volume_source(const SetupPlan *p, size_t i) {
         return i < p->n_volumes ? p->volumes[i].source : NULL;
+}
+
+const char *setup_plan_volume_key_file(const SetupPlan *p, size_t i) {
+        return i < p->n_volumes ? p->volumes[i].key_file : NULL;
 }
 
 size_t setup_plan_n_shares(const SetupPlan *p) {

@@ -140,11 +140,13 @@ const Share *setup_plan_share(const SetupPlan *p, size_t i);
  * the run decides so too for a route whose directory on the host is refused (below). */
 void setup_plan_leave_out_share(SetupPlan *p, size_t i);
 bool setup_plan_share_left_out(const SetupPlan *p, size_t i);
-/* The volumes the user is a member of, in order: their expanded Where= and Source=. */
+/* The volumes the user is a member of, in order: their expanded Where=, Source= and KeyFile=
+ * (NULL: none). */
 size_t setup_plan_n_volumes(const SetupPlan *p);
 const Volume *setup_plan_volume(const SetupPlan *p, size_t i);
 const char *setup_plan_volume_where(const SetupPlan *p, size_t i);
 const char *setup_plan_volume_source(const SetupPlan *p, size_t i);
+const char *setup_plan_volume_key_file(const SetupPlan *p, size_t i);
 
 /* What a run did with one of the plan's volumes (setup_plan_volume_outcome(), in done). The
  * numbers are the protocol's (NSD_VOLUME_* of nsd-protocol.h). */

@@ -146,6 +146,8 @@ void user_state_write(const User *u) {
                         g_key_file_set_boolean(kf, group, "Password", true);
                 if (v->ask)
                         g_key_file_set_string(kf, group, "Key", "ask");
+                if (v->key_file)
+                        g_key_file_set_string(kf, group, "KeyFile", v->key_file);
                 if (v->on_request || v->at_login)
                         g_key_file_set_string(kf, group, "Start",
                                               v->on_request ? "request" : "login");
@@ -204,6 +206,7 @@ static void user_volume_clear(UserVolume *v) {
         g_free(v->where);
         g_free(v->why);
         g_free(v->options);
+        g_free(v->key_file);
         g_free(v->held);
         *v = (UserVolume) { 0 };
 }
@@ -254,6 +257,8 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
                 g_autofree char *key = g_key_file_get_string(kf, *g, "Key", NULL);
                 g_autofree char *start = g_key_file_get_string(kf, *g, "Start", NULL);
                 v->ask = v->password && g_strcmp0(key, "ask") == 0;
+                if (v->password)
+                        v->key_file = g_key_file_get_string(kf, *g, "KeyFile", NULL);
                 v->on_request = g_strcmp0(start, "request") == 0;
                 /* "login" is written for kernel volumes only (a FUSE one's is not written) */
                 v->at_login = g_strcmp0(start, "login") == 0;
@@ -273,7 +278,8 @@ size_t user_state_volumes(StateDir *state, const UserNs *ns, UserVolume **ret) {
 /* ---- the login password of its volumes ---------------------------------------------------- */
 
 bool user_volume_takes_login(const User *u, size_t i) {
-        return i < u->n_volumes && u->volumes[i].password && !u->volumes[i].ask;
+        return i < u->n_volumes && u->volumes[i].password && !u->volumes[i].ask &&
+               !u->volumes[i].key_file;
 }
 
 size_t user_password_volumes(const User *u) {

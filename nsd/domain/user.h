@@ -30,6 +30,9 @@ typedef struct UserVolume {
         char *options;        /* a FUSE volume's options (volume_options_text()); else NULL */
         bool password;        /* its program takes a password (gocryptfs) */
         bool ask;             /* Key=ask: never the login password, only nsctl unlock's */
+        char *key_file;       /* KeyFile=, expanded: its password is that file's, read for
+                               * each TAKE (never the login password nor nsctl unlock's);
+                               * NULL: none */
         bool on_request;      /* Start=request: nsctl start, not the login, starts it */
         bool at_login;        /* a kernel volume with Start=login: nsctl start-volumes, run by
                                * the user's service manager at login, asks nsd for it */

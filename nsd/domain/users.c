@@ -317,6 +317,8 @@ static UserVolume *volumes_of(const SetupPlan *plan, size_t *ret_n) {
                         vols[i].options = volume_options_text(c);
                         vols[i].password = t && t->takes_password;
                         vols[i].ask = vols[i].password && c->key == VOLUME_KEY_ASK;
+                        if (vols[i].password)
+                                vols[i].key_file = g_strdup(setup_plan_volume_key_file(plan, i));
                 }
                 vols[i].on_request = c->start == VOLUME_START_REQUEST;
                 vols[i].at_login = c->kind != VOLUME_KIND_FUSE && c->start == VOLUME_START_LOGIN;

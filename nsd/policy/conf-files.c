@@ -12,11 +12,14 @@
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "base/errno-util.h"
 #include "cleanup.h"
 #include "io-util.h"
 
@@ -61,6 +64,104 @@ static int stat_trusted(int fd, const char *name, bool directory, struct stat *r
                 return -EPERM;
         }
         return 0;
+}
+
+/* ---- KeyFile= --------------------------------------------------------------------------- */
+
+/* The directory of path (absolute), each component opened beneath the last without following
+ * a symbolic link and trusted as nsd's configuration is: its descriptor (O_PATH), with *ret_base
+ * pointing at the last component of path. -errno with *ret_why. */
+static int key_file_dir(const char *path, const char **ret_base, char **ret_why) {
+        g_autofree char *copy = g_strdup(path);
+        _cleanup_close_ int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        char *c = copy + 1, *slash;
+        struct stat st;
+        int r;
+
+        if (path[0] != '/' || !*c || path[strlen(path) - 1] == '/')
+                return why_set(ret_why, EINVAL, "KeyFile %s: not an absolute path of a file", path);
+        if (dfd < 0)
+                return why_set(ret_why, errno, "KeyFile %s: cannot open '/': %s", path,
+                               g_strerror(errno));
+        while ((slash = strchr(c, '/'))) {
+                _cleanup_close_ int next = -1;
+                g_autofree char *why = NULL;
+
+                *slash = '\0';
+                next = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0) {
+                        int e = errno;
+
+                        return why_set(ret_why, e, "KeyFile %s: '%s': %s", path, copy,
+                                       e == ELOOP || e == ENOTDIR
+                                               ? "not a directory (a symbolic link is not "
+                                                 "followed)"
+                                               : g_strerror(e));
+                }
+                r = stat_trusted(next, copy, true, &st, &why);
+                if (r < 0)
+                        return why_set(ret_why, r, "KeyFile %s: %s", path, why);
+                CLOSE_FD(dfd);
+                dfd = TAKE_FD(next);
+                *slash = '/';
+                c = slash + 1;
+        }
+        *ret_base = path + (c - copy);
+        return TAKE_FD(dfd);
+}
+
+int config_key_file_memfd(const char *path, size_t max, char **ret_why) {
+        const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+        _cleanup_close_ int dfd = -1, fd = -1, mfd = -1;
+        g_autofree char *why = NULL;
+        const char *base = NULL;
+        struct stat st;
+        off_t off = 0;
+        int r;
+
+        dfd = key_file_dir(path, &base, ret_why);
+        if (dfd < 0)
+                return dfd;
+        /* O_NONBLOCK: a FIFO put there must not stall nsd (it is refused below) */
+        fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+                int e = errno;
+
+                return why_set(ret_why, e, "KeyFile %s: cannot open: %s", path,
+                               e == ELOOP ? "a symbolic link, which nsd does not follow"
+                                          : g_strerror(e));
+        }
+        r = stat_trusted(fd, path, false, &st, &why);
+        if (r < 0)
+                return why_set(ret_why, r, "KeyFile %s", why);
+        if (st.st_mode & 077)
+                return why_set(ret_why, EPERM,
+                               "KeyFile %s: refused: open to %s (mode %04o): a key is for its "
+                               "owner alone; chmod 0600 it",
+                               path, (st.st_mode & 007) ? "others" : "its group",
+                               (unsigned) (st.st_mode & 07777));
+        if (st.st_size < 1 || (uint64_t) st.st_size > max)
+                return why_set(ret_why, EINVAL, "KeyFile %s: refused: %lld bytes (1 to %zu)", path,
+                               (long long) st.st_size, max);
+        mfd = memfd_create("nsd-key", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (mfd < 0)
+                return why_set(ret_why, errno, "KeyFile %s: cannot make a memfd for it: %s", path,
+                               g_strerror(errno));
+        /* the kernel copies it: its bytes never pass through nsd's memory */
+        while (off < st.st_size) {
+                ssize_t n = sendfile(mfd, fd, &off, (size_t) (st.st_size - off));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return why_set(ret_why, n < 0 ? errno : EAGAIN,
+                                       "KeyFile %s: cannot copy it: %s", path,
+                                       n < 0 ? g_strerror(errno) : "it shrank while read");
+        }
+        if (fcntl(mfd, F_ADD_SEALS, seals) < 0)
+                return why_set(ret_why, errno, "KeyFile %s: cannot seal its copy: %s", path,
+                               g_strerror(errno));
+        return TAKE_FD(mfd);
 }
 
 static int read_fd(int fd, const char *name, char **ret, size_t *ret_len, char **ret_error) {

@@ -44,6 +44,14 @@ int config_files_read(const char *path, ConfigFiles **ret, bool *ret_missing, ch
 void config_files_free(ConfigFiles *f);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ConfigFiles, config_files_free)
 
+/* A [Volume]'s KeyFile= (setup-conf.h), expanded: its bytes, copied into a new memfd sealed
+ * against writing, growing, shrinking and further seals, as a TAKE hands a password over. Every
+ * directory on the way is opened beneath the one before without following a symbolic link and
+ * must be trusted as nsd's configuration is (root's, or the user's nsd runs as, writable by
+ * nobody else); the file too, and closed to group and others, a regular file of 1 to max
+ * bytes. The memfd's descriptor, or -errno with *ret_why ("KeyFile PATH: what"). */
+int config_key_file_memfd(const char *path, size_t max, char **ret_why);
+
 /* What nsd --check-config looks at beyond the syntax: the files the setup names, as they
  * are now. Each init script must be a regular file owned by root, executable and writable
  * by nobody else; each [BindReadOnly] Source= and each polydir or instance parent without

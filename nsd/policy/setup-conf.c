@@ -26,9 +26,9 @@ static const char *const bind_keys[] = { "Source", "Target", NULL };
 static const char *const share_keys[] = { "Path",        "Users",      "Groups",
                                           "Propagation", "MaxMembers", "MaxMountsPerUser",
                                           NULL };
-static const char *const volume_keys[] = { "Type",  "Source",  "Where", "Options",
-                                           "Users", "Groups",  "Start", "OnFailure",
-                                           "Key",   "Release", NULL };
+static const char *const volume_keys[] = { "Type",  "Source",  "Where",   "Options",
+                                           "Users", "Groups",  "Start",   "OnFailure",
+                                           "Key",   "KeyFile", "Release", NULL };
 
 static const char *const polydir_method_names[] = {
         [POLYDIR_METHOD_USER] = "user",
@@ -132,6 +132,7 @@ static const Owned volume_owned[] = { STRING(Volume, name),
                                       STRING(Volume, where),
                                       OPTIONS(Volume, options, n_options),
                                       STRING(Volume, options_text),
+                                      STRING(Volume, key_file),
                                       STRV(Volume, users),
                                       STRV(Volume, groups),
                                       STRING(Volume, file) };
@@ -235,8 +236,8 @@ static bool valid_object_name(const char *s, const char *extra) {
 enum {
         TEMPLATE_SPECIFIERS = 1 << 0, /* %u %U %g %h(at the start) %% */
         TEMPLATE_PREFIX = 1 << 1,     /* InstancePrefix=: the user name is appended */
-        TEMPLATE_USER_IDS = 1 << 2,   /* a volume's Source=: only %u %U %% (not %h: an image
-                                       * in the user's home is the user's to craft) */
+        TEMPLATE_USER_IDS = 1 << 2,   /* a volume's Source= and KeyFile=: only %u %U %% (not
+                                       * %h: a file in the user's home is the user's to craft) */
 };
 
 /* A path template: absolute (or "%h..." with TEMPLATE_SPECIFIERS), no empty, "." or ".."
@@ -274,8 +275,9 @@ static char *template_why(const char *t, unsigned flags) {
                                 "'%%%c': only %%u (user name), %%U (uid) and %%%% may be used "
                                 "here%s",
                                 g_ascii_isprint(*p) ? *p : '?',
-                                *p == 'h' ? " (not %h: an image the user can write is a crafted "
-                                            "file system waiting for the kernel)"
+                                *p == 'h' ? " (not %h: what lies in the user's home is the "
+                                            "user's to craft, an image a file system waiting "
+                                            "for the kernel, a key file another user's)"
                                           : "");
                 if (*p == 'h' && p - 1 != t)
                         return g_strdup("%h (the home directory) may only start the path");
@@ -648,11 +650,18 @@ static int volume_set(void *object, const char *key, const char *value, unsigned
         if (KEY("Key")) {
                 r = SET_NAME(v->key, volume_key_names,
                              "'login' (the login password, or nsctl unlock) or 'ask' (only nsctl "
-                             "unlock); key files are not supported yet");
+                             "unlock); for a key file, KeyFile= instead");
                 if (r < 0)
                         return r;
                 v->key_set = true;
                 v->key_line = line;
+                return 0;
+        }
+        if (KEY("KeyFile")) {
+                r = set_template(&v->key_file, value, TEMPLATE_USER_IDS, key, ret_why);
+                if (r < 0)
+                        return r;
+                v->key_file_line = line;
                 return 0;
         }
         g_assert_not_reached();
@@ -1169,11 +1178,20 @@ static int check_volumes(SetupConf *s, char **ret_error) {
                                        "namespace's life; say when it is mounted again "
                                        "(Start=login or Start=request)",
                                        v->name);
-                if (v->key_set && !volume_type_options_find(v->type)->takes_password)
-                        return fail_at(ret_error, v->file, v->key_line,
-                                       "[Volume %s] Key=: Type=%s takes no password (only a "
+                if ((v->key_set || v->key_file) &&
+                    !volume_type_options_find(v->type)->takes_password)
+                        return fail_at(ret_error, v->file,
+                                       v->key_set ? v->key_line : v->key_file_line,
+                                       "[Volume %s] %s=: Type=%s takes no password (only a "
                                        "type whose program reads one does: gocryptfs)",
-                                       v->name, v->type);
+                                       v->name, v->key_set ? "Key" : "KeyFile", v->type);
+                if (v->key_set && v->key_file)
+                        return fail_at(ret_error, v->file, MAX(v->key_line, v->key_file_line),
+                                       "[Volume %s] Key= and KeyFile= both given: KeyFile= is "
+                                       "where its password comes from (never the login "
+                                       "password nor nsctl unlock), Key= says which typed one "
+                                       "it takes; keep one",
+                                       v->name);
                 if (v->options_text) {
                         const VolumeTypeOptions *t = volume_type_options_find(v->type);
 
@@ -1338,6 +1356,8 @@ const char *setup_conf_generation(const SetupConf *s, bool propagation_private, 
                 digest_str(c, "numbers", num);
                 if (v->key != VOLUME_KEY_LOGIN) /* the default keeps the digest of before */
                         digest_str(c, "key", "ask");
+                if (v->key_file) /* likewise */
+                        digest_str(c, "key-file", v->key_file);
                 if (v->release != VOLUME_RELEASE_AT_NAMESPACE) /* likewise */
                         digest_str(c, "release", "last-session");
                 digest_options(c, v->options, v->n_options);

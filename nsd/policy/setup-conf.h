@@ -170,6 +170,11 @@ typedef struct Volume {
         VolumeKey key; /* Key=: only for a type that takes a password */
         bool key_set;  /* Key= was given */
         unsigned key_line;
+        /* KeyFile=: a template (%u %U): the file, root's and closed to others, whose bytes are
+         * the password, read for each TAKE of the volume (instead of Key=: never the login
+         * password nor nsctl unlock's); NULL: none */
+        char *key_file;
+        unsigned key_file_line;
         VolumeOnFailure on_failure; /* OnFailure= */
         char *file;
         unsigned line;

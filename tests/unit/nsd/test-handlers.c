@@ -22,6 +22,7 @@
 #include "core-test.h"
 #include "gate-test.h"
 #include "policy/policy.h"
+#include "run-tmpfs.h"
 #include "tap.h"
 
 static const ConnStats *stats(Server *s) {
@@ -1207,6 +1208,65 @@ static void test_join_session_refusals(void) {
         core_test_end(s, fd);
 }
 
+/* A volume with KeyFile= (as root, in a private mount namespace with /run the test's own,
+ * the last test): each TAKE gets the file's bytes, read then; the login password is never
+ * its, nor an UNLOCK; a key file nsd does not trust refuses the TAKE, naming what is wrong. */
+static void test_key_file_take(void) {
+        Server *s;
+        int root, user, error = 0;
+        g_autofree char *text = NULL;
+        char msg[NSD_ERROR_MESSAGE_MAX];
+        uint32_t waiting;
+        uint16_t type;
+        User *u;
+
+        if (!test_private_run()) {
+                tap_skip("KeyFile=: needs root and a mount namespace of the test's own");
+                return;
+        }
+        if (mkdir("/run/keys", 0755) < 0 ||
+            !g_file_set_contents("/run/keys/vault", "from-the-file", -1, NULL) ||
+            chmod("/run/keys/vault", 0600) < 0)
+                tap_bail_errno("/run/keys/vault");
+        s = core_test_loop_server();
+        root = peer(s, CONN_KIND_ROOT, 0);
+        user = peer(s, CONN_KIND_USER, 100001);
+        u = volume_user(s, "vault:gocryptfs other:gocryptfs");
+        u->volumes[0].key_file = g_strdup("/run/keys/vault");
+
+        for (int i = 0; i < 2; i++) {
+                g_clear_pointer(&text, g_free);
+                send_take(user, "vault", 0, 1 + i);
+                type = next_with_fd(user, &error, &text);
+                ok(type == NSD_REP_CREDENTIAL_TAKE && error == 0 &&
+                           g_strcmp0(text, "from-the-file") == 0,
+                   "TAKE %d of a KeyFile= volume: the key file's bytes, with nothing held (%d)",
+                   i + 1, error);
+        }
+        Given given = give_login(root, 100001, "login-pw", 3);
+        ok(given.type == NSD_REP_CREDENTIAL_GIVE && given.volumes == 1,
+           "root's GIVE: only the other volume takes the login password (%u)", given.volumes);
+        g_clear_pointer(&text, g_free);
+        send_take(user, "vault", 0, 4);
+        type = next_with_fd(user, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "from-the-file") == 0,
+           "with a login password held: still the key file's");
+        error = unlock(user, "vault", "typed", 5, &waiting);
+        is_int(error, -EINVAL, "UNLOCK of a KeyFile= volume: EINVAL (its key is the file)");
+        if (chmod("/run/keys/vault", 0644) < 0)
+                tap_bail_errno("/run/keys/vault");
+        send_take(user, "vault", 0, 6);
+        next_reply(user, &error, msg, sizeof msg);
+        ok(error == -EPERM && strstr(msg, "KeyFile /run/keys/vault: refused: open to others"),
+           "a key file others may read: the TAKE refused, naming it (%s)", msg);
+        (void) unlink("/run/keys/vault");
+        send_take(user, "vault", 0, 7);
+        next_reply(user, &error, msg, sizeof msg);
+        ok(error == -ENOENT && strstr(msg, "cannot open"),
+           "a missing key file: ENOENT, naming it (%s)", msg);
+        core_test_end(s, root, user);
+}
+
 int main(void) {
         signal(SIGPIPE, SIG_IGN);
         test_table();
@@ -1222,5 +1282,6 @@ int main(void) {
         test_credential_unlock();
         test_volume_ctl();
         test_volume_autostart();
+        test_key_file_take(); /* the last: it leaves the host's mount namespace */
         return tap_done();
 }

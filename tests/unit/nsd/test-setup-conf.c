@@ -8,6 +8,7 @@
  * owner checks that need another uid run as root only); files only in a temp folder.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "policy/conf-files.h"
 #include "policy/conf.h"
 #include "policy/setup-conf.h"
+#include "run-tmpfs.h"
 #include "tap.h"
 
 static int parse(const char *text, Config *c, char **err) {
@@ -659,8 +661,40 @@ static void test_volumes_fuse(void) {
             "Key= of a type that takes no password, at its line");
         bad("# test\n[Volume v]\nKey=/etc/nsd/vault.key\n", 3,
             "Key=/etc/nsd/vault.key: expected 'login' (the login password, or nsctl unlock) or "
-            "'ask' (only nsctl unlock); key files are not supported yet",
-            "Key= a key file: not yet, and said so");
+            "'ask' (only nsctl unlock); for a key file, KeyFile= instead",
+            "Key= a key file: KeyFile= named");
+        if (parses("[Volume vault]\nType=gocryptfs\nSource=%h/.c\nWhere=%h/vault\n"
+                   "KeyFile=/etc/nsd/keys/%u.vault\nUsers=alice\n",
+                   &c, "KeyFile= parses, with %u")) {
+                ok(g_strcmp0(c.setup.volumes[0].key_file, "/etc/nsd/keys/%u.vault") == 0 &&
+                           !c.setup.volumes[0].key_set && c.setup.volumes[0].key_file_line == 5,
+                   "KeyFile= kept as written, at its line");
+                config_done(&c);
+        }
+        static const struct {
+                const char *text, *want, *what;
+                unsigned line;
+        } key_files[] = {
+                { "Type=sshfs\nSource=h:/x\nWhere=/srv/x\nUsers=a\nKeyFile=/etc/k",
+                  "[Volume v] KeyFile=: Type=sshfs takes no password", "of an sshfs volume", 7 },
+                { "Type=gocryptfs\nSource=/c\nWhere=/srv/x\nUsers=a\nKey=ask\nKeyFile=/etc/k",
+                  "[Volume v] Key= and KeyFile= both given", "beside Key=, at the later line", 8 },
+                { "KeyFile=%h/.vault.key", "KeyFile=%h/.vault.key: not an absolute path",
+                  "in the user's home", 3 },
+                { "KeyFile=/home/%h/k",
+                  "'%h': only %u (user name), %U (uid) and %% may be used here (not %h: what lies "
+                  "in the user's home is the user's to craft",
+                  "with %h", 3 },
+                { "KeyFile=etc/k", "KeyFile=etc/k: not an absolute path", "relative", 3 },
+                { "KeyFile=/etc/%g", "'%g': only %u (user name), %U (uid)", "with %g", 3 },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(key_files); i++) {
+                g_autofree char *text = g_strdup_printf("# test\n[Volume v]\n%s\n",
+                                                        key_files[i].text);
+                g_autofree char *what = g_strdup_printf("KeyFile= %s: refused", key_files[i].what);
+
+                bad(text, key_files[i].line, key_files[i].want, what);
+        }
         if (parses("[Volume v]\nType=ext4\nSource=/srv/a.img\nWhere=/srv/x\nUsers=a\n"
                    "Start=login\n",
                    &c, "Start=login of a kernel file system parses")) {
@@ -1244,6 +1278,75 @@ static void test_files(void) {
         (void) rmdir(dir);
 }
 
+/* Writes text into path (mode), owned by uid; the path. */
+static void key_at(const char *path, const char *text, mode_t mode, uid_t uid) {
+        if (!g_file_set_contents(path, text, -1, NULL) || chmod(path, mode) < 0 ||
+            chown(path, uid, 0) < 0)
+                tap_bail_errno(path);
+}
+
+/* config_key_file_memfd(): a volume's KeyFile= read into a sealed memfd, from a path whose
+ * every directory is trusted, never through a symbolic link, never a file others may read or
+ * write (as root, in a private mount namespace with /run the test's own: the last test). */
+static void test_key_file(void) {
+        const int all = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+        g_autofree char *big = g_strnfill(1025, 'k');
+        g_autofree char *why = NULL;
+        char buf[64] = "";
+        int fd;
+
+        if (!test_private_run()) {
+                tap_skip("KeyFile=: needs root and a mount namespace of the test's own");
+                return;
+        }
+        if (mkdir("/run/keys", 0755) < 0 || mkdir("/run/open", 0777) < 0 ||
+            chmod("/run/open", 0777) < 0 || symlink("/run/keys", "/run/link") < 0 ||
+            symlink("/run/keys/good", "/run/keys/lnk") < 0 || mkfifo("/run/keys/fifo", 0600) < 0)
+                tap_bail_errno("/run/keys");
+        key_at("/run/keys/good", "s3cret key\n", 0600, 0);
+        fd = config_key_file_memfd("/run/keys/good", 1024, &why);
+        ok(fd >= 0 && (fcntl(fd, F_GET_SEALS) & all) == all &&
+                   pread(fd, buf, sizeof buf - 1, 0) == 11 && strcmp(buf, "s3cret key\n") == 0,
+           "a key file of root's, mode 0600, in root's folders: its bytes in a memfd sealed four "
+           "ways (%s)",
+           why ? why : "");
+        if (fd >= 0)
+                close(fd);
+        key_at("/run/keys/group", "k", 0640, 0);
+        key_at("/run/keys/world", "k", 0604, 0);
+        key_at("/run/keys/theirs", "k", 0600, 4242);
+        key_at("/run/keys/empty", "", 0600, 0);
+        key_at("/run/keys/big", big, 0600, 0);
+        key_at("/run/open/k", "k", 0600, 0);
+        static const struct {
+                const char *path, *want;
+                int err;
+        } refused[] = {
+                { "/run/keys/group", "open to its group (mode 0640)", EPERM },
+                { "/run/keys/world", "open to others (mode 0604)", EPERM },
+                { "/run/keys/theirs", "owned by uid 4242, not by root", EPERM },
+                { "/run/keys/lnk", "a symbolic link, which nsd does not follow", ELOOP },
+                { "/run/link/good", "'/run/link': not a directory (a symbolic link", ENOTDIR },
+                { "/run/open/k", "/run/open: refused: writable by everyone", EPERM },
+                { "/run/keys/fifo", "not a regular file", EPERM },
+                { "/run/keys/empty", "0 bytes (1 to 1024)", EINVAL },
+                { "/run/keys/big", "1025 bytes (1 to 1024)", EINVAL },
+                { "/run/keys/missing", "cannot open: No such file", ENOENT },
+                { "run/keys/good", "not an absolute path", EINVAL },
+                { "/run/keys/", "not an absolute path of a file", EINVAL },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(refused); i++) {
+                g_clear_pointer(&why, g_free);
+                fd = config_key_file_memfd(refused[i].path, 1024, &why);
+                ok(fd == -refused[i].err && why && g_str_has_prefix(why, "KeyFile ") &&
+                           strstr(why, refused[i].want),
+                   "KeyFile %s: refused (%s), naming '%s' (%d: %s)", refused[i].path,
+                   g_strerror(refused[i].err), refused[i].want, fd, why ? why : "");
+                if (fd >= 0)
+                        close(fd);
+        }
+}
+
 int main(void) {
         test_polydirs();
         test_shares();
@@ -1256,5 +1359,6 @@ int main(void) {
         test_needs_identity();
         test_parse_texts();
         test_files();
+        test_key_file(); /* the last: it leaves the host's mount namespace */
         return tap_done();
 }

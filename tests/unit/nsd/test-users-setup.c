@@ -242,7 +242,9 @@ static void test_volumes(void) {
                    "[Volume remote]\nType=sshfs\nSource=%u@files:\nWhere=@T@/r\nUsers=5010\n"
                    "Options=reconnect\n"
                    "[Volume safe]\nType=gocryptfs\nSource=@T@/c\nWhere=@T@/s\nUsers=5010\n"
-                   "Key=ask\nStart=request\n");
+                   "Key=ask\nStart=request\n"
+                   "[Volume keyed]\nType=gocryptfs\nSource=@T@/k\nWhere=@T@/k\nUsers=5010\n"
+                   "KeyFile=/etc/nsd/keys/%u.key\n");
         reg = registry_new(children);
         (void) join_start(reg, 5010, &who, &a, &j);
         ok(RUN_UNTIL(a.calls) && a.r == 0,
@@ -254,28 +256,35 @@ static void test_volumes(void) {
                 users_free(reg);
                 return;
         }
-        ok(u->n_volumes == 3 && strcmp(u->volumes[0].name, "lost") == 0 &&
+        ok(u->n_volumes == 4 && strcmp(u->volumes[0].name, "lost") == 0 &&
                    strcmp(u->volumes[0].type, "ext4") == 0 &&
                    strcmp(u->volumes[1].name, "remote") == 0,
            "the user keeps the volumes it is a member of, and only those (%zu)", u->n_volumes);
-        ok(u->n_volumes == 3 && u->volumes[1].outcome == VOLUME_OUTCOME_USER_MANAGER &&
+        ok(u->n_volumes == 4 && u->volumes[1].outcome == VOLUME_OUTCOME_USER_MANAGER &&
                    g_strcmp0(u->volumes[1].options, "nosuid,nodev,reconnect") == 0 &&
                    strcmp(u->volumes[1].source, "vol@files:") == 0 && !u->volumes[1].why &&
                    !mount_in(u, "r"),
            "an sshfs volume is left to the user's service manager: nothing mounted, its "
            "options for the program kept");
-        ok(u->n_volumes == 3 && u->volumes[2].password && u->volumes[2].ask &&
+        ok(u->n_volumes == 4 && u->volumes[2].password && u->volumes[2].ask &&
                    u->volumes[2].on_request && !u->volumes[1].password && !u->volumes[1].ask &&
                    !u->volumes[1].on_request,
            "a gocryptfs volume with Key=ask and Start=request keeps both; sshfs neither");
-        ok(u->n_volumes == 3 && u->volumes[0].outcome == VOLUME_OUTCOME_FAILED &&
+        ok(u->n_volumes == 4 && u->volumes[3].password && !u->volumes[3].ask &&
+                   g_strcmp0(u->volumes[3].key_file, "/etc/nsd/keys/vol.key") == 0 &&
+                   !u->volumes[2].key_file && !user_volume_takes_login(u, 3),
+           "a gocryptfs volume with KeyFile=: the path expanded for the user (%%u), never the "
+           "login password's (%s)",
+           u->n_volumes == 4 && u->volumes[3].key_file ? u->volumes[3].key_file : "");
+        ok(u->n_volumes == 4 && u->volumes[0].outcome == VOLUME_OUTCOME_FAILED &&
                    u->volumes[0].err == ENOENT && u->volumes[0].why &&
                    strstr(u->volumes[0].why, "no-such.img") && u->volumes[0].loop == 0 &&
                    u->volumes[0].at_usec > 0,
            "failed, with its errno and why (%s)",
-           u->n_volumes == 3 && u->volumes[0].why ? u->volumes[0].why : "");
+           u->n_volumes == 4 && u->volumes[0].why ? u->volumes[0].why : "");
         n_back = user_state_volumes(state, u->ns, &back);
-        ok(n_back == 3 && back[2].password && back[2].ask && back[2].on_request && !back[1].ask &&
+        ok(n_back == 4 && back[2].password && back[2].ask && back[2].on_request && !back[1].ask &&
+                   g_strcmp0(back[3].key_file, "/etc/nsd/keys/vol.key") == 0 && !back[2].key_file &&
                    !back[1].on_request &&
                    g_strcmp0(back[1].options, "nosuid,nodev,reconnect") == 0 &&
                    back[1].outcome == VOLUME_OUTCOME_USER_MANAGER &&
