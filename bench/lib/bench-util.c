@@ -2,8 +2,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,47 +23,6 @@ const char *arg_socket = "/run/nsd/socket";
 const char *arg_nsd_log = NULL;
 uid_t arg_uid_base = 100000;
 
-/* what an option of the table does with its argument */
-static void option_set(const struct bench_option *o, const char *arg) {
-        char name[64];
-
-        snprintf(name, sizeof(name), "--%s", o->name);
-        switch (o->type) {
-        case BENCH_STRING:
-                *(const char **) o->var = arg;
-                break;
-        case BENCH_UNSIGNED:
-                *(unsigned *) o->var = list_uint(name, arg, o->lo, o->hi);
-                break;
-        case BENCH_INT: {
-                char *end = NULL;
-                long v;
-
-                errno = 0;
-                v = strtol(arg, &end, 10);
-                if (errno || !*arg || *end || v < INT_MIN || v > INT_MAX) {
-                        fprintf(stderr, "%s: %s wants a number, not '%s'\n",
-                                program_invocation_short_name, name, arg);
-                        exit(2);
-                }
-                *(int *) o->var = (int) v;
-                break;
-        }
-        case BENCH_DOUBLE:
-                *(double *) o->var = strtod(arg, NULL);
-                break;
-        case BENCH_FLAG:
-                *(bool *) o->var = true;
-                break;
-        case BENCH_LIST:
-                *o->n = list_option(name, arg, o->lo, o->hi, o->var, o->max);
-                break;
-        case BENCH_CALL:
-                o->call(arg);
-                break;
-        }
-}
-
 int bench_parse_options(int argc, char *argv[], const struct bench_option *own, size_t n_own,
                         bool in_order, void (*help)(void)) {
         static const struct bench_option common[] = {
@@ -76,39 +33,8 @@ int bench_parse_options(int argc, char *argv[], const struct bench_option *own, 
                 { "uid-base", BENCH_UNSIGNED, &arg_uid_base, .lo = LIST_UID_MIN,
                   .hi = LIST_UID_MAX - 1000000 },
         };
-        size_t n = ELEMENTSOF(common) + n_own;
-        struct option *opts = calloc(n + 2, sizeof(*opts));
-        int o;
 
-        if (!opts)
-                die("calloc", ENOMEM);
-        /* getopt_long()'s value of option i is 0x100 + i */
-        for (size_t i = 0; i < n; i++) {
-                const struct bench_option *b = i < ELEMENTSOF(common)
-                                                       ? &common[i]
-                                                       : &own[i - ELEMENTSOF(common)];
-
-                opts[i] = (struct option) { b->name,
-                                            b->type == BENCH_FLAG ? no_argument : required_argument,
-                                            NULL, 0x100 + (int) i };
-        }
-        opts[n] = (struct option) { "help", no_argument, NULL, 'h' };
-        while ((o = getopt_long(argc, argv, in_order ? "+h" : "h", opts, NULL)) >= 0) {
-                if (o == 'h') {
-                        help();
-                        exit(0);
-                }
-                if (o < 0x100 || (size_t) (o - 0x100) >= n) {
-                        fprintf(stderr, "%s: see --help\n", program_invocation_short_name);
-                        exit(2);
-                }
-                o -= 0x100;
-                option_set(o < (int) ELEMENTSOF(common) ? &common[o]
-                                                        : &own[o - (int) ELEMENTSOF(common)],
-                           optarg);
-        }
-        free(opts);
-        return optind;
+        return options_parse(argc, argv, common, ELEMENTSOF(common), own, n_own, in_order, help);
 }
 
 /* ---- output ------------------------------------------------------------------------------ */

@@ -18,6 +18,7 @@
 
 #include "list.h"
 #include "nsclient.h"
+#include "options.h"
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -27,28 +28,10 @@ extern const char *arg_socket;  /* --socket: nsd's socket (default /run/nsd/sock
 extern const char *arg_nsd_log; /* --nsd-log: nsd's stdout and stderr, appended (default: ours) */
 extern uid_t arg_uid_base;      /* --uid-base: the first synthetic uid (default 100000) */
 
-/* One of a program's own options: --name and what it sets. */
-struct bench_option {
-        const char *name;
-        enum {
-                BENCH_STRING,   /* const char *: the argument */
-                BENCH_UNSIGNED, /* unsigned: a number lo..hi (list_uint(), list.h) */
-                BENCH_INT,      /* int: a decimal number, may be negative */
-                BENCH_DOUBLE,   /* double */
-                BENCH_FLAG,     /* bool: set, no argument */
-                BENCH_LIST,     /* unsigned[max]: a list of lo..hi (list.h), its length in *n */
-                BENCH_CALL,     /* call(the argument): a value of its own kind */
-        } type;
-        void *var;
-        size_t max, *n;                /* BENCH_LIST */
-        unsigned lo, hi;               /* BENCH_UNSIGNED, BENCH_LIST: the range of a value */
-        void (*call)(const char *arg); /* BENCH_CALL */
-};
-
-/* The options of argv: --socket, --nsd-log, --uid-base, -h (help() and exit 0) and the
- * program's own (n_own of them); an unknown one or a bad value exits 2 with a message. With
- * in_order, the options end at the first operand (what follows is a command's). Returns the
- * index of the first operand. */
+/* The options of argv (options_parse(), options.h): --socket, --nsd-log, --uid-base, -h (help()
+ * and exit 0) and the program's own (n_own of them); an unknown one or a bad value exits 2 with
+ * a message. With in_order, the options end at the first operand (what follows is a
+ * command's). Returns the index of the first operand. */
 int bench_parse_options(int argc, char *argv[], const struct bench_option *own, size_t n_own,
                         bool in_order, void (*help)(void));
 

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "list.h"
+
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
 #endif
@@ -30,6 +32,31 @@ static const char *vb_prog = "vm-bench";
 
 void vb_init(const char *prog) {
         vb_prog = prog;
+}
+
+unsigned vb_reps = 7, vb_rep_ms = 200;
+uid_t vb_other_uid = 2000;
+int vb_cpu = -1;
+
+static void cpu_option(const char *arg) {
+        /* what vb_start() can put in its cpu_set_t */
+        vb_cpu = (int) list_uint("--cpu", arg, 0, CPU_SETSIZE - 1);
+}
+
+void vb_parse_options(int argc, char *argv[], const struct bench_option *own, size_t n_own,
+                      void (*help)(void)) {
+        static const struct bench_option common[] = {
+                { "reps", BENCH_UNSIGNED, &vb_reps, .lo = 1, .hi = VB_MAX_REPS },
+                { "rep-ms", BENCH_UNSIGNED, &vb_rep_ms, .lo = 1, .hi = VB_MAX_REP_MS },
+                { "other-uid", BENCH_UNSIGNED, &vb_other_uid, .lo = LIST_UID_MIN,
+                  .hi = LIST_UID_MAX },
+                { "cpu", BENCH_CALL, .call = cpu_option },
+        };
+        int first = options_parse(argc, argv, common, sizeof(common) / sizeof(common[0]), own,
+                                  n_own, false, help);
+
+        if (first < argc)
+                vb_die("unexpected argument '%s'\n", argv[first]);
 }
 
 void vb_die(const char *fmt, ...) {
@@ -140,18 +167,18 @@ int vb_probe_owner_private(const char *base, uid_t owner) {
         return WEXITSTATUS(status);
 }
 
-void vb_pin_cpu(int *cpu) {
+void vb_start(char *base, const char *opts) {
         cpu_set_t set;
 
-        if (*cpu < 0)
-                *cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
+        if (geteuid() != 0)
+                vb_die("needs root (it mounts, in a mount namespace of its own)\n");
+        if (vb_cpu < 0)
+                vb_cpu = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
         CPU_ZERO(&set);
-        CPU_SET(*cpu, &set);
+        CPU_SET(vb_cpu, &set);
         if (sched_setaffinity(0, sizeof(set), &set))
-                *cpu = -1;
-}
+                vb_cpu = -1;
 
-void vb_private_base(char *base, const char *opts) {
         if (unshare(CLONE_NEWNS))
                 vb_die("unshare(CLONE_NEWNS)");
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
@@ -163,28 +190,27 @@ void vb_private_base(char *base, const char *opts) {
                 vb_die("chmod");
 }
 
-void vb_print_machine(const char *prog, int cpu) {
+void vb_print_machine(void) {
         struct utsname u;
 
         uname(&u);
-        printf("%s.kernel %s\n", prog, u.release);
-        printf("%s.cpus %ld\n", prog, sysconf(_SC_NPROCESSORS_ONLN));
-        printf("%s.pinned_cpu %d\n", prog, cpu);
+        printf("%s.kernel %s\n", vb_prog, u.release);
+        printf("%s.cpus %ld\n", vb_prog, sysconf(_SC_NPROCESSORS_ONLN));
+        printf("%s.pinned_cpu %d\n", vb_prog, vb_cpu);
 }
 
-pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, struct vb_children *kids,
-               int *to_child, int *from_child) {
+void vb_spawn(struct vb_child *child, void (*run)(void *arg, int rfd, int wfd), void *arg,
+              struct vb_children *kids) {
         int down[2], up[2];
-        pid_t pid;
 
         if (kids->n_fds + 2 > 2 * VB_MAX_CHILDREN)
                 vb_die("more than %d children\n", VB_MAX_CHILDREN);
         if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC))
                 vb_die("pipe");
-        pid = fork();
-        if (pid < 0)
+        child->pid = fork();
+        if (child->pid < 0)
                 vb_die("fork");
-        if (pid == 0) {
+        if (child->pid == 0) {
                 close(down[1]);
                 close(up[0]);
                 for (size_t i = 0; i < kids->n_fds; i++)
@@ -194,9 +220,13 @@ pid_t vb_spawn(void (*run)(void *arg, int rfd, int wfd), void *arg, struct vb_ch
         }
         close(down[0]);
         close(up[1]);
-        *to_child = kids->fds[kids->n_fds++] = down[1];
-        *from_child = kids->fds[kids->n_fds++] = up[0];
-        return pid;
+        child->to_child = kids->fds[kids->n_fds++] = down[1];
+        child->from_child = kids->fds[kids->n_fds++] = up[0];
+}
+
+void vb_setup(const struct vb_child *child, void *buf, size_t size) {
+        if (read(child->from_child, buf, size) != (ssize_t) size)
+                vb_die("the %s child failed in its setup\n", child->name);
 }
 
 void vb_serve(int rfd, int wfd, int n_req, double (*rep)(void *arg, int req), void *arg) {
@@ -212,25 +242,34 @@ void vb_serve(int rfd, int wfd, int n_req, double (*rep)(void *arg, int req), vo
         }
 }
 
-int vb_ask(int to_child, int from_child, int req, double *ret) {
-        if (write(to_child, &req, sizeof(req)) != sizeof(req) ||
-            read(from_child, ret, sizeof(*ret)) != sizeof(*ret))
-                return -1;
-        return 0;
+double vb_ask(const struct vb_child *child, int req, long iterations) {
+        double t;
+
+        if (write(child->to_child, &req, sizeof(req)) != sizeof(req) ||
+            read(child->from_child, &t, sizeof(t)) != sizeof(t))
+                vb_die("the %s child died\n", child->name);
+        return t / (double) iterations;
 }
 
-void vb_print_reps(const char *key, double *v, int reps, const char *p50_name, const char *min_name,
-                   const char *max_name) {
-        double med;
+void vb_reap(struct vb_child *child) {
+        close(child->to_child);
+        waitpid(child->pid, NULL, 0);
+}
+
+void vb_print_reps(const char *key, const double *v, unsigned reps, long iterations,
+                   const char *p50_name, const char *min_name, const char *max_name) {
+        double w[VB_MAX_REPS], med;
 
         printf("%s.samples", key);
-        for (int r = 0; r < reps; r++)
+        for (unsigned r = 0; r < reps; r++)
                 printf("%s%.1f", r ? "," : " ", v[r]);
         printf("\n");
-        qsort(v, reps, sizeof(double), vb_cmp_double);
-        med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
+        memcpy(w, v, sizeof(double) * reps);
+        qsort(w, reps, sizeof(double), vb_cmp_double);
+        med = reps % 2 ? w[reps / 2] : (w[reps / 2 - 1] + w[reps / 2]) / 2;
         printf("%s.%s %.1f\n", key, p50_name, med);
-        printf("%s.%s %.1f\n", key, min_name, v[0]);
-        printf("%s.%s %.1f\n", key, max_name, v[reps - 1]);
-        printf("%s.spread_pct %.1f\n", key, 100.0 * (v[reps - 1] - v[0]) / med);
+        printf("%s.%s %.1f\n", key, min_name, w[0]);
+        printf("%s.%s %.1f\n", key, max_name, w[reps - 1]);
+        printf("%s.spread_pct %.1f\n", key, 100.0 * (w[reps - 1] - w[0]) / med);
+        printf("%s.iterations %ld\n", key, iterations);
 }

@@ -22,7 +22,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -147,52 +146,34 @@ static int run_one(const char *self, const char *dir, const char *service, const
         return 0;
 }
 
+static void help(void) {
+        printf("usage: pam-cost [--pairs N] [--warmup N] --pam-dir DIR --user USER SERVICE...\n");
+}
+
 int main(int argc, char *argv[]) {
-        static const struct option opts[] = {
-                { "pairs", required_argument, NULL, 'n' },
-                { "warmup", required_argument, NULL, 'w' },
-                { "pam-dir", required_argument, NULL, 'd' },
-                { "user", required_argument, NULL, 'u' },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
         const char *dir = NULL, *user = NULL, *const * services;
         unsigned pairs = 40, warmup = 5;
+        const struct bench_option options[] = {
+                { "pairs", BENCH_UNSIGNED, &pairs, .lo = 1, .hi = PAIRS_MAX },
+                { "warmup", BENCH_UNSIGNED, &warmup, .lo = 0, .hi = WARMUP_MAX },
+                { "pam-dir", BENCH_STRING, &dir },
+                { "user", BENCH_STRING, &user },
+        };
         double *wall[SERVICES_MAX], *cpu[SERVICES_MAX], *ratio[SERVICES_MAX],
                 *cpu_ratio[SERVICES_MAX], *faults[SERVICES_MAX], *phase[SERVICES_MAX][FIGURES];
         char self[4096];
         size_t ns;
         ssize_t l;
-        int c;
+        int first;
 
         if (argc == 6 && strcmp(argv[1], "--once") == 0)
                 return once(argv[2], argv[3], argv[4],
                             (int) list_uint("--once FD", argv[5], 0, INT_MAX));
 
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-                switch (c) {
-                case 'n':
-                        pairs = list_uint("--pairs", optarg, 1, PAIRS_MAX);
-                        break;
-                case 'w':
-                        warmup = list_uint("--warmup", optarg, 0, WARMUP_MAX);
-                        break;
-                case 'd':
-                        dir = optarg;
-                        break;
-                case 'u':
-                        user = optarg;
-                        break;
-                case 'h':
-                        printf("usage: pam-cost [--pairs N] [--warmup N] --pam-dir DIR --user USER "
-                               "SERVICE...\n");
-                        return 0;
-                default:
-                        return 2;
-                }
-        }
-        services = (const char *const *) argv + optind;
-        ns = (size_t) (argc - optind);
+        /* its own options only: it starts no nsd (no --socket, --nsd-log, --uid-base) */
+        first = options_parse(argc, argv, NULL, 0, options, ELEMENTSOF(options), false, help);
+        services = (const char *const *) argv + first;
+        ns = (size_t) (argc - first);
         if (!dir || !user || ns == 0 || ns > SERVICES_MAX) {
                 progress("need --pam-dir, --user and 1 to %d services", SERVICES_MAX);
                 return 2;

@@ -36,7 +36,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
@@ -64,7 +63,6 @@ _Static_assert(sizeof(struct mnt_ns_info_v0) == 16, "MNT_NS_INFO_SIZE_VER0 is 16
 
 #define MAX_NS 8
 #define MAX_MOUNTS 200000
-#define MAX_REPS 101
 #define PROBE_UID 65533 /* the fsuid of nsd's start-up probe */
 
 enum caller { C_ROOT, C_USER, NCALLERS };
@@ -72,21 +70,18 @@ static const char *const caller_name[] = { "root", "user" };
 
 struct ns_set { /* one child: one namespace of about N mounts, both callers */
         int n;
-        pid_t pid;
-        int to_child, from_child;
+        struct vb_child child;
         uint32_t nr_mounts[NCALLERS]; /* what NS_MNT_GET_INFO said to each caller */
         uint32_t nr_base;             /* root's count before the N bind mounts */
         long iterations[NCALLERS];
-        double ns[NCALLERS][MAX_REPS];
+        double ns[NCALLERS][VB_MAX_REPS];
 };
 
+/* the options of this program; vm-bench.h has --reps, --rep-ms, --other-uid, --cpu */
 static unsigned counts[MAX_NS] = { 10, 1000, 10000 };
-static int ncounts = 3;
-static int reps = 21;
-static long rep_ms = 50;
-static int hidden = -1; /* -1: where supported */
-static uid_t user_uid = 1000, other_uid = 2000;
-static int cpu = -1; /* -1: the last one (vb_pin_cpu()) */
+static size_t ncounts = 3;
+static bool arg_hidden, arg_no_hidden;
+static uid_t user_uid = 1000;
 
 /* NS_MNT_GET_INFO's count (the namespace's root mount not counted) with the current fsuid */
 static uint32_t nr_mounts(int nsfd) {
@@ -198,12 +193,12 @@ static void child(void *arg, int rfd, int wfd) {
         if (with_hidden) {
                 snprintf(p, sizeof(p), "%s/hidden", dir);
                 vb_mkdir(p);
-                vb_private_tmpfs(p, "mode=0755", other_uid);
+                vb_private_tmpfs(p, "mode=0755", vb_other_uid);
         }
         for (k = 0; k < NCALLERS; k++) {
                 c->nr_mounts[k] = nr_mounts_as(nsfd, uids[k]);
                 c->iterations[k] = vb_calibrate(timed_calls_of, &(struct calls) { nsfd, uids[k] },
-                                                4, 5, rep_ms);
+                                                4, 5, vb_rep_ms);
         }
         if (write(wfd, c, sizeof(*c)) != sizeof(*c))
                 vb_die("write");
@@ -211,76 +206,37 @@ static void child(void *arg, int rfd, int wfd) {
                  &(struct caller_reps) { nsfd, uids, c->iterations });
 }
 
-static void usage(FILE *f) {
-        fprintf(f, "usage: mntinfo [--mounts 10,1000,10000] [--reps R] [--rep-ms MS]\n"
-                   "               [--hidden | --no-hidden] [--user-uid U] [--other-uid O] "
-                   "[--cpu C]\n");
+static void help(void) {
+        printf("usage: mntinfo [--mounts 10,1000,10000] [--reps R] [--rep-ms MS]\n"
+               "               [--hidden | --no-hidden] [--user-uid U] [--other-uid O] "
+               "[--cpu C]\n");
 }
 
 int main(int argc, char **argv) {
-        static const struct option opts[] = { { "mounts", required_argument, NULL, 'n' },
-                                              { "reps", required_argument, NULL, 'r' },
-                                              { "rep-ms", required_argument, NULL, 'm' },
-                                              { "hidden", no_argument, NULL, 'H' },
-                                              { "no-hidden", no_argument, NULL, 'N' },
-                                              { "user-uid", required_argument, NULL, 'u' },
-                                              { "other-uid", required_argument, NULL, 'o' },
-                                              { "cpu", required_argument, NULL, 'c' },
-                                              { "help", no_argument, NULL, 'h' },
-                                              {} };
+        static const struct bench_option opts[] = {
+                { "mounts", BENCH_LIST, counts, MAX_NS, &ncounts, .lo = 1, .hi = MAX_MOUNTS },
+                { "hidden", BENCH_FLAG, &arg_hidden },
+                { "no-hidden", BENCH_FLAG, &arg_no_hidden },
+                { "user-uid", BENCH_UNSIGNED, &user_uid, .lo = LIST_UID_MIN, .hi = LIST_UID_MAX },
+        };
         struct ns_set sets[MAX_NS];
         struct vb_children kids = {};
-        int nsets = 0, perr, opt, j, k, r, s;
+        int nsets = 0, perr, hidden, k, s;
+        unsigned r;
         char base[] = "/tmp/mntinfo.XXXXXX";
         double t0;
 
         vb_init("mntinfo");
-
-        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-                switch (opt) {
-                case 'n':
-                        ncounts = (int) list_option("--mounts", optarg, 1, MAX_MOUNTS, counts,
-                                                    MAX_NS);
-                        break;
-                case 'r':
-                        reps = (int) list_uint("--reps", optarg, 1, MAX_REPS);
-                        break;
-                case 'm':
-                        rep_ms = list_uint("--rep-ms", optarg, 1, VB_MAX_REP_MS);
-                        break;
-                case 'H':
-                        hidden = 1;
-                        break;
-                case 'N':
-                        hidden = 0;
-                        break;
-                case 'u':
-                        user_uid = list_uint("--user-uid", optarg, LIST_UID_MIN, LIST_UID_MAX);
-                        break;
-                case 'o':
-                        other_uid = list_uint("--other-uid", optarg, LIST_UID_MIN, LIST_UID_MAX);
-                        break;
-                case 'c':
-                        /* what vb_pin_cpu() can put in its cpu_set_t */
-                        cpu = (int) list_uint("--cpu", optarg, 0, CPU_SETSIZE - 1);
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                default:
-                        usage(stderr);
-                        return 2;
-                }
-        }
-        if (optind < argc)
-                vb_die("unexpected argument '%s'\n", argv[optind]);
-        if (geteuid() != 0)
-                vb_die("needs root (it mounts, in a mount namespace of its own)\n");
-        if (user_uid == other_uid)
+        vb_reps = 21;
+        vb_rep_ms = 50;
+        vb_parse_options(argc, argv, opts, sizeof(opts) / sizeof(opts[0]), help);
+        if (arg_hidden && arg_no_hidden)
+                vb_die("--hidden or --no-hidden, not both\n");
+        hidden = arg_hidden ? 1 : arg_no_hidden ? 0 : -1; /* -1: where supported */
+        if (user_uid == vb_other_uid)
                 vb_die("--user-uid and --other-uid: two different uids\n");
 
-        vb_pin_cpu(&cpu);
-        vb_private_base(base, "mode=0755");
+        vb_start(base, "mode=0755");
         perr = vb_probe_owner_private(base, PROBE_UID);
         if (perr && perr != EINVAL)
                 fprintf(stderr,
@@ -293,7 +249,7 @@ int main(int argc, char **argv) {
                 vb_die("--hidden: the kernel has no MOUNT_ATTR_OWNER_PRIVATE (mount_setattr: %s)\n",
                        strerror(perr));
 
-        vb_print_machine("mntinfo", cpu);
+        vb_print_machine();
         printf("mntinfo.owner_private %s\n", perr == 0        ? "supported"
                                              : perr == EINVAL ? "unsupported"
                                                               : "probe failed");
@@ -301,63 +257,51 @@ int main(int argc, char **argv) {
                 printf("mntinfo.owner_private_probe %s\n", strerror(perr));
         printf("mntinfo.hidden %s\n", hidden ? "yes" : "no");
         printf("mntinfo.user_uid %u\n", user_uid);
-        printf("mntinfo.other_uid %u\n", other_uid);
-        printf("mntinfo.reps %d\n", reps);
-        printf("mntinfo.rep_ms %ld\n", rep_ms);
+        printf("mntinfo.other_uid %u\n", vb_other_uid);
+        printf("mntinfo.reps %u\n", vb_reps);
+        printf("mntinfo.rep_ms %u\n", vb_rep_ms);
         fflush(stdout);
 
-        for (j = 0; j < ncounts; j++) {
+        for (size_t j = 0; j < ncounts; j++) {
                 struct ns_set *c = &sets[nsets];
                 struct child_arg arg = { c, base, hidden };
+                struct ns_set built;
 
                 memset(c, 0, sizeof(*c));
                 c->n = counts[j];
                 t0 = vb_now_ns();
-                c->pid = vb_spawn(child, &arg, &kids, &c->to_child, &c->from_child);
+                snprintf(c->child.name, sizeof(c->child.name), "N=%d", c->n);
+                vb_spawn(&c->child, child, &arg, &kids);
                 /* one setup at a time: their calibrations do not overlap */
-                {
-                        struct ns_set built;
-
-                        if (read(c->from_child, &built, sizeof(built)) != sizeof(built))
-                                vb_die("the child of N=%u failed in its setup\n", counts[j]);
-                        memcpy(c->nr_mounts, built.nr_mounts, sizeof(c->nr_mounts));
-                        memcpy(c->iterations, built.iterations, sizeof(c->iterations));
-                        c->nr_base = built.nr_base;
-                }
+                vb_setup(&c->child, &built, sizeof(built));
+                memcpy(c->nr_mounts, built.nr_mounts, sizeof(c->nr_mounts));
+                memcpy(c->iterations, built.iterations, sizeof(c->iterations));
+                c->nr_base = built.nr_base;
                 printf("mntinfo.n%d.setup_s %.2f\n", c->n, (vb_now_ns() - t0) / 1e9);
                 fflush(stdout);
                 nsets++;
         }
 
         /* round robin: repetition r of every cell before repetition r+1 of any */
-        for (r = 0; r < reps; r++)
+        for (r = 0; r < vb_reps; r++)
                 for (s = 0; s < nsets; s++)
-                        for (k = 0; k < NCALLERS; k++) {
-                                double t;
-
-                                if (vb_ask(sets[s].to_child, sets[s].from_child, k, &t))
-                                        vb_die("the child of N=%d died\n", sets[s].n);
-                                sets[s].ns[k][r] = t / (double) sets[s].iterations[k];
-                        }
+                        for (k = 0; k < NCALLERS; k++)
+                                sets[s].ns[k][r] = vb_ask(&sets[s].child, k, sets[s].iterations[k]);
 
         for (s = 0; s < nsets; s++) {
                 struct ns_set *c = &sets[s];
 
-                close(c->to_child);
-                waitpid(c->pid, NULL, 0);
+                vb_reap(&c->child);
                 printf("mntinfo.n%d.nr_mounts_base %u\n", c->n, c->nr_base);
                 /* what an unfiltered count says: the base, the N bind mounts, the hidden one */
                 printf("mntinfo.n%d.nr_mounts_all %u\n", c->n, c->nr_base + c->n + !!hidden);
                 for (k = 0; k < NCALLERS; k++) {
                         char key[64];
-                        double v[MAX_REPS];
 
                         snprintf(key, sizeof(key), "mntinfo.n%d.%s", c->n, caller_name[k]);
                         printf("%s.nr_mounts %u\n", key, c->nr_mounts[k]);
-                        memcpy(v, c->ns[k], sizeof(double) * reps);
-                        vb_print_reps(key, v, reps, "ns_per_call_p50", "ns_per_call_min",
-                                      "ns_per_call_max");
-                        printf("%s.iterations %ld\n", key, c->iterations[k]);
+                        vb_print_reps(key, c->ns[k], vb_reps, c->iterations[k], "ns_per_call_p50",
+                                      "ns_per_call_min", "ns_per_call_max");
                 }
         }
         umount2(base, MNT_DETACH);

@@ -39,7 +39,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <grp.h>
 #include <limits.h>
 #include <sched.h>
@@ -57,7 +56,6 @@
 
 #define MAX_DEPTHS 8
 #define MAX_DEPTH 200
-#define MAX_REPS 101
 
 enum kase { K_DIRS, K_NONE, K_SIBLING, K_HIDDEN, K_OWN };
 static const char *const kase_name[] = { "dirs", "none", "sibling", "hidden", "own" };
@@ -65,10 +63,9 @@ static const char *const kase_name[] = { "dirs", "none", "sibling", "hidden", "o
 struct cell_set { /* one child: one case, one walker, every depth */
         enum kase kase;
         int user; /* walker: 0 root, 1 --walker-uid */
-        pid_t pid;
-        int to_child, from_child;
+        struct vb_child child;
         long iterations[MAX_DEPTHS];
-        double ns[MAX_DEPTHS][MAX_REPS];
+        double ns[MAX_DEPTHS][VB_MAX_REPS];
 };
 
 static const struct {
@@ -80,13 +77,12 @@ static const struct {
 };
 #define NCELLS (sizeof(cells) / sizeof(cells[0]))
 
+/* the options of this program; vm-bench.h has --reps, --rep-ms (default 7, 200), --other-uid,
+ * --cpu */
 static unsigned depths[MAX_DEPTHS] = { 1, 10, 40 };
-static int ndepths = 3;
-static int reps = 7;
-static long fixed_iterations; /* 0: calibrate to rep_ms */
-static long rep_ms = 200;
-static uid_t walker_uid = 1000, other_uid = 2000;
-static int cpu = -1; /* -1: the last one (vb_pin_cpu()) */
+static size_t ndepths = 3;
+static unsigned fixed_iterations; /* 0: calibrate to --rep-ms */
+static uid_t walker_uid = 1000;
 static unsigned case_mask = 0x1f;
 
 /* The path of level i (1..n) as seen from the case's base: n<N>/m, n<N>/m/d, ... */
@@ -117,7 +113,7 @@ static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
                 if (kase == K_SIBLING) {
                         snprintf(q, sizeof(q), "%s/s", p);
                         vb_mkdir(q);
-                        vb_private_tmpfs(q, "mode=0755,size=64k", other_uid);
+                        vb_private_tmpfs(q, "mode=0755,size=64k", vb_other_uid);
                 }
                 if (i < n) {
                         snprintf(q, sizeof(q), "%s/d", p);
@@ -136,7 +132,7 @@ static void build(enum kase kase, int n, char *file, size_t flen, dev_t *dev) {
                 if (kase == K_HIDDEN) {
                         /* B_i on top of A_i, private for another uid at once: from now on
                          * root's walk of p (and of the next levels) stays in A_i. */
-                        vb_private_tmpfs(p, "mode=0755,size=64k", other_uid);
+                        vb_private_tmpfs(p, "mode=0755,size=64k", vb_other_uid);
                 }
         }
         if (kase == K_OWN) {
@@ -196,7 +192,7 @@ static void child(void *arg, int rfd, int wfd) {
         dev_t devs[MAX_DEPTHS];
         long iters[MAX_DEPTHS];
         struct stat st;
-        int j;
+        size_t j;
 
         if (unshare(CLONE_NEWNS))
                 vb_die("unshare(CLONE_NEWNS)");
@@ -225,94 +221,65 @@ static void child(void *arg, int rfd, int wfd) {
                 if (c->kase != K_DIRS && st.st_dev != devs[j])
                         vb_die("%s, N=%u: %s is on the wrong mount\n", kase_name[c->kase],
                                depths[j], files[j]);
-                iters[j] = fixed_iterations ? fixed_iterations
-                                            : vb_calibrate(timed_stats, files[j], 64, 100, rep_ms);
+                iters[j] = fixed_iterations
+                                   ? fixed_iterations
+                                   : vb_calibrate(timed_stats, files[j], 64, 100, vb_rep_ms);
         }
         if (write(wfd, iters, sizeof(iters)) != sizeof(iters))
                 vb_die("write");
         vb_serve(rfd, wfd, ndepths, depth_rep, &(struct depth_reps) { files, iters });
 }
 
-static void usage(FILE *f) {
-        fprintf(f, "usage: pathwalk [--depths 1,10,40] [--reps R] [--iterations N | --rep-ms MS]\n"
-                   "                [--walker-uid U] [--other-uid O] [--cpu C]\n"
-                   "                [--cases dirs,none,sibling,hidden,own]\n");
+static void help(void) {
+        printf("usage: pathwalk [--depths 1,10,40] [--reps R] [--iterations N | --rep-ms MS]\n"
+               "                [--walker-uid U] [--other-uid O] [--cpu C]\n"
+               "                [--cases dirs,none,sibling,hidden,own]\n");
+}
+
+/* --cases: the names of kase_name[], comma separated */
+static void cases_option(const char *arg) {
+        char *list = strdup(arg), *tok, *save;
+        int j;
+
+        if (!list)
+                vb_die("strdup");
+        case_mask = 0;
+        for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                for (j = 0; j <= K_OWN && strcmp(tok, kase_name[j]); j++)
+                        ;
+                if (j > K_OWN)
+                        vb_die("--cases: unknown case '%s'\n", tok);
+                case_mask |= 1u << j;
+        }
+        free(list);
 }
 
 int main(int argc, char **argv) {
-        static const struct option opts[] = { { "depths", required_argument, NULL, 'd' },
-                                              { "reps", required_argument, NULL, 'r' },
-                                              { "iterations", required_argument, NULL, 'i' },
-                                              { "rep-ms", required_argument, NULL, 'm' },
-                                              { "walker-uid", required_argument, NULL, 'u' },
-                                              { "other-uid", required_argument, NULL, 'o' },
-                                              { "cpu", required_argument, NULL, 'c' },
-                                              { "cases", required_argument, NULL, 'k' },
-                                              { "help", no_argument, NULL, 'h' },
-                                              {} };
+        static const struct bench_option opts[] = {
+                { "depths", BENCH_LIST, depths, MAX_DEPTHS, &ndepths, .lo = 1, .hi = MAX_DEPTH },
+                /* 0: calibrated to --rep-ms; at most what a long holds anywhere */
+                { "iterations", BENCH_UNSIGNED, &fixed_iterations, .lo = 0, .hi = INT_MAX },
+                { "walker-uid", BENCH_UNSIGNED, &walker_uid, .lo = LIST_UID_MIN,
+                  .hi = LIST_UID_MAX },
+                { "cases", BENCH_CALL, .call = cases_option },
+        };
         struct cell_set sets[NCELLS];
         struct vb_children kids = {};
-        int nsets = 0, supported, perr = 0, opt, j, r, s;
-        char base[] = "/tmp/pathwalk.XXXXXX", *tok, *save;
+        int nsets = 0, supported, perr = 0, s;
+        unsigned r;
+        size_t j;
+        char base[] = "/tmp/pathwalk.XXXXXX";
 
         vb_init("pathwalk");
-
-        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-                switch (opt) {
-                case 'd':
-                        ndepths = (int) list_option("--depths", optarg, 1, MAX_DEPTH, depths,
-                                                    MAX_DEPTHS);
-                        break;
-                case 'r':
-                        reps = (int) list_uint("--reps", optarg, 1, MAX_REPS);
-                        break;
-                case 'i':
-                        /* 0: calibrated to --rep-ms; at most what a long holds anywhere */
-                        fixed_iterations = list_uint("--iterations", optarg, 0, INT_MAX);
-                        break;
-                case 'm':
-                        rep_ms = list_uint("--rep-ms", optarg, 1, VB_MAX_REP_MS);
-                        break;
-                case 'u':
-                        walker_uid = list_uint("--walker-uid", optarg, LIST_UID_MIN, LIST_UID_MAX);
-                        break;
-                case 'o':
-                        other_uid = list_uint("--other-uid", optarg, LIST_UID_MIN, LIST_UID_MAX);
-                        break;
-                case 'c':
-                        /* what vb_pin_cpu() can put in its cpu_set_t */
-                        cpu = (int) list_uint("--cpu", optarg, 0, CPU_SETSIZE - 1);
-                        break;
-                case 'k':
-                        case_mask = 0;
-                        for (tok = strtok_r(optarg, ",", &save); tok;
-                             tok = strtok_r(NULL, ",", &save)) {
-                                for (j = 0; j <= K_OWN && strcmp(tok, kase_name[j]); j++)
-                                        ;
-                                if (j > K_OWN)
-                                        vb_die("--cases: unknown case '%s'\n", tok);
-                                case_mask |= 1u << j;
-                        }
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                default:
-                        usage(stderr);
-                        return 2;
-                }
-        }
-        if (geteuid() != 0)
-                vb_die("needs root (it mounts, in a mount namespace of its own)\n");
-        if (walker_uid == other_uid)
+        vb_parse_options(argc, argv, opts, sizeof(opts) / sizeof(opts[0]), help);
+        if (walker_uid == vb_other_uid)
                 vb_die("--walker-uid and --other-uid: two different uids\n");
 
-        vb_pin_cpu(&cpu);
-        vb_private_base(base, "mode=0755,size=64k");
-        perr = vb_probe_owner_private(base, other_uid);
+        vb_start(base, "mode=0755,size=64k");
+        perr = vb_probe_owner_private(base, vb_other_uid);
         supported = perr == 0;
 
-        vb_print_machine("pathwalk", cpu);
+        vb_print_machine();
         printf("pathwalk.owner_private %s\n", supported ? "supported"
                                               : perr == EINVAL
                                                       ? "unsupported (mount_setattr: EINVAL)"
@@ -323,12 +290,12 @@ int main(int argc, char **argv) {
                        " (mount_setattr gave %s)\n",
                        strerror(perr));
         printf("pathwalk.walker_uid %u\n", walker_uid);
-        printf("pathwalk.other_uid %u\n", other_uid);
-        printf("pathwalk.reps %d\n", reps);
+        printf("pathwalk.other_uid %u\n", vb_other_uid);
+        printf("pathwalk.reps %u\n", vb_reps);
         if (fixed_iterations)
-                printf("pathwalk.iterations %ld\n", fixed_iterations);
+                printf("pathwalk.iterations %u\n", fixed_iterations);
         else
-                printf("pathwalk.rep_ms %ld\n", rep_ms);
+                printf("pathwalk.rep_ms %u\n", vb_rep_ms);
         fflush(stdout);
 
         for (size_t k = 0; k < NCELLS; k++) {
@@ -342,40 +309,32 @@ int main(int argc, char **argv) {
                 memset(c, 0, sizeof(*c));
                 c->kase = cells[k].kase;
                 c->user = cells[k].user;
-                c->pid = vb_spawn(child, &arg, &kids, &c->to_child, &c->from_child);
+                snprintf(c->child.name, sizeof(c->child.name), "%s/%s", kase_name[c->kase],
+                         c->user ? "user" : "root");
+                vb_spawn(&c->child, child, &arg, &kids);
                 /* one setup at a time: their calibrations do not overlap */
-                if (read(c->from_child, c->iterations, sizeof(c->iterations)) !=
-                    sizeof(c->iterations))
-                        vb_die("the %s/%s child failed in its setup\n", kase_name[c->kase],
-                               c->user ? "user" : "root");
+                vb_setup(&c->child, c->iterations, sizeof(c->iterations));
                 nsets++;
         }
 
         /* round robin: repetition r of every cell before repetition r+1 of any */
-        for (r = 0; r < reps; r++)
+        for (r = 0; r < vb_reps; r++)
                 for (j = 0; j < ndepths; j++)
-                        for (s = 0; s < nsets; s++) {
-                                double t;
-
-                                if (vb_ask(sets[s].to_child, sets[s].from_child, j, &t))
-                                        vb_die("the %s child died\n", kase_name[sets[s].kase]);
-                                sets[s].ns[j][r] = t / (double) sets[s].iterations[j];
-                        }
+                        for (s = 0; s < nsets; s++)
+                                sets[s].ns[j][r] = vb_ask(&sets[s].child, (int) j,
+                                                          sets[s].iterations[j]);
 
         for (s = 0; s < nsets; s++) {
                 struct cell_set *c = &sets[s];
 
-                close(c->to_child);
-                waitpid(c->pid, NULL, 0);
+                vb_reap(&c->child);
                 for (j = 0; j < ndepths; j++) {
                         char key[128];
-                        double v[MAX_REPS];
 
                         snprintf(key, sizeof(key), "pathwalk.%s.%s.n%u", kase_name[c->kase],
                                  c->user ? "user" : "root", depths[j]);
-                        memcpy(v, c->ns[j], sizeof(double) * reps);
-                        vb_print_reps(key, v, reps, "ns_per_op", "min", "max");
-                        printf("%s.iterations %ld\n", key, c->iterations[j]);
+                        vb_print_reps(key, c->ns[j], vb_reps, c->iterations[j], "ns_per_op", "min",
+                                      "max");
                 }
         }
         umount2(base, MNT_DETACH);
