@@ -345,6 +345,78 @@ struct stream {
         uint32_t uids_left; /* members the last SHARES entry announced and no part carried */
 };
 
+/* The last byte of a string field NUL. */
+#define TERMINATE(field) ((field)[sizeof(field) - 1] = 0)
+
+/* FIX_BODY of a reply that holds all of its struct: the fields the library checks made what it
+ * takes (strings terminated, counts in range, reserved fields 0, the JOIN's uid and namespace,
+ * the count at a stream's end). */
+static void fix_body(uint8_t *buf, uid_t uid, uint64_t ns_inode, const struct stream *stream) {
+        const struct nsd_msg_header *h = (const struct nsd_msg_header *) buf;
+        union { /* buf as the reply it is */
+                uint8_t *buf;
+                struct nsd_rep_join *join; /* JOIN_SESSION's starts the same */
+                struct nsd_rep_stream_end *end;
+                struct nsd_rep_list_entry *list;
+                struct nsd_rep_volumes_entry *volume;
+                struct nsd_rep_shares_entry *share;
+                struct nsd_rep_shares_members *members;
+                struct nsd_rep_volume_ctl *volume_ctl;
+                struct nsd_rep_status *status;
+                struct nsd_rep_session_open *session;
+        } rep = { buf };
+
+        switch (h->type) {
+        case NSD_REP_JOIN:
+        case NSD_REP_JOIN_SESSION:
+                rep.join->uid = uid;
+                rep.join->ns_inode = ns_inode;
+                break;
+        case NSD_REP_LIST_END:
+        case NSD_REP_VOLUMES_END:
+        case NSD_REP_SHARES_END:
+                rep.end->count = stream->entries;
+                break;
+        case NSD_REP_LIST_ENTRY:
+                TERMINATE(rep.list->pin);
+                break;
+        case NSD_REP_VOLUMES_ENTRY:
+                TERMINATE(rep.volume->name);
+                TERMINATE(rep.volume->type);
+                TERMINATE(rep.volume->source);
+                TERMINATE(rep.volume->where);
+                TERMINATE(rep.volume->why);
+                TERMINATE(rep.volume->options);
+                rep.volume->error = -(int32_t) ((uint32_t) rep.volume->error % 134);
+                rep.volume->reserved = 0;
+                break;
+        case NSD_REP_SHARES_ENTRY:
+                TERMINATE(rep.share->name);
+                TERMINATE(rep.share->path);
+                rep.share->n_uids %= 300; /* up to three parts */
+                rep.share->reserved = 0;
+                break;
+        case NSD_REP_SHARES_MEMBERS:
+                rep.members->n = 1 + rep.members->n % NSD_SHARES_MEMBERS_PER_PART;
+                if (stream->uids_left > 0 && rep.members->n > stream->uids_left)
+                        rep.members->n = stream->uids_left;
+                rep.members->reserved = 0;
+                break;
+        case NSD_REP_VOLUME_START:
+        case NSD_REP_VOLUME_STOP:
+                rep.volume_ctl->changed %= 2;
+                rep.volume_ctl->reserved = 0;
+                break;
+        case NSD_REP_STATUS:
+                TERMINATE(rep.status->version);
+                break;
+        case NSD_REP_SESSION_OPEN:
+                if (rep.session->session_id == 0)
+                        rep.session->session_id = 1;
+                break;
+        }
+}
+
 /* Fix up one datagram and queue it on the fake nsd's side (or give it to the second nsd);
  * false when the socket is full. */
 static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *calls,
@@ -382,65 +454,10 @@ static bool queue_datagram(int srv, struct fuzz_input *in, const struct call *ca
                         h->error = h->type == NSD_REP_ERROR
                                            ? -(1 + (int32_t) ((uint32_t) h->error % 133))
                                            : 0;
-                if (ctl & FIX_BODY) {
-                        if ((h->type == NSD_REP_JOIN && size >= sizeof(struct nsd_rep_join)) ||
-                            (h->type == NSD_REP_JOIN_SESSION &&
-                             size >= sizeof(struct nsd_rep_join_session))) {
-                                struct nsd_rep_join *j = (struct nsd_rep_join *) buf;
-                                j->uid = call_uid(&calls[owner]);
-                                j->ns_inode = ctl & NET_INODE ? net_inode : mnt_inode;
-                        } else if ((h->type == NSD_REP_LIST_END || h->type == NSD_REP_VOLUMES_END ||
-                                    h->type == NSD_REP_SHARES_END) &&
-                                   size >= sizeof(struct nsd_rep_stream_end)) {
-                                ((struct nsd_rep_stream_end *) buf)->count = stream->entries;
-                        } else if (h->type == NSD_REP_LIST_ENTRY &&
-                                   size >= sizeof(struct nsd_rep_list_entry)) {
-                                ((struct nsd_rep_list_entry *) buf)->pin[NSD_PIN_PATH_MAX - 1] = 0;
-                        } else if (h->type == NSD_REP_VOLUMES_ENTRY &&
-                                   size >= sizeof(struct nsd_rep_volumes_entry)) {
-                                struct nsd_rep_volumes_entry *v = (struct nsd_rep_volumes_entry *)
-                                        buf;
-                                v->name[sizeof v->name - 1] = 0;
-                                v->type[sizeof v->type - 1] = 0;
-                                v->source[sizeof v->source - 1] = 0;
-                                v->where[sizeof v->where - 1] = 0;
-                                v->why[sizeof v->why - 1] = 0;
-                                v->options[sizeof v->options - 1] = 0;
-                                v->error = -(int32_t) ((uint32_t) v->error % 134);
-                                v->reserved = 0;
-                        } else if (h->type == NSD_REP_SHARES_ENTRY &&
-                                   size >= sizeof(struct nsd_rep_shares_entry)) {
-                                struct nsd_rep_shares_entry *e = (struct nsd_rep_shares_entry *)
-                                        buf;
-                                e->name[sizeof e->name - 1] = 0;
-                                e->path[sizeof e->path - 1] = 0;
-                                e->n_uids %= 300; /* up to three parts */
-                                e->reserved = 0;
-                        } else if (h->type == NSD_REP_SHARES_MEMBERS &&
-                                   size >= sizeof(struct nsd_rep_shares_members)) {
-                                struct nsd_rep_shares_members *m = (struct nsd_rep_shares_members *)
-                                        buf;
-                                m->n = 1 + m->n % NSD_SHARES_MEMBERS_PER_PART;
-                                if (stream->uids_left > 0 && m->n > stream->uids_left)
-                                        m->n = stream->uids_left;
-                                m->reserved = 0;
-                        } else if ((h->type == NSD_REP_VOLUME_START ||
-                                    h->type == NSD_REP_VOLUME_STOP) &&
-                                   size >= sizeof(struct nsd_rep_volume_ctl)) {
-                                struct nsd_rep_volume_ctl *v = (struct nsd_rep_volume_ctl *) buf;
-                                v->changed %= 2;
-                                v->reserved = 0;
-                        } else if (h->type == NSD_REP_STATUS &&
-                                   size >= sizeof(struct nsd_rep_status)) {
-                                ((struct nsd_rep_status *) buf)->version[NSD_VERSION_MAX - 1] = 0;
-                        } else if (h->type == NSD_REP_SESSION_OPEN &&
-                                   size >= sizeof(struct nsd_rep_session_open)) {
-                                struct nsd_rep_session_open *s = (struct nsd_rep_session_open *)
-                                        buf;
-                                if (s->session_id == 0)
-                                        s->session_id = 1;
-                        }
-                }
+                /* every reply FIX_BODY knows is as long as nsd_reply_size() says */
+                if ((ctl & FIX_BODY) && size >= nsd_reply_size(h->type))
+                        fix_body(buf, call_uid(&calls[owner]),
+                                 ctl & NET_INODE ? net_inode : mnt_inode, stream);
                 if (h->type == NSD_REP_LIST_ENTRY || h->type == NSD_REP_VOLUMES_ENTRY ||
                     h->type == NSD_REP_SHARES_ENTRY)
                         stream->entries += copies;
@@ -688,6 +705,22 @@ static void check_metrics(const struct nsc_metrics *m, const struct nsd_rep_metr
                             sizeof *m + i, tail[i]);
 }
 
+/* A VOLUMES result: an array, every string of every entry terminated, errors negative;
+ * freed. */
+static void check_volumes(struct nsc_volume_info *v, size_t n) {
+        fuzz_assert(v != NULL, "VOLUMES gave NULL");
+        for (size_t i = 0; i < n; i++)
+                fuzz_assert(memchr(v[i].name, 0, sizeof v[i].name) &&
+                                    memchr(v[i].type, 0, sizeof v[i].type) &&
+                                    memchr(v[i].source, 0, sizeof v[i].source) &&
+                                    memchr(v[i].where, 0, sizeof v[i].where) &&
+                                    memchr(v[i].why, 0, sizeof v[i].why) &&
+                                    memchr(v[i].options, 0, sizeof v[i].options) && v[i].error <= 0,
+                            "VOLUMES entry %zu: a string not terminated or error %d", i,
+                            v[i].error);
+        free(v);
+}
+
 /* A SHARES result: sound strings, a member array per share that reads to its end; freed. */
 static void check_shares(struct nsc_share_info *v, size_t n, const nsc_conn *c) {
         static volatile uint32_t sink; /* the reads of the members stay */
@@ -711,266 +744,190 @@ static void check_shares(struct nsc_share_info *v, size_t n, const nsc_conn *c) 
         nsc_shares_free(v, n);
 }
 
+/* What the calls of do_call() write through their result pointers, one member a call. All of it
+ * is CANARY before the call, and must still be when the call fails: a failing call leaves the
+ * caller's results alone. */
+#define ARRAY_OF(type)    \
+        struct {          \
+                type *v;  \
+                size_t n; \
+        }
+union results {
+        struct nsc_join_result join;
+        struct {
+                struct nsc_join_result j;
+                uint64_t id;
+                unsigned n;
+        } join_session;
+        struct {
+                uint64_t id;
+                unsigned n;
+        } session_open;
+        unsigned left;    /* SESSION_CLOSE */
+        unsigned waiting; /* CREDENTIAL_GIVE, CREDENTIAL_UNLOCK */
+        int fd;           /* CREDENTIAL_TAKE */
+        struct nsc_status status;
+        ARRAY_OF(struct nsc_ns_info) list;
+        ARRAY_OF(char) show; /* the text and its length */
+        ARRAY_OF(struct nsc_volume_info) volumes;
+        ARRAY_OF(struct nsc_share_info) shares;
+        struct nsc_volume_ctl volume_ctl;
+        /* the caller's struct and room past it: NSCLIENT_1.3's part of it (nsc_metrics()), all
+         * of it, or a newer caller's larger one */
+        union {
+                struct nsc_metrics m;
+                uint8_t bytes[sizeof(struct nsc_metrics) + 32];
+        } metrics;
+};
+
+#define FUZZ_OP_NAME(name) [OP_##name] = #name,
+static const char *const op_name[_OP_MAX] = { FUZZ_OPS(FUZZ_OP_NAME) };
+
 static int do_call(nsc_conn *c, const struct call *call) {
+        unsigned op = (call->op & OP_MASK) % _OP_MAX;
         uid_t uid = call_uid(call);
+        union results res;
         int r;
 
         if (call->op & OP_BAD)
                 return do_bad_call(c, call);
 
-        switch ((call->op & OP_MASK) % _OP_MAX) {
-        case OP_JOIN: {
-                struct nsc_join_result j;
-
-                memset(&j, CANARY, sizeof j);
-                r = nsc_join(c, uid, call->arg & NSC_JOIN_NO_CREATE, &j);
-                if (r < 0) {
-                        fuzz_assert(untouched(&j, sizeof j), "JOIN wrote its result on failure");
+        memset(&res, CANARY, sizeof res);
+        switch (op) {
+        case OP_JOIN:
+                r = nsc_join(c, uid, call->arg & NSC_JOIN_NO_CREATE, &res.join);
+                if (r < 0)
                         break;
-                }
                 fuzz_assert(r == 0, "JOIN returned %d", r);
-                check_join_result(&j, uid);
+                check_join_result(&res.join, uid);
                 break;
-        }
         case OP_JOIN_SESSION: {
-                struct nsc_join_result j;
-                uint64_t id;
-                unsigned n;
                 bool fallback_before = c->no_join_session;
 
-                memset(&j, CANARY, sizeof j);
-                memset(&id, CANARY, sizeof id);
-                memset(&n, CANARY, sizeof n);
                 r = nsc_join_session(c, uid, call->arg & NSC_JOIN_NO_CREATE, getpid(),
-                                     call->arg & 2 ? "sshd" : NULL, &j, &id, &n);
-                if (r < 0) {
-                        fuzz_assert(untouched(&j, sizeof j) && untouched(&id, sizeof id) &&
-                                            untouched(&n, sizeof n),
-                                    "JOIN_SESSION wrote its result on failure");
+                                     call->arg & 2 ? "sshd" : NULL, &res.join_session.j,
+                                     &res.join_session.id, &res.join_session.n);
+                if (r < 0)
                         break;
-                }
                 fuzz_assert(r == (c->no_join_session ? 1 : 0),
                             "JOIN_SESSION returned %d, fallback %d (before: %d)", r,
                             c->no_join_session, fallback_before);
-                fuzz_assert(id != 0, "session id 0");
-                check_join_result(&j, uid);
+                fuzz_assert(res.join_session.id != 0, "session id 0");
+                check_join_result(&res.join_session.j, uid);
                 break;
         }
-        case OP_SESSION_OPEN: {
-                uint64_t id;
-                unsigned n;
-
-                memset(&id, CANARY, sizeof id);
-                memset(&n, CANARY, sizeof n);
-                r = nsc_session_open(c, uid, getpid(), call->arg & 1 ? "sshd" : NULL, &id, &n);
-                if (r < 0)
-                        fuzz_assert(untouched(&id, sizeof id) && untouched(&n, sizeof n),
-                                    "SESSION_OPEN wrote its result on failure");
-                else
-                        fuzz_assert(id != 0, "session id 0");
+        case OP_SESSION_OPEN:
+                r = nsc_session_open(c, uid, getpid(), call->arg & 1 ? "sshd" : NULL,
+                                     &res.session_open.id, &res.session_open.n);
+                fuzz_assert(r < 0 || res.session_open.id != 0, "session id 0");
                 break;
-        }
-        case OP_SESSION_CLOSE: {
-                unsigned left;
-
-                memset(&left, CANARY, sizeof left);
+        case OP_SESSION_CLOSE:
                 r = nsc_session_close(c, uid, call->arg & 1 ? getpid() : 0,
-                                      call->arg & 1 ? 0 : 1 + call->arg, &left);
+                                      call->arg & 1 ? 0 : 1 + call->arg, &res.left);
+                break;
+        case OP_STATUS:
+                r = nsc_status(c, &res.status);
+                fuzz_assert(r < 0 || memchr(res.status.version, 0, sizeof res.status.version),
+                            "version not a string");
+                break;
+        case OP_LIST:
+                r = nsc_list(c, &res.list.v, &res.list.n);
                 if (r < 0)
-                        fuzz_assert(untouched(&left, sizeof left),
-                                    "SESSION_CLOSE wrote its result on failure");
+                        break;
+                fuzz_assert(res.list.v != NULL, "LIST gave NULL");
+                for (size_t i = 0; i < res.list.n; i++)
+                        fuzz_assert(memchr(res.list.v[i].pin, 0, sizeof res.list.v[i].pin),
+                                    "pin not a string");
+                free(res.list.v);
                 break;
-        }
-        case OP_STATUS: {
-                struct nsc_status st;
-
-                memset(&st, CANARY, sizeof st);
-                r = nsc_status(c, &st);
+        case OP_SHOW:
+                r = nsc_show(c, uid, &res.show.v, &res.show.n);
                 if (r < 0)
-                        fuzz_assert(untouched(&st, sizeof st),
-                                    "STATUS wrote its result on failure");
-                else
-                        fuzz_assert(memchr(st.version, 0, sizeof st.version),
-                                    "version not a string");
-                break;
-        }
-        case OP_LIST: {
-                struct nsc_ns_info *v;
-                size_t n;
-
-                memset(&v, CANARY, sizeof v);
-                memset(&n, CANARY, sizeof n);
-                r = nsc_list(c, &v, &n);
-                if (r < 0) {
-                        fuzz_assert(untouched(&v, sizeof v) && untouched(&n, sizeof n),
-                                    "LIST wrote its result on failure");
                         break;
-                }
-                fuzz_assert(v != NULL, "LIST gave NULL");
-                for (size_t i = 0; i < n; i++)
-                        fuzz_assert(memchr(v[i].pin, 0, sizeof v[i].pin), "pin not a string");
-                free(v);
+                fuzz_assert(res.show.v && res.show.n <= NSD_SHOW_TEXT_MAX &&
+                                    res.show.v[res.show.n] == 0,
+                            "SHOW text of %zu bytes not terminated", res.show.n);
+                free(res.show.v);
                 break;
-        }
-        case OP_SHOW: {
-                char *text;
-                size_t len;
-
-                memset(&text, CANARY, sizeof text);
-                memset(&len, CANARY, sizeof len);
-                r = nsc_show(c, uid, &text, &len);
-                if (r < 0) {
-                        fuzz_assert(untouched(&text, sizeof text) && untouched(&len, sizeof len),
-                                    "SHOW wrote its result on failure");
-                        break;
-                }
-                fuzz_assert(text && len <= NSD_SHOW_TEXT_MAX && text[len] == 0,
-                            "SHOW text of %zu bytes not terminated", len);
-                free(text);
-                break;
-        }
         case OP_RELEASE:
                 r = nsc_release(c, uid, call->arg & NSC_RELEASE_FORCE);
                 break;
-        case OP_VOLUMES: {
-                struct nsc_volume_info *v;
-                size_t n;
-
-                memset(&v, CANARY, sizeof v);
-                memset(&n, CANARY, sizeof n);
-                r = nsc_volumes(c, &v, &n);
-                if (r < 0) {
-                        fuzz_assert(untouched(&v, sizeof v) && untouched(&n, sizeof n),
-                                    "VOLUMES wrote its result on failure");
-                        break;
-                }
-                fuzz_assert(v != NULL, "VOLUMES gave NULL");
-                for (size_t i = 0; i < n; i++)
-                        fuzz_assert(memchr(v[i].name, 0, sizeof v[i].name) &&
-                                            memchr(v[i].type, 0, sizeof v[i].type) &&
-                                            memchr(v[i].source, 0, sizeof v[i].source) &&
-                                            memchr(v[i].where, 0, sizeof v[i].where) &&
-                                            memchr(v[i].why, 0, sizeof v[i].why) &&
-                                            memchr(v[i].options, 0, sizeof v[i].options) &&
-                                            v[i].error <= 0,
-                                    "VOLUMES entry %zu: a string not terminated or error %d", i,
-                                    v[i].error);
-                free(v);
+        case OP_VOLUMES:
+                r = nsc_volumes(c, &res.volumes.v, &res.volumes.n);
+                if (r >= 0)
+                        check_volumes(res.volumes.v, res.volumes.n);
                 break;
-        }
-        case OP_CREDENTIAL_GIVE: {
-                unsigned waiting;
-
-                memset(&waiting, CANARY, sizeof waiting);
-                r = nsc_credential_give(c, uid, credential_fd, call->arg & 1 ? NULL : &waiting);
-                fuzz_assert(r >= 0 || untouched(&waiting, sizeof waiting),
-                            "CREDENTIAL_GIVE wrote its result on failure");
+        case OP_CREDENTIAL_GIVE:
+                r = nsc_credential_give(c, uid, credential_fd, call->arg & 1 ? NULL : &res.waiting);
                 fuzz_assert(fcntl(credential_fd, F_GETFD) >= 0,
                             "CREDENTIAL_GIVE closed the caller's memfd");
                 break;
-        }
-        case OP_CREDENTIAL_TAKE: {
-                int fd;
-
-                memset(&fd, CANARY, sizeof fd);
+        case OP_CREDENTIAL_TAKE:
                 r = nsc_credential_take(c, call->arg & 1 ? "files" : "vault",
-                                        call->arg & 2 ? NSC_CREDENTIAL_WAIT : 0, &fd);
-                if (r < 0) {
-                        fuzz_assert(untouched(&fd, sizeof fd),
-                                    "CREDENTIAL_TAKE wrote its result on failure");
+                                        call->arg & 2 ? NSC_CREDENTIAL_WAIT : 0, &res.fd);
+                if (r < 0)
                         break;
-                }
-                fuzz_assert(r == 0 && fd >= 0 && fd != credential_fd && fd != listen_fd &&
-                                    is_cloexec(fd),
-                            "CREDENTIAL_TAKE handed over descriptor %d (%d)", fd, r);
-                close(fd);
+                fuzz_assert(r == 0 && res.fd >= 0 && res.fd != credential_fd &&
+                                    res.fd != listen_fd && is_cloexec(res.fd),
+                            "CREDENTIAL_TAKE handed over descriptor %d (%d)", res.fd, r);
+                close(res.fd);
                 break;
-        }
-        case OP_CREDENTIAL_UNLOCK: {
-                unsigned waiting;
-
-                memset(&waiting, CANARY, sizeof waiting);
+        case OP_CREDENTIAL_UNLOCK:
                 r = nsc_credential_unlock(c, call->arg & 1 ? "files" : "vault", credential_fd,
-                                          call->arg & 2 ? NULL : &waiting);
-                fuzz_assert(r >= 0 || untouched(&waiting, sizeof waiting),
-                            "CREDENTIAL_UNLOCK wrote its result on failure");
+                                          call->arg & 2 ? NULL : &res.waiting);
                 fuzz_assert(fcntl(credential_fd, F_GETFD) >= 0,
                             "CREDENTIAL_UNLOCK closed the caller's memfd");
                 break;
-        }
         case OP_METRICS: {
-                /* the caller's struct and room past it: NSCLIENT_1.3's part of it
-                 * (nsc_metrics()), all of it, or a newer caller's larger one */
-                union {
-                        struct nsc_metrics m;
-                        uint8_t bytes[sizeof(struct nsc_metrics) + 32];
-                } buf;
                 size_t size = call->arg % 3 == 0   ? offsetof(struct nsc_metrics, lookup_timeouts)
-                              : call->arg % 3 == 1 ? sizeof buf.m
-                                                   : sizeof buf.m + 16;
+                              : call->arg % 3 == 1 ? sizeof res.metrics.m
+                                                   : sizeof res.metrics.m + 16;
 
-                memset(&buf, CANARY, sizeof buf);
-                r = call->arg % 3 == 0 ? nsc_metrics(c, &buf.m)
-                                       : nsc_metrics_sized(c, &buf.m, size);
-                if (r < 0) {
-                        fuzz_assert(untouched(&buf, sizeof buf),
-                                    "METRICS wrote its result on failure");
+                r = call->arg % 3 == 0 ? nsc_metrics(c, &res.metrics.m)
+                                       : nsc_metrics_sized(c, &res.metrics.m, size);
+                if (r < 0)
                         break;
-                }
-                check_metrics(&buf.m, &c->rx.metrics, size);
-                fuzz_assert(untouched(buf.bytes + size, sizeof buf - size),
+                check_metrics(&res.metrics.m, &c->rx.metrics, size);
+                fuzz_assert(untouched(res.metrics.bytes + size, sizeof res.metrics - size),
                             "METRICS wrote past the %zu bytes it was given", size);
                 break;
         }
-        case OP_SHARES: {
-                struct nsc_share_info *v;
-                size_t n;
-
-                memset(&v, CANARY, sizeof v);
-                memset(&n, CANARY, sizeof n);
-                r = nsc_shares(c, &v, &n);
-                if (r < 0) {
-                        fuzz_assert(untouched(&v, sizeof v) && untouched(&n, sizeof n),
-                                    "SHARES wrote its result on failure");
-                        break;
-                }
-                check_shares(v, n, c);
+        case OP_SHARES:
+                r = nsc_shares(c, &res.shares.v, &res.shares.n);
+                if (r >= 0)
+                        check_shares(res.shares.v, res.shares.n, c);
                 break;
-        }
         case OP_VOLUME_START:
         case OP_VOLUME_STOP: {
-                bool start = (call->op & OP_MASK) % _OP_MAX == OP_VOLUME_START;
+                bool start = op == OP_VOLUME_START;
                 const struct nsd_rep_volume_ctl *rep = &c->rx.volume_ctl;
-                struct nsc_volume_ctl v;
+                struct nsc_volume_ctl *v = &res.volume_ctl;
                 char longest[NSD_SHARE_NAME_MAX];
                 __typeof__(nsc_volume_start) *f = start ? nsc_volume_start : nsc_volume_stop;
 
                 memset(longest, 'v', sizeof longest - 1);
                 longest[sizeof longest - 1] = 0;
-                memset(&v, CANARY, sizeof v);
-                r = f(c, uid, call->arg & 2 ? longest : "data", call->arg & 1 ? NULL : &v);
-                if (r < 0) {
-                        fuzz_assert(untouched(&v, sizeof v),
-                                    "VOLUME_%s wrote its result on failure",
-                                    start ? "START" : "STOP");
+                r = f(c, uid, call->arg & 2 ? longest : "data", call->arg & 1 ? NULL : v);
+                if (r < 0)
                         break;
-                }
                 fuzz_assert(rep->hdr.type == (start ? NSD_REP_VOLUME_START : NSD_REP_VOLUME_STOP),
-                            "VOLUME_%s succeeded on a reply of type %#x", start ? "START" : "STOP",
+                            "%s succeeded on a reply of type %#x", op_name[op],
                             (unsigned) rep->hdr.type);
                 if (call->arg & 1)
                         break;
-                fuzz_assert(v.state == rep->state && v.loop == rep->loop &&
-                                    v.changed == rep->changed && v.changed <= 1,
-                            "VOLUME_%s: result state %u loop %u changed %u, the reply's %u %u %u",
-                            start ? "START" : "STOP", v.state, v.loop, v.changed, rep->state,
-                            rep->loop, rep->changed);
+                fuzz_assert(v->state == rep->state && v->loop == rep->loop &&
+                                    v->changed == rep->changed && v->changed <= 1,
+                            "%s: result state %u loop %u changed %u, the reply's %u %u %u",
+                            op_name[op], v->state, v->loop, v->changed, rep->state, rep->loop,
+                            rep->changed);
                 break;
         }
         default:
                 r = nsc_hide(c, uid, "/home/fuzz/mnt", call->arg & NSC_HIDE_UNHIDE);
                 break;
         }
+        fuzz_assert(r >= 0 || untouched(&res, sizeof res), "%s wrote its result on failure",
+                    op_name[op]);
         return r;
 }
 

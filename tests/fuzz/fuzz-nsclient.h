@@ -17,28 +17,29 @@ enum {
         HEAD_RAW_REQUEST = 0x01, /* ... as a request */
 };
 
-/* u8 op of a call (bit 7: with bad arguments) */
-enum {
-        OP_JOIN,
-        OP_SESSION_OPEN,
-        OP_SESSION_CLOSE,
-        OP_STATUS,
-        OP_LIST,
-        OP_SHOW,
-        OP_RELEASE,
-        OP_HIDE,
-        OP_JOIN_SESSION,
-        /* 1.7; appended, so that the ops above keep the numbers the seeds hold */
-        OP_VOLUMES,
-        OP_CREDENTIAL_GIVE,
-        OP_CREDENTIAL_TAKE,
-        OP_CREDENTIAL_UNLOCK, /* 1.8 */
-        OP_METRICS,           /* 1.4, appended later */
-        OP_SHARES,            /* 1.5, appended later */
-        OP_VOLUME_START,      /* 1.11 */
-        OP_VOLUME_STOP,
-        _OP_MAX
-};
+/* u8 op of a call (bit 7: with bad arguments): OP_<name>, numbered in this order. X(name) is
+ * one op, for the enum here and the harness's names of them (op_name[]). */
+#define FUZZ_OPS(X)                                                                \
+        X(JOIN)                                                                    \
+        X(SESSION_OPEN)                                                            \
+        X(SESSION_CLOSE)                                                           \
+        X(STATUS)                                                                  \
+        X(LIST)                                                                    \
+        X(SHOW)                                                                    \
+        X(RELEASE)                                                                 \
+        X(HIDE)                                                                    \
+        X(JOIN_SESSION)                                                            \
+        /* 1.7; appended, so that the ops above keep the numbers the seeds hold */ \
+        X(VOLUMES)                                                                 \
+        X(CREDENTIAL_GIVE)                                                         \
+        X(CREDENTIAL_TAKE)                                                         \
+        X(CREDENTIAL_UNLOCK) /* 1.8 */                                             \
+        X(METRICS)           /* 1.4, appended later */                             \
+        X(SHARES)            /* 1.5, appended later */                             \
+        X(VOLUME_START)      /* 1.11 */                                            \
+        X(VOLUME_STOP)
+#define FUZZ_OP_ENUM(name) OP_##name,
+enum { FUZZ_OPS(FUZZ_OP_ENUM) _OP_MAX };
 #define OP_BAD 0x80  /* with bad arguments */
 #define OP_MASK 0x7f /* the op (modulo _OP_MAX) */
 
