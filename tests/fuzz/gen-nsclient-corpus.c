@@ -10,6 +10,8 @@
 #include "gen-corpus.h"
 
 #define FIX_ALL (FIX_HDR | FIX_LEN | FIX_SEQ | FIX_ERR | FIX_BODY)
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define VOLUME_CTL_SIZE sizeof(struct nsd_rep_volume_ctl)
 
 /* head: ncalls 1..4 and flags, then (op, arg) pairs */
 static void begin_flags(unsigned ncalls, unsigned flags, const unsigned char *ops_args) {
@@ -151,6 +153,35 @@ static void *garbage_msg(uint16_t type, size_t size) {
         return m;
 }
 
+/* replies of all ones (garbage_msg()), each of type (at T_ index type_index), size bytes, for
+ * call owner */
+struct garbage {
+        unsigned type_index;
+        uint16_t type;
+        size_t size;
+        unsigned owner;
+};
+
+/* a seed of the calls ops_args answered by the n replies of g, each with ctl */
+static void garbage_seed(unsigned ncalls, const unsigned char *ops_args, unsigned ctl,
+                         const struct garbage *g, size_t n, const char *name) {
+        begin(ncalls, ops_args);
+        for (size_t i = 0; i < n; i++)
+                datagram(ctl, g[i].type_index, 0, g[i].owner, garbage_msg(g[i].type, g[i].size),
+                         g[i].size);
+        finish(name);
+}
+
+/* the same as it is (NAME) and with FIX_BODY (NAME-fixed-up) */
+static void garbage_seeds(unsigned ncalls, const unsigned char *ops_args, const struct garbage *g,
+                          size_t n, const char *name) {
+        char seed[64];
+
+        garbage_seed(ncalls, ops_args, (FIX_ALL & ~FIX_BODY) | SET_TYPE, g, n, name);
+        snprintf(seed, sizeof seed, "%s-fixed-up", name);
+        garbage_seed(ncalls, ops_args, FIX_ALL | SET_TYPE, g, n, seed);
+}
+
 /* a VOLUME_START or VOLUME_STOP answer of type (its size), seq */
 static struct nsd_rep_volume_ctl *volume_ctl_reply(uint16_t type, uint32_t seq, uint32_t state,
                                                    uint32_t loop, uint32_t changed) {
@@ -171,36 +202,34 @@ int main(int argc, char **argv) {
                 j->uid = 1001;
                 j->ns_flags = NSD_NS_CREATED | NSD_NS_PINNED;
                 j->created_usec = 1700000000000000ull;
-                begin(1, c);
-                datagram(FIX_BODY, T_JOIN, 2, 0, j, sizeof *j);
-                finish("join-ok");
-                /* the same without descriptors, with three, with the wrong kinds, with 17 */
-                begin(1, c);
-                datagram(FIX_BODY, T_JOIN, 0, 0, j, sizeof *j);
-                finish("join-no-fds");
-                begin(1, c);
-                datagram(FIX_BODY, T_JOIN, 3, 0, j, sizeof *j);
-                finish("join-three-fds");
-                begin(1, c);
-                datagram(FIX_BODY, T_JOIN, 2 | (2 << 5), 0, j, sizeof *j);
-                finish("join-net-and-file-fds");
-                begin(1, c);
-                datagram(FIX_BODY, T_JOIN, 17, 0, j, sizeof *j);
-                finish("join-17-fds");
-                /* the inode of a net namespace, a net nsfs descriptor where the mount one goes */
-                begin(1, c);
-                datagram(FIX_BODY | NET_INODE, T_JOIN, 2 | (1 << 5), 0, j, sizeof *j);
-                finish("join-net-ns");
+                static const struct {
+                        unsigned head, ctl, fds;
+                        const char *seed;
+                } answers[] = {
+                        { 0, FIX_BODY, 2, "join-ok" },
+                        /* the same without descriptors, with three, with the wrong kinds, with
+                         * 17 */
+                        { 0, FIX_BODY, 0, "join-no-fds" },
+                        { 0, FIX_BODY, 3, "join-three-fds" },
+                        { 0, FIX_BODY, 2 | (2 << 5), "join-net-and-file-fds" },
+                        { 0, FIX_BODY, 17, "join-17-fds" },
+                        /* the inode of a net namespace, a net nsfs descriptor where the mount
+                         * one goes */
+                        { 0, FIX_BODY | NET_INODE, 2 | (1 << 5), "join-net-ns" },
+                        /* nsd closed the connection: the request cannot be sent */
+                        { HEAD_CLOSED, FIX_BODY, 2, "join-nsd-closed" },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(answers); i++) {
+                        begin_flags(1, answers[i].head, c);
+                        datagram(answers[i].ctl, T_JOIN, answers[i].fds, 0, j, sizeof *j);
+                        finish(answers[i].seed);
+                }
                 /* through $NSD_SOCKET, and with sequence numbers about to wrap: 0xffffffff, 1 */
                 static const unsigned char c2[] = { OP_JOIN, 0x10, OP_JOIN, 0x10 };
                 begin_flags(2, HEAD_VIA_ENV | HEAD_SEQ_WRAP, c2);
                 datagram(FIX_BODY | FIX_SEQ, T_JOIN, 2, 0, j, sizeof *j);
                 datagram(FIX_BODY | FIX_SEQ, T_JOIN, 2, 1, j, sizeof *j);
                 finish("join-env-seq-wrap");
-                /* nsd closed the connection: the request cannot be sent */
-                begin_flags(1, HEAD_CLOSED, c);
-                datagram(FIX_BODY, T_JOIN, 2, 0, j, sizeof *j);
-                finish("join-nsd-closed");
                 /* another uid than asked, and the inode left wrong */
                 j->uid = 1002;
                 begin(1, c);
@@ -515,16 +544,22 @@ int main(int argc, char **argv) {
                 answer_and_with_fd(give, T_CREDENTIAL_GIVE, g, sizeof *g, "credential-give");
                 refusal(give, EINVAL, NSD_REQ_CREDENTIAL_GIVE,
                         "the password must have 1 to 1024 bytes", "credential-give-einval");
-                /* the password: a descriptor (here /dev/null) with the header alone */
-                begin(1, take);
-                header_reply_fds(T_CREDENTIAL_TAKE, DEVNULL_FDS(1), 0, NSD_REP_CREDENTIAL_TAKE, 1);
-                finish("credential-take-ok");
-                begin(1, take);
-                header_reply(T_CREDENTIAL_TAKE, 0, NSD_REP_CREDENTIAL_TAKE, 1);
-                finish("credential-take-no-fd");
-                begin(1, take);
-                header_reply_fds(T_CREDENTIAL_TAKE, DEVNULL_FDS(2), 0, NSD_REP_CREDENTIAL_TAKE, 1);
-                finish("credential-take-two-fds");
+                /* the password: a descriptor (here /dev/null) with the header alone; none,
+                 * two */
+                static const struct {
+                        unsigned fds;
+                        const char *seed;
+                } takes[] = {
+                        { DEVNULL_FDS(1), "credential-take-ok" },
+                        { 0, "credential-take-no-fd" },
+                        { DEVNULL_FDS(2), "credential-take-two-fds" },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(takes); i++) {
+                        begin(1, take);
+                        header_reply_fds(T_CREDENTIAL_TAKE, takes[i].fds, 0,
+                                         NSD_REP_CREDENTIAL_TAKE, 1);
+                        finish(takes[i].seed);
+                }
                 /* locked (no password held), then the wait for the next one is answered */
                 begin(2, take_wait);
                 error_reply(1, EAGAIN, NSD_REQ_CREDENTIAL_TAKE,
@@ -642,16 +677,16 @@ int main(int argc, char **argv) {
                         "metrics-eperm");
                 refusal(c, EOPNOTSUPP, NSD_REQ_METRICS, "unknown request type (10)",
                         "metrics-nsd-1.3");
-                begin(1, c);
-                datagram(FIX_ALL | SET_TYPE, T_METRICS, 0, 0, garbage_msg(NSD_REP_METRICS, 4200),
-                         4200);
-                finish("metrics-oversized");
+                static const struct garbage oversized = { T_METRICS, NSD_REP_METRICS, 4200, 0 };
+                garbage_seed(1, c, FIX_ALL | SET_TYPE, &oversized, 1, "metrics-oversized");
                 static const unsigned char all[] = { OP_METRICS, 0, OP_METRICS, 1, OP_METRICS, 2 };
-                begin(3, all);
-                for (unsigned i = 0; i < 3; i++)
-                        datagram(FIX_ALL | SET_TYPE, T_METRICS, 0, i,
-                                 garbage_msg(NSD_REP_METRICS, sizeof *m), sizeof *m);
-                finish("metrics-garbage-fixed-up");
+                static const struct garbage three[] = {
+                        { T_METRICS, NSD_REP_METRICS, sizeof(struct nsd_rep_metrics), 0 },
+                        { T_METRICS, NSD_REP_METRICS, sizeof(struct nsd_rep_metrics), 1 },
+                        { T_METRICS, NSD_REP_METRICS, sizeof(struct nsd_rep_metrics), 2 },
+                };
+                garbage_seed(3, all, FIX_ALL | SET_TYPE, three, ELEMENTSOF(three),
+                             "metrics-garbage-fixed-up");
         }
         /* SHARES (1.5): two shares (one with members, one without), 300 members in three
          * parts, none, the caller's own only; streams that end too soon or go wrong (members
@@ -689,89 +724,95 @@ int main(int argc, char **argv) {
                 stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
                 finish("shares-own-only");
 
-                begin(2, then_status);
-                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
-                share_members(1001, 3);
-                finish("shares-no-end-then-status");
-                begin(1, c);
-                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
-                share_members(1001, 2);
-                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
-                finish("shares-members-missing");
-                begin(1, c);
-                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
-                share_members(1001, 3);
-                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
-                finish("shares-members-too-many");
-                begin(1, c);
-                share_members(1001, 3);
-                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 0);
-                finish("shares-members-first");
-                begin(1, c);
-                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
-                share_members(1001, 0);
-                finish("shares-members-part-empty");
-                begin(1, c);
-                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 2);
-                share_members(1001, NSD_SHARES_MEMBERS_PER_PART + 1);
-                finish("shares-members-part-overflow");
-                begin(2, then_status);
-                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
-                stream_end(T_LIST_END, NSD_REP_LIST_END, 1);
-                finish("shares-wrong-type-then-status");
-                begin(1, c);
-                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 0);
-                memset(e->name, 'x', sizeof e->name);
-                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
-                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
-                finish("shares-name-unterminated");
-                begin(1, c);
-                e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 0);
-                memset(e->path, '/', sizeof e->path);
-                datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
-                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
-                finish("shares-path-unterminated");
-                begin(1, c);
-                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, (1u << 20) + 1);
-                share_members(1001, 3);
-                finish("shares-too-many-uids");
-                begin(1, c);
-                share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
-                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 5);
-                finish("shares-count-mismatch");
+                /* streams that end too soon or go wrong: an entry of the share (NULL: none)
+                 * on /srv/<share> that announces n_uids members, a part of members (uids from
+                 * 1001; -1: none), the end of the stream, of SHARES' type or else LIST's,
+                 * that counts end_count entries (-1: no end) */
+                static const struct {
+                        const char *seed;
+                        unsigned ncalls;
+                        const unsigned char *calls;
+                        const char *share;
+                        uint32_t propagation, n_uids;
+                        int members;
+                        unsigned member_fds;
+                        int end_count;
+                        int list_end;
+                } streams[] = {
+                        { "shares-no-end-then-status", 2, then_status, "projects",
+                          NSD_SHARE_PROPAGATION_MEMBERS, 3, 3, 0, -1 },
+                        { "shares-members-missing", 1, c, "projects", NSD_SHARE_PROPAGATION_MEMBERS,
+                          3, 2, 0, 1 },
+                        { "shares-members-too-many", 1, c, "projects",
+                          NSD_SHARE_PROPAGATION_MEMBERS, 2, 3, 0, 1 },
+                        { "shares-members-first", 1, c, NULL, 0, 0, 3, 0, 0 },
+                        { "shares-members-part-empty", 1, c, "projects",
+                          NSD_SHARE_PROPAGATION_MEMBERS, 2, 0, 0, -1 },
+                        { "shares-members-part-overflow", 1, c, "projects",
+                          NSD_SHARE_PROPAGATION_MEMBERS, 2, NSD_SHARES_MEMBERS_PER_PART + 1, 0,
+                          -1 },
+                        { "shares-wrong-type-then-status", 2, then_status, "scratch",
+                          NSD_SHARE_PROPAGATION_PER_USER, 0, -1, 0, 1, 1 },
+                        { "shares-too-many-uids", 1, c, "projects", NSD_SHARE_PROPAGATION_MEMBERS,
+                          (1u << 20) + 1, 3, 0, -1 },
+                        { "shares-count-mismatch", 1, c, "scratch", NSD_SHARE_PROPAGATION_PER_USER,
+                          0, -1, 0, 5 },
+                        { "shares-members-with-fd", 1, c, "projects", NSD_SHARE_PROPAGATION_MEMBERS,
+                          3, 3, DEVNULL_FDS(1), 1 },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(streams); i++) {
+                        char path[64];
+
+                        begin(streams[i].ncalls, streams[i].calls);
+                        if (streams[i].share) {
+                                snprintf(path, sizeof path, "/srv/%s", streams[i].share);
+                                share(streams[i].share, path, streams[i].propagation,
+                                      streams[i].n_uids);
+                        }
+                        if (streams[i].members >= 0)
+                                share_members_fds(1001, (uint32_t) streams[i].members,
+                                                  streams[i].member_fds);
+                        if (streams[i].end_count >= 0)
+                                stream_end(streams[i].list_end ? T_LIST_END : T_SHARES_END,
+                                           streams[i].list_end ? NSD_REP_LIST_END
+                                                               : NSD_REP_SHARES_END,
+                                           (uint32_t) streams[i].end_count);
+                        finish(streams[i].seed);
+                }
+                /* an entry with its name, or its path, without the NUL */
+                for (unsigned path = 0; path < 2; path++) {
+                        begin(1, c);
+                        e = share_entry("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS,
+                                        0);
+                        if (path)
+                                memset(e->path, '/', sizeof e->path);
+                        else
+                                memset(e->name, 'x', sizeof e->name);
+                        datagram(0, T_SHARES_ENTRY, 0, 0, e, sizeof *e);
+                        stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
+                        finish(path ? "shares-path-unterminated" : "shares-name-unterminated");
+                }
                 begin(2, then_status);
                 share("scratch", "/srv/scratch", NSD_SHARE_PROPAGATION_PER_USER, 0);
                 error_reply(1, EIO, NSD_REQ_SHARES, "cannot read the share's anchor", 0);
                 finish("shares-error-midstream-then-status");
-                begin(1, c);
-                share("projects", "/srv/projects", NSD_SHARE_PROPAGATION_MEMBERS, 3);
-                share_members_fds(1001, 3, DEVNULL_FDS(1));
-                stream_end(T_SHARES_END, NSD_REP_SHARES_END, 1);
-                finish("shares-members-with-fd");
                 refusal(c, EOPNOTSUPP, NSD_REQ_SHARES, "unknown request type (11)",
                         "shares-nsd-1.4");
 
-                begin(1, c);
-                datagram(FIX_ALL | SET_TYPE, T_SHARES_ENTRY, 0, 0,
-                         garbage_msg(NSD_REP_SHARES_ENTRY, 4200), 4200);
-                finish("shares-oversized");
+                static const struct garbage oversized = { T_SHARES_ENTRY, NSD_REP_SHARES_ENTRY,
+                                                          4200, 0 };
+                garbage_seed(1, c, FIX_ALL | SET_TYPE, &oversized, 1, "shares-oversized");
                 /* all ones: with FIX_BODY n_uids becomes 195, the parts 128 and 67 */
-                for (unsigned fix = 0; fix < 2; fix++) {
-                        unsigned ctl = fix ? FIX_ALL | SET_TYPE : (FIX_ALL & ~FIX_BODY) | SET_TYPE;
-
-                        begin(1, c);
-                        datagram(ctl, T_SHARES_ENTRY, 0, 0,
-                                 garbage_msg(NSD_REP_SHARES_ENTRY, sizeof *e), sizeof *e);
-                        for (unsigned i = 0; i < 2; i++)
-                                datagram(ctl, T_SHARES_MEMBERS, 0, 0,
-                                         garbage_msg(NSD_REP_SHARES_MEMBERS,
-                                                     sizeof(struct nsd_rep_shares_members)),
-                                         sizeof(struct nsd_rep_shares_members));
-                        datagram(ctl, T_SHARES_END, 0, 0,
-                                 garbage_msg(NSD_REP_SHARES_END, sizeof(struct nsd_rep_stream_end)),
-                                 sizeof(struct nsd_rep_stream_end));
-                        finish(fix ? "shares-garbage-fixed-up" : "shares-garbage");
-                }
+                static const struct garbage stream[] = {
+                        { T_SHARES_ENTRY, NSD_REP_SHARES_ENTRY, sizeof(struct nsd_rep_shares_entry),
+                          0 },
+                        { T_SHARES_MEMBERS, NSD_REP_SHARES_MEMBERS,
+                          sizeof(struct nsd_rep_shares_members), 0 },
+                        { T_SHARES_MEMBERS, NSD_REP_SHARES_MEMBERS,
+                          sizeof(struct nsd_rep_shares_members), 0 },
+                        { T_SHARES_END, NSD_REP_SHARES_END, sizeof(struct nsd_rep_stream_end), 0 },
+                };
+                garbage_seeds(1, c, stream, ELEMENTSOF(stream), "shares-garbage");
                 /* bad arguments (each variant), then a good call */
                 static const unsigned char bad[] = { OP_SHARES | OP_BAD, 0x10,
                                                      OP_SHARES | OP_BAD, 0x11,
@@ -808,20 +849,11 @@ int main(int argc, char **argv) {
                                                       OP_VOLUME_STOP, 0x10 };
                 static const unsigned char both[] = { OP_VOLUME_START, 0x10, OP_VOLUME_STOP, 0x10 };
                 struct nsd_rep_volume_ctl *v;
-                struct nsd_msg_header *h;
 
                 v = volume_ctl_reply(NSD_REP_VOLUME_START, 1, NSD_VOLUME_MOUNTED, 8, 1);
                 answer_and_with_fd(start, T_VOLUME_START, v, sizeof *v, "volume-start");
                 v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
                 answer_and_with_fd(stop, T_VOLUME_STOP, v, sizeof *v, "volume-stop");
-                begin(1, start_no_result);
-                v = volume_ctl_reply(NSD_REP_VOLUME_START, 1, NSD_VOLUME_MOUNTED, 3, 0);
-                datagram(0, T_VOLUME_START, 0, 0, v, sizeof *v);
-                finish("volume-start-mounted-already-no-result");
-                begin(1, stop_longest);
-                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 0);
-                datagram(0, T_VOLUME_STOP, 0, 0, v, sizeof *v);
-                finish("volume-stop-stopped-already-longest-name");
 
                 begin(2, stop_then_start);
                 error_reply(1, EBUSY, NSD_REQ_VOLUME_STOP,
@@ -839,48 +871,62 @@ int main(int argc, char **argv) {
                 refusal(start, EOPNOTSUPP, NSD_REQ_VOLUME_START, "unknown request type (16)",
                         "volume-start-nsd-1.10");
 
-                /* the first 32 bytes of the answer (its length field says 40); 8 bytes more
-                 * than the struct, the length field fixed up */
-                begin(2, start_then_status);
-                v = volume_ctl_reply(NSD_REP_VOLUME_START, 1, NSD_VOLUME_MOUNTED, 8, 1);
-                datagram(0, T_VOLUME_START, 0, 0, v, sizeof(struct nsd_msg_header) + 8);
-                finish("volume-start-truncated-then-status");
-                begin(2, stop_then_status);
-                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
-                datagram(FIX_LEN, T_VOLUME_STOP, 0, 0, v, sizeof *v + 8);
-                finish("volume-stop-too-long-then-status");
-                begin(2, start_then_status);
-                v = volume_ctl_reply(NSD_REP_VOLUME_START, 1, NSD_VOLUME_MOUNTED, 8, 2);
-                datagram(0, T_VOLUME_START, 0, 0, v, sizeof *v);
-                finish("volume-start-changed-2-then-status");
-                begin(2, stop_then_status);
-                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
-                v->reserved = 1;
-                datagram(0, T_VOLUME_STOP, 0, 0, v, sizeof *v);
-                finish("volume-stop-reserved-then-status");
-                begin(2, start_then_status);
-                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
-                datagram(0, T_VOLUME_STOP, 0, 0, v, sizeof *v);
-                finish("volume-start-wrong-type-then-status");
-
+                /* one answer (seq 1) to the calls: of type, with state, loop, changed and
+                 * reserved, size bytes of it with ctl */
+                static const struct {
+                        const char *seed;
+                        unsigned ncalls;
+                        const unsigned char *calls;
+                        uint16_t type;
+                        uint32_t state, loop, changed, reserved;
+                        unsigned ctl;
+                        size_t size;
+                } answers[] = {
+                        /* ones that changed nothing, for a caller that wants no result and with
+                         * the longest name */
+                        { "volume-start-mounted-already-no-result", 1, start_no_result,
+                          NSD_REP_VOLUME_START, NSD_VOLUME_MOUNTED, 3, 0, 0, 0, VOLUME_CTL_SIZE },
+                        { "volume-stop-stopped-already-longest-name", 1, stop_longest,
+                          NSD_REP_VOLUME_STOP, NSD_VOLUME_STOPPED, 0, 0, 0, 0, VOLUME_CTL_SIZE },
+                        /* the first 32 bytes of the answer (its length field says 40); 8 bytes
+                         * more than the struct, the length field fixed up */
+                        { "volume-start-truncated-then-status", 2, start_then_status,
+                          NSD_REP_VOLUME_START, NSD_VOLUME_MOUNTED, 8, 1, 0, 0,
+                          sizeof(struct nsd_msg_header) + 8 },
+                        { "volume-stop-too-long-then-status", 2, stop_then_status,
+                          NSD_REP_VOLUME_STOP, NSD_VOLUME_STOPPED, 0, 1, 0, FIX_LEN,
+                          VOLUME_CTL_SIZE + 8 },
+                        { "volume-start-changed-2-then-status", 2, start_then_status,
+                          NSD_REP_VOLUME_START, NSD_VOLUME_MOUNTED, 8, 2, 0, 0, VOLUME_CTL_SIZE },
+                        { "volume-stop-reserved-then-status", 2, stop_then_status,
+                          NSD_REP_VOLUME_STOP, NSD_VOLUME_STOPPED, 0, 1, 1, 0, VOLUME_CTL_SIZE },
+                        /* START answered with STOP's type */
+                        { "volume-start-wrong-type-then-status", 2, start_then_status,
+                          NSD_REP_VOLUME_STOP, NSD_VOLUME_STOPPED, 0, 1, 0, 0, VOLUME_CTL_SIZE },
+                        /* bad arguments, then a good call */
+                        { "bad-arguments-volume-ctl-then-stop", 2, bad2, NSD_REP_VOLUME_STOP,
+                          NSD_VOLUME_STOPPED, 0, 1, 0, 0, VOLUME_CTL_SIZE },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(answers); i++) {
+                        begin(answers[i].ncalls, answers[i].calls);
+                        v = volume_ctl_reply(answers[i].type, 1, answers[i].state, answers[i].loop,
+                                             answers[i].changed);
+                        v->reserved = answers[i].reserved;
+                        datagram(answers[i].ctl,
+                                 answers[i].type == NSD_REP_VOLUME_START ? T_VOLUME_START
+                                                                         : T_VOLUME_STOP,
+                                 0, 0, v, answers[i].size);
+                        finish(answers[i].seed);
+                }
                 begin(4, bad);
                 finish("bad-arguments-volume-ctl");
-                begin(2, bad2);
-                v = volume_ctl_reply(NSD_REP_VOLUME_STOP, 1, NSD_VOLUME_STOPPED, 0, 1);
-                datagram(0, T_VOLUME_STOP, 0, 0, v, sizeof *v);
-                finish("bad-arguments-volume-ctl-then-stop");
 
                 /* all ones: with FIX_BODY changed becomes 1, reserved 0 */
-                for (unsigned fix = 0; fix < 2; fix++) {
-                        unsigned ctl = fix ? FIX_ALL | SET_TYPE : (FIX_ALL & ~FIX_BODY) | SET_TYPE;
-
-                        begin(2, both);
-                        h = garbage_msg(NSD_REP_VOLUME_START, sizeof *v);
-                        datagram(ctl, T_VOLUME_START, 0, 0, h, sizeof *v);
-                        h = garbage_msg(NSD_REP_VOLUME_STOP, sizeof *v);
-                        datagram(ctl, T_VOLUME_STOP, 0, 1, h, sizeof *v);
-                        finish(fix ? "volume-ctl-garbage-fixed-up" : "volume-ctl-garbage");
-                }
+                static const struct garbage start_stop[] = {
+                        { T_VOLUME_START, NSD_REP_VOLUME_START, VOLUME_CTL_SIZE, 0 },
+                        { T_VOLUME_STOP, NSD_REP_VOLUME_STOP, VOLUME_CTL_SIZE, 1 },
+                };
+                garbage_seeds(2, both, start_stop, ELEMENTSOF(start_stop), "volume-ctl-garbage");
         }
         /* raw mode: nsd_msg_check() on a request and on a reply */
         {
