@@ -62,6 +62,15 @@ static void step(unsigned ctl) {
 /* a sound request of this type (its exact size) with seq */
 #define REQ(var, type, st, seq) struct st *var = proto_msg(type, sizeof(struct st), seq)
 
+/* the seed name (ctl) of the request *var with its field set to value, for this seed alone */
+#define SEED_WITH(name, ctl, var, field, value)                 \
+        do {                                                    \
+                __typeof__((var)->field) saved_ = (var)->field; \
+                (var)->field = (value);                         \
+                seed(name, ctl, var, sizeof *(var));            \
+                (var)->field = saved_;                          \
+        } while (0)
+
 /* the sound requests that name a service or a path, as uid 1000 sends them for itself: a
  * SESSION_OPEN for sshd, a JOIN_SESSION for login, a HIDE of /tmp */
 static struct nsd_req_session_open *sound_session_open(uint32_t seq) {
@@ -89,17 +98,10 @@ static void join(void) {
         REQ(j, NSD_REQ_JOIN, nsd_req_join, 1);
         j->uid = UID;
         seed("join", 0, j, sizeof *j);
-        j->flags = NSD_JOIN_NO_CREATE;
-        seed("join-no-create", 0, j, sizeof *j);
-        j->flags = 0;
-        j->uid = OTHER;
-        seed("join-other-uid", 0, j, sizeof *j);
-        j->uid = 0;
-        seed("join-root", 0, j, sizeof *j);
-        j->uid = UID;
-        j->flags = 0x80;
-        seed("join-unknown-flag", 0, j, sizeof *j);
-        j->flags = 0;
+        SEED_WITH("join-no-create", 0, j, flags, NSD_JOIN_NO_CREATE);
+        SEED_WITH("join-other-uid", 0, j, uid, OTHER);
+        SEED_WITH("join-root", 0, j, uid, 0);
+        SEED_WITH("join-unknown-flag", 0, j, flags, 0x80);
         seed("join-with-fd", FDS(1), j, sizeof *j);
 }
 
@@ -127,9 +129,7 @@ static void session_close(void) {
         REQ(c, NSD_REQ_SESSION_CLOSE, nsd_req_session_close, 3);
         c->uid = UID;
         seed("session-close-by-pid", OWN_PID, c, sizeof *c);
-        c->session_id = 1;
-        seed("session-close-by-id", 0, c, sizeof *c);
-        c->session_id = 0;
+        SEED_WITH("session-close-by-id", 0, c, session_id, 1);
         seed("session-close-neither", 0, c, sizeof *c);
 }
 
@@ -140,11 +140,8 @@ static void join_session(void) {
         seed("join-session-pidfd-no-create", OWN_PID | FDS_PIDFD | FDS(1), js, sizeof *js);
         seed("join-session-pidfd-two-fds", OWN_PID | FDS_PIDFD | FDS(2), js, sizeof *js);
         js->flags = 0;
-        js->uid = OTHER;
-        seed("join-session-other-uid", OWN_PID, js, sizeof *js);
-        js->uid = UID;
-        js->pid = 0x80000000u;
-        seed("join-session-bad-pid", 0, js, sizeof *js);
+        SEED_WITH("join-session-other-uid", OWN_PID, js, uid, OTHER);
+        SEED_WITH("join-session-bad-pid", 0, js, pid, 0x80000000u);
 }
 
 static void status_list_show(void) {
@@ -155,11 +152,8 @@ static void status_list_show(void) {
         REQ(sh, NSD_REQ_SHOW, nsd_req_show, 7);
         sh->uid = UID;
         seed("show", 0, sh, sizeof *sh);
-        sh->uid = OTHER;
-        seed("show-other-uid", 0, sh, sizeof *sh);
-        sh->uid = UID;
-        sh->reserved = 2;
-        seed("show-reserved", 0, sh, sizeof *sh);
+        SEED_WITH("show-other-uid", 0, sh, uid, OTHER);
+        SEED_WITH("show-reserved", 0, sh, reserved, 2);
 }
 
 /* A header-only request (type, size) with seq: the seeds <name> and <name>-with-fd, and the
@@ -205,8 +199,7 @@ static void credentials(void) {
         g->uid = UID;
         g->flags = NSD_CREDENTIAL_FD;
         seed("credential-give", FDS(1), g, sizeof *g);
-        g->flags = 0;
-        seed("credential-give-no-fd-flag", 0, g, sizeof *g);
+        SEED_WITH("credential-give-no-fd-flag", 0, g, flags, 0);
         REQ(t, NSD_REQ_CREDENTIAL_TAKE, nsd_req_credential_take, 16);
         snprintf(t->volume, sizeof t->volume, "vault");
         seed("credential-take", 0, t, sizeof *t);
@@ -221,8 +214,7 @@ static void credentials(void) {
         u->flags = NSD_CREDENTIAL_FD;
         snprintf(u->volume, sizeof u->volume, "vault");
         seed("credential-unlock", FDS(1), u, sizeof *u);
-        u->flags = 0;
-        seed("credential-unlock-no-fd-flag", 0, u, sizeof *u);
+        SEED_WITH("credential-unlock-no-fd-flag", 0, u, flags, 0);
 }
 
 /* 1.11: VOLUME_START and VOLUME_STOP of a volume of its own (its namespace has none: ENOENT)
@@ -233,12 +225,8 @@ static void volume_ctl(void) {
         v->uid = UID;
         snprintf(v->volume, sizeof v->volume, "vault");
         seed("volume-start", 0, v, sizeof *v);
-        v->uid = OTHER;
-        seed("volume-start-other-uid", 0, v, sizeof *v);
-        v->uid = UID;
-        v->reserved = 1;
-        seed("volume-start-reserved", 0, v, sizeof *v);
-        v->reserved = 0;
+        SEED_WITH("volume-start-other-uid", 0, v, uid, OTHER);
+        SEED_WITH("volume-start-reserved", 0, v, reserved, 1);
         memset(v->volume, 'v', sizeof v->volume);
         seed("volume-start-unterminated", 0, v, sizeof *v);
         REQ(t, NSD_REQ_VOLUME_STOP, nsd_req_volume_ctl, 19);
@@ -254,13 +242,10 @@ static void release_hide(void) {
         REQ(r, NSD_REQ_RELEASE, nsd_req_release, 8);
         r->uid = UID;
         seed("release", 0, r, sizeof *r);
-        r->flags = NSD_RELEASE_FORCE;
-        seed("release-force", 0, r, sizeof *r);
+        SEED_WITH("release-force", 0, r, flags, NSD_RELEASE_FORCE);
         struct nsd_req_hide *h = sound_hide(9);
         seed("hide", 0, h, sizeof *h);
-        h->flags = NSD_HIDE_UNHIDE;
-        seed("hide-unhide", 0, h, sizeof *h);
-        h->flags = 0;
+        SEED_WITH("hide-unhide", 0, h, flags, NSD_HIDE_UNHIDE);
         snprintf(h->path, sizeof h->path, "tmp");
         seed("hide-relative", 0, h, sizeof *h);
         memset(h->path, '/', sizeof h->path);
@@ -270,20 +255,11 @@ static void release_hide(void) {
 /* what nsd_msg_check() and the header checks refuse, on a STATUS */
 static void broken(void) {
         struct nsd_msg_header *h = proto_msg(NSD_REQ_STATUS, sizeof *h, 10);
-        h->magic = 0x12345678;
-        seed("bad-magic", 0, h, sizeof *h);
-        h = proto_msg(NSD_REQ_STATUS, sizeof *h, 10);
-        h->version_major = 2;
-        seed("major-2", 0, h, sizeof *h);
-        h = proto_msg(NSD_REQ_STATUS, sizeof *h, 10);
-        h->length = 32;
-        seed("length-not-size", 0, h, sizeof *h);
-        h = proto_msg(NSD_REQ_STATUS, sizeof *h, 10);
-        h->error = -EIO;
-        seed("error-in-request", 0, h, sizeof *h);
-        h = proto_msg(NSD_REQ_STATUS, sizeof *h, 10);
-        h->flags = 1;
-        seed("header-flags", 0, h, sizeof *h);
+        SEED_WITH("bad-magic", 0, h, magic, 0x12345678);
+        SEED_WITH("major-2", 0, h, version_major, 2);
+        SEED_WITH("length-not-size", 0, h, length, 32);
+        SEED_WITH("error-in-request", 0, h, error, -EIO);
+        SEED_WITH("header-flags", 0, h, flags, 1);
         seed("status-with-fds", FDS(2), proto_msg(NSD_REQ_STATUS, sizeof *h, 10), sizeof *h);
         seed("unknown-type", 0, proto_msg(_NSD_REQ_MAX, sizeof *h, 10), sizeof *h);
         seed("reply-type", 0, proto_msg(NSD_REP_STATUS, sizeof *h, 10), sizeof *h);
