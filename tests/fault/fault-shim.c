@@ -54,48 +54,38 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-enum call {
-        C_CLONE,
-        C_UNSHARE,
-        C_SETNS,
-        C_MOUNT,
-        C_UMOUNT2,
-        C_OPEN_TREE,
-        C_MOVE_MOUNT,
-        C_MOUNT_SETATTR,
-        C_FSPICK,
-        C_OPEN,
-        C_OPENAT,
-        C_OPENAT2,
-        C_ACCEPT,
-        C_ACCEPT4,
-        C_SENDMSG,
-        C_RECVMSG,
-        C_PIDFD_OPEN,
-        C_FSOPEN,
-        C_FSCONFIG,
-        C_FSMOUNT,
-        C_MKDIRAT,
-        C_EXECVEAT,
-        C_FCNTL,
-        C_FSTAT,
-        _C_MAX,
-};
+/* The calls: X(NAME, "name") is C_NAME, called name in NSD_FAULT and in the trace. */
+#define CALLS(X)                          \
+        X(CLONE, "clone")                 \
+        X(UNSHARE, "unshare")             \
+        X(SETNS, "setns")                 \
+        X(MOUNT, "mount")                 \
+        X(UMOUNT2, "umount2")             \
+        X(OPEN_TREE, "open_tree")         \
+        X(MOVE_MOUNT, "move_mount")       \
+        X(MOUNT_SETATTR, "mount_setattr") \
+        X(FSPICK, "fspick")               \
+        X(OPEN, "open")                   \
+        X(OPENAT, "openat")               \
+        X(OPENAT2, "openat2")             \
+        X(ACCEPT, "accept")               \
+        X(ACCEPT4, "accept4")             \
+        X(SENDMSG, "sendmsg")             \
+        X(RECVMSG, "recvmsg")             \
+        X(PIDFD_OPEN, "pidfd_open")       \
+        X(FSOPEN, "fsopen")               \
+        X(FSCONFIG, "fsconfig")           \
+        X(FSMOUNT, "fsmount")             \
+        X(MKDIRAT, "mkdirat")             \
+        X(EXECVEAT, "execveat")           \
+        X(FCNTL, "fcntl")                 \
+        X(FSTAT, "fstat")
+#define CALL_ENUM(c, name) C_##c,
+#define CALL_NAME(c, name) [C_##c] = name,
 
-static const char *const call_name[_C_MAX] = {
-        [C_CLONE] = "clone",           [C_UNSHARE] = "unshare",
-        [C_SETNS] = "setns",           [C_MOUNT] = "mount",
-        [C_UMOUNT2] = "umount2",       [C_OPEN_TREE] = "open_tree",
-        [C_MOVE_MOUNT] = "move_mount", [C_MOUNT_SETATTR] = "mount_setattr",
-        [C_FSPICK] = "fspick",         [C_OPEN] = "open",
-        [C_OPENAT] = "openat",         [C_OPENAT2] = "openat2",
-        [C_ACCEPT] = "accept",         [C_ACCEPT4] = "accept4",
-        [C_SENDMSG] = "sendmsg",       [C_RECVMSG] = "recvmsg",
-        [C_PIDFD_OPEN] = "pidfd_open", [C_FSOPEN] = "fsopen",
-        [C_FSCONFIG] = "fsconfig",     [C_FSMOUNT] = "fsmount",
-        [C_MKDIRAT] = "mkdirat",       [C_EXECVEAT] = "execveat",
-        [C_FCNTL] = "fcntl",           [C_FSTAT] = "fstat",
-};
+enum call { CALLS(CALL_ENUM) _C_MAX };
+
+static const char *const call_name[_C_MAX] = { CALLS(CALL_NAME) };
 
 static const struct {
         const char *name;
@@ -290,6 +280,14 @@ int __open64_2(const char *path, int flags);
 int __openat_2(int dfd, const char *path, int flags);
 int __openat64_2(int dfd, const char *path, int flags);
 
+/* The call name: the fault of c (arg: the path or target it names, for the trace, or NULL),
+ * or else the real call */
+#define INTERPOSE(ret, name, c, arg, params, real, args) \
+        ret name params {                                \
+                FAULT_OR(c, arg);                        \
+                return real args;                        \
+        }
+
 int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
         va_list ap;
         void *ptid, *tls, *ctid;
@@ -303,66 +301,32 @@ int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
         return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 }
 
-int unshare(int flags) {
-        FAULT_OR(C_UNSHARE, NULL);
-        return real_unshare(flags);
-}
-
-int setns(int fd, int nstype) {
-        FAULT_OR(C_SETNS, NULL);
-        return real_setns(fd, nstype);
-}
-
-int mount(const char *source, const char *target, const char *type, unsigned long flags,
-          const void *data) {
-        FAULT_OR(C_MOUNT, target);
-        return real_mount(source, target, type, flags, data);
-}
-
-int umount2(const char *target, int flags) {
-        FAULT_OR(C_UMOUNT2, target);
-        return real_umount2(target, flags);
-}
-
-int open_tree(int dfd, const char *path, unsigned flags) {
-        FAULT_OR(C_OPEN_TREE, path);
-        return real_open_tree(dfd, path, flags);
-}
-
-int move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags) {
-        FAULT_OR(C_MOVE_MOUNT, to);
-        return real_move_mount(from_dfd, from, to_dfd, to, flags);
-}
-
-int mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr, size_t size) {
-        FAULT_OR(C_MOUNT_SETATTR, path);
-        return real_mount_setattr(dfd, path, flags, attr, size);
-}
-
-int fspick(int dfd, const char *path, unsigned flags) {
-        FAULT_OR(C_FSPICK, path);
-        return real_fspick(dfd, path, flags);
-}
-
-int fsopen(const char *fs, unsigned flags) {
-        FAULT_OR(C_FSOPEN, fs);
-        return real_fsopen(fs, flags);
-}
-
-int fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux) {
-        FAULT_OR(C_FSCONFIG, key);
-        return real_fsconfig(fd, cmd, key, value, aux);
-}
-
-int fsmount(int fd, unsigned flags, unsigned attr) {
-        FAULT_OR(C_FSMOUNT, NULL);
-        return real_fsmount(fd, flags, attr);
-}
-
-int mkdirat(int dfd, const char *path, mode_t mode) {
-        FAULT_OR(C_MKDIRAT, path);
-        return real_mkdirat(dfd, path, mode);
-}
+INTERPOSE(int, unshare, C_UNSHARE, NULL, (int flags), real_unshare, (flags))
+INTERPOSE(int, setns, C_SETNS, NULL, (int fd, int nstype), real_setns, (fd, nstype))
+INTERPOSE(int, mount, C_MOUNT, target,
+          (const char *source, const char *target, const char *type, unsigned long flags,
+           const void *data),
+          real_mount, (source, target, type, flags, data))
+INTERPOSE(int, umount2, C_UMOUNT2, target, (const char *target, int flags), real_umount2,
+          (target, flags))
+INTERPOSE(int, open_tree, C_OPEN_TREE, path, (int dfd, const char *path, unsigned flags),
+          real_open_tree, (dfd, path, flags))
+INTERPOSE(int, move_mount, C_MOVE_MOUNT, to,
+          (int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags),
+          real_move_mount, (from_dfd, from, to_dfd, to, flags))
+INTERPOSE(int, mount_setattr, C_MOUNT_SETATTR, path,
+          (int dfd, const char *path, unsigned flags, struct mount_attr *attr, size_t size),
+          real_mount_setattr, (dfd, path, flags, attr, size))
+INTERPOSE(int, fspick, C_FSPICK, path, (int dfd, const char *path, unsigned flags), real_fspick,
+          (dfd, path, flags))
+INTERPOSE(int, fsopen, C_FSOPEN, fs, (const char *fs, unsigned flags), real_fsopen, (fs, flags))
+INTERPOSE(int, fsconfig, C_FSCONFIG, key,
+          (int fd, unsigned cmd, const char *key, const void *value, int aux), real_fsconfig,
+          (fd, cmd, key, value, aux))
+INTERPOSE(int, fsmount, C_FSMOUNT, NULL, (int fd, unsigned flags, unsigned attr), real_fsmount,
+          (fd, flags, attr))
+INTERPOSE(int, mkdirat, C_MKDIRAT, path, (int dfd, const char *path, mode_t mode), real_mkdirat,
+          (dfd, path, mode))
 
 static mode_t open_mode(int flags, va_list ap) {
         return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t) va_arg(ap, int) : 0;
@@ -388,45 +352,21 @@ INTERPOSE_OPEN(openat, C_OPENAT, (int dfd, const char *path, int flags, ...),
 INTERPOSE_OPEN(openat64, C_OPENAT, (int dfd, const char *path, int flags, ...),
                (dfd, path, flags, mode))
 
-int __open_2(const char *path, int flags) {
-        FAULT_OR(C_OPEN, path);
-        return real_open_2(path, flags);
-}
-
-int __open64_2(const char *path, int flags) {
-        FAULT_OR(C_OPEN, path);
-        return real_open64_2(path, flags);
-}
-
-int __openat_2(int dfd, const char *path, int flags) {
-        FAULT_OR(C_OPENAT, path);
-        return real_openat_2(dfd, path, flags);
-}
-
-int __openat64_2(int dfd, const char *path, int flags) {
-        FAULT_OR(C_OPENAT, path);
-        return real_openat64_2(dfd, path, flags);
-}
-
-int accept(int fd, struct sockaddr *addr, socklen_t *len) {
-        FAULT_OR(C_ACCEPT, NULL);
-        return real_accept(fd, addr, len);
-}
-
-int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
-        FAULT_OR(C_ACCEPT4, NULL);
-        return real_accept4(fd, addr, len, flags);
-}
-
-ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
-        FAULT_OR(C_SENDMSG, NULL);
-        return real_sendmsg(fd, msg, flags);
-}
-
-ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
-        FAULT_OR(C_RECVMSG, NULL);
-        return real_recvmsg(fd, msg, flags);
-}
+INTERPOSE(int, __open_2, C_OPEN, path, (const char *path, int flags), real_open_2, (path, flags))
+INTERPOSE(int, __open64_2, C_OPEN, path, (const char *path, int flags), real_open64_2,
+          (path, flags))
+INTERPOSE(int, __openat_2, C_OPENAT, path, (int dfd, const char *path, int flags), real_openat_2,
+          (dfd, path, flags))
+INTERPOSE(int, __openat64_2, C_OPENAT, path, (int dfd, const char *path, int flags),
+          real_openat64_2, (dfd, path, flags))
+INTERPOSE(int, accept, C_ACCEPT, NULL, (int fd, struct sockaddr *addr, socklen_t *len), real_accept,
+          (fd, addr, len))
+INTERPOSE(int, accept4, C_ACCEPT4, NULL, (int fd, struct sockaddr *addr, socklen_t *len, int flags),
+          real_accept4, (fd, addr, len, flags))
+INTERPOSE(ssize_t, sendmsg, C_SENDMSG, NULL, (int fd, const struct msghdr *msg, int flags),
+          real_sendmsg, (fd, msg, flags))
+INTERPOSE(ssize_t, recvmsg, C_RECVMSG, NULL, (int fd, struct msghdr *msg, int flags), real_recvmsg,
+          (fd, msg, flags))
 
 /* fcntl's command, for the trace: the ones nsd uses by name */
 static const char *fcntl_cmd(int cmd, char buf[static 16]) {
@@ -476,15 +416,8 @@ int fcntl64(int fd, int cmd, ...);
 INTERPOSE_FCNTL(fcntl)
 INTERPOSE_FCNTL(fcntl64)
 
-int fstat(int fd, struct stat *st) {
-        FAULT_OR(C_FSTAT, NULL);
-        return real_fstat(fd, st);
-}
-
-int fstat64(int fd, struct stat64 *st) {
-        FAULT_OR(C_FSTAT, NULL);
-        return real_fstat64(fd, st);
-}
+INTERPOSE(int, fstat, C_FSTAT, NULL, (int fd, struct stat *st), real_fstat, (fd, st))
+INTERPOSE(int, fstat64, C_FSTAT, NULL, (int fd, struct stat64 *st), real_fstat64, (fd, st))
 
 /* syscall(2): the calls above by number, and those glibc has no wrapper for. */
 long syscall(long nr, ...) {
