@@ -63,8 +63,9 @@ nsd_install_user_units() {
 
 # nsd_units_start [CONF-LINE...]: nsd from the built units (nsd_install_units), its sockets
 # started (nsd itself starts at the first request); with CONF-LINEs, /etc/nsd/nsd.conf is
-# those lines first.
+# those lines first. Skips the scenario without systemd as PID 1 (vm_needs_systemd).
 nsd_units_start() {
+        vm_needs_systemd
         if [ $# -gt 0 ]; then
                 mkdir -p /etc/nsd
                 printf '%s\n' "$@" > /etc/nsd/nsd.conf
@@ -163,6 +164,13 @@ nsd_start() {
 nsd_start_with_conf() {
         cat >"$NSD_TMP/nsd.conf"
         nsd_start --config "$NSD_TMP/nsd.conf" "$@"
+}
+
+# nsd_start_with_limits SETTING...: as nsd_start_with_conf, nsd.conf a [Limits] section of the
+# SETTINGs (KEY=VALUE each, one a line).
+nsd_start_with_limits() {
+        printf '%s\n' '[Limits]' "$@" >"$NSD_TMP/nsd.conf"
+        nsd_start --config "$NSD_TMP/nsd.conf"
 }
 
 nsd_stop() {
@@ -279,6 +287,12 @@ nsd_symlink_refused() {
 
 # --- for the availability scenarios (nsd-flood, nsd-slow-nss, nsd-fuse-hang, ...) ----------
 NSD_ROOT_SOCKET=/run/nsd/root.socket
+# tests/vm/helpers/nsd-rawclient.py (requests made by hand) on nsd's socket and on root's, as a
+# command line with the subcommand after it: $NSD_RAW join 1001 (the scenarios' alone)
+# shellcheck disable=SC2034
+NSD_RAW="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_SOCKET"
+# shellcheck disable=SC2034
+NSD_ROOT_RAW="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_ROOT_SOCKET"
 
 # nsd_helper NAME: the path of a test helper built in tests/vm/helpers (nsd-flood, fuse-hang, ...).
 nsd_helper() {

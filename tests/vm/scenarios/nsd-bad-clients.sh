@@ -7,14 +7,10 @@
 set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
-raw="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_SOCKET"
 
 nsd_user alice 1001
 nsd_user bob 1002
-nsd_start_with_conf <<CONF
-[Limits]
-MaxConnectionsPerUser=4
-CONF
+nsd_start_with_limits MaxConnectionsPerUser=4
 vm_start_sshd --pam-session "$(nsd_pam_line required)"
 assert_eq "secret of alice" "$(fuse_mount_as alice)"
 
@@ -23,12 +19,12 @@ out=$(su bob -s /bin/sh -c "$NSCTL enter alice -- true" 2>&1) && fail "bob enter
 echo "$out"
 assert_contains "$out" "only root may enter"
 say "bob: raw JOIN for alice's uid"
-out=$(su bob -s /bin/sh -c "$raw join 1001")
+out=$(su bob -s /bin/sh -c "$NSD_RAW join 1001")
 echo "$out"
 assert_contains "$out" "EPERM"
 assert_contains "$out" "fds=0"
 say "bob: raw JOIN for his own uid, from outside his namespace (su): no descriptors"
-out=$(su bob -s /bin/sh -c "$raw join 1002")
+out=$(su bob -s /bin/sh -c "$NSD_RAW join 1002")
 echo "$out"
 assert_contains "$out" "EPERM"
 assert_contains "$out" "fds=0"
@@ -38,18 +34,18 @@ echo "$out"
 assert_contains "$out" "fds=2"
 
 for what in garbage truncated wrong-version oversized bad-length unknown-type; do
-        out=$(su bob -s /bin/sh -c "$raw $what 1002")
+        out=$(su bob -s /bin/sh -c "$NSD_RAW $what 1002")
         echo "$out"
         case "$out" in
         *" 0 fds="*) fail "$what was answered as a success: $out" ;;
         esac
         assert_not_contains "$out" "fds=2"
 done
-assert_contains "$(su bob -s /bin/sh -c "$raw wrong-version 1002")" "EPROTONOSUPPORT"
-assert_contains "$(su bob -s /bin/sh -c "$raw truncated 1002")" "EBADMSG"
+assert_contains "$(su bob -s /bin/sh -c "$NSD_RAW wrong-version 1002")" "EPROTONOSUPPORT"
+assert_contains "$(su bob -s /bin/sh -c "$NSD_RAW truncated 1002")" "EBADMSG"
 
 say "bob opens 10 connections; the limit is 4 per user"
-out=$(su bob -s /bin/sh -c "$raw hold --count 10")
+out=$(su bob -s /bin/sh -c "$NSD_RAW hold --count 10")
 echo "$out"
 assert_eq "hold opened=10 refused=6" "$out"
 

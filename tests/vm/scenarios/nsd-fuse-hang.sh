@@ -15,10 +15,7 @@ nsd_user alice 1001
 nsd_user bob 1002
 ahome=$(vm_home alice)
 hang=$(nsd_helper fuse-hang)
-nsd_start_with_conf <<CONF
-[Limits]
-PathWalkTimeoutSec=15
-CONF
+nsd_start_with_limits PathWalkTimeoutSec=15
 nsd_has_feature owner-private || skip "the kernel lacks owner-private mounts (F4): HIDE is refused before any walk"
 nsd_setup_su_pam "$(nsd_pam_line required)"
 

@@ -7,14 +7,11 @@
 set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
-js="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_ROOT_SOCKET join-session"
+js="$NSD_ROOT_RAW join-session"
 
 nsd_user alice 1001
 nsd_user bob 1002
-nsd_start_with_conf <<CONF
-[Limits]
-MaxSessionsPerUser=1
-CONF
+nsd_start_with_limits MaxSessionsPerUser=1
 # sleeper: a process that lives until it is killed or the scenario ends; its pid in $SLEEPER
 sleeper() {
         sleep 600 &

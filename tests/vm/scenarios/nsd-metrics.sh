@@ -31,7 +31,6 @@ set -u
 # promtool itself (a promtool that checks: lib/metrics.sh), not the scenarios' reader alone
 [ -n "$METRICS_PROMTOOL" ] || fail "no promtool in the VM: neither /usr/bin/promtool nor tools/deps' copy in ${NSD_TEST_CACHE:-/var/cache/nsd-test}/promtool (the VM's / is the host's: run tools/deps as root)"
 command -v python3 >/dev/null || fail "python3 is not visible in the VM"
-raw="python3 tests/vm/helpers/nsd-rawclient.py --socket $NSD_ROOT_SOCKET"
 
 flag=/run/nsd-slow # tests/vm/helpers/nss-slow.c's folder
 USERS=(slow m1 m2 m3 m4)
@@ -268,7 +267,7 @@ assert_eq 5 "$(sample "$m" 'nsd_namespaces{state="pinned"}')" "pinned namespaces
 
 # --- series for 10 and for 1000 users ---------------------------------------------------------
 say "10 namespaces: 5 more by root's JOINs for uids 200000..200004"
-out=$($raw join-range 200000 --count 5)
+out=$($NSD_ROOT_RAW join-range 200000 --count 5)
 echo "$out"
 assert_contains "$out" "join-range 5 0=5 " "root's JOINs for 5 uids"
 agree
@@ -277,13 +276,13 @@ series10=$(samples "$NSD_TMP/m")
 say "$series10 series with 10 namespaces"
 
 say "50 more, timed"
-out=$($raw join-range 200005 --count 50)
+out=$($NSD_ROOT_RAW join-range 200005 --count 50)
 echo "$out"
 assert_contains "$out" "join-range 50 0=50 " "root's JOINs for 50 uids"
 TARGET=1000
 rest=$((TARGET - 60))
 say "then $rest more, for $TARGET users in all"
-out=$($raw join-range 200055 --count "$rest")
+out=$($NSD_ROOT_RAW join-range 200055 --count "$rest")
 echo "$out"
 assert_contains "$out" "join-range $rest 0=$rest " "root's JOINs for $rest uids"
 agree

@@ -90,7 +90,7 @@ grep -E "user database|LookupTimeoutSec" "$NSD_LOG" | grep -v '^<7>' | tail -4 |
 
 say "uids 100000.. (a subuid range) flood JOINs; the user database takes 200 ms for each"
 echo "100000 65536 200" >"$flag/range"
-python3 tests/vm/helpers/nsd-rawclient.py --socket "$NSD_SOCKET" flood-join 100000 --count 64 \
+$NSD_RAW flood-join 100000 --count 64 \
         --seconds 20 >"$NSD_TMP/flood.out" 2>&1 &
 flood_pid=$!
 vm_wait_for 60 test -e "$flag/range-asked"

@@ -16,9 +16,6 @@ set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
 
-vm_needs_systemd
-
-
 say "the built units, with ExecStart= pointing at the build"
 nsd_units_start
 assert_eq "755 root" "$(stat -c '%a %U' /run/nsd)" "/run/nsd from tmpfiles.d"

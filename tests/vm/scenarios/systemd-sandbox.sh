@@ -10,8 +10,6 @@ set -u
 . tests/vm/lib/vm.sh
 . tests/vm/lib/nsd.sh "${1:-build}"
 
-vm_needs_systemd
-
 say "nsd from the built units"
 nsd_units_start
 
