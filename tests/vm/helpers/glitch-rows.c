@@ -360,46 +360,52 @@ static int is_ro(const char *path) {
         return (s.f_flag & ST_RDONLY) ? 1 : 0;
 }
 
+/* What a row's call on mp did: its result r and errno e (read first thing), and whether the
+ * tmpfs source is the topmost mount on mp in the user's namespace after it. */
+struct outcome {
+        int r, e;
+        bool in;
+};
+
+static struct outcome outcome_on(int r, const char *mp, const char *source) {
+        struct outcome o = { r, errno, false };
+        char *mi = user_mountinfo();
+
+        o.in = mi_has(mi, mp, source);
+        free(mi);
+        return o;
+}
+
 /* ---- row 1: mount(2) of a new file system ---------------------------------------------- */
 
 static bool row1(char *msg) {
         char *mp = P("r1");
-        char *mi;
-        int r, e;
-        bool in;
+        struct outcome o;
 
         if (enter(msg) < 0)
                 return false;
-        r = mount("glitch-r1", mp, "tmpfs", 0, "mode=0755");
-        e = errno;
-        mi = user_mountinfo();
-        in = mi_has(mi, mp, "glitch-r1");
+        o = outcome_on(mount("glitch-r1", mp, "tmpfs", 0, "mode=0755"), mp, "glitch-r1");
         snprintf(msg, MSG_MAX, "mount(tmpfs on %s): %s; in the namespace's mountinfo: %s", mp,
-                 res(r, e), in ? "yes" : "no");
+                 res(o.r, o.e), o.in ? "yes" : "no");
         if (g_fixed)
-                return r == 0 && in;
-        return r < 0 && e == EINVAL && !in;
+                return o.r == 0 && o.in;
+        return o.r < 0 && o.e == EINVAL && !o.in;
 }
 
 /* ---- row 2: umount2 -------------------------------------------------------------------- */
 
 static bool row2(char *msg) {
         char *mp = P("r2");
-        char *mi;
-        int r, e;
-        bool in;
+        struct outcome o;
 
         if (enter(msg) < 0)
                 return false;
-        r = umount2(mp, 0);
-        e = errno;
-        mi = user_mountinfo();
-        in = mi_has(mi, mp, "glitch-r2");
-        snprintf(msg, MSG_MAX, "umount2(%s): %s; still mounted: %s", mp, res(r, e),
-                 in ? "yes" : "no");
+        o = outcome_on(umount2(mp, 0), mp, "glitch-r2");
+        snprintf(msg, MSG_MAX, "umount2(%s): %s; still mounted: %s", mp, res(o.r, o.e),
+                 o.in ? "yes" : "no");
         if (g_fixed)
-                return r == 0 && !in;
-        return r < 0 && e == EINVAL && in;
+                return o.r == 0 && !o.in;
+        return o.r < 0 && o.e == EINVAL && o.in;
 }
 
 /* ---- row 3: bind and rbind --------------------------------------------------------------- */
