@@ -155,18 +155,14 @@ static int as_in(int ns, uid_t uid, int (*what)(const char *), const char *path)
 
 /* An answer of as_in(): 0, an errno, LISTED_*. */
 static const char *answer_name(int l) {
-        switch (l) {
-        case LISTED_NOT:
-                return "not listed";
-        case LISTED_PLAIN:
-                return "listed without owner_private=";
-        case LISTED_OWN:
-                return "listed with owner_private=<its uid>";
-        case LISTED_OTHER:
-                return "listed with owner_private=<another uid>";
-        default:
-                return errno_name(l);
-        }
+        static const char *const listed[] = {
+                [LISTED_NOT - LISTED_NOT] = "not listed",
+                [LISTED_PLAIN - LISTED_NOT] = "listed without owner_private=",
+                [LISTED_OWN - LISTED_NOT] = "listed with owner_private=<its uid>",
+                [LISTED_OTHER - LISTED_NOT] = "listed with owner_private=<another uid>",
+        };
+
+        return l >= LISTED_NOT && l <= LISTED_OTHER ? listed[l - LISTED_NOT] : errno_name(l);
 }
 
 /* check() that an answer (0, an errno, LISTED_*) is the one expected, naming both when they
