@@ -26,8 +26,8 @@ void vb_init(const char *prog);
 /* The largest --rep-ms of the programs: a minute per repetition. */
 #define VB_MAX_REP_MS 60000
 
-/* The options both programs have; a program sets its defaults of vb_reps and vb_rep_ms before
- * vb_parse_options(). */
+/* The options both programs have; a program sets its own defaults of vb_reps and vb_rep_ms
+ * (else 7 and 200) before vb_parse_options(). */
 extern unsigned vb_reps;   /* --reps: the repetitions of every cell, 1..VB_MAX_REPS */
 extern unsigned vb_rep_ms; /* --rep-ms: about how long one repetition lasts, 1..VB_MAX_REP_MS */
 extern uid_t vb_other_uid; /* --other-uid: whose owner-private mounts are in the way (2000) */

@@ -77,8 +77,7 @@ static const struct {
 };
 #define NCELLS (sizeof(cells) / sizeof(cells[0]))
 
-/* the options of this program; vm-bench.h has --reps, --rep-ms (default 7, 200), --other-uid,
- * --cpu */
+/* the options of this program; vm-bench.h has --reps, --rep-ms, --other-uid, --cpu */
 static unsigned depths[MAX_DEPTHS] = { 1, 10, 40 };
 static size_t ndepths = 3;
 static unsigned fixed_iterations; /* 0: calibrate to --rep-ms */
@@ -271,6 +270,8 @@ int main(int argc, char **argv) {
         char base[] = "/tmp/pathwalk.XXXXXX";
 
         vb_init("pathwalk");
+        vb_reps = 7;
+        vb_rep_ms = 200;
         vb_parse_options(argc, argv, opts, sizeof(opts) / sizeof(opts[0]), help);
         if (walker_uid == vb_other_uid)
                 vb_die("--walker-uid and --other-uid: two different uids\n");
