@@ -1491,7 +1491,7 @@ static int credential_from_key_file(Request *r, User *u, size_t i) {
                           "Cannot hand volume '%s' of uid %u its key file: %s", u->volumes[i].name,
                           (unsigned) u->uid, why);
                 return request_refuse(r, errno_own_failure(fd),
-                                      "volume '%s': nsd cannot hand its key file over (%s)%s",
+                                      "nsd could not hand volume '%s' its key file: %s%s",
                                       u->volumes[i].name, why, errno_retry_hint(fd));
         }
         (void) credential_pass(r, u, i, fd, CREDENTIAL_FROM_KEY_FILE);

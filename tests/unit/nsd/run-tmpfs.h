@@ -13,10 +13,16 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include "tap.h"
+
 /* Once, as the test's last part (what comes after runs in the private namespace): true when
- * /run is the test's own tmpfs now; false (skip) without root or without unshare(2). */
-static inline bool test_private_run(void) {
-        return geteuid() == 0 && unshare(CLONE_NEWNS) == 0 &&
-               mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
-               mount("nsd-test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0;
+ * /run is the test's own tmpfs now; false without root or without unshare(2), one test point
+ * skipped then, for what. */
+static inline bool test_private_run(const char *what) {
+        if (geteuid() == 0 && unshare(CLONE_NEWNS) == 0 &&
+            mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+            mount("nsd-test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0)
+                return true;
+        tap_skip("%s: needs root and a mount namespace of the test's own", what);
+        return false;
 }

@@ -1220,10 +1220,8 @@ static void test_key_file_take(void) {
         uint16_t type;
         User *u;
 
-        if (!test_private_run()) {
-                tap_skip("KeyFile=: needs root and a mount namespace of the test's own");
+        if (!test_private_run("KeyFile= TAKE"))
                 return;
-        }
         if (mkdir("/run/keys", 0755) < 0 ||
             !g_file_set_contents("/run/keys/vault", "from-the-file", -1, NULL) ||
             chmod("/run/keys/vault", 0600) < 0)
