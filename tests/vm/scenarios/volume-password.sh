@@ -25,6 +25,11 @@
 #     KillUserProcesses=no keeps it in its session's scope): her user manager lives on, and so
 #     does the vault, past UserStopDelaySec; when that process exits, her manager stops and
 #     gocryptfs unmounts the vault (its SIGTERM); nothing of her namespace is lost.
+#  8. a vault with KeyFile= (carol's, her namespace made after the drop-in came): a key file of
+#     root's nsd refuses while it is open to others (credential-key-file-refused, the unit
+#     tries again); once it is 0600, carol's key-only login gets the vault mounted with no
+#     password typed; the key is in no log, cmdline, environ or file of nsd's; nsctl unlock
+#     of it is refused.
 #   Args: BUILD-DIR
 set -u
 . tests/vm/lib/vm.sh
@@ -253,4 +258,53 @@ assert_eq "" "$pid" "gocryptfs of alice's after her manager stopped"
 assert_eq "" "$("$NSCTL" enter alice -- findmnt -n -o FSTYPE /home/alice/vault)" \
         "a mount on ~/vault in alice's namespace (nsctl enter) once nothing of hers is left"
 assert_eq "$ns_alice" "$(nsd_ns_inode alice)" "alice's namespace, kept (Linger=forever)"
+
+# ---- 8. KeyFile=: unlocked by a key file of root's, no password at all ------------------
+say "8. carol's vault with KeyFile=: refused while the key is open to others, then mounted"
+key='a key file, not a password'
+nsd_user carol 1003
+vm_run_as carol sh -c 'mkdir -m 0700 ~/.kv-cipher ~/kv' || fail "carol's folders"
+install -m 0600 -o carol -g carol /dev/null /home/carol/.pw
+printf '%s\n' "$key" > /home/carol/.pw
+vm_run_as carol gocryptfs -q -init -scryptn 10 -passfile /home/carol/.pw /home/carol/.kv-cipher ||
+        fail "gocryptfs -init of carol's vault"
+rm -f /home/carol/.pw
+install -d -m 0755 /etc/nsd/keys
+printf '%s\n' "$key" > /etc/nsd/keys/carol.kv
+chmod 0644 /etc/nsd/keys/carol.kv
+cat > "$dropins/61-kv.conf" << 'CONF'
+[Volume kv]
+Type=gocryptfs
+Source=%h/.kv-cipher
+Where=%h/kv
+KeyFile=/etc/nsd/keys/%u.kv
+Users=carol
+CONF
+chmod 0644 "$dropins/61-kv.conf"
+out=$("$NSD_BIN" --check-config 2>&1) || fail "nsd --check-config: $out"
+systemctl reload nsd.service || fail "systemctl reload nsd"
+vm_ssh carol 'sleep 600' > /dev/null 2>&1 &
+carol_stays=$!
+vm_on_exit "kill $carol_stays 2> /dev/null"
+key_refused() { [ -n "$(nsd_journal NSD_EVENT=credential-key-file-refused USER_ID=1003)" ]; }
+vm_poll 60 key_refused || { journal_dump; fail "no credential-key-file-refused for carol's 0644 key file"; }
+assert_contains "$(nsd_journal NSD_EVENT=credential-key-file-refused USER_ID=1003)" \
+        "KeyFile /etc/nsd/keys/carol.kv: refused: open to others (mode 0644)" "nsd's refusal of the key file"
+assert_eq "" "$(vm_ssh carol 'findmnt -n -o FSTYPE ~/kv')" "a mount on ~/kv while the key file is refused"
+chmod 0600 /etc/nsd/keys/carol.kv
+kv_mounted() { [ "$(vm_ssh carol 'findmnt -n -o FSTYPE ~/kv')" = fuse.gocryptfs ]; }
+vm_poll 60 kv_mounted || {
+        vm_user_systemctl carol status --no-pager nsd-volume@kv.service >&2 || true
+        journal_dump
+        fail "~/kv is not mounted once the key file is 0600"
+}
+vm_ssh carol 'echo "carol was here" > ~/kv/note' || fail "carol writes into ~/kv"
+assert_eq "carol was here" "$(vm_ssh carol 'cat ~/kv/note')" "carol's next key-only login"
+assert_contains "$(nsd_journal NSD_EVENT=credential-taken USER_ID=1003)" \
+        "Handed uid 1003's key file's password to pid" "nsd's credential-taken event"
+assert_eq "" "$(nsd_journal NSD_EVENT=credential-received USER_ID=1003)" \
+        "a login password handed over for carol"
+nowhere "$key"
+out=$(printf '%s\n' "$key" | vm_ssh carol "$NSCTL unlock kv" 2>&1) && fail "nsctl unlock of a KeyFile= volume succeeded: $out"
+assert_contains "$out" "takes its password from its key file" "carol's nsctl unlock kv"
 say "ok"
