@@ -22,6 +22,7 @@
 #include "base/errno-util.h"
 #include "cleanup.h"
 #include "io-util.h"
+#include "nsd-protocol.h"
 
 char *config_dropin_dir(const char *path) {
         return g_strconcat(path, ".d", NULL);
@@ -530,6 +531,17 @@ void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *
                                                               : "neither a file nor a device");
                 }
                 check_dir(problems, v->file, v->line, "Volume", v->name, "Where", v->where);
+                if (v->key_file && !strchr(v->key_file, '%')) {
+                        /* the very check of a TAKE (what it copies is dropped at once) */
+                        g_autofree char *why = NULL;
+                        int fd = config_key_file_memfd(v->key_file, NSD_CREDENTIAL_MAX, &why);
+
+                        if (fd >= 0)
+                                (void) close(fd);
+                        else
+                                problem(problems, v->file, v->key_file_line,
+                                        "[Volume %s] %s; nsd would refuse it", v->name, why);
+                }
         }
         if (s->init_script && setup_script_used)
                 check_script(problems, s->init_script_file, s->init_script_line,

@@ -64,5 +64,6 @@ int config_key_file_memfd(const char *path, size_t max, char **ret_why);
  * user can make a member's directory first (nsd refuses that member's route then). A
  * [Volume]'s Source= of a block type and Where=, both without a specifier: an image of root's
  * writable by nobody else or a block device of root's, and a directory, each reachable
- * without a symbolic link. */
+ * without a symbolic link. A KeyFile= without a specifier: as config_key_file_memfd() takes
+ * it. */
 void setup_conf_check_files(const SetupConf *s, GPtrArray *problems, GPtrArray *warnings);

@@ -198,6 +198,23 @@ sed -i "s|alice.img|link.img|; s|Where=.*|Where=$tmp/vol/gone|" "$tmp/volume/nsd
 check volume 1 "volume/nsd.conf:3: [Volume vault] Source=$tmp/vol/link.img: a symbolic link is on the way, which nsd does not follow"
 check volume 1 "volume/nsd.conf:1: [Volume vault] Where=$tmp/vol/gone: No such file or directory"
 
+# a KeyFile= (no specifier) nsd would refuse: open to others (and in a folder others may
+# write, when $tmp is under /tmp); the message is the one a TAKE gets
+conf keyfile <<EOF2
+[Volume kv]
+Type=gocryptfs
+Source=%h/.c
+Where=%h/kv
+KeyFile=$tmp/kv.key
+Users=alice
+EOF2
+printf 'k\n' >"$tmp/kv.key"
+chmod 0644 "$tmp/kv.key"
+check keyfile 1 "keyfile/nsd.conf:5: [Volume kv] KeyFile $tmp/kv.key: "
+check keyfile 1 "; nsd would refuse it"
+sed -i 's|^KeyFile=.*|KeyFile=/etc/nsd/keys/%u.kv|' "$tmp/keyfile/nsd.conf"
+check keyfile 0 "keyfile/nsd.conf: OK, with 0 drop-ins: 0 polydirs, 0 read-only binds, 0 shares, 1 volume"
+
 status=0
 out=$("$nsd" --check-config=everything 2>&1) || status=$?
 [ "$status" = 1 ] && case "$out" in *"expected 'syntax' or 'all'"*) true ;; *) false ;; esac &&
