@@ -89,7 +89,12 @@ numbering of the calls to fail, the same in every run.
    with the text that blames the client, never let through; nsd holds no memfd once the
    volume took it; A served with its file during
    the run and after a clean restart, D's namespace kept; the password's bytes in no file of
-   the case (nsd's run dir, state files, log) and no descriptor of the fd store.
+   the case (nsd's run dir, state files, log) and no descriptor of the fd store. The last
+   request (take-key) is D's TAKE of a second volume whose password is a key file of root's
+   (KeyFile=, on a tmpfs the sandbox mounts on its own /run, so every folder from / is
+   trusted): each call of that read (the folders' opens and fstats, the file's, the copy's
+   seals) failed in turn is nsd's own failure ("nsd could not hand ..."), and the retry gets
+   the key; the key's bytes are written nowhere either.
    Without faults: TAKEs with NSD_CREDENTIAL_WAIT, 8 per uid (MaxConnectionsPerUser=16), the
    9th EBUSY with a message; at the default MaxConnectionsPerUser=8, 6 wait and the user's
    nsctl still connects;
@@ -264,6 +269,12 @@ class World:
             for name in self.cred_volumes:
                 f.write(f"[Volume {name}]\nType=gocryptfs\nSource=%h/.{name}-cipher\n"
                         f"Where=%h/{name}\nUsers=ud\n")
+            # and one whose password is a key file of root's, read at each TAKE
+            f.write(f"[Volume {KEY_VOLUME}]\nType=gocryptfs\nSource=%h/.k-cipher\n"
+                    f"Where=%h/k\nUsers=ud\nKeyFile={KEY_DIR}/%u.key\n")
+        with open(f"{KEY_DIR}/ud.key", "w") as f:
+            os.fchmod(f.fileno(), 0o600)
+            f.write(KEY_TEXT)
         self.preload = ["libnss_wrapper.so"]
         self.env_nsd = {"NSS_WRAPPER_PASSWD": f"{d}/passwd", "NSS_WRAPPER_GROUP": f"{d}/group"}
 
@@ -846,6 +857,11 @@ def check_setup(w, oc, fault_log):
 
 # D's volume that takes the login password in the fault scenario
 CRED_VOLUME = "vault"
+# D's volume with KeyFile=, the folder of the key file (a tmpfs of the sandbox's own on /run:
+# every folder from / root's and closed to writers) and the key
+KEY_VOLUME = "keyed"
+KEY_DIR = "/run/nsd-fault-keys"
+KEY_TEXT = "the key file of ud, not a password"
 
 
 def cred_give(w, oc):
@@ -856,6 +872,11 @@ def cred_give(w, oc):
 def cred_take(w, oc):
     """D itself (nsctl run-volume) takes it for its volume"""
     return w.client("take", UD, CRED_VOLUME)[1].strip()
+
+
+def cred_take_key(w, oc):
+    """D itself (nsctl run-volume) takes its KeyFile= volume's key"""
+    return w.client("take", UD, KEY_VOLUME)[1].strip()
 
 
 def cred_unlock(w, oc):
@@ -875,6 +896,9 @@ CRED_REQUESTS = [
     # held for its next TAKE, which gets it rather than anything else
     ("unlock", cred_unlock, lambda oc: "ok 0"),
     ("take-again", cred_take, lambda oc: f"ok memfd sealed {oc.password[::-1]}"),
+    # a volume with KeyFile= (a file of root's under a /run of the sandbox's own, trusted all
+    # the way from /): each TAKE reads it; a failure of that read is nsd's own
+    ("take-key", cred_take_key, lambda oc: f"ok memfd sealed {KEY_TEXT}"),
 ]
 
 # the phases of the scenario that only prepare (their calls are other scenarios' sites)
@@ -928,6 +952,12 @@ OWN_FAILURE_SITES = {
     ("peer_open_child", "open", None): True,
     ("view_of_nsd", "open", None): True,
     ("view_of", "fstat", None): None,
+    # a KeyFile='s read (policy/conf-files.c): the folders from /, the file, its sealed copy
+    ("key_file_dir", "open", None): True,
+    ("key_file_dir", "openat", None): True,
+    ("stat_trusted", "fstat", None): True,
+    ("config_key_file_memfd", "openat", None): True,
+    ("config_key_file_memfd", "fcntl", None): True,
 }
 # errno_may_pass() in nsd/base/errno-util.h
 MAY_PASS = {"EAGAIN", "ENOMEM", "EMFILE", "ENFILE", "EINTR", "ETIMEDOUT", "EBUSY", "ENOSPC",
@@ -1086,7 +1116,9 @@ def redact(out, oc):
     """out without the password (oc's and its UNLOCK's, its reverse; or a string)"""
     if isinstance(oc, str):
         return out.replace(oc, "<password>")
-    return out.replace(oc.password, "<password>").replace(oc.password[::-1], "<unlock password>")
+    return out.replace(oc.password, "<password>").replace(oc.password[::-1],
+                                                           "<unlock password>").replace(
+                                                               KEY_TEXT, "<key file>")
 
 
 def check_cred(w, oc, fault_log):
@@ -1109,7 +1141,8 @@ def check_cred(w, oc, fault_log):
     ft = getattr(oc, "fault_run_token_a", (None,))
     if ft[0] != oc.token_a:
         oc.problem(f"A not served intact after the credential requests: {ft}")
-    leaks = sorted(set(password_leaks(w, oc.password) + password_leaks(w, oc.password[::-1])))
+    leaks = sorted(set(password_leaks(w, oc.password) + password_leaks(w, oc.password[::-1]) +
+                       password_leaks(w, KEY_TEXT)))
     if leaks:
         oc.problem(f"a password is written: {', '.join(leaks)}")
     if not clean_start(w, oc):
@@ -1120,7 +1153,8 @@ def check_cred(w, oc, fault_log):
     elif oc.d[2] == "pinned" and listed(w).get(UD) != oc.d[1]:
         oc.problem(f"D LOST after a clean restart: listed {listed(w).get(UD)}, was {oc.d[1]}")
     w.stop()
-    leaks = sorted(set(password_leaks(w, oc.password) + password_leaks(w, oc.password[::-1])))
+    leaks = sorted(set(password_leaks(w, oc.password) + password_leaks(w, oc.password[::-1]) +
+                       password_leaks(w, KEY_TEXT)))
     if leaks:
         oc.problem(f"a password is written after a restart: {', '.join(leaks)}")
     check_log(oc, fault_log)
@@ -1986,6 +2020,11 @@ def main():
         return rc
 
     work = os.environ["NSD_FAULT_WORK"]
+    # in the private mount namespace: a /run of its own (nothing here uses the host's), where
+    # D's key file lies in folders nsd trusts (KeyFile=)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", "nsd-fault-run",
+                    "/run"], check=True)
+    os.makedirs(KEY_DIR, mode=0o755)
     for f in ("nsd/nsd", "nsctl/nsctl", "tests/fault/nsd-fault-shim.so",
               "tests/fault/fault-client", "tests/fault/pinstore-driver"):
         if not os.path.exists(f"{build}/{f}"):
