@@ -79,8 +79,13 @@ static int key_file_dir(const char *path, const char **ret_base, char **ret_why)
         struct stat st;
         int r;
 
-        if (path[0] != '/' || !*c || path[strlen(path) - 1] == '/')
-                return why_set(ret_why, EINVAL, "KeyFile %s: not an absolute path of a file", path);
+        if (path[0] != '/' || !*c || path[strlen(path) - 1] == '/' || strstr(path, "//") ||
+            strstr(path, "/./") || strstr(path, "/../") || g_str_has_suffix(path, "/.") ||
+            g_str_has_suffix(path, "/.."))
+                return why_set(ret_why, EINVAL,
+                               "KeyFile %s: not an absolute path of a file (no empty, '.' or "
+                               "'..' component)",
+                               path);
         if (dfd < 0)
                 return why_set(ret_why, errno, "KeyFile %s: cannot open '/': %s", path,
                                g_strerror(errno));

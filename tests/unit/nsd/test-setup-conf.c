@@ -1332,6 +1332,9 @@ static void test_key_file(void) {
                 { "/run/keys/missing", "cannot open: No such file", ENOENT },
                 { "run/keys/good", "not an absolute path", EINVAL },
                 { "/run/keys/", "not an absolute path of a file", EINVAL },
+                { "/run/keys/../keys/good", "no empty, '.' or '..' component", EINVAL },
+                { "/run//keys/good", "no empty, '.' or '..' component", EINVAL },
+                { "/run/keys/.", "no empty, '.' or '..' component", EINVAL },
         };
         for (size_t i = 0; i < G_N_ELEMENTS(refused); i++) {
                 g_clear_pointer(&why, g_free);
