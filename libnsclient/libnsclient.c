@@ -1056,7 +1056,7 @@ _Static_assert(SAME(CREDENTIAL_MAX) && SAME(CREDENTIAL_HOLD_SEC) && SAME(CREDENT
                        SAME(VOLUME_PASSWORD) && SAME(VOLUME_ASK) && SAME(VOLUME_ON_REQUEST) &&
                        SAME(VOLUME_NOW_KNOWN) && SAME(VOLUME_NOW_MOUNTED) && SAME(VOLUME_WAITING) &&
                        SAME(VOLUME_HELD) && SAME(VOLUME_AT_LOGIN) && SAME(VOLUME_RELEASE_LAST) &&
-                       SAME(NS_CREDENTIAL_WANTED),
+                       SAME(VOLUME_KEY_FILE) && SAME(NS_CREDENTIAL_WANTED),
                "the credential's constants");
 
 int nsc_credential_give(nsc_conn *conn, uid_t uid, int memfd, unsigned *ret_waiting) {

@@ -321,6 +321,9 @@ void nsc_shares_free(struct nsc_share_info *shares, size_t n);
 /* flags (nsd 1.11, NSCLIENT_1.8): a kernel volume with Release=last-session: unmounted when
  * the user's last session has ended and no process of the user is left in the namespace */
 #define NSC_VOLUME_RELEASE_LAST 0x100u
+/* flags (nsd 1.12): KeyFile=: its password is a key file of root's, which nsd reads for each
+ * nsc_credential_take(); never the login password, and nsc_credential_unlock() is refused */
+#define NSC_VOLUME_KEY_FILE 0x200u
 
 struct nsc_volume_info {
         uid_t uid;         /* whose namespace */

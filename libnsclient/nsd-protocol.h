@@ -132,6 +132,9 @@
  *        manager at login, asks too) and NSD_VOLUME_RELEASE_LAST (Release=last-session). A 1.10 nsd answers the two
  *        requests with -EOPNOTSUPP ("unknown request type") and closes the connection; an
  *        older client shows the new state as unknown and ignores the flag.
+ *   1.12 VOLUMES entries' flags may carry NSD_VOLUME_KEY_FILE (KeyFile=: the password is a
+ *        key file of root's, read for each CREDENTIAL_TAKE); CREDENTIAL_UNLOCK of such a
+ *        volume is refused with -EINVAL. Older clients ignore the bit.
  */
 #pragma once
 
@@ -165,7 +168,7 @@
 
 #define NSD_PROTO_MAGIC 0x3044534eu /* "NSD0" in memory on little endian */
 #define NSD_PROTO_MAJOR 1
-#define NSD_PROTO_MINOR 11
+#define NSD_PROTO_MINOR 12
 
 /* The largest datagram either side ever sends. Receivers use a buffer one byte larger and
  * MSG_TRUNC, so an oversized datagram is detected, never silently cut. */
@@ -691,6 +694,9 @@ _Static_assert(sizeof(struct nsd_req_volumes) == 24, "nsd_req_volumes layout");
 /* 1.11: a kernel volume with Release=last-session: nsd unmounts it when the user's last
  * session has ended and no process of the user is left in the namespace */
 #define NSD_VOLUME_RELEASE_LAST 0x100u
+/* 1.12: KeyFile=: its password is a key file of root's, read by nsd for each CREDENTIAL_TAKE
+ * (which never waits); never the login password, and CREDENTIAL_UNLOCK of it is refused */
+#define NSD_VOLUME_KEY_FILE 0x200u
 
 /* One volume of one namespace ([Volume NAME] of nsd.conf(5), as the namespace was made: a
  * reload changes no entry until the namespace is made again), in order of uid, then of

@@ -34,7 +34,7 @@
  *   6  volumes: "state" "stopped", a kernel volume not mounted now (protocol 1.11); "start"
  *      and "release", from Start= and Release=
  */
-#define NSCTL_JSON_SCHEMA_VERSION 6
+#define NSCTL_JSON_SCHEMA_VERSION 7
 
 #define JSON_DEPTH_MAX 8
 

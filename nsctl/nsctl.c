@@ -399,6 +399,7 @@ enum {
         VOLUMES_COL_WHY,
         VOLUMES_COL_START,
         VOLUMES_COL_RELEASE,
+        VOLUMES_COL_KEY,
         _VOLUMES_COL_MAX,
 };
 
@@ -434,6 +435,10 @@ static const struct column_info volumes_columns[_VOLUMES_COL_MAX] = {
                                   "when it goes: namespace (with the namespace), last-session "
                                   "(after the last session, no process left) or user-manager "
                                   "(a FUSE volume: when its unit stops)" },
+        [VOLUMES_COL_KEY] = { "KEY", 5, 0, SCOLS_JSON_STRING,
+                              "where its password comes from: login (the login password, or "
+                              "nsctl unlock), ask (only nsctl unlock) or file (a key file of "
+                              "root's, KeyFile=); '-': it takes none" },
 };
 
 static const char *const volume_state_names[] = {
@@ -496,6 +501,12 @@ static char *volumes_cell(const void *row, size_t col, bool json) {
                 return strdup((v->flags & NSC_VOLUME_RELEASE_LAST) ? "last-session"
                               : v->state == NSC_VOLUME_USER        ? "user-manager"
                                                                    : "namespace");
+        case VOLUMES_COL_KEY:
+                if (!(v->flags & NSC_VOLUME_PASSWORD))
+                        return json ? NULL : strdup("-");
+                return strdup((v->flags & NSC_VOLUME_KEY_FILE) ? "file"
+                              : (v->flags & NSC_VOLUME_ASK)    ? "ask"
+                                                               : "login");
         default:
                 return NULL;
         }

@@ -1171,7 +1171,8 @@ static void volumes_send_entry(Request *r, VolumesState *vs, const User *u, cons
         e.flags = (v->password ? NSD_VOLUME_PASSWORD : 0) | (v->ask ? NSD_VOLUME_ASK : 0) |
                   (v->on_request ? NSD_VOLUME_ON_REQUEST : 0) |
                   (v->at_login ? NSD_VOLUME_AT_LOGIN : 0) |
-                  (v->release_last ? NSD_VOLUME_RELEASE_LAST : 0);
+                  (v->release_last ? NSD_VOLUME_RELEASE_LAST : 0) |
+                  (v->key_file ? NSD_VOLUME_KEY_FILE : 0);
         /* what is so now: a mount on its Where= (-ENOENT: none), a run-volume that waits */
         if (vs->mountinfo)
                 e.flags |= NSD_VOLUME_NOW_KNOWN |

@@ -464,7 +464,7 @@ static void test_exclusive(void) {
         run(&r, NULL, "--socket", sock_path, "list", "-J", "-J", "-n", NULL);
         ok(r.status == 0, "list -J -J -n: one option twice is no conflict (exit %d)", r.status);
         check_json("list --json of no namespace", r.out,
-                   (const char *[]) { "d", "{'schema_version': 6, 'namespaces': []}", NULL });
+                   (const char *[]) { "d", "{'schema_version': 7, 'namespaces': []}", NULL });
         is_int(served_stop()->lists, 1, "nsd was asked only by the list without a conflict");
 }
 
@@ -1229,7 +1229,7 @@ static void test_volumes_stopped(void) {
         run(&r, NULL, "--socket", sock_path, "volumes", "--json", NULL);
         is_int(r.status, 0, "volumes --json: exit 0");
         check_json("volumes --json with a stopped volume", r.out,
-                   (const char *[]) { "d['schema_version']", "6", "d['volumes'][0]['state']",
+                   (const char *[]) { "d['schema_version']", "7", "d['volumes'][0]['state']",
                                       "stopped", NULL });
         run(&r, NULL, "--socket", sock_path, "volumes", "--json", "-o", "volume,start,release",
             NULL);
@@ -1237,6 +1237,41 @@ static void test_volumes_stopped(void) {
                    (const char *[]) { "d['volumes'][0]['start']", "login",
                                       "d['volumes'][0]['release']", "last-session",
                                       "d['volumes'][3]['release']", "user-manager", NULL });
+        served_stop();
+}
+
+/* volumes -o KEY (nsd 1.12, schema_version 7): where each volume's password comes from, from
+ * the flags: the login password, Key=ask, KeyFile=, or none */
+static void test_volumes_key(void) {
+        static const struct nsd_rep_volumes_entry volumes[] = {
+                { .uid = ALICE,
+                  .state = NSD_VOLUME_USER,
+                  .flags = NSD_VOLUME_PASSWORD,
+                  .name = "vault",
+                  .type = "gocryptfs" },
+                { .uid = ALICE,
+                  .state = NSD_VOLUME_USER,
+                  .flags = NSD_VOLUME_PASSWORD | NSD_VOLUME_ASK,
+                  .name = "safe",
+                  .type = "gocryptfs" },
+                { .uid = ALICE,
+                  .state = NSD_VOLUME_USER,
+                  .flags = NSD_VOLUME_PASSWORD | NSD_VOLUME_KEY_FILE,
+                  .name = "kv",
+                  .type = "gocryptfs" },
+                { .uid = ALICE, .state = NSD_VOLUME_MOUNTED, .name = "box", .type = "ext4" },
+        };
+        const struct fake_nsd_config cfg = { .volumes = volumes, .n_volumes = 4 };
+        struct run r;
+
+        serve(&cfg);
+        run(&r, NULL, "--socket", sock_path, "volumes", "-r", "-n", "-o", "volume,key", NULL);
+        is_str(r.out, "vault login\nsafe ask\nkv file\nbox -\n",
+               "volumes -o KEY: login, ask (Key=ask), file (KeyFile=), '-' for none");
+        run(&r, NULL, "--socket", sock_path, "volumes", "--json", "-o", "volume,key", NULL);
+        check_json("volumes --json -o volume,key", r.out,
+                   (const char *[]) { "d['schema_version']", "7", "d['volumes'][2]['key']", "file",
+                                      "d['volumes'][3]['key']", "None", NULL });
         served_stop();
 }
 
@@ -1427,7 +1462,7 @@ static void test_json_schema(void) {
                 const char *what, *doc;
                 int want; /* run_json_prog()'s exit status: 0 valid, 3 refused */
         } docs[] = {
-                { "the smallest list", "{\"schema_version\": 6, \"namespaces\": []}", 0 },
+                { "the smallest list", "{\"schema_version\": 7, \"namespaces\": []}", 0 },
                 { "no schema_version", "{\"namespaces\": []}", 3 },
                 { "another schema_version", "{\"schema_version\": 1, \"namespaces\": []}", 3 },
                 { "a member of a type it does not have",
@@ -1881,6 +1916,7 @@ int main(int argc, char **argv) {
         test_volume_ctl();
         test_start_volumes();
         test_volumes_stopped();
+        test_volumes_key();
         test_golden();
         test_metrics();
         test_json_schema();

@@ -1244,6 +1244,10 @@ static void test_key_file_take(void) {
         Given given = give_login(root, 100001, "login-pw", 3);
         ok(given.type == NSD_REP_CREDENTIAL_GIVE && given.volumes == 1,
            "root's GIVE: only the other volume takes the login password (%u)", given.volumes);
+        ok((volume_flags(user, "vault", 20) & (NSD_VOLUME_PASSWORD | NSD_VOLUME_KEY_FILE)) ==
+                           (NSD_VOLUME_PASSWORD | NSD_VOLUME_KEY_FILE) &&
+                   !(volume_flags(user, "other", 21) & NSD_VOLUME_KEY_FILE),
+           "VOLUMES (1.12): NSD_VOLUME_KEY_FILE on the KeyFile= volume only");
         g_clear_pointer(&text, g_free);
         send_take(user, "vault", 0, 4);
         type = next_with_fd(user, &error, &text);
