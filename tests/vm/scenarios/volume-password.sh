@@ -305,6 +305,9 @@ assert_contains "$(nsd_journal NSD_EVENT=credential-taken USER_ID=1003)" \
 assert_eq "" "$(nsd_journal NSD_EVENT=credential-received USER_ID=1003)" \
         "a login password handed over for carol"
 nowhere "$key"
+assert_eq "vault login
+safe ask
+kv file" "$("$NSCTL" volumes --raw --noheadings -o volume,key)" "nsctl volumes -o volume,key"
 out=$(printf '%s\n' "$key" | vm_ssh carol "$NSCTL unlock kv" 2>&1) && fail "nsctl unlock of a KeyFile= volume succeeded: $out"
 assert_contains "$out" "takes its password from its key file" "carol's nsctl unlock kv"
 say "ok"
