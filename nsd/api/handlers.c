@@ -1487,14 +1487,18 @@ static int credential_from_key_file(Request *r, User *u, size_t i) {
         g_autofree char *why = NULL;
         int fd = config_key_file_memfd(u->volumes[i].key_file, NSD_CREDENTIAL_MAX, &why);
 
+        /* said once per reason: the user's unit asks again every few seconds until the
+         * administrator mends it */
         if (fd < 0) {
-                log_event(LOG_WARNING, fd, u->uid, "credential-key-file-refused",
+                log_event(user_key_file_refused(u, i, why) ? LOG_WARNING : LOG_DEBUG, fd, u->uid,
+                          "credential-key-file-refused",
                           "Cannot hand volume '%s' of uid %u its key file: %s", u->volumes[i].name,
                           (unsigned) u->uid, why);
                 return request_refuse(r, errno_own_failure(fd),
                                       "nsd could not hand volume '%s' its key file: %s%s",
                                       u->volumes[i].name, why, errno_retry_hint(fd));
         }
+        (void) user_key_file_refused(u, i, NULL);
         (void) credential_pass(r, u, i, fd, CREDENTIAL_FROM_KEY_FILE);
         return 0;
 }

@@ -207,6 +207,7 @@ static void user_volume_clear(UserVolume *v) {
         g_free(v->why);
         g_free(v->options);
         g_free(v->key_file);
+        g_free(v->key_refused);
         g_free(v->held);
         *v = (UserVolume) { 0 };
 }
@@ -372,6 +373,20 @@ int user_credential_peek(User *u, size_t i, bool *ret_unlocked) {
                 return -EALREADY; /* once per volume: a second taker is not the volume's */
         fd = fcntl(u->credential_fd, F_DUPFD_CLOEXEC, 3);
         return fd < 0 ? -errno : fd;
+}
+
+bool user_key_file_refused(User *u, size_t i, const char *why) {
+        UserVolume *v;
+        bool news;
+
+        g_return_val_if_fail(i < u->n_volumes, true);
+        v = &u->volumes[i];
+        news = g_strcmp0(v->key_refused, why) != 0;
+        if (news) {
+                g_free(v->key_refused);
+                v->key_refused = g_strdup(why);
+        }
+        return news;
 }
 
 void user_credential_handed(User *u, size_t i, bool unlocked) {

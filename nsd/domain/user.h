@@ -40,7 +40,8 @@ typedef struct UserVolume {
                                * and no process is left in the namespace */
         uint32_t loop;        /* /dev/loop<loop - 1> its image is on; 0: none */
         uint64_t at_usec;     /* CLOCK_REALTIME when the setup reported */
-        char *held; /* why the last release was refused for it (in use by whom); NULL: not */
+        char *held;        /* why the last release was refused for it (in use by whom); NULL: not */
+        char *key_refused; /* why its key file was last refused (user_key_file_refused()) */
 } UserVolume;
 
 struct User {
@@ -140,6 +141,9 @@ int user_credential_peek(User *u, size_t i, bool *ret_unlocked);
  * gone; the login password counts as taken by volumes[i], and once every volume that takes it
  * took it, nsd lets it go. */
 void user_credential_handed(User *u, size_t i, bool unlocked);
+/* volumes[i]'s key file (KeyFile=) was refused for why, or read (why NULL): is why news (not
+ * the reason of the refusal before, which the journal has said already)? */
+bool user_key_file_refused(User *u, size_t i, const char *why);
 /* Forget the login password held (closes it). */
 void user_credential_drop(User *u, const char *why);
 /* Forget the passwords the user gave (closes them). */

@@ -1261,11 +1261,25 @@ static void test_key_file_take(void) {
         next_reply(user, &error, msg, sizeof msg);
         ok(error == -EPERM && strstr(msg, "KeyFile /run/keys/vault: refused: open to others"),
            "a key file others may read: the TAKE refused, naming it (%s)", msg);
+        ok(u->volumes[0].key_refused && !user_key_file_refused(u, 0, u->volumes[0].key_refused),
+           "the refusal is remembered: the same reason again is no news (logged once, at "
+           "warning; then at debug)");
         (void) unlink("/run/keys/vault");
         send_take(user, "vault", 0, 7);
         next_reply(user, &error, msg, sizeof msg);
         ok(error == -ENOENT && strstr(msg, "cannot open"),
            "a missing key file: ENOENT, naming it (%s)", msg);
+        ok(u->volumes[0].key_refused && strstr(u->volumes[0].key_refused, "cannot open"),
+           "another reason is news (at warning again)");
+        if (!g_file_set_contents("/run/keys/vault", "again", -1, NULL) ||
+            chmod("/run/keys/vault", 0600) < 0)
+                tap_bail_errno("/run/keys/vault");
+        g_clear_pointer(&text, g_free);
+        send_take(user, "vault", 0, 8);
+        type = next_with_fd(user, &error, &text);
+        ok(type == NSD_REP_CREDENTIAL_TAKE && g_strcmp0(text, "again") == 0 &&
+                   !u->volumes[0].key_refused,
+           "mended: the TAKE gets the key, the refusal forgotten (the next one is news)");
         core_test_end(s, root, user);
 }
 
