@@ -22,3 +22,11 @@ int why_set(char **why, int error, const char *fmt, ...) {
         va_end(ap);
         return r;
 }
+
+bool why_is_news(char **last, const char *why) {
+        if (g_strcmp0(*last, why) == 0)
+                return false;
+        g_free(*last);
+        *last = g_strdup(why);
+        return true;
+}

@@ -52,3 +52,8 @@ static inline const char *errno_retry_hint(int err) {
 int why_set(char **why, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int why_setv(char **why, int error, const char *fmt, va_list ap)
         __attribute__((format(printf, 3, 0)));
+
+/* For what is said once per reason while it is asked again (a refusal linger or a unit
+ * repeats): is why (NULL: the trouble is over) not the *last one? *last becomes why. The
+ * caller logs news at its level, the same reason again at debug. */
+bool why_is_news(char **last, const char *why);

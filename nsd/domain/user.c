@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/errno-util.h"
 #include "base/log.h"
 #include "store/fdstore.h"
 #include "store/mounts.h"
@@ -376,17 +377,8 @@ int user_credential_peek(User *u, size_t i, bool *ret_unlocked) {
 }
 
 bool user_key_file_refused(User *u, size_t i, const char *why) {
-        UserVolume *v;
-        bool news;
-
         g_return_val_if_fail(i < u->n_volumes, true);
-        v = &u->volumes[i];
-        news = g_strcmp0(v->key_refused, why) != 0;
-        if (news) {
-                g_free(v->key_refused);
-                v->key_refused = g_strdup(why);
-        }
-        return news;
+        return why_is_news(&u->volumes[i].key_refused, why);
 }
 
 void user_credential_handed(User *u, size_t i, bool unlocked) {

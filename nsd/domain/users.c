@@ -1095,7 +1095,7 @@ static char *log_volume_release(User *u, const VolumeRelease *rel, const char *w
                 case VOLUME_RELEASE_BUSY:
                 case VOLUME_RELEASE_FAILED: {
                         /* linger asks again every LINGER_RECHECK_SEC: the same refusal once */
-                        bool same = u->release_refused && g_str_equal(u->release_refused, reason);
+                        bool same = !why_is_news(&u->release_refused, reason);
 
                         if (stop)
                                 log_event_reason(same ? LOG_DEBUG : LOG_NOTICE, it->err, u->uid,
@@ -1109,10 +1109,6 @@ static char *log_volume_release(User *u, const VolumeRelease *rel, const char *w
                                                  "Cannot release the namespace of uid %u (%s): "
                                                  "%s; the namespace is kept",
                                                  (unsigned) u->uid, why, reason);
-                        if (!same) {
-                                g_free(u->release_refused);
-                                u->release_refused = g_strdup(reason);
-                        }
                         if (!first)
                                 first = g_steal_pointer(&reason);
                         break;
@@ -1200,15 +1196,11 @@ static int release_table_unread(User *u, const char *why, int r, char **ret_why)
         g_autofree char *reason =
                 g_strdup_printf("its mount table could not be read to check its volumes (%s)",
                                 g_strerror(-r));
-        bool same = u->release_refused && g_str_equal(u->release_refused, reason);
 
-        log_event_reason(same ? LOG_DEBUG : LOG_WARNING, r, u->uid, "release-failed", why,
+        log_event_reason(why_is_news(&u->release_refused, reason) ? LOG_WARNING : LOG_DEBUG, r,
+                         u->uid, "release-failed", why,
                          "Cannot release the namespace of uid %u (%s): %s; it is kept",
                          (unsigned) u->uid, why, reason);
-        if (!same) {
-                g_free(u->release_refused);
-                u->release_refused = g_strdup(reason);
-        }
         return why_set(ret_why, r,
                        "cannot release the namespace of uid %u: %s; it is kept, try "
                        "again",
