@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/helper.h"
+#include "io-util.h"
 #include "libmount-cleanup.h"
 
 /* mountinfo text into a libmount table */
@@ -329,7 +330,7 @@ static const char *sys_dev_block_path(char path[static SYS_DEV_PATH_MAX], dev_t 
 
 int mounts_loop_backs(dev_t dev, const char *source) {
         char path[SYS_DEV_PATH_MAX], backing[PATH_MAX + 16];
-        ssize_t n = 0, k;
+        ssize_t n;
         int fd;
 
         if (major(dev) != MOUNTS_LOOP_MAJOR || !source || source[0] != '/')
@@ -337,18 +338,10 @@ int mounts_loop_backs(dev_t dev, const char *source) {
         fd = open(sys_dev_block_path(path, dev, "/loop/backing_file"), O_RDONLY | O_CLOEXEC);
         if (fd < 0) /* ENOENT: no such device, or cleared meanwhile */
                 return errno == ENOENT ? 0 : -errno;
-        while ((size_t) n < sizeof backing - 1 &&
-               (k = read(fd, backing + n, sizeof backing - 1 - (size_t) n)) != 0) {
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        k = -errno;
-                        close(fd);
-                        return (int) k;
-                }
-                n += k;
-        }
+        n = read_full(fd, backing, sizeof backing - 1);
         close(fd);
+        if (n < 0)
+                return (int) n;
         backing[n] = '\0';
         if (n > 0 && backing[n - 1] == '\n')
                 backing[--n] = '\0';
